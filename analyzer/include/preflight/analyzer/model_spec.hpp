@@ -1,0 +1,90 @@
+#pragma once
+/// @file model_spec.hpp
+/// ModelSpec: the architecture of a decoder-only transformer, independent of how it is trained.
+///
+/// Every front end (Megatron-LM arguments, Hugging Face config.json, SimuMax model JSON, presets)
+/// converts into this one type, and every back end (Megatron-style tables, the cost model, SAPP inputs,
+/// calibration) reads it through the layer graph (layer_graph.hpp).  Field names follow Megatron-LM's
+/// arguments (`megatron/training/arguments.py`) where Megatron has one.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace preflight::analyzer {
+
+/// Normalization layer kind (`--normalization`).
+enum class Normalization { LayerNorm, RMSNorm };
+
+/// Position embedding (`--position-embedding-type`): learned absolute embedding table, rotary, or none.
+enum class PositionEmbedding { LearnedAbsolute, Rope, None };
+
+/// Activation of the MLP.  SwiGLU is gated: fc1 produces 2·ffn outputs (`--swiglu`).
+enum class Activation { GeLU, SwiGLU, SquaredReLU };
+
+/// Mixture-of-experts layers (Megatron `--num-experts`, `--moe-*`).
+struct MoESpec {
+  int num_experts = 0;                            ///< routed experts per MoE layer; 0 = dense model
+  int router_topk = 2;                            ///< experts chosen per token (`--moe-router-topk`)
+  std::int64_t ffn_hidden_size = 0;               ///< routed expert FFN size (`--moe-ffn-hidden-size`)
+  std::int64_t shared_expert_ffn_hidden_size = 0; ///< shared expert FFN; 0 = none
+  /// Per layer: true = MoE MLP, false = dense MLP (`--moe-layer-freq`, HF `first_k_dense_replace`).
+  /// Empty = every layer is MoE when num_experts > 0.
+  std::vector<bool> layer_is_moe;
+  bool pad_expert_input_to_capacity = false;     ///< `--moe-pad-expert-input-to-capacity`
+  double capacity_factor = 1.0;                   ///< `--moe-expert-capacity-factor` (only with padding)
+
+  bool enabled() const { return num_experts > 0; }
+};
+
+/// Multi-head latent attention (DeepSeek-V2/V3; Megatron `--multi-latent-attention`).
+struct MLASpec {
+  bool enabled = false;
+  std::int64_t q_lora_rank = 0;          ///< 0 = no query compression (one q projection)
+  std::int64_t kv_lora_rank = 512;
+  std::int64_t qk_head_dim = 128;        ///< non-rotary part of q/k per head
+  std::int64_t qk_pos_emb_head_dim = 64; ///< rotary part of q/k per head
+  std::int64_t v_head_dim = 128;
+};
+
+/// Architecture of the network.  Sizes are element counts, not bytes.
+struct ModelSpec {
+  std::string name;                          ///< label shown in reports ("llama3-8b", "megatron-args")
+  int num_layers = 0;                        ///< transformer layers L
+  std::int64_t hidden_size = 0;              ///< h
+  std::int64_t ffn_hidden_size = 0;          ///< dense MLP size f (per branch for SwiGLU)
+  int num_attention_heads = 0;               ///< a
+  int num_query_groups = 0;                  ///< kv heads g (GQA); = a without GQA
+  std::int64_t kv_channels = 0;              ///< head dim d; Megatron default h / a
+  std::int64_t max_position_embeddings = 0;  ///< rows of the learned position table
+  std::int64_t vocab_size = 0;               ///< tokenizer size before padding
+  int make_vocab_size_divisible_by = 128;    ///< padding unit, multiplied by tp (Megatron `_vocab_size_with_padding`)
+  Activation activation = Activation::GeLU;
+  bool add_bias_linear = true;               ///< biases in all linear layers (`--disable-bias-linear` clears)
+  bool add_qkv_bias = false;                 ///< bias in the qkv projection only (`--add-qkv-bias`)
+  Normalization normalization = Normalization::LayerNorm;
+  bool untie_embeddings_and_output_weights = false;
+  PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
+  double attention_dropout = 0.1;            ///< Megatron default; Llama-style scripts set 0
+  double hidden_dropout = 0.1;
+  MoESpec moe;
+  MLASpec mla;
+
+  bool gated() const { return activation == Activation::SwiGLU; }
+  /// Bias present in the qkv projection.
+  bool qkv_bias() const { return add_bias_linear || add_qkv_bias; }
+  /// Whether transformer layer `layer` (0-based, global) has a MoE MLP.
+  bool is_moe_layer(int layer) const;
+  /// Vocabulary padded as Megatron does: up to a multiple of make_vocab_size_divisible_by · tp.
+  std::int64_t padded_vocab_size(int tp) const;
+
+  /// Checks the sizes are positive and consistent (kv groups divide heads, ...).
+  /// @throws InputError naming the field, with `where` as the given source (e.g. "--num-layers").
+  void validate() const;
+};
+
+const char* to_string(Normalization n);
+const char* to_string(PositionEmbedding p);
+const char* to_string(Activation a);
+
+}  // namespace preflight::analyzer

@@ -1,0 +1,110 @@
+#pragma once
+/// @file strategy.hpp
+/// Strategy: how a ModelSpec is trained — parallel layout, batch, precision, optimizer sharding,
+/// recompute and kernels.  Megatron-LM semantics throughout (`megatron/training/arguments.py`,
+/// `megatron/core/parallel_state.py`, `megatron/core/transformer/transformer_block.py`).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "preflight/analyzer/model_spec.hpp"
+
+namespace preflight::analyzer {
+
+/// Parameter / compute precision (`--fp16`, `--bf16`, default fp32).
+enum class Precision { FP32, FP16, BF16 };
+/// FP8 GEMMs (`--fp8-format`); None = off.
+enum class Fp8Format { None, E4M3, Hybrid };
+/// `--recompute-granularity`.
+enum class RecomputeGranularity { None, Full, Selective };
+/// `--recompute-method` (only with full recompute).
+enum class RecomputeMethod { Uniform, Block };
+/// Core attention kernel: flash/fused (no s² tensors kept) or math/unfused (softmax kept).
+enum class AttentionBackend { Flash, Math };
+/// Optimizer (`--optimizer`): Adam keeps two fp32 moments, SGD one momentum buffer.
+enum class Optimizer { Adam, SGD };
+
+/// Which pipeline schedule a stage runs.
+enum class PipelineSchedule { OneFOneB, Interleaved };
+
+/// Parallel layout and training settings.  Sizes are counts; lengths are tokens.
+struct Strategy {
+  // --- layout ---
+  int world_size = 1;       ///< total ranks (torchrun nproc_per_node · nnodes)
+  int gpus_per_node = 8;    ///< ranks per node (names devices n{node}_g{gpu})
+  int tp = 1;               ///< tensor-parallel size
+  int pp = 1;               ///< pipeline-parallel size
+  int cp = 1;               ///< context-parallel size
+  int ep = 1;               ///< expert-parallel size
+  int etp = 0;              ///< expert tensor-parallel size; 0 = same as tp (Megatron default)
+  int vpp = 1;              ///< virtual pipeline chunks per rank (interleaved 1F1B when > 1)
+  bool sequence_parallel = false;
+  /// Megatron's rank order; "tp-cp-ep-dp-pp" (default) or "tp-pp-dp" (`--use-tp-pp-dp-mapping`).
+  std::string order = "tp-cp-ep-dp-pp";
+  /// Transformer layers on the first / last pipeline stage (`--decoder-first/last-pipeline-num-layers`);
+  /// -1 = even split of what remains.
+  int first_stage_layers = -1;
+  int last_stage_layers = -1;
+  /// Explicit transformer layers per pipeline stage (SAPP offsets); overrides the two fields above.
+  std::vector<int> stage_layers;
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
+
+  // --- batch ---
+  std::int64_t seq_length = 0;  ///< tokens per sample s
+  int micro_batch_size = 1;     ///< b
+  int global_batch_size = 0;    ///< samples per iteration; 0 = micro_batch_size · dp
+
+  // --- numerics and optimizer ---
+  Precision precision = Precision::FP32;
+  Fp8Format fp8 = Fp8Format::None;
+  Optimizer optimizer = Optimizer::Adam;
+  bool distributed_optimizer = false;  ///< shard fp32 master weights + moments over DP (ZeRO-1)
+  bool grad_reduce_in_bf16 = false;    ///< `--grad-reduce-in-bf16`: bf16 main grads
+  bool accumulate_allreduce_grads_in_fp32 = false;  ///< fp16 only; forced on for bf16 by Megatron
+
+  // --- recompute ---
+  RecomputeGranularity recompute_granularity = RecomputeGranularity::None;
+  RecomputeMethod recompute_method = RecomputeMethod::Uniform;
+  int recompute_num_layers = 1;  ///< layers per checkpoint (uniform) or checkpointed layers per stage (block)
+  /// Selective recompute modules (`--recompute-modules`): core_attn (default), mlp, moe, moe_act, layernorm.
+  std::vector<std::string> recompute_modules = {"core_attn"};
+
+  // --- kernels ---
+  AttentionBackend attention_backend = AttentionBackend::Flash;
+  bool cross_entropy_loss_fusion = false;
+
+  // --- derived (validate() first) ---
+  int dp() const { return world_size / (tp * pp * cp); }
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  /// Expert data-parallel size: world / (etp · ep · pp).
+  int expert_dp() const { return world_size / (expert_tp() * ep * pp); }
+  int global_batch() const { return global_batch_size > 0 ? global_batch_size : micro_batch_size * dp(); }
+  /// Micro batches per iteration per pipeline (gradient-accumulation steps): global / (b · dp).
+  int num_microbatches() const { return global_batch() / (micro_batch_size * dp()); }
+  PipelineSchedule schedule() const { return vpp > 1 ? PipelineSchedule::Interleaved : PipelineSchedule::OneFOneB; }
+  /// Bytes of one parameter / activation element in the compute precision (fp8 is not counted here).
+  int element_bytes() const { return precision == Precision::FP32 ? 4 : 2; }
+  /// Bytes per element of the gradient buffer Megatron's DDP reduces (main_grad).
+  int main_grad_bytes() const;
+
+  /// Number of transformer layers on each pipeline rank (size pp), Megatron's
+  /// `get_num_layers_to_build` semantics (even split, uneven first/last stage, explicit list,
+  /// embedding/loss counted as a layer).
+  /// @throws InputError when the layers cannot be split as asked.
+  std::vector<int> layers_per_stage(int num_layers) const;
+
+  /// Checks sizes against each other and against the model: world divisible by tp·pp·cp and by
+  /// etp·ep·pp, heads and kv groups divisible by tp, experts by ep, global batch by b·dp,
+  /// vpp dividing each stage's layers, seq by cp (2·cp with causal load balancing is not required).
+  /// @throws InputError naming the offending flag.
+  void validate(const ModelSpec& model) const;
+};
+
+const char* to_string(Precision p);
+const char* to_string(RecomputeGranularity g);
+const char* to_string(RecomputeMethod m);
+const char* to_string(AttentionBackend b);
+
+}  // namespace preflight::analyzer

@@ -1,0 +1,67 @@
+#pragma once
+/// @file system_spec.hpp
+/// SystemSpec: the accelerator and the networks between accelerators.
+///
+/// The schema follows SimuMax v1.2 `SystemConfig` (`simumax/core/config.py`; see notes/simumax.md §4.1):
+/// per-op peak TFLOPS with default and per-shape efficiencies, memory bandwidths with efficiency and
+/// latency, and named networks with per-collective traffic factors.  Units are stated per field:
+/// TFLOPS = 10^12 FLOP/s, "gbps" = GiB/s (SimuMax multiplies by 1024^3), latencies in microseconds,
+/// device memory in GiB.
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace preflight::analyzer {
+
+/// Compute throughput of one op kind (`accelerator.op.<name>`).
+struct ComputeOp {
+  double tflops = 0;                                   ///< peak, 10^12 FLOP/s
+  double efficient_factor = 1.0;                       ///< default efficiency, 0..1
+  std::map<std::string, double> accurate_efficient_factor;  ///< shape key → measured efficiency
+};
+
+/// A bandwidth model (`accelerator.bandwidth.<name>` or `networks.<net>.bandwidth`).
+struct Bandwidth {
+  double gbps = 0;               ///< GiB/s
+  double efficient_factor = 1.0; ///< 0..1
+  double latency_us = 0;         ///< per operation, microseconds
+  double fixed_latency_us = 0;   ///< SimuMax `fixed_latency`
+  std::map<int, double> fixed_latency_us_by_comm_num;  ///< group size → µs
+};
+
+/// Per-collective parameters of a network (`networks.<net>.op.<collective>`).
+struct NetOp {
+  double scale = 1.0;   ///< traffic = size·scale·(1 + offset/n)
+  double offset = 0.0;
+  std::optional<double> efficient_factor;
+  std::optional<double> latency_us;
+  std::optional<double> fixed_latency_us;
+  std::map<int, double> fixed_latency_us_by_comm_num;
+  std::map<int, double> dp_fixed_bw;  ///< PCIe only: measured DP bus bandwidth by group size, GiB/s
+};
+
+/// One network (`networks.<name>`): high_intra_node, low_intra_node, inter_node, intra_node_pcie_{2,4,8}x.
+struct Network {
+  Bandwidth bandwidth;
+  std::map<std::string, NetOp> op;  ///< all_reduce, all_gather, reduce_scatter, all2all, p2p
+};
+
+/// The hardware a run is estimated for.
+struct SystemSpec {
+  std::string name;               ///< `sys_name`
+  int num_per_node = 8;           ///< accelerators per node
+  bool fc8 = false;               ///< fully-connected 8 intra node (SimuMax `FC8`)
+  std::string backend = "cuda";   ///< `accelerator.backend`
+  double mem_gib = 80;            ///< device memory, GiB (`accelerator.mem_gbs`)
+  std::string mode = "roofline";  ///< `roofline` or `only_compute`
+  std::map<std::string, ComputeOp> op;         ///< default, matmul, fp8_matmul, sdp_fwd, sdp_bwd, group_matmul, ...
+  std::map<std::string, Bandwidth> memory_bw;  ///< default, permute_fwd, permute_bwd, ce, ce_fusion
+  bool intra_with_pcie = false;
+  std::map<std::string, Network> networks;
+
+  /// Device memory in bytes.
+  double mem_bytes() const;
+};
+
+}  // namespace preflight::analyzer

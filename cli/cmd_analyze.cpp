@@ -1,0 +1,81 @@
+// preflight analyze: our own options are taken out of the word list; everything else is the launch
+// script's torchrun + Megatron command line.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "preflight/analyzer/layer_graph.hpp"
+#include "preflight/analyzer/megatron_args.hpp"
+#include "preflight/analyzer/report.hpp"
+#include "preflight/common/error.hpp"
+
+namespace preflight::cli {
+
+namespace {
+
+const char* kAnalyzeHelp =
+    "usage: preflight analyze [options] [torchrun args] [Megatron-LM args]\n"
+    "\n"
+    "Reads exactly what a launch script passes to `torchrun … pretrain_gpt.py`, so\n"
+    "`torchrun $DISTRIBUTED_ARGS pretrain_gpt.py` can be swapped for `preflight analyze $DISTRIBUTED_ARGS`.\n"
+    "Unknown Megatron flags are accepted and ignored.\n"
+    "\n"
+    "options (taken out before the Megatron arguments are read):\n"
+    "  --json                   print the report as JSON\n"
+    "  --device-memory GIB      device memory; exit 1 when a stage does not fit\n"
+    "  -h, --help               this text\n";
+
+struct AnalyzeCli {
+  bool json = false;
+  std::optional<double> device_memory_gib;
+  Words rest;
+};
+
+AnalyzeCli take_options(const Words& words) {
+  AnalyzeCli cli;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    auto value = [&](const char* flag) -> std::string {
+      if (auto eq = w.find('='); eq != std::string::npos) return w.substr(eq + 1);
+      if (i + 1 >= words.size()) throw InputError(flag, "expects a value");
+      return words[++i];
+    };
+    if (w == "--json") {
+      cli.json = true;
+    } else if (w == "--device-memory" || w.rfind("--device-memory=", 0) == 0) {
+      std::string v = value("--device-memory");
+      try {
+        cli.device_memory_gib = std::stod(v);
+      } catch (const std::exception&) {
+        throw InputError("--device-memory", "expected a number of GiB, got '" + v + "'");
+      }
+    } else {
+      cli.rest.push_back(w);
+    }
+  }
+  return cli;
+}
+
+}  // namespace
+
+int run_analyze(const Words& words) {
+  for (const auto& w : words)
+    if (w == "-h" || w == "--help") {
+      std::cout << kAnalyzeHelp;
+      return kExitOk;
+    }
+  AnalyzeCli cli = take_options(words);
+  analyzer::MegatronConfig cfg = analyzer::parse_megatron_args(cli.rest, analyzer::process_environment());
+  analyzer::LayerGraph graph = analyzer::build_layer_graph(cfg.model, cfg.strategy);
+  analyzer::AnalyzeOptions opts;
+  opts.warnings = cfg.warnings;
+  opts.device_memory_gib = cli.device_memory_gib;
+  if (cli.json)
+    std::cout << analyzer::analysis_json(graph, opts).dump(2) << "\n";
+  else
+    std::cout << analyzer::render_analysis_text(graph, opts);
+  return analyzer::analysis_fits(graph, opts) ? kExitOk : kExitDoesNotFit;
+}
+
+}  // namespace preflight::cli

@@ -1,0 +1,38 @@
+#pragma once
+/// @file commands.hpp
+/// Subcommands of the `preflight` binary.  Each lives in its own cmd_<name>.cpp and is a plain function
+/// over parsed options (ccache style); this folder holds wiring only, the work is in the components.
+///
+/// Two kinds:
+///  - raw commands take the words after their name as-is (analyze accepts any torchrun + Megatron
+///    command line, which CLI11 must not interpret);
+///  - CLI11 commands register themselves on the app and run after parsing.
+/// Every command returns the process exit status (preflight::ExitCode); bad input is thrown as
+/// preflight::InputError and printed by main().
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace preflight::cli {
+
+using Words = std::vector<std::string>;
+
+/// `preflight analyze [options] [torchrun + Megatron args…]`
+int run_analyze(const Words& args);
+
+/// A CLI11 subcommand: `add` registers options on `sub` and returns the function to run after parsing.
+struct Command {
+  const char* name;
+  const char* help;
+  std::function<std::function<int()>(CLI::App& sub)> add;
+};
+
+/// All CLI11 subcommands, in the order `preflight --help` lists them.
+std::vector<Command> cli11_commands();
+
+}  // namespace preflight::cli

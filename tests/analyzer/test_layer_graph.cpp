@@ -1,0 +1,222 @@
+// The layer graph and the memory read off it, against hand-computed numbers and published formulas.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "preflight/analyzer/layer_graph.hpp"
+#include "preflight/analyzer/megatron_args.hpp"
+#include "preflight/analyzer/memory.hpp"
+#include "preflight/common/error.hpp"
+
+using namespace preflight::analyzer;
+using Words = std::vector<std::string>;
+
+namespace {
+
+MegatronConfig parse(const Words& w) { return parse_megatron_args(w, {}); }
+
+LayerGraph graph_of(const Words& w) {
+  MegatronConfig c = parse(w);
+  return build_layer_graph(c.model, c.strategy);
+}
+
+/// Kept bytes of transformer layer `layer`, without the fp32 norm statistics.
+double layer_kept_without_stats(const LayerGraph& g, int layer) {
+  double total = 0;
+  for (const auto& c : g.chunks)
+    for (const auto& op : c.ops) {
+      if (op.layer != layer) continue;
+      double stats = 0;
+      if (op.kind == OpKind::Norm && !op.recompute)
+        for (const auto& s : op.saved)
+          if (s.name == "stats") stats = static_cast<double>(s.bytes);
+      total += static_cast<double>(op.kept_bytes) - stats;
+    }
+  return total;
+}
+
+}  // namespace
+
+TEST(LayerGraph, Gpt3_175bParameterCount) {
+  // 96·(12h² + 13h) + v·h + 2048·h + 2h with h = 12288, v = 50304 (GPT-2 vocab padded to 128).
+  ModelSpec m = parse({"--num-layers", "96", "--hidden-size", "12288", "--num-attention-heads", "96",
+                       "--seq-length", "2048", "--max-position-embeddings", "2048", "--vocab-size", "50257"})
+                    .model;
+  std::int64_t h = 12288;
+  std::int64_t expected = 96 * (12 * h * h + 13 * h) + 50304 * h + 2048 * h + 2 * h;
+  EXPECT_EQ(count_parameters(m), expected);
+  EXPECT_NEAR(static_cast<double>(count_parameters(m)) / 175e9, 1.0, 0.01);
+}
+
+TEST(LayerGraph, Llama3_8bParameterCount) {
+  ModelSpec m = parse({"--num-layers", "32", "--hidden-size", "4096", "--ffn-hidden-size", "14336",
+                       "--num-attention-heads", "32", "--group-query-attention", "--num-query-groups", "8",
+                       "--kv-channels", "128", "--seq-length", "8192", "--position-embedding-type", "rope",
+                       "--swiglu", "--normalization", "RMSNorm", "--untie-embeddings-and-output-weights",
+                       "--disable-bias-linear", "--vocab-size", "128256", "--make-vocab-size-divisible-by", "128"})
+                    .model;
+  // per layer: qkv 6144·4096 + proj 4096² + fc1 2·14336·4096 + fc2 14336·4096 + 2 norms = 218,112,000
+  std::int64_t expected = 32LL * 218112000 + 2LL * 128256 * 4096 + 4096;
+  EXPECT_EQ(count_parameters(m), expected);
+  EXPECT_NEAR(static_cast<double>(count_parameters(m)) / 8.03e9, 1.0, 0.01);
+}
+
+TEST(LayerGraph, KorthikantiTensorParallelSequenceParallelSelective) {
+  // Korthikanti et al. 2022 Table 2: TP + SP + selective recompute keeps 34·s·b·h/t bytes per layer
+  // (16-bit activations, 1-byte dropout masks, f = 4h).
+  const std::int64_t s = 2048, b = 4, h = 4096, t = 4;
+  LayerGraph g = graph_of({"--num-layers", "8", "--hidden-size", "4096", "--num-attention-heads", "32",
+                           "--seq-length", "2048", "--micro-batch-size", "4", "--vocab-size", "50257", "--bf16",
+                           "--tensor-model-parallel-size", "4", "--sequence-parallel", "--attention-backend",
+                           "unfused", "--recompute-granularity", "selective", "--world-size", "4"});
+  double expected = 34.0 * s * b * h / t;
+  EXPECT_DOUBLE_EQ(layer_kept_without_stats(g, 3), expected);
+}
+
+TEST(LayerGraph, KorthikantiTensorParallelOnlyWithAttentionScores) {
+  // TP without SP, math attention with dropout: s·b·h·(10 + 24/t + 5·a·s/(h·t)).
+  const double s = 1024, b = 2, h = 2048, a = 16, t = 2;
+  LayerGraph g = graph_of({"--num-layers", "4", "--hidden-size", "2048", "--num-attention-heads", "16",
+                           "--seq-length", "1024", "--micro-batch-size", "2", "--vocab-size", "50257", "--fp16",
+                           "--tensor-model-parallel-size", "2", "--attention-backend", "unfused", "--world-size",
+                           "2"});
+  double expected = s * b * h * (10 + 24 / t + 5 * a * s / (h * t));
+  EXPECT_DOUBLE_EQ(layer_kept_without_stats(g, 0), expected);
+}
+
+TEST(LayerGraph, FullRecomputeKeepsOnlyLayerInputs) {
+  // uniform, 2 layers per checkpoint, 8 layers on one stage: 4 checkpoint inputs of 2·s·b·h/t.
+  LayerGraph g = graph_of({"--num-layers", "8", "--hidden-size", "1024", "--num-attention-heads", "8",
+                           "--seq-length", "512", "--vocab-size", "1000", "--bf16", "--recompute-granularity", "full",
+                           "--recompute-method", "uniform", "--recompute-num-layers", "2",
+                           "--tensor-model-parallel-size", "2", "--sequence-parallel", "--world-size", "2"});
+  double per_input = 2.0 * 512 * 1 * 1024 / 2;
+  double total = 0;
+  for (int l = 0; l < 8; ++l) total += layer_kept_without_stats(g, l);
+  EXPECT_DOUBLE_EQ(total, 4 * per_input);
+}
+
+TEST(LayerGraph, UnevenFirstAndLastStages) {
+  LayerGraph g = graph_of({"--num-layers", "30", "--hidden-size", "256", "--num-attention-heads", "4",
+                           "--seq-length", "128", "--vocab-size", "1000", "--pipeline-model-parallel-size", "4",
+                           "--decoder-first-pipeline-num-layers", "6", "--decoder-last-pipeline-num-layers", "6",
+                           "--world-size", "4"});
+  ASSERT_EQ(g.chunks.size(), 4u);
+  EXPECT_EQ(g.chunks[0].num_layers, 6);
+  EXPECT_EQ(g.chunks[1].num_layers, 9);
+  EXPECT_EQ(g.chunks[1].first_layer, 6);
+  EXPECT_EQ(g.chunks[3].first_layer, 24);
+  EXPECT_TRUE(g.chunks[0].has_embedding);
+  EXPECT_TRUE(g.chunks[3].has_output_layer);
+}
+
+TEST(LayerGraph, LayersNotDivisibleByPipelineIsAnInputError) {
+  try {
+    graph_of({"--num-layers", "30", "--hidden-size", "256", "--num-attention-heads", "4", "--seq-length", "128",
+              "--vocab-size", "1000", "--pipeline-model-parallel-size", "4", "--world-size", "4"});
+    FAIL();
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), "--num-layers");
+  }
+}
+
+TEST(LayerGraph, InconsistentSizesAreInputErrors) {
+  Words base = {"--num-layers", "4", "--hidden-size", "256", "--num-attention-heads", "6", "--seq-length", "128",
+                "--vocab-size", "1000"};
+  auto fails = [&](Words extra, const std::string& where) {
+    Words w = base;
+    w.insert(w.end(), extra.begin(), extra.end());
+    try {
+      graph_of(w);
+      ADD_FAILURE() << "no error for " << where;
+    } catch (const preflight::InputError& e) {
+      EXPECT_EQ(e.where(), where) << e.what();
+    }
+  };
+  fails({"--tensor-model-parallel-size", "4", "--world-size", "4"}, "--tensor-model-parallel-size");
+  fails({"--tensor-model-parallel-size", "2", "--world-size", "6", "--pipeline-model-parallel-size", "2"},
+        "world size");
+  fails({"--group-query-attention", "--num-query-groups", "4"}, "--num-query-groups");
+  fails({"--global-batch-size", "3", "--world-size", "2"}, "--global-batch-size");
+  fails({"--num-layers", "0"}, "--num-layers");
+}
+
+namespace {
+/// Megatron `compute_weight_and_optimizer_memory` (core_r0.8 dense form), bytes on the most loaded shard.
+double megatron_weight_and_optimizer(double L, double h, double a, double g, double kv, double f, bool swiglu,
+                                     double v_padded, bool untied, int t, int p, int d, bool dist_opt) {
+  double gamma = swiglu ? 1.5 : 1.0;
+  double transformer = 2 * L * h * h * ((1 + g / a) * (kv * a / h) + (f / h) * gamma + 2 / h + 1 / (L * h));
+  double embedding = h * v_padded * (untied ? 2 : 1);
+  double shard = (transformer / p + h * v_padded) / t;
+  if (untied && p == 1) shard += h * v_padded / t;
+  double bytes_per_param = dist_opt ? 6 + 12.0 / d : 18;
+  (void)embedding;
+  return shard * bytes_per_param;
+}
+}  // namespace
+
+TEST(Memory, WeightAndOptimizerMatchMegatronTheoreticalFormula) {
+  struct Case {
+    int L, h, a, g, f, t, p, nodes;
+    bool swiglu, untied, dist_opt;
+  };
+  const std::vector<Case> cases = {
+      {32, 4096, 32, 32, 16384, 1, 1, 1, false, false, true},
+      {32, 4096, 32, 8, 14336, 2, 1, 1, true, true, true},
+      {80, 8192, 64, 8, 28672, 8, 4, 4, true, true, true},
+      {96, 12288, 96, 96, 49152, 8, 8, 8, false, false, false},
+      {40, 5120, 40, 40, 13824, 4, 2, 2, true, true, false},
+      {24, 2048, 16, 4, 8192, 2, 2, 1, false, false, true},
+  };
+  for (const auto& cs : cases) {
+    Words w = {"--num-layers", std::to_string(cs.L), "--hidden-size", std::to_string(cs.h),
+               "--num-attention-heads", std::to_string(cs.a), "--group-query-attention", "--num-query-groups",
+               std::to_string(cs.g), "--ffn-hidden-size", std::to_string(cs.f), "--seq-length", "4096",
+               "--position-embedding-type", "rope", "--disable-bias-linear", "--vocab-size", "32000", "--bf16",
+               "--tensor-model-parallel-size", std::to_string(cs.t), "--pipeline-model-parallel-size",
+               std::to_string(cs.p), "--nproc_per_node", "8", "--nnodes", std::to_string(cs.nodes)};
+    if (cs.swiglu) w.push_back("--swiglu");
+    if (cs.untied) w.push_back("--untie-embeddings-and-output-weights");
+    if (cs.dist_opt) w.push_back("--use-distributed-optimizer");
+    LayerGraph g = graph_of(w);
+    MemoryReport mem = stage_memory(g);
+    int d = g.strategy.dp();
+    double v = static_cast<double>(g.padded_vocab);
+    double expected = megatron_weight_and_optimizer(cs.L, cs.h, cs.a, cs.g, cs.h / cs.a, cs.f, cs.swiglu, v,
+                                                    cs.untied, cs.t, cs.p, d, cs.dist_opt);
+    double ours = mem.stages[0].static_bytes();
+    EXPECT_NEAR(ours / expected, 1.0, 0.001) << "L" << cs.L << " h" << cs.h << " t" << cs.t << " p" << cs.p;
+  }
+}
+
+TEST(Memory, OneFOneBInFlightMicrobatches) {
+  LayerGraph g = graph_of({"--num-layers", "8", "--hidden-size", "256", "--num-attention-heads", "4",
+                           "--seq-length", "128", "--vocab-size", "1000", "--pipeline-model-parallel-size", "4",
+                           "--world-size", "8", "--micro-batch-size", "1", "--global-batch-size", "6"});
+  MemoryReport mem = stage_memory(g);  // dp 2, 3 micro batches
+  EXPECT_EQ(mem.stages[0].inflight_microbatches, 3);
+  EXPECT_EQ(mem.stages[1].inflight_microbatches, 3);
+  EXPECT_EQ(mem.stages[2].inflight_microbatches, 2);
+  EXPECT_EQ(mem.stages[3].inflight_microbatches, 1);
+}
+
+TEST(Memory, InterleavedFirstStageMatchesMegatronFactor) {
+  // Megatron: first stage holds L·(1 + (p−1)/(p·m)) layers of activations with m virtual chunks.
+  LayerGraph g = graph_of({"--num-layers", "16", "--hidden-size", "256", "--num-attention-heads", "4",
+                           "--seq-length", "128", "--vocab-size", "1000", "--pipeline-model-parallel-size", "4",
+                           "--num-layers-per-virtual-pipeline-stage", "2", "--world-size", "4",
+                           "--global-batch-size", "64", "--hidden-dropout", "0", "--position-embedding-type",
+                           "rope"});
+  MemoryReport mem = stage_memory(g);
+  double per_layer = layer_kept_without_stats(g, 5);
+  double stats_per_layer = 2 * 2 * 128 * 4.0;  // two LayerNorms, mean + rstd fp32, 128 tokens
+  double p = 4, m = 2, L = 16;
+  double expected_layers = L * (1 + (p - 1) / (p * m));
+  double embedding_ids = 8 * 128;  // int64 token ids kept by each forward pass of chunk 0
+  // 16 micro batches: (p−1)·2 + (m−1)·p + 1 = 11 chunk passes in flight; forwards 0–3 and 8–10 run
+  // chunk 0 (with the embedding), 4–7 chunk 1.
+  double act = mem.stages[0].activation_bytes;
+  double layers_bytes = expected_layers * (per_layer + stats_per_layer);
+  EXPECT_DOUBLE_EQ(act, layers_bytes + 7 * embedding_ids);
+}

@@ -1,0 +1,133 @@
+// The Megatron/torchrun front end: defaults, spellings, launcher sizes and bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "preflight/analyzer/megatron_args.hpp"
+#include "preflight/common/error.hpp"
+
+using namespace preflight::analyzer;
+using Words = std::vector<std::string>;
+
+namespace {
+Words base_args() {
+  return {"--num-layers", "24", "--hidden-size", "1024", "--num-attention-heads", "16", "--seq-length", "1024",
+          "--vocab-size", "50257"};
+}
+Words with(Words a, const Words& more) {
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+}  // namespace
+
+TEST(MegatronArgs, DefaultsFollowMegatron) {
+  MegatronConfig c = parse_megatron_args(base_args());
+  EXPECT_EQ(c.model.ffn_hidden_size, 4096);
+  EXPECT_EQ(c.model.kv_channels, 64);
+  EXPECT_EQ(c.model.num_query_groups, 16);
+  EXPECT_EQ(c.model.max_position_embeddings, 1024);
+  EXPECT_TRUE(c.model.add_bias_linear);
+  EXPECT_EQ(c.model.normalization, Normalization::LayerNorm);
+  EXPECT_EQ(c.model.position_embedding, PositionEmbedding::LearnedAbsolute);
+  EXPECT_DOUBLE_EQ(c.model.hidden_dropout, 0.1);
+  EXPECT_EQ(c.strategy.precision, Precision::FP32);
+  EXPECT_EQ(c.strategy.world_size, 1);  // no torchrun flags: tp·pp·cp
+}
+
+TEST(MegatronArgs, SwigluFfnRoundsDownToMultipleOf64) {
+  // Megatron: int((4h·2/3)/64)·64; h = 4096 → 10922.67 → 10880.
+  MegatronConfig c = parse_megatron_args(with(base_args(), {"--hidden-size", "4096", "--swiglu"}));
+  EXPECT_EQ(c.model.activation, Activation::SwiGLU);
+  EXPECT_EQ(c.model.ffn_hidden_size, 10880);
+  MegatronConfig e = parse_megatron_args(with(base_args(), {"--swiglu", "--ffn-hidden-size", "3000"}));
+  EXPECT_EQ(e.model.ffn_hidden_size, 3000);
+}
+
+TEST(MegatronArgs, TorchrunBothSpellingsAndEnvironment) {
+  MegatronConfig a = parse_megatron_args(with(base_args(), {"--nproc_per_node", "8", "--nnodes", "2"}));
+  EXPECT_EQ(a.strategy.world_size, 16);
+  EXPECT_EQ(a.strategy.gpus_per_node, 8);
+  MegatronConfig b = parse_megatron_args(with(base_args(), {"--nproc-per-node=4", "--nnodes=1:3"}));
+  EXPECT_EQ(b.strategy.world_size, 12);
+  MegatronConfig c = parse_megatron_args(base_args(), {{"PET_NPROC_PER_NODE", "8"}, {"PET_NNODES", "4"}});
+  EXPECT_EQ(c.strategy.world_size, 32);
+}
+
+TEST(MegatronArgs, GqaNeedsTheSwitchAsInMegatron) {
+  MegatronConfig a = parse_megatron_args(with(base_args(), {"--num-query-groups", "4"}));
+  EXPECT_EQ(a.model.num_query_groups, 16);
+  EXPECT_FALSE(a.warnings.empty());
+  MegatronConfig b = parse_megatron_args(with(base_args(), {"--group-query-attention", "--num-query-groups", "4"}));
+  EXPECT_EQ(b.model.num_query_groups, 4);
+}
+
+TEST(MegatronArgs, UnknownFlagsAndTheirValuesAreSkipped) {
+  Words w = with(base_args(), {"--lr", "0.00015", "--data-path", "/x/y_text_document", "--split", "949,50,1",
+                               "pretrain_gpt.py", "--rampup-batch-size", "16", "16", "5859375",
+                               "--tensor-model-parallel-size", "2", "--eod-mask-loss"});
+  MegatronConfig c = parse_megatron_args(w);
+  EXPECT_EQ(c.strategy.tp, 2);
+  EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), "--rampup-batch-size"), c.ignored.end());
+}
+
+TEST(MegatronArgs, ArrayItemsHoldingFlagAndValueInOneWord) {
+  MegatronConfig c = parse_megatron_args(with(base_args(), {"--bf16", "--fp8-format hybrid", "--tokenizer-type NullTokenizer"}));
+  EXPECT_EQ(c.strategy.fp8, Fp8Format::Hybrid);
+  EXPECT_EQ(c.model.vocab_size, 50258);  // NullTokenizer adds the EOD token
+}
+
+TEST(MegatronArgs, VocabFileIsCountedWhenPresentElseTokenizerDefault) {
+  auto dir = std::filesystem::temp_directory_path() / "preflight_vocab_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "vocab.json") << R"({"a": 0, "b": 1, "c": 2})";
+  Words a = {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16",
+             "--vocab-file", (dir / "vocab.json").string()};
+  EXPECT_EQ(parse_megatron_args(a).model.vocab_size, 3);
+  Words b = {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16",
+             "--vocab-file", "/cluster/path/gpt2-vocab.json"};
+  MegatronConfig c = parse_megatron_args(b);
+  EXPECT_EQ(c.model.vocab_size, 50257);
+  ASSERT_FALSE(c.warnings.empty());
+  EXPECT_NE(c.warnings[0].find("GPT2BPETokenizer"), std::string::npos);
+}
+
+TEST(MegatronArgs, RecomputeAndVirtualPipeline) {
+  MegatronConfig c = parse_megatron_args(with(base_args(), {"--pipeline-model-parallel-size", "4",
+                                                            "--num-layers-per-virtual-pipeline-stage", "2",
+                                                            "--recompute-granularity", "full",
+                                                            "--recompute-method", "block",
+                                                            "--recompute-num-layers", "3"}));
+  EXPECT_EQ(c.strategy.vpp, 3);  // 24/4 = 6 layers per stage, chunks of 2
+  EXPECT_EQ(c.strategy.recompute_granularity, RecomputeGranularity::Full);
+  EXPECT_EQ(c.strategy.recompute_method, RecomputeMethod::Block);
+  EXPECT_EQ(c.strategy.recompute_num_layers, 3);
+}
+
+TEST(MegatronArgs, MoeLayerFrequencyPattern) {
+  MegatronConfig c = parse_megatron_args(with(base_args(), {"--num-layers", "5", "--num-experts", "8",
+                                                            "--moe-layer-freq", "[0]*2+[1]*3"}));
+  ASSERT_EQ(c.model.moe.layer_is_moe.size(), 5u);
+  EXPECT_FALSE(c.model.is_moe_layer(1));
+  EXPECT_TRUE(c.model.is_moe_layer(2));
+  EXPECT_EQ(c.model.moe.ffn_hidden_size, 4096);
+}
+
+TEST(MegatronArgs, BadInputNamesTheFlag) {
+  auto expect_error = [](const Words& w, const std::string& where) {
+    try {
+      parse_megatron_args(w);
+      FAIL() << "expected an InputError at " << where;
+    } catch (const preflight::InputError& e) {
+      EXPECT_EQ(e.where(), where) << e.what();
+    }
+  };
+  expect_error({"--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "8", "--vocab-size", "10"},
+               "--num-layers");
+  expect_error(with(base_args(), {"--tensor-model-parallel-size", "two"}), "--tensor-model-parallel-size");
+  expect_error(with(base_args(), {"--recompute-granularity", "full"}), "--recompute-method");
+  expect_error(with(base_args(), {"--nproc_per_node", "gpu"}), "--nproc_per_node");
+  expect_error({"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16"},
+               "--vocab-size");
+  expect_error(with(base_args(), {"--bf16", "--fp16"}), "--bf16");
+}

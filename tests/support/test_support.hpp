@@ -1,0 +1,74 @@
+#pragma once
+// Helpers shared by the test suites: running the preflight binary, locating test data.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace preflight::test {
+
+/// tests/data in the source tree.
+inline std::filesystem::path data_dir() { return PREFLIGHT_TEST_DATA; }
+
+/// The reference data folder (`PREFLIGHT_SHARED_DATA`, default ../shared/data next to the checkout).
+/// Tests that need it call GTEST_SKIP() with shared_data_missing() when it is absent.
+inline std::filesystem::path shared_data_dir() {
+  const char* env = std::getenv("PREFLIGHT_SHARED_DATA");
+  if (env && *env) return env;
+  return std::filesystem::path(PREFLIGHT_SOURCE_DIR) / ".." / "shared" / "data";
+}
+inline bool shared_data_available() { return std::filesystem::is_directory(shared_data_dir()); }
+inline std::string shared_data_missing() {
+  return "reference data not found at " + shared_data_dir().string() +
+         " (set PREFLIGHT_SHARED_DATA); this tier needs ../shared/data";
+}
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs a shell command line, capturing stdout and stderr.
+inline RunResult run_shell(const std::string& cmd) {
+  namespace fs = std::filesystem;
+  static int counter = 0;
+  fs::path dir = fs::temp_directory_path() / ("preflight_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path out = dir / ("out" + std::to_string(counter));
+  fs::path err = dir / ("err" + std::to_string(counter++));
+  std::string full = "( " + cmd + " ) >" + out.string() + " 2>" + err.string();
+  int status = std::system(full.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+/// Quotes a word for /bin/sh.
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+/// Runs `preflight <args>` (args already shell-quoted as needed).
+inline RunResult run_preflight(const std::string& args) {
+  return run_shell(shell_quote(PREFLIGHT_BINARY) + " " + args);
+}
+
+}  // namespace preflight::test
