@@ -26,6 +26,11 @@ struct AnalyzeOptions {
 /// Human-readable report.
 std::string render_analysis_text(const LayerGraph& graph, const AnalyzeOptions& opts);
 
+/// ModelSpec as JSON (stable keys: Megatron argument names with underscores).
+nlohmann::json model_json(const ModelSpec& model, std::int64_t padded_vocab);
+/// Strategy as JSON (tp, pp, cp, ep, etp, dp, vpp, world_size, micro/global batch, …).
+nlohmann::json strategy_json(const Strategy& strategy);
+
 /// The same content as JSON.
 nlohmann::json analysis_json(const LayerGraph& graph, const AnalyzeOptions& opts);
 
