@@ -23,8 +23,9 @@ int dispatch(int argc, char** argv) {
   CLI::App app{"preflight — will this LLM training run fit, how fast will it go, how should it be balanced"};
   app.name("preflight");
   app.require_subcommand(1);
-  app.footer("analyze [torchrun + Megatron args…]: Megatron-style memory and communication tables "
-             "(see `preflight analyze --help`)");
+  app.footer(
+      "analyze [torchrun + Megatron args…]: Megatron-style memory and communication tables "
+      "(see `preflight analyze --help`)");
   std::function<int()> to_run;
   for (const Command& c : cli11_commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);

@@ -4,8 +4,7 @@
 namespace preflight::cli {
 
 std::vector<Command> cli11_commands() {
-  return {
-  };
+  return {};
 }
 
 }  // namespace preflight::cli

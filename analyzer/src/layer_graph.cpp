@@ -60,17 +60,17 @@ using I64 = std::int64_t;
 struct Ctx {
   const ModelSpec& m;
   const Strategy& st;
-  I64 a;        // activation element bytes (compute precision)
-  I64 lin_a;    // bytes of a linear's saved input (1 with fp8 GEMMs)
-  I64 b;        // micro batch
-  I64 s;        // sequence length (full)
-  I64 s_loc;    // sequence on this cp rank
-  I64 tok;      // b · s_loc
-  I64 tok_sp;   // tokens held outside TP regions: tok / tp with sequence parallelism
+  I64 a;       // activation element bytes (compute precision)
+  I64 lin_a;   // bytes of a linear's saved input (1 with fp8 GEMMs)
+  I64 b;       // micro batch
+  I64 s;       // sequence length (full)
+  I64 s_loc;   // sequence on this cp rank
+  I64 tok;     // b · s_loc
+  I64 tok_sp;  // tokens held outside TP regions: tok / tp with sequence parallelism
   I64 h;
-  int t;        // tp
-  bool sp;      // sequence parallel active (tp > 1)
-  I64 vocab;    // padded vocab
+  int t;      // tp
+  bool sp;    // sequence parallel active (tp > 1)
+  I64 vocab;  // padded vocab
 };
 
 ParamTensor param(std::string name, std::vector<I64> local, std::vector<I64> full, bool replicated = false,
@@ -86,7 +86,8 @@ ParamTensor param(std::string name, std::vector<I64> local, std::vector<I64> ful
 
 void add_norm_params(const Ctx& c, Op& op, I64 width) {
   op.params.push_back(param("weight", {width}, {width}, true));
-  if (c.m.normalization == Normalization::LayerNorm) op.params.push_back(param("bias", {width}, {width}, true));
+  if (c.m.normalization == Normalization::LayerNorm)
+    op.params.push_back(param("bias", {width}, {width}, true));
 }
 
 Op make_norm(const Ctx& c, std::string path, int layer, I64 tokens, I64 width) {
@@ -145,7 +146,8 @@ void linear_flops(Op& op, I64 tokens, I64 in, I64 out) {
 }
 
 /// Column-parallel linear: in → out_full (split over tp), input replicated / SP-sharded.
-Op make_column(const Ctx& c, std::string path, int layer, I64 in, I64 out_full, bool bias, bool split = true) {
+Op make_column(const Ctx& c, std::string path, int layer, I64 in, I64 out_full, bool bias,
+               bool split = true) {
   Op op;
   op.path = std::move(path);
   op.kind = OpKind::LinearColumn;
@@ -231,20 +233,22 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
       ops.back().saved = {{"input", c.tok * m.mla.q_lora_rank * c.lin_a}};
       ops.back().comms.clear();
     } else {
-      ops.push_back(make_column(c, pre + "linear_q_proj", layer, c.h, static_cast<I64>(m.num_attention_heads) * qk_dim,
-                                false));
+      ops.push_back(make_column(c, pre + "linear_q_proj", layer, c.h,
+                                static_cast<I64>(m.num_attention_heads) * qk_dim, false));
     }
     ops.push_back(make_column(c, pre + "linear_kv_down_proj", layer, c.h,
                               m.mla.kv_lora_rank + m.mla.qk_pos_emb_head_dim, false, false));
     ops.push_back(make_norm(c, pre + "kv_layernorm", layer, c.tok, m.mla.kv_lora_rank));
-    ops.push_back(make_column(c, pre + "linear_kv_up_proj", layer, m.mla.kv_lora_rank,
-                              static_cast<I64>(m.num_attention_heads) * (m.mla.qk_head_dim + m.mla.v_head_dim), false));
+    ops.push_back(
+        make_column(c, pre + "linear_kv_up_proj", layer, m.mla.kv_lora_rank,
+                    static_cast<I64>(m.num_attention_heads) * (m.mla.qk_head_dim + m.mla.v_head_dim), false));
     ops.back().saved = {{"input", c.tok * m.mla.kv_lora_rank * c.lin_a}};
     ops.back().comms.clear();
   } else {
     qk_dim = v_dim = m.kv_channels;
     kv_heads = m.num_query_groups / c.t;
-    I64 qkv_out = (static_cast<I64>(m.num_attention_heads) + 2 * static_cast<I64>(m.num_query_groups)) * m.kv_channels;
+    I64 qkv_out =
+        (static_cast<I64>(m.num_attention_heads) + 2 * static_cast<I64>(m.num_query_groups)) * m.kv_channels;
     ops.push_back(make_column(c, pre + "linear_qkv", layer, c.h, qkv_out, m.qkv_bias()));
   }
 
@@ -364,8 +368,8 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   if (etp > 1) {
     dispatch.comms.push_back({Collective::AllGather, ParallelDim::ETP, Pass::Forward, routed * c.h * c.a, 1,
                               "all-gather of routed tokens over expert-tp"});
-    dispatch.comms.push_back({Collective::ReduceScatter, ParallelDim::ETP, Pass::Backward, routed * c.h * c.a, 1,
-                              "reduce-scatter of routed token gradients"});
+    dispatch.comms.push_back({Collective::ReduceScatter, ParallelDim::ETP, Pass::Backward, routed * c.h * c.a,
+                              1, "reduce-scatter of routed token gradients"});
   }
   ops.push_back(std::move(dispatch));
 
@@ -379,7 +383,8 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   fc1.in_features = c.h;
   fc1.out_features = fc1_out / etp;
   fc1.params.push_back(param("weight", {local, fc1_out / etp, c.h}, {E, fc1_out, c.h}, false, true));
-  if (c.m.add_bias_linear) fc1.params.push_back(param("bias", {local, fc1_out / etp}, {E, fc1_out}, false, true));
+  if (c.m.add_bias_linear)
+    fc1.params.push_back(param("bias", {local, fc1_out / etp}, {E, fc1_out}, false, true));
   fc1.input_bytes = routed * c.h * c.a;
   fc1.output_bytes = routed * (fc1_out / etp) * c.a;
   fc1.saved.push_back({"input", routed * c.h * c.lin_a});
@@ -426,8 +431,8 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
                              "all-to-all of output gradients to the experts"});
   }
   if (etp > 1) {
-    combine.comms.push_back({Collective::ReduceScatter, ParallelDim::ETP, Pass::Forward, routed * c.h * c.a, 1,
-                             "reduce-scatter of partial expert outputs"});
+    combine.comms.push_back({Collective::ReduceScatter, ParallelDim::ETP, Pass::Forward, routed * c.h * c.a,
+                             1, "reduce-scatter of partial expert outputs"});
     combine.comms.push_back({Collective::AllGather, ParallelDim::ETP, Pass::Backward, routed * c.h * c.a, 1,
                              "all-gather of output gradients"});
   }
@@ -457,7 +462,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 /// Applies selective recompute to one layer's ops (Megatron-core `TransformerLayer` recompute modules).
 void apply_selective(const Ctx& c, std::vector<Op>& ops) {
   auto has = [&](const char* m) {
-    return std::find(c.st.recompute_modules.begin(), c.st.recompute_modules.end(), m) != c.st.recompute_modules.end();
+    return std::find(c.st.recompute_modules.begin(), c.st.recompute_modules.end(), m) !=
+           c.st.recompute_modules.end();
   };
   bool moe_layer = std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.moe; });
   for (auto& op : ops) {
@@ -484,7 +490,8 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops) {
   if (moe_layer && !whole && has("moe_act")) {
     // CheckpointWithoutOutput on the expert activation: its output (fc2's input) is discarded.
     for (auto& op : ops)
-      if (op.moe && op.kind == OpKind::Activation && op.path.find("experts.") != std::string::npos) op.recompute = true;
+      if (op.moe && op.kind == OpKind::Activation && op.path.find("experts.") != std::string::npos)
+        op.recompute = true;
     for (auto& op : ops)
       if (op.kind == OpKind::GroupedLinearRow) op.kept_bytes = 0;
   }
@@ -499,7 +506,8 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops) {
     // CheckpointWithoutOutput on both norms: the norm output, saved as the next linear's input, is
     // discarded and recomputed in backward.
     for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
-      if (ops[i].kind != OpKind::Norm || ends_with(ops[i].path, "q_layernorm") || ends_with(ops[i].path, "kv_layernorm"))
+      if (ops[i].kind != OpKind::Norm || ends_with(ops[i].path, "q_layernorm") ||
+          ends_with(ops[i].path, "kv_layernorm"))
         continue;
       ops[i].recompute = true;
       Op& next = ops[i + 1];
@@ -559,7 +567,8 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
       pos.tokens = c.tok;
       pos.in_features = m.max_position_embeddings;
       pos.out_features = c.h;
-      pos.params.push_back(param("weight", {m.max_position_embeddings, c.h}, {m.max_position_embeddings, c.h}, true));
+      pos.params.push_back(
+          param("weight", {m.max_position_embeddings, c.h}, {m.max_position_embeddings, c.h}, true));
       pos.output_bytes = c.tok * c.h * c.a;
       g.ops.push_back(std::move(pos));
     }
@@ -609,7 +618,8 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
     std::size_t first = g.ops.size();
     g.ops.push_back(make_norm(c, "decoder.final_layernorm", -1, c.tok_sp, c.h));
     // Tied embeddings with pp = 1 reuse the embedding weight; with pp > 1 the last stage holds its own
-    // copy, kept in sync by the embedding group (Megatron `LanguageModule.setup_embeddings_and_output_layer`).
+    // copy, kept in sync by the embedding group (Megatron
+    // `LanguageModule.setup_embeddings_and_output_layer`).
     bool own_weight = m.untie_embeddings_and_output_weights || !embedding;
     Op out = make_column(c, "output_layer", -1, c.h, c.vocab, false);
     out.saved = {{"input", c.tok_sp * c.h * c.a}};  // never fp8 (Megatron keeps the LM head in bf16)
@@ -629,7 +639,8 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
       ce.saved.push_back({"softmax_fp32", c.tok * (c.vocab / c.t) * 4});
     if (c.t > 1)
       ce.comms.push_back({Collective::AllReduce, ParallelDim::TP, Pass::Forward, c.tok * 4,
-                          st.cross_entropy_loss_fusion ? 2 : 3, "all-reduce of logit max / target / sum-exp"});
+                          st.cross_entropy_loss_fusion ? 2 : 3,
+                          "all-reduce of logit max / target / sum-exp"});
     g.ops.push_back(std::move(ce));
     for (std::size_t i = first; i < g.ops.size(); ++i) g.ops[i].kept_bytes = g.ops[i].saved_bytes();
   }
@@ -713,43 +724,70 @@ std::int64_t count_parameters(const ModelSpec& model) {
 
 const char* to_string(OpKind k) {
   switch (k) {
-    case OpKind::Embedding: return "Embedding";
-    case OpKind::PositionEmbedding: return "PositionEmbedding";
-    case OpKind::Dropout: return "Dropout";
-    case OpKind::Norm: return "Norm";
-    case OpKind::LinearColumn: return "ColumnParallelLinear";
-    case OpKind::LinearRow: return "RowParallelLinear";
-    case OpKind::CoreAttention: return "CoreAttention";
-    case OpKind::Activation: return "Activation";
-    case OpKind::BiasDropoutAdd: return "BiasDropoutAdd";
-    case OpKind::Router: return "Router";
-    case OpKind::TokenDispatch: return "TokenDispatch";
-    case OpKind::GroupedLinearColumn: return "GroupedLinearColumn";
-    case OpKind::GroupedLinearRow: return "GroupedLinearRow";
-    case OpKind::TokenCombine: return "TokenCombine";
-    case OpKind::CrossEntropy: return "CrossEntropy";
+    case OpKind::Embedding:
+      return "Embedding";
+    case OpKind::PositionEmbedding:
+      return "PositionEmbedding";
+    case OpKind::Dropout:
+      return "Dropout";
+    case OpKind::Norm:
+      return "Norm";
+    case OpKind::LinearColumn:
+      return "ColumnParallelLinear";
+    case OpKind::LinearRow:
+      return "RowParallelLinear";
+    case OpKind::CoreAttention:
+      return "CoreAttention";
+    case OpKind::Activation:
+      return "Activation";
+    case OpKind::BiasDropoutAdd:
+      return "BiasDropoutAdd";
+    case OpKind::Router:
+      return "Router";
+    case OpKind::TokenDispatch:
+      return "TokenDispatch";
+    case OpKind::GroupedLinearColumn:
+      return "GroupedLinearColumn";
+    case OpKind::GroupedLinearRow:
+      return "GroupedLinearRow";
+    case OpKind::TokenCombine:
+      return "TokenCombine";
+    case OpKind::CrossEntropy:
+      return "CrossEntropy";
   }
   return "?";
 }
 const char* to_string(Collective c) {
   switch (c) {
-    case Collective::AllReduce: return "all_reduce";
-    case Collective::AllGather: return "all_gather";
-    case Collective::ReduceScatter: return "reduce_scatter";
-    case Collective::AllToAll: return "all_to_all";
-    case Collective::SendRecv: return "send_recv";
+    case Collective::AllReduce:
+      return "all_reduce";
+    case Collective::AllGather:
+      return "all_gather";
+    case Collective::ReduceScatter:
+      return "reduce_scatter";
+    case Collective::AllToAll:
+      return "all_to_all";
+    case Collective::SendRecv:
+      return "send_recv";
   }
   return "?";
 }
 const char* to_string(ParallelDim d) {
   switch (d) {
-    case ParallelDim::TP: return "tp";
-    case ParallelDim::CP: return "cp";
-    case ParallelDim::EP: return "ep";
-    case ParallelDim::ETP: return "etp";
-    case ParallelDim::DP: return "dp";
-    case ParallelDim::EDP: return "edp";
-    case ParallelDim::PP: return "pp";
+    case ParallelDim::TP:
+      return "tp";
+    case ParallelDim::CP:
+      return "cp";
+    case ParallelDim::EP:
+      return "ep";
+    case ParallelDim::ETP:
+      return "etp";
+    case ParallelDim::DP:
+      return "dp";
+    case ParallelDim::EDP:
+      return "edp";
+    case ParallelDim::PP:
+      return "pp";
   }
   return "?";
 }

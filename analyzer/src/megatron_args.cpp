@@ -48,7 +48,8 @@ double parse_float(const std::string& flag, const std::string& v) {
 bool looks_like_value(const std::string& w) {
   if (w.empty()) return true;
   if (w.rfind("--", 0) == 0) return false;
-  if (w[0] == '-' && w.size() > 1 && !(std::isdigit(static_cast<unsigned char>(w[1])) || w[1] == '.')) return false;
+  if (w[0] == '-' && w.size() > 1 && !(std::isdigit(static_cast<unsigned char>(w[1])) || w[1] == '.'))
+    return false;
   return true;
 }
 
@@ -188,46 +189,83 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   // Known flags with their arity.  Values are stored raw in `seen` and interpreted below.
   static const std::map<std::string, Arity> known = {
       // torchrun
-      {"--nproc-per-node", Arity::One}, {"--nnodes", Arity::One}, {"--node-rank", Arity::One},
-      {"--master-addr", Arity::One}, {"--master-port", Arity::One}, {"--standalone", Arity::Switch},
+      {"--nproc-per-node", Arity::One},
+      {"--nnodes", Arity::One},
+      {"--node-rank", Arity::One},
+      {"--master-addr", Arity::One},
+      {"--master-port", Arity::One},
+      {"--standalone", Arity::Switch},
       {"--world-size", Arity::One},
       // model
-      {"--num-layers", Arity::One}, {"--hidden-size", Arity::One}, {"--ffn-hidden-size", Arity::One},
-      {"--num-attention-heads", Arity::One}, {"--num-query-groups", Arity::One},
-      {"--group-query-attention", Arity::Switch}, {"--kv-channels", Arity::One},
-      {"--seq-length", Arity::One}, {"--max-position-embeddings", Arity::One},
-      {"--swiglu", Arity::Switch}, {"--squared-relu", Arity::Switch},
-      {"--untie-embeddings-and-output-weights", Arity::Switch}, {"--disable-bias-linear", Arity::Switch},
-      {"--add-qkv-bias", Arity::Switch}, {"--normalization", Arity::One},
-      {"--position-embedding-type", Arity::One}, {"--use-rotary-position-embeddings", Arity::Switch},
+      {"--num-layers", Arity::One},
+      {"--hidden-size", Arity::One},
+      {"--ffn-hidden-size", Arity::One},
+      {"--num-attention-heads", Arity::One},
+      {"--num-query-groups", Arity::One},
+      {"--group-query-attention", Arity::Switch},
+      {"--kv-channels", Arity::One},
+      {"--seq-length", Arity::One},
+      {"--max-position-embeddings", Arity::One},
+      {"--swiglu", Arity::Switch},
+      {"--squared-relu", Arity::Switch},
+      {"--untie-embeddings-and-output-weights", Arity::Switch},
+      {"--disable-bias-linear", Arity::Switch},
+      {"--add-qkv-bias", Arity::Switch},
+      {"--normalization", Arity::One},
+      {"--position-embedding-type", Arity::One},
+      {"--use-rotary-position-embeddings", Arity::Switch},
       {"--no-position-embedding", Arity::Switch},
-      {"--attention-dropout", Arity::One}, {"--hidden-dropout", Arity::One},
-      {"--vocab-size", Arity::One}, {"--vocab-file", Arity::One}, {"--tokenizer-type", Arity::One},
-      {"--tokenizer-model", Arity::One}, {"--make-vocab-size-divisible-by", Arity::One},
-      {"--num-experts", Arity::One}, {"--moe-router-topk", Arity::One}, {"--moe-ffn-hidden-size", Arity::One},
-      {"--moe-shared-expert-intermediate-size", Arity::One}, {"--moe-layer-freq", Arity::One},
-      {"--moe-pad-expert-input-to-capacity", Arity::Switch}, {"--moe-expert-capacity-factor", Arity::One},
-      {"--multi-latent-attention", Arity::Switch}, {"--q-lora-rank", Arity::One}, {"--kv-lora-rank", Arity::One},
-      {"--qk-head-dim", Arity::One}, {"--qk-pos-emb-head-dim", Arity::One}, {"--v-head-dim", Arity::One},
+      {"--attention-dropout", Arity::One},
+      {"--hidden-dropout", Arity::One},
+      {"--vocab-size", Arity::One},
+      {"--vocab-file", Arity::One},
+      {"--tokenizer-type", Arity::One},
+      {"--tokenizer-model", Arity::One},
+      {"--make-vocab-size-divisible-by", Arity::One},
+      {"--num-experts", Arity::One},
+      {"--moe-router-topk", Arity::One},
+      {"--moe-ffn-hidden-size", Arity::One},
+      {"--moe-shared-expert-intermediate-size", Arity::One},
+      {"--moe-layer-freq", Arity::One},
+      {"--moe-pad-expert-input-to-capacity", Arity::Switch},
+      {"--moe-expert-capacity-factor", Arity::One},
+      {"--multi-latent-attention", Arity::Switch},
+      {"--q-lora-rank", Arity::One},
+      {"--kv-lora-rank", Arity::One},
+      {"--qk-head-dim", Arity::One},
+      {"--qk-pos-emb-head-dim", Arity::One},
+      {"--v-head-dim", Arity::One},
       // parallelism and batch
-      {"--micro-batch-size", Arity::One}, {"--global-batch-size", Arity::One},
-      {"--tensor-model-parallel-size", Arity::One}, {"--pipeline-model-parallel-size", Arity::One},
+      {"--micro-batch-size", Arity::One},
+      {"--global-batch-size", Arity::One},
+      {"--tensor-model-parallel-size", Arity::One},
+      {"--pipeline-model-parallel-size", Arity::One},
       {"--num-layers-per-virtual-pipeline-stage", Arity::One},
       {"--num-virtual-stages-per-pipeline-rank", Arity::One},
-      {"--decoder-first-pipeline-num-layers", Arity::One}, {"--decoder-last-pipeline-num-layers", Arity::One},
+      {"--decoder-first-pipeline-num-layers", Arity::One},
+      {"--decoder-last-pipeline-num-layers", Arity::One},
       {"--account-for-embedding-in-pipeline-split", Arity::Switch},
       {"--account-for-loss-in-pipeline-split", Arity::Switch},
-      {"--context-parallel-size", Arity::One}, {"--expert-model-parallel-size", Arity::One},
-      {"--expert-tensor-parallel-size", Arity::One}, {"--sequence-parallel", Arity::Switch},
+      {"--context-parallel-size", Arity::One},
+      {"--expert-model-parallel-size", Arity::One},
+      {"--expert-tensor-parallel-size", Arity::One},
+      {"--sequence-parallel", Arity::Switch},
       {"--use-tp-pp-dp-mapping", Arity::Switch},
       // numerics, optimizer, recompute, kernels
-      {"--fp16", Arity::Switch}, {"--bf16", Arity::Switch}, {"--fp8-format", Arity::One},
-      {"--use-distributed-optimizer", Arity::Switch}, {"--optimizer", Arity::One},
-      {"--grad-reduce-in-bf16", Arity::Switch}, {"--accumulate-allreduce-grads-in-fp32", Arity::Switch},
-      {"--recompute-granularity", Arity::One}, {"--recompute-method", Arity::One},
-      {"--recompute-num-layers", Arity::One}, {"--recompute-activations", Arity::Switch},
+      {"--fp16", Arity::Switch},
+      {"--bf16", Arity::Switch},
+      {"--fp8-format", Arity::One},
+      {"--use-distributed-optimizer", Arity::Switch},
+      {"--optimizer", Arity::One},
+      {"--grad-reduce-in-bf16", Arity::Switch},
+      {"--accumulate-allreduce-grads-in-fp32", Arity::Switch},
+      {"--recompute-granularity", Arity::One},
+      {"--recompute-method", Arity::One},
+      {"--recompute-num-layers", Arity::One},
+      {"--recompute-activations", Arity::Switch},
       {"--recompute-modules", Arity::Many},
-      {"--use-flash-attn", Arity::Switch}, {"--attention-backend", Arity::One},
+      {"--use-flash-attn", Arity::Switch},
+      {"--attention-backend", Arity::One},
       {"--cross-entropy-loss-fusion", Arity::Switch},
   };
   // Megatron spellings that differ from our canonical names.
@@ -277,7 +315,8 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       case Arity::Many: {
         std::string joined = value;
         if (!has_eq)
-          while (i + 1 < args.size() && looks_like_value(args[i + 1])) joined += (joined.empty() ? "" : " ") + args[++i];
+          while (i + 1 < args.size() && looks_like_value(args[i + 1]))
+            joined += (joined.empty() ? "" : " ") + args[++i];
         cfg.seen[name] = joined;
         break;
       }
@@ -317,13 +356,16 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   }
   st.seq_length = require_int("--seq-length");
 
-  if (has("--swiglu")) m.activation = Activation::SwiGLU;
-  else if (has("--squared-relu")) m.activation = Activation::SquaredReLU;
+  if (has("--swiglu"))
+    m.activation = Activation::SwiGLU;
+  else if (has("--squared-relu"))
+    m.activation = Activation::SquaredReLU;
   bool geometry_changed = !base || old_hidden != m.hidden_size || old_heads != m.num_attention_heads;
   if (has("--ffn-hidden-size")) {
     m.ffn_hidden_size = parse_int("--ffn-hidden-size", get("--ffn-hidden-size"));
   } else if (!base || old_hidden != m.hidden_size || has("--swiglu")) {
-    m.ffn_hidden_size = m.gated() ? static_cast<I64>((4.0 * m.hidden_size * 2 / 3) / 64) * 64 : 4 * m.hidden_size;
+    m.ffn_hidden_size =
+        m.gated() ? static_cast<I64>((4.0 * m.hidden_size * 2 / 3) / 64) * 64 : 4 * m.hidden_size;
   }
   if (has("--kv-channels"))
     m.kv_channels = parse_int("--kv-channels", get("--kv-channels"));
@@ -343,16 +385,23 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
     m.max_position_embeddings = st.seq_length;
   if (has("--normalization")) {
     const auto& n = get("--normalization");
-    if (n == "RMSNorm") m.normalization = Normalization::RMSNorm;
-    else if (n == "LayerNorm") m.normalization = Normalization::LayerNorm;
-    else throw InputError("--normalization", "unknown normalization '" + n + "' (LayerNorm or RMSNorm)");
+    if (n == "RMSNorm")
+      m.normalization = Normalization::RMSNorm;
+    else if (n == "LayerNorm")
+      m.normalization = Normalization::LayerNorm;
+    else
+      throw InputError("--normalization", "unknown normalization '" + n + "' (LayerNorm or RMSNorm)");
   }
   if (has("--position-embedding-type")) {
     const auto& p = get("--position-embedding-type");
-    if (p == "learned_absolute") m.position_embedding = PositionEmbedding::LearnedAbsolute;
-    else if (p == "rope" || p == "mrope" || p == "yarn") m.position_embedding = PositionEmbedding::Rope;
-    else if (p == "none" || p == "relative") m.position_embedding = PositionEmbedding::None;
-    else throw InputError("--position-embedding-type", "unknown type '" + p + "'");
+    if (p == "learned_absolute")
+      m.position_embedding = PositionEmbedding::LearnedAbsolute;
+    else if (p == "rope" || p == "mrope" || p == "yarn")
+      m.position_embedding = PositionEmbedding::Rope;
+    else if (p == "none" || p == "relative")
+      m.position_embedding = PositionEmbedding::None;
+    else
+      throw InputError("--position-embedding-type", "unknown type '" + p + "'");
   } else if (has("--use-rotary-position-embeddings")) {
     m.position_embedding = PositionEmbedding::Rope;
   }
@@ -366,8 +415,8 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       static_cast<int>(int_or("--make-vocab-size-divisible-by", base ? m.make_vocab_size_divisible_by : 128));
 
   // Vocabulary: a readable vocab file wins, then --vocab-size, then the tokenizer's known size.
-  std::string tok_type = has("--tokenizer-type") ? get("--tokenizer-type")
-                                                 : (has("--vocab-file") ? "GPT2BPETokenizer" : "");
+  std::string tok_type =
+      has("--tokenizer-type") ? get("--tokenizer-type") : (has("--vocab-file") ? "GPT2BPETokenizer" : "");
   I64 vocab = 0;
   if (has("--vocab-file") && std::filesystem::is_regular_file(get("--vocab-file"))) {
     vocab = count_vocab_file(get("--vocab-file"));
@@ -376,15 +425,17 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
     vocab = parse_int("--vocab-size", get("--vocab-size"));
     if (tok_type == "NullTokenizer") vocab += 1;  // Megatron's NullTokenizer appends an EOD token
     if (has("--vocab-file") || has("--tokenizer-model"))
-      cfg.warnings.push_back("tokenizer file not found on this machine; using --vocab-size " + get("--vocab-size") +
+      cfg.warnings.push_back("tokenizer file not found on this machine; using --vocab-size " +
+                             get("--vocab-size") +
                              (tok_type == "NullTokenizer" ? " + 1 (NullTokenizer EOD)" : ""));
   }
   if (vocab == 0 && base && m.vocab_size > 0) vocab = m.vocab_size;
   if (vocab == 0 && known_tokenizer_vocab_size(tok_type) > 0) {
     vocab = known_tokenizer_vocab_size(tok_type);
     std::string from = has("--vocab-file") ? "vocab file '" + get("--vocab-file") + "' not found"
-                       : has("--tokenizer-model") ? "tokenizer model '" + get("--tokenizer-model") + "' not found"
-                                                  : "no vocab file given";
+                       : has("--tokenizer-model")
+                           ? "tokenizer model '" + get("--tokenizer-model") + "' not found"
+                           : "no vocab file given";
     cfg.warnings.push_back(from + "; using the " + tok_type + " vocabulary size " + std::to_string(vocab));
   }
   if (vocab == 0)
@@ -399,11 +450,12 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   }
   if (m.moe.enabled()) {
     m.moe.router_topk = static_cast<int>(int_or("--moe-router-topk", base ? m.moe.router_topk : 2));
-    m.moe.ffn_hidden_size = int_or("--moe-ffn-hidden-size", m.moe.ffn_hidden_size > 0 ? m.moe.ffn_hidden_size
-                                                                                       : m.ffn_hidden_size);
+    m.moe.ffn_hidden_size = int_or("--moe-ffn-hidden-size",
+                                   m.moe.ffn_hidden_size > 0 ? m.moe.ffn_hidden_size : m.ffn_hidden_size);
     m.moe.shared_expert_ffn_hidden_size =
         int_or("--moe-shared-expert-intermediate-size", m.moe.shared_expert_ffn_hidden_size);
-    if (has("--moe-layer-freq")) m.moe.layer_is_moe = parse_moe_layer_freq(get("--moe-layer-freq"), m.num_layers);
+    if (has("--moe-layer-freq"))
+      m.moe.layer_is_moe = parse_moe_layer_freq(get("--moe-layer-freq"), m.num_layers);
     if (has("--moe-pad-expert-input-to-capacity")) m.moe.pad_expert_input_to_capacity = true;
     m.moe.capacity_factor = float_or("--moe-expert-capacity-factor", m.moe.capacity_factor);
   }
@@ -426,16 +478,18 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   if (has("--standalone")) nnodes = nnodes.empty() ? "1" : nnodes;
   if (!nproc.empty()) {
     if (nproc == "gpu" || nproc == "auto" || nproc == "cpu" || nproc == "xpu")
-      throw InputError("--nproc_per_node", "'" + nproc +
-                                               "' depends on the machine that launches the run; give the number of "
-                                               "processes per node");
+      throw InputError("--nproc_per_node",
+                       "'" + nproc +
+                           "' depends on the machine that launches the run; give the number of "
+                           "processes per node");
     cfg.nproc_per_node = static_cast<int>(parse_int("--nproc_per_node", nproc));
   }
   if (!nnodes.empty()) {
     std::string upper = nnodes;
     if (auto colon = nnodes.find(':'); colon != std::string::npos) {
       upper = nnodes.substr(colon + 1);
-      cfg.warnings.push_back("elastic --nnodes " + nnodes + ": analysing the largest size, " + upper + " nodes");
+      cfg.warnings.push_back("elastic --nnodes " + nnodes + ": analysing the largest size, " + upper +
+                             " nodes");
     }
     cfg.nnodes = static_cast<int>(parse_int("--nnodes", upper));
   }
@@ -471,10 +525,11 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   st.account_for_embedding_in_pipeline_split = has("--account-for-embedding-in-pipeline-split");
   st.account_for_loss_in_pipeline_split = has("--account-for-loss-in-pipeline-split");
   if (has("--num-virtual-stages-per-pipeline-rank")) {
-    st.vpp = static_cast<int>(parse_int("--num-virtual-stages-per-pipeline-rank",
-                                        get("--num-virtual-stages-per-pipeline-rank")));
+    st.vpp = static_cast<int>(
+        parse_int("--num-virtual-stages-per-pipeline-rank", get("--num-virtual-stages-per-pipeline-rank")));
   } else if (has("--num-layers-per-virtual-pipeline-stage")) {
-    I64 per = parse_int("--num-layers-per-virtual-pipeline-stage", get("--num-layers-per-virtual-pipeline-stage"));
+    I64 per =
+        parse_int("--num-layers-per-virtual-pipeline-stage", get("--num-layers-per-virtual-pipeline-stage"));
     if (per <= 0) throw InputError("--num-layers-per-virtual-pipeline-stage", "must be positive");
     if (st.pp <= 0) throw InputError("--pipeline-model-parallel-size", "must be positive");
     // Megatron: vpp = (num_layers // pp) // layers_per_virtual_stage (even split).
@@ -490,16 +545,22 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   st.precision = has("--bf16") ? Precision::BF16 : has("--fp16") ? Precision::FP16 : Precision::FP32;
   if (has("--fp8-format")) {
     const auto& f = get("--fp8-format");
-    if (f == "e4m3") st.fp8 = Fp8Format::E4M3;
-    else if (f == "hybrid") st.fp8 = Fp8Format::Hybrid;
-    else throw InputError("--fp8-format", "unknown format '" + f + "' (e4m3 or hybrid)");
+    if (f == "e4m3")
+      st.fp8 = Fp8Format::E4M3;
+    else if (f == "hybrid")
+      st.fp8 = Fp8Format::Hybrid;
+    else
+      throw InputError("--fp8-format", "unknown format '" + f + "' (e4m3 or hybrid)");
   }
   st.distributed_optimizer = has("--use-distributed-optimizer");
   if (has("--optimizer")) {
     const auto& o = get("--optimizer");
-    if (o == "adam") st.optimizer = Optimizer::Adam;
-    else if (o == "sgd") st.optimizer = Optimizer::SGD;
-    else throw InputError("--optimizer", "unknown optimizer '" + o + "' (adam or sgd)");
+    if (o == "adam")
+      st.optimizer = Optimizer::Adam;
+    else if (o == "sgd")
+      st.optimizer = Optimizer::SGD;
+    else
+      throw InputError("--optimizer", "unknown optimizer '" + o + "' (adam or sgd)");
   }
   st.grad_reduce_in_bf16 = has("--grad-reduce-in-bf16");
   st.accumulate_allreduce_grads_in_fp32 = has("--accumulate-allreduce-grads-in-fp32");
@@ -507,18 +568,24 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   if (has("--recompute-activations")) st.recompute_granularity = RecomputeGranularity::Selective;
   if (has("--recompute-granularity")) {
     const auto& g = get("--recompute-granularity");
-    if (g == "full") st.recompute_granularity = RecomputeGranularity::Full;
-    else if (g == "selective") st.recompute_granularity = RecomputeGranularity::Selective;
-    else throw InputError("--recompute-granularity", "unknown granularity '" + g + "' (full or selective)");
+    if (g == "full")
+      st.recompute_granularity = RecomputeGranularity::Full;
+    else if (g == "selective")
+      st.recompute_granularity = RecomputeGranularity::Selective;
+    else
+      throw InputError("--recompute-granularity", "unknown granularity '" + g + "' (full or selective)");
   }
   if (st.recompute_granularity == RecomputeGranularity::Full) {
     if (!has("--recompute-method"))
       throw InputError("--recompute-method",
                        "full recompute needs --recompute-method uniform or block (Megatron refuses it too)");
     const auto& meth = get("--recompute-method");
-    if (meth == "uniform") st.recompute_method = RecomputeMethod::Uniform;
-    else if (meth == "block") st.recompute_method = RecomputeMethod::Block;
-    else throw InputError("--recompute-method", "unknown method '" + meth + "' (uniform or block)");
+    if (meth == "uniform")
+      st.recompute_method = RecomputeMethod::Uniform;
+    else if (meth == "block")
+      st.recompute_method = RecomputeMethod::Block;
+    else
+      throw InputError("--recompute-method", "unknown method '" + meth + "' (uniform or block)");
     st.recompute_num_layers = static_cast<int>(int_or("--recompute-num-layers", 1));
   }
   if (has("--recompute-modules")) {
@@ -530,15 +597,20 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
 
   if (has("--attention-backend")) {
     const auto& b = get("--attention-backend");
-    if (b == "flash" || b == "fused" || b == "auto") st.attention_backend = AttentionBackend::Flash;
-    else if (b == "unfused" || b == "local") st.attention_backend = AttentionBackend::Math;
-    else throw InputError("--attention-backend", "unknown backend '" + b + "' (flash, fused, unfused, local, auto)");
+    if (b == "flash" || b == "fused" || b == "auto")
+      st.attention_backend = AttentionBackend::Flash;
+    else if (b == "unfused" || b == "local")
+      st.attention_backend = AttentionBackend::Math;
+    else
+      throw InputError("--attention-backend",
+                       "unknown backend '" + b + "' (flash, fused, unfused, local, auto)");
   } else if (has("--use-flash-attn")) {
     st.attention_backend = AttentionBackend::Flash;
   } else {
-    cfg.warnings.push_back("attention backend not given (--attention-backend / --use-flash-attn): assuming flash "
-                           "attention, Megatron's default since 2024; pass --attention-backend unfused for math "
-                           "attention");
+    cfg.warnings.push_back(
+        "attention backend not given (--attention-backend / --use-flash-attn): assuming flash "
+        "attention, Megatron's default since 2024; pass --attention-backend unfused for math "
+        "attention");
   }
   st.cross_entropy_loss_fusion = has("--cross-entropy-loss-fusion");
   return cfg;

@@ -64,22 +64,30 @@ void ModelSpec::validate() const {
   }
 }
 
-const char* to_string(Normalization n) { return n == Normalization::RMSNorm ? "RMSNorm" : "LayerNorm"; }
+const char* to_string(Normalization n) {
+  return n == Normalization::RMSNorm ? "RMSNorm" : "LayerNorm";
+}
 
 const char* to_string(PositionEmbedding p) {
   switch (p) {
-    case PositionEmbedding::LearnedAbsolute: return "learned_absolute";
-    case PositionEmbedding::Rope: return "rope";
-    case PositionEmbedding::None: return "none";
+    case PositionEmbedding::LearnedAbsolute:
+      return "learned_absolute";
+    case PositionEmbedding::Rope:
+      return "rope";
+    case PositionEmbedding::None:
+      return "none";
   }
   return "?";
 }
 
 const char* to_string(Activation a) {
   switch (a) {
-    case Activation::GeLU: return "gelu";
-    case Activation::SwiGLU: return "swiglu";
-    case Activation::SquaredReLU: return "squared_relu";
+    case Activation::GeLU:
+      return "gelu";
+    case Activation::SwiGLU:
+      return "swiglu";
+    case Activation::SquaredReLU:
+      return "squared_relu";
   }
   return "?";
 }

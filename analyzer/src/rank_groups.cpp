@@ -59,7 +59,8 @@ RankGroupList masked_orthogonal_rank_groups(int world_size, const std::vector<in
 }
 
 RankGenerator::RankGenerator(int tp, int ep, int dp, int pp, int cp, const std::string& order) {
-  std::vector<std::pair<std::string, int>> sizes = {{"tp", tp}, {"pp", pp}, {"dp", dp}, {"ep", ep}, {"cp", cp}};
+  std::vector<std::pair<std::string, int>> sizes = {
+      {"tp", tp}, {"pp", pp}, {"dp", dp}, {"ep", ep}, {"cp", cp}};
   order_ = split(order);
   for (const auto& tok : order_) {
     bool ok = false;
@@ -71,7 +72,8 @@ RankGenerator::RankGenerator(int tp, int ep, int dp, int pp, int cp, const std::
     for (const auto& tok : order_) in_order = in_order || tok == name;
     if (!in_order) {
       if (size != 1)
-        throw InputError("rank order", "'" + order + "' has no '" + name + "' but its size is " + std::to_string(size));
+        throw InputError("rank order",
+                         "'" + order + "' has no '" + name + "' but its size is " + std::to_string(size));
       order_.push_back(name);
     }
   }
@@ -97,7 +99,8 @@ RankGroups megatron_rank_groups(const Strategy& st, bool moe) {
   RankGroups g;
   int dp = st.dp();
   if (st.tp * st.pp * st.cp * dp != st.world_size)
-    throw InputError("world size", "tp·pp·cp·dp does not equal the world size " + std::to_string(st.world_size));
+    throw InputError("world size",
+                     "tp·pp·cp·dp does not equal the world size " + std::to_string(st.world_size));
   RankGenerator dense(st.tp, 1, dp, st.pp, st.cp, st.order);
   g.tp = dense.get_ranks("tp");
   g.pp = dense.get_ranks("pp");
@@ -110,7 +113,8 @@ RankGroups megatron_rank_groups(const Strategy& st, bool moe) {
   if (moe) {
     int edp = st.expert_dp();
     if (st.expert_tp() * st.ep * st.pp * edp != st.world_size)
-      throw InputError("world size", "etp·ep·pp·edp does not equal the world size " + std::to_string(st.world_size));
+      throw InputError("world size",
+                       "etp·ep·pp·edp does not equal the world size " + std::to_string(st.world_size));
     // Megatron: expert_decoder_rank_generator = RankGenerator(etp, ep, expert_dp, pp, cp=1, order).
     RankGenerator expert(st.expert_tp(), st.ep, edp, st.pp, 1, st.order);
     g.ep = expert.get_ranks("ep");

@@ -7,16 +7,21 @@
 namespace preflight::analyzer {
 
 namespace {
-std::string num(std::int64_t v) { return std::to_string(v); }
+std::string num(std::int64_t v) {
+  return std::to_string(v);
+}
 }  // namespace
 
 int Strategy::main_grad_bytes() const {
   // Megatron DDP: grads accumulate in fp32 for bf16 (forced) unless --grad-reduce-in-bf16; fp16 grads
   // stay fp16 unless --accumulate-allreduce-grads-in-fp32; fp32 models use fp32 grads.
   switch (precision) {
-    case Precision::FP32: return 4;
-    case Precision::BF16: return grad_reduce_in_bf16 ? 2 : 4;
-    case Precision::FP16: return accumulate_allreduce_grads_in_fp32 ? 4 : 2;
+    case Precision::FP32:
+      return 4;
+    case Precision::BF16:
+      return grad_reduce_in_bf16 ? 2 : 4;
+    case Precision::FP16:
+      return accumulate_allreduce_grads_in_fp32 ? 4 : 2;
   }
   return 4;
 }
@@ -39,30 +44,34 @@ std::vector<int> Strategy::layers_per_stage(int num_layers) const {
     int fixed = (has_first ? first_stage_layers : 0) + (has_last ? last_stage_layers : 0);
     int middle_stages = pp - (has_first ? 1 : 0) - (has_last ? 1 : 0);
     if (pp == 1 && has_first && has_last)
-      throw InputError("--decoder-first-pipeline-num-layers", "first and last stage are the same stage when pp is 1");
+      throw InputError("--decoder-first-pipeline-num-layers",
+                       "first and last stage are the same stage when pp is 1");
     int rest = num_layers - fixed;
     if (middle_stages < 0 || rest < 0)
-      throw InputError("--decoder-first-pipeline-num-layers",
-                       "first/last stage layers (" + num(fixed) + ") exceed the " + num(num_layers) + " layers");
+      throw InputError(
+          "--decoder-first-pipeline-num-layers",
+          "first/last stage layers (" + num(fixed) + ") exceed the " + num(num_layers) + " layers");
     if (middle_stages == 0 && rest != 0)
       throw InputError("--decoder-first-pipeline-num-layers",
                        num(rest) + " layers are left over with no middle stage to hold them");
     if (middle_stages > 0 && rest % middle_stages != 0)
-      throw InputError("--decoder-first-pipeline-num-layers",
-                       "the remaining " + num(rest) + " layers do not divide evenly over " + num(middle_stages) +
-                           " middle stages");
+      throw InputError("--decoder-first-pipeline-num-layers", "the remaining " + num(rest) +
+                                                                  " layers do not divide evenly over " +
+                                                                  num(middle_stages) + " middle stages");
     int per = middle_stages > 0 ? rest / middle_stages : 0;
     for (int s = 0; s < pp; ++s) out[s] = per;
     if (has_first) out[0] = first_stage_layers;
     if (has_last) out[pp - 1] = last_stage_layers;
   } else {
-    int extra = (account_for_embedding_in_pipeline_split ? 1 : 0) + (account_for_loss_in_pipeline_split ? 1 : 0);
+    int extra =
+        (account_for_embedding_in_pipeline_split ? 1 : 0) + (account_for_loss_in_pipeline_split ? 1 : 0);
     int total = num_layers + extra;
     if (total % pp != 0) {
-      std::string what = "the " + num(num_layers) + " layers" + (extra ? " (+" + num(extra) + " for embedding/loss)" : "") +
-                         " do not divide by the pipeline-parallel size " + num(pp) +
-                         "; use --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers for an "
-                         "uneven split";
+      std::string what =
+          "the " + num(num_layers) + " layers" + (extra ? " (+" + num(extra) + " for embedding/loss)" : "") +
+          " do not divide by the pipeline-parallel size " + num(pp) +
+          "; use --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers for an "
+          "uneven split";
       throw InputError("--num-layers", what);
     }
     int per = total / pp;
@@ -106,8 +115,8 @@ void Strategy::validate(const ModelSpec& model) const {
     std::int64_t emp = static_cast<std::int64_t>(expert_tp()) * ep * pp;
     if (world_size % emp != 0)
       throw InputError("--expert-model-parallel-size",
-                       "world size " + num(world_size) + " is not divisible by etp·ep·pp = " + num(expert_tp()) +
-                           "·" + num(ep) + "·" + num(pp) + " = " + num(emp));
+                       "world size " + num(world_size) + " is not divisible by etp·ep·pp = " +
+                           num(expert_tp()) + "·" + num(ep) + "·" + num(pp) + " = " + num(emp));
     if (model.moe.num_experts % ep != 0)
       throw InputError("--expert-model-parallel-size",
                        "the " + num(model.moe.num_experts) + " experts do not divide over ep = " + num(ep));
@@ -115,33 +124,37 @@ void Strategy::validate(const ModelSpec& model) const {
     throw InputError("--expert-model-parallel-size", "expert parallelism needs --num-experts");
   }
   if (model.num_attention_heads % tp != 0)
-    throw InputError("--tensor-model-parallel-size", "the " + num(model.num_attention_heads) +
-                                                         " attention heads are not divisible by tp = " + num(tp));
+    throw InputError(
+        "--tensor-model-parallel-size",
+        "the " + num(model.num_attention_heads) + " attention heads are not divisible by tp = " + num(tp));
   if (!model.mla.enabled && model.num_query_groups % tp != 0)
-    throw InputError("--tensor-model-parallel-size", "the " + num(model.num_query_groups) +
-                                                         " query groups (kv heads) are not divisible by tp = " +
-                                                         num(tp));
+    throw InputError("--tensor-model-parallel-size",
+                     "the " + num(model.num_query_groups) +
+                         " query groups (kv heads) are not divisible by tp = " + num(tp));
   if (sequence_parallel && tp > 1 && seq_length % tp != 0)
     throw InputError("--seq-length", "sequence parallelism needs the sequence length " + num(seq_length) +
                                          " divisible by tp = " + num(tp));
   if (cp > 1 && seq_length % (2 * cp) != 0)
     throw InputError("--seq-length", "context parallelism splits the sequence into 2·cp chunks; " +
                                          num(seq_length) + " is not divisible by " + num(2 * cp));
-  if (model.position_embedding == PositionEmbedding::LearnedAbsolute && seq_length > model.max_position_embeddings)
-    throw InputError("--seq-length", "sequence length " + num(seq_length) + " exceeds --max-position-embeddings " +
+  if (model.position_embedding == PositionEmbedding::LearnedAbsolute &&
+      seq_length > model.max_position_embeddings)
+    throw InputError("--seq-length", "sequence length " + num(seq_length) +
+                                         " exceeds --max-position-embeddings " +
                                          num(model.max_position_embeddings));
   if (vpp > 1 && pp == 1)
     throw InputError("--num-layers-per-virtual-pipeline-stage", "an interleaved schedule needs pp > 1");
   std::int64_t per_step = static_cast<std::int64_t>(micro_batch_size) * dp();
   if (global_batch() % per_step != 0)
-    throw InputError("--global-batch-size", "global batch " + num(global_batch()) +
-                                                " is not divisible by micro batch × dp = " + num(micro_batch_size) +
-                                                " × " + num(dp()) + " = " + num(per_step));
-  if (recompute_granularity == RecomputeGranularity::Full) positive(recompute_num_layers, "--recompute-num-layers");
+    throw InputError("--global-batch-size",
+                     "global batch " + num(global_batch()) + " is not divisible by micro batch × dp = " +
+                         num(micro_batch_size) + " × " + num(dp()) + " = " + num(per_step));
+  if (recompute_granularity == RecomputeGranularity::Full)
+    positive(recompute_num_layers, "--recompute-num-layers");
   if (recompute_granularity == RecomputeGranularity::Selective) {
     for (const auto& m : recompute_modules)
-      if (m != "core_attn" && m != "mlp" && m != "moe" && m != "moe_act" && m != "layernorm" && m != "shared_experts" &&
-          m != "mla_up_proj")
+      if (m != "core_attn" && m != "mlp" && m != "moe" && m != "moe_act" && m != "layernorm" &&
+          m != "shared_experts" && m != "mla_up_proj")
         throw InputError("--recompute-modules", "unknown module '" + m +
                                                     "' (known: core_attn, mlp, moe, moe_act, layernorm, "
                                                     "shared_experts, mla_up_proj)");
@@ -155,21 +168,31 @@ void Strategy::validate(const ModelSpec& model) const {
 
 const char* to_string(Precision p) {
   switch (p) {
-    case Precision::FP32: return "fp32";
-    case Precision::FP16: return "fp16";
-    case Precision::BF16: return "bf16";
+    case Precision::FP32:
+      return "fp32";
+    case Precision::FP16:
+      return "fp16";
+    case Precision::BF16:
+      return "bf16";
   }
   return "?";
 }
 const char* to_string(RecomputeGranularity g) {
   switch (g) {
-    case RecomputeGranularity::None: return "none";
-    case RecomputeGranularity::Full: return "full";
-    case RecomputeGranularity::Selective: return "selective";
+    case RecomputeGranularity::None:
+      return "none";
+    case RecomputeGranularity::Full:
+      return "full";
+    case RecomputeGranularity::Selective:
+      return "selective";
   }
   return "?";
 }
-const char* to_string(RecomputeMethod m) { return m == RecomputeMethod::Block ? "block" : "uniform"; }
-const char* to_string(AttentionBackend b) { return b == AttentionBackend::Math ? "math" : "flash"; }
+const char* to_string(RecomputeMethod m) {
+  return m == RecomputeMethod::Block ? "block" : "uniform";
+}
+const char* to_string(AttentionBackend b) {
+  return b == AttentionBackend::Math ? "math" : "flash";
+}
 
 }  // namespace preflight::analyzer

@@ -2,6 +2,8 @@
 
 namespace preflight::analyzer {
 
-double SystemSpec::mem_bytes() const { return mem_gib * 1024.0 * 1024.0 * 1024.0; }
+double SystemSpec::mem_bytes() const {
+  return mem_gib * 1024.0 * 1024.0 * 1024.0;
+}
 
 }  // namespace preflight::analyzer

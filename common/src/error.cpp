@@ -11,6 +11,8 @@ std::string compose(const std::string& where, const std::string& what) {
 InputError::InputError(std::string where, std::string what)
     : std::runtime_error(compose(where, what)), where_(std::move(where)), detail_(std::move(what)) {}
 
-std::string location(const std::string& file, std::int64_t line) { return file + ":" + std::to_string(line); }
+std::string location(const std::string& file, std::int64_t line) {
+  return file + ":" + std::to_string(line);
+}
 
 }  // namespace preflight

@@ -26,8 +26,8 @@ TextTable& TextTable::column(std::string header, Align align) {
 
 TextTable& TextTable::row(std::vector<std::string> cells) {
   if (cells.size() != columns_.size())
-    throw std::invalid_argument("TextTable::row: expected " + std::to_string(columns_.size()) + " cells, got " +
-                                std::to_string(cells.size()));
+    throw std::invalid_argument("TextTable::row: expected " + std::to_string(columns_.size()) +
+                                " cells, got " + std::to_string(cells.size()));
   rows_.push_back(std::move(cells));
   return *this;
 }

@@ -13,7 +13,9 @@ using Words = std::vector<std::string>;
 
 namespace {
 
-MegatronConfig parse(const Words& w) { return parse_megatron_args(w, {}); }
+MegatronConfig parse(const Words& w) {
+  return parse_megatron_args(w, {});
+}
 
 LayerGraph graph_of(const Words& w) {
   MegatronConfig c = parse(w);
@@ -49,11 +51,32 @@ TEST(LayerGraph, Gpt3_175bParameterCount) {
 }
 
 TEST(LayerGraph, Llama3_8bParameterCount) {
-  ModelSpec m = parse({"--num-layers", "32", "--hidden-size", "4096", "--ffn-hidden-size", "14336",
-                       "--num-attention-heads", "32", "--group-query-attention", "--num-query-groups", "8",
-                       "--kv-channels", "128", "--seq-length", "8192", "--position-embedding-type", "rope",
-                       "--swiglu", "--normalization", "RMSNorm", "--untie-embeddings-and-output-weights",
-                       "--disable-bias-linear", "--vocab-size", "128256", "--make-vocab-size-divisible-by", "128"})
+  ModelSpec m = parse({"--num-layers",
+                       "32",
+                       "--hidden-size",
+                       "4096",
+                       "--ffn-hidden-size",
+                       "14336",
+                       "--num-attention-heads",
+                       "32",
+                       "--group-query-attention",
+                       "--num-query-groups",
+                       "8",
+                       "--kv-channels",
+                       "128",
+                       "--seq-length",
+                       "8192",
+                       "--position-embedding-type",
+                       "rope",
+                       "--swiglu",
+                       "--normalization",
+                       "RMSNorm",
+                       "--untie-embeddings-and-output-weights",
+                       "--disable-bias-linear",
+                       "--vocab-size",
+                       "128256",
+                       "--make-vocab-size-divisible-by",
+                       "128"})
                     .model;
   // per layer: qkv 6144·4096 + proj 4096² + fc1 2·14336·4096 + fc2 14336·4096 + 2 norms = 218,112,000
   std::int64_t expected = 32LL * 218112000 + 2LL * 128256 * 4096 + 4096;
@@ -65,10 +88,28 @@ TEST(LayerGraph, KorthikantiTensorParallelSequenceParallelSelective) {
   // Korthikanti et al. 2022 Table 2: TP + SP + selective recompute keeps 34·s·b·h/t bytes per layer
   // (16-bit activations, 1-byte dropout masks, f = 4h).
   const std::int64_t s = 2048, b = 4, h = 4096, t = 4;
-  LayerGraph g = graph_of({"--num-layers", "8", "--hidden-size", "4096", "--num-attention-heads", "32",
-                           "--seq-length", "2048", "--micro-batch-size", "4", "--vocab-size", "50257", "--bf16",
-                           "--tensor-model-parallel-size", "4", "--sequence-parallel", "--attention-backend",
-                           "unfused", "--recompute-granularity", "selective", "--world-size", "4"});
+  LayerGraph g = graph_of({"--num-layers",
+                           "8",
+                           "--hidden-size",
+                           "4096",
+                           "--num-attention-heads",
+                           "32",
+                           "--seq-length",
+                           "2048",
+                           "--micro-batch-size",
+                           "4",
+                           "--vocab-size",
+                           "50257",
+                           "--bf16",
+                           "--tensor-model-parallel-size",
+                           "4",
+                           "--sequence-parallel",
+                           "--attention-backend",
+                           "unfused",
+                           "--recompute-granularity",
+                           "selective",
+                           "--world-size",
+                           "4"});
   double expected = 34.0 * s * b * h / t;
   EXPECT_DOUBLE_EQ(layer_kept_without_stats(g, 3), expected);
 }
@@ -76,20 +117,38 @@ TEST(LayerGraph, KorthikantiTensorParallelSequenceParallelSelective) {
 TEST(LayerGraph, KorthikantiTensorParallelOnlyWithAttentionScores) {
   // TP without SP, math attention with dropout: s·b·h·(10 + 24/t + 5·a·s/(h·t)).
   const double s = 1024, b = 2, h = 2048, a = 16, t = 2;
-  LayerGraph g = graph_of({"--num-layers", "4", "--hidden-size", "2048", "--num-attention-heads", "16",
-                           "--seq-length", "1024", "--micro-batch-size", "2", "--vocab-size", "50257", "--fp16",
-                           "--tensor-model-parallel-size", "2", "--attention-backend", "unfused", "--world-size",
-                           "2"});
+  LayerGraph g =
+      graph_of({"--num-layers", "4", "--hidden-size", "2048", "--num-attention-heads", "16", "--seq-length",
+                "1024", "--micro-batch-size", "2", "--vocab-size", "50257", "--fp16",
+                "--tensor-model-parallel-size", "2", "--attention-backend", "unfused", "--world-size", "2"});
   double expected = s * b * h * (10 + 24 / t + 5 * a * s / (h * t));
   EXPECT_DOUBLE_EQ(layer_kept_without_stats(g, 0), expected);
 }
 
 TEST(LayerGraph, FullRecomputeKeepsOnlyLayerInputs) {
   // uniform, 2 layers per checkpoint, 8 layers on one stage: 4 checkpoint inputs of 2·s·b·h/t.
-  LayerGraph g = graph_of({"--num-layers", "8", "--hidden-size", "1024", "--num-attention-heads", "8",
-                           "--seq-length", "512", "--vocab-size", "1000", "--bf16", "--recompute-granularity", "full",
-                           "--recompute-method", "uniform", "--recompute-num-layers", "2",
-                           "--tensor-model-parallel-size", "2", "--sequence-parallel", "--world-size", "2"});
+  LayerGraph g = graph_of({"--num-layers",
+                           "8",
+                           "--hidden-size",
+                           "1024",
+                           "--num-attention-heads",
+                           "8",
+                           "--seq-length",
+                           "512",
+                           "--vocab-size",
+                           "1000",
+                           "--bf16",
+                           "--recompute-granularity",
+                           "full",
+                           "--recompute-method",
+                           "uniform",
+                           "--recompute-num-layers",
+                           "2",
+                           "--tensor-model-parallel-size",
+                           "2",
+                           "--sequence-parallel",
+                           "--world-size",
+                           "2"});
   double per_input = 2.0 * 512 * 1 * 1024 / 2;
   double total = 0;
   for (int l = 0; l < 8; ++l) total += layer_kept_without_stats(g, l);
@@ -98,9 +157,9 @@ TEST(LayerGraph, FullRecomputeKeepsOnlyLayerInputs) {
 
 TEST(LayerGraph, UnevenFirstAndLastStages) {
   LayerGraph g = graph_of({"--num-layers", "30", "--hidden-size", "256", "--num-attention-heads", "4",
-                           "--seq-length", "128", "--vocab-size", "1000", "--pipeline-model-parallel-size", "4",
-                           "--decoder-first-pipeline-num-layers", "6", "--decoder-last-pipeline-num-layers", "6",
-                           "--world-size", "4"});
+                           "--seq-length", "128", "--vocab-size", "1000", "--pipeline-model-parallel-size",
+                           "4", "--decoder-first-pipeline-num-layers", "6",
+                           "--decoder-last-pipeline-num-layers", "6", "--world-size", "4"});
   ASSERT_EQ(g.chunks.size(), 4u);
   EXPECT_EQ(g.chunks[0].num_layers, 6);
   EXPECT_EQ(g.chunks[1].num_layers, 9);
@@ -112,8 +171,8 @@ TEST(LayerGraph, UnevenFirstAndLastStages) {
 
 TEST(LayerGraph, LayersNotDivisibleByPipelineIsAnInputError) {
   try {
-    graph_of({"--num-layers", "30", "--hidden-size", "256", "--num-attention-heads", "4", "--seq-length", "128",
-              "--vocab-size", "1000", "--pipeline-model-parallel-size", "4", "--world-size", "4"});
+    graph_of({"--num-layers", "30", "--hidden-size", "256", "--num-attention-heads", "4", "--seq-length",
+              "128", "--vocab-size", "1000", "--pipeline-model-parallel-size", "4", "--world-size", "4"});
     FAIL();
   } catch (const preflight::InputError& e) {
     EXPECT_EQ(e.where(), "--num-layers");
@@ -121,8 +180,8 @@ TEST(LayerGraph, LayersNotDivisibleByPipelineIsAnInputError) {
 }
 
 TEST(LayerGraph, InconsistentSizesAreInputErrors) {
-  Words base = {"--num-layers", "4", "--hidden-size", "256", "--num-attention-heads", "6", "--seq-length", "128",
-                "--vocab-size", "1000"};
+  Words base = {"--num-layers", "4",   "--hidden-size", "256", "--num-attention-heads", "6",
+                "--seq-length", "128", "--vocab-size",  "1000"};
   auto fails = [&](Words extra, const std::string& where) {
     Words w = base;
     w.insert(w.end(), extra.begin(), extra.end());
@@ -170,12 +229,33 @@ TEST(Memory, WeightAndOptimizerMatchMegatronTheoreticalFormula) {
       {24, 2048, 16, 4, 8192, 2, 2, 1, false, false, true},
   };
   for (const auto& cs : cases) {
-    Words w = {"--num-layers", std::to_string(cs.L), "--hidden-size", std::to_string(cs.h),
-               "--num-attention-heads", std::to_string(cs.a), "--group-query-attention", "--num-query-groups",
-               std::to_string(cs.g), "--ffn-hidden-size", std::to_string(cs.f), "--seq-length", "4096",
-               "--position-embedding-type", "rope", "--disable-bias-linear", "--vocab-size", "32000", "--bf16",
-               "--tensor-model-parallel-size", std::to_string(cs.t), "--pipeline-model-parallel-size",
-               std::to_string(cs.p), "--nproc_per_node", "8", "--nnodes", std::to_string(cs.nodes)};
+    Words w = {"--num-layers",
+               std::to_string(cs.L),
+               "--hidden-size",
+               std::to_string(cs.h),
+               "--num-attention-heads",
+               std::to_string(cs.a),
+               "--group-query-attention",
+               "--num-query-groups",
+               std::to_string(cs.g),
+               "--ffn-hidden-size",
+               std::to_string(cs.f),
+               "--seq-length",
+               "4096",
+               "--position-embedding-type",
+               "rope",
+               "--disable-bias-linear",
+               "--vocab-size",
+               "32000",
+               "--bf16",
+               "--tensor-model-parallel-size",
+               std::to_string(cs.t),
+               "--pipeline-model-parallel-size",
+               std::to_string(cs.p),
+               "--nproc_per_node",
+               "8",
+               "--nnodes",
+               std::to_string(cs.nodes)};
     if (cs.swiglu) w.push_back("--swiglu");
     if (cs.untied) w.push_back("--untie-embeddings-and-output-weights");
     if (cs.dist_opt) w.push_back("--use-distributed-optimizer");
@@ -192,8 +272,8 @@ TEST(Memory, WeightAndOptimizerMatchMegatronTheoreticalFormula) {
 
 TEST(Memory, OneFOneBInFlightMicrobatches) {
   LayerGraph g = graph_of({"--num-layers", "8", "--hidden-size", "256", "--num-attention-heads", "4",
-                           "--seq-length", "128", "--vocab-size", "1000", "--pipeline-model-parallel-size", "4",
-                           "--world-size", "8", "--micro-batch-size", "1", "--global-batch-size", "6"});
+                           "--seq-length", "128", "--vocab-size", "1000", "--pipeline-model-parallel-size",
+                           "4", "--world-size", "8", "--micro-batch-size", "1", "--global-batch-size", "6"});
   MemoryReport mem = stage_memory(g);  // dp 2, 3 micro batches
   EXPECT_EQ(mem.stages[0].inflight_microbatches, 3);
   EXPECT_EQ(mem.stages[1].inflight_microbatches, 3);
@@ -203,10 +283,27 @@ TEST(Memory, OneFOneBInFlightMicrobatches) {
 
 TEST(Memory, InterleavedFirstStageMatchesMegatronFactor) {
   // Megatron: first stage holds L·(1 + (p−1)/(p·m)) layers of activations with m virtual chunks.
-  LayerGraph g = graph_of({"--num-layers", "16", "--hidden-size", "256", "--num-attention-heads", "4",
-                           "--seq-length", "128", "--vocab-size", "1000", "--pipeline-model-parallel-size", "4",
-                           "--num-layers-per-virtual-pipeline-stage", "2", "--world-size", "4",
-                           "--global-batch-size", "64", "--hidden-dropout", "0", "--position-embedding-type",
+  LayerGraph g = graph_of({"--num-layers",
+                           "16",
+                           "--hidden-size",
+                           "256",
+                           "--num-attention-heads",
+                           "4",
+                           "--seq-length",
+                           "128",
+                           "--vocab-size",
+                           "1000",
+                           "--pipeline-model-parallel-size",
+                           "4",
+                           "--num-layers-per-virtual-pipeline-stage",
+                           "2",
+                           "--world-size",
+                           "4",
+                           "--global-batch-size",
+                           "64",
+                           "--hidden-dropout",
+                           "0",
+                           "--position-embedding-type",
                            "rope"});
   MemoryReport mem = stage_memory(g);
   double per_layer = layer_kept_without_stats(g, 5);

@@ -12,8 +12,8 @@ using Words = std::vector<std::string>;
 
 namespace {
 Words base_args() {
-  return {"--num-layers", "24", "--hidden-size", "1024", "--num-attention-heads", "16", "--seq-length", "1024",
-          "--vocab-size", "50257"};
+  return {"--num-layers", "24",           "--hidden-size", "1024",         "--num-attention-heads",
+          "16",           "--seq-length", "1024",          "--vocab-size", "50257"};
 }
 Words with(Words a, const Words& more) {
   a.insert(a.end(), more.begin(), more.end());
@@ -58,7 +58,8 @@ TEST(MegatronArgs, GqaNeedsTheSwitchAsInMegatron) {
   MegatronConfig a = parse_megatron_args(with(base_args(), {"--num-query-groups", "4"}));
   EXPECT_EQ(a.model.num_query_groups, 16);
   EXPECT_FALSE(a.warnings.empty());
-  MegatronConfig b = parse_megatron_args(with(base_args(), {"--group-query-attention", "--num-query-groups", "4"}));
+  MegatronConfig b =
+      parse_megatron_args(with(base_args(), {"--group-query-attention", "--num-query-groups", "4"}));
   EXPECT_EQ(b.model.num_query_groups, 4);
 }
 
@@ -72,7 +73,8 @@ TEST(MegatronArgs, UnknownFlagsAndTheirValuesAreSkipped) {
 }
 
 TEST(MegatronArgs, ArrayItemsHoldingFlagAndValueInOneWord) {
-  MegatronConfig c = parse_megatron_args(with(base_args(), {"--bf16", "--fp8-format hybrid", "--tokenizer-type NullTokenizer"}));
+  MegatronConfig c = parse_megatron_args(
+      with(base_args(), {"--bf16", "--fp8-format hybrid", "--tokenizer-type NullTokenizer"}));
   EXPECT_EQ(c.strategy.fp8, Fp8Format::Hybrid);
   EXPECT_EQ(c.model.vocab_size, 50258);  // NullTokenizer adds the EOD token
 }
@@ -81,11 +83,17 @@ TEST(MegatronArgs, VocabFileIsCountedWhenPresentElseTokenizerDefault) {
   auto dir = std::filesystem::temp_directory_path() / "preflight_vocab_test";
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "vocab.json") << R"({"a": 0, "b": 1, "c": 2})";
-  Words a = {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16",
-             "--vocab-file", (dir / "vocab.json").string()};
+  Words a = {"--num-layers",          "2",
+             "--hidden-size",         "64",
+             "--num-attention-heads", "4",
+             "--seq-length",          "16",
+             "--vocab-file",          (dir / "vocab.json").string()};
   EXPECT_EQ(parse_megatron_args(a).model.vocab_size, 3);
-  Words b = {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16",
-             "--vocab-file", "/cluster/path/gpt2-vocab.json"};
+  Words b = {"--num-layers",          "2",
+             "--hidden-size",         "64",
+             "--num-attention-heads", "4",
+             "--seq-length",          "16",
+             "--vocab-file",          "/cluster/path/gpt2-vocab.json"};
   MegatronConfig c = parse_megatron_args(b);
   EXPECT_EQ(c.model.vocab_size, 50257);
   ASSERT_FALSE(c.warnings.empty());
@@ -93,11 +101,10 @@ TEST(MegatronArgs, VocabFileIsCountedWhenPresentElseTokenizerDefault) {
 }
 
 TEST(MegatronArgs, RecomputeAndVirtualPipeline) {
-  MegatronConfig c = parse_megatron_args(with(base_args(), {"--pipeline-model-parallel-size", "4",
-                                                            "--num-layers-per-virtual-pipeline-stage", "2",
-                                                            "--recompute-granularity", "full",
-                                                            "--recompute-method", "block",
-                                                            "--recompute-num-layers", "3"}));
+  MegatronConfig c = parse_megatron_args(with(
+      base_args(),
+      {"--pipeline-model-parallel-size", "4", "--num-layers-per-virtual-pipeline-stage", "2",
+       "--recompute-granularity", "full", "--recompute-method", "block", "--recompute-num-layers", "3"}));
   EXPECT_EQ(c.strategy.vpp, 3);  // 24/4 = 6 layers per stage, chunks of 2
   EXPECT_EQ(c.strategy.recompute_granularity, RecomputeGranularity::Full);
   EXPECT_EQ(c.strategy.recompute_method, RecomputeMethod::Block);
@@ -105,8 +112,8 @@ TEST(MegatronArgs, RecomputeAndVirtualPipeline) {
 }
 
 TEST(MegatronArgs, MoeLayerFrequencyPattern) {
-  MegatronConfig c = parse_megatron_args(with(base_args(), {"--num-layers", "5", "--num-experts", "8",
-                                                            "--moe-layer-freq", "[0]*2+[1]*3"}));
+  MegatronConfig c = parse_megatron_args(
+      with(base_args(), {"--num-layers", "5", "--num-experts", "8", "--moe-layer-freq", "[0]*2+[1]*3"}));
   ASSERT_EQ(c.model.moe.layer_is_moe.size(), 5u);
   EXPECT_FALSE(c.model.is_moe_layer(1));
   EXPECT_TRUE(c.model.is_moe_layer(2));
@@ -122,12 +129,14 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
       EXPECT_EQ(e.where(), where) << e.what();
     }
   };
-  expect_error({"--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "8", "--vocab-size", "10"},
-               "--num-layers");
+  expect_error(
+      {"--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "8", "--vocab-size", "10"},
+      "--num-layers");
   expect_error(with(base_args(), {"--tensor-model-parallel-size", "two"}), "--tensor-model-parallel-size");
   expect_error(with(base_args(), {"--recompute-granularity", "full"}), "--recompute-method");
   expect_error(with(base_args(), {"--nproc_per_node", "gpu"}), "--nproc_per_node");
-  expect_error({"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16"},
-               "--vocab-size");
+  expect_error(
+      {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16"},
+      "--vocab-size");
   expect_error(with(base_args(), {"--bf16", "--fp16"}), "--bf16");
 }

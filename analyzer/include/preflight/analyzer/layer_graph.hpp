@@ -44,11 +44,11 @@ enum class OpKind {
 
 /// A parameter tensor as held by this rank.
 struct ParamTensor {
-  std::string name;                  ///< "weight", "bias"
-  std::vector<std::int64_t> shape;   ///< local shape after tp/ep sharding, Megatron layout [out, in]
+  std::string name;                      ///< "weight", "bias"
+  std::vector<std::int64_t> shape;       ///< local shape after tp/ep sharding, Megatron layout [out, in]
   std::vector<std::int64_t> full_shape;  ///< shape without parallelism
-  bool expert = false;               ///< expert weight (sharded over ep, reduced over expert-dp)
-  bool tp_replicated = false;        ///< identical on every tp rank (norm weights, row-linear bias)
+  bool expert = false;                   ///< expert weight (sharded over ep, reduced over expert-dp)
+  bool tp_replicated = false;            ///< identical on every tp rank (norm weights, row-linear bias)
   std::int64_t numel() const;
   std::int64_t full_numel() const;
 };
@@ -78,8 +78,8 @@ struct CommOp {
 struct Op {
   std::string path;  ///< Megatron-core module path
   OpKind kind = OpKind::Norm;
-  int layer = -1;     ///< global transformer layer index (0-based); -1 for embedding / head
-  bool moe = false;   ///< part of a MoE MLP
+  int layer = -1;    ///< global transformer layer index (0-based); -1 for embedding / head
+  bool moe = false;  ///< part of a MoE MLP
 
   // Geometry on this rank (elements): tokens entering the op and feature sizes after sharding.
   std::int64_t tokens = 0;        ///< rows processed on this rank: b · s_local (· topk for experts)
@@ -87,9 +87,9 @@ struct Op {
   std::int64_t out_features = 0;  ///< local output width
   int heads = 0, kv_heads = 0;    ///< core attention: local heads
   std::int64_t head_dim = 0, v_head_dim = 0;
-  std::int64_t seq = 0;           ///< core attention: local query length (s / cp)
-  std::int64_t kv_seq = 0;        ///< core attention: key length attended (s)
-  int local_experts = 0;          ///< grouped linears / router: experts on this rank (router: all)
+  std::int64_t seq = 0;     ///< core attention: local query length (s / cp)
+  std::int64_t kv_seq = 0;  ///< core attention: key length attended (s)
+  int local_experts = 0;    ///< grouped linears / router: experts on this rank (router: all)
 
   std::vector<ParamTensor> params;
   std::vector<SavedTensor> saved;  ///< saved for backward without recompute
@@ -98,10 +98,10 @@ struct Op {
   std::int64_t kept_bytes = 0;     ///< bytes still allocated after the forward pass, recompute applied
   bool recompute = false;          ///< its forward is re-run in backward (inside a checkpoint)
 
-  double fwd_flops = 0;           ///< forward FLOPs (multiply-add = 2)
-  double bwd_input_flops = 0;     ///< backward FLOPs for input gradients
-  double bwd_weight_flops = 0;    ///< backward FLOPs for weight gradients
-  std::vector<CommOp> comms;      ///< per micro batch
+  double fwd_flops = 0;         ///< forward FLOPs (multiply-add = 2)
+  double bwd_input_flops = 0;   ///< backward FLOPs for input gradients
+  double bwd_weight_flops = 0;  ///< backward FLOPs for weight gradients
+  std::vector<CommOp> comms;    ///< per micro batch
 
   std::int64_t param_numel() const;
   std::int64_t saved_bytes() const;
@@ -109,18 +109,18 @@ struct Op {
 
 /// The ops of one model chunk on one pipeline rank.
 struct StageGraph {
-  int pp_rank = 0;          ///< pipeline stage 0..pp-1
-  int vchunk = 0;           ///< virtual chunk 0..vpp-1
-  int first_layer = 0;      ///< global index of its first transformer layer
-  int num_layers = 0;       ///< transformer layers in this chunk
+  int pp_rank = 0;      ///< pipeline stage 0..pp-1
+  int vchunk = 0;       ///< virtual chunk 0..vpp-1
+  int first_layer = 0;  ///< global index of its first transformer layer
+  int num_layers = 0;   ///< transformer layers in this chunk
   bool has_embedding = false;
   bool has_output_layer = false;  ///< final norm + output layer + loss
   std::vector<Op> ops;
   /// Stage-level collectives per micro batch (pipeline send/recv).
   std::vector<CommOp> p2p;
 
-  std::int64_t param_numel() const;          ///< all parameters held
-  std::int64_t expert_param_numel() const;   ///< of which expert parameters
+  std::int64_t param_numel() const;            ///< all parameters held
+  std::int64_t expert_param_numel() const;     ///< of which expert parameters
   std::int64_t kept_activation_bytes() const;  ///< Σ kept_bytes: one micro batch
 };
 

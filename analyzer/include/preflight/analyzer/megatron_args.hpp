@@ -24,10 +24,10 @@ namespace preflight::analyzer {
 struct MegatronConfig {
   ModelSpec model;
   Strategy strategy;
-  int nnodes = 1;                       ///< torchrun --nnodes (upper bound of a min:max range)
-  int nproc_per_node = 1;               ///< torchrun --nproc_per_node
-  std::vector<std::string> warnings;    ///< one line each: assumptions and fall-backs taken
-  std::vector<std::string> ignored;     ///< flags not used by the analysis (in order of appearance)
+  int nnodes = 1;                           ///< torchrun --nnodes (upper bound of a min:max range)
+  int nproc_per_node = 1;                   ///< torchrun --nproc_per_node
+  std::vector<std::string> warnings;        ///< one line each: assumptions and fall-backs taken
+  std::vector<std::string> ignored;         ///< flags not used by the analysis (in order of appearance)
   std::map<std::string, std::string> seen;  ///< canonical flag → raw value ("" for switches) of known flags
 };
 

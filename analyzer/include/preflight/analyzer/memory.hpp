@@ -28,13 +28,13 @@ namespace preflight::analyzer {
 /// Memory of one rank of one pipeline stage.  Bytes unless the name says otherwise.
 struct StageMemory {
   int pp_rank = 0;
-  int first_layer = 0;           ///< first transformer layer (global index) of its first chunk
-  int num_layers = 0;            ///< transformer layers over all its virtual chunks
-  std::int64_t params = 0;       ///< parameters held (elements)
+  int first_layer = 0;      ///< first transformer layer (global index) of its first chunk
+  int num_layers = 0;       ///< transformer layers over all its virtual chunks
+  std::int64_t params = 0;  ///< parameters held (elements)
   std::int64_t expert_params = 0;
   double weight_bytes = 0;
   double grad_bytes = 0;
-  double optimizer_bytes = 0;   ///< master weights + moments, after distributed-optimizer sharding
+  double optimizer_bytes = 0;  ///< master weights + moments, after distributed-optimizer sharding
   double activation_bytes_per_microbatch = 0;  ///< all chunks, one micro batch each
   double inflight_microbatches = 0;            ///< micro batches whose activations are alive at the peak
   double activation_bytes = 0;                 ///< activations alive at the peak

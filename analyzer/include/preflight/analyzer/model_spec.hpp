@@ -24,15 +24,15 @@ enum class Activation { GeLU, SwiGLU, SquaredReLU };
 
 /// Mixture-of-experts layers (Megatron `--num-experts`, `--moe-*`).
 struct MoESpec {
-  int num_experts = 0;                            ///< routed experts per MoE layer; 0 = dense model
-  int router_topk = 2;                            ///< experts chosen per token (`--moe-router-topk`)
-  std::int64_t ffn_hidden_size = 0;               ///< routed expert FFN size (`--moe-ffn-hidden-size`)
-  std::int64_t shared_expert_ffn_hidden_size = 0; ///< shared expert FFN; 0 = none
+  int num_experts = 0;                             ///< routed experts per MoE layer; 0 = dense model
+  int router_topk = 2;                             ///< experts chosen per token (`--moe-router-topk`)
+  std::int64_t ffn_hidden_size = 0;                ///< routed expert FFN size (`--moe-ffn-hidden-size`)
+  std::int64_t shared_expert_ffn_hidden_size = 0;  ///< shared expert FFN; 0 = none
   /// Per layer: true = MoE MLP, false = dense MLP (`--moe-layer-freq`, HF `first_k_dense_replace`).
   /// Empty = every layer is MoE when num_experts > 0.
   std::vector<bool> layer_is_moe;
-  bool pad_expert_input_to_capacity = false;     ///< `--moe-pad-expert-input-to-capacity`
-  double capacity_factor = 1.0;                   ///< `--moe-expert-capacity-factor` (only with padding)
+  bool pad_expert_input_to_capacity = false;  ///< `--moe-pad-expert-input-to-capacity`
+  double capacity_factor = 1.0;               ///< `--moe-expert-capacity-factor` (only with padding)
 
   bool enabled() const { return num_experts > 0; }
 };
@@ -40,10 +40,10 @@ struct MoESpec {
 /// Multi-head latent attention (DeepSeek-V2/V3; Megatron `--multi-latent-attention`).
 struct MLASpec {
   bool enabled = false;
-  std::int64_t q_lora_rank = 0;          ///< 0 = no query compression (one q projection)
+  std::int64_t q_lora_rank = 0;  ///< 0 = no query compression (one q projection)
   std::int64_t kv_lora_rank = 512;
-  std::int64_t qk_head_dim = 128;        ///< non-rotary part of q/k per head
-  std::int64_t qk_pos_emb_head_dim = 64; ///< rotary part of q/k per head
+  std::int64_t qk_head_dim = 128;         ///< non-rotary part of q/k per head
+  std::int64_t qk_pos_emb_head_dim = 64;  ///< rotary part of q/k per head
   std::int64_t v_head_dim = 128;
 };
 
@@ -58,14 +58,15 @@ struct ModelSpec {
   std::int64_t kv_channels = 0;              ///< head dim d; Megatron default h / a
   std::int64_t max_position_embeddings = 0;  ///< rows of the learned position table
   std::int64_t vocab_size = 0;               ///< tokenizer size before padding
-  int make_vocab_size_divisible_by = 128;    ///< padding unit, multiplied by tp (Megatron `_vocab_size_with_padding`)
+  int make_vocab_size_divisible_by =
+      128;  ///< padding unit, multiplied by tp (Megatron `_vocab_size_with_padding`)
   Activation activation = Activation::GeLU;
-  bool add_bias_linear = true;               ///< biases in all linear layers (`--disable-bias-linear` clears)
-  bool add_qkv_bias = false;                 ///< bias in the qkv projection only (`--add-qkv-bias`)
+  bool add_bias_linear = true;  ///< biases in all linear layers (`--disable-bias-linear` clears)
+  bool add_qkv_bias = false;    ///< bias in the qkv projection only (`--add-qkv-bias`)
   Normalization normalization = Normalization::LayerNorm;
   bool untie_embeddings_and_output_weights = false;
   PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
-  double attention_dropout = 0.1;            ///< Megatron default; Llama-style scripts set 0
+  double attention_dropout = 0.1;  ///< Megatron default; Llama-style scripts set 0
   double hidden_dropout = 0.1;
   MoESpec moe;
   MLASpec mla;

@@ -19,8 +19,8 @@
 namespace preflight::analyzer {
 
 struct AnalyzeOptions {
-  std::vector<std::string> warnings;       ///< printed under the summary
-  std::optional<double> device_memory_gib; ///< when set, each stage gets a fits / does-not-fit verdict
+  std::vector<std::string> warnings;        ///< printed under the summary
+  std::optional<double> device_memory_gib;  ///< when set, each stage gets a fits / does-not-fit verdict
 };
 
 /// Human-readable report.

@@ -31,14 +31,14 @@ enum class PipelineSchedule { OneFOneB, Interleaved };
 /// Parallel layout and training settings.  Sizes are counts; lengths are tokens.
 struct Strategy {
   // --- layout ---
-  int world_size = 1;       ///< total ranks (torchrun nproc_per_node · nnodes)
-  int gpus_per_node = 8;    ///< ranks per node (names devices n{node}_g{gpu})
-  int tp = 1;               ///< tensor-parallel size
-  int pp = 1;               ///< pipeline-parallel size
-  int cp = 1;               ///< context-parallel size
-  int ep = 1;               ///< expert-parallel size
-  int etp = 0;              ///< expert tensor-parallel size; 0 = same as tp (Megatron default)
-  int vpp = 1;              ///< virtual pipeline chunks per rank (interleaved 1F1B when > 1)
+  int world_size = 1;     ///< total ranks (torchrun nproc_per_node · nnodes)
+  int gpus_per_node = 8;  ///< ranks per node (names devices n{node}_g{gpu})
+  int tp = 1;             ///< tensor-parallel size
+  int pp = 1;             ///< pipeline-parallel size
+  int cp = 1;             ///< context-parallel size
+  int ep = 1;             ///< expert-parallel size
+  int etp = 0;            ///< expert tensor-parallel size; 0 = same as tp (Megatron default)
+  int vpp = 1;            ///< virtual pipeline chunks per rank (interleaved 1F1B when > 1)
   bool sequence_parallel = false;
   /// Megatron's rank order; "tp-cp-ep-dp-pp" (default) or "tp-pp-dp" (`--use-tp-pp-dp-mapping`).
   std::string order = "tp-cp-ep-dp-pp";
@@ -60,8 +60,8 @@ struct Strategy {
   Precision precision = Precision::FP32;
   Fp8Format fp8 = Fp8Format::None;
   Optimizer optimizer = Optimizer::Adam;
-  bool distributed_optimizer = false;  ///< shard fp32 master weights + moments over DP (ZeRO-1)
-  bool grad_reduce_in_bf16 = false;    ///< `--grad-reduce-in-bf16`: bf16 main grads
+  bool distributed_optimizer = false;               ///< shard fp32 master weights + moments over DP (ZeRO-1)
+  bool grad_reduce_in_bf16 = false;                 ///< `--grad-reduce-in-bf16`: bf16 main grads
   bool accumulate_allreduce_grads_in_fp32 = false;  ///< fp16 only; forced on for bf16 by Megatron
 
   // --- recompute ---
@@ -83,7 +83,9 @@ struct Strategy {
   int global_batch() const { return global_batch_size > 0 ? global_batch_size : micro_batch_size * dp(); }
   /// Micro batches per iteration per pipeline (gradient-accumulation steps): global / (b · dp).
   int num_microbatches() const { return global_batch() / (micro_batch_size * dp()); }
-  PipelineSchedule schedule() const { return vpp > 1 ? PipelineSchedule::Interleaved : PipelineSchedule::OneFOneB; }
+  PipelineSchedule schedule() const {
+    return vpp > 1 ? PipelineSchedule::Interleaved : PipelineSchedule::OneFOneB;
+  }
   /// Bytes of one parameter / activation element in the compute precision (fp8 is not counted here).
   int element_bytes() const { return precision == Precision::FP32 ? 4 : 2; }
   /// Bytes per element of the gradient buffer Megatron's DDP reduces (main_grad).

@@ -16,23 +16,23 @@ namespace preflight::analyzer {
 
 /// Compute throughput of one op kind (`accelerator.op.<name>`).
 struct ComputeOp {
-  double tflops = 0;                                   ///< peak, 10^12 FLOP/s
-  double efficient_factor = 1.0;                       ///< default efficiency, 0..1
+  double tflops = 0;                                        ///< peak, 10^12 FLOP/s
+  double efficient_factor = 1.0;                            ///< default efficiency, 0..1
   std::map<std::string, double> accurate_efficient_factor;  ///< shape key → measured efficiency
 };
 
 /// A bandwidth model (`accelerator.bandwidth.<name>` or `networks.<net>.bandwidth`).
 struct Bandwidth {
-  double gbps = 0;               ///< GiB/s
-  double efficient_factor = 1.0; ///< 0..1
-  double latency_us = 0;         ///< per operation, microseconds
-  double fixed_latency_us = 0;   ///< SimuMax `fixed_latency`
+  double gbps = 0;                                     ///< GiB/s
+  double efficient_factor = 1.0;                       ///< 0..1
+  double latency_us = 0;                               ///< per operation, microseconds
+  double fixed_latency_us = 0;                         ///< SimuMax `fixed_latency`
   std::map<int, double> fixed_latency_us_by_comm_num;  ///< group size → µs
 };
 
 /// Per-collective parameters of a network (`networks.<net>.op.<collective>`).
 struct NetOp {
-  double scale = 1.0;   ///< traffic = size·scale·(1 + offset/n)
+  double scale = 1.0;  ///< traffic = size·scale·(1 + offset/n)
   double offset = 0.0;
   std::optional<double> efficient_factor;
   std::optional<double> latency_us;
@@ -49,13 +49,13 @@ struct Network {
 
 /// The hardware a run is estimated for.
 struct SystemSpec {
-  std::string name;               ///< `sys_name`
-  int num_per_node = 8;           ///< accelerators per node
-  bool fc8 = false;               ///< fully-connected 8 intra node (SimuMax `FC8`)
-  std::string backend = "cuda";   ///< `accelerator.backend`
-  double mem_gib = 80;            ///< device memory, GiB (`accelerator.mem_gbs`)
-  std::string mode = "roofline";  ///< `roofline` or `only_compute`
-  std::map<std::string, ComputeOp> op;         ///< default, matmul, fp8_matmul, sdp_fwd, sdp_bwd, group_matmul, ...
+  std::string name;                     ///< `sys_name`
+  int num_per_node = 8;                 ///< accelerators per node
+  bool fc8 = false;                     ///< fully-connected 8 intra node (SimuMax `FC8`)
+  std::string backend = "cuda";         ///< `accelerator.backend`
+  double mem_gib = 80;                  ///< device memory, GiB (`accelerator.mem_gbs`)
+  std::string mode = "roofline";        ///< `roofline` or `only_compute`
+  std::map<std::string, ComputeOp> op;  ///< default, matmul, fp8_matmul, sdp_fwd, sdp_bwd, group_matmul, ...
   std::map<std::string, Bandwidth> memory_bw;  ///< default, permute_fwd, permute_bwd, ce, ce_fusion
   bool intra_with_pcie = false;
   std::map<std::string, Network> networks;

@@ -16,9 +16,13 @@ inline constexpr double kMiB = 1024.0 * 1024.0;
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 /// bytes → MiB
-inline constexpr double to_mib(double bytes) { return bytes / kMiB; }
+inline constexpr double to_mib(double bytes) {
+  return bytes / kMiB;
+}
 /// bytes → GiB
-inline constexpr double to_gib(double bytes) { return bytes / kGiB; }
+inline constexpr double to_gib(double bytes) {
+  return bytes / kGiB;
+}
 
 /// Fixed-point formatting with `digits` decimals ("12.35").
 std::string fixed(double value, int digits);
