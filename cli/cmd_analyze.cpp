@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "preflight/analyzer/layer_graph.hpp"
 #include "preflight/analyzer/megatron_args.hpp"
+#include "preflight/analyzer/presets.hpp"
 #include "preflight/analyzer/report.hpp"
 #include "preflight/common/error.hpp"
 
@@ -22,6 +23,9 @@ const char* kAnalyzeHelp =
     "Unknown Megatron flags are accepted and ignored.\n"
     "\n"
     "options (taken out before the Megatron arguments are read):\n"
+    "  --model NAME|FILE|URL    start from a preset (llama3-70b, deepseek-v3, …), a Hugging Face\n"
+    "                           config.json (file, checkpoint folder or http(s) URL); Megatron\n"
+    "                           architecture flags are then optional and override it\n"
     "  --json                   print the report as JSON\n"
     "  --device-memory GIB      device memory; exit 1 when a stage does not fit\n"
     "  -h, --help               this text\n";
@@ -29,6 +33,7 @@ const char* kAnalyzeHelp =
 struct AnalyzeCli {
   bool json = false;
   std::optional<double> device_memory_gib;
+  std::optional<std::string> model;
   Words rest;
 };
 
@@ -43,6 +48,8 @@ AnalyzeCli take_options(const Words& words) {
     };
     if (w == "--json") {
       cli.json = true;
+    } else if (w == "--model" || w.rfind("--model=", 0) == 0) {
+      cli.model = value("--model");
     } else if (w == "--device-memory" || w.rfind("--device-memory=", 0) == 0) {
       std::string v = value("--device-memory");
       try {
@@ -66,10 +73,15 @@ int run_analyze(const Words& words) {
       return kExitOk;
     }
   AnalyzeCli cli = take_options(words);
-  analyzer::MegatronConfig cfg = analyzer::parse_megatron_args(cli.rest, analyzer::process_environment());
+  std::optional<analyzer::ModelSpec> base;
+  std::vector<std::string> model_warnings;
+  if (cli.model) base = analyzer::load_model(*cli.model, &model_warnings);
+  analyzer::MegatronConfig cfg =
+      analyzer::parse_megatron_args(cli.rest, analyzer::process_environment(), base ? &*base : nullptr);
   analyzer::LayerGraph graph = analyzer::build_layer_graph(cfg.model, cfg.strategy);
   analyzer::AnalyzeOptions opts;
-  opts.warnings = cfg.warnings;
+  opts.warnings = model_warnings;
+  opts.warnings.insert(opts.warnings.end(), cfg.warnings.begin(), cfg.warnings.end());
   opts.device_memory_gib = cli.device_memory_gib;
   if (cli.json)
     std::cout << analyzer::analysis_json(graph, opts).dump(2) << "\n";

@@ -250,6 +250,12 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
     I64 qkv_out =
         (static_cast<I64>(m.num_attention_heads) + 2 * static_cast<I64>(m.num_query_groups)) * m.kv_channels;
     ops.push_back(make_column(c, pre + "linear_qkv", layer, c.h, qkv_out, m.qkv_bias()));
+    if (m.qk_layernorm) {
+      // Megatron `SelfAttention.q_layernorm` / `k_layernorm`: one norm of width d applied to every head;
+      // rows = tokens · local heads.  Each keeps its input (the un-normalized q / k) for backward.
+      ops.push_back(make_norm(c, pre + "q_layernorm", layer, c.tok * heads, m.kv_channels));
+      ops.push_back(make_norm(c, pre + "k_layernorm", layer, c.tok * kv_heads, m.kv_channels));
+    }
   }
 
   Op at;
@@ -507,7 +513,7 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops) {
     // discarded and recomputed in backward.
     for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
       if (ops[i].kind != OpKind::Norm || ends_with(ops[i].path, "q_layernorm") ||
-          ends_with(ops[i].path, "kv_layernorm"))
+          ends_with(ops[i].path, "k_layernorm") || ends_with(ops[i].path, "kv_layernorm"))
         continue;
       ops[i].recompute = true;
       Op& next = ops[i + 1];

@@ -211,6 +211,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--untie-embeddings-and-output-weights", Arity::Switch},
       {"--disable-bias-linear", Arity::Switch},
       {"--add-qkv-bias", Arity::Switch},
+      {"--qk-layernorm", Arity::Switch},
       {"--normalization", Arity::One},
       {"--position-embedding-type", Arity::One},
       {"--use-rotary-position-embeddings", Arity::Switch},
@@ -417,6 +418,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   if (has("--untie-embeddings-and-output-weights")) m.untie_embeddings_and_output_weights = true;
   if (has("--disable-bias-linear")) m.add_bias_linear = false;
   if (has("--add-qkv-bias")) m.add_qkv_bias = true;
+  if (has("--qk-layernorm")) m.qk_layernorm = true;
   m.attention_dropout = float_or("--attention-dropout", base ? m.attention_dropout : 0.1);
   m.hidden_dropout = float_or("--hidden-dropout", base ? m.hidden_dropout : 0.1);
   m.make_vocab_size_divisible_by =

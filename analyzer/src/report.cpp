@@ -560,6 +560,7 @@ nlohmann::json model_json(const ModelSpec& m, std::int64_t padded_vocab) {
                       {"activation", to_string(m.activation)},
                       {"add_bias_linear", m.add_bias_linear},
                       {"add_qkv_bias", m.add_qkv_bias},
+                      {"qk_layernorm", m.qk_layernorm},
                       {"normalization", to_string(m.normalization)},
                       {"untie_embeddings_and_output_weights", m.untie_embeddings_and_output_weights},
                       {"position_embedding", to_string(m.position_embedding)},

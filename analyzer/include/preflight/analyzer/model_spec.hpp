@@ -63,6 +63,9 @@ struct ModelSpec {
   Activation activation = Activation::GeLU;
   bool add_bias_linear = true;  ///< biases in all linear layers (`--disable-bias-linear` clears)
   bool add_qkv_bias = false;    ///< bias in the qkv projection only (`--add-qkv-bias`)
+  /// Norm of each query and key head (width kv_channels) before core attention (`--qk-layernorm`;
+  /// Qwen3, OLMo-2).  Not used with MLA, whose q/kv norms are part of its projections.
+  bool qk_layernorm = false;
   Normalization normalization = Normalization::LayerNorm;
   bool untie_embeddings_and_output_weights = false;
   PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;

@@ -1,0 +1,360 @@
+// Hugging Face config.json → ModelSpec: each supported family against hand-computed parameter counts,
+// and the bad inputs (field-named errors).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "frontends_test_data.hpp"
+#include "preflight/analyzer/hf_config.hpp"
+#include "preflight/analyzer/layer_graph.hpp"
+#include "preflight/analyzer/megatron_args.hpp"
+#include "preflight/common/error.hpp"
+
+using namespace preflight::analyzer;
+using preflight::InputError;
+using preflight::test::hf_config_path;
+
+namespace {
+
+ModelSpec load(const std::string& model, std::vector<std::string>* warnings = nullptr) {
+  return load_hf_config(hf_config_path(model), warnings);
+}
+
+/// Runs `f`, which must throw InputError; returns it.
+template <class F>
+InputError input_error(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no InputError thrown";
+  return InputError("", "");
+}
+
+InputError parse_error(const std::string& text) {
+  return input_error([&] { parse_hf_config(text, "config.json"); });
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(HfConfig, Llama3_8B) {
+  ModelSpec m = load("llama3-8b");
+  EXPECT_EQ(m.num_layers, 32);
+  EXPECT_EQ(m.hidden_size, 4096);
+  EXPECT_EQ(m.ffn_hidden_size, 14336);
+  EXPECT_EQ(m.num_attention_heads, 32);
+  EXPECT_EQ(m.num_query_groups, 8);
+  EXPECT_EQ(m.kv_channels, 128);
+  EXPECT_EQ(m.vocab_size, 128256);
+  EXPECT_EQ(m.max_position_embeddings, 8192);
+  EXPECT_TRUE(m.gated());
+  EXPECT_EQ(m.normalization, Normalization::RMSNorm);
+  EXPECT_EQ(m.position_embedding, PositionEmbedding::Rope);
+  EXPECT_FALSE(m.add_bias_linear);
+  EXPECT_FALSE(m.add_qkv_bias);
+  EXPECT_TRUE(m.untie_embeddings_and_output_weights);
+  EXPECT_DOUBLE_EQ(m.hidden_dropout, 0.0);
+  EXPECT_FALSE(m.moe.enabled());
+  EXPECT_EQ(m.name, "llama3-8b");  // the checkpoint folder's name
+  // Per layer: q 4096·4096 + k,v 2·4096·1024 + o 4096·4096 = 41,943,040; MLP 3·4096·14336 = 176,160,768;
+  // two norms 8,192 → 218,112,000 · 32 = 6,979,584,000.  Embedding + untied head 2·128256·4096 =
+  // 1,050,673,152; final norm 4,096.  Total 8,030,261,248 (the model card's 8.03 B).
+  EXPECT_EQ(count_parameters(m), 8'030'261'248);
+}
+
+TEST(HfConfig, Mixtral8x7B) {
+  ModelSpec m = load("mixtral-8x7b");
+  EXPECT_EQ(m.moe.num_experts, 8);
+  EXPECT_EQ(m.moe.router_topk, 2);
+  EXPECT_EQ(m.moe.ffn_hidden_size, 14336);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 0);
+  for (int l = 0; l < m.num_layers; ++l) EXPECT_TRUE(m.is_moe_layer(l));
+  // Per layer: attention 41,943,040; experts 8·3·4096·14336 = 1,409,286,144; router 8·4096 = 32,768;
+  // norms 8,192 → 1,451,270,144 · 32 = 46,440,644,608; + 2·32000·4096 + 4096 = 46,702,792,704.
+  std::int64_t n = count_parameters(m);
+  EXPECT_EQ(n, 46'702'792'704);
+  EXPECT_NEAR(n / 46.7e9, 1.0, 0.01);  // "46.7B total parameters" (Jiang et al. 2024)
+}
+
+TEST(HfConfig, DeepSeekV3) {
+  std::vector<std::string> warnings;
+  ModelSpec m = load("deepseek-v3", &warnings);
+  EXPECT_TRUE(m.mla.enabled);
+  EXPECT_EQ(m.mla.q_lora_rank, 1536);
+  EXPECT_EQ(m.mla.kv_lora_rank, 512);
+  EXPECT_EQ(m.mla.qk_head_dim, 128);
+  EXPECT_EQ(m.mla.qk_pos_emb_head_dim, 64);
+  EXPECT_EQ(m.mla.v_head_dim, 128);
+  EXPECT_EQ(m.moe.num_experts, 256);
+  EXPECT_EQ(m.moe.router_topk, 8);
+  EXPECT_EQ(m.moe.ffn_hidden_size, 2048);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 2048);  // 1 shared expert × 2048
+  EXPECT_EQ(m.ffn_hidden_size, 18432);
+  for (int l = 0; l < 3; ++l) EXPECT_FALSE(m.is_moe_layer(l)) << l;  // first_k_dense_replace = 3
+  for (int l = 3; l < 61; ++l) EXPECT_TRUE(m.is_moe_layer(l)) << l;
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(contains(warnings[0], "num_nextn_predict_layers")) << warnings[0];
+  // MLA per layer: q_a 7168·1536 + q norm 1536 + q_b 1536·128·192 + kv_a 7168·576 + kv norm 512
+  //   + kv_b 512·128·256 + o 128·128·7168 = 187,107,328.
+  // Dense layer: + 3·7168·18432 + 2·7168 = 583,482,368.  MoE layer: + 256·3·7168·2048 (experts)
+  //   + 3·7168·2048 (shared) + 256·7168 (router) + 2·7168 = 11,507,003,392.
+  // 3 dense + 58 MoE + 2·129280·7168 + 7168 = 671,026,404,352 — the 671 B main model (MTP excluded).
+  std::int64_t n = count_parameters(m);
+  EXPECT_EQ(n, 671'026'404'352);
+  EXPECT_NEAR(n / 671e9, 1.0, 0.01);
+}
+
+TEST(HfConfig, DeepSeekV2LiteHasNoQueryCompression) {
+  ModelSpec m = load("deepseek-v2-lite");
+  EXPECT_TRUE(m.mla.enabled);
+  EXPECT_EQ(m.mla.q_lora_rank, 0);  // "q_lora_rank": null
+  EXPECT_EQ(m.moe.num_experts, 64);
+  EXPECT_EQ(m.moe.router_topk, 6);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 2 * 1408);
+  EXPECT_FALSE(m.is_moe_layer(0));
+  EXPECT_TRUE(m.is_moe_layer(1));
+  // MLA: q 2048·16·192 + kv_a 2048·576 + 512 + kv_b 512·16·256 + o 16·128·2048 = 13,763,072.
+  // Dense layer 13,763,072 + 3·2048·10944 + 4096 = 81,008,640; MoE layer 13,763,072 + 64·3·2048·1408
+  // + 3·2048·2816 + 64·2048 + 4096 = 584,355,840 (× 26); embeddings 2·102400·2048 + 2048.
+  EXPECT_EQ(count_parameters(m), 15'706'484'224);  // model card: 15.7 B
+}
+
+TEST(HfConfig, Qwen3_32BHeadDimAndQkNorm) {
+  ModelSpec m = load("qwen3-32b");
+  EXPECT_EQ(m.kv_channels, 128);  // head_dim, not hidden / heads = 80
+  EXPECT_TRUE(m.qk_layernorm);
+  EXPECT_FALSE(m.add_qkv_bias);
+  // Per layer: q 5120·8192 + k,v 2·5120·1024 + o 8192·5120 = 94,371,840; q/k norms 2·128; MLP 3·5120·25600
+  // = 393,216,000; norms 10,240 → 487,598,336 · 64 = 31,206,293,504; + 2·151936·5120 + 5120.
+  std::int64_t n = count_parameters(m);
+  EXPECT_EQ(n, 32'762'123'264);
+  EXPECT_NEAR(n / 32.8e9, 1.0, 0.01);  // model card: 32.8 B, non-embedding 31.2 B
+  EXPECT_NEAR((n - 2 * 151936LL * 5120) / 31.2e9, 1.0, 0.01);
+}
+
+TEST(HfConfig, Qwen2HasQkvBiasOnly) {
+  ModelSpec m = load("qwen2.5-7b");
+  EXPECT_TRUE(m.add_qkv_bias);
+  EXPECT_FALSE(m.add_bias_linear);
+  EXPECT_TRUE(m.qkv_bias());
+  EXPECT_FALSE(m.qk_layernorm);
+  // Per layer: q 3584² + bias 3584, k,v 2·(3584·512 + 512), o 3584², MLP 3·3584·18944, norms 7168
+  // = 233,057,792 · 28 = 6,525,618,176; + 2·152064·3584 + 3584 = 7,615,616,512 (model card 7.61 B).
+  EXPECT_EQ(count_parameters(m), 7'615'616'512);
+}
+
+TEST(HfConfig, Qwen3MoeAndQwen2Moe) {
+  ModelSpec a = load("qwen3-30b-a3b");
+  EXPECT_EQ(a.moe.num_experts, 128);
+  EXPECT_EQ(a.moe.router_topk, 8);
+  EXPECT_EQ(a.moe.ffn_hidden_size, 768);
+  EXPECT_TRUE(a.qk_layernorm);
+  // Per layer: attention 2048·4096 + 2·2048·512 + 4096·2048 + 256 = 18,874,624; experts 128·3·2048·768
+  // = 603,979,776; router 128·2048; norms 4096 → 623,120,640 · 48 + 2·151936·2048 + 2048.
+  EXPECT_EQ(count_parameters(a), 30'532'122'624);  // model card: 30.5 B
+
+  ModelSpec b = load("qwen1.5-moe-a2.7b");  // model_type qwen2_moe
+  EXPECT_TRUE(b.add_qkv_bias);
+  EXPECT_EQ(b.moe.num_experts, 60);
+  EXPECT_EQ(b.moe.router_topk, 4);
+  EXPECT_EQ(b.moe.shared_expert_ffn_hidden_size, 5632);
+  // Per layer: attention 4·2048² + 3·2048 = 16,783,360; experts 60·3·2048·1408 = 519,045,120; shared
+  // 3·2048·5632 = 34,603,008; router 60·2048; norms 4096 → 570,558,464 · 24 + 2·151936·2048 + 2048
+  // = 14,315,735,040 (model card 14.3 B; the shared-expert gate, 2048 per layer, is not modelled).
+  EXPECT_EQ(count_parameters(b), 14'315'735'040);
+}
+
+TEST(HfConfig, Gpt2) {
+  ModelSpec m = load("gpt2");
+  EXPECT_EQ(m.activation, Activation::GeLU);
+  EXPECT_EQ(m.normalization, Normalization::LayerNorm);
+  EXPECT_EQ(m.position_embedding, PositionEmbedding::LearnedAbsolute);
+  EXPECT_TRUE(m.add_bias_linear);
+  EXPECT_FALSE(m.untie_embeddings_and_output_weights);
+  EXPECT_EQ(m.ffn_hidden_size, 3072);
+  EXPECT_EQ(m.max_position_embeddings, 1024);
+  EXPECT_DOUBLE_EQ(m.hidden_dropout, 0.1);
+  // 12·(12·768² + 13·768) + 50304·768 (vocab padded to 128 as Megatron trains it) + 1024·768 + 2·768
+  // = 124,475,904 = Hugging Face's 124,439,808 + 47 padding rows · 768.
+  EXPECT_EQ(count_parameters(m), 124'475'904);
+}
+
+TEST(HfConfig, ModelTypeFromArchitectures) {
+  ModelSpec m = parse_hf_config(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 256,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 512, "vocab_size": 1000})",
+                                "config.json");
+  EXPECT_EQ(m.num_query_groups, 4);  // num_key_value_heads absent → heads
+  EXPECT_EQ(m.kv_channels, 64);
+  EXPECT_TRUE(m.untie_embeddings_and_output_weights);  // LlamaConfig default: tie_word_embeddings false
+}
+
+TEST(HfConfig, LlamaBiasesAndTiedEmbeddings) {
+  const char* base = R"({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "intermediate_size": 512, "vocab_size": 1024, "tie_word_embeddings": true,
+      "attention_bias": true, "mlp_bias": true})";
+  ModelSpec m = parse_hf_config(base, "config.json");
+  EXPECT_TRUE(m.add_bias_linear);
+  EXPECT_FALSE(m.untie_embeddings_and_output_weights);
+  // Per layer: 4·256² + 4·256 (qkv+o biases) + 3·256·512 + 2·512 + 256 (MLP biases) + 2·256 norms;
+  // tied embedding 1024·256 once; final norm 256.
+  std::int64_t layer = 4 * 256 * 256 + 4 * 256 + 3 * 256 * 512 + 2 * 512 + 256 + 2 * 256;
+  EXPECT_EQ(count_parameters(m), 2 * layer + 1024 * 256 + 256);
+}
+
+TEST(HfConfig, QkLayernormInTheLayerGraph) {
+  ModelSpec m = parse_hf_config(R"({"model_type": "qwen3", "hidden_size": 1024, "num_hidden_layers": 2,
+      "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 3072,
+      "vocab_size": 4096})",
+                                "config.json");
+  ModelSpec plain = m;
+  plain.qk_layernorm = false;
+  EXPECT_EQ(count_parameters(m) - count_parameters(plain), 2 * 2 * 128);  // q and k weights of width 128
+  Strategy st;
+  st.world_size = 2;
+  st.gpus_per_node = 2;
+  st.tp = 2;
+  st.seq_length = 512;
+  st.micro_batch_size = 2;
+  st.precision = Precision::BF16;
+  LayerGraph with = build_layer_graph(m, st), without = build_layer_graph(plain, st);
+  // Per layer on one tp rank: q norm keeps its input, 2·512 tokens · 8 heads · 128 · 2 bytes, and fp32 rstd
+  // per row, 2·512·8·4; k norm the same with 2 kv heads.
+  std::int64_t tokens = 2 * 512;
+  std::int64_t per_layer = tokens * 8 * 128 * 2 + tokens * 8 * 4 + tokens * 2 * 128 * 2 + tokens * 2 * 4;
+  EXPECT_EQ(with.chunks[0].kept_activation_bytes() - without.chunks[0].kept_activation_bytes(),
+            2 * per_layer);
+}
+
+TEST(HfConfig, MegatronQkLayernormFlag) {
+  MegatronConfig c =
+      parse_megatron_args({"--num-layers", "2", "--hidden-size", "256", "--num-attention-heads", "4",
+                           "--seq-length", "128", "--vocab-size", "1000", "--qk-layernorm"});
+  EXPECT_TRUE(c.model.qk_layernorm);
+}
+
+TEST(HfConfig, WarningsForWhatIsNotModelled) {
+  std::vector<std::string> w;
+  parse_hf_config(R"({"model_type": "mistral", "hidden_size": 256, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000,
+      "sliding_window": 4096})",
+                  "config.json", &w);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_TRUE(contains(w[0], "sliding_window 4096")) << w[0];
+  w.clear();
+  // Qwen keeps a sliding_window value but switches it off with use_sliding_window.
+  load_hf_config(hf_config_path("qwen2.5-7b"), &w);
+  EXPECT_TRUE(w.empty());
+}
+
+TEST(HfConfigErrors, MalformedJsonNamesTheLine) {
+  InputError e = parse_error("{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 4096,,\n}\n");
+  EXPECT_EQ(e.where(), "config.json:3");
+  EXPECT_TRUE(contains(e.detail(), "malformed JSON")) << e.detail();
+  EXPECT_EQ(parse_error("").where(), "config.json:1");
+  EXPECT_TRUE(contains(parse_error("[1, 2]").detail(), "expected a JSON object"));
+}
+
+TEST(HfConfigErrors, MissingMistypedAndNonPositiveFieldsAreNamed) {
+  const std::string head = R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, )";
+  const std::string tail = R"(, "intermediate_size": 11008, "vocab_size": 32000})";
+  InputError missing = parse_error(R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+      "intermediate_size": 11008, "vocab_size": 32000})");
+  EXPECT_EQ(missing.where(), "config.json: num_attention_heads");
+  EXPECT_TRUE(contains(missing.detail(), "is missing")) << missing.detail();
+
+  InputError text = parse_error(head + R"("num_attention_heads": "32")" + tail);
+  EXPECT_EQ(text.where(), "config.json: num_attention_heads");
+  EXPECT_TRUE(contains(text.detail(), "expected an integer, got \"32\"")) << text.detail();
+
+  InputError zero = parse_error(head + R"("num_attention_heads": 0)" + tail);
+  EXPECT_EQ(zero.where(), "config.json: num_attention_heads");
+  EXPECT_TRUE(contains(zero.detail(), "positive")) << zero.detail();
+
+  InputError fraction = parse_error(head + R"("num_attention_heads": 32.5)" + tail);
+  EXPECT_EQ(fraction.where(), "config.json: num_attention_heads");
+
+  InputError null_field = parse_error(head + R"("num_attention_heads": null)" + tail);
+  EXPECT_TRUE(contains(null_field.detail(), "is null")) << null_field.detail();
+
+  InputError bad_bool =
+      parse_error(head + R"("num_attention_heads": 32, "tie_word_embeddings": "no")" + tail);
+  EXPECT_EQ(bad_bool.where(), "config.json: tie_word_embeddings");
+}
+
+TEST(HfConfigErrors, InconsistentSizes) {
+  const std::string head = R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+      "intermediate_size": 11008, "vocab_size": 32000, )";
+  InputError kv = parse_error(head + R"("num_attention_heads": 32, "num_key_value_heads": 5})");
+  EXPECT_EQ(kv.where(), "config.json: num_key_value_heads");
+  EXPECT_TRUE(contains(kv.detail(), "do not divide the 32 attention heads")) << kv.detail();
+
+  InputError hd = parse_error(head + R"("num_attention_heads": 30})");
+  EXPECT_EQ(hd.where(), "config.json: hidden_size");
+  EXPECT_TRUE(contains(hd.detail(), "head_dim")) << hd.detail();
+  // With head_dim given, hidden need not divide.
+  EXPECT_NO_THROW(parse_hf_config(head + R"("num_attention_heads": 30, "head_dim": 128})", "config.json"));
+
+  const std::string moe = R"({"model_type": "mixtral", "hidden_size": 256, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "intermediate_size": 512, "vocab_size": 1000, )";
+  InputError topk = parse_error(moe + R"("num_local_experts": 4, "num_experts_per_tok": 6})");
+  EXPECT_EQ(topk.where(), "config.json: num_experts_per_tok");
+  EXPECT_EQ(parse_error(moe + R"("num_experts_per_tok": 2})").where(), "config.json: num_local_experts");
+
+  const std::string ds = R"({"model_type": "deepseek_v2", "hidden_size": 256, "num_hidden_layers": 4,
+      "num_attention_heads": 4, "intermediate_size": 512, "vocab_size": 1000, "kv_lora_rank": 64,
+      "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "n_routed_experts": 8,
+      "num_experts_per_tok": 2, "moe_intermediate_size": 128, )";
+  EXPECT_EQ(parse_error(ds + R"("first_k_dense_replace": 9})").where(), "config.json: first_k_dense_replace");
+  EXPECT_EQ(parse_error(ds + R"("moe_layer_freq": 0})").where(), "config.json: moe_layer_freq");
+  InputError mla = parse_error(ds + R"("kv_lora_rank": null})");
+  EXPECT_EQ(mla.where(), "config.json: kv_lora_rank");
+
+  const std::string qm = R"({"model_type": "qwen3_moe", "hidden_size": 256, "num_hidden_layers": 4,
+      "num_attention_heads": 4, "intermediate_size": 512, "vocab_size": 1000, "num_experts": 8,
+      "num_experts_per_tok": 2, "moe_intermediate_size": 128, )";
+  InputError layers = parse_error(qm + R"("mlp_only_layers": [1, 7]})");
+  EXPECT_EQ(layers.where(), "config.json: mlp_only_layers");
+  EXPECT_TRUE(contains(layers.detail(), "entry 7")) << layers.detail();
+  // A valid pattern: layers 1 and 3 dense.
+  ModelSpec m = parse_hf_config(qm + R"("mlp_only_layers": [1, 3]})", "config.json");
+  EXPECT_TRUE(m.is_moe_layer(0));
+  EXPECT_FALSE(m.is_moe_layer(1));
+  EXPECT_TRUE(m.is_moe_layer(2));
+  EXPECT_FALSE(m.is_moe_layer(3));
+}
+
+TEST(HfConfigErrors, UnsupportedModelType) {
+  InputError e = parse_error(R"({"model_type": "bert", "hidden_size": 768})");
+  EXPECT_EQ(e.where(), "config.json: model_type");
+  EXPECT_TRUE(contains(e.detail(), "unsupported model type 'bert'")) << e.detail();
+  EXPECT_TRUE(contains(e.detail(), "deepseek_v3")) << e.detail();
+  EXPECT_EQ(parse_error(R"({"hidden_size": 768})").where(), "config.json: model_type");
+  EXPECT_EQ(parse_error(R"({"architectures": ["BertModel"]})").where(), "config.json: architectures");
+}
+
+TEST(HfConfigErrors, FilesAndFolders) {
+  namespace fs = std::filesystem;
+  InputError missing = input_error([] { load_hf_config("/nonexistent/dir/config.json"); });
+  EXPECT_EQ(missing.where(), "/nonexistent/dir/config.json");
+  EXPECT_TRUE(contains(missing.detail(), "no such file"));
+
+  fs::path dir = fs::temp_directory_path() / ("preflight_hf_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  InputError empty = input_error([&] { load_hf_config(dir.string()); });
+  EXPECT_TRUE(contains(empty.detail(), "no config.json")) << empty.detail();
+  // A checkpoint folder is read through its config.json, and errors name that file.
+  std::ofstream(dir / "config.json") << R"({"model_type": "llama", "hidden_size": 64})";
+  InputError field = input_error([&] { load_hf_config(dir.string()); });
+  EXPECT_EQ(field.where(), (dir / "config.json").string() + ": num_hidden_layers");
+  fs::remove_all(dir);
+
+  // Folder form works on real data too, and names the model after the folder.
+  ModelSpec m = load_hf_config((preflight::test::frontends_data() / "hf" / "mixtral-8x7b").string());
+  EXPECT_EQ(m.name, "mixtral-8x7b");
+}

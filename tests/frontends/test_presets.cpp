@@ -1,0 +1,233 @@
+// Built-in presets: every preset against its published parameter total, presets equal to the real
+// config.json files, name resolution, and `--model` loading with Megatron overrides.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "frontends_test_data.hpp"
+#include "preflight/analyzer/hf_config.hpp"
+#include "preflight/analyzer/layer_graph.hpp"
+#include "preflight/analyzer/megatron_args.hpp"
+#include "preflight/analyzer/presets.hpp"
+#include "preflight/common/error.hpp"
+
+using namespace preflight::analyzer;
+using preflight::InputError;
+using preflight::test::hf_config_path;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+void expect_same_architecture(const ModelSpec& a, const ModelSpec& b) {
+  EXPECT_EQ(a.num_layers, b.num_layers);
+  EXPECT_EQ(a.hidden_size, b.hidden_size);
+  EXPECT_EQ(a.ffn_hidden_size, b.ffn_hidden_size);
+  EXPECT_EQ(a.num_attention_heads, b.num_attention_heads);
+  EXPECT_EQ(a.num_query_groups, b.num_query_groups);
+  EXPECT_EQ(a.kv_channels, b.kv_channels);
+  EXPECT_EQ(a.vocab_size, b.vocab_size);
+  EXPECT_EQ(a.activation, b.activation);
+  EXPECT_EQ(a.add_bias_linear, b.add_bias_linear);
+  EXPECT_EQ(a.add_qkv_bias, b.add_qkv_bias);
+  EXPECT_EQ(a.qk_layernorm, b.qk_layernorm);
+  EXPECT_EQ(a.normalization, b.normalization);
+  EXPECT_EQ(a.untie_embeddings_and_output_weights, b.untie_embeddings_and_output_weights);
+  EXPECT_EQ(a.position_embedding, b.position_embedding);
+  EXPECT_EQ(a.moe.num_experts, b.moe.num_experts);
+  EXPECT_EQ(a.moe.router_topk, b.moe.router_topk);
+  EXPECT_EQ(a.moe.ffn_hidden_size, b.moe.ffn_hidden_size);
+  EXPECT_EQ(a.moe.shared_expert_ffn_hidden_size, b.moe.shared_expert_ffn_hidden_size);
+  EXPECT_EQ(a.moe.layer_is_moe, b.moe.layer_is_moe);
+  EXPECT_EQ(a.mla.enabled, b.mla.enabled);
+  EXPECT_EQ(a.mla.q_lora_rank, b.mla.q_lora_rank);
+  EXPECT_EQ(a.mla.kv_lora_rank, b.mla.kv_lora_rank);
+  EXPECT_EQ(count_parameters(a), count_parameters(b));
+}
+
+}  // namespace
+
+TEST(Presets, TheIssueListIsThere) {
+  std::vector<std::string> names = preset_names();
+  for (const char* required :
+       {"llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b",
+        "mixtral-8x7b", "deepseek-v2", "deepseek-v3", "qwen3-32b"})
+    EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
+}
+
+// Published totals: exact counts where the release states them (safetensors metadata shown on the model
+// page), else the model card's / paper's rounded total, which the count must match within 1 %.
+struct Published {
+  const char* name;
+  double total;
+  bool exact;
+};
+
+TEST(Presets, EveryPresetMatchesItsPublishedTotal) {
+  const Published table[] = {
+      {"llama2-7b", 6'738'415'616, true},   {"llama2-13b", 13'015'864'320, true},
+      {"llama2-70b", 68'976'648'192, true}, {"llama3-8b", 8'030'261'248, true},
+      {"llama3-70b", 70'553'706'496, true}, {"llama3-405b", 405'853'388'800, true},
+      {"mistral-7b", 7'241'732'096, true},  {"gpt3-175b", 175e9, false},
+      {"mixtral-8x7b", 46.7e9, false},      {"mixtral-8x22b", 141e9, false},
+      {"qwen2.5-7b", 7.61e9, false},        {"qwen2.5-72b", 72.7e9, false},
+      {"qwen3-8b", 8.2e9, false},           {"qwen3-32b", 32.8e9, false},
+      {"qwen3-30b-a3b", 30.5e9, false},     {"qwen3-235b-a22b", 235e9, false},
+      {"deepseek-v2-lite", 15.7e9, false},  {"deepseek-v2", 236e9, false},
+      {"deepseek-v3", 671e9, false},
+  };
+  ASSERT_EQ(std::size(table), preset_names().size()) << "a preset without a published total to test against";
+  for (const auto& p : table) {
+    ModelSpec m = preset_model(p.name);
+    EXPECT_EQ(m.name, p.name);
+    EXPECT_FALSE(preset_source(p.name).empty());
+    double n = static_cast<double>(count_parameters(m));
+    if (p.exact)
+      EXPECT_EQ(n, p.total) << p.name;
+    else
+      EXPECT_NEAR(n / p.total, 1.0, 0.01) << p.name << ": " << n;
+    // Every preset can be laid out on one GPU without tripping a consistency check.
+    Strategy st;
+    st.seq_length =
+        m.position_embedding == PositionEmbedding::LearnedAbsolute ? m.max_position_embeddings : 4096;
+    EXPECT_NO_THROW(build_layer_graph(m, st)) << p.name;
+  }
+}
+
+TEST(Presets, Gpt3_175B) {
+  ModelSpec m = preset_model("gpt3-175b");
+  EXPECT_EQ(m.num_layers, 96);
+  EXPECT_EQ(m.hidden_size, 12288);
+  EXPECT_EQ(m.num_attention_heads, 96);
+  EXPECT_EQ(m.kv_channels, 128);
+  EXPECT_EQ(m.max_position_embeddings, 2048);
+  EXPECT_EQ(m.position_embedding, PositionEmbedding::LearnedAbsolute);
+  // 96·(12·12288² + 13·12288) + 50304·12288 (GPT-2 vocabulary padded to 128) + 2048·12288 + 2·12288.
+  EXPECT_EQ(count_parameters(m), 174'604'836'864);
+}
+
+TEST(Presets, EqualTheRealConfigFiles) {
+  for (const char* name : {"llama3-8b", "mixtral-8x7b", "deepseek-v3", "deepseek-v2-lite", "qwen3-32b",
+                           "qwen2.5-7b", "qwen3-30b-a3b"}) {
+    SCOPED_TRACE(name);
+    expect_same_architecture(preset_model(name), load_hf_config(hf_config_path(name)));
+  }
+}
+
+TEST(Presets, NamesAliasesAndRepositoryIds) {
+  EXPECT_EQ(preset_model("LLAMA3_8B").name, "llama3-8b");
+  EXPECT_EQ(preset_model("meta-llama/Meta-Llama-3-8B").name, "llama3-8b");
+  EXPECT_EQ(preset_model("llama3.1-405b").name, "llama3-405b");
+  EXPECT_EQ(preset_model("deepseek-ai/DeepSeek-V3").name, "deepseek-v3");
+  EXPECT_TRUE(is_preset("Qwen/Qwen3-32B"));
+  EXPECT_FALSE(is_preset("llama4-8b"));
+}
+
+TEST(Presets, UnknownNameListsTheKnownOnes) {
+  try {
+    preset_model("llama4-8b");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--model");
+    EXPECT_TRUE(contains(e.detail(), "unknown model 'llama4-8b'")) << e.detail();
+    for (const auto& n : preset_names()) EXPECT_TRUE(contains(e.detail(), n)) << n;
+  }
+}
+
+TEST(LoadModel, PresetFileFolderOrMissing) {
+  EXPECT_EQ(load_model("mixtral-8x7b").name, "mixtral-8x7b");
+  ModelSpec file = load_model(hf_config_path("qwen3-32b"));
+  EXPECT_EQ(file.name, "qwen3-32b");
+  EXPECT_TRUE(file.qk_layernorm);
+  ModelSpec folder = load_model((preflight::test::frontends_data() / "hf" / "gpt2").string());
+  EXPECT_EQ(folder.hidden_size, 768);
+  try {
+    load_model("checkpoints/missing/config.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "checkpoints/missing/config.json");
+    EXPECT_TRUE(contains(e.detail(), "no such file")) << e.detail();
+  }
+  try {
+    load_model("nosuchmodel");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--model");
+  }
+  std::vector<std::string> warnings;
+  load_model("deepseek-v3", &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(contains(warnings[0], "preset deepseek-v3: num_nextn_predict_layers 1")) << warnings[0];
+}
+
+// The preset as a base for a launch command line: parallel sizes come from the arguments, the
+// architecture from the preset, and architecture flags override it.
+TEST(LoadModel, PresetUnderMegatronArguments) {
+  ModelSpec base = preset_model("llama3-70b");
+  MegatronConfig c =
+      parse_megatron_args({"--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "2",
+                           "--seq-length", "8192", "--nproc_per_node", "8", "--nnodes", "4", "--bf16"},
+                          {}, &base);
+  EXPECT_EQ(c.model.name, "llama3-70b");
+  EXPECT_EQ(c.model.hidden_size, 8192);
+  EXPECT_EQ(c.model.num_query_groups, 8);
+  EXPECT_EQ(c.model.vocab_size, 128256);
+  EXPECT_DOUBLE_EQ(c.model.attention_dropout, 0.0);
+  EXPECT_EQ(c.strategy.world_size, 32);
+  EXPECT_EQ(c.strategy.dp(), 2);
+  EXPECT_EQ(count_parameters(c.model), 70'553'706'496);
+  // Vocabulary padded for tp 8: a multiple of 128·8 = 1024 → 128,256 → 129,024.
+  EXPECT_EQ(build_layer_graph(c.model, c.strategy).padded_vocab, 129'024);
+
+  // A 2-layer cut of DeepSeek-V3 keeps its leading dense layers.
+  ModelSpec ds = preset_model("deepseek-v3");
+  MegatronConfig cut = parse_megatron_args({"--num-layers", "4", "--seq-length", "4096"}, {}, &ds);
+  EXPECT_EQ(cut.model.num_layers, 4);
+  EXPECT_FALSE(cut.model.is_moe_layer(2));
+  EXPECT_TRUE(cut.model.is_moe_layer(3));
+}
+
+// The same model described twice: the Megatron flags of a Mixtral 8x7B launch script (written here in
+// the style of Megatron-LM's examples/mixtral) and the preset give the same network.
+TEST(LoadModel, PresetEqualsTheMegatronDescription) {
+  MegatronConfig c = parse_megatron_args({"--disable-bias-linear",
+                                          "--seq-length",
+                                          "4096",
+                                          "--max-position-embeddings",
+                                          "32768",
+                                          "--num-layers",
+                                          "32",
+                                          "--hidden-size",
+                                          "4096",
+                                          "--ffn-hidden-size",
+                                          "14336",
+                                          "--num-attention-heads",
+                                          "32",
+                                          "--attention-dropout",
+                                          "0.0",
+                                          "--hidden-dropout",
+                                          "0.0",
+                                          "--normalization",
+                                          "RMSNorm",
+                                          "--position-embedding-type",
+                                          "rope",
+                                          "--swiglu",
+                                          "--untie-embeddings-and-output-weights",
+                                          "--group-query-attention",
+                                          "--num-query-groups",
+                                          "8",
+                                          "--num-experts",
+                                          "8",
+                                          "--moe-router-topk",
+                                          "2",
+                                          "--tokenizer-type",
+                                          "Llama2Tokenizer",
+                                          "--bf16"});
+  ModelSpec preset = preset_model("mixtral-8x7b");
+  EXPECT_EQ(count_parameters(c.model), count_parameters(preset));
+  Strategy st = c.strategy;
+  LayerGraph a = build_layer_graph(c.model, st), b = build_layer_graph(preset, st);
+  EXPECT_EQ(a.chunks[0].kept_activation_bytes(), b.chunks[0].kept_activation_bytes());
+}
