@@ -69,7 +69,9 @@ AnalyzeCli take_options(const Words& words) {
 int run_analyze(const Words& words) {
   for (const auto& w : words)
     if (w == "-h" || w == "--help") {
-      std::cout << kAnalyzeHelp;
+      std::cout << kAnalyzeHelp << "\npresets for --model:";
+      for (const auto& name : analyzer::preset_names()) std::cout << " " << name;
+      std::cout << "\n";
       return kExitOk;
     }
   AnalyzeCli cli = take_options(words);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -157,14 +158,21 @@ class Fields {
   }
 
  private:
+  /// Every size in a config.json fits in 31 bits; larger values are rejected rather than narrowed.
   I64 integer(const std::string& field) const {
     const json& v = j_.at(field);
-    if (v.is_number_integer()) return v.get<I64>();
-    if (v.is_number_float()) {
-      double d = v.get<double>();
-      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<I64>(d);
-    }
-    throw error(field, "expected an integer, got " + v.dump());
+    double d = 0;
+    if (v.is_number_integer())
+      d = v.is_number_unsigned() ? static_cast<double>(v.get<std::uint64_t>())
+                                 : static_cast<double>(v.get<I64>());
+    else if (v.is_number_float() && std::isfinite(v.get<double>()) &&
+             v.get<double>() == std::floor(v.get<double>()))
+      d = v.get<double>();
+    else
+      throw error(field, "expected an integer, got " + v.dump());
+    if (std::fabs(d) > static_cast<double>(std::numeric_limits<std::int32_t>::max()))
+      throw error(field, v.dump() + " is out of range");
+    return static_cast<I64>(d);
   }
 
   const json& j_;

@@ -279,6 +279,10 @@ TEST(HfConfigErrors, MissingMistypedAndNonPositiveFieldsAreNamed) {
   InputError fraction = parse_error(head + R"("num_attention_heads": 32.5)" + tail);
   EXPECT_EQ(fraction.where(), "config.json: num_attention_heads");
 
+  InputError huge = parse_error(head + R"("num_attention_heads": 4294967328)" + tail);
+  EXPECT_EQ(huge.where(), "config.json: num_attention_heads");
+  EXPECT_TRUE(contains(huge.detail(), "out of range")) << huge.detail();
+
   InputError null_field = parse_error(head + R"("num_attention_heads": null)" + tail);
   EXPECT_TRUE(contains(null_field.detail(), "is null")) << null_field.detail();
 

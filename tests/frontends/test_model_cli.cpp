@@ -87,6 +87,14 @@ TEST(AnalyzeModel, TextReportNamesTheModel) {
   EXPECT_TRUE(contains(r.out, "gpt3-175b")) << r.out.substr(0, 400);
 }
 
+TEST(AnalyzeModel, HelpListsThePresets) {
+  RunResult r = run_preflight("analyze --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.out, "--model NAME|FILE|URL")) << r.out;
+  EXPECT_TRUE(contains(r.out, "presets for --model: llama2-7b")) << r.out;
+  EXPECT_TRUE(contains(r.out, "deepseek-v3")) << r.out;
+}
+
 TEST(AnalyzeModel, BadModelsExitTwoWithWhereAndWhat) {
   RunResult unknown = run_preflight("analyze --model llama4-8b --seq-length 4096");
   EXPECT_EQ(unknown.exit_code, 2);

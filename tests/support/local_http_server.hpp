@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -29,6 +30,9 @@ struct HttpRoute {
 class LocalHttpServer {
  public:
   explicit LocalHttpServer(std::map<std::string, HttpRoute> routes) : routes_(std::move(routes)) {
+    // A proxy from the environment must not carry loopback requests (here and in child processes).
+    ::setenv("no_proxy", "127.0.0.1,localhost", 1);
+    ::setenv("NO_PROXY", "127.0.0.1,localhost", 1);
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     if (listen_fd_ < 0) throw std::runtime_error("socket() failed");
     int one = 1;
