@@ -25,6 +25,9 @@ using Words = std::vector<std::string>;
 /// `preflight analyze [options] [torchrun + Megatron args…]`
 int run_analyze(const Words& args);
 
+/// `preflight logs dryrun DIR` · `preflight logs megatron FILE…` (cmd_logs.cpp)
+std::function<int()> add_logs_command(CLI::App& sub);
+
 /// A CLI11 subcommand: `add` registers options on `sub` and returns the function to run after parsing.
 struct Command {
   const char* name;

@@ -4,7 +4,10 @@
 namespace preflight::cli {
 
 std::vector<Command> cli11_commands() {
-  return {};
+  return {
+      {"logs", "harvest dryrun memory blocks per stage; Megatron memory and iteration lines per rank",
+       add_logs_command},
+  };
 }
 
 }  // namespace preflight::cli

@@ -1,0 +1,79 @@
+// preflight logs dryrun DIR · preflight logs megatron FILE…
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "preflight/common/error.hpp"
+#include "preflight/log_parse/dryrun_harvest.hpp"
+
+namespace preflight::cli {
+
+namespace {
+
+struct DryrunOptions {
+  std::string root;
+  std::optional<int> pp;
+  std::optional<int> world;
+  bool json = false;
+  bool csv = false;
+  bool sapp = false;
+  bool per_rank = false;
+  std::string peak = "actual";
+  unsigned jobs = 0;
+};
+
+int run_logs_dryrun(const DryrunOptions& o) {
+  log_parse::HarvestOptions h;
+  h.pp = o.pp;
+  h.world_size = o.world;
+  h.jobs = o.jobs;
+  log_parse::DryrunHarvest harvest = log_parse::harvest_dryrun_logs(o.root, h);
+  if (o.sapp) {
+    auto peak = o.peak == "used" ? log_parse::PeakKind::Used : log_parse::PeakKind::Actual;
+    std::cout << log_parse::sapp_memory_usage_yaml(harvest, peak);
+    for (const auto& p : harvest.problems) std::cerr << "preflight: " << p.where << ": " << p.what << "\n";
+  } else if (o.json) {
+    std::cout << log_parse::harvest_json(harvest).dump(2) << "\n";
+  } else if (o.csv) {
+    std::cout << log_parse::harvest_csv(harvest);
+    for (const auto& p : harvest.problems) std::cerr << "preflight: " << p.where << ": " << p.what << "\n";
+  } else {
+    std::cout << log_parse::harvest_text(harvest, o.per_rank);
+  }
+  return harvest.ok() ? kExitOk : kExitDoesNotFit;
+}
+
+}  // namespace
+
+std::function<int()> add_logs_command(CLI::App& sub) {
+  sub.require_subcommand(1);
+  auto chosen = std::make_shared<std::function<int()>>();
+
+  auto dry = std::make_shared<DryrunOptions>();
+  CLI::App* d = sub.add_subcommand(
+      "dryrun",
+      "Per-stage device memory from MindSpore dryrun logs: Used/Actual peak (MiB) with file:line, missing "
+      "stages, logs without a memory block, disagreeing duplicates. Exit 1 when a check fails.");
+  d->add_option("DIR", dry->root,
+                "dryrun output directory (stage_<s>_rank_<r>/, rank_<r>/, worker_<r>.log, *.log) or one log")
+      ->required();
+  d->add_option("--pp", dry->pp, "pipeline stages (default: from the logs or the paths)");
+  d->add_option("--world", dry->world, "ranks in the job, to map rank-only logs to stages");
+  d->add_flag("--json", dry->json, "JSON with every log, value and line");
+  d->add_flag("--csv", dry->csv, "CSV, one row per log");
+  d->add_flag("--sapp", dry->sapp,
+              "print SAPP's init-YAML memory_usage: block (head, tail, body stage ids and memories)");
+  d->add_option("--peak", dry->peak, "peak used for --sapp: actual (with fragments, SAPP readme) or used")
+      ->check(CLI::IsMember({"actual", "used"}));
+  d->add_flag("--per-rank", dry->per_rank, "table: one row per log instead of per stage");
+  d->add_option("-j,--jobs", dry->jobs, "reader threads (default: all cores)");
+  d->callback([chosen, dry] { *chosen = [dry] { return run_logs_dryrun(*dry); }; });
+
+  return [chosen] { return (*chosen)(); };
+}
+
+}  // namespace preflight::cli
