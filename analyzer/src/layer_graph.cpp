@@ -28,6 +28,12 @@ std::int64_t Op::saved_bytes() const {
   for (const auto& s : saved) n += s.bytes;
   return n;
 }
+std::int64_t Op::kept_input_bytes() const {
+  std::int64_t n = 0;
+  for (const auto& t : kept)
+    if (t.is_input) n += t.bytes;
+  return n;
+}
 std::int64_t StageGraph::param_numel() const {
   std::int64_t n = 0;
   for (const auto& op : ops) n += op.param_numel();
@@ -56,6 +62,10 @@ namespace {
 
 using I64 = std::int64_t;
 
+/// torch.get_rng_state() on CPU: the mt19937 generator state as a 5056-byte tensor, which
+/// torch.utils.checkpoint keeps per checkpointed call (preserve_rng_state).
+constexpr I64 kTorchCpuRngStateBytes = 5056;
+
 /// Sizes shared by all ops of one build: the notation of Korthikanti et al. 2022 on one rank.
 struct Ctx {
   const ModelSpec& m;
@@ -68,10 +78,17 @@ struct Ctx {
   I64 tok;     // b · s_loc
   I64 tok_sp;  // tokens held outside TP regions: tok / tp with sequence parallelism
   I64 h;
-  int t;      // tp
-  bool sp;    // sequence parallel active (tp > 1)
-  I64 vocab;  // padded vocab
+  int t;                   // tp
+  bool sp;                 // sequence parallel active (tp > 1)
+  I64 vocab;               // padded vocab
+  bool torch_cpu = false;  // Strategy::transformer_impl == TorchCpu
 };
+
+void set_kept(Op& op, std::vector<SavedTensor> kept) {
+  op.kept = std::move(kept);
+  op.kept_bytes = 0;
+  for (const auto& t : op.kept) op.kept_bytes += t.bytes;
+}
 
 ParamTensor param(std::string name, std::vector<I64> local, std::vector<I64> full, bool replicated = false,
                   bool expert = false) {
@@ -99,10 +116,16 @@ Op make_norm(const Ctx& c, std::string path, int layer, I64 tokens, I64 width) {
   op.in_features = op.out_features = width;
   add_norm_params(c, op, width);
   op.input_bytes = op.output_bytes = tokens * width * c.a;
-  op.saved.push_back({"input", tokens * width * c.a});
-  // fp32 statistics per row: mean + rstd (LayerNorm) or rstd (RMSNorm).
-  I64 stats = c.m.normalization == Normalization::LayerNorm ? 2 : 1;
-  op.saved.push_back({"stats", tokens * stats * 4});
+  op.saved.push_back({"input", tokens * width * c.a, true});
+  // fp32 statistics per row: mean + rstd (LayerNorm) or rstd (RMSNorm); PyTorch's CPU kernel keeps them
+  // in the input dtype, one tensor each.
+  if (c.torch_cpu) {
+    op.saved.push_back({"mean", tokens * c.a});
+    op.saved.push_back({"rstd", tokens * c.a});
+  } else {
+    I64 stats = c.m.normalization == Normalization::LayerNorm ? 2 : 1;
+    op.saved.push_back({"stats", tokens * stats * 4});
+  }
   return op;
 }
 
@@ -161,7 +184,7 @@ Op make_column(const Ctx& c, std::string path, int layer, I64 in, I64 out_full, 
   I64 in_tokens = split ? c.tok_sp : c.tok;
   op.input_bytes = in_tokens * in * c.a;
   op.output_bytes = c.tok * out * c.a;
-  op.saved.push_back({"input", in_tokens * in * c.lin_a});
+  op.saved.push_back({"input", in_tokens * in * c.lin_a, true});
   linear_flops(op, c.tok, in, out);
   if (split) column_comms(c, op, in);
   return op;
@@ -181,7 +204,7 @@ Op make_row(const Ctx& c, std::string path, int layer, I64 in_full, I64 out, boo
   if (bias) op.params.push_back(param("bias", {out}, {out}, true));
   op.input_bytes = c.tok * in * c.a;
   op.output_bytes = c.tok_sp * out * c.a;
-  op.saved.push_back({"input", c.tok * in * c.lin_a});
+  op.saved.push_back({"input", c.tok * in * c.lin_a, true});
   linear_flops(op, c.tok, in, out);
   row_comms(c, op, out);
   return op;
@@ -195,7 +218,12 @@ Op make_bda(const Ctx& c, std::string path, int layer) {
   op.tokens = c.tok_sp;
   op.in_features = op.out_features = c.h;
   op.input_bytes = op.output_bytes = c.tok_sp * c.h * c.a;
-  if (c.m.hidden_dropout > 0) op.saved.push_back({"mask", c.tok_sp * c.h});
+  if (c.m.hidden_dropout > 0) {
+    if (c.torch_cpu)
+      op.saved.push_back({"noise", c.tok_sp * c.h * c.a});
+    else
+      op.saved.push_back({"mask", c.tok_sp * c.h});
+  }
   return op;
 }
 
@@ -209,7 +237,10 @@ Op make_activation(const Ctx& c, std::string path, int layer, I64 tokens, I64 in
   op.out_features = out_width;
   op.input_bytes = tokens * in_width * c.a;
   op.output_bytes = tokens * out_width * c.a;
-  op.saved.push_back({"input", tokens * in_width * c.a});
+  op.saved.push_back({"input", tokens * in_width * c.a, true});
+  // F.silu(gate) * up keeps the SiLU output for the product's backward (Megatron's fused bias_swiglu does
+  // not).
+  if (c.torch_cpu && c.m.gated()) op.saved.push_back({"silu_output", tokens * out_width * c.a});
   return op;
 }
 
@@ -272,15 +303,23 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
   at.in_features = static_cast<I64>(heads) * qk_dim;
   at.out_features = static_cast<I64>(heads) * v_dim;
   I64 q = c.tok * heads * qk_dim * c.a;
-  I64 k = c.tok * kv_heads * qk_dim * c.a;
-  I64 v = c.tok * kv_heads * v_dim * c.a;
+  // Math attention in PyTorch eager repeats k, v over the query heads of their group before the bmm.
+  int kv_copies = c.torch_cpu ? heads : kv_heads;
+  I64 k = c.tok * kv_copies * qk_dim * c.a;
+  I64 v = c.tok * kv_copies * v_dim * c.a;
   at.input_bytes = q + k + v;
   at.output_bytes = c.tok * heads * v_dim * c.a;
   at.saved.push_back({"q", q});
   at.saved.push_back({"k", k});
   at.saved.push_back({"v", v});
   I64 scores = c.b * heads * c.s_loc * c.s;  // elements of QKᵀ on this rank
-  if (c.st.attention_backend == AttentionBackend::Flash) {
+  if (c.torch_cpu) {
+    at.saved.push_back({"softmax", scores * c.a});
+    if (m.attention_dropout > 0) {
+      at.saved.push_back({"dropout_noise", scores * c.a});
+      at.saved.push_back({"dropout_output", scores * c.a});
+    }
+  } else if (c.st.attention_backend == AttentionBackend::Flash) {
     at.saved.push_back({"lse", c.b * heads * c.s_loc * 4});
   } else {
     // Korthikanti et al. Table 2: softmax output 2as²b, dropout mask as²b, dropout output 2as²b.
@@ -474,11 +513,17 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops) {
   bool moe_layer = std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.moe; });
   for (auto& op : ops) {
     if (op.kind == OpKind::CoreAttention && has("core_attn")) {
-      // checkpoint(core_attention)(q, k, v): only the inputs stay.
       op.recompute = true;
-      op.kept_bytes = 0;
-      for (const auto& t : op.saved)
-        if (t.name == "q" || t.name == "k" || t.name == "v") op.kept_bytes += t.bytes;
+      if (c.torch_cpu) {
+        // torch.utils.checkpoint(core_attention, qkv_output, mask): keeps its input and the RNG state.
+        set_kept(op, {{"input", op.input_bytes, true}, {"rng_state", kTorchCpuRngStateBytes}});
+      } else {
+        // checkpoint(core_attention)(q, k, v): only the inputs stay.
+        std::vector<SavedTensor> kept;
+        for (const auto& t : op.saved)
+          if (t.name == "q" || t.name == "k" || t.name == "v") kept.push_back(t);
+        set_kept(op, kept);
+      }
     }
   }
   // Whole-MLP checkpoint keeps only the pre-MLP norm output (held as the first MLP op's input).
@@ -489,7 +534,10 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops) {
       bool in_mlp = op.path.find(".mlp.") != std::string::npos;
       if (!in_mlp) continue;
       op.recompute = true;
-      op.kept_bytes = first ? op.input_bytes : 0;
+      if (first)
+        set_kept(op, {{"input", op.input_bytes, true}});
+      else
+        set_kept(op, {});
       first = false;
     }
   }
@@ -499,13 +547,13 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops) {
       if (op.moe && op.kind == OpKind::Activation && op.path.find("experts.") != std::string::npos)
         op.recompute = true;
     for (auto& op : ops)
-      if (op.kind == OpKind::GroupedLinearRow) op.kept_bytes = 0;
+      if (op.kind == OpKind::GroupedLinearRow) set_kept(op, {});
   }
   if (moe_layer && !whole && has("shared_experts")) {
     for (auto& op : ops)
       if (op.path.find("shared_experts.") != std::string::npos) {
         op.recompute = true;
-        op.kept_bytes = 0;  // its input (the norm output) is kept by the router anyway
+        set_kept(op, {});  // its input (the norm output) is kept by the router anyway
       }
   }
   if (has("layernorm")) {
@@ -518,15 +566,17 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops) {
       ops[i].recompute = true;
       Op& next = ops[i + 1];
       if (next.kind == OpKind::LinearColumn || next.kind == OpKind::Router) {
-        for (const auto& t : next.saved)
-          if (t.name == "input") next.kept_bytes -= t.bytes;
+        std::vector<SavedTensor> kept;
+        for (const auto& t : next.kept)
+          if (t.name != "input") kept.push_back(t);
+        set_kept(next, kept);
       }
     }
   }
 }
 
 void finish_kept(std::vector<Op>& ops) {
-  for (auto& op : ops) op.kept_bytes = op.saved_bytes();
+  for (auto& op : ops) set_kept(op, op.saved);
 }
 
 /// Builds the ops of one chunk and applies recompute.
@@ -552,7 +602,13 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
     emb.params.push_back(param("weight", {c.vocab / c.t, c.h}, {c.vocab, c.h}));
     emb.input_bytes = c.tok * 8;
     emb.output_bytes = c.tok_sp * c.h * c.a;
-    emb.saved.push_back({"token_ids", c.tok * 8});
+    if (c.torch_cpu && c.t > 1) {
+      // VocabParallelEmbedding: F.embedding keeps the shifted ids, masked_fill the out-of-range mask.
+      emb.saved.push_back({"masked_ids", c.tok * 8});
+      emb.saved.push_back({"out_of_range_mask", c.tok});
+    } else {
+      emb.saved.push_back({"token_ids", c.tok * 8, c.torch_cpu});
+    }
     if (c.t > 1) {
       I64 bytes = c.tok * c.h * c.a;
       if (c.sp) {
@@ -585,7 +641,10 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
       drop.tokens = c.tok_sp;
       drop.in_features = drop.out_features = c.h;
       drop.input_bytes = drop.output_bytes = c.tok_sp * c.h * c.a;
-      drop.saved.push_back({"mask", c.tok_sp * c.h});
+      if (c.torch_cpu)
+        drop.saved.push_back({"noise", c.tok_sp * c.h * c.a});
+      else
+        drop.saved.push_back({"mask", c.tok_sp * c.h});
       g.ops.push_back(std::move(drop));
     }
     finish_kept(g.ops);
@@ -610,9 +669,13 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
       if (checkpointed) {
         for (auto& op : ops) {
           op.recompute = true;
-          op.kept_bytes = 0;
+          set_kept(op, {});
         }
-        if (keeps_input) ops.front().kept_bytes = c.tok_sp * c.h * c.a;
+        if (keeps_input) {
+          std::vector<SavedTensor> kept = {{"input", c.tok_sp * c.h * c.a, true}};
+          if (c.torch_cpu) kept.push_back({"rng_state", kTorchCpuRngStateBytes});
+          set_kept(ops.front(), kept);
+        }
       }
     } else if (st.recompute_granularity == RecomputeGranularity::Selective) {
       apply_selective(c, ops);
@@ -628,7 +691,7 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
     // `LanguageModule.setup_embeddings_and_output_layer`).
     bool own_weight = m.untie_embeddings_and_output_weights || !embedding;
     Op out = make_column(c, "output_layer", -1, c.h, c.vocab, false);
-    out.saved = {{"input", c.tok_sp * c.h * c.a}};  // never fp8 (Megatron keeps the LM head in bf16)
+    out.saved = {{"input", c.tok_sp * c.h * c.a, true}};  // never fp8 (Megatron keeps the LM head in bf16)
     if (!own_weight) out.params.clear();
     g.ops.push_back(std::move(out));
     Op ce;
@@ -643,12 +706,16 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
       ce.saved.push_back({"logits", c.tok * (c.vocab / c.t) * c.a});
     else
       ce.saved.push_back({"softmax_fp32", c.tok * (c.vocab / c.t) * 4});
+    if (c.torch_cpu) {
+      ce.saved.push_back({"target_mask", c.tok});
+      ce.saved.push_back({"masked_target", c.tok * 8});
+    }
     if (c.t > 1)
       ce.comms.push_back({Collective::AllReduce, ParallelDim::TP, Pass::Forward, c.tok * 4,
                           st.cross_entropy_loss_fusion ? 2 : 3,
                           "all-reduce of logit max / target / sum-exp"});
     g.ops.push_back(std::move(ce));
-    for (std::size_t i = first; i < g.ops.size(); ++i) g.ops[i].kept_bytes = g.ops[i].saved_bytes();
+    for (std::size_t i = first; i < g.ops.size(); ++i) set_kept(g.ops[i], g.ops[i].saved);
   }
 
   if (st.pp > 1) {
@@ -695,6 +762,7 @@ LayerGraph build_layer_graph(const ModelSpec& model, const Strategy& strategy) {
   c.tok_sp = c.sp ? c.tok / st.tp : c.tok;
   c.h = model.hidden_size;
   c.vocab = graph.padded_vocab;
+  c.torch_cpu = st.transformer_impl == TransformerImpl::TorchCpu;
 
   std::vector<int> per_stage = st.layers_per_stage(model.num_layers);
   // Layer offsets: virtual chunk v of rank r follows all ranks' chunks < v, then ranks < r of chunk v.

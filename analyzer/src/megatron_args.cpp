@@ -266,6 +266,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--recompute-activations", Arity::Switch},
       {"--recompute-modules", Arity::Many},
       {"--use-flash-attn", Arity::Switch},
+      {"--transformer-impl", Arity::One},
       {"--attention-backend", Arity::One},
       {"--cross-entropy-loss-fusion", Arity::Switch},
   };
@@ -312,7 +313,8 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
             // does not need those paths, so only sizes are required to have values.
             if (name == "--vocab-file" || name == "--tokenizer-model" || name == "--master-addr" ||
                 name == "--master-port" || name == "--node-rank") {
-              cfg.warnings.push_back(name + " has no value (an empty variable in the launch script?); ignored");
+              cfg.warnings.push_back(name +
+                                     " has no value (an empty variable in the launch script?); ignored");
               break;
             }
             throw InputError(name, "expects a value");
@@ -605,7 +607,27 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
     while (in >> mod) st.recompute_modules.push_back(mod);
   }
 
-  if (has("--attention-backend")) {
+  if (has("--transformer-impl")) {
+    const auto& impl = get("--transformer-impl");
+    if (impl == "torch_cpu")
+      st.transformer_impl = TransformerImpl::TorchCpu;
+    else if (impl == "transformer_engine" || impl == "local" || impl == "inference_optimized")
+      st.transformer_impl = TransformerImpl::MegatronCore;
+    else
+      throw InputError("--transformer-impl",
+                       "unknown implementation '" + impl + "' (transformer_engine, local, torch_cpu)");
+  }
+  bool torch_cpu = st.transformer_impl == TransformerImpl::TorchCpu;
+  if (torch_cpu) {
+    // examples/torch_cpu_gpt runs math attention only; --attention-backend unfused/local/auto say so too.
+    st.attention_backend = AttentionBackend::Math;
+    if (has("--attention-backend")) {
+      const auto& b = get("--attention-backend");
+      if (b != "unfused" && b != "local" && b != "auto")
+        throw InputError("--attention-backend", "--transformer-impl torch_cpu runs math attention; '" + b +
+                                                    "' is not available (unfused, local, auto)");
+    }
+  } else if (has("--attention-backend")) {
     const auto& b = get("--attention-backend");
     if (b == "flash" || b == "fused" || b == "auto")
       st.attention_backend = AttentionBackend::Flash;

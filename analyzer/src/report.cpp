@@ -505,6 +505,8 @@ nlohmann::json op_json(const Op& op) {
                       {"bwd_flops", op.bwd_input_flops + op.bwd_weight_flops}};
   for (const auto& p : op.params) j["param_shapes"][p.name] = {{"local", p.shape}, {"full", p.full_shape}};
   for (const auto& s : op.saved) j["saved"][s.name] = s.bytes;
+  j["kept"] = nlohmann::json::array();
+  for (const auto& t : op.kept) j["kept"].push_back({{"name", t.name}, {"bytes", t.bytes}, {"input", t.is_input}});
   for (const auto& c : op.comms)
     j["comms"].push_back({{"kind", to_string(c.kind)},
                           {"group", to_string(c.group)},
@@ -606,7 +608,8 @@ nlohmann::json strategy_json(const Strategy& st) {
           {"recompute_granularity", to_string(st.recompute_granularity)},
           {"recompute_method", to_string(st.recompute_method)},
           {"recompute_num_layers", st.recompute_num_layers},
-          {"attention_backend", to_string(st.attention_backend)}};
+          {"attention_backend", to_string(st.attention_backend)},
+          {"transformer_impl", to_string(st.transformer_impl)}};
 }
 
 nlohmann::json analysis_json(const LayerGraph& graph, const AnalyzeOptions& opts) {
@@ -673,6 +676,8 @@ nlohmann::json analysis_json(const LayerGraph& graph, const AnalyzeOptions& opts
                         {"has_embedding", chunk.has_embedding},
                         {"has_output_layer", chunk.has_output_layer},
                         {"activation_bytes_per_microbatch", chunk.kept_activation_bytes()}};
+    c["ops"] = nlohmann::json::array();
+    for (const Op& op : chunk.ops) c["ops"].push_back(op_json(op));
     j["chunks"].push_back(c);
   }
   int gpn = st.gpus_per_node;

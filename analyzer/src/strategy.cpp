@@ -10,6 +10,38 @@ namespace {
 std::string num(std::int64_t v) {
   return std::to_string(v);
 }
+
+/// What examples/torch_cpu_gpt implements (Strategy::validate documents the list).
+void validate_torch_cpu(const Strategy& st, const ModelSpec& model) {
+  auto refuse = [](const char* flag, const std::string& what) {
+    throw InputError(flag,
+                     "--transformer-impl torch_cpu (examples/torch_cpu_gpt) does not implement " + what);
+  };
+  if (st.precision == Precision::FP16) refuse("--fp16", "fp16 (use --bf16 or fp32)");
+  if (st.fp8 != Fp8Format::None) refuse("--fp8-format", "fp8");
+  if (st.cp != 1) refuse("--context-parallel-size", "context parallelism");
+  if (st.ep != 1 || model.moe.enabled()) refuse("--num-experts", "mixture of experts");
+  if (st.vpp != 1) refuse("--num-layers-per-virtual-pipeline-stage", "the interleaved schedule");
+  if (st.sequence_parallel) refuse("--sequence-parallel", "sequence parallelism");
+  if (st.distributed_optimizer) refuse("--use-distributed-optimizer", "the distributed optimizer");
+  if (st.optimizer != Optimizer::Adam) refuse("--optimizer", "optimizers other than adam");
+  if (st.attention_backend != AttentionBackend::Math) refuse("--attention-backend", "flash attention");
+  if (st.cross_entropy_loss_fusion) refuse("--cross-entropy-loss-fusion", "the fused cross entropy");
+  if (st.grad_reduce_in_bf16) refuse("--grad-reduce-in-bf16", "bf16 gradient buffers");
+  if (!st.stage_layers.empty() || st.account_for_embedding_in_pipeline_split ||
+      st.account_for_loss_in_pipeline_split)
+    refuse("--account-for-embedding-in-pipeline-split", "this pipeline split");
+  if (model.normalization != Normalization::LayerNorm) refuse("--normalization", "RMSNorm");
+  if (model.position_embedding == PositionEmbedding::Rope)
+    refuse("--position-embedding-type", "rotary position embeddings");
+  if (model.mla.enabled) refuse("--multi-latent-attention", "multi-latent attention");
+  if (model.qk_layernorm) refuse("--qk-layernorm", "qk layernorm");
+  if (model.activation == Activation::SquaredReLU) refuse("--squared-relu", "squared ReLU");
+  if (st.recompute_granularity == RecomputeGranularity::Selective &&
+      (st.recompute_modules.size() != 1 || st.recompute_modules[0] != "core_attn"))
+    refuse("--recompute-modules", "selective recompute of modules other than core_attn");
+}
+
 }  // namespace
 
 int Strategy::main_grad_bytes() const {
@@ -163,6 +195,7 @@ void Strategy::validate(const ModelSpec& model) const {
     throw InputError("rank order", "unknown order '" + order + "' (known: tp-cp-ep-dp-pp, tp-pp-dp)");
   if (order == "tp-pp-dp" && (cp != 1 || ep != 1))
     throw InputError("--use-tp-pp-dp-mapping", "the tp-pp-dp order needs cp = ep = 1");
+  if (transformer_impl == TransformerImpl::TorchCpu) validate_torch_cpu(*this, model);
   layers_per_stage(model.num_layers);  // throws when the split is impossible
 }
 
@@ -193,6 +226,9 @@ const char* to_string(RecomputeMethod m) {
 }
 const char* to_string(AttentionBackend b) {
   return b == AttentionBackend::Math ? "math" : "flash";
+}
+const char* to_string(TransformerImpl i) {
+  return i == TransformerImpl::TorchCpu ? "torch_cpu" : "megatron_core";
 }
 
 }  // namespace preflight::analyzer

@@ -14,6 +14,21 @@
 /// q/k/v (+ softmax, dropout for math attention; + log-sum-exp for flash).  A tensor shared by two ops
 /// (attention output = projection input) is listed once.  `kept_bytes` is what stays allocated after
 /// recompute decisions; summing it over a stage gives the activation memory of one micro batch.
+///
+/// Implementations (Strategy::transformer_impl).  MegatronCore follows the table above.  TorchCpu is the
+/// plain-PyTorch eager GPT of examples/torch_cpu_gpt as autograd runs it on CPU (checked against allocation
+/// traces of real runs in tests/calibrate), per layer and micro batch, T = b·s tokens, e = activation bytes:
+///   input_layernorm / pre_mlp_layernorm: input T·h·e, mean + rstd 2·T·e (CPU keeps them in the input dtype);
+///   linear_qkv, linear_proj, linear_fc1, linear_fc2: input;
+///   core_attention: contiguous copies of q, k, v in [b·heads, s, d] (k, v repeated over the query heads of
+///     their group), T·heads·d·e each; softmax output b·heads·s²·e; with attention dropout its noise and its
+///     output, b·heads·s²·e each (CPU dropout multiplies by a noise tensor of the input dtype);
+///   self_attn_bda / mlp_bda: dropout noise T·h·e (with hidden dropout);
+///   activation_func: GeLU input T·f·e; SwiGLU input T·2f·e and SiLU output T·f·e;
+///   embedding: token ids T·8 (tp = 1) or masked ids T·8 + out-of-range mask T (tp > 1), dropout noise T·h·e;
+///   loss: fp32 softmax T·V/tp·4, target mask T, masked targets T·8.
+/// Selective recompute checkpoints core_attention: it keeps its input (the qkv output) and the CPU RNG state
+/// (5056 bytes) instead; full recompute keeps each checkpoint's input and the RNG state.
 
 #include <cstdint>
 #include <string>
@@ -57,6 +72,11 @@ struct ParamTensor {
 struct SavedTensor {
   std::string name;        ///< "input", "mask", "q", "softmax", "lse", ...
   std::int64_t bytes = 0;  ///< bytes on this rank for one micro batch
+  /// The op's input activation: allocated by the op before it in forward order (or, for the first op of a
+  /// chunk, received from the previous stage / read from the data), not by the op itself.  Lets a
+  /// measurement that attributes bytes to the module that allocated them (an allocation trace) be
+  /// compared op by op: see Op::kept_input_bytes().
+  bool is_input = false;
 };
 
 enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
@@ -96,6 +116,7 @@ struct Op {
   std::int64_t input_bytes = 0;    ///< bytes of the op's input activation(s)
   std::int64_t output_bytes = 0;   ///< bytes of its output activation
   std::int64_t kept_bytes = 0;     ///< bytes still allocated after the forward pass, recompute applied
+  std::vector<SavedTensor> kept;   ///< the tensors behind kept_bytes (Σ bytes = kept_bytes)
   bool recompute = false;          ///< its forward is re-run in backward (inside a checkpoint)
 
   double fwd_flops = 0;         ///< forward FLOPs (multiply-add = 2)
@@ -105,6 +126,8 @@ struct Op {
 
   std::int64_t param_numel() const;
   std::int64_t saved_bytes() const;
+  /// Part of kept_bytes that is the op's input (SavedTensor::is_input), i.e. allocated upstream.
+  std::int64_t kept_input_bytes() const;
 };
 
 /// The ops of one model chunk on one pipeline rank.

@@ -25,6 +25,17 @@ enum class AttentionBackend { Flash, Math };
 /// Optimizer (`--optimizer`): Adam keeps two fp32 moments, SGD one momentum buffer.
 enum class Optimizer { Adam, SGD };
 
+/// Which implementation of the network runs (`--transformer-impl`).
+///  - MegatronCore: Megatron-core modules with fused kernels (Transformer Engine or apex;
+///  `transformer_engine`,
+///    `local`), saving what Korthikanti et al. 2022 Table 2 lists.
+///  - TorchCpu: the plain-PyTorch eager GPT of examples/torch_cpu_gpt (`torch_cpu`): math attention with
+///    contiguous q/k/v copies, PyTorch's CPU dropout (a noise tensor in the activation dtype instead of a
+///    1-byte mask), LayerNorm statistics in the activation dtype, SwiGLU keeping its SiLU output,
+///    vocab-parallel cross entropy keeping fp32 softmax + target mask + masked targets,
+///    torch.utils.checkpoint keeping the CPU RNG state.  See layer_graph.hpp.
+enum class TransformerImpl { MegatronCore, TorchCpu };
+
 /// Which pipeline schedule a stage runs.
 enum class PipelineSchedule { OneFOneB, Interleaved };
 
@@ -72,6 +83,7 @@ struct Strategy {
   std::vector<std::string> recompute_modules = {"core_attn"};
 
   // --- kernels ---
+  TransformerImpl transformer_impl = TransformerImpl::MegatronCore;
   AttentionBackend attention_backend = AttentionBackend::Flash;
   bool cross_entropy_loss_fusion = false;
 
@@ -100,6 +112,9 @@ struct Strategy {
   /// Checks sizes against each other and against the model: world divisible by tp·pp·cp and by
   /// etp·ep·pp, heads and kv groups divisible by tp, experts by ep, global batch by b·dp,
   /// vpp dividing each stage's layers, seq by cp (2·cp with causal load balancing is not required).
+  /// TorchCpu runs only what the example implements: fp32/bf16, LayerNorm, learned or no position embedding,
+  /// math attention, dense MLP, no cp/ep/vpp/sequence parallelism/distributed optimizer/fp8, Adam, selective
+  /// recompute of core_attn only.
   /// @throws InputError naming the offending flag.
   void validate(const ModelSpec& model) const;
 };
@@ -108,5 +123,6 @@ const char* to_string(Precision p);
 const char* to_string(RecomputeGranularity g);
 const char* to_string(RecomputeMethod m);
 const char* to_string(AttentionBackend b);
+const char* to_string(TransformerImpl i);
 
 }  // namespace preflight::analyzer
