@@ -21,10 +21,25 @@ namespace {
 void require_positive(std::int64_t v, const char* flag) {
   if (v <= 0) throw InputError(flag, "must be a positive number, got " + std::to_string(v));
 }
+
+void require_at_most(std::int64_t v, std::int64_t limit, const char* flag) {
+  if (v > limit)
+    throw InputError(flag, std::to_string(v) + " is beyond what preflight models (at most " + std::to_string(limit) + ")");
+}
 }  // namespace
 
 void ModelSpec::validate() const {
   require_positive(num_layers, "--num-layers");
+  require_at_most(num_layers, 10000, "--num-layers");
+  require_at_most(hidden_size, 1 << 20, "--hidden-size");
+  require_at_most(ffn_hidden_size, 1 << 24, "--ffn-hidden-size");
+  require_at_most(num_attention_heads, 1 << 16, "--num-attention-heads");
+  require_at_most(vocab_size, std::int64_t{1} << 31, "--vocab-size");
+  require_at_most(max_position_embeddings, 1 << 24, "--max-position-embeddings");
+  if (moe.enabled()) {
+    require_at_most(moe.num_experts, 1 << 16, "--num-experts");
+    require_at_most(moe.ffn_hidden_size, 1 << 24, "--moe-ffn-hidden-size");
+  }
   require_positive(hidden_size, "--hidden-size");
   require_positive(num_attention_heads, "--num-attention-heads");
   require_positive(ffn_hidden_size, "--ffn-hidden-size");

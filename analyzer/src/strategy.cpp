@@ -1,5 +1,6 @@
 #include "preflight/analyzer/strategy.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 #include "preflight/common/error.hpp"
@@ -138,6 +139,25 @@ void Strategy::validate(const ModelSpec& model) const {
   positive(seq_length, "--seq-length");
   positive(micro_batch_size, "--micro-batch-size");
   if (global_batch_size < 0) throw InputError("--global-batch-size", "must not be negative");
+
+  auto at_most = [](std::int64_t v, std::int64_t limit, const char* flag) {
+    if (v > limit)
+      throw InputError(flag, std::to_string(v) + " is beyond what preflight models (at most " +
+                                 std::to_string(limit) + ")");
+  };
+  at_most(world_size, 1 << 24, "world size");
+  at_most(seq_length, 1 << 24, "--seq-length");
+  at_most(micro_batch_size, 1 << 20, "--micro-batch-size");
+  // Keep every per-rank tensor (the largest: math-attention scores b·heads·s², logits b·s·vocab) far below
+  // 2^63 bytes so the int64 arithmetic of the layer graph cannot overflow.
+  double tokens = static_cast<double>(micro_batch_size) * static_cast<double>(seq_length);
+  double widest = std::max({static_cast<double>(model.hidden_size), 2.0 * static_cast<double>(model.ffn_hidden_size),
+                            static_cast<double>(model.vocab_size), 2.0 * model.moe.ffn_hidden_size * model.moe.router_topk});
+  if (attention_backend == AttentionBackend::Math)
+    widest = std::max(widest, static_cast<double>(model.num_attention_heads) * static_cast<double>(seq_length));
+  if (tokens * widest * 8 > 1e18)
+    throw InputError("--seq-length", "micro batch × sequence × width gives tensors beyond 10^18 bytes per rank; "
+                                     "these sizes cannot describe a real run");
 
   std::int64_t mp = static_cast<std::int64_t>(tp) * pp * cp;
   if (world_size % mp != 0)

@@ -8,18 +8,20 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace preflight::test {
 
 /// tests/data in the source tree.
 inline std::filesystem::path data_dir() { return PREFLIGHT_TEST_DATA; }
 
-/// The reference data folder (`PREFLIGHT_SHARED_DATA`, default ../shared/data next to the checkout).
+/// The reference data folder: `PREFLIGHT_SHARED_DATA` from the environment, else ../shared/data next to
+/// the checkout (or next to the main checkout of a git worktree; see tests/CMakeLists.txt).
 /// Tests that need it call GTEST_SKIP() with shared_data_missing() when it is absent.
 inline std::filesystem::path shared_data_dir() {
   const char* env = std::getenv("PREFLIGHT_SHARED_DATA");
   if (env && *env) return env;
-  return std::filesystem::path(PREFLIGHT_SOURCE_DIR) / ".." / "shared" / "data";
+  return PREFLIGHT_DEFAULT_SHARED_DATA;
 }
 inline bool shared_data_available() { return std::filesystem::is_directory(shared_data_dir()); }
 inline std::string shared_data_missing() {
@@ -40,12 +42,28 @@ struct RunResult {
   std::string err;
 };
 
+/// A scratch directory for this test process, removed with everything in it when the process exits.
+inline const std::filesystem::path& scratch_dir() {
+  struct Scratch {
+    std::filesystem::path path;
+    Scratch() {
+      path = std::filesystem::temp_directory_path() / ("preflight_test_" + std::to_string(::getpid()));
+      std::filesystem::create_directories(path);
+    }
+    ~Scratch() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static Scratch s;
+  return s.path;
+}
+
 /// Runs a shell command line, capturing stdout and stderr.
 inline RunResult run_shell(const std::string& cmd) {
   namespace fs = std::filesystem;
   static int counter = 0;
-  fs::path dir = fs::temp_directory_path() / ("preflight_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path& dir = scratch_dir();
   fs::path out = dir / ("out" + std::to_string(counter));
   fs::path err = dir / ("err" + std::to_string(counter++));
   std::string full = "( " + cmd + " ) >" + out.string() + " 2>" + err.string();
