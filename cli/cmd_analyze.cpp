@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "preflight/analyzer/compat_get_training_info.hpp"
 #include "preflight/analyzer/layer_graph.hpp"
 #include "preflight/analyzer/megatron_args.hpp"
 #include "preflight/analyzer/presets.hpp"
@@ -28,12 +29,15 @@ const char* kAnalyzeHelp =
     "                           architecture flags are then optional and override it\n"
     "  --json                   print the report as JSON\n"
     "  --device-memory GIB      device memory; exit 1 when a stage does not fit\n"
+    "  --compat get_training_info\n"
+    "                           print exactly what Megatron-LM PR 482's get_training_info.py prints\n"
     "  -h, --help               this text\n";
 
 struct AnalyzeCli {
   bool json = false;
   std::optional<double> device_memory_gib;
   std::optional<std::string> model;
+  std::optional<std::string> compat;
   Words rest;
 };
 
@@ -57,6 +61,10 @@ AnalyzeCli take_options(const Words& words) {
       } catch (const std::exception&) {
         throw InputError("--device-memory", "expected a number of GiB, got '" + v + "'");
       }
+    } else if (w == "--compat" || w.rfind("--compat=", 0) == 0) {
+      cli.compat = value("--compat");
+      if (*cli.compat != "get_training_info")
+        throw InputError("--compat", "unknown tool '" + *cli.compat + "'; known: get_training_info");
     } else {
       cli.rest.push_back(w);
     }
@@ -75,6 +83,10 @@ int run_analyze(const Words& words) {
       return kExitOk;
     }
   AnalyzeCli cli = take_options(words);
+  if (cli.compat) {
+    std::cout << analyzer::render_get_training_info(cli.rest);
+    return kExitOk;
+  }
   std::optional<analyzer::ModelSpec> base;
   std::vector<std::string> model_warnings;
   if (cli.model) base = analyzer::load_model(*cli.model, &model_warnings);

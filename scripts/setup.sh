@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config ccache
   # libraries (DEVELOPERS.md "How we build")
   libcli11-dev nlohmann-json3-dev libre2-dev libcurl4-openssl-dev libgtest-dev libgmock-dev
-  libyaml-cpp-dev libsimdjson-dev coinor-libcbc-dev coinor-cbc libbenchmark-dev zlib1g-dev
+  libyaml-cpp-dev libsimdjson-dev coinor-libcbc-dev coinor-cbc libbenchmark-dev zlib1g-dev libgmp-dev
   # real Python peers for end-to-end tests (CPU PyTorch, SAPP's PuLP, SimuMax's deps)
   python3 python3-torch python3-numpy python3-pulp python3-yaml
   # test tools
