@@ -28,6 +28,9 @@ int run_analyze(const Words& args);
 /// `preflight logs dryrun DIR` · `preflight logs megatron FILE…` (cmd_logs.cpp)
 std::function<int()> add_logs_command(CLI::App& sub);
 
+/// `preflight timeline FILE… [--sapp]` (cmd_timeline.cpp)
+std::function<int()> add_timeline_command(CLI::App& sub);
+
 /// A CLI11 subcommand: `add` registers options on `sub` and returns the function to run after parsing.
 struct Command {
   const char* name;

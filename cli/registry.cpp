@@ -7,6 +7,9 @@ std::vector<Command> cli11_commands() {
   return {
       {"logs", "harvest dryrun memory blocks per stage; Megatron memory and iteration lines per rank",
        add_logs_command},
+      {"timeline",
+       "profiler timelines (PyTorch, Ascend) → per-layer forward/backward ms; SAPP head/body/tail",
+       add_timeline_command},
   };
 }
 

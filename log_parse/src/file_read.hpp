@@ -14,6 +14,7 @@ class ByteBuffer {
   /// Makes room for at least `n` bytes, keeping the first size() bytes.
   void reserve(std::size_t n);
   char* data() { return data_.get(); }
+  const char* data() const { return data_.get(); }
   std::size_t capacity() const { return capacity_; }
   void set_size(std::size_t n) { size_ = n; }
   std::size_t size() const { return size_; }
