@@ -20,7 +20,7 @@ using preflight::test::shell_quote;
 namespace {
 
 fs::path cases_dir() {
-  return fs::path(PREFLIGHT_SOURCE_DIR) / "tests" / "data" / "megatron_info";
+  return preflight::test::data_dir() / "megatron_info";
 }
 
 const nlohmann::json& cases() {
@@ -30,9 +30,7 @@ const nlohmann::json& cases() {
 
 /// A GPT-2-style vocab file: a JSON object with n distinct keys (only its entry count matters).
 fs::path vocab_file(int n) {
-  static const fs::path dir = fs::temp_directory_path() / ("preflight_compat_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  fs::path p = dir / ("vocab" + std::to_string(n) + ".json");
+  fs::path p = preflight::test::scratch_dir() / ("vocab" + std::to_string(n) + ".json");
   if (!fs::exists(p)) {
     std::ofstream out(p);
     out << "{";
@@ -165,4 +163,10 @@ TEST(CompatCli, VocabPaddingUsesUnderscoreFlagOnly) {
       run_preflight("analyze --compat get_training_info " + common + " --make_vocab_size_divisible_by 1");
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_NE(b.out.find("w=[50258,64]"), std::string::npos);  // multiple of 1·2
+}
+
+TEST(CompatCli, JsonIsRejectedInCompatMode) {
+  auto r = run_preflight("analyze --compat get_training_info --json --num-layers 2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("preflight: error: --json: "), std::string::npos) << r.err;
 }
