@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/log_parse/dryrun_harvest.hpp"
+#include "preflight/log_parse/megatron_log.hpp"
 
 namespace preflight::cli {
 
@@ -47,6 +48,23 @@ int run_logs_dryrun(const DryrunOptions& o) {
   return harvest.ok() ? kExitOk : kExitDoesNotFit;
 }
 
+struct MegatronOptions {
+  std::vector<std::string> files;
+  bool json = false;
+  int warmup = -1;
+};
+
+int run_logs_megatron(const MegatronOptions& o) {
+  std::vector<log_parse::MegatronLog> logs;
+  for (const std::string& f : o.files) logs.push_back(log_parse::read_megatron_log(f));
+  log_parse::MegatronSummary summary = log_parse::summarize_megatron(logs, o.warmup);
+  if (o.json)
+    std::cout << log_parse::megatron_json(logs, summary).dump(2) << "\n";
+  else
+    std::cout << log_parse::megatron_text(logs, summary);
+  return kExitOk;
+}
+
 }  // namespace
 
 std::function<int()> add_logs_command(CLI::App& sub) {
@@ -72,6 +90,19 @@ std::function<int()> add_logs_command(CLI::App& sub) {
   d->add_flag("--per-rank", dry->per_rank, "table: one row per log instead of per stage");
   d->add_option("-j,--jobs", dry->jobs, "reader threads (default: all cores)");
   d->callback([chosen, dry] { *chosen = [dry] { return run_logs_dryrun(*dry); }; });
+
+  auto meg = std::make_shared<MegatronOptions>();
+  CLI::App* m = sub.add_subcommand("megatron",
+                                   "Megatron-LM logs: per-rank memory lines (allocated, max allocated, "
+                                   "reserved, max reserved), iteration lines, "
+                                   "theoretical memory and parameter counts, with file:line; per-rank peak "
+                                   "and steady-state iteration time.");
+  m->add_option("FILE", meg->files, "Megatron stdout logs (one per rank or merged)")->required();
+  m->add_flag("--json", meg->json, "every record as JSON, with its line");
+  m->add_option("--warmup", meg->warmup,
+                "iteration lines left out before the steady-state median (default: the first line and "
+                "iterations <= 2)");
+  m->callback([chosen, meg] { *chosen = [meg] { return run_logs_megatron(*meg); }; });
 
   return [chosen] { return (*chosen)(); };
 }

@@ -1,0 +1,631 @@
+#include "preflight/log_parse/megatron_log.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "byte_scan.hpp"
+#include "file_read.hpp"
+#include "log_text.hpp"
+#include "preflight/common/error.hpp"
+#include "preflight/common/table.hpp"
+#include "preflight/common/units.hpp"
+
+namespace preflight::log_parse {
+
+namespace {
+
+using detail::trim;
+
+std::optional<double> to_double(std::string_view s) {
+  s = trim(s);
+  if (s.empty()) return std::nullopt;
+  if (s.front() == '+') s.remove_prefix(1);
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::int64_t> to_int(std::string_view s) {
+  s = trim(s);
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+// "iteration <spaces><digits>/<spaces><digits><spaces>|" starting at `at`.
+bool iteration_at(std::string_view s, std::size_t at) {
+  static constexpr std::string_view kWord = "iteration ";
+  if (s.substr(at, kWord.size()) != kWord) return false;
+  std::size_t i = at + kWord.size();
+  while (i < s.size() && s[i] == ' ') ++i;
+  std::size_t d = i;
+  while (i < s.size() && is_digit(s[i])) ++i;
+  if (i == d || i >= s.size() || s[i] != '/') return false;
+  ++i;
+  while (i < s.size() && s[i] == ' ') ++i;
+  d = i;
+  while (i < s.size() && is_digit(s[i])) ++i;
+  if (i == d) return false;
+  while (i < s.size() && s[i] == ' ') ++i;
+  return i < s.size() && s[i] == '|';
+}
+
+// "[Rank <digits>] (after "
+bool memory_at(std::string_view s, std::size_t at) {
+  if (s.substr(at, 6) != "[Rank ") return false;
+  std::size_t i = at + 6;
+  std::size_t d = i;
+  while (i < s.size() && is_digit(s[i])) ++i;
+  return i > d && s.substr(i, 9) == "] (after ";
+}
+
+enum class Kind { Iteration, Memory, Billions, Theoretical, RankParams, Sizes, MicroBatches };
+
+struct Start {
+  std::size_t at;
+  Kind kind;
+};
+
+// Record starts in one physical line, in order (prints glued together by multi-rank stdout are split).
+std::vector<Start> record_starts(std::string_view s) {
+  std::vector<Start> out;
+  for (std::size_t at = s.find("iteration "); at != std::string_view::npos;
+       at = s.find("iteration ", at + 1)) {
+    if (!iteration_at(s, at)) continue;
+    std::size_t b = at;  // take a "[timestamp] " prefix along
+    while (b > 0 && s[b - 1] == ' ') --b;
+    if (b > 0 && s[b - 1] == ']') {
+      std::size_t open = s.rfind('[', b - 1);
+      if (open != std::string_view::npos && b - open <= 32) b = open;
+    }
+    out.push_back({b, Kind::Iteration});
+  }
+  for (std::size_t at = s.find("[Rank "); at != std::string_view::npos; at = s.find("[Rank ", at + 1))
+    if (memory_at(s, at)) out.push_back({at, Kind::Memory});
+  for (std::string_view w : {std::string_view("Number of "), std::string_view("Total number of ")})
+    for (std::size_t at = s.find(w); at != std::string_view::npos; at = s.find(w, at + 1)) {
+      std::size_t bill = s.find(" in billions:", at);
+      std::size_t bar = s.find('|', at);
+      if (bill != std::string_view::npos && (bar == std::string_view::npos || bar > bill))
+        out.push_back({at, Kind::Billions});
+    }
+  if (auto at = s.find("Theoretical memory footprints:"); at != std::string_view::npos)
+    out.push_back({at, Kind::Theoretical});
+  if (auto at = s.find("number of parameters on ("); at != std::string_view::npos)
+    out.push_back({at, Kind::RankParams});
+  if (auto at = s.find("using world size:"); at != std::string_view::npos) out.push_back({at, Kind::Sizes});
+  if (auto at = s.find("setting number of micro-batches to constant"); at != std::string_view::npos)
+    out.push_back({at, Kind::MicroBatches});
+  std::sort(out.begin(), out.end(), [](const Start& a, const Start& b) { return a.at < b.at; });
+  // A "Total number of" start also contains no "Number of" start (capital N), so no duplicates; but an
+  // iteration start found inside a memory record cannot happen either: keep the order as found.
+  return out;
+}
+
+// "key: value | key: value |" → pairs (keys and values trimmed; pieces without ':' are skipped).
+std::vector<std::pair<std::string_view, std::string_view>> bar_fields(std::string_view s) {
+  std::vector<std::pair<std::string_view, std::string_view>> out;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    std::size_t bar = s.find('|', pos);
+    std::string_view piece =
+        s.substr(pos, bar == std::string_view::npos ? std::string_view::npos : bar - pos);
+    std::size_t colon = piece.rfind(':');
+    if (colon != std::string_view::npos)
+      out.emplace_back(trim(piece.substr(0, colon)), trim(piece.substr(colon + 1)));
+    if (bar == std::string_view::npos) break;
+    pos = bar + 1;
+  }
+  return out;
+}
+
+class Reader {
+ public:
+  explicit Reader(MegatronLog& log) : log_(log) {}
+
+  void line(std::string_view text, std::int64_t n, bool terminated) {
+    std::vector<Start> starts = record_starts(text);
+    if (starts.empty()) {
+      args_line(text);
+      return;
+    }
+    if (starts.size() > 1 || (starts[0].at > 0 && !detail::is_blank(text.substr(0, starts[0].at)) &&
+                              !prefix_ok(text.substr(0, starts[0].at))))
+      glued_ = true;
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      std::size_t end = i + 1 < starts.size() ? starts[i + 1].at : text.size();
+      std::string_view rec = text.substr(starts[i].at, end - starts[i].at);
+      bool cut = !terminated && i + 1 == starts.size();
+      switch (starts[i].kind) {
+        case Kind::Iteration:
+          iteration(rec, n, cut);
+          break;
+        case Kind::Memory:
+          memory(rec, n, cut);
+          break;
+        case Kind::Billions:
+          billions(rec, n);
+          break;
+        case Kind::Theoretical:
+          theoretical(rec, n);
+          break;
+        case Kind::RankParams:
+          rank_params(rec, n);
+          break;
+        case Kind::Sizes:
+          sizes(rec, n);
+          break;
+        case Kind::MicroBatches:
+          if (auto v = to_int(rec.substr(rec.rfind(' ') + 1))) log_.micro_batches = v;
+          break;
+      }
+    }
+  }
+  bool glued() const { return glued_; }
+
+ private:
+  // Prefixes forks put before a record: "> ", ">>> [FS] ", log-level stamps.
+  static bool prefix_ok(std::string_view p) {
+    p = trim(p);
+    return p.empty() || p.back() == '>' || p.back() == ']' || p.back() == ':';
+  }
+
+  void iteration(std::string_view rec, std::int64_t n, bool cut) {
+    MegatronIteration it;
+    it.line = n;
+    it.unterminated = cut;
+    std::string_view s = trim(rec);
+    if (!s.empty() && s.front() == '[') {
+      std::size_t close = s.find(']');
+      it.timestamp = std::string(s.substr(1, close - 1));
+      s = trim(s.substr(close + 1));
+    }
+    std::size_t slash = s.find('/');
+    std::size_t bar = s.find('|');
+    it.iteration = to_int(s.substr(10, slash - 10)).value_or(0);
+    it.train_iters = to_int(s.substr(slash + 1, bar - slash - 1)).value_or(0);
+    for (auto [key, value] : bar_fields(s.substr(bar + 1))) {
+      std::string k(key);
+      it.fields[k] = std::string(value);
+      auto d = to_double(value);
+      if (k == "elapsed time per iteration (ms)") {
+        it.elapsed_ms = d;
+      } else if (k == "throughput per GPU (TFLOP/s/GPU)") {
+        it.tflops_per_gpu = d;
+      } else if (k == "TFLOPs" && !it.tflops_per_gpu) {
+        it.tflops_per_gpu = d;
+      } else if (k == "tokens per gpu per second(tgs)") {
+        it.tokens_per_gpu_per_s = d;
+      } else if (k == "learning rate") {
+        it.learning_rate = d;
+      } else if (k == "global batch size") {
+        it.global_batch_size = to_int(value);
+      } else if (k == "consumed samples") {
+        it.consumed_samples = to_int(value);
+      } else if (k == "loss scale") {
+        it.loss_scale = d;
+      } else if (k == "grad norm") {
+        it.grad_norm = d;
+      } else if (k == "num zeros") {
+        it.num_zeros = d;
+      } else if (k == "params norm") {
+        it.params_norm = d;
+      } else if (k == "number of skipped iterations") {
+        it.skipped_iterations = to_int(value);
+      } else if (k == "number of nan iterations") {
+        it.nan_iterations = to_int(value);
+      } else if (d && (k.ends_with(" loss") || k.ends_with("_loss"))) {
+        it.losses[k] = *d;
+        if (k == "lm loss") it.lm_loss = d;
+      }
+    }
+    if (cut)
+      log_.notes.push_back("line " + std::to_string(n) + ": iteration line without newline (may be cut)");
+    log_.iterations.push_back(std::move(it));
+  }
+
+  void memory(std::string_view rec, std::int64_t n, bool cut) {
+    MegatronMemoryLine m;
+    m.line = n;
+    m.rank = static_cast<int>(to_int(rec.substr(6, rec.find(']') - 6)).value_or(0));
+    std::size_t after = rec.find("(after ");
+    std::size_t sp = rec.find(' ', after + 7);
+    m.after_iterations = to_int(rec.substr(after + 7, sp - after - 7)).value_or(0);
+    std::optional<double> alloc, max_alloc, res, max_res;
+    for (auto [key, value] :
+         bar_fields(rec.substr(rec.find('|') == std::string_view::npos ? rec.size() : rec.find('|')))) {
+      auto d = to_double(value);
+      if (key == "allocated")
+        alloc = d;
+      else if (key == "max allocated")
+        max_alloc = d;
+      else if (key == "reserved")
+        res = d;
+      else if (key == "max reserved")
+        max_res = d;
+      else if (key == "total device memory used")
+        m.total_device_used_mib = d;
+    }
+    if (!alloc || !max_alloc || !res || !max_res || cut) {
+      log_.notes.push_back("line " + std::to_string(n) + ": memory line of rank " + std::to_string(m.rank) +
+                           (cut ? " cut at the end of the file" : " without all four values") + "; left out");
+      return;
+    }
+    m.allocated_mib = *alloc;
+    m.max_allocated_mib = *max_alloc;
+    m.reserved_mib = *res;
+    m.max_reserved_mib = *max_res;
+    log_.memory.push_back(m);
+  }
+
+  void billions(std::string_view rec, std::int64_t n) {
+    std::size_t at = rec.find(" in billions:");
+    std::string_view what = trim(rec.substr(0, at));
+    std::string phrase;
+    if (what.starts_with("Number of "))
+      phrase = std::string(what.substr(10));
+    else  // "Total number of parameters" → "total parameters"
+      phrase = "total " + std::string(what.substr(16));
+    std::string_view value = trim(rec.substr(at + 13));
+    std::size_t end = 0;
+    while (end < value.size() && (is_digit(value[end]) || value[end] == '.' || value[end] == '-')) ++end;
+    auto v = to_double(value.substr(0, end));
+    if (!v) return;
+    log_.param_counts.push_back({phrase, *v, n});
+  }
+
+  void theoretical(std::string_view rec, std::int64_t n) {
+    MegatronTheoreticalMemory t;
+    t.line = n;
+    std::string_view body = rec.substr(rec.find(':') + 1);
+    std::size_t pos = 0;
+    while (pos < body.size()) {
+      std::size_t comma = body.find(',', pos);
+      std::string_view part =
+          trim(body.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+      std::size_t eq = part.find('=');
+      if (eq != std::string_view::npos) {
+        std::string_view key = trim(part.substr(0, eq));
+        std::string_view val = trim(part.substr(eq + 1));
+        if (val.ends_with("MB")) val.remove_suffix(2);
+        auto v = to_double(val);
+        if (key == "weight and optimizer")
+          t.weight_and_optimizer_mib = v;
+        else if (key == "activation")
+          t.activation_mib = v;
+        else if (key == "total")
+          t.total_mib = v;
+      }
+      if (comma == std::string_view::npos) break;
+      pos = comma + 1;
+    }
+    log_.theoretical = t;
+  }
+
+  void rank_params(std::string_view rec, std::int64_t n) {
+    // number of parameters on (tensor, pipeline) model parallel rank (1, 0): 102483968
+    std::size_t a0 = rec.find('('), a1 = rec.find(')', a0);
+    std::size_t c0 = rec.find('(', a1), c1 = rec.find(')', c0);
+    std::size_t colon = rec.find(':', c1);
+    if (a1 == std::string_view::npos || c1 == std::string_view::npos || colon == std::string_view::npos)
+      return;
+    MegatronRankParams p;
+    p.line = n;
+    auto split = [](std::string_view s) {
+      std::vector<std::string_view> out;
+      std::size_t pos = 0;
+      while (pos <= s.size()) {
+        std::size_t c = s.find(',', pos);
+        out.push_back(trim(s.substr(pos, c == std::string_view::npos ? std::string_view::npos : c - pos)));
+        if (c == std::string_view::npos) break;
+        pos = c + 1;
+      }
+      return out;
+    };
+    for (auto a : split(rec.substr(a0 + 1, a1 - a0 - 1))) p.axes.emplace_back(a);
+    for (auto c : split(rec.substr(c0 + 1, c1 - c0 - 1)))
+      p.coords.push_back(static_cast<int>(to_int(c).value_or(-1)));
+    auto v = to_int(rec.substr(colon + 1));
+    if (!v) return;
+    p.parameters = *v;
+    log_.rank_params.push_back(p);
+  }
+
+  void sizes(std::string_view rec, std::int64_t n) {
+    std::string_view body = rec.substr(std::string_view("using ").size());
+    std::size_t pos = 0;
+    while (pos < body.size()) {
+      std::size_t comma = body.find(',', pos);
+      std::string_view part =
+          trim(body.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+      std::size_t colon = part.rfind(':');
+      if (colon != std::string_view::npos) {
+        std::string_view key = trim(part.substr(0, colon));
+        std::size_t cut = key.find_first_of(" -");
+        std::string name(key.substr(0, cut));
+        if (auto v = to_int(part.substr(colon + 1))) log_.sizes[name] = *v;
+      }
+      if (comma == std::string_view::npos) break;
+      pos = comma + 1;
+    }
+    log_.sizes_line = n;
+  }
+
+  // "  seq_length ...................................... 1024"
+  void args_line(std::string_view s) {
+    if (s.size() < 8 || s[0] != ' ' || s[1] != ' ' || s[2] == ' ') return;
+    std::size_t i = 2;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+    if (i == 2 || i + 4 >= s.size() || s[i] != ' ' || s.substr(i + 1, 3) != "...") return;
+    std::size_t j = i + 1;
+    while (j < s.size() && s[j] == '.') ++j;
+    if (j >= s.size() || s[j] != ' ') return;
+    log_.args[std::string(s.substr(2, i - 2))] = std::string(trim(s.substr(j + 1)));
+  }
+
+  MegatronLog& log_;
+  bool glued_ = false;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string num(double v, int digits) {
+  return fixed(v, digits);
+}
+
+}  // namespace
+
+std::optional<double> MegatronLog::billions(const std::string& what) const {
+  for (const auto& p : param_counts)
+    if (p.what == what) return p.billions;
+  return std::nullopt;
+}
+
+MegatronLog read_megatron_text(std::string_view text, std::string label) {
+  MegatronLog log;
+  log.file = std::move(label);
+  detail::ByteStats stats = detail::byte_stats(text.data(), text.size());
+  if (stats.first_nul >= 0)
+    throw InputError(log.file + "@" + std::to_string(stats.first_nul), "NUL byte: not a text log");
+  log.partial_last_line = !text.empty() && text.back() != '\n';
+  log.lines = static_cast<std::int64_t>(stats.newlines) + (log.partial_last_line ? 1 : 0);
+  Reader reader(log);
+  detail::for_each_line(text, 1, [&](std::string_view line, std::int64_t n, bool terminated) {
+    reader.line(line, n, terminated);
+    return true;
+  });
+  if (reader.glued()) log.notes.push_back("several prints glued on one line were split into their records");
+  if (log.partial_last_line)
+    log.notes.push_back("line " + std::to_string(log.lines) +
+                        ": the last line has no newline (log still being written?)");
+  return log;
+}
+
+MegatronLog read_megatron_log(const std::filesystem::path& file) {
+  detail::ByteBuffer buffer;
+  detail::read_whole_file(file, buffer);
+  return read_megatron_text(buffer.view(), file.string());
+}
+
+MegatronSummary summarize_megatron(std::vector<MegatronLog>& logs, int warmup_lines) {
+  MegatronSummary s;
+  std::map<int, MegatronRankPeak> peaks;
+  for (const MegatronLog& log : logs) {
+    for (const MegatronMemoryLine& m : log.memory) {
+      MegatronRankPeak& p = peaks[m.rank];
+      p.rank = m.rank;
+      if (p.reports == 0 || m.max_allocated_mib > p.max_allocated_mib) {
+        p.max_allocated_mib = m.max_allocated_mib;
+        p.file = log.file;
+        p.line = m.line;
+      }
+      p.max_reserved_mib = std::max(p.max_reserved_mib, m.max_reserved_mib);
+      ++p.reports;
+    }
+  }
+  for (auto& [r, p] : peaks) s.ranks.push_back(p);
+
+  for (MegatronLog& log : logs) {
+    std::vector<const MegatronIteration*> its;
+    for (const MegatronIteration& it : log.iterations)
+      if (!it.unterminated && it.elapsed_ms) its.push_back(&it);
+    if (its.empty()) continue;
+    MegatronSteadyState st;
+    st.file = log.file;
+    st.iteration_lines = static_cast<std::int64_t>(its.size());
+    st.first_iteration = its.front()->iteration;
+    st.last_iteration = its.back()->iteration;
+    std::size_t skip = 0;
+    if (warmup_lines >= 0) {
+      skip = static_cast<std::size_t>(warmup_lines);
+    } else {
+      skip = 1;
+      while (skip < its.size() && its[skip]->iteration <= 2) ++skip;
+    }
+    if (skip >= its.size()) {
+      log.notes.push_back("every iteration line falls in the warm-up; the steady state uses all " +
+                          std::to_string(its.size()));
+      skip = 0;
+    }
+    st.warmup_lines = static_cast<std::int64_t>(skip);
+    std::vector<double> elapsed, tflops, tgs;
+    std::vector<double> gbs;
+    for (std::size_t i = skip; i < its.size(); ++i) {
+      elapsed.push_back(*its[i]->elapsed_ms);
+      if (its[i]->tflops_per_gpu) tflops.push_back(*its[i]->tflops_per_gpu);
+      if (its[i]->tokens_per_gpu_per_s) tgs.push_back(*its[i]->tokens_per_gpu_per_s);
+      if (its[i]->global_batch_size) gbs.push_back(static_cast<double>(*its[i]->global_batch_size));
+    }
+    st.median_elapsed_ms = median(elapsed);
+    if (!tflops.empty()) st.median_tflops_per_gpu = median(tflops);
+    if (!tgs.empty()) st.median_tokens_per_gpu_per_s = median(tgs);
+    auto seq = log.args.find("seq_length");
+    std::optional<double> seq_len;
+    if (seq != log.args.end()) seq_len = to_double(seq->second);
+    if (seq_len && !gbs.empty() && *st.median_elapsed_ms > 0) {
+      st.tokens_per_s = median(gbs) * *seq_len / (*st.median_elapsed_ms / 1000.0);
+      st.tokens_per_s_from = "global batch × seq_length / median elapsed";
+    } else if (!tgs.empty() && log.sizes.count("world")) {
+      st.tokens_per_s = median(tgs) * static_cast<double>(log.sizes.at("world"));
+      st.tokens_per_s_from = "median tokens per gpu per second × world size";
+    }
+    s.steady.push_back(st);
+  }
+  return s;
+}
+
+nlohmann::json megatron_json(const std::vector<MegatronLog>& logs, const MegatronSummary& summary) {
+  using nlohmann::json;
+  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  json files = json::array();
+  for (const MegatronLog& log : logs) {
+    json f;
+    f["file"] = log.file;
+    f["lines"] = log.lines;
+    f["partial_last_line"] = log.partial_last_line;
+    f["memory"] = json::array();
+    for (const auto& m : log.memory)
+      f["memory"].push_back({{"rank", m.rank},
+                             {"after_iterations", m.after_iterations},
+                             {"allocated_mib", m.allocated_mib},
+                             {"max_allocated_mib", m.max_allocated_mib},
+                             {"reserved_mib", m.reserved_mib},
+                             {"max_reserved_mib", m.max_reserved_mib},
+                             {"total_device_used_mib", opt(m.total_device_used_mib)},
+                             {"line", m.line}});
+    f["iterations"] = json::array();
+    for (const auto& it : log.iterations)
+      f["iterations"].push_back({{"iteration", it.iteration},
+                                 {"train_iters", it.train_iters},
+                                 {"timestamp", it.timestamp},
+                                 {"elapsed_ms", opt(it.elapsed_ms)},
+                                 {"tflops_per_gpu", opt(it.tflops_per_gpu)},
+                                 {"tokens_per_gpu_per_s", opt(it.tokens_per_gpu_per_s)},
+                                 {"learning_rate", opt(it.learning_rate)},
+                                 {"global_batch_size", opt(it.global_batch_size)},
+                                 {"lm_loss", opt(it.lm_loss)},
+                                 {"losses", it.losses},
+                                 {"loss_scale", opt(it.loss_scale)},
+                                 {"grad_norm", opt(it.grad_norm)},
+                                 {"skipped_iterations", opt(it.skipped_iterations)},
+                                 {"nan_iterations", opt(it.nan_iterations)},
+                                 {"fields", it.fields},
+                                 {"line", it.line},
+                                 {"unterminated", it.unterminated}});
+    if (log.theoretical)
+      f["theoretical_memory"] = {{"weight_and_optimizer_mib", opt(log.theoretical->weight_and_optimizer_mib)},
+                                 {"activation_mib", opt(log.theoretical->activation_mib)},
+                                 {"total_mib", opt(log.theoretical->total_mib)},
+                                 {"line", log.theoretical->line}};
+    f["param_counts"] = json::array();
+    for (const auto& p : log.param_counts)
+      f["param_counts"].push_back({{"what", p.what}, {"billions", p.billions}, {"line", p.line}});
+    f["rank_params"] = json::array();
+    for (const auto& p : log.rank_params)
+      f["rank_params"].push_back(
+          {{"axes", p.axes}, {"coords", p.coords}, {"parameters", p.parameters}, {"line", p.line}});
+    f["sizes"] = log.sizes;
+    f["micro_batches"] = opt(log.micro_batches);
+    f["notes"] = log.notes;
+    files.push_back(std::move(f));
+  }
+  json ranks = json::array();
+  for (const auto& r : summary.ranks)
+    ranks.push_back({{"rank", r.rank},
+                     {"max_allocated_mib", r.max_allocated_mib},
+                     {"max_reserved_mib", r.max_reserved_mib},
+                     {"file", r.file},
+                     {"line", r.line},
+                     {"reports", r.reports}});
+  json steady = json::array();
+  for (const auto& st : summary.steady)
+    steady.push_back({{"file", st.file},
+                      {"iteration_lines", st.iteration_lines},
+                      {"warmup_lines", st.warmup_lines},
+                      {"first_iteration", st.first_iteration},
+                      {"last_iteration", st.last_iteration},
+                      {"median_elapsed_ms", opt(st.median_elapsed_ms)},
+                      {"median_tflops_per_gpu", opt(st.median_tflops_per_gpu)},
+                      {"median_tokens_per_gpu_per_s", opt(st.median_tokens_per_gpu_per_s)},
+                      {"tokens_per_s", opt(st.tokens_per_s)},
+                      {"tokens_per_s_from", st.tokens_per_s_from}});
+  return {{"files", files}, {"ranks", ranks}, {"steady_state", steady}};
+}
+
+std::string megatron_text(const std::vector<MegatronLog>& logs, const MegatronSummary& summary) {
+  std::ostringstream out;
+  using A = TextTable::Align;
+  for (const MegatronLog& log : logs) {
+    out << log.file << ": " << log.lines << " lines, " << log.iterations.size() << " iteration lines, "
+        << log.memory.size() << " memory lines";
+    if (!log.sizes.empty()) {
+      out << "; sizes";
+      for (const auto& [k, v] : log.sizes) out << " " << k << " " << v;
+    }
+    if (log.micro_batches) out << "; " << *log.micro_batches << " micro batches";
+    out << "\n";
+    if (log.theoretical) {
+      const auto& t = *log.theoretical;
+      out << "  theoretical memory (line " << t.line << "): weight and optimizer "
+          << (t.weight_and_optimizer_mib ? num(*t.weight_and_optimizer_mib, 2) : "-") << " MiB, activation "
+          << (t.activation_mib ? num(*t.activation_mib, 2) : "-") << " MiB, total "
+          << (t.total_mib ? num(*t.total_mib, 2) : "-") << " MiB\n";
+    }
+    for (const auto& p : log.param_counts)
+      out << "  " << p.what << " (line " << p.line << "): " << num(p.billions, 4) << " billion\n";
+    for (const auto& p : log.rank_params) {
+      out << "  parameters on rank (";
+      for (std::size_t i = 0; i < p.coords.size(); ++i)
+        out << (i ? ", " : "") << p.axes[i] << " " << p.coords[i];
+      out << ") (line " << p.line << "): " << with_commas(p.parameters) << "\n";
+    }
+    for (const auto& n : log.notes) out << "  note: " << n << "\n";
+  }
+  if (!summary.ranks.empty()) {
+    out << "\nper-rank peak memory (MiB = Megatron's MB)\n";
+    TextTable t;
+    t.column("rank", A::Right)
+        .column("max allocated", A::Right)
+        .column("max reserved", A::Right)
+        .column("reports", A::Right)
+        .column("source");
+    for (const auto& r : summary.ranks)
+      t.row({std::to_string(r.rank), num(r.max_allocated_mib, 2), num(r.max_reserved_mib, 2),
+             std::to_string(r.reports), location(r.file, r.line)});
+    out << t.render();
+  }
+  if (!summary.steady.empty()) {
+    out << "\nsteady state (median after warm-up)\n";
+    TextTable t;
+    t.column("file")
+        .column("iterations")
+        .column("warm-up lines", A::Right)
+        .column("ms/iteration", A::Right)
+        .column("TFLOP/s/GPU", A::Right)
+        .column("tokens/s", A::Right);
+    for (const auto& st : summary.steady)
+      t.row({st.file, std::to_string(st.first_iteration) + "–" + std::to_string(st.last_iteration),
+             std::to_string(st.warmup_lines), st.median_elapsed_ms ? num(*st.median_elapsed_ms, 1) : "-",
+             st.median_tflops_per_gpu ? num(*st.median_tflops_per_gpu, 1) : "-",
+             st.tokens_per_s ? num(*st.tokens_per_s, 0) : "-"});
+    out << t.render();
+  }
+  return out.str();
+}
+
+}  // namespace preflight::log_parse

@@ -1,0 +1,320 @@
+// Megatron-LM log lines: every shared sample asserted against numbers read off the files by hand (and medians
+// worked out by hand), the 2026 format written from Megatron's f-strings, glued prints and cut lines.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "log_fixtures.hpp"
+#include "preflight/common/error.hpp"
+#include "preflight/log_parse/megatron_log.hpp"
+#include "test_support.hpp"
+
+using namespace preflight::log_parse;
+using namespace preflight::test;
+
+namespace {
+
+MegatronLog sample(const std::string& name) {
+  return read_megatron_log(shared_data_dir() / "samples/megatron_logs" / name);
+}
+
+const MegatronMemoryLine* rank_line(const MegatronLog& log, int rank) {
+  for (const auto& m : log.memory)
+    if (m.rank == rank) return &m;
+  return nullptr;
+}
+
+}  // namespace
+
+// Written from training.py / report_memory f-strings (current main): "%Y-%m-%d %H:%M:%S.%f" stamps, 2-decimal
+// memory values, total device memory used, energy fields, MoE and MTP losses.
+TEST(MegatronLog, CurrentFormat) {
+  std::string text =
+      " [2026-03-01 10:00:00.123456] iteration       10/    1000 | consumed samples:         1280 | elapsed "
+      "time per "
+      "iteration (ms): 1234.5 | throughput per GPU (TFLOP/s/GPU): 456.7 | energy per GPU (J/iter/GPU): 890.1 "
+      "| power "
+      "per GPU (W/GPU): 700.0 | learning rate: 1.000000E-04 | global batch size:   128 | lm loss: "
+      "2.500000E+00 | "
+      "load_balancing_loss: 1.010000E+00 | mtp_1 loss: 2.600000E+00 | loss scale: 1.0 | grad norm: 0.500 | "
+      "num "
+      "zeros: 3.0 | params norm: 123.456 | number of skipped iterations:   0 | number of nan iterations:   1 "
+      "|\n"
+      "[Rank 7] (after 10 iterations) memory (MB) | allocated: 1234.56 | max allocated: 2345.67 | reserved: "
+      "3000.00 | "
+      "max reserved: 3100.00 | total device memory used: 3500.25\n"
+      "Theoretical memory footprints: weight and optimizer=1000.50 MB, activation=200.25 MB, total=1200.75 "
+      "MB\n";
+  MegatronLog log = read_megatron_text(text, "new.log");
+  ASSERT_EQ(log.iterations.size(), 1u);
+  const MegatronIteration& it = log.iterations[0];
+  EXPECT_EQ(it.timestamp, "2026-03-01 10:00:00.123456");
+  EXPECT_EQ(it.iteration, 10);
+  EXPECT_EQ(it.train_iters, 1000);
+  EXPECT_EQ(it.consumed_samples, 1280);
+  EXPECT_EQ(it.elapsed_ms, 1234.5);
+  EXPECT_EQ(it.tflops_per_gpu, 456.7);
+  EXPECT_EQ(it.learning_rate, 1e-4);
+  EXPECT_EQ(it.global_batch_size, 128);
+  EXPECT_EQ(it.lm_loss, 2.5);
+  EXPECT_EQ(it.losses.at("load_balancing_loss"), 1.01);
+  EXPECT_EQ(it.losses.at("mtp_1 loss"), 2.6);
+  EXPECT_EQ(it.loss_scale, 1.0);
+  EXPECT_EQ(it.grad_norm, 0.5);
+  EXPECT_EQ(it.num_zeros, 3.0);
+  EXPECT_EQ(it.params_norm, 123.456);
+  EXPECT_EQ(it.skipped_iterations, 0);
+  EXPECT_EQ(it.nan_iterations, 1);
+  EXPECT_EQ(it.fields.at("energy per GPU (J/iter/GPU)"), "890.1");
+  EXPECT_EQ(it.line, 1);
+  ASSERT_EQ(log.memory.size(), 1u);
+  EXPECT_EQ(log.memory[0].rank, 7);
+  EXPECT_EQ(log.memory[0].after_iterations, 10);
+  EXPECT_EQ(log.memory[0].allocated_mib, 1234.56);
+  EXPECT_EQ(log.memory[0].max_allocated_mib, 2345.67);
+  EXPECT_EQ(log.memory[0].reserved_mib, 3000.0);
+  EXPECT_EQ(log.memory[0].max_reserved_mib, 3100.0);
+  EXPECT_EQ(log.memory[0].total_device_used_mib, 3500.25);
+  EXPECT_EQ(log.memory[0].line, 2);
+  ASSERT_TRUE(log.theoretical);
+  EXPECT_EQ(log.theoretical->weight_and_optimizer_mib, 1000.5);
+  EXPECT_EQ(log.theoretical->activation_mib, 200.25);
+  EXPECT_EQ(log.theoretical->total_mib, 1200.75);
+  EXPECT_EQ(log.theoretical->line, 3);
+}
+
+TEST(MegatronLog, OldTheoreticalLineWithoutActivation) {
+  MegatronLog log =
+      read_megatron_text("Theoretical memory footprints: weight and optimizer=6816.88 MB\n", "x");
+  ASSERT_TRUE(log.theoretical);
+  EXPECT_EQ(log.theoretical->weight_and_optimizer_mib, 6816.88);
+  EXPECT_FALSE(log.theoretical->activation_mib);
+}
+
+TEST(MegatronLog, CutLastLinesAreKeptApart) {
+  std::string text =
+      " iteration       10/    1000 | consumed samples:         1280 | elapsed time per iteration (ms): "
+      "100.0 |\n"
+      " iteration       20/    1000 | consumed samples:         2560 | elapsed time per iteration (ms): "
+      "150.0 |\n"
+      "[Rank 0] (after 20 iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0 | reserved: 3.0 | "
+      "max res";
+  MegatronLog log = read_megatron_text(text, "cut.log");
+  EXPECT_TRUE(log.partial_last_line);
+  EXPECT_EQ(log.lines, 3);
+  EXPECT_TRUE(log.memory.empty());  // the cut memory line is not read as numbers
+  ASSERT_EQ(log.iterations.size(), 2u);
+  bool noted = false;
+  for (const auto& n : log.notes)
+    noted |= n.find("memory line of rank 0 cut at the end of the file") != std::string::npos;
+  EXPECT_TRUE(noted);
+  std::string cut_iteration =
+      text.substr(0, text.find("[Rank")) + " iteration       30/    1000 | elapsed time per iter";
+  MegatronLog l2 = read_megatron_text(cut_iteration, "cut2.log");
+  ASSERT_EQ(l2.iterations.size(), 3u);
+  EXPECT_TRUE(l2.iterations[2].unterminated);
+  std::vector<MegatronLog> logs{l2};
+  MegatronSummary s = summarize_megatron(logs);
+  ASSERT_EQ(s.steady.size(), 1u);
+  EXPECT_EQ(s.steady[0].iteration_lines, 2);  // the cut line does not count
+}
+
+TEST(MegatronLog, BinaryIsAnError) {
+  std::string text("iteration\0\0\0", 12);
+  try {
+    read_megatron_text(text, "bin.log");
+    FAIL();
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "bin.log@9: NUL byte: not a text log");
+  }
+}
+
+TEST(MegatronLogShared, Gpt2FourWayDataParallel2023) {
+  if (!shared_data_available()) GTEST_SKIP() << shared_data_missing();
+  MegatronLog log = sample("llm_action_gpt2_345m_4dp_2023.log");
+  EXPECT_EQ(log.sizes.at("world"), 4);
+  EXPECT_EQ(log.sizes.at("data"), 4);
+  EXPECT_EQ(log.sizes.at("tensor"), 1);
+  EXPECT_EQ(log.sizes.at("pipeline"), 1);
+  EXPECT_EQ(log.micro_batches, 2);
+  EXPECT_EQ(log.args.at("seq_length"), "1024");
+  ASSERT_EQ(log.iterations.size(), 13u);
+  const MegatronIteration& first = log.iterations[0];
+  EXPECT_EQ(first.line, 334);
+  EXPECT_EQ(first.iteration, 100);
+  EXPECT_EQ(first.train_iters, 5000);
+  EXPECT_EQ(first.elapsed_ms, 296.8);
+  EXPECT_EQ(first.learning_rate, 3.937e-06);  // 3-decimal lr of 2023
+  EXPECT_EQ(first.lm_loss, 9.729805);
+  EXPECT_EQ(first.timestamp, "");
+  ASSERT_EQ(log.memory.size(), 1u);
+  EXPECT_EQ(log.memory[0].line, 335);
+  EXPECT_EQ(log.memory[0].allocated_mib, 6816.88818359375);
+  EXPECT_EQ(log.memory[0].max_allocated_mib, 8696.8515625);
+  EXPECT_EQ(log.memory[0].reserved_mib, 8786.0);
+  ASSERT_EQ(log.rank_params.size(), 1u);
+  EXPECT_EQ(log.rank_params[0].parameters, 354871296);
+  std::vector<MegatronLog> logs{log};
+  MegatronSummary s = summarize_megatron(logs);
+  ASSERT_EQ(s.steady.size(), 1u);
+  EXPECT_EQ(s.steady[0].warmup_lines, 1);
+  EXPECT_DOUBLE_EQ(*s.steady[0].median_elapsed_ms, 290.9);  // 12 lines after the first: (290.9 + 290.9) / 2
+  EXPECT_NEAR(*s.steady[0].tokens_per_s, 8 * 1024 / 0.2909, 1e-6);
+}
+
+TEST(MegatronLogShared, Gpt2PipelineAndTensorParallel2023) {
+  if (!shared_data_available()) GTEST_SKIP() << shared_data_missing();
+  MegatronLog pp4 = sample("llm_action_gpt2_345m_pp4_2023.log");
+  EXPECT_EQ(pp4.sizes.at("pipeline"), 4);
+  ASSERT_EQ(pp4.memory.size(), 4u);
+  EXPECT_EQ(rank_line(pp4, 0)->max_allocated_mib, 7643.34033203125);
+  EXPECT_EQ(rank_line(pp4, 1)->max_allocated_mib, 5477.08251953125);
+  EXPECT_EQ(rank_line(pp4, 2)->max_allocated_mib, 4104.89501953125);
+  EXPECT_EQ(rank_line(pp4, 3)->max_allocated_mib, 4390.34521484375);
+  EXPECT_EQ(rank_line(pp4, 3)->reserved_mib, 4522.0);
+  EXPECT_EQ(rank_line(pp4, 2)->line, 345);
+  ASSERT_EQ(pp4.rank_params.size(), 4u);
+  EXPECT_EQ(pp4.rank_params[3].coords, (std::vector<int>{0, 0}));
+  EXPECT_EQ(pp4.rank_params[3].parameters, 128137216);
+  EXPECT_EQ(pp4.rank_params[2].coords, (std::vector<int>{0, 3}));
+  EXPECT_EQ(pp4.rank_params[2].parameters, 127090688);
+  EXPECT_EQ(pp4.iterations.size(), 20u);
+
+  MegatronLog tp2pp2 = sample("llm_action_gpt2_345m_tp2pp2_2023.log");
+  EXPECT_EQ(tp2pp2.iterations.size(), 5u);
+  EXPECT_EQ(tp2pp2.iterations[0].skipped_iterations, 15);
+  EXPECT_EQ(tp2pp2.iterations[0].loss_scale, 262144.0);
+  EXPECT_EQ(rank_line(tp2pp2, 0)->max_allocated_mib, 7253.22705078125);
+  EXPECT_EQ(rank_line(tp2pp2, 3)->max_reserved_mib, 5968.0);
+  EXPECT_EQ(rank_line(tp2pp2, 2)->max_reserved_mib, 5718.0);
+  EXPECT_EQ(tp2pp2.rank_params.size(), 4u);
+  EXPECT_EQ(tp2pp2.rank_params[1].axes, (std::vector<std::string>{"tensor", "pipeline"}));
+  EXPECT_EQ(tp2pp2.rank_params[1].parameters, 101437440);
+
+  MegatronLog tp4 = sample("llm_action_gpt2_345m_tp4_2023.log");
+  EXPECT_EQ(tp4.sizes.at("tensor"), 4);
+  EXPECT_EQ(rank_line(tp4, 3)->allocated_mib, 1795.06005859375);
+  EXPECT_EQ(tp4.rank_params[0].parameters, 89714688);
+
+  std::vector<MegatronLog> logs{pp4, tp2pp2, tp4};
+  MegatronSummary s = summarize_megatron(logs);
+  ASSERT_EQ(s.steady.size(), 3u);
+  EXPECT_DOUBLE_EQ(*s.steady[0].median_elapsed_ms, 381.3);                  // 10th of 19
+  EXPECT_DOUBLE_EQ(*s.steady[1].median_elapsed_ms, (1031.7 + 1082.6) / 2);  // 4 lines after the first
+  EXPECT_DOUBLE_EQ(*s.steady[2].median_elapsed_ms, 2701.1);
+  // Ranks merged across the three runs: rank 0's highest max allocated is pp4's (7643 > 7253 > 3059).
+  ASSERT_EQ(s.ranks.size(), 4u);
+  EXPECT_EQ(s.ranks[0].max_allocated_mib, 7643.34033203125);  // pp4 rank 0 is higher
+  EXPECT_EQ(s.ranks[0].line, 346);
+  EXPECT_EQ(s.ranks[0].reports, 3);
+}
+
+TEST(MegatronLogShared, Gpt2SingleGpuResumedRun) {
+  if (!shared_data_available()) GTEST_SKIP() << shared_data_missing();
+  MegatronLog log = sample("llm_action_gpt2_345m_1gpu_2023.log");
+  EXPECT_TRUE(log.iterations.empty());  // resumed at the last iteration: training ends at once
+  EXPECT_TRUE(log.memory.empty());
+  EXPECT_EQ(log.sizes.at("world"), 1);
+  EXPECT_EQ(log.micro_batches, 2);
+  ASSERT_EQ(log.rank_params.size(), 1u);
+  EXPECT_EQ(log.rank_params[0].parameters, 354871296);
+  EXPECT_EQ(log.rank_params[0].line, 266);
+  EXPECT_EQ(log.args.at("global_batch_size"), "2");
+}
+
+TEST(MegatronLogShared, LingV2With2025Timestamps) {
+  if (!shared_data_available()) GTEST_SKIP() << shared_data_missing();
+  MegatronLog log = sample("ling_v2_megatron_pretrain_example_2025.log");
+  ASSERT_EQ(log.iterations.size(), 10u);
+  EXPECT_EQ(log.iterations[0].timestamp, "2025-09-05 16:08:14");
+  EXPECT_EQ(log.iterations[0].elapsed_ms, 79489.9);
+  EXPECT_EQ(log.iterations[0].tflops_per_gpu, 18.0);
+  EXPECT_EQ(log.iterations[0].learning_rate, 2.999998e-05);
+  EXPECT_EQ(log.iterations[0].losses.at("z_loss"), 10.91659);
+  EXPECT_EQ(log.iterations[0].losses.at("mtp_1 loss"), 2.828435);
+  EXPECT_EQ(log.iterations[9].iteration, 10);
+  ASSERT_EQ(log.memory.size(), 1u);
+  EXPECT_EQ(log.memory[0].max_allocated_mib, 63359.77001953125);
+  EXPECT_EQ(log.memory[0].after_iterations, 1);
+  std::vector<MegatronLog> logs{log};
+  MegatronSummary s = summarize_megatron(logs);
+  EXPECT_EQ(s.steady[0].warmup_lines, 2);  // iterations 1 and 2
+  EXPECT_DOUBLE_EQ(*s.steady[0].median_elapsed_ms, (10765.6 + 10767.4) / 2);
+  EXPECT_DOUBLE_EQ(*s.steady[0].median_tflops_per_gpu, 133.1);
+}
+
+TEST(MegatronLogShared, IssueAndForkExcerpts) {
+  if (!shared_data_available()) GTEST_SKIP() << shared_data_missing();
+  MegatronLog moe = sample("issue_nvidia_megatron_756_mixtral_h100_excerpt.log");
+  ASSERT_EQ(moe.iterations.size(), 2u);
+  EXPECT_EQ(moe.iterations[0].timestamp, "2024-04-06 02:55:45");
+  EXPECT_EQ(moe.iterations[0].tflops_per_gpu, 231.9);
+  EXPECT_EQ(moe.iterations[0].losses.at("load_balancing_loss"), 1.087362);
+  EXPECT_EQ(moe.iterations[0].num_zeros, 0.0);
+  EXPECT_EQ(moe.iterations[1].grad_norm, 6.603);
+  ASSERT_EQ(moe.memory.size(), 1u);
+  EXPECT_EQ(moe.memory[0].rank, 1);
+  EXPECT_EQ(moe.memory[0].max_allocated_mib, 54250.98583984375);
+  EXPECT_EQ(moe.memory[0].max_reserved_mib, 61480.0);
+
+  MegatronLog epfl = sample("issue_epfllm_megatron_llm_11_excerpt.log");
+  ASSERT_EQ(epfl.iterations.size(), 4u);
+  EXPECT_EQ(epfl.iterations[0].iteration, 122);
+  EXPECT_EQ(epfl.iterations[0].train_iters, 250000);
+  EXPECT_EQ(epfl.iterations[0].learning_rate, 9.150e-06);
+  EXPECT_EQ(epfl.iterations[3].elapsed_ms, 89075.2);
+  EXPECT_EQ(epfl.iterations[3].grad_norm, 0.356);
+
+  // A "Number of active parameters…" print glued to the end of an iteration line.
+  MegatronLog glued = sample("issue_flagos_megatron_lm_fl_45_interleaved_excerpt.log");
+  ASSERT_EQ(glued.iterations.size(), 1u);
+  EXPECT_EQ(glued.iterations[0].timestamp, "2026-05-31 12:11:53.218342");
+  EXPECT_EQ(glued.iterations[0].tflops_per_gpu, 16.6);
+  EXPECT_EQ(glued.iterations[0].nan_iterations, 0);
+  EXPECT_EQ(glued.iterations[0].fields.count("Number of active parameters in transformer block in billions"),
+            0u);
+  EXPECT_EQ(glued.billions("parameters in transformer block"), 1.35);
+  EXPECT_EQ(glued.billions("active parameters in transformer block"), 0.44);
+  ASSERT_EQ(glued.param_counts.size(), 2u);
+  EXPECT_EQ(glued.param_counts[1].line, 3);
+
+  MegatronLog fs = sample("flagscale_pr454_theoretical_memory_excerpt.log");
+  ASSERT_TRUE(fs.theoretical);
+  EXPECT_EQ(fs.theoretical->weight_and_optimizer_mib, 46983.28);
+  EXPECT_EQ(fs.theoretical->activation_mib, 8989.01);
+  EXPECT_EQ(fs.theoretical->total_mib, 55972.29);
+  EXPECT_EQ(fs.billions("parameters in transformer block"), 14.86);
+  EXPECT_EQ(fs.billions("parameters in embedding layers"), 1.56);
+  EXPECT_EQ(fs.billions("total parameters"), 16.42);
+  EXPECT_EQ(fs.billions("parameters in most loaded shard"), 4.1055);
+  EXPECT_EQ(fs.billions("attn parameters in a transformer block"), 0.06);
+
+  MegatronLog ds = sample("megatron_deepspeed_alcf_polaris_2024.log");
+  ASSERT_EQ(ds.iterations.size(), 2u);
+  EXPECT_EQ(ds.iterations[0].tokens_per_gpu_per_s, 775.25);
+  EXPECT_EQ(ds.iterations[1].tflops_per_gpu, 98.29);  // the fork's "TFLOPs" field
+  EXPECT_EQ(ds.iterations[0].fields.at("consumed tokens"), "131072");
+  EXPECT_EQ(ds.iterations[0].fields.at("actual seqlen"), "4096");
+  ASSERT_EQ(ds.memory.size(), 2u);  // DeepSpeed's "[Rank 0] time (ms)" lines are not memory lines
+  EXPECT_EQ(rank_line(ds, 1)->max_reserved_mib, 35824.0);
+  EXPECT_EQ(rank_line(ds, 0)->max_reserved_mib, 32994.0);
+}
+
+TEST(LogsMegatronCli, TablesAndJson) {
+  if (!shared_data_available()) GTEST_SKIP() << shared_data_missing();
+  std::string dir = (shared_data_dir() / "samples/megatron_logs").string();
+  RunResult r =
+      run_preflight("logs megatron " + shell_quote(dir + "/llm_action_gpt2_345m_pp4_2023.log") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ranks"].size(), 4u);
+  EXPECT_EQ(j["ranks"][3]["max_allocated_mib"], 4390.34521484375);
+  EXPECT_EQ(j["ranks"][3]["line"], 349);
+  EXPECT_EQ(j["steady_state"][0]["median_elapsed_ms"], 381.3);
+  r = run_preflight("logs megatron " + shell_quote(dir + "/llm_action_gpt2_345m_tp2pp2_2023.log"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("7253.23"), std::string::npos) << r.out;
+  r = run_preflight("logs megatron /nonexistent/x.log");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("preflight: error: /nonexistent/x.log: cannot open"), std::string::npos) << r.err;
+}
