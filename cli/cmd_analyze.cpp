@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "preflight/analyzer/calibrate.hpp"
 #include "preflight/analyzer/compat_get_training_info.hpp"
 #include "preflight/analyzer/layer_graph.hpp"
 #include "preflight/analyzer/megatron_args.hpp"
@@ -29,6 +30,7 @@ const char* kAnalyzeHelp =
     "                           architecture flags are then optional and override it\n"
     "  --json                   print the report as JSON\n"
     "  --device-memory GIB      device memory; exit 1 when a stage does not fit\n"
+    "  --calibration FILE       apply coefficients fitted by `preflight calibrate --fit`\n"
     "  --compat get_training_info\n"
     "                           print exactly what Megatron-LM PR 482's get_training_info.py prints\n"
     "  -h, --help               this text\n";
@@ -38,6 +40,7 @@ struct AnalyzeCli {
   std::optional<double> device_memory_gib;
   std::optional<std::string> model;
   std::optional<std::string> compat;
+  std::optional<std::string> calibration;
   Words rest;
 };
 
@@ -61,6 +64,8 @@ AnalyzeCli take_options(const Words& words) {
       } catch (const std::exception&) {
         throw InputError("--device-memory", "expected a number of GiB, got '" + v + "'");
       }
+    } else if (w == "--calibration" || w.rfind("--calibration=", 0) == 0) {
+      cli.calibration = value("--calibration");
     } else if (w == "--compat" || w.rfind("--compat=", 0) == 0) {
       cli.compat = value("--compat");
       if (*cli.compat != "get_training_info")
@@ -97,6 +102,10 @@ int run_analyze(const Words& words) {
   analyzer::AnalyzeOptions opts;
   opts.warnings = model_warnings;
   opts.warnings.insert(opts.warnings.end(), cfg.warnings.begin(), cfg.warnings.end());
+  if (cli.calibration) {
+    analyzer::apply_calibration(graph, analyzer::load_calibration_file(*cli.calibration));
+    opts.warnings.push_back("calibrated with " + *cli.calibration);
+  }
   opts.device_memory_gib = cli.device_memory_gib;
   if (cli.json)
     std::cout << analyzer::analysis_json(graph, opts).dump(2) << "\n";

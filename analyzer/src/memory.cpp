@@ -27,6 +27,7 @@ MemoryReport stage_memory(const LayerGraph& graph) {
     s.pp_rank = r;
     auto chunks = graph.stage(r);
     s.first_layer = chunks.front()->first_layer;
+    s.overhead_bytes = chunks.front()->overhead_bytes;
     std::vector<double> chunk_act;
     for (const StageGraph* c : chunks) {
       s.num_layers += c->num_layers;

@@ -7,6 +7,7 @@
 
 #include "preflight/analyzer/communication.hpp"
 #include "preflight/analyzer/memory.hpp"
+#include "preflight/analyzer/memory_timeline.hpp"
 #include "preflight/analyzer/rank_groups.hpp"
 #include "preflight/common/table.hpp"
 #include "preflight/common/units.hpp"
@@ -506,7 +507,8 @@ nlohmann::json op_json(const Op& op) {
   for (const auto& p : op.params) j["param_shapes"][p.name] = {{"local", p.shape}, {"full", p.full_shape}};
   for (const auto& s : op.saved) j["saved"][s.name] = s.bytes;
   j["kept"] = nlohmann::json::array();
-  for (const auto& t : op.kept) j["kept"].push_back({{"name", t.name}, {"bytes", t.bytes}, {"input", t.is_input}});
+  for (const auto& t : op.kept)
+    j["kept"].push_back({{"name", t.name}, {"bytes", t.bytes}, {"input", t.is_input}});
   for (const auto& c : op.comms)
     j["comms"].push_back({{"kind", to_string(c.kind)},
                           {"group", to_string(c.group)},
@@ -652,6 +654,13 @@ nlohmann::json analysis_json(const LayerGraph& graph, const AnalyzeOptions& opts
                                      {"inflight_microbatches", s.inflight_microbatches},
                                      {"activation_bytes", s.activation_bytes},
                                      {"total_bytes", s.total_bytes()}});
+    PeakPoint pk = stage_peak(graph, s.pp_rank);
+    j["memory"]["stages"].back()["peak"] = {{"bytes", pk.bytes},
+                                            {"static_bytes", pk.static_bytes},
+                                            {"activation_bytes", pk.activation_bytes},
+                                            {"transient_bytes", pk.transient_bytes},
+                                            {"phase", pk.phase},
+                                            {"op", pk.op}};
   }
   j["memory"]["peak_stage"] = mem.peak_stage;
   j["memory"]["peak_bytes"] = mem.stages[mem.peak_stage].total_bytes();

@@ -167,6 +167,7 @@ def main():
     consumed = 0
     for iteration in range(1, args.train_iters + 1):
         iteration_holder[0] = iteration - 1
+        markers.instant(markers.ITERATION)
         start = time.time()
         lr = learning_rate(args, iteration)
         for group in optimizer.param_groups:

@@ -5,6 +5,7 @@ The schedule pushes one marker per step so that `preflight calibrate` can cut th
 * ``setup.parameters``   model construction (parameters, including the tied output-layer copy)
 * ``setup.grad_buffer``  the fp32 main-grad buffer (Megatron DDP's contiguous grad buffer)
 * ``setup.optimizer``    fp32 master parameters (bf16 only) and the Adam moments, allocated eagerly
+* ``schedule.iteration``      at the start of each iteration (pushed and popped at once)
 * ``schedule.forward_step``   one per micro batch: from the receive of its input (or the data batch) to
   after its output was sent and deallocated
 * ``schedule.backward_step``  one per micro batch: from the receive of its output gradient to the backward
@@ -18,6 +19,7 @@ import ctypes
 SETUP_PARAMETERS = "setup.parameters"
 SETUP_GRAD_BUFFER = "setup.grad_buffer"
 SETUP_OPTIMIZER = "setup.optimizer"
+ITERATION = "schedule.iteration"
 FORWARD_STEP = "schedule.forward_step"
 BACKWARD_STEP = "schedule.backward_step"
 
@@ -52,6 +54,12 @@ def pop():
     lib = _lib()
     if lib is not None:
         lib.preflight_marker_pop()
+
+
+def instant(name):
+    """A marker that only timestamps a point of the schedule."""
+    push(name)
+    pop()
 
 
 class marker:

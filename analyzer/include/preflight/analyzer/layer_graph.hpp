@@ -118,6 +118,18 @@ struct Op {
   std::int64_t kept_bytes = 0;     ///< bytes still allocated after the forward pass, recompute applied
   std::vector<SavedTensor> kept;   ///< the tensors behind kept_bytes (Σ bytes = kept_bytes)
   bool recompute = false;          ///< its forward is re-run in backward (inside a checkpoint)
+  int checkpoint = -1;  ///< ops with the same id (≥ 0) are re-run together by one checkpoint call
+
+  // Transient memory, for the peak along the schedule (memory_timeline.hpp).  Modelled for TorchCpu only
+  // (0 for MegatronCore).  Bytes on this rank for one micro batch.
+  /// Alive at the op's forward peak on top of what the ops up to it keep: outputs not kept for backward
+  /// but still referenced (the qkv output until the attention block returns, logits until the loss),
+  /// scores before softmax, matmul outputs before a bias add.
+  std::int64_t fwd_transient_bytes = 0;
+  /// Allocated by the op's backward at its peak, on top of the gradient flowing in: the input gradient,
+  /// weight gradients before they are added into main_grad, workspaces (softmax/dropout gradients).
+  /// With selective recompute of the op, also the re-run forward's tensors.
+  std::int64_t bwd_transient_bytes = 0;
 
   double fwd_flops = 0;         ///< forward FLOPs (multiply-add = 2)
   double bwd_input_flops = 0;   ///< backward FLOPs for input gradients
@@ -141,6 +153,9 @@ struct StageGraph {
   std::vector<Op> ops;
   /// Stage-level collectives per micro batch (pipeline send/recv).
   std::vector<CommOp> p2p;
+  /// Constant bytes per rank outside any op (runtime buffers), from a calibration file
+  /// (calibrate.hpp apply_calibration); 0 otherwise.  Counted once per rank (first chunk).
+  double overhead_bytes = 0;
 
   std::int64_t param_numel() const;            ///< all parameters held
   std::int64_t expert_param_numel() const;     ///< of which expert parameters

@@ -38,8 +38,11 @@ struct StageMemory {
   double activation_bytes_per_microbatch = 0;  ///< all chunks, one micro batch each
   double inflight_microbatches = 0;            ///< micro batches whose activations are alive at the peak
   double activation_bytes = 0;                 ///< activations alive at the peak
-  double total_bytes() const { return weight_bytes + grad_bytes + optimizer_bytes + activation_bytes; }
-  double static_bytes() const { return weight_bytes + grad_bytes + optimizer_bytes; }
+  double overhead_bytes = 0;  ///< calibrated constant per rank (StageGraph::overhead_bytes); 0 uncalibrated
+  double total_bytes() const {
+    return weight_bytes + grad_bytes + optimizer_bytes + activation_bytes + overhead_bytes;
+  }
+  double static_bytes() const { return weight_bytes + grad_bytes + optimizer_bytes + overhead_bytes; }
 };
 
 struct MemoryReport {
