@@ -38,6 +38,9 @@ struct Command {
   std::function<std::function<int()>(CLI::App& sub)> add;
 };
 
+/// `preflight trace summarize|export FILE…` (cmd_trace.cpp)
+Command trace_command();
+
 /// All CLI11 subcommands, in the order `preflight --help` lists them.
 std::vector<Command> cli11_commands();
 
