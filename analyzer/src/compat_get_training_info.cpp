@@ -470,7 +470,8 @@ class Printer {
 using Group = std::vector<std::string>;
 
 std::int64_t to_i64(const PyNum& x, const char* what) {
-  if (!x.as_int().fits_slong_p())
+  // Beyond 2^62 the original would list billions of ranks (it hangs); the bound keeps our int64 loops exact.
+  if (abs(x.as_int()) >= (mpz_class(1) << 62))
     throw InputError("--nproc_per_node", std::string(what) + " is too large to list its groups");
   return x.as_int().get_si();
 }
@@ -775,11 +776,13 @@ std::string render_get_training_info(const std::vector<std::string>& args) {
       while (start < n) {
         const PyNum end = start + L <= n ? start + L - 1 : n - 1;
         if (stage >= pp_mapping.size())
-          throw InputError("--num-layers", compat::py_str(n) + " layers do not make " + compat::py_str(p) +
-                                               " pipeline stages of " + compat::py_str(L) +
-                                               " layers (n // pp); get_training_info.py crashes listing "
-                                               "stage " +
-                                               std::to_string(stage) + " (IndexError)");
+          throw InputError("--num-layers",
+                           compat::py_str(n) + " layers do not split evenly into " + compat::py_str(p) +
+                               " pipeline stages: get_training_info.py gives every stage " +
+                               compat::py_str(n) + " // " + compat::py_str(p) + " = " + compat::py_str(L) +
+                               " layers and crashes (IndexError) listing "
+                               "stage " +
+                               std::to_string(stage) + ", which has no devices");
         later_stages += b1 + leaf + "Stage" + std::to_string(stage) + ": ParallelTransformerLayer_Index" +
                         compat::py_str(start) + "-" + compat::py_str(end) + "\n";
         later_stages += b2 + leaf + "stage_device_mappings \n";
