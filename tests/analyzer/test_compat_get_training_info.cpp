@@ -131,7 +131,7 @@ TEST(CompatSharedGoldens, InRepoCopiesMatchReferenceData) {
     EXPECT_EQ(read_file(copy), read_file(e.path())) << e.path();
     ++compared;
   }
-  EXPECT_EQ(compared, 4);
+  EXPECT_GE(compared, 4);
 }
 
 TEST(CompatCli, UnknownToolIsRejected) {
