@@ -24,6 +24,8 @@ using Words = std::vector<std::string>;
 
 /// `preflight analyze [options] [torchrun + Megatron args…]`
 int run_analyze(const Words& args);
+/// `preflight balance [options]` — raw because it accepts SAPP's single-dash long flags (-mb, -mem, -lm).
+int run_balance(const Words& args);
 
 /// `preflight logs dryrun DIR` · `preflight logs megatron FILE…` (cmd_logs.cpp)
 std::function<int()> add_logs_command(CLI::App& sub);

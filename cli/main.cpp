@@ -13,19 +13,22 @@ const char* kUsage =
     "\n"
     "usage: preflight <command> [options]\n"
     "\n"
-    "  analyze [torchrun + Megatron args…]   Megatron-style memory and communication tables\n";
+    "  analyze [torchrun + Megatron args…]   Megatron-style memory and communication tables\n"
+    "  balance [SAPP options]                pipeline layer/recompute balancing (MindFormers SAPP)\n";
 
 int dispatch(int argc, char** argv) {
   using namespace preflight::cli;
   std::vector<std::string> words(argv + 1, argv + argc);
   if (!words.empty() && words[0] == "analyze") return run_analyze(Words(words.begin() + 1, words.end()));
+  if (!words.empty() && words[0] == "balance") return run_balance(Words(words.begin() + 1, words.end()));
 
   CLI::App app{"preflight — will this LLM training run fit, how fast will it go, how should it be balanced"};
   app.name("preflight");
   app.require_subcommand(1);
   app.footer(
       "analyze [torchrun + Megatron args…]: Megatron-style memory and communication tables "
-      "(see `preflight analyze --help`)");
+      "(see `preflight analyze --help`)\n"
+      "balance [SAPP options]: pipeline layer/recompute balancing (see `preflight balance --help`)");
   std::function<int()> to_run;
   for (const Command& c : cli11_commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);

@@ -1,0 +1,55 @@
+#pragma once
+/// @file local_search.hpp
+/// Simulator-driven improvement of a placement: simulated annealing over single-layer moves, then a
+/// first-improvement descent until no single move helps.  Every candidate is scored by the simulator
+/// itself (makespan, peak memory per stage), so what this returns is what `simulate` reports.
+///
+/// Moves: change the recompute class of one layer; move one layer to another chunk (any stage), keeping
+/// or changing its class.  A move is only taken when every stage still fits the memory limit in the
+/// simulator and every chunk keeps ≥ 1 layer (body kinds stay in model order).  Score: makespan, then
+/// less total recompute time.  Deterministic for a given seed and iteration budget.
+
+#include <cstdint>
+
+#include "preflight/analyzer/balance/simulator.hpp"
+
+namespace preflight::analyzer::balance {
+
+struct SearchOptions {
+  std::uint64_t seed = 1;
+  long iterations = 200000;   ///< annealing moves tried (each costs one simulation when memory allows)
+  double time_limit_s = 1e9;  ///< wall-clock cap for the whole search
+  bool descent = true;        ///< finish with a full first-improvement descent
+  /// Annealing temperatures, as fractions of the starting makespan.
+  double temperature_start = 0.001;
+  double temperature_end = 0.00005;
+  /// Iterated local search: after the first anneal, this many rounds of "perturb the best with a few
+  /// random moves, anneal briefly at low temperature, descend"; each round gets iterations / (2 · kicks)
+  /// moves and the first anneal the other half.
+  int kicks = 0;
+  /// Once a fitting placement is reached, annealing may leave the memory limit at this cost (ms of
+  /// score per MB over the limit); 0 keeps every step within the limit.  Only fitting placements are
+  /// ever returned.
+  double memory_penalty = 0;
+};
+
+struct SearchResult {
+  Assignment best;
+  double makespan_ms = 0;
+  bool fits = false;      ///< best fits the memory limit in the simulator
+  long evaluations = 0;   ///< simulations run
+  long improvements = 0;  ///< times the best was improved
+  double seconds = 0;
+};
+
+/// Score of a placement: makespan (ms) plus a 1e-4 weight on the total recompute time of one micro batch,
+/// so that of two equally fast placements the one that recomputes less wins.
+double placement_score(double makespan_ms, const ChunkCosts& costs);
+
+/// Makes `start` fit the memory limit if it does not (greedy: lighter recompute classes, then moving
+/// layers off the stages over the limit), then improves it.  When no fitting placement is found,
+/// `fits` is false and `best` is the placement with the least memory excess.
+SearchResult improve_placement(const BalanceProblem& problem, const ScheduleGraph& graph,
+                               const Assignment& start, const SearchOptions& options);
+
+}  // namespace preflight::analyzer::balance

@@ -1,0 +1,356 @@
+#include "preflight/analyzer/balance/local_search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <random>
+
+namespace preflight::analyzer::balance {
+
+double placement_score(double makespan_ms, const ChunkCosts& costs) {
+  double rec = 0;
+  for (double r : costs.recompute_ms) rec += r;
+  return makespan_ms + 1e-4 * rec;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One layer changes class and/or chunk.
+struct Change {
+  int kind = 0;
+  int r_from = 0, v1 = 0, s1 = 0;
+  int r_to = 0, v2 = 0, s2 = 0;
+};
+// A move is one or two changes (two: swaps between chunks).
+struct Move {
+  Change c[2];
+  int n = 1;
+};
+
+class State {
+ public:
+  State(const BalanceProblem& problem, const ScheduleGraph& graph, const Assignment& a)
+      : p_(problem), g_(graph), x_(a), costs_(chunk_costs(problem, a)) {
+    S_ = problem.pipeline.stages;
+    V_ = problem.pipeline.chunks;
+    K_ = static_cast<int>(problem.model.bodies.size());
+    classes_.resize(K_);
+    for (int k = 0; k < K_; ++k)
+      for (Recompute r : kAllRecompute)
+        if (problem.model.bodies[k].considered(r)) classes_[k].push_back(static_cast<int>(r));
+    peak_.resize(S_);
+    for (int s = 0; s < S_; ++s) peak_[s] = simulate_stage_peak(g_, costs_, s);
+    makespan_ = simulate_makespan(g_, costs_, scratch_);
+    for (double r : costs_.recompute_ms) rec_total_ += r;
+  }
+
+  double excess() const {
+    double e = 0;
+    for (double pk : peak_) e += std::max(0.0, pk - p_.memory_limit_mb);
+    return e;
+  }
+  bool fits() const { return excess() <= 1e-6; }
+  double score() const { return makespan_ + 1e-4 * rec_total_; }
+  double objective(double penalty) const { return score() + penalty * excess(); }
+  double makespan() const { return makespan_; }
+  const Assignment& assignment() const { return x_; }
+  int S() const { return S_; }
+  int V() const { return V_; }
+  int K() const { return K_; }
+  const std::vector<int>& classes(int k) const { return classes_[k]; }
+
+  // Applies the move if every intermediate state is legal (counts ≥ 0, chunks non-empty at the end,
+  // kind order); returns false and leaves the state unchanged otherwise.
+  bool apply(const Move& m) {
+    int done = 0;
+    bool ok = true;
+    for (; done < m.n; ++done) {
+      const Change& c = m.c[done];
+      if (x_.at(c.kind, static_cast<Recompute>(c.r_from), c.v1, c.s1) < 1 ||
+          (c.r_from == c.r_to && c.v1 == c.v2 && c.s1 == c.s2)) {
+        ok = false;
+        break;
+      }
+      add(c.kind, c.r_from, c.v1, c.s1, -1);
+      add(c.kind, c.r_to, c.v2, c.s2, +1);
+    }
+    if (ok)
+      for (int i = 0; i < m.n && ok; ++i)
+        ok = x_.chunk_layers(m.c[i].v1, m.c[i].s1) >= 1 && x_.chunk_layers(m.c[i].v2, m.c[i].s2) >= 1 &&
+             representable(m.c[i].kind, m.c[i].v1, m.c[i].s1) &&
+             representable(m.c[i].kind, m.c[i].v2, m.c[i].s2);
+    if (ok && K_ > 1) ok = order_ok();
+    if (!ok) {
+      for (int i = done - 1; i >= 0; --i) revert(m.c[i]);
+      return false;
+    }
+    return true;
+  }
+  void undo(const Move& m) {
+    for (int i = m.n - 1; i >= 0; --i) revert(m.c[i]);
+  }
+  // Peaks of touched stages; makespan.
+  void refresh_memory(const Move& m, std::vector<std::pair<int, double>>& saved) {
+    saved.clear();
+    for (int i = 0; i < m.n; ++i)
+      for (int s : {m.c[i].s1, m.c[i].s2}) {
+        bool seen = false;
+        for (auto& [st, v] : saved) seen = seen || st == s;
+        if (seen) continue;
+        saved.emplace_back(s, peak_[s]);
+        peak_[s] = simulate_stage_peak(g_, costs_, s);
+      }
+  }
+  void restore_memory(const std::vector<std::pair<int, double>>& saved) {
+    for (auto [s, v] : saved) peak_[s] = v;
+  }
+  void refresh_time() { makespan_ = simulate_makespan(g_, costs_, scratch_); }
+  void set_makespan(double v) { makespan_ = v; }
+
+ private:
+  void revert(const Change& c) {
+    add(c.kind, c.r_to, c.v2, c.s2, -1);
+    add(c.kind, c.r_from, c.v1, c.s1, +1);
+  }
+  // MindFormers' yaml cannot put select-only and comm-only layers in one chunk (problem.hpp).
+  bool representable(int k, int v, int s) const {
+    return x_.at(k, Recompute::Select, v, s) == 0 || x_.at(k, Recompute::Comm, v, s) == 0;
+  }
+  bool order_ok() const {
+    int highest = 0;
+    for (int v = 0; v < V_; ++v)
+      for (int s = 0; s < S_; ++s)
+        for (int k = 0; k < K_; ++k)
+          if (x_.chunk_layers(k, v, s) > 0) {
+            if (k < highest) return false;
+            highest = k;
+          }
+    return true;
+  }
+  void add(int k, int r, int v, int s, int d) {
+    const BodyKind& b = p_.model.bodies[k];
+    const Recompute rr = static_cast<Recompute>(r);
+    x_.at(k, rr, v, s) += d;
+    const int i = v * S_ + s;
+    costs_.forward_ms[i] += d * b.forward_ms;
+    costs_.backward_ms[i] += d * b.backward(rr);
+    costs_.recompute_ms[i] += d * b.recompute_cost(rr);
+    costs_.activation_mb[i] += d * b.activation(rr);
+    costs_.static_mb[s] += d * b.param_mb;
+    rec_total_ += d * b.recompute_cost(rr);
+  }
+
+  const BalanceProblem& p_;
+  const ScheduleGraph& g_;
+  Assignment x_;
+  ChunkCosts costs_;
+  int S_ = 0, V_ = 0, K_ = 0;
+  std::vector<std::vector<int>> classes_;
+  std::vector<double> peak_;
+  std::vector<double> scratch_;
+  double makespan_ = 0, rec_total_ = 0;
+};
+
+}  // namespace
+
+SearchResult improve_placement(const BalanceProblem& problem, const ScheduleGraph& graph,
+                               const Assignment& start, const SearchOptions& options) {
+  const auto t0 = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  auto st = std::make_unique<State>(problem, graph, start);
+  SearchResult res;
+  res.best = st->assignment();
+  res.fits = st->fits();
+  res.makespan_ms = st->makespan();
+  double best_obj = st->objective(1000.0);
+  // Hard memory rule until a fitting placement is reached; then the soft penalty when one is set.
+  bool soft = false;
+  res.evaluations = 1;
+
+  const int S = st->S(), V = st->V(), K = st->K();
+  std::mt19937_64 rng(options.seed);
+  auto uni = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  auto unit = [&] { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); };
+  std::vector<std::pair<int, double>> saved;
+
+  // Applies m; keeps it when memory stays acceptable and `accept(new, old)`; else restores.
+  auto attempt = [&](const Move& m, auto&& accept) -> bool {
+    const double pen = soft ? options.memory_penalty : 1000.0;
+    const double old_obj = st->objective(pen);
+    const double old_excess = st->excess();
+    const double old_makespan = st->makespan();
+    if (!st->apply(m)) return false;
+    st->refresh_memory(m, saved);
+    // While fitting, never leave the feasible region; while not, never increase the excess.
+    const double new_excess = st->excess();
+    if (!soft && ((old_excess <= 1e-6 && new_excess > 1e-6) ||
+                  (old_excess > 1e-6 && new_excess > old_excess + 1e-9))) {
+      st->undo(m);
+      st->restore_memory(saved);
+      return false;
+    }
+    st->refresh_time();
+    ++res.evaluations;
+    const double new_obj = st->objective(pen);
+    if (!accept(new_obj, old_obj)) {
+      st->undo(m);
+      st->restore_memory(saved);
+      st->set_makespan(old_makespan);
+      return false;
+    }
+    const double ranked = st->objective(1000.0);
+    if (ranked < best_obj - 1e-9 && (st->fits() || !res.fits)) {
+      best_obj = ranked;
+      res.best = st->assignment();
+      res.fits = st->fits();
+      res.makespan_ms = st->makespan();
+      ++res.improvements;
+    }
+    if (st->fits() && options.memory_penalty > 0) soft = true;
+    return true;
+  };
+
+  // A random layer: chunk first, then a (kind, class) present there.
+  auto pick_layer = [&](Change& c) -> bool {
+    for (int tries = 0; tries < 64; ++tries) {
+      c.v1 = uni(V);
+      c.s1 = uni(S);
+      const int n = st->assignment().chunk_layers(c.v1, c.s1);
+      if (n < 1) continue;
+      int pick = uni(n);
+      for (int k = 0; k < K; ++k)
+        for (int r : st->classes(k)) {
+          const int cnt = st->assignment().at(k, static_cast<Recompute>(r), c.v1, c.s1);
+          if (pick < cnt) {
+            c.kind = k;
+            c.r_from = r;
+            return true;
+          }
+          pick -= cnt;
+        }
+    }
+    return false;
+  };
+  auto random_class = [&](int k) {
+    const auto& cls = st->classes(k);
+    return cls[uni(static_cast<int>(cls.size()))];
+  };
+  auto random_move = [&]() -> Move {
+    Move m;
+    Change& a = m.c[0];
+    if (!pick_layer(a)) return m;
+    const double u = unit();
+    if (u < 0.35) {  // change the class in place
+      a.v2 = a.v1;
+      a.s2 = a.s1;
+      a.r_to = random_class(a.kind);
+    } else if (u < 0.75) {  // move the layer (nearby more often)
+      a.v2 = a.v1;
+      a.s2 = a.s1;
+      if (unit() < 0.6) {
+        if (unit() < 0.5 || V == 1)
+          a.s2 = std::clamp(a.s1 + (unit() < 0.5 ? -1 : 1), 0, S - 1);
+        else
+          a.v2 = uni(V);
+      } else {
+        a.v2 = uni(V);
+        a.s2 = uni(S);
+      }
+      a.r_to = unit() < 0.5 ? a.r_from : random_class(a.kind);
+    } else {  // two layers: swap chunks, or exchange classes
+      Change& b = m.c[1];
+      if (!pick_layer(b)) return m;
+      m.n = 2;
+      if (unit() < 0.5) {
+        a.v2 = b.v1;
+        a.s2 = b.s1;
+        a.r_to = a.r_from;
+        b.v2 = a.v1;
+        b.s2 = a.s1;
+        b.r_to = b.r_from;
+      } else {
+        a.v2 = a.v1;
+        a.s2 = a.s1;
+        b.v2 = b.v1;
+        b.s2 = b.s1;
+        a.r_to = b.r_from;
+        b.r_to = a.r_from;
+        if (!problem.model.bodies[a.kind].considered(static_cast<Recompute>(a.r_to)) ||
+            !problem.model.bodies[b.kind].considered(static_cast<Recompute>(b.r_to)))
+          m.n = 0;
+      }
+    }
+    return m;
+  };
+
+  auto anneal = [&](long iters, double t_start, double t_end) {
+    for (long it = 0; it < iters; ++it) {
+      if ((it & 1023) == 0 && elapsed() > options.time_limit_s) break;
+      const double temp = t_start * std::pow(t_end / t_start, static_cast<double>(it) / std::max(1L, iters));
+      Move m = random_move();
+      if (m.n == 0) continue;
+      attempt(m, [&](double nw, double old) {
+        return nw <= old + 1e-12 || unit() < std::exp(-(nw - old) / temp);
+      });
+    }
+  };
+  // First-improvement descent over all single-layer moves from the current state.
+  auto descend = [&] {
+    auto better = [](double nw, double old) { return nw < old - 1e-9; };
+    bool improved = true;
+    while (improved && elapsed() <= options.time_limit_s) {
+      improved = false;
+      for (int k = 0; k < K && !improved; ++k)
+        for (int v1 = 0; v1 < V && !improved; ++v1)
+          for (int s1 = 0; s1 < S && !improved; ++s1)
+            for (int rf : st->classes(k)) {
+              if (improved) break;
+              if (st->assignment().at(k, static_cast<Recompute>(rf), v1, s1) < 1) continue;
+              for (int v2 = 0; v2 < V && !improved; ++v2)
+                for (int s2 = 0; s2 < S && !improved; ++s2)
+                  for (int rt : st->classes(k)) {
+                    Move m;
+                    m.c[0] = {k, rf, v1, s1, rt, v2, s2};
+                    if (attempt(m, better)) {
+                      improved = true;
+                      break;
+                    }
+                  }
+            }
+    }
+  };
+
+  const double base = std::max(1.0, st->makespan());
+  const long iters = std::max(0L, options.iterations);
+  const int kicks = std::max(0, options.kicks);
+  const long first = kicks > 0 ? iters / 2 : iters;
+  anneal(first, options.temperature_start * base, options.temperature_end * base);
+  if (options.descent) {
+    st = std::make_unique<State>(problem, graph, res.best);
+    soft = false;
+    descend();
+  }
+  for (int round = 0; round < kicks && elapsed() <= options.time_limit_s; ++round) {
+    st = std::make_unique<State>(problem, graph, res.best);
+    soft = false;
+    // Perturb: a few random moves that keep the memory within the limit, whatever they cost.
+    for (int j = 0, tries = 0; j < 6 && tries < 200; ++tries) {
+      Move m = random_move();
+      if (m.n > 0 && attempt(m, [](double, double) { return true; })) ++j;
+    }
+    soft = options.memory_penalty > 0 && res.fits;
+    anneal((iters - first) / kicks, 0.2 * options.temperature_start * base, options.temperature_end * base);
+    if (options.descent) {
+      st = std::make_unique<State>(problem, graph, res.best);
+      soft = false;
+      descend();
+    }
+  }
+  res.seconds = elapsed();
+  return res;
+}
+
+}  // namespace preflight::analyzer::balance

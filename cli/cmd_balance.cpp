@@ -1,0 +1,481 @@
+// preflight balance: SAPP's pipeline balancer (flags as SAPP's run_pipeline_balance.py, plus ours).
+// Wiring only: options → analyzer::balance (init yaml, decomposition, balancer, guide, SVG, report).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "preflight/analyzer/balance/balancer.hpp"
+#include "preflight/analyzer/balance/decompose.hpp"
+#include "preflight/analyzer/balance/guide.hpp"
+#include "preflight/analyzer/balance/init_config.hpp"
+#include "preflight/analyzer/balance/manual_config.hpp"
+#include "preflight/analyzer/balance/report.hpp"
+#include "preflight/analyzer/balance/svg.hpp"
+#include "preflight/common/error.hpp"
+
+namespace preflight::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace preflight::analyzer::balance;
+
+const char* kBalanceHelp =
+    "usage: preflight balance [options]\n"
+    "\n"
+    "Layer offsets and recompute per pipeline stage that minimise the iteration time under a memory\n"
+    "limit (MindFormers SAPP pipeline balancer; SAPP's flags are accepted as they are).\n"
+    "\n"
+    "inputs (one of):\n"
+    "  -init, --init FILE            SAPP init yaml: dryrun layout(s) and peak memories, decomposed here\n"
+    "  --memory FILE                 a `memory_usage:` block (`preflight logs dryrun DIR --sapp`); give it "
+    "once\n"
+    "                                per dryrun round, it replaces the init yaml's memory_usage\n"
+    "  --layer-json FILE             SAPP layer json (or SAPP's -lf DIR with -m NAME: DIR/NAME.json)\n"
+    "  --times H,B,T                 forward ms per micro batch of the head, a body layer and the tail\n"
+    "                                (else the init yaml's time_config)\n"
+    "  -m, --model_name NAME         model name (names the layer json and the SVG; default model_name)\n"
+    "pipeline:\n"
+    "  -s, --stage N                 pipeline stages (default 4)\n"
+    "  -mb, --micro_batch N          micro batches per iteration (default 4; at least the stages)\n"
+    "  -i, --interleave_degree N     virtual chunks per stage (default 1)\n"
+    "  -lm, --less_memory [BOOL]     less-memory interleaved schedule (MindSpore)\n"
+    "  -mem, --max_memory MB         memory limit per device (default 56000)\n"
+    "solver:\n"
+    "  -t, --time_limit SEC          wall-clock budget of the whole run (default 90)\n"
+    "  --formulation exact|sapp      exact: the simulator as MILP + simulator-driven search (default);\n"
+    "                                sapp: SAPP's surrogate MILP through CBC\n"
+    "  -O, --optimization_level N    SAPP's -O 0/1/2 (sapp formulation)\n"
+    "  --milp-time SEC               CBC time on the formulation (default: automatic)\n"
+    "  --seed N                      search seed (default 1)\n"
+    "  --dump-lp FILE                write the MILP in LP format\n"
+    "  --cbc-log                     CBC's log on stderr\n"
+    "  --loose                       SAPP's model as SAPP builds it: no tightening (bounds, symmetry) and\n"
+    "                                chunks may mix select-only and comm-only layers (read back as both)\n"
+    "SAPP behaviour (fixed by default, reproduced on request):\n"
+    "  --sapp-memory                 count the constant memory twice on the first and last stage, as SAPP\n"
+    "  --sapp-head-tail-round        a scalar head/tail memory belongs to the last dryrun round (SAPP's "
+    "code)\n"
+    "  --allow-negative              accept negative fitted memories (SAPP drops those recompute classes)\n"
+    "output:\n"
+    "  -o, --output_folder DIR       SVG folder (default ./output)\n"
+    "  --no-svg                      do not write SVGs\n"
+    "  -naive, --simulate_naive [B]  also show the naive strategies (and their SVGs)\n"
+    "  -manual, --manual_config FILE simulate the manual strategies in FILE next to the answer\n"
+    "  --write-layers FILE           write the layer json (SAPP format)\n"
+    "  -exec, --exec BOOL            false: stop after the decomposition / layer json\n"
+    "  --json                        JSON instead of text\n"
+    "  -v, --verbose                 list the solver steps\n"
+    "dryrun guide:\n"
+    "  -guide, --guide               plan the dryrun rounds (interactive without the next two)\n"
+    "  --stages N --layers L         pipeline stages and layers of the model\n"
+    "  --recompute LIST              classes to consider besides none: full,select,comm,both\n"
+    "                                (SAPP's questions: full, select, select+comm together, extra comm)\n"
+    "  --seed N                      seed of the random plan\n"
+    "\n"
+    "exit status: 0 a placement fits, 1 none fits the memory limit, 2 bad input.\n";
+
+struct Options {
+  std::optional<fs::path> init, layers, layer_folder, manual, output = fs::path("output"), write_layers,
+                                                              dump_lp;
+  std::vector<fs::path> memory;
+  std::optional<std::string> times;
+  std::string model_name = "model_name";
+  bool model_name_given = false;
+  int stages = 4, micro_batches = 4, chunks = 1;
+  bool less_memory = false;
+  double memory_mb = 56000;
+  double time_limit = 90;
+  int level = 1;
+  std::string formulation = "exact";
+  double milp_time = -1;
+  std::uint64_t seed = 1;
+  bool cbc_log = false, loose = false, sapp_memory = false, sapp_head_tail = false, allow_negative = false;
+  bool no_svg = false, naive = false, json = false, verbose = false, exec = true;
+  bool guide = false;
+  std::optional<int> guide_stages, guide_layers;
+  std::optional<std::string> guide_recompute;
+};
+
+bool is_bool_word(const std::string& w) {
+  static const char* words[] = {"1", "0", "true", "false", "True", "False", "yes", "no", "TRUE", "FALSE"};
+  for (const char* b : words)
+    if (w == b) return true;
+  return false;
+}
+bool bool_value(const std::string& w) {
+  std::string l;
+  for (char c : w) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return l == "1" || l == "true" || l == "yes";
+}
+
+Options parse(const Words& words) {
+  Options o;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    std::string w = words[i];
+    std::optional<std::string> inline_value;
+    if (w.rfind("--", 0) == 0)
+      if (auto eq = w.find('='); eq != std::string::npos) {
+        inline_value = w.substr(eq + 1);
+        w = w.substr(0, eq);
+      }
+    auto value = [&]() -> std::string {
+      if (inline_value) return *inline_value;
+      if (i + 1 >= words.size()) throw InputError(w, "expects a value");
+      return words[++i];
+    };
+    auto boolean = [&]() -> bool {  // SAPP's "-lm 1" style, or a bare switch
+      if (inline_value) return bool_value(*inline_value);
+      if (i + 1 < words.size() && is_bool_word(words[i + 1])) return bool_value(words[++i]);
+      return true;
+    };
+    auto integer = [&]() -> long long {
+      const std::string v = value();
+      try {
+        std::size_t pos = 0;
+        long long x = std::stoll(v, &pos);
+        if (pos != v.size()) throw std::invalid_argument(v);
+        return x;
+      } catch (const std::exception&) {
+        throw InputError(w, "expected an integer, got '" + v + "'");
+      }
+    };
+    auto number = [&]() -> double {
+      const std::string v = value();
+      try {
+        std::size_t pos = 0;
+        double x = std::stod(v, &pos);
+        if (pos != v.size()) throw std::invalid_argument(v);
+        return x;
+      } catch (const std::exception&) {
+        throw InputError(w, "expected a number, got '" + v + "'");
+      }
+    };
+    auto is = [&](std::initializer_list<const char*> names) {
+      for (const char* n : names)
+        if (w == n) return true;
+      return false;
+    };
+    if (is({"-init", "--init"}))
+      o.init = value();
+    else if (is({"--memory"}))
+      o.memory.emplace_back(value());
+    else if (is({"--layer-json"}))
+      o.layers = value();
+    else if (is({"--layers"}))
+      o.guide_layers = static_cast<int>(integer());
+    else if (is({"-lf", "--layer_folder"}))
+      o.layer_folder = value();
+    else if (is({"--times"}))
+      o.times = value();
+    else if (is({"-m", "--model_name"})) {
+      o.model_name = value();
+      o.model_name_given = true;
+    } else if (is({"-s", "--stage"}))
+      o.stages = static_cast<int>(integer());
+    else if (is({"-mb", "--micro_batch"}))
+      o.micro_batches = static_cast<int>(integer());
+    else if (is({"-i", "--interleave_degree"}))
+      o.chunks = static_cast<int>(integer());
+    else if (is({"-lm", "--less_memory"}))
+      o.less_memory = boolean();
+    else if (is({"-mem", "--max_memory"}))
+      o.memory_mb = number();
+    else if (is({"-t", "--time_limit"}))
+      o.time_limit = number();
+    else if (is({"-O", "--optimization_level"}))
+      o.level = static_cast<int>(integer());
+    else if (is({"--formulation"}))
+      o.formulation = value();
+    else if (is({"--milp-time"}))
+      o.milp_time = number();
+    else if (is({"--seed"}))
+      o.seed = static_cast<std::uint64_t>(integer());
+    else if (is({"--dump-lp"}))
+      o.dump_lp = value();
+    else if (is({"--cbc-log"}))
+      o.cbc_log = true;
+    else if (is({"--loose"}))
+      o.loose = true;
+    else if (is({"--sapp-memory"}))
+      o.sapp_memory = true;
+    else if (is({"--sapp-head-tail-round"}))
+      o.sapp_head_tail = true;
+    else if (is({"--allow-negative"}))
+      o.allow_negative = true;
+    else if (is({"-o", "--output_folder"}))
+      o.output = value();
+    else if (is({"--no-svg"}))
+      o.no_svg = true;
+    else if (is({"-naive", "--simulate_naive"}))
+      o.naive = boolean();
+    else if (is({"-manual", "--manual_config"}))
+      o.manual = value();
+    else if (is({"--write-layers"}))
+      o.write_layers = value();
+    else if (is({"-exec", "--exec"}))
+      o.exec = boolean();
+    else if (is({"--json"}))
+      o.json = true;
+    else if (is({"-v", "--verbose"}))
+      o.verbose = true;
+    else if (is({"-guide", "--guide"}))
+      o.guide = true;
+    else if (is({"--stages"}))
+      o.guide_stages = static_cast<int>(integer());
+    else if (is({"--recompute"}))
+      o.guide_recompute = value();
+    else if (is({"-dump", "--dump_layer", "-cm", "--compute_memory", "-mf", "--memory_folder", "-train",
+                 "--training_config", "-seq", "--seq"}))
+      throw InputError(w, "is not supported by preflight balance (see --help)");
+    else
+      throw InputError(w, "unknown option (see preflight balance --help)");
+  }
+  return o;
+}
+
+// --guide: interactive (SAPP's questions on stdin) unless --stages and --layers are given.
+int run_guide(Options& o) {
+  std::vector<Recompute> classes;
+  int stages = 0, layers = 0;
+  if (o.guide_stages && o.guide_layers) {
+    stages = *o.guide_stages;
+    layers = *o.guide_layers;
+    if (o.guide_recompute) classes = parse_recompute_list(*o.guide_recompute, "--recompute");
+  } else {
+    auto ask = [](const std::string& q) {
+      std::cerr << q;
+      std::string line;
+      if (!std::getline(std::cin, line)) line.clear();
+      return line;
+    };
+    auto yes = [](const std::string& s) { return !s.empty() && (s[0] == 'y' || s[0] == 'Y' || s == "1"); };
+    auto number = [](const std::string& s, const char* what) {
+      try {
+        std::size_t pos = 0;
+        int v = std::stoi(s, &pos);
+        if (pos != s.size()) throw std::invalid_argument(s);
+        return v;
+      } catch (const std::exception&) {
+        throw InputError(what, "expected a whole number, got '" + s + "'");
+      }
+    };
+    std::string s = ask("Please enter the pipeline stage number (0 if none): ");
+    if (s.empty() || s == "0") return kExitOk;  // SAPP: an empty answer aborts
+    stages = number(s, "pipeline stage number");
+    s = ask("Please enter the number of layers (0 if none): ");
+    if (s.empty() || s == "0") return kExitOk;
+    layers = number(s, "number of layers");
+    if (yes(ask("Do you consider full recomputation?[y/n]? "))) classes.push_back(Recompute::Full);
+    if (yes(ask("Do you consider select recomputation?[y/n]? "))) classes.push_back(Recompute::Select);
+    if (yes(ask("Does your communication recomputation co-work with select recomputation?[y/n]? ")))
+      classes.push_back(Recompute::Both);
+    if (yes(ask("Do you consider extra communication recomputation?[y/n]? ")))
+      classes.push_back(Recompute::Comm);
+  }
+  const DryrunPlan plan = plan_dryrun(stages, layers, classes, o.seed);
+  if (o.json)
+    std::cout << plan_json(plan).dump(2) << "\n";
+  else
+    std::cout << render_plan_text(plan);
+  return kExitOk;
+}
+
+StageTimes parse_times(const std::string& text) {
+  StageTimes t;
+  double v[3];
+  std::stringstream in(text);
+  std::string part;
+  int n = 0;
+  while (std::getline(in, part, ',')) {
+    if (n == 3) throw InputError("--times", "expected three values H,B,T");
+    try {
+      std::size_t pos = 0;
+      v[n] = std::stod(part, &pos);
+      if (pos != part.size()) throw std::invalid_argument(part);
+    } catch (const std::exception&) {
+      throw InputError("--times", "expected numbers H,B,T (ms), got '" + text + "'");
+    }
+    ++n;
+  }
+  if (n != 3) throw InputError("--times", "expected three values H,B,T (ms), got '" + text + "'");
+  if (v[0] < 0 || v[1] <= 0 || v[2] < 0)
+    throw InputError("--times", "body must be > 0 and head, tail >= 0 (ms)");
+  t.head_ms = v[0];
+  t.body_ms = v[1];
+  t.tail_ms = v[2];
+  return t;
+}
+
+std::string bool_word(bool b) {
+  return b ? "True" : "False";
+}
+
+void write_file(const fs::path& path, const std::string& content) {
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  std::ofstream out(path);
+  if (!out) throw InputError(path.string(), "cannot write");
+  out << content;
+}
+
+}  // namespace
+
+int run_balance(const Words& words) {
+  for (const auto& w : words)
+    if (w == "-h" || w == "--help") {
+      std::cout << kBalanceHelp;
+      return kExitOk;
+    }
+  Options o = parse(words);
+  if (o.guide) return run_guide(o);
+  if (o.formulation != "exact" && o.formulation != "sapp")
+    throw InputError("--formulation", "expected exact or sapp, got '" + o.formulation + "'");
+
+  // The layer model.
+  BalanceProblem problem;
+  std::optional<Decomposition> decomposition;
+  std::string model_source, times_source;
+  if (o.init) {
+    InitConfig cfg =
+        read_init_config(*o.init, o.sapp_head_tail ? HeadTailRound::Last : HeadTailRound::First, o.memory);
+    DecomposeOptions dopt;
+    dopt.allow_negative = o.allow_negative;
+    decomposition = decompose_memory(cfg.observations, cfg.stages, dopt, o.init->string());
+    StageTimes times;
+    if (o.times) {
+      times = parse_times(*o.times);
+      times_source = "--times";
+    } else if (cfg.time_config) {
+      times = *cfg.time_config;
+      times_source = "time_config";
+    } else if (cfg.profiling) {
+      throw InputError(o.init->string(),
+                       "profiling_config: parse the traces with `preflight timeline --sapp " +
+                           cfg.profiling->folder.string() +
+                           "` and give the times as time_config or --times H,B,T");
+    } else {
+      throw InputError(o.init->string(), "no head/body/tail times: add time_config or pass --times H,B,T");
+    }
+    problem.model = layer_model_from_decomposition(*decomposition, times, cfg.layers, o.model_name);
+    model_source = "init yaml " + o.init->string();
+  } else if (o.layers || o.layer_folder || o.model_name_given) {
+    fs::path file = o.layers
+                        ? *o.layers
+                        : (o.layer_folder ? *o.layer_folder : fs::path("layers")) / (o.model_name + ".json");
+    problem.model = read_layer_json(file);
+    if (o.model_name_given) problem.model.name = o.model_name;
+    if (o.times) {
+      const StageTimes t = parse_times(*o.times);
+      problem.model.head_forward_ms = t.head_ms;
+      problem.model.tail_forward_ms = t.tail_ms;
+      for (auto& b : problem.model.bodies) {
+        b.forward_ms = t.body_ms;
+        fill_backward_times(b, {}, {});
+      }
+      times_source = "--times";
+    } else {
+      times_source = "layer json";
+    }
+    model_source = "layer json " + file.string();
+  } else {
+    throw InputError("preflight balance",
+                     "give --init (dryrun yaml) or --layer-json (layer json); see --help");
+  }
+  if (o.write_layers) write_file(*o.write_layers, layer_model_json(problem.model).dump(4) + "\n");
+  if (!o.exec) {
+    if (o.json) {
+      nlohmann::json j = {{"model", layer_model_json(problem.model)}};
+      if (decomposition) j["decomposition"] = decomposition_json(*decomposition);
+      std::cout << j.dump(2) << "\n";
+    } else {
+      if (decomposition) std::cout << render_decomposition_text(*decomposition);
+      std::cout << layer_model_json(problem.model).dump(4) << "\n";
+    }
+    return kExitOk;
+  }
+
+  problem.pipeline = {o.stages, o.chunks, o.micro_batches, o.less_memory};
+  problem.memory_limit_mb = o.memory_mb;
+  problem.constant = o.sapp_memory ? ConstantMemory::SappTwiceAtEnds : ConstantMemory::Once;
+  problem.validate();
+
+  // Manual strategies (simulated with their own interleave; also used as starts when it matches).
+  std::vector<ManualStrategy> manual;
+  if (o.manual) manual = read_manual_strategies(*o.manual, problem);
+  BalanceOptions bo;
+  bo.formulation = o.formulation == "sapp" ? Formulation::Sapp : Formulation::Exact;
+  bo.optimization_level = o.level;
+  bo.time_limit_s = o.time_limit;
+  bo.seed = o.seed;
+  bo.milp_time_s = o.milp_time;
+  bo.tighten = !o.loose;
+  bo.representable = !o.loose;
+  if (o.dump_lp) bo.dump_lp = *o.dump_lp;
+  bo.log = o.cbc_log;
+  for (const auto& m : manual)
+    if (m.chunks == problem.pipeline.chunks) bo.starts.emplace_back("manual " + m.name, m.assignment);
+  const BalanceResult result = balance(problem, bo);
+
+  BalanceReport rep;
+  rep.problem = &problem;
+  rep.result = &result;
+  rep.decomposition = decomposition ? &*decomposition : nullptr;
+  rep.model_source = model_source;
+  rep.times_source = times_source;
+  rep.show_naive = o.naive;
+  rep.verbose = o.verbose;
+  rep.formulation = bo.formulation;
+  std::vector<std::pair<BalanceProblem, Candidate>> manual_runs;
+  for (const auto& m : manual) {
+    BalanceProblem mp = problem;
+    mp.pipeline.chunks = m.chunks;
+    const ScheduleGraph g(mp.pipeline);
+    Candidate c = evaluate(mp, g, m.name, m.assignment);
+    rep.manual.push_back(c);
+    manual_runs.emplace_back(mp, c);
+  }
+
+  if (!o.no_svg && o.output) {
+    auto draw = [&](const BalanceProblem& p, const Candidate& c, const std::string& file,
+                    const std::string& what) {
+      const ScheduleGraph g(p.pipeline);
+      const ChunkCosts costs = chunk_costs(p, c.assignment);
+      const SimulationResult sim = simulate(g, costs, true);
+      SvgOptions so;
+      so.title = p.model.name + ": " + c.name;
+      so.memory_limit_mb = p.memory_limit_mb;
+      const fs::path path = *o.output / file;
+      write_file(path, render_schedule_svg(g, costs, sim, so));
+      rep.svg_files.emplace_back(what, path.string());
+    };
+    // SAPP's file name: <m>_<mem>_<V>_<S>_<mb>_<O>_<t>_<lm>.svg
+    std::ostringstream name;
+    name << problem.model.name << "_" << static_cast<long long>(o.memory_mb) << "_" << o.chunks << "_"
+         << o.stages << "_" << o.micro_batches << "_" << o.level << "_"
+         << static_cast<long long>(o.time_limit) << "_" << bool_word(o.less_memory) << ".svg";
+    draw(problem, result.best, name.str(), "answer");
+    if (o.naive && !result.naive.empty()) {
+      draw(problem, result.naive.front(), "result_naive_all_recomp.svg", result.naive.front().name);
+      for (const auto& c : result.naive)
+        if (c.name == std::string("naive: all ") + recompute_name(Recompute::None))
+          draw(problem, c, "result_naive_no_recomp.svg", c.name);
+    }
+    for (std::size_t i = 0; i < manual.size(); ++i) {
+      const std::string file = manual[i].file_name.empty() ? manual[i].name + ".svg" : manual[i].file_name;
+      draw(manual_runs[i].first, manual_runs[i].second, file, manual[i].name);
+    }
+  }
+
+  if (o.json)
+    std::cout << balance_json(rep).dump(2) << "\n";
+  else
+    std::cout << render_balance_text(rep);
+  return result.found ? kExitOk : kExitDoesNotFit;
+}
+
+}  // namespace preflight::cli

@@ -1,0 +1,131 @@
+// `preflight balance` end to end: exit codes, messages, JSON, SVG, guide.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using preflight::test::data_dir;
+using preflight::test::run_preflight;
+using preflight::test::shell_quote;
+
+std::string data(const char* name) {
+  return shell_quote((data_dir() / name).string());
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("preflight_cli_" + std::to_string(::getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(BalanceCli, SmallModelProvenOptimalWithYamlAndSvg) {
+  const fs::path out = temp_dir("small");
+  auto r = run_preflight("balance --layer-json " + data("small.json") + " -s 4 -mb 4 -mem 20000 -o " +
+                         shell_quote(out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("proven optimal (exact MILP)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("To put in yaml configuration:\n\toffset: [["), std::string::npos);
+  EXPECT_NE(r.out.find("   real    =   ideal   +   imba    + recompute "), std::string::npos) << r.out;
+  const fs::path svg = out / "small_20000_1_4_4_1_90_False.svg";
+  ASSERT_TRUE(fs::exists(svg));
+  EXPECT_NE(preflight::test::read_file(svg).find("Memory per stage"), std::string::npos);
+}
+
+TEST(BalanceCli, JsonAnswerFitsAndBeatsNaive) {
+  auto r =
+      run_preflight("balance --layer-json " + data("small.json") + " -s 4 -mb 4 -mem 20000 --no-svg --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["found"].get<bool>());
+  EXPECT_TRUE(j["proven_optimal"].get<bool>());
+  EXPECT_LE(j["answer"]["max_peak_mb"].get<double>(), 20000);
+  for (const auto& n : j["naive"])
+    if (n["fits"].get<bool>()) {
+      EXPECT_LE(j["answer"]["end_time_ms"].get<double>(), n["end_time_ms"].get<double>());
+    }
+  EXPECT_EQ(j["answer"]["yaml"]["offset"].size(), 1u);
+  EXPECT_EQ(j["problem"]["stages"], 4);
+}
+
+TEST(BalanceCli, NothingFitsExitsOne) {
+  auto r = run_preflight("balance --layer-json " + data("small.json") + " -s 4 -mb 4 -mem 12000 --no-svg");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("no placement fits 12000 MB"), std::string::npos) << r.out;
+}
+
+TEST(BalanceCli, BadInputsExitTwoWithTheReason) {
+  struct Case {
+    std::string args, needle;
+  };
+  const std::vector<Case> cases = {
+      {"--init " + data("init_demopp4.yaml") + " -s 4",
+       "init_demopp4.yaml:5: round 1: offsets place 58 layers"},
+      {"--layer-json " + data("small.json") + " -s 4 -mb 2", "-mb: 2 micro batches for 4 stages"},
+      {"--layer-json " + data("small.json") + " -s 4 -i 3 -mb 4",
+       "8 body layers cannot fill 4 stages × 3 chunks"},
+      {"--layer-json " + data("small.json") + " --bogus", "--bogus: unknown option"},
+      {"--layer-json /nonexistent.json", "/nonexistent.json: cannot open layer json"},
+      {"-mb 4", "give --init (dryrun yaml) or --layer-json"},
+      {"--layer-json " + data("small.json") + " --formulation fast", "--formulation: expected exact or sapp"},
+      {"--init " + data("mem.yaml") + " -s 16 -mb 16", "no head/body/tail times"},
+      {"--guide --stages 2 --layers 8",
+       "--stages: the memory decomposition needs at least 4 pipeline stages"},
+      {"--guide --stages 8 --layers 32 --recompute full,half", "--recompute: unknown recompute class 'half'"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_preflight("balance " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("preflight: error: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << "\n" << r.err;
+  }
+}
+
+TEST(BalanceCli, InitYamlDecompositionAndExecFalse) {
+  auto r =
+      run_preflight("balance --init " + data("init_llama175b.yaml") + " -m llama175b -exec false --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["decomposition"]["const_mb"].get<double>(), 1206.80, 0.1);
+  EXPECT_NEAR(j["decomposition"]["head_mb"].get<double>(), 4614.75, 0.1);
+  EXPECT_EQ(j["model"]["stage_const_mem"], 1206);
+  EXPECT_EQ(j["model"]["layers_description"][1]["memory_both_comm_select"], 423);
+}
+
+TEST(BalanceCli, GuideNonInteractiveAndInteractive) {
+  auto r =
+      run_preflight("balance --guide --stages 16 --layers 96 --recompute select,both,comm --seed 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["rounds"].size(), 1u);
+  EXPECT_EQ(j["classes"].size(), 4u);
+  // SAPP's questions on stdin: 4 stages, 80 layers, full recompute only → 2 rounds.
+  auto i = preflight::test::run_shell("printf '4\\n80\\ny\\nn\\nn\\nn\\n' | " +
+                                      shell_quote(PREFLIGHT_BINARY) + " balance --guide --seed 5");
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_NE(i.err.find("Do you consider full recomputation?[y/n]?"), std::string::npos);
+  EXPECT_NE(i.out.find("-> 2 rounds"), std::string::npos) << i.out;
+}
+
+TEST(BalanceCli, ManualStrategiesAreSimulated) {
+  const fs::path out = temp_dir("manual");
+  auto r = run_preflight("balance --init " + data("init_llama175b.yaml") +
+                         " -m demo -s 16 -i 3 -mb 16 -mem 62000 "
+                         "--sapp-memory -t 20 -manual " +
+                         data("manual_demo.yaml") + " -o " + shell_quote(out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // notes §10 (SAPP's run): manual1 (V 3) 0.4956 = 0.3125 + 0.0801 + 0.1030; manual2 (V 1) 1.0638.
+  EXPECT_NE(r.out.find("manual1 (manual):\n————————————— pp:16, vp: 3, micro: 16"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("0.4956"), std::string::npos);
+  EXPECT_NE(r.out.find("1.0638"), std::string::npos);
+  EXPECT_TRUE(fs::exists(out / "manual1.svg"));
+  EXPECT_TRUE(fs::exists(out / "manual2.svg"));
+}
+
+}  // namespace
