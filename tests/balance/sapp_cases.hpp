@@ -15,7 +15,7 @@ using namespace preflight::analyzer::balance;
 
 /// SAPP's layers_llama175b.json (from the init yaml, times 3/18/9 ms) with SAPP's memory model.
 inline BalanceProblem llama_problem(double limit_mb, bool less_memory) {
-  const InitConfig cfg = read_init_config(preflight::test::data_dir() / "init_llama175b.yaml");
+  const InitConfig cfg = read_init_config(preflight::test::data_dir() / "balance" / "init_llama175b.yaml");
   const Decomposition d = decompose_memory(cfg.observations, cfg.stages, {}, "init_llama175b.yaml");
   BalanceProblem p;
   p.model = layer_model_from_decomposition(d, *cfg.time_config, cfg.layers, "llama175b");

@@ -14,7 +14,7 @@ using preflight::test::run_preflight;
 using preflight::test::shell_quote;
 
 std::string data(const char* name) {
-  return shell_quote((data_dir() / name).string());
+  return shell_quote((data_dir() / "balance" / name).string());
 }
 
 fs::path temp_dir(const std::string& name) {

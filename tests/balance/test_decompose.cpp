@@ -17,7 +17,7 @@ using namespace preflight::analyzer::balance;
 namespace fs = std::filesystem;
 
 fs::path data(const char* name) {
-  return preflight::test::data_dir() / name;
+  return preflight::test::data_dir() / "balance" / name;
 }
 
 double act(const Decomposition& d, Recompute r) {

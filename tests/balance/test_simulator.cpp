@@ -88,7 +88,7 @@ TEST(Simulator, SappUnitTestVpp3Golden) {
   // stages SAPP reads; its sum of layers is 189).  Golden 51394.8 with the Feb-2025 time semantics
   // (time = forward + backward), 3 × 51394.8 = 154184.4 with the latest (time = forward).
   BalanceProblem p;
-  p.model = read_layer_json(preflight::test::data_dir() / "sim.json");
+  p.model = read_layer_json(preflight::test::data_dir() / "balance" / "sim.json");
   p.pipeline = {16, 3, 16, true};
   p.memory_limit_mb = 53000;
   p.constant = ConstantMemory::SappTwiceAtEnds;
