@@ -129,7 +129,8 @@ void render_space(std::ostringstream& out, const TraceSummary& s, const SpaceSum
     int shown = 0;
     for (const IterationStats& it : sp.iterations) {
       if (shown++ >= top) break;
-      t.row({it.iteration < 0 ? "start-up" : std::to_string(it.iteration), with_commas(static_cast<std::int64_t>(it.allocs)),
+      t.row({it.iteration < 0 ? "start-up" : std::to_string(it.iteration),
+             with_commas(static_cast<std::int64_t>(it.allocs)),
              with_commas(static_cast<std::int64_t>(it.frees)),
              human_bytes(static_cast<double>(it.bytes_allocated)),
              human_bytes(static_cast<double>(it.peak_live_bytes)), secs(it.start_s), secs(it.end_s)});

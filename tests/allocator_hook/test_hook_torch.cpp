@@ -138,6 +138,42 @@ TEST(HookTorch, ForwardActivationsByModuleMatchTheShapes) {
           << "layer " << layer << " iteration " << it;
 }
 
+// How the glue names modules (scripts/glue_naming.py): wrappers dropped, a second model chunk of the same
+// class prefixed, a submodule renamed once its parent runs, explicit markers, no_grad forwards.
+TEST(HookTorch, ModuleNamesAndMarkers) {
+  if (!have_torch()) GTEST_SKIP() << "python3-torch is not installed";
+  TempDir dir;
+  RunResult r = run_shell(python_env(dir, "PREFLIGHT_TRACE_MIN_BYTES=1048576") + kPython + " " +
+                          shell_quote(std::string(HOOK_SCRIPT_DIR) + "/glue_naming.py"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.out, "ok 5\n") << r.err;
+  const auto files = trace_files(dir);
+  ASSERT_EQ(files.size(), 1u);
+  const log_parse::TraceSummary s = log_parse::summarize_trace(files[0]);
+  const log_parse::SpaceSummary& host = s.spaces.at(0);
+  auto allocs = [&](const std::string& marker) {
+    const auto* m = find_marker(host, marker);
+    return m ? m->allocs : 0;
+  };
+  constexpr std::uint64_t MiB = 1 << 20;
+  EXPECT_EQ(allocs("block.proj"), 2u);         // chunk 0: with grad, then under no_grad
+  EXPECT_EQ(allocs("chunk1.block.proj"), 1u);  // chunk 1
+  EXPECT_EQ(allocs("Probe"), 1u);              // the submodule alone, before its parent ran
+  EXPECT_EQ(allocs("probe"), 1u);              // the same module inside Outer
+  EXPECT_EQ(allocs("data loading"), 2u);
+  ASSERT_NE(find_marker(host, "data loading"), nullptr);
+  EXPECT_EQ(find_marker(host, "data loading")->bytes_allocated, 2 * MiB);
+  // the first forward of chunk 0 opens a forward pass; the no_grad forward does not
+  ASSERT_GE(host.forward_passes.size(), 1u);
+  const log_parse::BytesBy* kept = find_bytes(host.forward_passes[0].retained_by_marker, "block.proj");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->bytes, MiB);
+  std::uint64_t no_grad_forward = 0;
+  for (const auto& fp : host.forward_passes)
+    for (const auto& b : fp.retained_by_marker) no_grad_forward += b.key == "block.proj" ? 1 : 0;
+  EXPECT_EQ(no_grad_forward, 1u);
+}
+
 TEST(HookTorch, PythonWithoutTorchIsLeftAlone) {
   TempDir dir;
   RunResult r =
