@@ -134,7 +134,7 @@ PREFLIGHT_ENTRY void ensure_init() {
 void record_host(Kind kind, const void* p, std::size_t size) {
   RecordGuard guard;
   if (!guard.ok()) {
-    count_dropped();
+    if (!t_initializing) count_dropped();  // the set-up's own allocations are not the program's
     return;
   }
   record(kind, trace::kHostDevice, reinterpret_cast<std::uint64_t>(p), size, current_marker());

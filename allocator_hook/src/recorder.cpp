@@ -206,7 +206,7 @@ void fail_writer(const char* why) {
 }
 
 // Maps chunk `c` of the slot area, growing the file.  Returns nullptr when the file cannot grow.
-TraceRecord* map_chunk(std::uint64_t c) {
+TraceRecord* map_chunk_locked(std::uint64_t c) {
   LockGuard guard(g_w.lock);
   TraceRecord* p = g_chunks[c].load(std::memory_order_acquire);
   if (p) return p;
@@ -235,6 +235,15 @@ TraceRecord* map_chunk(std::uint64_t c) {
   p = static_cast<TraceRecord*>(m);
   if (static_cast<std::int64_t>(c) > g_w.highest_chunk) g_w.highest_chunk = static_cast<std::int64_t>(c);
   g_chunks[c].store(p, std::memory_order_release);
+  return p;
+}
+
+TraceRecord* map_chunk(std::uint64_t c) {
+  // fallocate may be a cancellation point: a thread cancelled here must not leave the lock held
+  int cancel_state = 0;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+  TraceRecord* p = map_chunk_locked(c);
+  pthread_setcancelstate(cancel_state, nullptr);
   return p;
 }
 

@@ -174,6 +174,54 @@ TEST(HookTorch, ModuleNamesAndMarkers) {
   EXPECT_EQ(no_grad_forward, 1u);
 }
 
+// The torch >= 2.0 path, which Debian's torch 1.13 cannot exercise: a stand-in torch package with CUDA
+// (scripts/fake_torch2) and the stand-in CUDA runtime.  `import torch` installs the pluggable allocator,
+// module hooks and optimizer step hooks; device memory is then traced with module, phase and iteration.
+TEST(HookTorch, Torch2PluggableAllocatorPath) {
+  TempDir dir;
+  const std::string scripts = HOOK_SCRIPT_DIR;
+  RunResult r = run_shell(
+      hook_env(dir,
+               "PYTHONPATH=" +
+                   shell_quote(std::string(PREFLIGHT_HOOK_PYTHONPATH) + ":" + scripts + "/fake_torch2") +
+                   " PREFLIGHT_TRACE_HOST=0 PREFLIGHT_TRACE_CUDART=" + shell_quote(PREFLIGHT_FAKE_CUDART)) +
+      kPython + " " + shell_quote(scripts + "/torch2_cuda.py"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto kv = parse_key_values(r.out);
+  constexpr std::uint64_t MiB = 1 << 20;
+  EXPECT_EQ(kv.at("allocator_installed"), 1u);
+  EXPECT_EQ(kv.at("allocator_is_hook"), 1u);
+  EXPECT_EQ(kv.at("allocated"), 4 * MiB + MiB / 2);
+  EXPECT_EQ(kv.at("peak"), 4 * MiB + MiB / 2);
+  EXPECT_EQ(kv.at("peak_after_reset"), 3 * MiB);
+  EXPECT_EQ(kv.at("stats_current"), 3 * MiB);
+
+  const auto files = trace_files(dir);
+  ASSERT_EQ(files.size(), 1u);
+  const log_parse::TraceSummary s = log_parse::summarize_trace(files[0]);
+  ASSERT_EQ(s.spaces.size(), 1u);
+  const log_parse::SpaceSummary& d = s.spaces[0];
+  EXPECT_EQ(d.space, "cuda:0");
+  EXPECT_EQ(d.allocs, 4u);
+  EXPECT_EQ(d.at_peak.live_bytes, 4 * MiB + MiB / 2);
+  EXPECT_EQ(d.peak_iteration, 1u);
+  EXPECT_EQ(d.peak_phase, "forward");
+  ASSERT_NE(find_marker(d, "layer"), nullptr);
+  EXPECT_EQ(find_marker(d, "layer")->allocs, 2u);
+  ASSERT_NE(find_marker(d, "Module"), nullptr);  // the top-level module is named by its class
+  EXPECT_EQ(find_marker(d, "Module")->bytes_allocated, MiB / 2);
+  const log_parse::BytesBy* optimizer = find_bytes(d.at_peak.by_phase, "optimizer");
+  ASSERT_NE(optimizer, nullptr);
+  EXPECT_EQ(optimizer->bytes, 2 * MiB);
+  ASSERT_EQ(d.forward_passes.size(), 2u);
+  EXPECT_EQ(d.forward_passes[0].retained_bytes, MiB + MiB / 2);
+  EXPECT_EQ(d.forward_passes[1].iteration, 1u);
+  std::ostringstream jsonl;
+  log_parse::export_trace_jsonl(files[0], jsonl);
+  EXPECT_NE(jsonl.str().find("\"stream\":48"), std::string::npos);
+}
+
 TEST(HookTorch, PythonWithoutTorchIsLeftAlone) {
   TempDir dir;
   RunResult r =

@@ -1,0 +1,2 @@
+def _get_device_index(device, optional=False):
+    return int(device)
