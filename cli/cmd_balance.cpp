@@ -72,6 +72,8 @@ const char* kBalanceHelp =
     "  --restarts N --iterations N   local-search runs (default 6) and annealing moves per run (150000)\n"
     "  --kicks N                     iterated local search: perturb-and-anneal rounds per run (default 0)\n"
     "  --memory-penalty X            annealing may cross the memory limit at X ms per MB (default 0)\n"
+    "  --relocate-share X            share of relocate-and-repair moves in the annealing (default 0.2)\n"
+    "  --threads N                   threads for the local-search runs (default: all cores)\n"
     "  --dump-lp FILE                write the MILP in LP format\n"
     "  --cbc-log                     CBC's log on stderr\n"
     "  --loose                       SAPP's model as SAPP builds it: no tightening (bounds, symmetry) and\n"
@@ -119,7 +121,8 @@ struct Options {
   double milp_time = -1;
   int restarts = 6, kicks = 0;
   long iterations = 150000;
-  double memory_penalty = 0;
+  double memory_penalty = 0, relocate_share = 0.2;
+  int threads = 0;
   std::uint64_t seed = 1;
   bool cbc_log = false, loose = false, sapp_memory = false, sapp_head_tail = false, allow_negative = false;
   bool no_svg = false, naive = false, json = false, verbose = false, exec = true;
@@ -245,6 +248,10 @@ Options parse(const Words& words) {
       o.kicks = static_cast<int>(integer());
     else if (is({"--memory-penalty"}))
       o.memory_penalty = number();
+    else if (is({"--relocate-share"}))
+      o.relocate_share = number();
+    else if (is({"--threads"}))
+      o.threads = static_cast<int>(integer());
     else if (is({"--seed"}))
       o.seed = static_cast<std::uint64_t>(integer());
     else if (is({"--dump-lp"}))
@@ -532,6 +539,9 @@ int run_balance(const Words& words) {
   } else if (o.seq < 1) {
     throw InputError("-seq", "must be at least 1");
   }
+  if (!(o.relocate_share >= 0 && o.relocate_share <= 1))
+    throw InputError("--relocate-share", "must be between 0 and 1");
+  if (o.threads < 0) throw InputError("--threads", "must be 0 (all cores) or more");
   problem.memory_limit_mb = o.memory_mb;
   problem.constant = o.sapp_memory ? ConstantMemory::SappTwiceAtEnds : ConstantMemory::Once;
   problem.validate();
@@ -548,6 +558,8 @@ int run_balance(const Words& words) {
   bo.iterations = o.iterations;
   bo.kicks = o.kicks;
   bo.memory_penalty = o.memory_penalty;
+  bo.relocate_share = o.relocate_share;
+  bo.threads = o.threads;
   bo.milp_time_s = o.milp_time;
   bo.tighten = !o.loose;
   bo.representable = !o.loose;

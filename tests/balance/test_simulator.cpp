@@ -199,4 +199,18 @@ TEST(Svg, DrawsEveryBlockAndTheLimit) {
   EXPECT_NE(svg.find("font-weight=\"bold\">stage 0: 20"), std::string::npos);
 }
 
+TEST(Simulator, LessMemoryScheduleWithAPartialRoundIsAnInputError) {
+  // SAPP's vpp2 order deadlocks when the micro batches are not a multiple of the stages.
+  for (int m : {17, 24, 31}) {
+    try {
+      ScheduleGraph g(PipelineConfig{16, 2, m, true});
+      FAIL() << m << " micro batches were accepted";
+    } catch (const preflight::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("multiple of the stages"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(ScheduleGraph(PipelineConfig{16, 2, 32, true}));
+  EXPECT_NO_THROW(ScheduleGraph(PipelineConfig{16, 2, 24, false}));  // normal interleaving is fine
+}
+
 }  // namespace

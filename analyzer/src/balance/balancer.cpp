@@ -1,7 +1,9 @@
 #include "preflight/analyzer/balance/balancer.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <sstream>
 
 #include "preflight/analyzer/balance/local_search.hpp"
@@ -138,28 +140,55 @@ BalanceResult balance(const BalanceProblem& problem, const BalanceOptions& optio
         if (!dup) starts.push_back(c);
       }
     }
+    // Restarts run on up to `threads` threads; each is deterministic for its seed and iteration budget,
+    // so the answer does not depend on the thread count unless the time budget cuts a run short.
     const double search_budget = std::max(0.05, 0.6 * (options.time_limit_s - elapsed()));
-    const auto search_t0 = Clock::now();
-    std::vector<Candidate> found;
-    for (int i = 0; i < options.restarts && !starts.empty(); ++i) {
-      const double used = std::chrono::duration<double>(Clock::now() - search_t0).count();
-      if (used >= search_budget) break;
-      const Candidate& from = *starts[static_cast<std::size_t>(i) % std::min<std::size_t>(starts.size(), 2)];
-      SearchOptions so;
+    const int runs = starts.empty() ? 0 : std::max(0, options.restarts);
+    int threads = options.threads > 0 ? options.threads
+                                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads = std::max(1, std::min(threads, runs));
+    const int waves = threads > 0 ? (runs + threads - 1) / threads : 0;
+    std::vector<SearchResult> results(static_cast<std::size_t>(runs));
+    std::vector<SearchOptions> run_options(static_cast<std::size_t>(runs));
+    for (int i = 0; i < runs; ++i) {
+      SearchOptions& so = run_options[static_cast<std::size_t>(i)];
       so.seed = options.seed + static_cast<std::uint64_t>(i);
       so.iterations = options.iterations;
       so.kicks = options.kicks;
       so.memory_penalty = options.memory_penalty;
-      so.time_limit_s = (search_budget - used) / std::max(1, options.restarts - i);
-      const SearchResult sr = improve_placement(problem, graph, from.assignment, so);
+      so.relocate_share = options.relocate_share;
+      so.time_limit_s = search_budget / std::max(1, waves);
+    }
+    auto start_of = [&](int i) -> const Candidate& {
+      return *starts[static_cast<std::size_t>(i) % std::min<std::size_t>(starts.size(), 2)];
+    };
+    {
+      std::atomic<int> next{0};
+      auto worker = [&] {
+        for (int i; (i = next.fetch_add(1)) < runs;)
+          results[static_cast<std::size_t>(i)] =
+              improve_placement(problem, graph, start_of(i).assignment, run_options[static_cast<std::size_t>(i)]);
+      };
+      std::vector<std::thread> pool_threads;
+      for (int t = 1; t < threads; ++t) pool_threads.emplace_back(worker);
+      worker();
+      for (auto& t : pool_threads) t.join();
+    }
+    std::vector<Candidate> found;
+    for (int i = 0; i < runs; ++i) {
+      const SearchResult& sr = results[static_cast<std::size_t>(i)];
       res.evaluations += sr.evaluations;
       found.push_back(evaluate(problem, graph,
-                               "local search from " + from.name + " (seed " + std::to_string(so.seed) + ")",
+                               "local search from " + start_of(i).name + " (seed " +
+                                   std::to_string(run_options[static_cast<std::size_t>(i)].seed) + ")",
                                sr.best));
       res.steps.push_back(found.back().name + ": " +
                           (sr.fits ? fmt(sr.makespan_ms) + " ms" : std::string("does not fit")) + ", " +
                           std::to_string(sr.evaluations) + " simulations, " + fmt(sr.seconds) + " s");
     }
+    if (runs > 0)
+      res.steps.push_back(std::to_string(runs) + " local-search runs on " + std::to_string(threads) +
+                          " thread(s)");
     for (auto& c : found) consider(std::move(c));
 
     // Exact MILP, warm-started.

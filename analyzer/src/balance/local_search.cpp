@@ -89,6 +89,32 @@ class State {
     }
     return true;
   }
+  // One change with the same legality checks as apply(); the stage peaks it touches are refreshed.
+  // Journalled: rollback(mark) undoes every change made since journal_size() was mark.
+  bool change(const Change& c) {
+    Move m;
+    m.c[0] = c;
+    if (!apply(m)) return false;
+    journal_.push_back(c);
+    peak_[c.s1] = simulate_stage_peak(g_, costs_, c.s1);
+    if (c.s2 != c.s1) peak_[c.s2] = simulate_stage_peak(g_, costs_, c.s2);
+    return true;
+  }
+  std::size_t journal_size() const { return journal_.size(); }
+  void rollback(std::size_t mark) {
+    while (journal_.size() > mark) {
+      const Change c = journal_.back();
+      journal_.pop_back();
+      revert(c);
+      peak_[c.s1] = simulate_stage_peak(g_, costs_, c.s1);
+      if (c.s2 != c.s1) peak_[c.s2] = simulate_stage_peak(g_, costs_, c.s2);
+    }
+  }
+  void forget_journal() { journal_.clear(); }
+  double peak(int s) const { return peak_[s]; }
+  double limit() const { return p_.memory_limit_mb; }
+  const BalanceProblem& problem() const { return p_; }
+
   void undo(const Move& m) {
     for (int i = m.n - 1; i >= 0; --i) revert(m.c[i]);
   }
@@ -151,8 +177,81 @@ class State {
   std::vector<std::vector<int>> classes_;
   std::vector<double> peak_;
   std::vector<double> scratch_;
+  std::vector<Change> journal_;
   double makespan_ = 0, rec_total_ = 0;
 };
+
+// Recompute classes of one stage, made to fit and then as fast as the memory allows (greedy): while the
+// stage is over the limit, the class change (one layer, to a class with less activation) that lowers the
+// peak most; then, while one fits, the change to a faster class with the most backward time saved per MB of
+// peak added.  Returns false when the stage cannot be made to fit (the changes stay in the journal).
+bool repair_stage(State& st, int s) {
+  const BalanceProblem& p = st.problem();
+  const int V = st.V(), K = st.K();
+  const double lim = st.limit() + 1e-6;
+  while (st.peak(s) > lim) {
+    Change best{};
+    double best_peak = st.peak(s), best_cost = 0;
+    bool any = false;
+    for (int k = 0; k < K; ++k) {
+      const BodyKind& b = p.model.bodies[k];
+      for (int v = 0; v < V; ++v)
+        for (int rf : st.classes(k)) {
+          if (st.assignment().at(k, static_cast<Recompute>(rf), v, s) < 1) continue;
+          for (int rt : st.classes(k)) {
+            if (b.activation(static_cast<Recompute>(rt)) >= b.activation(static_cast<Recompute>(rf))) continue;
+            const Change c{k, rf, v, s, rt, v, s};
+            const std::size_t mark = st.journal_size();
+            if (!st.change(c)) continue;
+            const double pk = st.peak(s);
+            st.rollback(mark);
+            if (pk >= st.peak(s) - 1e-9) continue;
+            const double cost = std::max(0.0, b.backward(static_cast<Recompute>(rt)) -
+                                                  b.backward(static_cast<Recompute>(rf))) /
+                                (st.peak(s) - pk);
+            if (!any || cost < best_cost - 1e-12 || (cost <= best_cost + 1e-12 && pk < best_peak)) {
+              best_peak = pk;
+              best_cost = cost;
+              best = c;
+              any = true;
+            }
+          }
+        }
+    }
+    if (!any || !st.change(best)) return false;
+  }
+  for (;;) {
+    Change best{};
+    double best_ratio = 0;
+    bool any = false;
+    for (int k = 0; k < K; ++k) {
+      const BodyKind& b = p.model.bodies[k];
+      for (int v = 0; v < V; ++v)
+        for (int rf : st.classes(k)) {
+          if (st.assignment().at(k, static_cast<Recompute>(rf), v, s) < 1) continue;
+          for (int rt : st.classes(k)) {
+            const double saved = b.backward(static_cast<Recompute>(rf)) - b.backward(static_cast<Recompute>(rt));
+            if (saved <= 1e-9) continue;
+            const Change c{k, rf, v, s, rt, v, s};
+            const double before = st.peak(s);
+            const std::size_t mark = st.journal_size();
+            if (!st.change(c)) continue;
+            const double pk = st.peak(s);
+            st.rollback(mark);
+            if (pk > lim) continue;
+            const double ratio = saved / std::max(pk - before, 1e-3);
+            if (ratio > best_ratio) {
+              best_ratio = ratio;
+              best = c;
+              any = true;
+            }
+          }
+        }
+    }
+    if (!any || !st.change(best)) break;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -175,6 +274,19 @@ SearchResult improve_placement(const BalanceProblem& problem, const ScheduleGrap
   auto uni = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
   auto unit = [&] { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); };
   std::vector<std::pair<int, double>> saved;
+
+  const double relocate_share = options.relocate_share;
+  auto keep_if_best = [&] {
+    const double ranked = st->objective(1000.0);
+    if (ranked < best_obj - 1e-9 && (st->fits() || !res.fits)) {
+      best_obj = ranked;
+      res.best = st->assignment();
+      res.fits = st->fits();
+      res.makespan_ms = st->makespan();
+      ++res.improvements;
+    }
+    if (st->fits() && options.memory_penalty > 0) soft = true;
+  };
 
   // Applies m; keeps it when memory stays acceptable and `accept(new, old)`; else restores.
   auto attempt = [&](const Move& m, auto&& accept) -> bool {
@@ -201,15 +313,7 @@ SearchResult improve_placement(const BalanceProblem& problem, const ScheduleGrap
       st->set_makespan(old_makespan);
       return false;
     }
-    const double ranked = st->objective(1000.0);
-    if (ranked < best_obj - 1e-9 && (st->fits() || !res.fits)) {
-      best_obj = ranked;
-      res.best = st->assignment();
-      res.fits = st->fits();
-      res.makespan_ms = st->makespan();
-      ++res.improvements;
-    }
-    if (st->fits() && options.memory_penalty > 0) soft = true;
+    keep_if_best();
     return true;
   };
 
@@ -286,15 +390,62 @@ SearchResult improve_placement(const BalanceProblem& problem, const ScheduleGrap
     return m;
   };
 
+  // Relocate one layer to another chunk, then re-choose the recompute classes of both stages
+  // (repair_stage): the neighbourhood for placements held at the memory limit, where a plain move
+  // must be paired with class changes to stay within it.
+  auto relocate = [&](auto&& accept) -> bool {
+    Change a;
+    if (!pick_layer(a)) return false;
+    if (unit() < 0.5 || V == 1) {
+      a.v2 = unit() < 0.5 || V == 1 ? a.v1 : uni(V);
+      a.s2 = uni(S);
+    } else {
+      a.v2 = uni(V);
+      a.s2 = a.s1;
+    }
+    a.r_to = a.r_from;
+    if (a.v2 == a.v1 && a.s2 == a.s1) return false;
+    const double pen = soft ? options.memory_penalty : 1000.0;
+    const double old_obj = st->objective(pen);
+    const double old_makespan = st->makespan();
+    const double old_excess = st->excess();
+    st->forget_journal();
+    if (!st->change(a)) return false;
+    bool ok = repair_stage(*st, a.s2) && repair_stage(*st, a.s1);
+    if (ok && !soft) {
+      const double e = st->excess();
+      ok = (old_excess <= 1e-6 && e <= 1e-6) || (old_excess > 1e-6 && e <= old_excess + 1e-9);
+    }
+    if (!ok) {
+      st->rollback(0);
+      return false;
+    }
+    st->refresh_time();
+    ++res.evaluations;
+    if (!accept(st->objective(pen), old_obj)) {
+      st->rollback(0);
+      st->set_makespan(old_makespan);
+      return false;
+    }
+    st->forget_journal();
+    keep_if_best();
+    return true;
+  };
+
   auto anneal = [&](long iters, double t_start, double t_end) {
     for (long it = 0; it < iters; ++it) {
       if ((it & 1023) == 0 && elapsed() > options.time_limit_s) break;
       const double temp = t_start * std::pow(t_end / t_start, static_cast<double>(it) / std::max(1L, iters));
+      auto acc = [&](double nw, double old) {
+        return nw <= old + 1e-12 || unit() < std::exp(-(nw - old) / temp);
+      };
+      if (relocate_share > 0 && unit() < relocate_share) {
+        relocate(acc);
+        continue;
+      }
       Move m = random_move();
       if (m.n == 0) continue;
-      attempt(m, [&](double nw, double old) {
-        return nw <= old + 1e-12 || unit() < std::exp(-(nw - old) / temp);
-      });
+      attempt(m, acc);
     }
   };
   // First-improvement descent over all single-layer moves from the current state.

@@ -87,6 +87,12 @@ ScheduleGraph::ScheduleGraph(const PipelineConfig& pipeline) : pipeline_(pipelin
     throw InputError("-mb", std::to_string(pipeline.micro_batches) + " micro batches for " +
                                 std::to_string(S) +
                                 " stages: the schedule needs at least as many micro batches as stages");
+  // MindSpore's less-memory interleaved order (SAPP vpp2: warm-up V·S − p − 1) deadlocks when the last
+  // round is partial: every such case tried (17, 20, 24, 31, 33 micro batches on 16 stages) has a loop.
+  if (pipeline.less_memory && V > 1 && pipeline.micro_batches % S != 0)
+    throw InputError("-lm", "the less-memory interleaved schedule needs the micro batches (" +
+                                std::to_string(pipeline.micro_batches) + ") to be a multiple of the stages (" +
+                                std::to_string(S) + "); otherwise its order deadlocks. Use -lm 0 or change -mb");
   // Block id lookup: ((dir * m + micro) * V + chunk) * S + stage.
   auto key = [&](bool fwd, int micro, int chunk, int stage) {
     return ((static_cast<std::size_t>(fwd ? 0 : 1) * m + micro) * V + chunk) * S + stage;
@@ -147,7 +153,11 @@ ScheduleGraph::ScheduleGraph(const PipelineConfig& pipeline) : pipeline_(pipelin
     for (int j : out[i])
       if (--indeg[j] == 0) queue.push_back(j);
   }
-  if (static_cast<int>(order.size()) != n) throw std::logic_error("pipeline schedule has a dependency loop");
+  if (static_cast<int>(order.size()) != n)
+    throw InputError("-s/-i/-mb/-lm", "the " + std::string(pipeline.less_memory ? "less-memory " : "") +
+                                          "schedule of " + std::to_string(pipeline.micro_batches) +
+                                          " micro batches on " + std::to_string(S) + " stages × " +
+                                          std::to_string(V) + " chunks deadlocks (a block waits on a later one)");
   std::vector<int> new_id(n);
   for (int i = 0; i < n; ++i) new_id[order[i]] = i;
   blocks_.resize(n);

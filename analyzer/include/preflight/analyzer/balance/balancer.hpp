@@ -34,6 +34,8 @@ struct BalanceOptions {
   long iterations = 150000;   ///< annealing moves per local-search run
   int kicks = 0;              ///< iterated local search rounds per run (SearchOptions::kicks)
   double memory_penalty = 0;  ///< annealing may leave the memory limit at this cost (SearchOptions)
+  double relocate_share = 0.2;  ///< share of relocate-and-repair moves (SearchOptions::relocate_share)
+  int threads = 0;              ///< threads for the local-search runs; 0 = the hardware's
   double milp_time_s = -1;    ///< CBC time on the chosen formulation; < 0 = automatic (see file comment)
   bool tighten = true;        ///< tightened formulation (milp.hpp)
   bool representable = true;  ///< SAPP formulation: only yaml-expressible placements (milp.hpp)
