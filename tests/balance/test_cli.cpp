@@ -79,7 +79,8 @@ TEST(BalanceCli, BadInputsExitTwoWithTheReason) {
        "--stages: the memory decomposition needs at least 4 pipeline stages"},
       {"--guide --stages 8 --layers 32 --recompute full,half", "--recompute: unknown recompute class 'half'"},
       {"--init " + data("init_llama175b.yaml") + " --times 3,18,9 -s 16 -i 2 -mb 17 -lm 1",
-       "-lm: the less-memory interleaved schedule needs the micro batches (17) to be a multiple of the stages"},
+       "-lm: the less-memory interleaved schedule needs the micro batches (17) to be a multiple of the "
+       "stages"},
       {"--layer-json " + data("small.json") + " -s 4 -mb 4 --relocate-share 1.5",
        "--relocate-share: must be between 0 and 1"},
       {"--layer-json " + data("small.json") + " -s 4 -mb 4 --threads -1", "--threads: must be 0"},

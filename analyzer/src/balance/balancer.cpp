@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <sstream>
+#include <thread>
 
 #include "preflight/analyzer/balance/local_search.hpp"
 
@@ -166,8 +166,8 @@ BalanceResult balance(const BalanceProblem& problem, const BalanceOptions& optio
       std::atomic<int> next{0};
       auto worker = [&] {
         for (int i; (i = next.fetch_add(1)) < runs;)
-          results[static_cast<std::size_t>(i)] =
-              improve_placement(problem, graph, start_of(i).assignment, run_options[static_cast<std::size_t>(i)]);
+          results[static_cast<std::size_t>(i)] = improve_placement(problem, graph, start_of(i).assignment,
+                                                                   run_options[static_cast<std::size_t>(i)]);
       };
       std::vector<std::thread> pool_threads;
       for (int t = 1; t < threads; ++t) pool_threads.emplace_back(worker);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
 
 namespace preflight::analyzer::balance {
@@ -181,74 +182,68 @@ class State {
   double makespan_ = 0, rec_total_ = 0;
 };
 
-// Recompute classes of one stage, made to fit and then as fast as the memory allows (greedy): while the
-// stage is over the limit, the class change (one layer, to a class with less activation) that lowers the
-// peak most; then, while one fits, the change to a faster class with the most backward time saved per MB of
-// peak added.  Returns false when the stage cannot be made to fit (the changes stay in the journal).
-bool repair_stage(State& st, int s) {
+// The best single-layer class change on stage s by `rank(added backward ms, peak after) -> {key, tie}`
+// (smaller is better; nullopt rejects the change) among those `wanted(body, from, to)` lets through.
+// Each candidate is applied, measured and rolled back.
+template <typename Wanted, typename Rank>
+std::optional<Change> best_class_change(State& st, int s, Wanted&& wanted, Rank&& rank) {
   const BalanceProblem& p = st.problem();
-  const int V = st.V(), K = st.K();
-  const double lim = st.limit() + 1e-6;
-  while (st.peak(s) > lim) {
-    Change best{};
-    double best_peak = st.peak(s), best_cost = 0;
-    bool any = false;
-    for (int k = 0; k < K; ++k) {
-      const BodyKind& b = p.model.bodies[k];
-      for (int v = 0; v < V; ++v)
-        for (int rf : st.classes(k)) {
-          if (st.assignment().at(k, static_cast<Recompute>(rf), v, s) < 1) continue;
-          for (int rt : st.classes(k)) {
-            if (b.activation(static_cast<Recompute>(rt)) >= b.activation(static_cast<Recompute>(rf))) continue;
-            const Change c{k, rf, v, s, rt, v, s};
-            const std::size_t mark = st.journal_size();
-            if (!st.change(c)) continue;
-            const double pk = st.peak(s);
-            st.rollback(mark);
-            if (pk >= st.peak(s) - 1e-9) continue;
-            const double cost = std::max(0.0, b.backward(static_cast<Recompute>(rt)) -
-                                                  b.backward(static_cast<Recompute>(rf))) /
-                                (st.peak(s) - pk);
-            if (!any || cost < best_cost - 1e-12 || (cost <= best_cost + 1e-12 && pk < best_peak)) {
-              best_peak = pk;
-              best_cost = cost;
-              best = c;
-              any = true;
-            }
+  std::optional<Change> best;
+  std::pair<double, double> best_key{0, 0};
+  for (int k = 0; k < st.K(); ++k) {
+    const BodyKind& b = p.model.bodies[k];
+    for (int v = 0; v < st.V(); ++v)
+      for (int rf : st.classes(k)) {
+        if (st.assignment().at(k, static_cast<Recompute>(rf), v, s) < 1) continue;
+        for (int rt : st.classes(k)) {
+          if (rt == rf || !wanted(b, static_cast<Recompute>(rf), static_cast<Recompute>(rt))) continue;
+          const Change c{k, rf, v, s, rt, v, s};
+          const std::size_t mark = st.journal_size();
+          if (!st.change(c)) continue;
+          const double pk = st.peak(s);
+          st.rollback(mark);
+          const std::optional<std::pair<double, double>> key =
+              rank(b.backward(static_cast<Recompute>(rt)) - b.backward(static_cast<Recompute>(rf)), pk);
+          if (!key) continue;
+          if (!best || key->first < best_key.first - 1e-12 ||
+              (key->first <= best_key.first + 1e-12 && key->second < best_key.second)) {
+            best = c;
+            best_key = *key;
           }
         }
-    }
-    if (!any || !st.change(best)) return false;
+      }
+  }
+  return best;
+}
+
+// Recompute classes of one stage, made to fit and then as fast as the memory allows (greedy): while the
+// stage is over the limit, the class change (one layer) with the least backward time added per MB of
+// peak saved; then, while one fits, the change to a faster class with the most backward time saved per MB
+// of peak added.  Returns false when the stage cannot be made to fit (the changes stay in the journal).
+bool repair_stage(State& st, int s) {
+  const double lim = st.limit() + 1e-6;
+  using Key = std::optional<std::pair<double, double>>;
+  while (st.peak(s) > lim) {
+    const double before = st.peak(s);
+    const auto lighter = [](const BodyKind& b, Recompute f, Recompute t) {
+      return b.activation(t) < b.activation(f);
+    };
+    const auto c = best_class_change(st, s, lighter, [&](double added_ms, double pk) -> Key {
+      if (pk >= before - 1e-9) return std::nullopt;
+      return std::pair{std::max(0.0, added_ms) / (before - pk), pk};
+    });
+    if (!c || !st.change(*c)) return false;
   }
   for (;;) {
-    Change best{};
-    double best_ratio = 0;
-    bool any = false;
-    for (int k = 0; k < K; ++k) {
-      const BodyKind& b = p.model.bodies[k];
-      for (int v = 0; v < V; ++v)
-        for (int rf : st.classes(k)) {
-          if (st.assignment().at(k, static_cast<Recompute>(rf), v, s) < 1) continue;
-          for (int rt : st.classes(k)) {
-            const double saved = b.backward(static_cast<Recompute>(rf)) - b.backward(static_cast<Recompute>(rt));
-            if (saved <= 1e-9) continue;
-            const Change c{k, rf, v, s, rt, v, s};
-            const double before = st.peak(s);
-            const std::size_t mark = st.journal_size();
-            if (!st.change(c)) continue;
-            const double pk = st.peak(s);
-            st.rollback(mark);
-            if (pk > lim) continue;
-            const double ratio = saved / std::max(pk - before, 1e-3);
-            if (ratio > best_ratio) {
-              best_ratio = ratio;
-              best = c;
-              any = true;
-            }
-          }
-        }
-    }
-    if (!any || !st.change(best)) break;
+    const double before = st.peak(s);
+    const auto faster = [](const BodyKind& b, Recompute f, Recompute t) {
+      return b.backward(t) < b.backward(f) - 1e-9;
+    };
+    const auto c = best_class_change(st, s, faster, [&](double added_ms, double pk) -> Key {
+      if (pk > lim) return std::nullopt;
+      return std::pair{added_ms / std::max(pk - before, 1e-3), 0.0};
+    });
+    if (!c || !st.change(*c)) break;
   }
   return true;
 }

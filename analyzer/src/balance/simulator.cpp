@@ -91,8 +91,9 @@ ScheduleGraph::ScheduleGraph(const PipelineConfig& pipeline) : pipeline_(pipelin
   // round is partial: every such case tried (17, 20, 24, 31, 33 micro batches on 16 stages) has a loop.
   if (pipeline.less_memory && V > 1 && pipeline.micro_batches % S != 0)
     throw InputError("-lm", "the less-memory interleaved schedule needs the micro batches (" +
-                                std::to_string(pipeline.micro_batches) + ") to be a multiple of the stages (" +
-                                std::to_string(S) + "); otherwise its order deadlocks. Use -lm 0 or change -mb");
+                                std::to_string(pipeline.micro_batches) +
+                                ") to be a multiple of the stages (" + std::to_string(S) +
+                                "); otherwise its order deadlocks. Use -lm 0 or change -mb");
   // Block id lookup: ((dir * m + micro) * V + chunk) * S + stage.
   auto key = [&](bool fwd, int micro, int chunk, int stage) {
     return ((static_cast<std::size_t>(fwd ? 0 : 1) * m + micro) * V + chunk) * S + stage;
@@ -157,7 +158,8 @@ ScheduleGraph::ScheduleGraph(const PipelineConfig& pipeline) : pipeline_(pipelin
     throw InputError("-s/-i/-mb/-lm", "the " + std::string(pipeline.less_memory ? "less-memory " : "") +
                                           "schedule of " + std::to_string(pipeline.micro_batches) +
                                           " micro batches on " + std::to_string(S) + " stages × " +
-                                          std::to_string(V) + " chunks deadlocks (a block waits on a later one)");
+                                          std::to_string(V) +
+                                          " chunks deadlocks (a block waits on a later one)");
   std::vector<int> new_id(n);
   for (int i = 0; i < n; ++i) new_id[order[i]] = i;
   blocks_.resize(n);
