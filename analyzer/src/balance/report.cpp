@@ -1,5 +1,6 @@
 #include "preflight/analyzer/balance/report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -108,6 +109,76 @@ std::string sapp_yaml_block(const BalanceProblem& problem, const Assignment& a) 
       << "\tselect_comm_recompute: " << list2(y.select_comm_recompute) << "\n";
   }
   return o.str();
+}
+
+MegatronForm megatron_form(const BalanceProblem& problem, const Assignment& a) {
+  const int S = problem.pipeline.stages, V = a.chunks();
+  const int K = static_cast<int>(problem.model.bodies.size());
+  MegatronForm out;
+  std::vector<std::string> segs;
+  for (int v = 0; v < V; ++v)
+    for (int s = 0; s < S; ++s) {
+      const int n = a.chunk_layers(v, s);
+      std::string seg = v == 0 && s == 0 ? "E" : "";
+      if (n == 1) seg += "t";
+      if (n > 1) seg += "t*" + std::to_string(n);
+      if (v == V - 1 && s == S - 1) seg += "L";
+      segs.push_back(seg);
+    }
+  const std::size_t last = segs.size() - 1;
+  for (std::size_t i = 0; i < last;) {
+    std::size_t j = i;
+    while (j + 1 < last && segs[j + 1] == segs[i]) ++j;
+    const std::size_t k = j - i + 1;
+    out.layout += k > 1 ? "(" + segs[i] + "|)*" + std::to_string(k) + "," : segs[i] + "|";
+    i = j + 1;
+  }
+  out.layout += segs[last];
+
+  // Recompute: counts per chunk of each class, over all body kinds.
+  auto count = [&](Recompute r, int v, int s) {
+    int c = 0;
+    for (int k = 0; k < K; ++k) c += a.at(k, r, v, s);
+    return c;
+  };
+  bool any_full = false, any_select = false, any_comm = false, all_select = true;
+  int max_full = 0;
+  for (int v = 0; v < V; ++v)
+    for (int s = 0; s < S; ++s) {
+      const int full = count(Recompute::Full, v, s), sel = count(Recompute::Select, v, s);
+      const int comm = count(Recompute::Comm, v, s) + count(Recompute::Both, v, s);
+      any_full = any_full || full > 0;
+      any_select = any_select || sel > 0;
+      any_comm = any_comm || comm > 0;
+      all_select = all_select && sel == a.chunk_layers(v, s);
+      max_full = std::max(max_full, full);
+    }
+  if (any_comm) {
+    out.note = "comm recompute (MindSpore's select_comm_recompute) has no Megatron-LM flag";
+  } else if (any_full && any_select) {
+    out.note = "Megatron-LM takes full or selective recompute, not both";
+  } else if (any_full) {
+    // Block method: the first N layers of every chunk are recomputed, N the same everywhere.
+    bool block = true;
+    for (int v = 0; v < V; ++v)
+      for (int s = 0; s < S; ++s)
+        block = block && count(Recompute::Full, v, s) == std::min(max_full, a.chunk_layers(v, s));
+    if (block)
+      out.recompute_args = {"--recompute-granularity full", "--recompute-method block",
+                            "--recompute-num-layers " + std::to_string(max_full)};
+    else
+      out.note =
+          "full recompute differs per chunk; Megatron-LM's --recompute-num-layers is one number for "
+          "every virtual stage (the yaml lines above give the counts per chunk)";
+  } else if (any_select) {
+    if (all_select)
+      out.recompute_args = {"--recompute-granularity selective"};
+    else
+      out.note =
+          "selective recompute on some layers only; Megatron-LM applies --recompute-granularity "
+          "selective to every layer (the yaml lines above give the counts per chunk)";
+  }
+  return out;
 }
 
 std::string render_decomposition_text(const Decomposition& d) {
@@ -250,7 +321,18 @@ std::string render_balance_text(const BalanceReport& rep) {
     mp.chunks = c.assignment.chunks();
     o << "\n" << c.name << " (manual):\n" << sapp_bubble_block(mp, c.sim);
   }
-  if (r.found || !r.best.name.empty()) o << "\n" << sapp_yaml_block(p, r.best.assignment);
+  if (r.found || !r.best.name.empty()) {
+    o << "\n" << sapp_yaml_block(p, r.best.assignment);
+    const MegatronForm mf = megatron_form(p, r.best.assignment);
+    o << "For Megatron-LM (core >= 0.13):\n\t--pipeline-model-parallel-size " << p.pipeline.stages
+      << " --pipeline-model-parallel-layout \"" << mf.layout << "\"\n";
+    if (!mf.recompute_args.empty()) {
+      o << "\t";
+      for (std::size_t i = 0; i < mf.recompute_args.size(); ++i) o << (i ? " " : "") << mf.recompute_args[i];
+      o << "\n";
+    }
+    if (!mf.note.empty()) o << "\t(" << mf.note << ")\n";
+  }
   for (const auto& [what, path] : rep.svg_files) o << "\nSVG (" << what << "): " << path;
   if (!rep.svg_files.empty()) o << "\n";
   return o.str();
@@ -273,6 +355,12 @@ json balance_json(const BalanceReport& rep) {
   if (rep.decomposition) j["decomposition"] = decomposition_json(*rep.decomposition);
   j["found"] = r.found;
   j["answer"] = candidate_json(p, r.best);
+  if (r.found || !r.best.name.empty()) {
+    const MegatronForm mf = megatron_form(p, r.best.assignment);
+    j["answer"]["megatron"] = {{"pipeline_model_parallel_layout", mf.layout},
+                               {"recompute_args", mf.recompute_args},
+                               {"note", mf.note.empty() ? json(nullptr) : json(mf.note)}};
+  }
   j["lower_bound_ms"] = r.lower_bound_ms ? json(*r.lower_bound_ms) : json(nullptr);
   j["gap"] = r.gap() ? json(*r.gap()) : json(nullptr);
   j["proven_optimal"] = r.proven_optimal;

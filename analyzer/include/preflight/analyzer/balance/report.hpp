@@ -42,6 +42,21 @@ std::string sapp_bubble_block(const PipelineConfig& pipeline, const SimulationRe
 /// "layer-to-stage assignment baseline is" with the L / (S·V) baseline.
 std::string sapp_yaml_block(const BalanceProblem& problem, const Assignment& a);
 
+/// The same placement as Megatron-LM flags.  `layout` is `--pipeline-model-parallel-layout` (Megatron-core
+/// >= 0.13, megatron/core/transformer/pipeline_parallel_layer_layout.py): one segment per virtual stage,
+/// split by '|', VPP rank 0 over all PP ranks first (segment v*S + s is chunk v of stage s); 'E' (embedding)
+/// opens the first segment, 't' is one decoder layer of any body kind, 'L' (loss) closes the last; runs of
+/// equal segments are written `(seg|)*k,` (Megatron drops commas).  `recompute_args` are the recompute
+/// flags when one setting for every virtual stage says the answer's recompute (`--recompute-granularity
+/// full --recompute-method block --recompute-num-layers N`: the first N layers of each chunk; or
+/// `selective` on every layer); otherwise empty, and `note` says why (per-chunk counts, comm recompute).
+struct MegatronForm {
+  std::string layout;
+  std::vector<std::string> recompute_args;
+  std::string note;
+};
+MegatronForm megatron_form(const BalanceProblem& problem, const Assignment& a);
+
 std::string render_balance_text(const BalanceReport& report);
 nlohmann::json balance_json(const BalanceReport& report);
 
