@@ -29,6 +29,17 @@ cases=(
   "llama175b s16 i3 mb32 lm0 O2 t120|0.6488|124|$llama|-m llama175b -s 16 -i 3 -mb 32 -mem 56000 -O 2 -t 120"
   "llama175b s16 i1 mb32 t60 (1F1B)|0.6524|62|$llama|-m llama175b -s 16 -i 1 -mb 32 -mem 56000 -t 60"
 )
+# Runs of SAPP made for this project (tests/data/balance/sapp_runs: command.txt, stdout.log, time.txt).
+runs=$root/tests/data/balance/sapp_runs
+for r in i2_mb32_mem56000 i2_mb32_mem56000_O2 i3_mb20_mem58000_O2 i3_mb48_mem60000_O2 i1_mb64_mem50000; do
+  sb=$(grep -A1 'real    =' "$runs/$r/stdout.log" | tail -1 | awk '{print $1}')
+  ss=$(cut -d' ' -f1 "$runs/$r/time.txt")
+  peak=$(grep 'peak memory' "$runs/$r/stdout.log" | tail -1 | tr -d 'a-z:,' | tr ' ' '\n' | sort -g | tail -1)
+  note=""
+  lim=$(grep -o -- '-mem [0-9]*' "$runs/$r/command.txt" | cut -d' ' -f2)
+  awk -v p="$peak" -v l="$lim" 'BEGIN { exit !(p > l) }' && note=" (SAPP over limit)"
+  cases+=("llama175b $r$note|$sb|$ss|$llama|-m llama175b $(cat "$runs/$r/command.txt")")
+done
 # Recorded values: the first and third from reference_outputs/*/stdout.log and time.txt; the rest from
 # shared/notes/sapp.md §10 (wall rounded to the second there).
 grep -q '0.5318' "$ref/llama175b_latestpatched_s16_i3_mb16_mem56000_lm1_t120/stdout.log" || echo "warning: SAPP llama log changed" >&2

@@ -71,6 +71,9 @@ bool better(const Candidate& a, const Candidate& b, const BalanceProblem& proble
 // (S 16, V 3, m 16) does not finish its root node in 10 s.
 constexpr int kAutoMilpRows = 400;
 
+// The local-search runs take turns over this many of the best distinct starts.
+constexpr std::size_t kStartsSearched = 3;
+
 }  // namespace
 
 BalanceResult balance(const BalanceProblem& problem, const BalanceOptions& options) {
@@ -91,6 +94,8 @@ BalanceResult balance(const BalanceProblem& problem, const BalanceOptions& optio
     consider(c);
   }
   for (const auto& [name, a] : options.starts) consider(evaluate(problem, graph, name, a));
+  if (auto a = memory_aware_start(problem, graph))
+    consider(evaluate(problem, graph, "memory-aware start", *a));
 
   auto relax = exact_lp_relaxation(problem, graph);
   if (relax) {
@@ -160,7 +165,7 @@ BalanceResult balance(const BalanceProblem& problem, const BalanceOptions& optio
       so.time_limit_s = search_budget / std::max(1, waves);
     }
     auto start_of = [&](int i) -> const Candidate& {
-      return *starts[static_cast<std::size_t>(i) % std::min<std::size_t>(starts.size(), 2)];
+      return *starts[static_cast<std::size_t>(i) % std::min<std::size_t>(starts.size(), kStartsSearched)];
     };
     {
       std::atomic<int> next{0};

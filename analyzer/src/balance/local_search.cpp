@@ -250,6 +250,51 @@ bool repair_stage(State& st, int s) {
 
 }  // namespace
 
+std::optional<Assignment> memory_aware_start(const BalanceProblem& problem, const ScheduleGraph& graph) {
+  if (problem.model.bodies.size() != 1) return std::nullopt;
+  const int S = problem.pipeline.stages, V = problem.pipeline.chunks;
+  const int L = problem.model.bodies[0].count;
+  if (L < S * V) return std::nullopt;
+  const Recompute light = lightest_class(problem, 0);
+  Assignment a(1, V, S);
+  for (int v = 0; v < V; ++v)
+    for (int s = 0; s < S; ++s) a.at(0, light, v, s) = 1;
+  for (int placed = S * V; placed < L; ++placed) {
+    const ChunkCosts c = chunk_costs(problem, a);
+    int best_v = -1, best_s = -1;
+    double best_work = 0, best_peak = 0;
+    bool best_fits = false;
+    for (int s = 0; s < S; ++s) {
+      double work = 0;
+      for (int v = 0; v < V; ++v) work += c.fwd(v, s) + c.bwd(v, s);
+      for (int v = 0; v < V; ++v) {
+        ++a.at(0, light, v, s);
+        const double pk = simulate_stage_peak(graph, chunk_costs(problem, a), s);
+        --a.at(0, light, v, s);
+        const bool fits = pk <= problem.memory_limit_mb + 1e-6;
+        // Fitting first; then the least loaded stage; then the chunk that adds the least peak.
+        const bool better =
+            best_v < 0 || (fits != best_fits ? fits
+                           : fits ? (work < best_work - 1e-9 || (work <= best_work + 1e-9 && pk < best_peak))
+                                  : pk < best_peak);
+        if (better) {
+          best_v = v;
+          best_s = s;
+          best_work = work;
+          best_peak = pk;
+          best_fits = fits;
+        }
+      }
+    }
+    ++a.at(0, light, best_v, best_s);
+  }
+  // Faster classes wherever the memory allows.
+  State st(problem, graph, a);
+  for (int s = 0; s < S; ++s)
+    if (st.peak(s) <= st.limit() + 1e-6) repair_stage(st, s);
+  return st.assignment();
+}
+
 SearchResult improve_placement(const BalanceProblem& problem, const ScheduleGraph& graph,
                                const Assignment& start, const SearchOptions& options) {
   const auto t0 = Clock::now();

@@ -5,11 +5,13 @@
 /// itself (makespan, peak memory per stage), so what this returns is what `simulate` reports.
 ///
 /// Moves: change the recompute class of one layer; move one layer to another chunk (any stage), keeping
-/// or changing its class; relocate one layer and re-choose the classes of both stages (relocate_share).  A move is only taken when every stage still fits the memory limit in the
-/// simulator and every chunk keeps ≥ 1 layer (body kinds stay in model order).  Score: makespan, then
-/// less total recompute time.  Deterministic for a given seed and iteration budget.
+/// or changing its class; relocate one layer and re-choose the classes of both stages (relocate_share).  A
+/// move is only taken when every stage still fits the memory limit in the simulator and every chunk keeps ≥ 1
+/// layer (body kinds stay in model order).  Score: makespan, then less total recompute time.  Deterministic
+/// for a given seed and iteration budget.
 
 #include <cstdint>
+#include <optional>
 
 #include "preflight/analyzer/balance/simulator.hpp"
 
@@ -52,6 +54,13 @@ struct SearchResult {
 /// Score of a placement: makespan (ms) plus a 1e-4 weight on the total recompute time of one micro batch,
 /// so that of two equally fast placements the one that recomputes less wins.
 double placement_score(double makespan_ms, const ChunkCosts& costs);
+
+/// A start for the search built around the memory limit (one body kind only, else nullopt): every chunk
+/// gets one layer of the lightest class, then each further layer goes to the least loaded stage (forward +
+/// backward ms) where it still fits, into the chunk that adds the least peak; finally every fitting stage
+/// takes faster classes while it fits (the repair step of relocate_share).  Early stages, which keep
+/// more micro batches in flight, end up with fewer layers — the staircase SAPP's MILP finds for m > S.
+std::optional<Assignment> memory_aware_start(const BalanceProblem& problem, const ScheduleGraph& graph);
 
 /// Makes `start` fit the memory limit if it does not (greedy: lighter recompute classes, then moving
 /// layers off the stages over the limit), then improves it.  When no fitting placement is found,
