@@ -964,18 +964,17 @@ LayerGraph build_layer_graph(const ModelSpec& model, const Strategy& strategy) {
   const Strategy& st = graph.strategy;
   Ctx c = make_ctx(graph.model, st);
 
-  std::vector<int> per_stage = st.layers_per_stage(model.num_layers);
   // Layer offsets: virtual chunk v of rank r follows all ranks' chunks < v, then ranks < r of chunk v.
-  std::vector<int> chunk_layers(st.pp);
-  for (int r = 0; r < st.pp; ++r) chunk_layers[r] = per_stage[r] / st.vpp;
-  int per_round = std::accumulate(chunk_layers.begin(), chunk_layers.end(), 0);
+  const std::vector<std::vector<int>> chunk_layers = st.layers_per_chunk(model.num_layers);
   for (int r = 0; r < st.pp; ++r) {
     for (int v = 0; v < st.vpp; ++v) {
-      int offset = v * per_round;
-      for (int q = 0; q < r; ++q) offset += chunk_layers[q];
+      int offset = 0;
+      for (int w = 0; w < v; ++w)
+        offset += std::accumulate(chunk_layers[w].begin(), chunk_layers[w].end(), 0);
+      for (int q = 0; q < r; ++q) offset += chunk_layers[v][q];
       bool emb = r == 0 && v == 0;
       bool head = r == st.pp - 1 && v == st.vpp - 1;
-      graph.chunks.push_back(build_chunk(c, r, v, offset, chunk_layers[r], emb, head));
+      graph.chunks.push_back(build_chunk(c, r, v, offset, chunk_layers[v][r], emb, head));
     }
   }
   return graph;
@@ -996,7 +995,10 @@ std::vector<Op> build_embedding_ops(const ModelSpec& model, const Strategy& stra
 std::vector<Op> build_head_ops(const ModelSpec& model, const Strategy& strategy) {
   // pp > 1 so that the output layer owns its weight, as the last stage of a pipeline does.
   Strategy st = strategy;
-  if (st.pp == 1) st.pp = 2;
+  if (st.pp == 1) {
+    st.pp = 2;
+    st.chunk_layout.clear();
+  }
   Ctx c = make_ctx(model, st);
   return build_chunk(c, st.pp - 1, st.vpp - 1, 0, 0, false, true).ops;
 }

@@ -246,6 +246,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--pipeline-model-parallel-size", Arity::One},
       {"--num-layers-per-virtual-pipeline-stage", Arity::One},
       {"--num-virtual-stages-per-pipeline-rank", Arity::One},
+      {"--pipeline-model-parallel-layout", Arity::One},
       {"--decoder-first-pipeline-num-layers", Arity::One},
       {"--decoder-last-pipeline-num-layers", Arity::One},
       {"--account-for-embedding-in-pipeline-split", Arity::Switch},
@@ -560,6 +561,19 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                        std::to_string(per_stage) + " layers per stage do not divide into chunks of " +
                            std::to_string(per));
     st.vpp = static_cast<int>(per_stage / per);
+  }
+
+  if (has("--pipeline-model-parallel-layout")) {
+    for (const char* other :
+         {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+          "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+          "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"})
+      if (has(other))
+        throw InputError("--pipeline-model-parallel-layout", std::string("cannot be combined with ") + other +
+                                                                 " (the layout says the whole split)");
+    st.chunk_layout = parse_pipeline_layout(get("--pipeline-model-parallel-layout"), st.pp,
+                                            static_cast<int>(m.num_layers), m.mtp_num_layers);
+    st.vpp = static_cast<int>(st.chunk_layout.size());
   }
 
   if (has("--bf16") && has("--fp16")) throw InputError("--bf16", "cannot be combined with --fp16");

@@ -135,6 +135,7 @@ LayerGraph unparallel(const LayerGraph& g) {
   st.sequence_parallel = false;
   st.first_stage_layers = st.last_stage_layers = -1;
   st.stage_layers.clear();
+  st.chunk_layout.clear();
   st.account_for_embedding_in_pipeline_split = st.account_for_loss_in_pipeline_split = false;
   st.global_batch_size = st.micro_batch_size;
   return build_layer_graph(g.model, st);

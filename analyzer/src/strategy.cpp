@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <regex>
+#include <string>
 
 #include "preflight/common/error.hpp"
 
@@ -29,6 +31,7 @@ void validate_torch_cpu(const Strategy& st, const ModelSpec& model) {
   if (st.attention_backend != AttentionBackend::Math) refuse("--attention-backend", "flash attention");
   if (st.cross_entropy_loss_fusion) refuse("--cross-entropy-loss-fusion", "the fused cross entropy");
   if (st.grad_reduce_in_bf16) refuse("--grad-reduce-in-bf16", "bf16 gradient buffers");
+  if (!st.chunk_layout.empty()) refuse("--pipeline-model-parallel-layout", "a custom pipeline layout");
   if (!st.stage_layers.empty() || st.account_for_embedding_in_pipeline_split ||
       st.account_for_loss_in_pipeline_split)
     refuse("--account-for-embedding-in-pipeline-split", "this pipeline split");
@@ -60,8 +63,106 @@ int Strategy::main_grad_bytes() const {
   return 4;
 }
 
+std::vector<std::vector<int>> parse_pipeline_layout(const std::string& layout, int pp, int num_layers,
+                                                    int mtp_num_layers) {
+  const std::string flag = "--pipeline-model-parallel-layout";
+  if (pp < 1) throw InputError(flag, "needs --pipeline-model-parallel-size >= 1");
+  std::string text;
+  for (char c : layout)
+    if (c != ',' && c != ' ' && c != '"' && c != '\'') text += c;
+  // Unroll "(x)*n" (innermost first; Megatron's own regex takes no nesting), then "c*n".
+  auto unroll = [&](const std::regex& re) {
+    std::string out;
+    std::smatch m;
+    std::string rest = text;
+    while (std::regex_search(rest, m, re)) {
+      out += m.prefix().str();
+      const long n = std::stol(m[2].str());
+      if (n < 0 || n > 100000) throw InputError(flag, "repeat count " + m[2].str() + " is out of range");
+      for (long i = 0; i < n; ++i) out += m[1].str();
+      rest = m.suffix().str();
+    }
+    text = out + rest;
+  };
+  unroll(std::regex(R"(\(([^()]+)\)\*(\d+))"));
+  unroll(std::regex(R"(([^|()*])\*(\d+))"));
+  if (text.find_first_of("()*") != std::string::npos)
+    throw InputError(flag, "cannot read '" + layout + "' (expected e.g. \"Et*3|(tt|)*29,m|L\")");
+  std::vector<std::string> segs(1);
+  for (char c : text) {
+    if (c == '|') {
+      segs.emplace_back();
+      continue;
+    }
+    if (c != 'E' && c != 't' && c != 'm' && c != 'L')
+      throw InputError(flag,
+                       std::string("unknown layer '") + c + "' (E embedding, t transformer, m MTP, L loss)");
+    segs.back() += c;
+  }
+  const int n = static_cast<int>(segs.size());
+  if (n % pp != 0)
+    throw InputError(flag, num(n) + " stages do not divide over --pipeline-model-parallel-size " + num(pp));
+  const std::string flat = std::accumulate(segs.begin(), segs.end(), std::string());
+  auto count = [&](char c) { return static_cast<int>(std::count(flat.begin(), flat.end(), c)); };
+  if (flat.empty() || flat.front() != 'E' || count('E') != 1)
+    throw InputError(flag, "the embedding E must be the first layer, once");
+  if (flat.back() != 'L' || count('L') != 1)
+    throw InputError(flag, "the loss L must be the last layer, once");
+  if (count('t') != num_layers)
+    throw InputError(
+        flag, "places " + num(count('t')) + " transformer layers but --num-layers is " + num(num_layers));
+  if (count('m') != mtp_num_layers)
+    throw InputError(
+        flag, "places " + num(count('m')) + " MTP layers but --mtp-num-layers is " + num(mtp_num_layers));
+  if (count('m') > 0) {
+    if (flat.find('t', flat.find('m')) != std::string::npos)
+      throw InputError(flag, "transformer layers must come before the MTP layers");
+    if (static_cast<int>(std::count(segs.back().begin(), segs.back().end(), 'm')) != mtp_num_layers)
+      throw InputError(flag, "MTP layers are modelled on the last stage only (with the loss)");
+  }
+  const int vpp = n / pp;
+  std::vector<std::vector<int>> out(vpp, std::vector<int>(pp, 0));
+  for (int i = 0; i < n; ++i)
+    out[i / pp][i % pp] = static_cast<int>(std::count(segs[i].begin(), segs[i].end(), 't'));
+  return out;
+}
+
+std::vector<std::vector<int>> Strategy::layers_per_chunk(int num_layers) const {
+  if (!chunk_layout.empty()) {
+    if (static_cast<int>(chunk_layout.size()) != vpp)
+      throw InputError(
+          "--pipeline-model-parallel-layout",
+          "gives " + num(chunk_layout.size()) + " virtual chunks per rank but vpp is " + num(vpp));
+    int sum = 0;
+    for (const auto& row : chunk_layout) {
+      if (static_cast<int>(row.size()) != pp)
+        throw InputError("--pipeline-model-parallel-layout",
+                         "a chunk row does not have pp = " + num(pp) + " ranks");
+      for (int x : row) {
+        if (x < 0) throw InputError("--pipeline-model-parallel-layout", "negative layer count");
+        sum += x;
+      }
+    }
+    if (sum != num_layers)
+      throw InputError("--pipeline-model-parallel-layout",
+                       "places " + num(sum) + " layers but the model has " + num(num_layers));
+    return chunk_layout;
+  }
+  const std::vector<int> per_stage = layers_per_stage(num_layers);
+  std::vector<std::vector<int>> out(vpp, std::vector<int>(pp, 0));
+  for (int v = 0; v < vpp; ++v)
+    for (int r = 0; r < pp; ++r) out[v][r] = per_stage[r] / vpp;
+  return out;
+}
+
 std::vector<int> Strategy::layers_per_stage(int num_layers) const {
   std::vector<int> out(pp, 0);
+  if (!chunk_layout.empty()) {
+    const auto chunks = layers_per_chunk(num_layers);
+    for (const auto& row : chunks)
+      for (int r = 0; r < pp; ++r) out[r] += row[r];
+    return out;
+  }
   if (!stage_layers.empty()) {
     if (static_cast<int>(stage_layers.size()) != pp)
       throw InputError("stage layers", "gives " + num(stage_layers.size()) + " stages but pp is " + num(pp));
@@ -225,7 +326,8 @@ LayerRecompute Strategy::effective_layer_recompute(const ModelSpec& model) const
   LayerRecompute r;
   if (recompute_granularity == RecomputeGranularity::None) return r;
   int most = 0;
-  for (int n : layers_per_stage(model.num_layers)) most = std::max(most, n / std::max(1, vpp));
+  for (const auto& row : layers_per_chunk(model.num_layers))
+    for (int n : row) most = std::max(most, n);
   if (recompute_granularity == RecomputeGranularity::Full) {
     r.scope = RecomputeScope::FullBlock;
     if (recompute_method == RecomputeMethod::Block) {

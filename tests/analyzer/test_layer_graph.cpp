@@ -6,6 +6,7 @@
 #include "preflight/analyzer/layer_graph.hpp"
 #include "preflight/analyzer/megatron_args.hpp"
 #include "preflight/analyzer/memory.hpp"
+#include "preflight/analyzer/strategy.hpp"
 #include "preflight/common/error.hpp"
 
 using namespace preflight::analyzer;
@@ -215,6 +216,110 @@ TEST(LayerGraph, InconsistentSizesAreInputErrors) {
   fails({"--group-query-attention", "--num-query-groups", "4"}, "--num-query-groups");
   fails({"--global-batch-size", "3", "--world-size", "2"}, "--global-batch-size");
   fails({"--num-layers", "0"}, "--num-layers");
+}
+
+TEST(PipelineLayout, ReadsMegatronsGrammar) {
+  // Megatron's documented DeepSeek-V3 layout with the MTP layer replaced by a decoder layer: 62 layers,
+  // pp 16 → 32 segments, vpp 2 (segment i = chunk i / 16 of rank i % 16).
+  const auto l = parse_pipeline_layout("Et*3|(tt|)*29,t|L", 16, 62, 0);
+  ASSERT_EQ(l.size(), 2u);
+  ASSERT_EQ(l[0].size(), 16u);
+  EXPECT_EQ(l[0][0], 3);
+  for (int r = 1; r < 16; ++r) EXPECT_EQ(l[0][r], 2) << r;
+  for (int r = 0; r < 14; ++r) EXPECT_EQ(l[1][r], 2) << r;
+  EXPECT_EQ(l[1][14], 1);
+  EXPECT_EQ(l[1][15], 0);  // loss only (empty stages are legal)
+  // The same with its MTP layer: modelled on the last stage only, so Megatron's placement is refused.
+  try {
+    parse_pipeline_layout("Et*3|(tt|)*29,m|L", 16, 61, 1);
+    FAIL();
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("last stage only"), std::string::npos) << e.what();
+  }
+  // MTP with the loss on the last stage is modelled.
+  const auto mtp = parse_pipeline_layout("Et*3|(tt|)*29,t|mL", 16, 62, 1);
+  EXPECT_EQ(mtp[1][14], 1);
+  EXPECT_EQ(mtp[1][15], 0);
+  struct Bad {
+    std::string layout, needle;
+    int layers;
+  };
+  for (const Bad& b : std::vector<Bad>{{"Et*3|t*4L", "places 7 transformer layers", 8},
+                                       {"t*3|Et*5L", "embedding E must be the first", 8},
+                                       {"Et*3|t*5", "loss L must be the last", 8},
+                                       {"Et*3|t*5L|t", "3 stages do not divide", 9},
+                                       {"Et*3|x*5L", "unknown layer 'x'", 8},
+                                       {"Et*3|(t*5L", "cannot read", 8}}) {
+    try {
+      parse_pipeline_layout(b.layout, 2, b.layers, 0);
+      FAIL() << b.layout;
+    } catch (const preflight::InputError& e) {
+      EXPECT_EQ(e.where(), "--pipeline-model-parallel-layout");
+      EXPECT_NE(std::string(e.what()).find(b.needle), std::string::npos) << b.layout << ": " << e.what();
+    }
+  }
+}
+
+TEST(LayerGraph, PipelineLayoutEqualsTheFirstStageFlagsItSpells) {
+  const Words base = {"--num-layers", "30",  "--hidden-size", "256",  "--num-attention-heads",          "4",
+                      "--seq-length", "128", "--vocab-size",  "1000", "--pipeline-model-parallel-size", "4",
+                      "--world-size", "4"};
+  Words a = base, b = base;
+  a.insert(a.end(), {"--pipeline-model-parallel-layout", "Et*6|(t*9|)*2,t*6L"});
+  b.insert(b.end(), {"--decoder-first-pipeline-num-layers", "6", "--decoder-last-pipeline-num-layers", "6"});
+  const LayerGraph ga = graph_of(a), gb = graph_of(b);
+  ASSERT_EQ(ga.chunks.size(), gb.chunks.size());
+  for (std::size_t i = 0; i < ga.chunks.size(); ++i) {
+    EXPECT_EQ(ga.chunks[i].num_layers, gb.chunks[i].num_layers);
+    EXPECT_EQ(ga.chunks[i].first_layer, gb.chunks[i].first_layer);
+    EXPECT_EQ(ga.chunks[i].param_numel(), gb.chunks[i].param_numel());
+    EXPECT_EQ(ga.chunks[i].kept_activation_bytes(), gb.chunks[i].kept_activation_bytes());
+  }
+}
+
+TEST(LayerGraph, PipelineLayoutWithVirtualChunks) {
+  // pp 2, 4 segments → vpp 2; chunk 0: ranks hold 1 and 3 layers, chunk 1: 2 and 2.
+  const LayerGraph g = graph_of({"--num-layers",
+                                 "8",
+                                 "--hidden-size",
+                                 "256",
+                                 "--num-attention-heads",
+                                 "4",
+                                 "--seq-length",
+                                 "128",
+                                 "--vocab-size",
+                                 "1000",
+                                 "--pipeline-model-parallel-size",
+                                 "2",
+                                 "--world-size",
+                                 "2",
+                                 "--micro-batch-size",
+                                 "1",
+                                 "--global-batch-size",
+                                 "8",
+                                 "--pipeline-model-parallel-layout",
+                                 "Et|t*3|t*2|t*2L"});
+  EXPECT_EQ(g.strategy.vpp, 2);
+  const auto r0 = g.stage(0), r1 = g.stage(1);
+  ASSERT_EQ(r0.size(), 2u);
+  EXPECT_EQ(r0[0]->num_layers, 1);
+  EXPECT_EQ(r0[0]->first_layer, 0);
+  EXPECT_EQ(r1[0]->num_layers, 3);
+  EXPECT_EQ(r1[0]->first_layer, 1);
+  EXPECT_EQ(r0[1]->num_layers, 2);
+  EXPECT_EQ(r0[1]->first_layer, 4);  // after chunk 0 of both ranks
+  EXPECT_EQ(r1[1]->first_layer, 6);
+  EXPECT_TRUE(r0[0]->has_embedding);
+  EXPECT_TRUE(r1[1]->has_output_layer);
+  // Megatron refuses the layout next to the other split flags; so do we.
+  try {
+    graph_of({"--num-layers", "8", "--hidden-size", "256", "--num-attention-heads", "4", "--seq-length",
+              "128", "--vocab-size", "1000", "--pipeline-model-parallel-size", "2", "--world-size", "2",
+              "--pipeline-model-parallel-layout", "Et*3|t*5L", "--decoder-first-pipeline-num-layers", "3"});
+    FAIL();
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), "--pipeline-model-parallel-layout");
+  }
 }
 
 namespace {

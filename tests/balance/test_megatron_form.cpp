@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "preflight/analyzer/balance/report.hpp"
+#include "preflight/analyzer/strategy.hpp"
 #include "sapp_cases.hpp"
 
 namespace {
@@ -55,6 +56,11 @@ TEST(MegatronForm, LayoutReadsBackAsTheAnswersChunks) {
       EXPECT_EQ(seg.find('L') != std::string::npos, v == 2 && s == 15);
     }
   EXPECT_EQ(decoders, 96);
+  // analyze reads it back (parse_pipeline_layout) into the same chunks.
+  const auto chunks = preflight::analyzer::parse_pipeline_layout(mf.layout, 16, 96, 0);
+  ASSERT_EQ(chunks.size(), 3u);
+  for (int v = 0; v < 3; ++v)
+    for (int s = 0; s < 16; ++s) EXPECT_EQ(chunks[v][s], a.chunk_layers(v, s));
   EXPECT_EQ(segs.front().front(), 'E');
   EXPECT_EQ(segs.back().back(), 'L');
   // Equal neighbours are grouped, so the string stays short.

@@ -105,6 +105,7 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
   st.first_stage_layers = -1;
   st.last_stage_layers = lay.last_stage_layers;
   st.stage_layers.clear();
+  st.chunk_layout.clear();
   st.micro_batch_size = space.micro_batch_size;
   st.global_batch_size = space.global_batch_size;
   LayerRecompute base_rc = base.effective_layer_recompute(model);

@@ -87,6 +87,18 @@ struct TransformerEngineVersions {
 };
 
 /// Parallel layout and training settings.  Sizes are counts; lengths are tokens.
+/// Megatron-LM's `--pipeline-model-parallel-layout`
+/// (megatron/core/transformer/pipeline_parallel_layer_layout.py): stages split by '|', "(x)*n" and "c*n"
+/// repeat, commas ignored; E = embedding, t = transformer layer, m = MTP layer, L = loss.  Segment i is
+/// virtual chunk i / pp of rank i % pp, so the segment count must be a multiple of pp (vpp = segments / pp).
+/// Checks as Megatron: E first and once, L last and once, as many t as `num_layers`, as many m as
+/// `mtp_num_layers`, all after the last t.  MTP layers are modelled on the last chunk of the last rank only
+/// (layer_graph.hpp), so a layout placing them elsewhere is refused.
+/// @returns transformer layers per chunk, [vpp][pp].
+/// @throws InputError naming `--pipeline-model-parallel-layout`.
+std::vector<std::vector<int>> parse_pipeline_layout(const std::string& layout, int pp, int num_layers,
+                                                    int mtp_num_layers);
+
 struct Strategy {
   // --- layout ---
   int world_size = 1;     ///< total ranks (torchrun nproc_per_node · nnodes)
@@ -106,6 +118,9 @@ struct Strategy {
   int last_stage_layers = -1;
   /// Explicit transformer layers per pipeline stage (SAPP offsets); overrides the two fields above.
   std::vector<int> stage_layers;
+  /// Transformer layers of virtual chunk v on pipeline rank r, [vpp][pp], from Megatron's
+  /// `--pipeline-model-parallel-layout` (parse_pipeline_layout); overrides every split above.
+  std::vector<std::vector<int>> chunk_layout;
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
 
@@ -188,6 +203,11 @@ struct Strategy {
   /// embedding/loss counted as a layer).
   /// @throws InputError when the layers cannot be split as asked.
   std::vector<int> layers_per_stage(int num_layers) const;
+
+  /// Transformer layers of each virtual chunk, [vpp][pp]: chunk_layout when given, else each rank's
+  /// layers_per_stage split evenly over its vpp chunks.  Layer ids run chunk 0 of every rank first.
+  /// @throws InputError as layers_per_stage.
+  std::vector<std::vector<int>> layers_per_chunk(int num_layers) const;
 
   /// Checks sizes against each other and against the model: world divisible by tp·pp·cp and by
   /// etp·ep·pp, heads and kv groups divisible by tp, experts by ep, global batch by b·dp,
