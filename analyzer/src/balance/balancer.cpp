@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <sstream>
 #include <thread>
 
@@ -97,17 +98,21 @@ BalanceResult balance(const BalanceProblem& problem, const BalanceOptions& optio
   if (auto a = memory_aware_start(problem, graph))
     consider(evaluate(problem, graph, "memory-aware start", *a));
 
-  auto relax = exact_lp_relaxation(problem, graph);
-  if (relax) {
-    res.lower_bound_ms = relax->bound_ms;
-    res.steps.push_back("LP relaxation of the exact model: makespan >= " + fmt(relax->bound_ms) + " ms (" +
-                        fmt(relax->seconds) + " s)");
-    consider(evaluate(problem, graph, "LP relaxation, rounded", relax->rounded));
-  } else {
-    res.steps.push_back("LP relaxation of the exact model: no fractional placement fits the memory limit");
-  }
+  // The LP relaxation of the exact model: the lower bound for the gap, and one more start.
+  auto record_lp = [&](const std::optional<LpRelaxation>& relax) {
+    if (relax) {
+      res.lower_bound_ms = relax->bound_ms;
+      res.steps.push_back("LP relaxation of the exact model: makespan >= " + fmt(relax->bound_ms) + " ms (" +
+                          fmt(relax->seconds) + " s)");
+    } else {
+      res.steps.push_back("LP relaxation of the exact model: no fractional placement fits the memory limit");
+    }
+  };
 
   if (options.formulation == Formulation::Sapp) {
+    const auto relax = exact_lp_relaxation(problem, graph);
+    record_lp(relax);
+    if (relax) consider(evaluate(problem, graph, "LP relaxation, rounded", relax->rounded));
     MilpOptions mo;
     mo.formulation = Formulation::Sapp;
     mo.optimization_level = options.optimization_level;
@@ -132,8 +137,13 @@ BalanceResult balance(const BalanceProblem& problem, const BalanceOptions& optio
     }
     res.milp = std::move(mr);
   } else {
-    // Local search from the best distinct starts.
-    std::vector<const Candidate*> starts;
+    // The LP is solved on its own thread while the local searches from the other starts run; the runs
+    // that start from its rounded placement wait for it.  Runs are assigned to starts by index only, so
+    // the answer does not depend on the thread count unless the time budget cuts a run short.
+    std::shared_future<std::optional<LpRelaxation>> lp =
+        std::async(std::launch::async, [&] { return exact_lp_relaxation(problem, graph); }).share();
+    // Starts: the best distinct candidates so far, then the rounded LP placement.
+    std::vector<std::pair<std::string, Assignment>> starts;
     {
       std::vector<const Candidate*> sorted;
       for (const auto& c : pool) sorted.push_back(&c);
@@ -141,20 +151,31 @@ BalanceResult balance(const BalanceProblem& problem, const BalanceOptions& optio
                        [&](const Candidate* a, const Candidate* b) { return better(*a, *b, problem); });
       for (const Candidate* c : sorted) {
         bool dup = false;
-        for (const Candidate* s : starts) dup = dup || s->assignment == c->assignment;
-        if (!dup) starts.push_back(c);
+        for (const auto& st : starts) dup = dup || st.second == c->assignment;
+        if (!dup && starts.size() + 1 < kStartsSearched) starts.emplace_back(c->name, c->assignment);
       }
     }
-    // Restarts run on up to `threads` threads; each is deterministic for its seed and iteration budget,
-    // so the answer does not depend on the thread count unless the time budget cuts a run short.
+    const std::size_t slots = starts.size() + 1;  // the last slot is the LP's
+    auto lp_start = [&]() -> std::optional<Assignment> {
+      const auto& relax = lp.get();
+      if (!relax) return std::nullopt;
+      for (const auto& st : starts)
+        if (st.second == relax->rounded) return std::nullopt;
+      return relax->rounded;
+    };
     const double search_budget = std::max(0.05, 0.6 * (options.time_limit_s - elapsed()));
-    const int runs = starts.empty() ? 0 : std::max(0, options.restarts);
+    const int runs = std::max(0, options.restarts);
     int threads = options.threads > 0 ? options.threads
                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     threads = std::max(1, std::min(threads, runs));
-    const int waves = threads > 0 ? (runs + threads - 1) / threads : 0;
+    const int waves = (runs + threads - 1) / threads;
     std::vector<SearchResult> results(static_cast<std::size_t>(runs));
     std::vector<SearchOptions> run_options(static_cast<std::size_t>(runs));
+    std::vector<std::string> run_start(static_cast<std::size_t>(runs));
+    std::vector<int> order;  // runs from the LP's slot last
+    for (int pass = 0; pass < 2; ++pass)
+      for (int i = 0; i < runs; ++i)
+        if ((static_cast<std::size_t>(i) % slots == slots - 1) == (pass == 1)) order.push_back(i);
     for (int i = 0; i < runs; ++i) {
       SearchOptions& so = run_options[static_cast<std::size_t>(i)];
       so.seed = options.seed + static_cast<std::uint64_t>(i);
@@ -164,36 +185,48 @@ BalanceResult balance(const BalanceProblem& problem, const BalanceOptions& optio
       so.relocate_share = options.relocate_share;
       so.time_limit_s = search_budget / std::max(1, waves);
     }
-    auto start_of = [&](int i) -> const Candidate& {
-      return *starts[static_cast<std::size_t>(i) % std::min<std::size_t>(starts.size(), kStartsSearched)];
-    };
     {
       std::atomic<int> next{0};
       auto worker = [&] {
-        for (int i; (i = next.fetch_add(1)) < runs;)
-          results[static_cast<std::size_t>(i)] = improve_placement(problem, graph, start_of(i).assignment,
-                                                                   run_options[static_cast<std::size_t>(i)]);
+        for (int k; (k = next.fetch_add(1)) < runs;) {
+          const auto i = static_cast<std::size_t>(order[static_cast<std::size_t>(k)]);
+          std::optional<Assignment> from;
+          if (i % slots == slots - 1 && (from = lp_start())) {
+            run_start[i] = "LP relaxation, rounded";
+          } else if (!starts.empty()) {
+            const auto& st = starts[i % slots == slots - 1 ? i % starts.size() : i % slots];
+            run_start[i] = st.first;
+            from = st.second;
+          } else {
+            continue;  // nothing to start from
+          }
+          results[i] = improve_placement(problem, graph, *from, run_options[i]);
+        }
       };
       std::vector<std::thread> pool_threads;
       for (int t = 1; t < threads; ++t) pool_threads.emplace_back(worker);
       worker();
       for (auto& t : pool_threads) t.join();
     }
+    record_lp(lp.get());
+    if (lp.get()) consider(evaluate(problem, graph, "LP relaxation, rounded", lp.get()->rounded));
     std::vector<Candidate> found;
     for (int i = 0; i < runs; ++i) {
-      const SearchResult& sr = results[static_cast<std::size_t>(i)];
+      const auto u = static_cast<std::size_t>(i);
+      if (run_start[u].empty()) continue;
+      const SearchResult& sr = results[u];
       res.evaluations += sr.evaluations;
-      found.push_back(evaluate(problem, graph,
-                               "local search from " + start_of(i).name + " (seed " +
-                                   std::to_string(run_options[static_cast<std::size_t>(i)].seed) + ")",
-                               sr.best));
+      found.push_back(evaluate(
+          problem, graph,
+          "local search from " + run_start[u] + " (seed " + std::to_string(run_options[u].seed) + ")",
+          sr.best));
       res.steps.push_back(found.back().name + ": " +
                           (sr.fits ? fmt(sr.makespan_ms) + " ms" : std::string("does not fit")) + ", " +
                           std::to_string(sr.evaluations) + " simulations, " + fmt(sr.seconds) + " s");
     }
     if (runs > 0)
       res.steps.push_back(std::to_string(runs) + " local-search runs on " + std::to_string(threads) +
-                          " thread(s)");
+                          " thread(s), next to the LP");
     for (auto& c : found) consider(std::move(c));
 
     // Exact MILP, warm-started.
