@@ -355,6 +355,22 @@ const std::vector<std::string>& supported_hf_model_types() {
 ModelSpec model_from_hf_config(const json& config, const std::string& source,
                                std::vector<std::string>* warnings) {
   if (!config.is_object()) throw InputError(source, "expected a JSON object (a Hugging Face config.json)");
+  // Vision-language checkpoints (LlavaForConditionalGeneration, Mistral3ForConditionalGeneration, …) keep the
+  // language model's config in `text_config`: read that, and say the vision tower is not modelled.
+  if (auto text = config.find("text_config");
+      text != config.end() && text->is_object() && !config.contains("num_hidden_layers")) {
+    json inner = *text;
+    if (!inner.contains("_name_or_path") && config.contains("_name_or_path"))
+      inner["_name_or_path"] = config["_name_or_path"];
+    if (warnings) {
+      std::string outer = config.value("model_type", std::string("a multimodal model"));
+      warnings->push_back(
+          source + ": " + outer +
+          ": only the language model (text_config) is modelled; the vision tower and projector "
+          "are not counted");
+    }
+    return model_from_hf_config(inner, source + ": text_config", warnings);
+  }
 
   std::string type;
   if (auto it = config.find("model_type"); it != config.end() && !it->is_null()) {

@@ -194,6 +194,28 @@ TEST(HfConfig, ModelTypeFromArchitectures) {
   EXPECT_TRUE(m.untie_embeddings_and_output_weights);  // LlamaConfig default: tie_word_embeddings false
 }
 
+TEST(HfConfig, VisionLanguageCheckpointReadsItsTextConfig) {
+  // A LLaVA-style config.json: the language model sits in text_config (here Llama 3 8B's own config).
+  std::ifstream in(hf_config_path("llama3-8b"));
+  ASSERT_TRUE(in.good());
+  const std::string llama((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string wrapped = R"({"model_type": "llava", "architectures": ["LlavaForConditionalGeneration"],
+      "_name_or_path": "org/llava-llama3", "vision_config": {"model_type": "clip_vision_model",
+      "hidden_size": 1024}, "image_token_index": 128256, "text_config": )" +
+                              llama + "}";
+  std::vector<std::string> warnings;
+  const ModelSpec m = parse_hf_config(wrapped, "config.json", &warnings);
+  EXPECT_EQ(count_parameters(m), 8'030'261'248);  // the language model alone
+  EXPECT_EQ(m.num_layers, 32);
+  EXPECT_EQ(m.name, "org/llava-llama3");
+  bool said = false;
+  for (const auto& w : warnings) said = said || contains(w, "vision tower");
+  EXPECT_TRUE(said);
+  // A text_config that lacks a field is reported under its own name.
+  const InputError e = parse_error(R"({"model_type": "llava", "text_config": {"model_type": "llama"}})");
+  EXPECT_TRUE(contains(e.where(), "config.json: text_config")) << e.where();
+}
+
 TEST(HfConfig, LlamaBiasesAndTiedEmbeddings) {
   const char* base = R"({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2,
       "num_attention_heads": 4, "intermediate_size": 512, "vocab_size": 1024, "tie_word_embeddings": true,
