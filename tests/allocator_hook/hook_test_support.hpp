@@ -1,8 +1,6 @@
 #pragma once
 // Helpers of the allocator_hook tests: temporary trace directories, running a program under the hook,
 // finding its traces, looking up markers in summaries.
-#include <stdlib.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -15,26 +13,6 @@
 namespace preflight::test {
 
 namespace fs = std::filesystem;
-
-/// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "preflight_hook_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data()) ? tmpl : std::string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
 
 inline std::string hook_program(const std::string& name) {
   return std::string(HOOK_PROGRAM_DIR) + "/" + name;

@@ -13,49 +13,15 @@
 #include "preflight/analyzer/memory.hpp"
 #include "preflight/analyzer/report.hpp"
 #include "preflight/common/error.hpp"
+#include "torch_cpu_example.hpp"
 
 using namespace preflight::analyzer;
 using Words = std::vector<std::string>;
 using nlohmann::json;
+using preflight::test::graph_of;
+using preflight::test::torch_cpu_example_args;
 
 namespace {
-
-/// The bundled small config of examples/torch_cpu_gpt (pretrain_gpt_cpu.sh defaults, seq 64).
-Words example_args(const Words& extra = {}) {
-  Words w = {"--nproc_per_node",
-             "4",
-             "--num-layers",
-             "4",
-             "--hidden-size",
-             "64",
-             "--num-attention-heads",
-             "4",
-             "--seq-length",
-             "64",
-             "--max-position-embeddings",
-             "64",
-             "--micro-batch-size",
-             "2",
-             "--global-batch-size",
-             "8",
-             "--tensor-model-parallel-size",
-             "2",
-             "--pipeline-model-parallel-size",
-             "2",
-             "--tokenizer-type",
-             "NullTokenizer",
-             "--vocab-size",
-             "511",
-             "--transformer-impl",
-             "torch_cpu"};
-  w.insert(w.end(), extra.begin(), extra.end());
-  return w;
-}
-
-LayerGraph graph_of(const Words& w) {
-  MegatronConfig c = parse_megatron_args(w, {});
-  return build_layer_graph(c.model, c.strategy);
-}
 
 Prediction predict(const Words& w) {
   return read_prediction(analysis_json(graph_of(w), {}), "analyze.json");
@@ -84,7 +50,7 @@ const CalibrationRow& row(const Comparison& c, int rank, const std::string& q) {
 }  // namespace
 
 TEST(Calibrate, ReadsAnalyzeJson) {
-  Prediction p = predict(example_args());
+  Prediction p = predict(torch_cpu_example_args());
   EXPECT_EQ(p.implementation, "torch_cpu");
   EXPECT_EQ(p.pp, 2);
   EXPECT_EQ(p.num_microbatches, 4);
@@ -103,7 +69,7 @@ TEST(Calibrate, StaticAndActivationsOfARealRunMatchExactly) {
   // parameter of ≥ 4 KiB: word 256×64, position 64×64, per layer qkv 96×64, proj 64×32, fc1 128×64,
   // fc2 64×128, all fp32), one gradient buffer of all 70,848 parameters, two Adam moments per visible
   // parameter, 1,212,416 B kept per micro batch.
-  Prediction p = predict(example_args());
+  Prediction p = predict(torch_cpu_example_args());
   MeasuredRank m = read_measured(measurement(0, 278528, 283392, 557056, 1212416,
                                              {{"embedding.embedding_dropout", 65536},
                                               {"decoder.layers.0.self_attention.core_attention", 262144}},
@@ -121,7 +87,7 @@ TEST(Calibrate, StaticAndActivationsOfARealRunMatchExactly) {
 }
 
 TEST(Calibrate, ProducerAttributionMovesInputsUpstream) {
-  Prediction p = predict(example_args());
+  Prediction p = predict(torch_cpu_example_args());
   auto by = predicted_by_module(p.stages[1], 4096, true);
   // Stage 1 starts with layer 2's input norm: the received activations [s, b, h] fp32 are the stage input.
   EXPECT_DOUBLE_EQ(by["input"], 128.0 * 64 * 4);
@@ -137,7 +103,7 @@ TEST(Calibrate, FitRecoversKnownCoefficients) {
   // with module scale 1.1 and 2,048 bytes per module, transient scale 0.8 and 50,000 bytes of overhead.
   std::vector<CalibrationRun> runs;
   for (const char* mb : {"1", "2"}) {
-    Prediction p = predict(example_args({"--micro-batch-size", mb, "--global-batch-size", "4"}));
+    Prediction p = predict(torch_cpu_example_args({"--micro-batch-size", mb, "--global-batch-size", "4"}));
     CalibrationRun run{p, {}};
     for (int rank : {0, 2}) {
       const PredictedStage& s = p.stages[p.stage_of_rank(rank)];
@@ -181,7 +147,7 @@ TEST(Calibrate, FitRecoversKnownCoefficients) {
 }
 
 TEST(Calibrate, AppliedToTheGraph) {
-  LayerGraph g = graph_of(example_args());
+  LayerGraph g = graph_of(torch_cpu_example_args());
   double before = static_cast<double>(g.stage(0).front()->kept_activation_bytes());
   double total_before = stage_memory(g).stages[0].total_bytes();
   Calibration cal;
@@ -207,7 +173,7 @@ TEST(Calibrate, BadInputNamesTheField) {
     }
     return "";
   };
-  json a = analysis_json(graph_of(example_args()), {});
+  json a = analysis_json(graph_of(torch_cpu_example_args()), {});
   json no_strategy = a;
   no_strategy.erase("strategy");
   EXPECT_EQ(where([&] { read_prediction(no_strategy, "a.json"); }), "a.json");
@@ -284,7 +250,7 @@ TEST(Calibrate, EstimateJsonIsComparedPerStage) {
 
 TEST(Calibrate, ReadsTheCostModelsOwnSummary) {
   // The summary as `preflight estimate --json` writes it, for the example's arguments.
-  MegatronConfig mc = parse_megatron_args(example_args(), {});
+  MegatronConfig mc = parse_megatron_args(torch_cpu_example_args(), {});
   cost::Estimate e = cost::estimate(mc.model, mc.strategy, cost::load_simumax_system("a100_pcie"));
   json j = {{"summary", json::parse(cost::summary_json(e).dump())}};
   Prediction p = read_prediction(j, "estimate.json");

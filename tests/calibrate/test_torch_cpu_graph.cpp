@@ -7,47 +7,14 @@
 #include "preflight/analyzer/layer_graph.hpp"
 #include "preflight/analyzer/megatron_args.hpp"
 #include "preflight/common/error.hpp"
+#include "torch_cpu_example.hpp"
 
 using namespace preflight::analyzer;
 using Words = std::vector<std::string>;
+using preflight::test::graph_of;
+using preflight::test::torch_cpu_example_args;
 
 namespace {
-
-/// h 64, 4 heads (d 16), s 64, b 2, tp 2, pp 2, vocab 511 + 1 EOD → 512 (a multiple of 128·2): T = 128.
-Words base_args() {
-  return {"--nproc_per_node",
-          "4",
-          "--num-layers",
-          "4",
-          "--hidden-size",
-          "64",
-          "--num-attention-heads",
-          "4",
-          "--seq-length",
-          "64",
-          "--max-position-embeddings",
-          "64",
-          "--micro-batch-size",
-          "2",
-          "--global-batch-size",
-          "8",
-          "--tensor-model-parallel-size",
-          "2",
-          "--pipeline-model-parallel-size",
-          "2",
-          "--tokenizer-type",
-          "NullTokenizer",
-          "--vocab-size",
-          "511",
-          "--transformer-impl",
-          "torch_cpu"};
-}
-
-LayerGraph graph_of(Words w, const Words& extra = {}) {
-  w.insert(w.end(), extra.begin(), extra.end());
-  MegatronConfig c = parse_megatron_args(w, {});
-  return build_layer_graph(c.model, c.strategy);
-}
 
 const Op& op_named(const LayerGraph& g, const std::string& path) {
   for (const auto& c : g.chunks)
@@ -63,12 +30,13 @@ std::map<std::string, std::int64_t> kept_of(const Op& op) {
 }
 
 using Kept = std::map<std::string, std::int64_t>;
+// torch_cpu_example_args(): s 64 · b 2 = T 128 tokens, h 64, 4 bytes (fp32).
 constexpr std::int64_t T = 128, h = 64, e = 4;
 
 }  // namespace
 
 TEST(TorchCpuGraph, LayerOpsKeepWhatAutogradSaves) {
-  LayerGraph g = graph_of(base_args());
+  LayerGraph g = graph_of(torch_cpu_example_args());
   EXPECT_EQ(g.strategy.attention_backend, AttentionBackend::Math);
   const std::string L = "decoder.layers.1.";
   // LayerNorm: input + mean + rstd in the activation dtype.
@@ -100,7 +68,7 @@ TEST(TorchCpuGraph, LayerOpsKeepWhatAutogradSaves) {
 }
 
 TEST(TorchCpuGraph, EmbeddingAndHead) {
-  LayerGraph g = graph_of(base_args());
+  LayerGraph g = graph_of(torch_cpu_example_args());
   // tp 2: the vocab-parallel lookup keeps shifted ids (int64) and the out-of-range mask (bool).
   EXPECT_EQ(kept_of(op_named(g, "embedding.word_embeddings")),
             (Kept{{"masked_ids", T * 8}, {"out_of_range_mask", T}}));
@@ -109,8 +77,8 @@ TEST(TorchCpuGraph, EmbeddingAndHead) {
   EXPECT_EQ(kept_of(op_named(g, "loss")),
             (Kept{{"softmax_fp32", T * 256 * 4}, {"target_mask", T}, {"masked_target", T * 8}}));
   // tp 1: F.embedding keeps the token ids it was given (allocated by the data, so an input).
-  LayerGraph g1 =
-      graph_of(base_args(), {"--tensor-model-parallel-size", "1", "--pipeline-model-parallel-size", "1"});
+  LayerGraph g1 = graph_of(torch_cpu_example_args(),
+                           {"--tensor-model-parallel-size", "1", "--pipeline-model-parallel-size", "1"});
   const Op& emb = op_named(g1, "embedding.word_embeddings");
   EXPECT_EQ(kept_of(emb), (Kept{{"token_ids", T * 8}}));
   EXPECT_EQ(emb.kept_input_bytes(), T * 8);
@@ -119,8 +87,9 @@ TEST(TorchCpuGraph, EmbeddingAndHead) {
 TEST(TorchCpuGraph, Bf16GqaSwiglu) {
   // bf16: 2-byte activations and statistics; GQA with 2 groups on tp 2 (1 local group) still copies k, v to
   // both local heads; SwiGLU keeps fc1's 2f output and the SiLU output.
-  LayerGraph g = graph_of(base_args(), {"--bf16", "--group-query-attention", "--num-query-groups", "2",
-                                        "--swiglu", "--ffn-hidden-size", "128"});
+  LayerGraph g =
+      graph_of(torch_cpu_example_args(), {"--bf16", "--group-query-attention", "--num-query-groups", "2",
+                                          "--swiglu", "--ffn-hidden-size", "128"});
   const std::string L = "decoder.layers.0.";
   EXPECT_EQ(kept_of(op_named(g, L + "input_layernorm")),
             (Kept{{"input", T * h * 2}, {"mean", T * 2}, {"rstd", T * 2}}));
@@ -136,7 +105,7 @@ TEST(TorchCpuGraph, Bf16GqaSwiglu) {
 }
 
 TEST(TorchCpuGraph, NoDropoutKeepsNoNoise) {
-  LayerGraph g = graph_of(base_args(), {"--attention-dropout", "0", "--hidden-dropout", "0"});
+  LayerGraph g = graph_of(torch_cpu_example_args(), {"--attention-dropout", "0", "--hidden-dropout", "0"});
   EXPECT_EQ(kept_of(op_named(g, "decoder.layers.0.self_attn_bda")), Kept{});
   Kept at = kept_of(op_named(g, "decoder.layers.0.self_attention.core_attention"));
   EXPECT_EQ(at.count("dropout_noise"), 0u);
@@ -145,7 +114,7 @@ TEST(TorchCpuGraph, NoDropoutKeepsNoNoise) {
 }
 
 TEST(TorchCpuGraph, SelectiveRecomputeKeepsQkvOutputAndRngState) {
-  LayerGraph g = graph_of(base_args(), {"--recompute-granularity", "selective"});
+  LayerGraph g = graph_of(torch_cpu_example_args(), {"--recompute-granularity", "selective"});
   const Op& at = op_named(g, "decoder.layers.0.self_attention.core_attention");
   // checkpoint(core_attention, qkv_output, mask): qkv output [T, 3·64/2] and the 5056-byte CPU RNG state.
   EXPECT_EQ(kept_of(at), (Kept{{"input", T * 96 * e}, {"rng_state", 5056}}));
@@ -154,8 +123,8 @@ TEST(TorchCpuGraph, SelectiveRecomputeKeepsQkvOutputAndRngState) {
 
 TEST(TorchCpuGraph, FullRecomputeKeepsCheckpointInputs) {
   // uniform, 2 layers per checkpoint: the first layer of each group keeps its input and one RNG state.
-  LayerGraph g = graph_of(base_args(), {"--recompute-granularity", "full", "--recompute-method", "uniform",
-                                        "--recompute-num-layers", "2"});
+  LayerGraph g = graph_of(torch_cpu_example_args(), {"--recompute-granularity", "full", "--recompute-method",
+                                                     "uniform", "--recompute-num-layers", "2"});
   std::int64_t l0 = 0, l1 = 0;
   for (const auto& c : g.chunks)
     for (const auto& op : c.ops) {
@@ -165,8 +134,8 @@ TEST(TorchCpuGraph, FullRecomputeKeepsCheckpointInputs) {
   EXPECT_EQ(l0, T * h * e + 5056);
   EXPECT_EQ(l1, 0);
   // block, 1 layer: only the first layer of each stage is checkpointed.
-  LayerGraph b = graph_of(base_args(), {"--recompute-granularity", "full", "--recompute-method", "block",
-                                        "--recompute-num-layers", "1"});
+  LayerGraph b = graph_of(torch_cpu_example_args(), {"--recompute-granularity", "full", "--recompute-method",
+                                                     "block", "--recompute-num-layers", "1"});
   std::int64_t b0 = 0, b1 = 0;
   for (const auto& c : b.chunks)
     for (const auto& op : c.ops) {
@@ -180,7 +149,7 @@ TEST(TorchCpuGraph, FullRecomputeKeepsCheckpointInputs) {
 TEST(TorchCpuGraph, RefusesWhatTheExampleDoesNotRun) {
   auto where = [](const Words& extra) -> std::string {
     try {
-      graph_of(base_args(), extra);
+      graph_of(torch_cpu_example_args(), extra);
     } catch (const preflight::InputError& e) {
       return e.where();
     }

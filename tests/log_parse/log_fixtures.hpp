@@ -1,42 +1,10 @@
 #pragma once
 // Helpers for the log_parse tests: temporary directories and MindSpore-like dryrun logs written by the test.
-#include <unistd.h>
-
-#include <atomic>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
+#include "test_support.hpp"
+
 namespace preflight::test {
-
-/// A fresh directory under the system temp dir, removed on destruction.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("preflight_lp_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::string str() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-};
-
-inline void write_file(const std::filesystem::path& p, const std::string& content) {
-  std::filesystem::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary);
-  out << content;
-}
 
 /// `n` lines of MindSpore/MindFormers-like chatter (no memory keys), numbered from `from`.
 inline std::string filler_lines(int n, int from = 0) {

@@ -1,19 +1,22 @@
 #pragma once
 // Helpers shared by the test suites: running the preflight binary, locating test data.
+#include <sys/wait.h>
+#include <unistd.h>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace preflight::test {
 
 /// tests/data in the source tree.
-inline std::filesystem::path data_dir() { return PREFLIGHT_TEST_DATA; }
+inline std::filesystem::path data_dir() {
+  return PREFLIGHT_TEST_DATA;
+}
 
 /// The reference data folder: `PREFLIGHT_SHARED_DATA` from the environment, else ../shared/data next to
 /// the checkout (or next to the main checkout of a git worktree; see tests/CMakeLists.txt).
@@ -23,7 +26,9 @@ inline std::filesystem::path shared_data_dir() {
   if (env && *env) return env;
   return PREFLIGHT_DEFAULT_SHARED_DATA;
 }
-inline bool shared_data_available() { return std::filesystem::is_directory(shared_data_dir()); }
+inline bool shared_data_available() {
+  return std::filesystem::is_directory(shared_data_dir());
+}
 inline std::string shared_data_missing() {
   return "reference data not found at " + shared_data_dir().string() +
          " (set PREFLIGHT_SHARED_DATA); this tier needs ../shared/data";
@@ -35,6 +40,36 @@ inline std::string read_file(const std::filesystem::path& p) {
   s << in.rdbuf();
   return s.str();
 }
+
+/// Writes `text` to `p` (binary), creating its parent folders.
+inline void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+}
+
+/// A fresh directory under the system temp dir (named `<prefix>XXXXXX`), removed with everything in it
+/// on destruction. Throws std::runtime_error when it cannot be made.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "preflight_tmp_") {
+    std::string t = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX")).string();
+    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed for " + t);
+    path_ = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string str() const { return path_.string(); }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 struct RunResult {
   int exit_code = -1;

@@ -62,10 +62,10 @@ TEST(DryrunPlan, MsrunLauncherBecomesOnePythonProcessPerStage) {
 
 TEST(DryrunPlan, SizesFromFlagsEnvironmentOrYamlAndTheirErrors) {
   TempDir dir;
-  write_text(dir / "pp2.yaml",
+  write_file(dir / "pp2.yaml",
              "parallel_config:\n  data_parallel: 2\n  model_parallel: 2\n  pipeline_stage: 2\n");
-  write_text(dir / "bad.yaml", "parallel_config:\n  pipeline_stage: [1, 2\n");
-  write_text(dir / "word.yaml", "parallel_config:\n  pipeline_stage: four\n");
+  write_file(dir / "bad.yaml", "parallel_config:\n  pipeline_stage: [1, 2\n");
+  write_file(dir / "word.yaml", "parallel_config:\n  pipeline_stage: four\n");
   std::string pp2 = (dir / "pp2.yaml").string();
   DryrunOptions o = options_in(dir);
   // msrun: --worker_num; the YAML's dp·mp·pp = 8 ≠ 16 is reported, not fatal.
@@ -166,8 +166,8 @@ TEST(DryrunCli, WrappedMindFormersScriptThenLogsDryrun) {
     EXPECT_EQ(row[4], "65536");
     EXPECT_EQ(row[5], std::to_string(used_peak(s)));
     EXPECT_EQ(row[6], std::to_string(used_peak(s) + 512));
-    EXPECT_EQ(row[7], "output/preflight_dryrun/stage_" + std::to_string(s) + "_rank_" + std::to_string(2 * s) +
-                          "/mindformer.log");
+    EXPECT_EQ(row[7], "output/preflight_dryrun/stage_" + std::to_string(s) + "_rank_" +
+                          std::to_string(2 * s) + "/mindformer.log");
   }
   // log_parse reads the same folder: every stage mapped, nothing to complain about, SAPP's block.
   RunResult logs =
@@ -282,7 +282,7 @@ TEST(DryrunSharedScripts, MindFormersReadmeInvocations) {
                         "research/llama3_1/llama3_1_70b/finetune_llama3_1_70b.yaml",
                         "research/mixtral/mixtral_8x7b/pretrain_mixtral-8x7b.yaml",
                         "research/mixtral/mixtral_8x7b/predict_mixtral-8x7b.yaml"})
-    write_text(dir / y, yaml);
+    write_file(dir / y, yaml);
   fs::path script = shared_data_dir() / "launch_scripts" / "mindformers" / "msrun_usage_examples.sh";
   RunResult w = run_preflight("wrap --mode dryrun --python /usr/bin/python3 " + shell_quote(script.string()) +
                               " -o " + shell_quote((dir / "dryrun.sh").string()));

@@ -136,7 +136,7 @@ TEST(Launch, MsrunLauncherWorldSizeForEachArgumentCount) {
 
 TEST(Launch, DeepspeedWorldSize) {
   preflight::test::TempDir dir;
-  preflight::test::write_text(dir / "hostfile",
+  preflight::test::write_file(dir / "hostfile",
                               "# two nodes\nworker-1 slots=8\nworker-2 slots=8  # second\n\n");
   std::string hf = (dir / "hostfile").string();
   auto ws = [](Words argv, WorldSizeHints h = {}) { return *launch_world_size(*parse(argv), h, {}); };
@@ -167,7 +167,7 @@ TEST(Launch, DeepspeedWorldSize) {
   given.nnodes = 2;
   EXPECT_EQ(ws({"deepspeed", "pretrain_gpt.py"}, given).world(), 8);
 
-  preflight::test::write_text(dir / "bad", "worker-1 slots=x\n");
+  preflight::test::write_file(dir / "bad", "worker-1 slots=x\n");
   try {
     ws({"deepspeed", "--hostfile", (dir / "bad").string(), "pretrain_gpt.py"});
     FAIL() << "a malformed hostfile was accepted";
@@ -298,7 +298,7 @@ TEST(TraceEnvironment, HookAndGlueGoFirstOnce) {
 
 TEST(TraceEnvironment, LocateHookFollowsTheBuildLayoutOrTheVariables) {
   preflight::test::TempDir dir;
-  preflight::test::write_text(dir / "lib" / "libpreflight_hook.so", "");
+  preflight::test::write_file(dir / "lib" / "libpreflight_hook.so", "");
   std::filesystem::create_directories(dir / "lib" / "python");
   HookFiles h = locate_hook(dir / "cli" / "preflight", {});
   EXPECT_EQ(h.library, (dir / "lib" / "libpreflight_hook.so").lexically_normal());

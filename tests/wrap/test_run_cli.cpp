@@ -68,7 +68,7 @@ TEST(RunCli, ShimsCatchALaunchBuiltAtRunTime) {
 
 TEST(RunCli, ShimsLeaveOtherCommandsAlone) {
   TempDir dir;
-  write_text(dir / "s.sh",
+  write_file(dir / "s.sh",
              "python3 -c 'import sys; print(40 + 2, sys.argv[1:])' a b\n"
              "torchrun --nproc_per_node 2 pretrain_gpt.py --num-layers 2 --hidden-size 64 "
              "--num-attention-heads 2 --seq-length 16 --vocab-size 100 --analyze-marker\n");
@@ -88,7 +88,7 @@ TEST(RunCli, ShimsLeaveOtherCommandsAlone) {
 
 TEST(RunCli, ALaunchGivenDirectlyIsAnalysed) {
   TempDir dir;
-  write_text(dir / "hostfile", "a slots=4\nb slots=4\nc slots=4\nd slots=4\n");
+  write_file(dir / "hostfile", "a slots=4\nb slots=4\nc slots=4\nd slots=4\n");
   RunResult r = run_in(
       dir.path(), preflight_bin() +
                       " run --analyze-arg=--json -- deepspeed --hostfile hostfile pretrain_gpt.py "

@@ -48,7 +48,7 @@ TEST(WrapCli, StringStyleRunsAndReachesAnalyze) {
 
 TEST(WrapCli, ArrayStyleWithConditionalArgumentsAndEnvironment) {
   TempDir dir;
-  write_text(dir / "pretrain_gpt.py", "");  // the script checks that it runs from the Megatron-LM folder
+  write_file(dir / "pretrain_gpt.py", "");  // the script checks that it runs from the Megatron-LM folder
   RunResult r = wrap_and_run(dir, wrap_data("array_style.sh"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = json_in(r.out);
@@ -65,7 +65,7 @@ TEST(WrapCli, ArrayStyleWithConditionalArgumentsAndEnvironment) {
 
 TEST(WrapCli, DeepspeedLauncherSizesComeFromHostfileAndNumGpus) {
   TempDir dir;
-  write_text(dir / "hostfile", "node-a slots=8\nnode-b slots=8\n");
+  write_file(dir / "hostfile", "node-a slots=8\nnode-b slots=8\n");
   RunResult r = wrap_and_run(dir, wrap_data("deepspeed_style.sh"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = json_in(r.out);
@@ -202,11 +202,11 @@ fs::path shared_script(const std::string& rel) {
 /// Stand-ins for the commands Megatron-DeepSpeed's long script calls around its launch (wget downloads,
 /// ssh to workers, DeepSpeed's ds_ssh, nvidia-smi on an 8-GPU node).
 std::string stub_path(const TempDir& dir) {
-  write_text(dir / "stubs" / "wget", "#!/bin/sh\nexit 1\n");
-  write_text(dir / "stubs" / "ssh", "#!/bin/sh\nexit 255\n");
-  write_text(dir / "stubs" / "nvidia-smi",
+  write_file(dir / "stubs" / "wget", "#!/bin/sh\nexit 1\n");
+  write_file(dir / "stubs" / "ssh", "#!/bin/sh\nexit 255\n");
+  write_file(dir / "stubs" / "nvidia-smi",
              "#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8; do echo 'NVIDIA H100 80GB HBM3'; done\n");
-  write_text(dir / "stubs" / "ds_ssh",
+  write_file(dir / "stubs" / "ds_ssh",
              "#!/bin/sh\nfor i in $(seq 10); do echo 'NVIDIA H100 80GB HBM3'; done\n");
   for (const char* n : {"wget", "ssh", "nvidia-smi", "ds_ssh"})
     fs::permissions(dir / "stubs" / n, fs::perms::owner_all);
@@ -245,7 +245,7 @@ TEST(WrapSharedScripts, EveryMegatronScriptReachesAnalyzeWithItsOwnValues) {
   };
   for (const Case& c : cases) {
     TempDir dir;
-    write_text(dir / "pretrain_gpt.py", "");  // llama3: must run from the Megatron-LM folder
+    write_file(dir / "pretrain_gpt.py", "");  // llama3: must run from the Megatron-LM folder
     fs::create_directories(dir / "tmp");      // mds llama2: BASE_PATH=./tmp holds its DeepSpeed config
     std::string env = c.env == "STUBS" ? stub_path(dir) : c.env;
     for (bool json : {true, false}) {
@@ -279,7 +279,7 @@ TEST(WrapSharedScripts, Gpt3ScriptIsForSixteenNodes) {
   auto at = text.find("\nNUM_NODES=1\n");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, 13, "\nNUM_NODES=16\n");
-  write_text(dir / "gpt3_16_nodes.sh", text);
+  write_file(dir / "gpt3_16_nodes.sh", text);
   RunResult r = wrap_and_run(dir, dir / "gpt3_16_nodes.sh", "", args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_layout(json_in(r.out), {8, 16, 96, 12288, 128}, "gpt3 175B on 16 nodes");

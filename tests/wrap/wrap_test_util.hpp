@@ -3,12 +3,10 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -19,36 +17,9 @@ namespace preflight::test {
 
 namespace fs = std::filesystem;
 
-/// A fresh folder under /tmp, removed when the object goes.
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "preflight-wrap-test-XXXXXX").string();
-    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
-
 /// tests/data/wrap/<name> in the source tree (see its README).
 inline fs::path wrap_data(const std::string& name) {
   return fs::path(PREFLIGHT_SOURCE_DIR) / "tests" / "data" / "wrap" / name;
-}
-
-inline void write_text(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary);
-  out << text;
 }
 
 /// Copies a file from tests/data/wrap into `dir` (keeping its name unless `as` is given).
