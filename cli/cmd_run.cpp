@@ -25,16 +25,7 @@ namespace {
 
 struct RunCli {
   std::string mode = "analyze";
-  std::vector<std::string> entries;
-  std::vector<std::string> analyze_args;
-  int gpus_per_node = 0;
-  int nnodes = 0;
-  int steps = -1;
-  bool full_run = false;
-  std::string trace_dir = "preflight_traces";
-  long long min_bytes = -1;
-  int trace_host = -1;
-  int trace_cuda = -1;
+  LaunchCli launch;
   bool explain = false;
   std::string shim;
   std::vector<std::string> command;
@@ -48,28 +39,22 @@ std::string env_or(const wrap::Environment& env, const std::string& key) {
   return it == env.end() ? std::string() : it->second;
 }
 
-/// Our options again, for the shims to pass back.
+/// Our options again, for the shims to pass back (the trace folder made absolute).
 std::vector<std::string> forward_words(const RunCli& c) {
+  LaunchCli l = c.launch;
+  l.trace_dir = fs::absolute(l.trace_dir).string();
   std::vector<std::string> f{"--mode", c.mode};
-  for (const auto& e : c.entries) f.insert(f.end(), {"--entry", e});
-  for (const auto& a : c.analyze_args) f.push_back("--analyze-arg=" + a);
-  if (c.gpus_per_node > 0) f.insert(f.end(), {"--gpus-per-node", std::to_string(c.gpus_per_node)});
-  if (c.nnodes > 0) f.insert(f.end(), {"--nnodes", std::to_string(c.nnodes)});
-  if (c.steps >= 0) f.insert(f.end(), {"--steps", std::to_string(c.steps)});
-  if (c.full_run) f.push_back("--full-run");
-  f.insert(f.end(), {"--trace-dir", fs::absolute(c.trace_dir).string()});
-  if (c.min_bytes >= 0) f.insert(f.end(), {"--trace-min-bytes", std::to_string(c.min_bytes)});
-  if (c.trace_host >= 0) f.insert(f.end(), {"--trace-host", std::to_string(c.trace_host)});
-  if (c.trace_cuda >= 0) f.insert(f.end(), {"--trace-cuda", std::to_string(c.trace_cuda)});
+  std::vector<std::string> rest = launch_run_words(l, true, true);
+  f.insert(f.end(), rest.begin(), rest.end());
   return f;
 }
 
-wrap::TraceOptions trace_options(const RunCli& c) {
+wrap::TraceOptions trace_options(const LaunchCli& c) {
   wrap::TraceOptions t;
   t.trace_root = c.trace_dir;
   if (c.steps >= 0) t.steps = c.steps;
   t.full_run = c.full_run;
-  if (c.min_bytes >= 0) t.min_bytes = c.min_bytes;
+  if (c.trace_min_bytes >= 0) t.min_bytes = c.trace_min_bytes;
   if (c.trace_host >= 0) t.host = c.trace_host != 0;
   if (c.trace_cuda >= 0) t.cuda = c.trace_cuda != 0;
   return t;
@@ -95,11 +80,11 @@ int analyze_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::En
         "preflight analyze reads Megatron-LM arguments, and run_mindformer.py takes a MindFormers YAML "
         "(--config) that analyze does not read yet: use --mode dryrun for MindFormers launches");
   wrap::WorldSizeHints hints;
-  if (c.gpus_per_node > 0) hints.gpus_per_node = c.gpus_per_node;
-  if (c.nnodes > 0) hints.nnodes = c.nnodes;
+  if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
+  if (c.launch.nnodes > 0) hints.nnodes = c.launch.nnodes;
   hints.count_local_gpus = &wrap::count_local_gpus_nvidia_smi;
   std::vector<std::string> notes;
-  std::vector<std::string> words = c.analyze_args;
+  std::vector<std::string> words = c.launch.analyze_args;
   std::vector<std::string> rest = wrap::analyze_arguments(l, hints, env, notes);
   words.insert(words.end(), rest.begin(), rest.end());
   std::cerr << "preflight run: " << wrap::launcher_name(l.launcher) << " " << l.entry
@@ -119,7 +104,7 @@ int trace_launch(const RunCli& c, wrap::LaunchCommand l, const wrap::Environment
   if (!env_or(env, "PREFLIGHT_TRACE_DIR").empty()) {  // already inside a traced run: hand over unchanged
     wrap::exec_program(l.argv(), env, skip);
   }
-  wrap::TraceOptions opts = trace_options(c);
+  wrap::TraceOptions opts = trace_options(c.launch);
   wrap::HookFiles hook = wrap::locate_hook(wrap::self_executable(), env);
   std::string shared = env_or(env, kRunTraceDirVar);
   fs::path run_dir = shared.empty() ? wrap::make_run_dir(opts.trace_root) : fs::path(shared);
@@ -171,7 +156,7 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
   fs::path run_dir;
   if (c.mode == "trace") {
     wrap::locate_hook(wrap::self_executable(), env);  // fail before the script starts
-    run_dir = wrap::make_run_dir(c.trace_dir);
+    run_dir = wrap::make_run_dir(c.launch.trace_dir);
     shimmed[kRunTraceDirVar] = run_dir.string();
   }
   std::cerr << "preflight run: running " << join(argv)
@@ -184,7 +169,7 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
   for (std::string line; std::getline(log, line);) launches.push_back(line);
   if (launches.empty()) {
     wrap::EntryPatterns entries;
-    entries.globs.insert(entries.globs.end(), c.entries.begin(), c.entries.end());
+    entries.globs.insert(entries.globs.end(), c.launch.entries.begin(), c.launch.entries.end());
     std::cerr << "preflight run: no launch of a training entry point (" << entries.describe()
               << ") reached the shims; launchers called by absolute path (/usr/bin/torchrun) bypass them — "
                  "`preflight wrap` rewrites such scripts, and --entry NAME adds an entry point\n";
@@ -214,7 +199,7 @@ int run_run(const RunCli& c) {
   }
   if (argv.empty()) throw InputError("run", "expects a command after --");
   wrap::EntryPatterns entries;
-  entries.globs.insert(entries.globs.end(), c.entries.begin(), c.entries.end());
+  entries.globs.insert(entries.globs.end(), c.launch.entries.begin(), c.launch.entries.end());
   auto launch = wrap::parse_launch(argv, entries);
   if (launch && !(c.mode == "trace" && launch->recipe_tool)) {
     if (c.mode == "analyze") return analyze_launch(c, *launch, env);
@@ -241,6 +226,45 @@ void check_command_after_dashes(const std::vector<std::string>& remaining, const
                                     "' was read as an option of preflight");
 }
 
+void add_launch_options(CLI::App& sub, LaunchCli& o) {
+  sub.add_option("--entry", o.entries,
+                 "another training entry point (file-name glob), besides pretrain_*.py and run_mindformer.py")
+      ->allow_extra_args(false);
+  sub.add_option("--analyze-arg", o.analyze_args,
+                 "analyze mode: an option for preflight analyze, e.g. --analyze-arg=--json")
+      ->allow_extra_args(false);
+  sub.add_option("--gpus-per-node", o.gpus_per_node,
+                 "processes per node when the launcher does not say (deepspeed without --num_gpus)");
+  sub.add_option("--nnodes", o.nnodes, "nodes when the launcher does not say");
+  sub.add_option("--steps", o.steps,
+                 "trace mode: iterations of the short run (Megatron: --train-iters N, or --exit-interval N "
+                 "when it trains by samples; default 10; other entry points get --steps N)");
+  sub.add_flag("--full-run", o.full_run, "trace mode: do not shorten the run");
+  sub.add_option("--trace-dir", o.trace_dir, "trace mode: per-run trace folders go here")
+      ->capture_default_str();
+  sub.add_option("--trace-min-bytes", o.trace_min_bytes, "trace mode: PREFLIGHT_TRACE_MIN_BYTES");
+  sub.add_option("--trace-host", o.trace_host, "trace mode: PREFLIGHT_TRACE_HOST (0/1)");
+  sub.add_option("--trace-cuda", o.trace_cuda, "trace mode: PREFLIGHT_TRACE_CUDA (0/1)");
+}
+
+std::vector<std::string> launch_run_words(const LaunchCli& o, bool analyze, bool trace) {
+  std::vector<std::string> f;
+  for (const std::string& e : o.entries) f.insert(f.end(), {"--entry", e});
+  if (o.gpus_per_node > 0) f.insert(f.end(), {"--gpus-per-node", std::to_string(o.gpus_per_node)});
+  if (o.nnodes > 0) f.insert(f.end(), {"--nnodes", std::to_string(o.nnodes)});
+  if (analyze)
+    for (const std::string& a : o.analyze_args) f.push_back("--analyze-arg=" + a);
+  if (trace) {
+    if (o.steps >= 0) f.insert(f.end(), {"--steps", std::to_string(o.steps)});
+    if (o.full_run) f.push_back("--full-run");
+    if (!o.trace_dir.empty()) f.insert(f.end(), {"--trace-dir", o.trace_dir});
+    if (o.trace_min_bytes >= 0) f.insert(f.end(), {"--trace-min-bytes", std::to_string(o.trace_min_bytes)});
+    if (o.trace_host >= 0) f.insert(f.end(), {"--trace-host", std::to_string(o.trace_host)});
+    if (o.trace_cuda >= 0) f.insert(f.end(), {"--trace-cuda", std::to_string(o.trace_cuda)});
+  }
+  return f;
+}
+
 Command run_command() {
   return {
       "run",
@@ -249,26 +273,8 @@ Command run_command() {
         auto c = std::make_shared<RunCli>();
         sub.add_option("--mode", c->mode, "analyze (default) | trace")
             ->check(CLI::IsMember({"analyze", "trace"}));
-        sub.add_option(
-               "--entry", c->entries,
-               "another training entry point (file-name glob), besides pretrain_*.py and run_mindformer.py")
-            ->allow_extra_args(false);
-        sub.add_option("--analyze-arg", c->analyze_args,
-                       "analyze mode: an option for preflight analyze, e.g. --analyze-arg=--json")
-            ->allow_extra_args(false);
-        sub.add_option("--gpus-per-node", c->gpus_per_node,
-                       "processes per node when the launcher does not say (deepspeed without --num_gpus)");
-        sub.add_option("--nnodes", c->nnodes, "nodes when the launcher does not say");
-        sub.add_option(
-            "--steps", c->steps,
-            "trace mode: iterations of the short run (Megatron: --train-iters N, default 10; other "
-            "entry points get --steps N)");
-        sub.add_flag("--full-run", c->full_run, "trace mode: do not shorten the run");
-        sub.add_option("--trace-dir", c->trace_dir, "trace mode: per-run trace folders go here")
-            ->capture_default_str();
-        sub.add_option("--trace-min-bytes", c->min_bytes, "trace mode: PREFLIGHT_TRACE_MIN_BYTES");
-        sub.add_option("--trace-host", c->trace_host, "trace mode: PREFLIGHT_TRACE_HOST (0/1)");
-        sub.add_option("--trace-cuda", c->trace_cuda, "trace mode: PREFLIGHT_TRACE_CUDA (0/1)");
+        c->launch.trace_dir = "preflight_traces";
+        add_launch_options(sub, c->launch);
         sub.add_flag("--explain", c->explain, "trace mode: print the environment and command, run nothing");
         sub.add_option("--shim", c->shim, "(used by the PATH shims) the name the command was called by")
             ->group("");

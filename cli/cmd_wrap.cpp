@@ -25,17 +25,8 @@ struct WrapCli {
   bool sed = false;
   bool keep_placeholders = false;
   bool json = false;
-  std::vector<std::string> entries;
   std::string preflight;
-  std::vector<std::string> analyze_args;
-  int gpus_per_node = 0;
-  int nnodes = 0;
-  int steps = -1;
-  bool full_run = false;
-  std::string trace_dir;
-  long long trace_min_bytes = -1;
-  int trace_host = -1;
-  int trace_cuda = -1;
+  LaunchCli launch;
   int stages = 0;
   std::string dryrun_dir = "output/preflight_dryrun";
   int jobs = 0;
@@ -87,28 +78,12 @@ int run_wrap(const WrapCli& c) {
     o.script_name = c.script;
     o.fix_placeholders = !c.keep_placeholders;
     o.preflight = c.preflight.empty() ? wrap::self_executable().string() : c.preflight;
-    if (!c.entries.empty()) o.entries.globs.insert(o.entries.globs.end(), c.entries.begin(), c.entries.end());
-    o.analyze_args = c.analyze_args;
+    const LaunchCli& lc = c.launch;
+    o.entries.globs.insert(o.entries.globs.end(), lc.entries.begin(), lc.entries.end());
+    o.analyze_args = lc.analyze_args;
     std::vector<std::string> common;
-    for (const std::string& e : c.entries) common.insert(common.end(), {"--entry", e});
-    o.run_args = common;
-    if (c.gpus_per_node > 0)
-      o.run_args.insert(o.run_args.end(), {"--gpus-per-node", std::to_string(c.gpus_per_node)});
-    if (c.nnodes > 0) o.run_args.insert(o.run_args.end(), {"--nnodes", std::to_string(c.nnodes)});
-    if (o.mode == wrap::WrapMode::Analyze) {
-      for (const std::string& a : c.analyze_args) o.run_args.push_back("--analyze-arg=" + a);
-    }
-    if (o.mode == wrap::WrapMode::Trace) {
-      if (c.steps >= 0) o.run_args.insert(o.run_args.end(), {"--steps", std::to_string(c.steps)});
-      if (c.full_run) o.run_args.push_back("--full-run");
-      if (!c.trace_dir.empty()) o.run_args.insert(o.run_args.end(), {"--trace-dir", c.trace_dir});
-      if (c.trace_min_bytes >= 0)
-        o.run_args.insert(o.run_args.end(), {"--trace-min-bytes", std::to_string(c.trace_min_bytes)});
-      if (c.trace_host >= 0)
-        o.run_args.insert(o.run_args.end(), {"--trace-host", std::to_string(c.trace_host)});
-      if (c.trace_cuda >= 0)
-        o.run_args.insert(o.run_args.end(), {"--trace-cuda", std::to_string(c.trace_cuda)});
-    }
+    for (const std::string& e : lc.entries) common.insert(common.end(), {"--entry", e});
+    o.run_args = launch_run_words(lc, o.mode == wrap::WrapMode::Analyze, o.mode == wrap::WrapMode::Trace);
     o.dryrun_out = c.dryrun_dir;
     o.dryrun_args = common;
     if (c.stages > 0) o.dryrun_args.insert(o.dryrun_args.end(), {"--stages", std::to_string(c.stages)});
@@ -183,53 +158,35 @@ int run_wrap(const WrapCli& c) {
 }  // namespace
 
 Command wrap_command() {
-  return {
-      "wrap", "rewrite a launch script so its launches run preflight analyze, a traced run, or a dryrun",
-      [](CLI::App& sub) -> std::function<int()> {
-        auto c = std::make_shared<WrapCli>();
-        sub.add_option("script", c->script, "launch script to rewrite")->required();
-        sub.add_option("--mode", c->mode, "analyze (default) | trace | dryrun")
-            ->check(CLI::IsMember({"analyze", "trace", "dryrun"}));
-        sub.add_option("-o,--output", c->output, "write the rewritten script here (default: stdout)");
-        sub.add_flag("--in-place", c->in_place, "rewrite SCRIPT itself, keeping SCRIPT.orig");
-        sub.add_flag(
-            "--sed-compatible", c->sed,
-            "byte-exact output of the public recipe's sed (torchrun $DISTRIBUTED_ARGS pretrain_gpt.py "
-            "-> python ../get_training_info.py $DISTRIBUTED_ARGS )");
-        sub.add_option(
-               "--entry", c->entries,
-               "another training entry point (file-name glob), besides pretrain_*.py and run_mindformer.py")
-            ->allow_extra_args(false);
-        sub.add_option(
-            "--preflight", c->preflight,
-            "preflight command baked into the script (default: this binary; $PREFLIGHT overrides it "
-            "when the script runs)");
-        sub.add_flag("--keep-placeholders", c->keep_placeholders,
-                     "leave NAME=<Specify path> placeholders as they are (bash rejects them)");
-        sub.add_option("--analyze-arg", c->analyze_args,
-                       "analyze mode: an option for preflight analyze, e.g. --analyze-arg=--json")
-            ->allow_extra_args(false);
-        sub.add_option("--gpus-per-node", c->gpus_per_node,
-                       "processes per node when the launcher does not say (deepspeed without --num_gpus)");
-        sub.add_option("--nnodes", c->nnodes, "nodes when the launcher does not say");
-        sub.add_option(
-            "--steps", c->steps,
-            "trace mode: iterations of the short run (Megatron --train-iters/--exit-interval; other "
-            "entry points get --steps N)");
-        sub.add_flag("--full-run", c->full_run, "trace mode: do not shorten the run");
-        sub.add_option("--trace-dir", c->trace_dir, "trace mode: directory for per-run trace folders");
-        sub.add_option("--trace-min-bytes", c->trace_min_bytes, "trace mode: PREFLIGHT_TRACE_MIN_BYTES");
-        sub.add_option("--trace-host", c->trace_host, "trace mode: PREFLIGHT_TRACE_HOST (0/1)");
-        sub.add_option("--trace-cuda", c->trace_cuda, "trace mode: PREFLIGHT_TRACE_CUDA (0/1)");
-        sub.add_option("--stages", c->stages,
-                       "dryrun mode: pipeline stages (default: from the YAML --config)");
-        sub.add_option("--dryrun-dir", c->dryrun_dir, "dryrun mode: output directory for the stage logs");
-        sub.add_option("-j,--jobs", c->jobs, "dryrun mode: stages run at once");
-        sub.add_option("--timeout", c->timeout, "dryrun mode: seconds before a stage is stopped");
-        sub.add_option("--python", c->python, "dryrun mode: interpreter for the entry point");
-        sub.add_flag("--json", c->json, "print a JSON report (with the script text unless -o/--in-place)");
-        return [c]() { return run_wrap(*c); };
-      }};
+  return {"wrap", "rewrite a launch script so its launches run preflight analyze, a traced run, or a dryrun",
+          [](CLI::App& sub) -> std::function<int()> {
+            auto c = std::make_shared<WrapCli>();
+            sub.add_option("script", c->script, "launch script to rewrite")->required();
+            sub.add_option("--mode", c->mode, "analyze (default) | trace | dryrun")
+                ->check(CLI::IsMember({"analyze", "trace", "dryrun"}));
+            sub.add_option("-o,--output", c->output, "write the rewritten script here (default: stdout)");
+            sub.add_flag("--in-place", c->in_place, "rewrite SCRIPT itself, keeping SCRIPT.orig");
+            sub.add_flag(
+                "--sed-compatible", c->sed,
+                "byte-exact output of the public recipe's sed (torchrun $DISTRIBUTED_ARGS pretrain_gpt.py "
+                "-> python ../get_training_info.py $DISTRIBUTED_ARGS )");
+            sub.add_option(
+                "--preflight", c->preflight,
+                "preflight command baked into the script (default: this binary; $PREFLIGHT overrides it "
+                "when the script runs)");
+            sub.add_flag("--keep-placeholders", c->keep_placeholders,
+                         "leave NAME=<Specify path> placeholders as they are (bash rejects them)");
+            add_launch_options(sub, c->launch);
+            sub.add_option("--stages", c->stages,
+                           "dryrun mode: pipeline stages (default: from the YAML --config)");
+            sub.add_option("--dryrun-dir", c->dryrun_dir, "dryrun mode: output directory for the stage logs");
+            sub.add_option("-j,--jobs", c->jobs, "dryrun mode: stages run at once");
+            sub.add_option("--timeout", c->timeout, "dryrun mode: seconds before a stage is stopped");
+            sub.add_option("--python", c->python, "dryrun mode: interpreter for the entry point");
+            sub.add_flag("--json", c->json,
+                         "print a JSON report (with the script text unless -o/--in-place)");
+            return [c]() { return run_wrap(*c); };
+          }};
 }
 
 }  // namespace preflight::cli

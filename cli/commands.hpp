@@ -49,6 +49,27 @@ Command run_command();
 /// `preflight dryrun [options] -- CMD…` (cmd_dryrun.cpp)
 Command dryrun_command();
 
+/// The options `preflight run` and `preflight wrap` share: which scripts are training entry points, the
+/// world size when the launcher does not say, and how trace mode shortens and traces the run.
+/// Negative numbers and empty strings mean "not given" (the run's own defaults apply).
+struct LaunchCli {
+  std::vector<std::string> entries;       ///< --entry GLOB…, besides pretrain_*.py and run_mindformer.py
+  std::vector<std::string> analyze_args;  ///< --analyze-arg=…, options for preflight analyze
+  int gpus_per_node = 0;                  ///< --gpus-per-node (0: not given)
+  int nnodes = 0;                         ///< --nnodes (0: not given)
+  int steps = -1;                         ///< --steps, iterations of the short traced run
+  bool full_run = false;                  ///< --full-run
+  std::string trace_dir;                  ///< --trace-dir, folder of the per-run trace folders
+  long long trace_min_bytes = -1;         ///< --trace-min-bytes (PREFLIGHT_TRACE_MIN_BYTES)
+  int trace_host = -1;                    ///< --trace-host 0/1 (PREFLIGHT_TRACE_HOST)
+  int trace_cuda = -1;                    ///< --trace-cuda 0/1 (PREFLIGHT_TRACE_CUDA)
+};
+/// Registers the LaunchCli options on `sub` (cmd_run.cpp); `o.trace_dir` as set beforehand is the default.
+void add_launch_options(CLI::App& sub, LaunchCli& o);
+/// `o` as `preflight run` options, in this order: --entry…, --gpus-per-node, --nnodes, then the analyze
+/// options when `analyze`, then the trace options when `trace` (--trace-dir only when set).
+std::vector<std::string> launch_run_words(const LaunchCli& o, bool analyze, bool trace);
+
 /// For subcommands that take a command line after `--` (run, dryrun): CLI11 leaves "--" in remaining()
 /// when it was given; anything else there means options of the command were mixed with ours.
 /// @throws InputError (where = `command`) asking for `--`
