@@ -777,6 +777,18 @@ double mbs(const Ctx& c) {
   return c.st->micro_batch_size;
 }
 
+/// The Float8Quantizer in front of an fp8 GEMM: `numel` bf16 input elements (2 bytes each) to fp8.
+Leaf quantizer_leaf(double numel, bool recompute, std::string name, std::string path) {
+  Leaf q;
+  q.kind = LeafKind::Fp8Quantizer;
+  q.n_in = q.n_out = numel;
+  q.input_bytes = numel * 2;
+  q.recompute = recompute;
+  q.name = std::move(name);
+  q.path = std::move(path);
+  return q;
+}
+
 /// A column/row linear, preceded by its fp8 quantizer when the strategy uses fp8 GEMMs.
 /// `tokens_full` = b·s_full, `in_tokens` = rows of the (un-gathered) input.
 void add_linear(Builder& bld, bool column, const std::string& name, const std::string& parent_path, int index,
@@ -797,15 +809,10 @@ void add_linear(Builder& bld, bool column, const std::string& name, const std::s
   l.fp8_gemm = quantized;
   const char* cls = column ? "LinearCol" : "LinearRow";
   if (quantized) {
-    Leaf q;
-    q.kind = LeafKind::Fp8Quantizer;
-    q.n_in = q.n_out = in_tokens * in;
-    q.input_bytes = in_tokens * in * 2;
-    q.recompute = recompute;
-    q.name = name + ".quntizer";
-    q.path = parent_path + Builder::idx(index, column ? "QuantizedColLinear" : "QuantizedRowLinear") +
-             Builder::idx(0, "Float8Quantizer");
-    bld.push(std::move(q));
+    bld.push(quantizer_leaf(in_tokens * in, recompute, name + ".quntizer",
+                            parent_path +
+                                Builder::idx(index, column ? "QuantizedColLinear" : "QuantizedRowLinear") +
+                                Builder::idx(0, "Float8Quantizer")));
     l.input_bytes = in_tokens * in * 1;
     l.name = name + ".linear";
     l.path = parent_path + Builder::idx(index, column ? "QuantizedColLinear" : "QuantizedRowLinear") +
@@ -1068,14 +1075,10 @@ std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const L
     g.recompute = lin_rc;
     g.fp8_gemm = c.fp8;
     if (c.fp8) {
-      Leaf q;
-      q.kind = LeafKind::Fp8Quantizer;
-      q.n_in = q.n_out = routed * g.in;
-      q.input_bytes = routed * g.in * 2;
-      q.recompute = c.st->cache_grouped_gemm_fp8_inputs ? false : lin_rc;
+      Leaf q = quantizer_leaf(
+          routed * g.in, c.st->cache_grouped_gemm_fp8_inputs ? false : lin_rc, "mlp.group_linear1.quantizer",
+          mp + Builder::idx(i, "QuantizedGroupLinearCol") + Builder::idx(0, "Float8Quantizer"));
       q.offload_inputs = !c.st->cache_grouped_gemm_fp8_inputs && c.st->offload_grouped_gemm_inputs;
-      q.name = "mlp.group_linear1.quantizer";
-      q.path = mp + Builder::idx(i, "QuantizedGroupLinearCol") + Builder::idx(0, "Float8Quantizer");
       bld.push(std::move(q));
       g.offload_inputs = c.st->cache_grouped_gemm_fp8_inputs && c.st->offload_grouped_gemm_inputs;
       g.input_bytes = routed * g.in;
@@ -1116,14 +1119,9 @@ std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const L
     g.variance = act_rc && (rc.meg_moe_act || c.rc.variance);
     g.fp8_gemm = c.fp8;
     if (c.fp8) {
-      Leaf q;
-      q.kind = LeafKind::Fp8Quantizer;
-      q.n_in = q.n_out = routed * g.in;
-      q.input_bytes = routed * g.in * 2;
-      q.recompute = act_rc;
-      q.name = "mlp.group_linear2.quantizer";
-      q.path = mp + Builder::idx(i, "QuantizedGroupLinearRow") + Builder::idx(0, "Float8Quantizer");
-      bld.push(std::move(q));
+      bld.push(quantizer_leaf(
+          routed * g.in, act_rc, "mlp.group_linear2.quantizer",
+          mp + Builder::idx(i, "QuantizedGroupLinearRow") + Builder::idx(0, "Float8Quantizer")));
       g.input_bytes = routed * g.in;
       g.name = "mlp.group_linear2.linear";
       g.path = mp + Builder::idx(i++, "QuantizedGroupLinearRow") + Builder::idx(1, "GroupLinearRow");
