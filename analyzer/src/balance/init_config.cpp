@@ -1,35 +1,21 @@
 #include "preflight/analyzer/balance/init_config.hpp"
 
 #include <cmath>
-#include <fstream>
 
 #include <yaml-cpp/yaml.h>
 
 #include "preflight/common/error.hpp"
+#include "yaml_input.hpp"
 
 namespace preflight::analyzer::balance {
 
 namespace {
 
-struct Ctx {
-  std::string file;
-  std::string at(const YAML::Node& n) const {
-    const auto mark = n.Mark();
-    if (mark.line < 0) return file;
-    return location(file, mark.line + 1);
-  }
-};
+using Ctx = detail::YamlCtx;
+using detail::as_bool;
 
 bool is_scalar(const YAML::Node& n) {
   return n.IsDefined() && n.IsScalar();
-}
-
-std::optional<bool> as_bool(const YAML::Node& n) {
-  if (!is_scalar(n)) return std::nullopt;
-  const std::string s = n.Scalar();
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
-  return std::nullopt;
 }
 
 double as_number(const Ctx& ctx, const YAML::Node& n, const std::string& what) {
@@ -115,14 +101,7 @@ StageTimes time_config_from(const Ctx& ctx, const YAML::Node& tc) {
 
 StageTimes read_time_config(const std::filesystem::path& file) {
   Ctx ctx{file.string()};
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), "cannot open");
-  YAML::Node root;
-  try {
-    root = YAML::Load(in);
-  } catch (const YAML::Exception& e) {
-    throw InputError(location(file.string(), e.mark.line + 1), "malformed yaml: " + e.msg);
-  }
+  YAML::Node root = detail::load_yaml(file, "cannot open");
   YAML::Node tc = root.IsMap() ? root["time_config"] : YAML::Node();
   if (!tc.IsDefined() || !tc.IsMap() || !tc["head"].IsDefined() || !tc["body"].IsDefined() ||
       !tc["tail"].IsDefined())
@@ -133,16 +112,7 @@ StageTimes read_time_config(const std::filesystem::path& file) {
 InitConfig read_init_config(const std::filesystem::path& file, HeadTailRound head_tail,
                             const std::vector<std::filesystem::path>& memory_files) {
   Ctx ctx{file.string()};
-  YAML::Node root;
-  {
-    std::ifstream in(file);
-    if (!in) throw InputError(file.string(), "cannot open init yaml");
-    try {
-      root = YAML::Load(in);
-    } catch (const YAML::Exception& e) {
-      throw InputError(location(file.string(), e.mark.line + 1), "malformed yaml: " + e.msg);
-    }
-  }
+  YAML::Node root = detail::load_yaml(file, "cannot open init yaml");
   if (!root.IsMap())
     throw InputError(file.string(), "expected a yaml mapping with pipeline_config and memory_usage");
 
@@ -279,14 +249,7 @@ InitConfig read_init_config(const std::filesystem::path& file, HeadTailRound hea
                                        std::to_string(cfg.rounds) + " dryrun round(s) in " + file.string());
     for (int r = 0; r < cfg.rounds; ++r) {
       Ctx mc{memory_files[r].string()};
-      YAML::Node mroot;
-      std::ifstream in(memory_files[r]);
-      if (!in) throw InputError(mc.file, "cannot open memory file");
-      try {
-        mroot = YAML::Load(in);
-      } catch (const YAML::Exception& e) {
-        throw InputError(location(mc.file, e.mark.line + 1), "malformed yaml: " + e.msg);
-      }
+      YAML::Node mroot = detail::load_yaml(memory_files[r], "cannot open memory file");
       if (!mroot.IsMap()) throw InputError(mc.file, "expected a memory_usage block");
       YAML::Node mu = child(mc, mroot, "memory_usage", "");
       YAML::Node body = child(mc, mu, "body_memories", "memory_usage");

@@ -1,31 +1,18 @@
 #include "preflight/analyzer/balance/manual_config.hpp"
 
 #include <cmath>
-#include <fstream>
 
 #include <yaml-cpp/yaml.h>
 
 #include "preflight/common/error.hpp"
+#include "yaml_input.hpp"
 
 namespace preflight::analyzer::balance {
 
 namespace {
 
-struct Ctx {
-  std::string file;
-  std::string at(const YAML::Node& n) const {
-    const auto mark = n.Mark();
-    return mark.line < 0 ? file : location(file, mark.line + 1);
-  }
-};
-
-std::optional<bool> as_bool(const YAML::Node& n) {
-  if (!n.IsDefined() || !n.IsScalar()) return std::nullopt;
-  const std::string s = n.Scalar();
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
-  return std::nullopt;
-}
+using Ctx = detail::YamlCtx;
+using detail::as_bool;
 
 int as_int(const Ctx& ctx, const YAML::Node& n, const std::string& what) {
   try {
@@ -80,16 +67,7 @@ std::vector<std::vector<int>> grid(const Ctx& ctx, const YAML::Node& n, int V, i
 std::vector<ManualStrategy> read_manual_strategies(const std::filesystem::path& file,
                                                    const BalanceProblem& problem) {
   Ctx ctx{file.string()};
-  YAML::Node root;
-  {
-    std::ifstream in(file);
-    if (!in) throw InputError(file.string(), "cannot open manual strategy file");
-    try {
-      root = YAML::Load(in);
-    } catch (const YAML::Exception& e) {
-      throw InputError(location(file.string(), e.mark.line + 1), "malformed yaml: " + e.msg);
-    }
-  }
+  YAML::Node root = detail::load_yaml(file, "cannot open manual strategy file");
   if (!root.IsMap() || root.size() == 0)
     throw InputError(file.string(), "expected named strategies (name: {offset: …, select_recompute: …})");
   const int S = problem.pipeline.stages;

@@ -1,24 +1,17 @@
 #include "preflight/analyzer/balance/seq_pipe.hpp"
 
 #include <cmath>
-#include <fstream>
 
 #include <yaml-cpp/yaml.h>
 
 #include "preflight/common/error.hpp"
+#include "yaml_input.hpp"
 
 namespace preflight::analyzer::balance {
 
 TrainingParams read_training_config(const std::filesystem::path& file) {
   const std::string f = file.string();
-  std::ifstream in(file);
-  if (!in) throw InputError(f, "cannot open the training yaml");
-  YAML::Node root;
-  try {
-    root = YAML::Load(in);
-  } catch (const YAML::Exception& e) {
-    throw InputError(location(f, e.mark.line + 1), "malformed yaml: " + e.msg);
-  }
+  YAML::Node root = detail::load_yaml(file, "cannot open the training yaml");
   auto get = [&](std::initializer_list<const char*> path, bool required, long long fallback) -> long long {
     // yaml-cpp: `node = other` assigns into the referenced node; reset() rebinds.
     YAML::Node n;
