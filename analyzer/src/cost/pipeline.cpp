@@ -174,18 +174,30 @@ struct Job {
   bool has_wait = false;
 };
 
-/// PpSchedule._prefill_batch_interleaved, blocking path, for one rank.
-std::vector<Job> interleaved_jobs(int pp, int vp, int rank, int mbc, int group,
-                                  const std::vector<StagePhases>& ch, double p2p) {
-  int total = mbc * vp, tvs = vp * pp;
-  int warmup = std::min((pp - rank - 1) * 2 + (vp - 1) * group, total);
-  int remaining = total - warmup;
+/// PpSchedule's interleaved order: micro batches in groups of `group`, each group through all `vp` chunks;
+/// entry k = (micro batch, chunk) of the k-th forward pass (mbc·vp entries).
+std::vector<std::pair<int, int>> interleaved_order(int mbc, int vp, int group) {
   std::vector<std::pair<int, int>> table;
   for (int lo = 0; lo < mbc; lo += group) {
     int hi = std::min(mbc, lo + group);
     for (int c = 0; c < vp; ++c)
       for (int mb = lo; mb < hi; ++mb) table.push_back({mb, c});
   }
+  return table;
+}
+
+/// Forward passes `rank` runs before its first backward (of `total` = mbc·vp), as PpSchedule counts them.
+int interleaved_warmup(int pp, int vp, int rank, int group, int total) {
+  return std::min((pp - rank - 1) * 2 + (vp - 1) * group, total);
+}
+
+/// PpSchedule._prefill_batch_interleaved, blocking path, for one rank.
+std::vector<Job> interleaved_jobs(int pp, int vp, int rank, int mbc, int group,
+                                  const std::vector<StagePhases>& ch, double p2p) {
+  int total = mbc * vp, tvs = vp * pp;
+  int warmup = interleaved_warmup(pp, vp, rank, group, total);
+  int remaining = total - warmup;
+  std::vector<std::pair<int, int>> table = interleaved_order(mbc, vp, group);
   auto chunk_id = [&](int k, bool fwd) {
     int c = table[((k % total) + total) % total].second;
     return fwd ? c : vp - c - 1;
@@ -397,14 +409,9 @@ VppMemory interleaved_memory(int pp, int vp, int rank, int mbc, int group,
                              const std::vector<const ChunkEstimate*>& ch) {
   VppMemory out;
   int total = mbc * vp;
-  int warmup = std::min((pp - rank - 1) * 2 + (vp - 1) * group, total);
+  int warmup = interleaved_warmup(pp, vp, rank, group, total);
   int remaining = total - warmup;
-  std::vector<std::pair<int, int>> table;
-  for (int lo = 0; lo < mbc; lo += group) {
-    int hi = std::min(mbc, lo + group);
-    for (int c = 0; c < vp; ++c)
-      for (int mb = lo; mb < hi; ++mb) table.push_back({mb, c});
-  }
+  std::vector<std::pair<int, int>> table = interleaved_order(mbc, vp, group);
   struct Item {
     bool fwd;
     int mb, chunk;
