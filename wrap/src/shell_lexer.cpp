@@ -212,42 +212,14 @@ class Lexer {
     return i + 1;
   }
 
-  std::size_t skip_braces(std::size_t i) {  // i at { of ${
-    int depth = 0;
-    std::size_t j = i;
-    while (j < s_.size()) {
-      char c = s_[j];
-      if (c == '\\') {
-        j += 2;
-        continue;
-      }
-      if (c == '{') {
-        ++depth;
-      } else if (c == '}') {
-        if (--depth == 0) return j + 1;
-      } else if (c == '\'') {
-        j = skip_single(j);
-        continue;
-      } else if (c == '"') {
-        j = skip_double(j);
-        continue;
-      } else if (c == '$') {
-        std::size_t k = skip_dollar(j);
-        if (k > j + 1) {
-          j = k;
-          continue;
-        }
-      } else if (c == '`') {
-        j = skip_backquote(j);
-        continue;
-      }
-      ++j;
-    }
-    return unterminated();
-  }
+  std::size_t skip_braces(std::size_t i) { return skip_balanced(i, '{', '}'); }  // i at { of ${
 
   /// Balanced ( … ) starting at i (an open paren); quotes, substitutions and comments inside.
-  std::size_t skip_parens(std::size_t i) {
+  std::size_t skip_parens(std::size_t i) { return skip_balanced(i, '(', ')'); }
+
+  /// Balanced `open` … `close` starting at i (at `open`); quotes and substitutions inside, and comments
+  /// inside parentheses.
+  std::size_t skip_balanced(std::size_t i, char open, char close) {
     int depth = 0;
     std::size_t j = i;
     while (j < s_.size()) {
@@ -256,9 +228,9 @@ class Lexer {
         j += 2;
         continue;
       }
-      if (c == '(') {
+      if (c == open) {
         ++depth;
-      } else if (c == ')') {
+      } else if (c == close) {
         if (--depth == 0) return j + 1;
       } else if (c == '\'') {
         j = skip_single(j);
@@ -275,7 +247,8 @@ class Lexer {
           j = k;
           continue;
         }
-      } else if (c == '#' && (j == i || is_blank(s_[j - 1]) || s_[j - 1] == '\n' || s_[j - 1] == '(')) {
+      } else if (open == '(' && c == '#' &&
+                 (j == i || is_blank(s_[j - 1]) || s_[j - 1] == '\n' || s_[j - 1] == '(')) {
         while (j < s_.size() && s_[j] != '\n') ++j;
         continue;
       }
