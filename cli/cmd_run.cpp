@@ -34,11 +34,6 @@ struct RunCli {
 const char* kShimDirVar = "PREFLIGHT_SHIM_DIR";
 const char* kRunTraceDirVar = "PREFLIGHT_RUN_TRACE_DIR";
 
-std::string env_or(const wrap::Environment& env, const std::string& key) {
-  auto it = env.find(key);
-  return it == env.end() ? std::string() : it->second;
-}
-
 /// Our options again, for the shims to pass back (the trace folder made absolute).
 std::vector<std::string> forward_words(const RunCli& c) {
   LaunchCli l = c.launch;
@@ -67,7 +62,7 @@ std::string join(const std::vector<std::string>& words) {
 }
 
 void note_launch(const wrap::Environment& env, const wrap::LaunchCommand& l, const std::string& action) {
-  std::string dir = env_or(env, kShimDirVar);
+  std::string dir = wrap::env_get(env, kShimDirVar);
   if (dir.empty()) return;
   std::ofstream log(fs::path(dir) / "launches.log", std::ios::app);
   log << wrap::launcher_name(l.launcher) << "\t" << l.entry << "\t" << action << "\n";
@@ -101,12 +96,13 @@ int analyze_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::En
 }
 
 int trace_launch(const RunCli& c, wrap::LaunchCommand l, const wrap::Environment& env, const fs::path& skip) {
-  if (!env_or(env, "PREFLIGHT_TRACE_DIR").empty()) {  // already inside a traced run: hand over unchanged
+  if (!wrap::env_get(env, "PREFLIGHT_TRACE_DIR")
+           .empty()) {  // already inside a traced run: hand over unchanged
     wrap::exec_program(l.argv(), env, skip);
   }
   wrap::TraceOptions opts = trace_options(c.launch);
   wrap::HookFiles hook = wrap::locate_hook(wrap::self_executable(), env);
-  std::string shared = env_or(env, kRunTraceDirVar);
+  std::string shared = wrap::env_get(env, kRunTraceDirVar);
   fs::path run_dir = shared.empty() ? wrap::make_run_dir(opts.trace_root) : fs::path(shared);
   std::vector<std::string> notes;
   std::vector<std::string> extra = wrap::short_run_args(l, opts, notes);
@@ -148,7 +144,7 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
       fs::remove_all(d, ec);
     }
   } cleanup{dir};
-  std::string path = env_or(env, "PATH");
+  std::string path = wrap::env_get(env, "PATH");
   wrap::write_shims(dir, wrap::self_executable(), wrap::shim_names(path), forward_words(c));
   wrap::Environment shimmed = env;
   shimmed["PATH"] = wrap::prepend_path(dir.string(), path);
@@ -195,7 +191,7 @@ int run_run(const RunCli& c) {
   fs::path skip;
   if (!c.shim.empty()) {
     argv.insert(argv.begin(), c.shim);
-    skip = env_or(env, kShimDirVar);
+    skip = wrap::env_get(env, kShimDirVar);
   }
   if (argv.empty()) throw InputError("run", "expects a command after --");
   wrap::EntryPatterns entries;

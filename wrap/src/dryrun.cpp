@@ -20,11 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string env_or(const Environment& env, const std::string& key) {
-  auto it = env.find(key);
-  return it == env.end() ? std::string() : it->second;
-}
-
 std::string basename_of(const std::string& p) {
   auto s = p.rfind('/');
   return s == std::string::npos ? p : p.substr(s + 1);
@@ -119,7 +114,7 @@ DryrunPlan plan_dryrun(const std::vector<std::string>& argv, const DryrunOptions
         if (!launch->python.empty()) {
           python = launch->python[0];
         } else {
-          python = find_program("python", env_or(env, "PATH")) ? "python" : "python3";
+          python = find_program("python", env_get(env, "PATH")) ? "python" : "python3";
         }
       }
       plan.command = {python};
@@ -136,7 +131,7 @@ DryrunPlan plan_dryrun(const std::vector<std::string>& argv, const DryrunOptions
         for (const std::string& w2 : launch->prefix) {
           if (basename_of(w2) != "msrun_launcher.sh") continue;
           fs::path root = fs::absolute(w2).lexically_normal().parent_path().parent_path();
-          std::string pp = env_or(env, "PYTHONPATH");
+          std::string pp = env_get(env, "PYTHONPATH");
           plan.env["PYTHONPATH"] = pp.empty() ? root.string() : root.string() + ":" + pp;
         }
       }
@@ -153,7 +148,7 @@ DryrunPlan plan_dryrun(const std::vector<std::string>& argv, const DryrunOptions
     plan.rank_size_from = "--rank-size";
   } else if (launcher_ranks) {
     plan.rank_size = *launcher_ranks;
-  } else if (std::string rs = env_or(env, "RANK_SIZE"); !rs.empty()) {
+  } else if (std::string rs = env_get(env, "RANK_SIZE"); !rs.empty()) {
     plan.rank_size = positive(rs, "RANK_SIZE");
     plan.rank_size_from = "RANK_SIZE";
   } else {

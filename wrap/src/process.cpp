@@ -80,6 +80,11 @@ Environment current_environment() {
   return env;
 }
 
+std::string env_get(const Environment& env, const std::string& key) {
+  auto it = env.find(key);
+  return it == env.end() ? std::string() : it->second;
+}
+
 std::filesystem::path self_executable() {
   std::error_code ec;
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -16,11 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string env_or(const Environment& env, const std::string& key) {
-  auto it = env.find(key);
-  return it == env.end() ? std::string() : it->second;
-}
-
 /// `first` in front of the list `rest` (separator `sep`), without repeating it.
 std::string put_first(const std::string& first, const std::string& rest, char sep) {
   std::string out = first;
@@ -41,8 +36,8 @@ std::string put_first(const std::string& first, const std::string& rest, char se
 HookFiles locate_hook(const fs::path& exe, const Environment& env) {
   HookFiles h;
   fs::path lib_dir = fs::absolute(exe).parent_path() / ".." / "lib";
-  std::string lib = env_or(env, "PREFLIGHT_HOOK_LIB");
-  std::string py = env_or(env, "PREFLIGHT_HOOK_PYTHONPATH");
+  std::string lib = env_get(env, "PREFLIGHT_HOOK_LIB");
+  std::string py = env_get(env, "PREFLIGHT_HOOK_PYTHONPATH");
   h.library = fs::absolute(lib.empty() ? lib_dir / "libpreflight_hook.so" : fs::path(lib)).lexically_normal();
   h.pythonpath = fs::absolute(py.empty() ? lib_dir / "python" : fs::path(py)).lexically_normal();
   if (!fs::is_regular_file(h.library))
@@ -77,8 +72,8 @@ fs::path make_run_dir(const fs::path& root) {
 Environment trace_environment(const Environment& base, const HookFiles& hook, const fs::path& run_dir,
                               const TraceOptions& options) {
   Environment env = base;
-  env["LD_PRELOAD"] = put_first(hook.library.string(), env_or(base, "LD_PRELOAD"), ':');
-  env["PYTHONPATH"] = put_first(hook.pythonpath.string(), env_or(base, "PYTHONPATH"), ':');
+  env["LD_PRELOAD"] = put_first(hook.library.string(), env_get(base, "LD_PRELOAD"), ':');
+  env["PYTHONPATH"] = put_first(hook.pythonpath.string(), env_get(base, "PYTHONPATH"), ':');
   env["PREFLIGHT_TRACE_DIR"] = run_dir.string();
   if (options.min_bytes) env["PREFLIGHT_TRACE_MIN_BYTES"] = std::to_string(*options.min_bytes);
   if (options.host) env["PREFLIGHT_TRACE_HOST"] = *options.host ? "1" : "0";

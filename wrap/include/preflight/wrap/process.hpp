@@ -19,6 +19,9 @@ using Environment = std::map<std::string, std::string>;
 /// The current process environment.
 Environment current_environment();
 
+/// env[key], or "" when `key` is not set.
+std::string env_get(const Environment& env, const std::string& key);
+
 /// Absolute path of the running executable (/proc/self/exe).
 std::filesystem::path self_executable();
 
