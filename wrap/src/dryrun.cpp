@@ -25,19 +25,6 @@ std::string basename_of(const std::string& p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
-int positive(const std::string& text, const std::string& where) {
-  std::size_t pos = 0;
-  int v = 0;
-  try {
-    v = std::stoi(text, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos != text.size() || v < 1)
-    throw InputError(where, "expected a positive whole number, got '" + text + "'");
-  return v;
-}
-
 volatile sig_atomic_t g_stop = 0;
 
 extern "C" void on_stop_signal(int) {
@@ -149,7 +136,7 @@ DryrunPlan plan_dryrun(const std::vector<std::string>& argv, const DryrunOptions
   } else if (launcher_ranks) {
     plan.rank_size = *launcher_ranks;
   } else if (std::string rs = env_get(env, "RANK_SIZE"); !rs.empty()) {
-    plan.rank_size = positive(rs, "RANK_SIZE");
+    plan.rank_size = parse_count(rs, "RANK_SIZE");
     plan.rank_size_from = "RANK_SIZE";
   } else {
     throw InputError(

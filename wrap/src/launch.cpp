@@ -47,19 +47,6 @@ std::string normalize_flag(std::string_view f) {
   return s;
 }
 
-int parse_count(const std::string& text, const std::string& where) {
-  std::size_t pos = 0;
-  int v = 0;
-  try {
-    v = std::stoi(text, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos != text.size() || text.empty() || v < 1)
-    throw InputError(where, "expected a positive whole number, got '" + text + "'");
-  return v;
-}
-
 struct Host {
   std::string name;
   int slots;
@@ -130,6 +117,19 @@ void filter_hosts(std::vector<Host>& hosts, const std::string& spec, bool includ
 }
 
 }  // namespace
+
+int parse_count(const std::string& text, const std::string& where) {
+  std::size_t pos = 0;
+  int v = 0;
+  try {
+    v = std::stoi(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos != text.size() || text.empty() || v < 1)
+    throw InputError(where, "expected a positive whole number, got '" + text + "'");
+  return v;
+}
 
 bool is_recipe_tool(std::string_view path) {
   return basename_of(path) == "get_training_info.py";

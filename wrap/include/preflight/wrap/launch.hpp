@@ -121,6 +121,10 @@ struct WorldSize {
   int world() const { return nnodes * nproc_per_node; }
 };
 
+/// A process or node count as a launcher, hostfile or the environment gives it: a whole number >= 1.
+/// @throws InputError (where = `where`) "expected a positive whole number, got '…'" otherwise
+int parse_count(const std::string& text, const std::string& where);
+
 /// Options that matter when a launcher does not state its size.
 struct WorldSizeHints {
   std::optional<int> gpus_per_node;  ///< --gpus-per-node given to preflight (deepspeed without --num_gpus …)
