@@ -82,7 +82,20 @@ std::vector<analyzer::MeasuredRank> load_measured(const std::string& what, std::
   if (rankless > 0)
     notes.push_back(what + ": skipped " + std::to_string(rankless) +
                     " trace(s) of processes without a rank (the launcher and its helpers)");
-  if (out.empty()) throw InputError(what, "no rank measured");
+  if (out.empty()) {
+    // Name what was searched: a torchrun that stopped before starting its workers (its --master_port taken,
+    // a bad argument) leaves only its own rankless trace here.
+    std::string searched;
+    for (std::size_t i = 0; i < files.size() && i < 4; ++i)
+      searched += (i ? ", " : "") + fs::path(files[i]).filename().string();
+    if (files.size() > 4) searched += ", …";
+    throw InputError(
+        what, "no rank measured: searched " + std::to_string(files.size()) + " file(s) (" + searched + ")" +
+                  (rankless > 0 ? ", " + std::to_string(rankless) +
+                                      " of them trace(s) of processes without a rank (RANK unset: "
+                                      "the launcher); did the training processes start?"
+                                : ""));
+  }
   return out;
 }
 

@@ -49,8 +49,13 @@ fi
 export PREFLIGHT
 export GPT_CPU_DIR=$ROOT/examples/torch_cpu_gpt  # the wrapped copies of the launch script live under --out
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-# A free-ish port unless one is given: the loop may run next to another torchrun.
-export MASTER_PORT=${MASTER_PORT:-$((20000 + $$ % 20000))}
+# A port nothing listens on (the kernel's pick for a bind to port 0) unless one is given: the loop may run
+# next to other torchruns, and a taken port makes torchrun exit before any rank starts.
+MASTER_PORT=${MASTER_PORT:-$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+export MASTER_PORT MASTER_ADDR=${MASTER_ADDR:-127.0.0.1}
+# torchrun's agent polls its workers every 5 s by default (--monitor_interval): each run would take a
+# multiple of 5 s.
+export PET_MONITOR_INTERVAL=${PET_MONITOR_INTERVAL:-0.2}
 STEPS=${STEPS:-3}
 LAUNCH=$ROOT/examples/torch_cpu_gpt/pretrain_gpt_cpu.sh
 # shellcheck disable=SC2206  # EXTRA_ARGS is a list of words on purpose

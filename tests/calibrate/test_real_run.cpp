@@ -2,9 +2,14 @@
 // libpreflight_hook.so, measured and compared with `preflight analyze --transformer-impl torch_cpu`.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -28,9 +33,44 @@ fs::path scratch() {
   fs::create_directories(d);
   return d;
 }
-int port(int k) {
-  return 21000 + (::getpid() % 3000) * 4 + k;
+
+/// A TCP port nothing listens on right now (the kernel's choice for a bind to port 0): a fixed or
+/// pid-derived port can be taken by another torchrun (other tests, other checkouts) or be some
+/// connection's ephemeral port, and then torchrun exits 1 before any rank starts.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error("cannot find a free TCP port");
+  ::close(fd);
+  return ntohs(a.sin_port);
 }
+
+/// torchrun could not bind its master port (errno 98 in its TCPStore error).
+bool port_taken(const preflight::test::RunResult& r) {
+  return r.exit_code != 0 && (r.out + r.err).find("errno: 98") != std::string::npos;
+}
+
+/// Runs `launch(port)` on a free port; again on another one (at most 3 times in all) only when the port was
+/// taken between free_port() and torchrun's bind — an external cause, not a failure of the run.
+template <class Launch>
+preflight::test::RunResult on_free_port(Launch launch) {
+  preflight::test::RunResult r;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    r = launch(free_port());
+    if (!port_taken(r)) break;
+  }
+  return r;
+}
+
+/// torchrun's agent checks on its workers every --monitor_interval seconds (5 by default, so each run would
+/// last a multiple of 5 s); PET_MONITOR_INTERVAL is that flag's environment variable, also read by the
+/// torchrun inside the launch script.
+const char* const kFastAgent = "PET_MONITOR_INTERVAL=0.2";
 
 /// The model of the bundled launch script: 4 layers, h 64, 4 heads, s 64, vocab 511 (+1), global batch 8.
 std::string model_args(const std::string& extra) {
@@ -54,14 +94,14 @@ std::vector<Iteration> iterations_of(const std::string& log) {
   return out;
 }
 
-/// torchrun of the example; `env` is prepended to the command line.
-preflight::test::RunResult train(int nproc, int port_k, const std::string& args,
-                                 const std::string& env = "") {
-  std::string cmd = env + " OMP_NUM_THREADS=1 torchrun --redirects 2 --tee 2 --nproc_per_node " +
-                    std::to_string(nproc) + " --master_port " + std::to_string(port(port_k)) + " " +
-                    shell_quote((source_dir() / "examples/torch_cpu_gpt/pretrain_gpt_cpu.py").string()) +
-                    " " + args;
-  return run_shell(cmd);
+/// torchrun of the example.
+preflight::test::RunResult train(int nproc, const std::string& args) {
+  return on_free_port([&](int port) {
+    return run_shell(
+        std::string(kFastAgent) + " OMP_NUM_THREADS=1 torchrun --redirects 2 --tee 2 --nproc_per_node " +
+        std::to_string(nproc) + " --master_addr 127.0.0.1 --master_port " + std::to_string(port) + " " +
+        shell_quote((source_dir() / "examples/torch_cpu_gpt/pretrain_gpt_cpu.py").string()) + " " + args);
+  });
 }
 
 }  // namespace
@@ -69,11 +109,11 @@ preflight::test::RunResult train(int nproc, int port_k, const std::string& args,
 TEST(RealRun, ParallelLayoutsTrainTheSameModel) {
   // Dropout off: one process, tp 2 × pp 2, and dp 2 must print the same losses and gradient norms.
   std::string args = model_args("--attention-dropout 0 --hidden-dropout 0");
-  auto one = train(1, 0, args);
+  auto one = train(1, args);
   ASSERT_EQ(one.exit_code, 0) << one.out;
-  auto tp_pp = train(4, 1, args + " --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2");
+  auto tp_pp = train(4, args + " --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2");
   ASSERT_EQ(tp_pp.exit_code, 0) << tp_pp.out;
-  auto dp = train(2, 2, args);
+  auto dp = train(2, args);
   ASSERT_EQ(dp.exit_code, 0) << dp.out;
   auto a = iterations_of(one.out), b = iterations_of(tp_pp.out), c = iterations_of(dp.out);
   ASSERT_EQ(a.size(), 3u) << one.out;
@@ -93,10 +133,12 @@ TEST(RealRun, TheLoopScriptRunsEndToEnd) {
   // on): wrap (analyze) → wrap (trace) + torchrun → trace summarize + logs megatron → calibrate.
   fs::path dir = scratch() / "loop";
   fs::remove_all(dir);
-  auto loop = run_shell("MASTER_PORT=" + std::to_string(port(3)) + " /bin/bash " +
-                        shell_quote((source_dir() / "scripts/calibration_loop.sh").string()) +
-                        " --json --max-peak-error 5 --build " + shell_quote(build_dir().string()) +
-                        " --out " + shell_quote(dir.string()));
+  auto loop = on_free_port([&](int port) {
+    return run_shell(std::string(kFastAgent) + " MASTER_PORT=" + std::to_string(port) + " /bin/bash " +
+                     shell_quote((source_dir() / "scripts/calibration_loop.sh").string()) +
+                     " --json --max-peak-error 5 --build " + shell_quote(build_dir().string()) + " --out " +
+                     shell_quote(dir.string()));
+  });
   ASSERT_EQ(loop.exit_code, 0) << loop.out << loop.err;
 
   // The run is real: the Megatron-format log read by `preflight logs megatron`, loss decreasing.
@@ -158,19 +200,49 @@ TEST(RealRun, FitOnFourRunsHoldsOnFourOthers) {
   // bench/calibration_matrix.py --quick: 4 training and 4 held-out runs varying tp, pp, dp, micro batch,
   // sequence length, recompute and precision; exit 0 = every target met (fitted peak within 3 % held out).
   fs::path out = scratch() / "matrix";
-  auto r = run_shell(
-      "/usr/bin/python3 " + shell_quote((source_dir() / "bench/calibration_matrix.py").string()) +
-      " --quick --build " + shell_quote(build_dir().string()) + " --out " + shell_quote(out.string()) +
-      " --port " + std::to_string(port(0) + 7000) + " --json " + shell_quote((out.string() + ".json")));
+  auto r =
+      run_shell("/usr/bin/python3 " + shell_quote((source_dir() / "bench/calibration_matrix.py").string()) +
+                " --quick --build " + shell_quote(build_dir().string()) + " --out " +
+                shell_quote(out.string()) + " --json " + shell_quote((out.string() + ".json")));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   json table = json::parse(preflight::test::read_file(out.string() + ".json"));
-  int held_out = 0;
+  int held_out = 0, training = 0;
   for (const auto& row : table["rows"])
     if (row["role"] == "held-out") {
       ++held_out;
       EXPECT_LT(row["peak_fitted"].get<double>(), 0.03) << row["config"];
+    } else {
+      ++training;
     }
-  EXPECT_GE(held_out, 4);
+  EXPECT_EQ(held_out, 4);
+  EXPECT_EQ(training, 4);
   fs::remove_all(out);
   fs::remove(out.string() + ".json");
+}
+
+TEST(RealRun, OnlyTheLaunchersTraceIsNoRankMeasuredNamingWhatWasSearched) {
+  // What a torchrun that stops before starting its workers (its master port taken) leaves: the traced
+  // launcher's own trace, without a rank.  calibrate must say so, naming the folder and the file (exit 2).
+  fs::path dir = scratch() / "rankless";
+  fs::remove_all(dir);
+  fs::path hook = build_dir() / "lib" / "libpreflight_hook.so";
+  auto t = run_shell("env -u RANK -u RANK_ID PREFLIGHT_TRACE_DIR=" + shell_quote((dir / "traces").string()) +
+                     " LD_PRELOAD=" + shell_quote(hook.string()) + " /bin/sh -c 'echo launcher'");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  auto predicted = preflight::test::run_preflight("analyze --json --nproc_per_node 1 " + model_args(""));
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
+  {
+    std::ofstream f(dir / "predicted.json");
+    f << predicted.out;
+  }
+  auto r = preflight::test::run_preflight("calibrate --predicted " +
+                                          shell_quote((dir / "predicted.json").string()) + " --measured " +
+                                          shell_quote((dir / "traces").string()));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("preflight: error: " + (dir / "traces").string() +
+                       ": no rank measured: searched 1 file(s) (pid"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("1 of them trace(s) of processes without a rank"), std::string::npos) << r.err;
+  fs::remove_all(dir);
 }
