@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <future>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -187,26 +189,35 @@ BalanceResult balance(const BalanceProblem& problem, const BalanceOptions& optio
     }
     {
       std::atomic<int> next{0};
+      std::mutex error_mutex;
+      std::exception_ptr error;  // the first exception of a run (or of the LP), rethrown after the join
       auto worker = [&] {
-        for (int k; (k = next.fetch_add(1)) < runs;) {
-          const auto i = static_cast<std::size_t>(order[static_cast<std::size_t>(k)]);
-          std::optional<Assignment> from;
-          if (i % slots == slots - 1 && (from = lp_start())) {
-            run_start[i] = "LP relaxation, rounded";
-          } else if (!starts.empty()) {
-            const auto& st = starts[i % slots == slots - 1 ? i % starts.size() : i % slots];
-            run_start[i] = st.first;
-            from = st.second;
-          } else {
-            continue;  // nothing to start from
+        try {
+          for (int k; (k = next.fetch_add(1)) < runs;) {
+            const auto i = static_cast<std::size_t>(order[static_cast<std::size_t>(k)]);
+            std::optional<Assignment> from;
+            if (i % slots == slots - 1 && (from = lp_start())) {
+              run_start[i] = "LP relaxation, rounded";
+            } else if (!starts.empty()) {
+              const auto& st = starts[i % slots == slots - 1 ? i % starts.size() : i % slots];
+              run_start[i] = st.first;
+              from = st.second;
+            } else {
+              continue;  // nothing to start from
+            }
+            results[i] = improve_placement(problem, graph, *from, run_options[i]);
           }
-          results[i] = improve_placement(problem, graph, *from, run_options[i]);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+          next = runs;  // the other threads take no more runs
         }
       };
       std::vector<std::thread> pool_threads;
       for (int t = 1; t < threads; ++t) pool_threads.emplace_back(worker);
       worker();
       for (auto& t : pool_threads) t.join();
+      if (error) std::rethrow_exception(error);
     }
     record_lp(lp.get());
     if (lp.get()) consider(evaluate(problem, graph, "LP relaxation, rounded", lp.get()->rounded));
