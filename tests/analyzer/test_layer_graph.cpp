@@ -279,26 +279,30 @@ TEST(LayerGraph, PipelineLayoutEqualsTheFirstStageFlagsItSpells) {
 
 TEST(LayerGraph, PipelineLayoutWithVirtualChunks) {
   // pp 2, 4 segments → vpp 2; chunk 0: ranks hold 1 and 3 layers, chunk 1: 2 and 2.
-  const LayerGraph g = graph_of({"--num-layers",
-                                 "8",
-                                 "--hidden-size",
-                                 "256",
-                                 "--num-attention-heads",
-                                 "4",
-                                 "--seq-length",
-                                 "128",
-                                 "--vocab-size",
-                                 "1000",
-                                 "--pipeline-model-parallel-size",
-                                 "2",
-                                 "--world-size",
-                                 "2",
-                                 "--micro-batch-size",
-                                 "1",
-                                 "--global-batch-size",
-                                 "8",
-                                 "--pipeline-model-parallel-layout",
-                                 "Et|t*3|t*2|t*2L"});
+  const Words base = {"--num-layers",
+                      "8",
+                      "--hidden-size",
+                      "256",
+                      "--num-attention-heads",
+                      "4",
+                      "--seq-length",
+                      "128",
+                      "--vocab-size",
+                      "1000",
+                      "--pipeline-model-parallel-size",
+                      "2",
+                      "--world-size",
+                      "2",
+                      "--micro-batch-size",
+                      "1",
+                      "--global-batch-size",
+                      "8"};
+  auto with = [&](const Words& extra) {
+    Words w = base;
+    w.insert(w.end(), extra.begin(), extra.end());
+    return w;
+  };
+  const LayerGraph g = graph_of(with({"--pipeline-model-parallel-layout", "Et|t*3|t*2|t*2L"}));
   EXPECT_EQ(g.strategy.vpp, 2);
   const auto r0 = g.stage(0), r1 = g.stage(1);
   ASSERT_EQ(r0.size(), 2u);
@@ -313,9 +317,8 @@ TEST(LayerGraph, PipelineLayoutWithVirtualChunks) {
   EXPECT_TRUE(r1[1]->has_output_layer);
   // Megatron refuses the layout next to the other split flags; so do we.
   try {
-    graph_of({"--num-layers", "8", "--hidden-size", "256", "--num-attention-heads", "4", "--seq-length",
-              "128", "--vocab-size", "1000", "--pipeline-model-parallel-size", "2", "--world-size", "2",
-              "--pipeline-model-parallel-layout", "Et*3|t*5L", "--decoder-first-pipeline-num-layers", "3"});
+    graph_of(
+        with({"--pipeline-model-parallel-layout", "Et*3|t*5L", "--decoder-first-pipeline-num-layers", "3"}));
     FAIL();
   } catch (const preflight::InputError& e) {
     EXPECT_EQ(e.where(), "--pipeline-model-parallel-layout");
