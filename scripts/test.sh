@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Sets up, builds (warnings as errors), and runs every test with ctest.
-# PREFLIGHT_SHARED_DATA (default ../shared/data) enables the tier that reads the reference data.
+# Sets up, builds the test suites (reusing what scripts/quickstart.sh built: same configuration), and runs
+# every test with ctest.  PREFLIGHT_SHARED_DATA (default ../shared/data) enables the tier that reads the
+# reference data.  Arguments go to ctest (e.g. -R Balance).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-"$root/scripts/setup.sh"
+"$root/scripts/setup.sh" --tests
 build=${PREFLIGHT_BUILD_DIR:-$root/build}
-"$root/scripts/build.sh" -DPREFLIGHT_WERROR=ON
+"$root/scripts/build.sh" tests/all
 if [[ -z ${PREFLIGHT_SHARED_DATA:-} && -d $root/../shared/data ]]; then
   export PREFLIGHT_SHARED_DATA=$(cd "$root/../shared/data" && pwd)
 fi

@@ -115,6 +115,11 @@ def main():
     counts = layers_per_stage(args)
     first_layer = sum(counts[:ps.pp_rank])
     dtype = torch.bfloat16 if args.bf16 else torch.float32
+    # PyTorch sends bf16 matmuls to oneDNN when the CPU has AVX-512 (BW/VL/DQ), and oneDNN then allocates
+    # reorder and scratch buffers whose sizes depend on the ISA it picks (with avx512_bf16: +15 % peak on
+    # a 2-layer model).  Without oneDNN the matmuls allocate what autograd's formulas say on every CPU, so
+    # the example's memory is the same on every machine (the model in layer_graph.hpp is of that).
+    torch.backends.mkldnn.enabled = False
     s, b, h = args.seq_length, args.micro_batch_size, args.hidden_size
 
     # Inputs shared by every micro batch (Megatron builds them per batch in get_batch).
