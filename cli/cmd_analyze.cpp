@@ -5,12 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "preflight/analyzer/calibrate.hpp"
-#include "preflight/analyzer/compat_get_training_info.hpp"
-#include "preflight/analyzer/layer_graph.hpp"
-#include "preflight/analyzer/megatron_args.hpp"
-#include "preflight/analyzer/presets.hpp"
-#include "preflight/analyzer/report.hpp"
+#include "preflight/analyzer/calibrate/calibrate.hpp"
+#include "preflight/analyzer/compat/compat_get_training_info.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/frontends/presets.hpp"
+#include "preflight/analyzer/tables/report.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::cli {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "preflight/analyzer/calibrate.hpp"
+#include "preflight/analyzer/calibrate/calibrate.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/log_parse/memory_measurement.hpp"
 #include "preflight/log_parse/trace_reader.hpp"

@@ -9,7 +9,7 @@
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
-#include "preflight/analyzer/megatron_args.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::cli {

@@ -72,7 +72,7 @@ bash "$OUT/analyze.sh" "${EXTRA[@]}" >"$OUT/predicted.json"
 
 log "2/4 run and trace: preflight wrap $LAUNCH --mode trace ($STEPS iterations)"
 # Allocations below 4 KiB are autograd's and Python's bookkeeping on CPU, not tensors; the prediction
-# drops what such a trace cannot see (analyzer/include/preflight/analyzer/calibrate.hpp).
+# drops what such a trace cannot see (analyzer/include/preflight/analyzer/calibrate/calibrate.hpp).
 "$PREFLIGHT" wrap "$LAUNCH" --mode trace --steps "$STEPS" --trace-dir "$OUT/traces" --trace-min-bytes 4096 \
     -o "$OUT/traced.sh" 2>/dev/null
 bash "$OUT/traced.sh" "${EXTRA[@]}" >"$OUT/train.log"

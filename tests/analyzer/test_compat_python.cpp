@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "preflight/analyzer/compat_python.hpp"
+#include "preflight/analyzer/compat/compat_python.hpp"
 
 using namespace preflight::analyzer::compat;
 

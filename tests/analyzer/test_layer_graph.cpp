@@ -3,10 +3,10 @@
 
 #include <cmath>
 
-#include "preflight/analyzer/layer_graph.hpp"
-#include "preflight/analyzer/megatron_args.hpp"
-#include "preflight/analyzer/memory.hpp"
-#include "preflight/analyzer/strategy.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/model/memory.hpp"
+#include "preflight/analyzer/model/strategy.hpp"
 #include "preflight/common/error.hpp"
 
 using namespace preflight::analyzer;

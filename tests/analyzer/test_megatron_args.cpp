@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "preflight/analyzer/megatron_args.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/common/error.hpp"
 
 using namespace preflight::analyzer;

@@ -2,9 +2,9 @@
 // against numbers computed by hand from Megatron-core's MultiTokenPredictionLayer.
 #include <gtest/gtest.h>
 
-#include "preflight/analyzer/layer_graph.hpp"
-#include "preflight/analyzer/megatron_args.hpp"
-#include "preflight/analyzer/presets.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/frontends/presets.hpp"
 #include "preflight/common/error.hpp"
 #include "test_support.hpp"
 

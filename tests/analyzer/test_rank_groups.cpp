@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "preflight/analyzer/rank_groups.hpp"
+#include "preflight/analyzer/model/rank_groups.hpp"
 #include "preflight/common/error.hpp"
 
 using namespace preflight::analyzer;

@@ -3,9 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "preflight/analyzer/communication.hpp"
-#include "preflight/analyzer/megatron_args.hpp"
-#include "preflight/analyzer/memory.hpp"
+#include "preflight/analyzer/tables/communication.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/model/memory.hpp"
 #include "test_support.hpp"
 
 using namespace preflight::analyzer;

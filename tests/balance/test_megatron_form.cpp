@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "preflight/analyzer/balance/report.hpp"
-#include "preflight/analyzer/strategy.hpp"
+#include "preflight/analyzer/model/strategy.hpp"
 #include "sapp_cases.hpp"
 
 namespace {

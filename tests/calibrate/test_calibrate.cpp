@@ -4,14 +4,14 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "preflight/analyzer/calibrate.hpp"
+#include "preflight/analyzer/calibrate/calibrate.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
-#include "preflight/analyzer/layer_graph.hpp"
-#include "preflight/analyzer/megatron_args.hpp"
-#include "preflight/analyzer/memory.hpp"
-#include "preflight/analyzer/report.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/model/memory.hpp"
+#include "preflight/analyzer/tables/report.hpp"
 #include "preflight/common/error.hpp"
 #include "torch_cpu_example.hpp"
 

@@ -4,8 +4,8 @@
 
 #include <map>
 
-#include "preflight/analyzer/layer_graph.hpp"
-#include "preflight/analyzer/megatron_args.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/common/error.hpp"
 #include "torch_cpu_example.hpp"
 

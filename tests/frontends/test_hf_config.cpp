@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include "frontends_test_data.hpp"
-#include "preflight/analyzer/hf_config.hpp"
-#include "preflight/analyzer/layer_graph.hpp"
-#include "preflight/analyzer/megatron_args.hpp"
+#include "preflight/analyzer/frontends/hf_config.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/common/error.hpp"
 
 using namespace preflight::analyzer;

@@ -8,9 +8,9 @@
 
 #include "frontends_test_data.hpp"
 #include "local_http_server.hpp"
-#include "preflight/analyzer/hf_config.hpp"
-#include "preflight/analyzer/layer_graph.hpp"
-#include "preflight/analyzer/presets.hpp"
+#include "preflight/analyzer/frontends/hf_config.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/frontends/presets.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/common/http.hpp"
 #include "test_support.hpp"

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "preflight/analyzer/presets.hpp"
+#include "preflight/analyzer/frontends/presets.hpp"
 #include "test_support.hpp"
 
 using namespace preflight::analyzer;

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "preflight/analyzer/layer_graph.hpp"
-#include "preflight/analyzer/megatron_args.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
 
 namespace preflight::test {
 

@@ -12,7 +12,7 @@
 
 #include "leaves.hpp"
 #include "pipeline.hpp"
-#include "preflight/analyzer/layer_graph.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::analyzer::cost {

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "preflight/analyzer/cost/primitives.hpp"
-#include "preflight/analyzer/layer_graph.hpp"
-#include "preflight/analyzer/model_spec.hpp"
-#include "preflight/analyzer/strategy.hpp"
-#include "preflight/analyzer/system_spec.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/model/model_spec.hpp"
+#include "preflight/analyzer/model/strategy.hpp"
+#include "preflight/analyzer/model/system_spec.hpp"
 
 namespace preflight::analyzer::cost::detail {
 

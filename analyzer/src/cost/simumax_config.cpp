@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "preflight/analyzer/hf_config.hpp"
-#include "preflight/analyzer/presets.hpp"
+#include "preflight/analyzer/frontends/hf_config.hpp"
+#include "preflight/analyzer/frontends/presets.hpp"
 #include "preflight/common/error.hpp"
 #include "simumax_presets.hpp"
 

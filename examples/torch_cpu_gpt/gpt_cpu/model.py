@@ -6,7 +6,7 @@ Per transformer layer (pre-norm, Megatron-core ``TransformerLayer``):
     → pre_mlp_layernorm → mlp.{linear_fc1, activation_func, linear_fc2} → mlp_bda
 
 Activations are [s, b, h].  What autograd keeps for backward is what preflight's ``torch_cpu`` layer graph
-lists (analyzer/src/layer_graph.cpp); in short, per layer: the layer input and LayerNorm mean/rstd (in the
+lists (analyzer/src/model/layer_graph*.cpp); in short, per layer: the layer input and LayerNorm mean/rstd (in the
 activation dtype on CPU), the qkv input, contiguous copies of q, k, v in [b·heads, s, d] (k, v repeated over
 the query heads of their group), the softmax output, for attention dropout its noise (same dtype as the
 input: PyTorch's CPU dropout multiplies by a float noise tensor) and output, the context copy in

@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "preflight/analyzer/balance/problem.hpp"
-#include "preflight/analyzer/model_spec.hpp"
-#include "preflight/analyzer/strategy.hpp"
-#include "preflight/analyzer/system_spec.hpp"
+#include "preflight/analyzer/model/model_spec.hpp"
+#include "preflight/analyzer/model/strategy.hpp"
+#include "preflight/analyzer/model/system_spec.hpp"
 
 namespace preflight::analyzer::balance {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <string_view>
 
-#include "preflight/analyzer/layer_graph.hpp"
-#include "preflight/analyzer/strategy.hpp"
-#include "preflight/analyzer/system_spec.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/model/strategy.hpp"
+#include "preflight/analyzer/model/system_spec.hpp"
 
 namespace preflight::analyzer::cost {
 

@@ -1,0 +1,54 @@
+#pragma once
+/// @file megatron_args.hpp
+/// Front end: the command line a launch script passes to `torchrun … pretrain_gpt.py`, i.e. torchrun's
+/// own flags followed by Megatron-LM's, converted into ModelSpec + Strategy.
+///
+/// Defaults and derived values follow `megatron/training/arguments.py` (Megatron-LM core_r0.x, 2024–2026):
+/// ffn = 4h, or ⌊(4h·2/3)/64⌋·64 with `--swiglu`; kv_channels = h / heads; `--num-query-groups` only
+/// counts with `--group-query-attention`; sequence parallelism is switched off when tp = 1; the
+/// NullTokenizer adds one EOD token to `--vocab-size`.  Unknown flags (and their values) are accepted
+/// and ignored, as a drop-in replacement for the training script must.  Both `--flag-name` and
+/// `--flag_name` spellings are accepted, as are `--flag=value` and array items holding
+/// `"--flag value"` in one word.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "preflight/analyzer/model/model_spec.hpp"
+#include "preflight/analyzer/model/strategy.hpp"
+
+namespace preflight::analyzer {
+
+/// Result of parsing a launch command line.
+struct MegatronConfig {
+  ModelSpec model;
+  Strategy strategy;
+  int nnodes = 1;                           ///< torchrun --nnodes (upper bound of a min:max range)
+  int nproc_per_node = 1;                   ///< torchrun --nproc_per_node
+  std::vector<std::string> warnings;        ///< one line each: assumptions and fall-backs taken
+  std::vector<std::string> ignored;         ///< flags not used by the analysis (in order of appearance)
+  std::map<std::string, std::string> seen;  ///< canonical flag → raw value ("" for switches) of known flags
+};
+
+/// Parses torchrun + Megatron arguments.
+/// @param args  the words after the subcommand, as a shell passes them
+/// @param env   environment lookup for torchrun's PET_* variables (PET_NPROC_PER_NODE, PET_NNODES);
+///              pass an empty map to ignore the environment
+/// @param base  a model from a preset or config.json; when given, architecture flags are optional and
+///              override its fields (--num-layers 2 on a preset gives a 2-layer cut of that model)
+/// @throws InputError naming the flag for a missing required size (--num-layers, --hidden-size,
+///         --num-attention-heads, --seq-length), a malformed number, or an undeterminable vocab size.
+///         Consistency checks (divisibility, …) are left to build_layer_graph().
+MegatronConfig parse_megatron_args(const std::vector<std::string>& args,
+                                   const std::map<std::string, std::string>& env = {},
+                                   const ModelSpec* base = nullptr);
+
+/// The process environment as a map (for the `env` parameter above).
+std::map<std::string, std::string> process_environment();
+
+/// Vocabulary size Megatron's tokenizer of `tokenizer_type` reports, when it does not depend on a file
+/// (GPT2BPETokenizer 50257, Llama2Tokenizer 32000, ...); 0 when unknown.
+std::int64_t known_tokenizer_vocab_size(const std::string& tokenizer_type);
+
+}  // namespace preflight::analyzer

@@ -1,0 +1,47 @@
+#pragma once
+/// @file presets.hpp
+/// Built-in models by name, and the one entry point that turns `--model NAME|config.json|URL` into a
+/// ModelSpec.
+///
+/// Each preset is written as the architecture fields of the model's published Hugging Face config.json
+/// (or, for GPT-3, of its paper's Table 2.1 in config.json form) and converted by the same front end as a
+/// user's file (hf_config.hpp), so a preset and the real config.json give the same ModelSpec.  The source
+/// of every preset is in presets.cpp and returned by preset_source().
+///
+/// Known names: llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, llama3-405b, gpt3-175b,
+/// mistral-7b, mixtral-8x7b, mixtral-8x22b, qwen2.5-7b, qwen2.5-72b, qwen3-8b, qwen3-32b, qwen3-30b-a3b,
+/// qwen3-235b-a22b, deepseek-v2-lite, deepseek-v2, deepseek-v3.  Names are matched case-insensitively,
+/// with `_` read as `-`; the Hugging Face repository id (`meta-llama/Meta-Llama-3-8B`) and a few aliases
+/// (`llama3.1-405b`, `gpt3`) also work.
+
+#include <string>
+#include <vector>
+
+#include "preflight/analyzer/model/model_spec.hpp"
+
+namespace preflight::analyzer {
+
+/// Canonical preset names, in the order `--help` lists them.
+std::vector<std::string> preset_names();
+
+/// True when `name` (or an alias / repository id) names a preset.
+bool is_preset(const std::string& name);
+
+/// The published architecture of a well-known model; ModelSpec::name is the canonical preset name.
+/// @throws InputError("--model", …) for an unknown name; the message lists the known names.
+ModelSpec preset_model(const std::string& name);
+
+/// Where a preset's numbers come from (model card / paper), one line.
+/// @throws InputError as preset_model().
+std::string preset_source(const std::string& name);
+
+/// `--model` resolution: an `http(s)://` URL of a config.json; else an existing config.json file or a
+/// checkpoint directory holding one; else a preset name (or a preset's repository id); else a Hugging Face
+/// repository id `ORG/REPO`, read from `<hf_endpoint()>/ORG/REPO/resolve/main/config.json` (with $HF_TOKEN
+/// for gated repositories, see load_hf_config()).
+/// @param warnings  when non-null, receives the front end's warnings (simplifications it took)
+/// @throws InputError naming the URL, file or field (see hf_config.hpp), or "--model" when the word is
+///         neither an existing file nor a preset (the message lists the presets).
+ModelSpec load_model(const std::string& name_path_or_url, std::vector<std::string>* warnings = nullptr);
+
+}  // namespace preflight::analyzer

@@ -1,0 +1,203 @@
+#pragma once
+/// @file layer_graph.hpp
+/// The layer graph: the one description of the network as it runs on one rank of each pipeline stage.
+///
+/// Built from ModelSpec + Strategy by build_layer_graph().  One StageGraph per (pipeline rank, virtual
+/// chunk); each is an ordered list of Ops in forward order, named with Megatron-core module paths
+/// (`embedding.word_embeddings`, `decoder.layers.3.self_attention.linear_qkv`, `output_layer`).
+/// Every quantity is for ONE micro batch on ONE rank of that stage (tensor / context / expert shards
+/// applied).  The Megatron-style tables, the cost model, the SAPP inputs and calibration all read this.
+///
+/// Activation bookkeeping follows autograd: each op lists the tensors it saves for backward
+/// (`saved`), in the convention of Korthikanti et al. 2022 (arXiv 2205.05198 §4, Table 2): a linear
+/// saves its input, a norm its input, an activation its input, dropout its 1-byte mask, core attention
+/// q/k/v (+ softmax, dropout for math attention; + log-sum-exp for flash).  A tensor shared by two ops
+/// (attention output = projection input) is listed once.  `kept_bytes` is what stays allocated after
+/// recompute decisions; summing it over a stage gives the activation memory of one micro batch.
+///
+/// Implementations (Strategy::transformer_impl).  MegatronCore follows the table above.  TorchCpu is the
+/// plain-PyTorch eager GPT of examples/torch_cpu_gpt as autograd runs it on CPU (checked against allocation
+/// traces of real runs in tests/calibrate), per layer and micro batch, T = b·s tokens, e = activation bytes:
+///   input_layernorm / pre_mlp_layernorm: input T·h·e, mean + rstd 2·T·e (CPU keeps them in the input dtype);
+///   linear_qkv, linear_proj, linear_fc1, linear_fc2: input;
+///   core_attention: contiguous copies of q, k, v in [b·heads, s, d] (k, v repeated over the query heads of
+///     their group), T·heads·d·e each; softmax output b·heads·s²·e; with attention dropout its noise and its
+///     output, b·heads·s²·e each (CPU dropout multiplies by a noise tensor of the input dtype);
+///   self_attn_bda / mlp_bda: dropout noise T·h·e (with hidden dropout);
+///   activation_func: GeLU input T·f·e; SwiGLU input T·2f·e and SiLU output T·f·e;
+///   embedding: token ids T·8 (tp = 1) or masked ids T·8 + out-of-range mask T (tp > 1), dropout noise T·h·e;
+///   loss: fp32 softmax T·V/tp·4, target mask T, masked targets T·8.
+/// Selective recompute checkpoints core_attention: it keeps its input (the qkv output) and the CPU RNG state
+/// (5056 bytes) instead; full recompute keeps each checkpoint's input and the RNG state.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "preflight/analyzer/model/model_spec.hpp"
+#include "preflight/analyzer/model/strategy.hpp"
+
+namespace preflight::analyzer {
+
+enum class OpKind {
+  Embedding,            ///< word embedding (vocab-parallel) [+ position embedding]
+  PositionEmbedding,    ///< learned absolute position table
+  Dropout,              ///< standalone dropout (embedding dropout)
+  Norm,                 ///< LayerNorm / RMSNorm
+  LinearColumn,         ///< column-parallel linear: out features split over tp
+  LinearRow,            ///< row-parallel linear: in features split over tp
+  CoreAttention,        ///< softmax(QKᵀ)V, flash or math, heads split over tp
+  Activation,           ///< GeLU / SwiGLU (/ squared ReLU)
+  BiasDropoutAdd,       ///< residual add (+ bias, + dropout mask when dropout > 0)
+  Router,               ///< MoE gate: linear h → E + top-k
+  TokenDispatch,        ///< MoE permutation + all-to-all to the expert ranks
+  GroupedLinearColumn,  ///< local experts' fc1 (grouped GEMM), out split over etp
+  GroupedLinearRow,     ///< local experts' fc2, in split over etp
+  TokenCombine,         ///< MoE all-to-all back + un-permutation
+  CrossEntropy,         ///< vocab-parallel cross entropy (fp32 softmax)
+};
+
+/// A parameter tensor as held by this rank.
+struct ParamTensor {
+  std::string name;                      ///< "weight", "bias"
+  std::vector<std::int64_t> shape;       ///< local shape after tp/ep sharding, Megatron layout [out, in]
+  std::vector<std::int64_t> full_shape;  ///< shape without parallelism
+  bool expert = false;                   ///< expert weight (sharded over ep, reduced over expert-dp)
+  bool tp_replicated = false;            ///< identical on every tp rank (norm weights, row-linear bias)
+  std::int64_t numel() const;
+  std::int64_t full_numel() const;
+};
+
+/// A tensor an op keeps for its backward pass.
+struct SavedTensor {
+  std::string name;        ///< "input", "mask", "q", "softmax", "lse", ...
+  std::int64_t bytes = 0;  ///< bytes on this rank for one micro batch
+  /// The op's input activation: allocated by the op before it in forward order (or, for the first op of a
+  /// chunk, received from the previous stage / read from the data), not by the op itself.  Lets a
+  /// measurement that attributes bytes to the module that allocated them (an allocation trace) be
+  /// compared op by op: see Op::kept_input_bytes().
+  bool is_input = false;
+  /// Module path that allocates it when that is neither the op nor its producer (e.g. the RNG state
+  /// torch.utils.checkpoint saves, allocated by the module that calls checkpoint); "" otherwise.
+  std::string allocated_by;
+};
+
+enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
+/// The process group a collective runs in.
+enum class ParallelDim { TP, CP, EP, ETP, DP, EDP, PP };
+enum class Pass { Forward, Backward };
+
+/// One collective issued by an op (per micro batch) or by a stage (per iteration).
+struct CommOp {
+  Collective kind = Collective::AllReduce;
+  ParallelDim group = ParallelDim::TP;
+  Pass pass = Pass::Forward;
+  std::int64_t bytes = 0;  ///< payload: the full (gathered / reduced) buffer size on one rank
+  int count = 1;           ///< how many times it is issued
+  std::string what;        ///< "forward all-reduce of the row-parallel output" ...
+};
+
+/// One leaf module in forward order.
+struct Op {
+  std::string path;  ///< Megatron-core module path
+  OpKind kind = OpKind::Norm;
+  int layer = -1;    ///< global transformer layer index (0-based); -1 for embedding / head
+  bool moe = false;  ///< part of a MoE MLP
+
+  // Geometry on this rank (elements): tokens entering the op and feature sizes after sharding.
+  std::int64_t tokens = 0;        ///< rows processed on this rank: b · s_local (· topk for experts)
+  std::int64_t in_features = 0;   ///< local input width
+  std::int64_t out_features = 0;  ///< local output width
+  int heads = 0, kv_heads = 0;    ///< core attention: local heads
+  std::int64_t head_dim = 0, v_head_dim = 0;
+  std::int64_t seq = 0;     ///< core attention: local query length (s / cp)
+  std::int64_t kv_seq = 0;  ///< core attention: key length attended (s)
+  int local_experts = 0;    ///< grouped linears / router: experts on this rank (router: all)
+
+  std::vector<ParamTensor> params;
+  std::vector<SavedTensor> saved;  ///< saved for backward without recompute
+  std::int64_t input_bytes = 0;    ///< bytes of the op's input activation(s)
+  std::int64_t output_bytes = 0;   ///< bytes of its output activation
+  std::int64_t kept_bytes = 0;     ///< bytes still allocated after the forward pass, recompute applied
+  std::vector<SavedTensor> kept;   ///< the tensors behind kept_bytes (Σ bytes = kept_bytes)
+  bool recompute = false;          ///< its forward is re-run in backward (inside a checkpoint)
+  int checkpoint = -1;  ///< ops with the same id (≥ 0) are re-run together by one checkpoint call
+
+  // Transient memory, for the peak along the schedule (memory_timeline.hpp).  Modelled for TorchCpu only
+  // (0 for MegatronCore).  Bytes on this rank for one micro batch.
+  /// Alive at the op's forward peak on top of what the ops up to it keep: outputs not kept for backward
+  /// but still referenced (the qkv output until the attention block returns, logits until the loss),
+  /// scores before softmax, matmul outputs before a bias add.
+  std::int64_t fwd_transient_bytes = 0;
+  /// Allocated by the op's backward at its peak, on top of the gradient flowing in: the input gradient,
+  /// weight gradients before they are added into main_grad, workspaces (softmax/dropout gradients).
+  /// With selective recompute of the op, also the re-run forward's tensors.
+  std::int64_t bwd_transient_bytes = 0;
+
+  double fwd_flops = 0;         ///< forward FLOPs (multiply-add = 2)
+  double bwd_input_flops = 0;   ///< backward FLOPs for input gradients
+  double bwd_weight_flops = 0;  ///< backward FLOPs for weight gradients
+  std::vector<CommOp> comms;    ///< per micro batch
+
+  std::int64_t param_numel() const;
+  std::int64_t saved_bytes() const;
+  /// Part of kept_bytes that is the op's input (SavedTensor::is_input), i.e. allocated upstream.
+  std::int64_t kept_input_bytes() const;
+};
+
+/// The ops of one model chunk on one pipeline rank.
+struct StageGraph {
+  int pp_rank = 0;      ///< pipeline stage 0..pp-1
+  int vchunk = 0;       ///< virtual chunk 0..vpp-1
+  int first_layer = 0;  ///< global index of its first transformer layer
+  int num_layers = 0;   ///< transformer layers in this chunk
+  bool has_embedding = false;
+  bool has_output_layer = false;  ///< final norm + output layer + loss
+  std::vector<Op> ops;
+  /// Stage-level collectives per micro batch (pipeline send/recv).
+  std::vector<CommOp> p2p;
+  /// Constant bytes per rank outside any op (runtime buffers), from a calibration file
+  /// (calibrate.hpp apply_calibration); 0 otherwise.  Counted once per rank (first chunk).
+  double overhead_bytes = 0;
+
+  std::int64_t param_numel() const;            ///< all parameters held
+  std::int64_t expert_param_numel() const;     ///< of which expert parameters
+  std::int64_t kept_activation_bytes() const;  ///< Σ kept_bytes: one micro batch
+};
+
+/// The whole run: chunks ordered by (pp_rank, vchunk).
+struct LayerGraph {
+  ModelSpec model;
+  Strategy strategy;
+  std::int64_t padded_vocab = 0;
+  std::vector<StageGraph> chunks;
+
+  /// Chunks of pipeline rank `pp_rank` (vpp of them, in vchunk order).
+  std::vector<const StageGraph*> stage(int pp_rank) const;
+};
+
+/// Builds the graph.  Validates model and strategy first.
+/// @throws InputError for inconsistent sizes (see Strategy::validate, ModelSpec::validate).
+LayerGraph build_layer_graph(const ModelSpec& model, const Strategy& strategy);
+
+/// Ops of transformer layer `layer` (0-based, global) on one rank, in forward order, before recompute
+/// (kept_bytes = saved bytes).  Identical to that layer's ops inside build_layer_graph(); for back ends
+/// that price one layer and reuse the result for every layer of the same kind.  Does not validate:
+/// call model.validate() and strategy.validate(model) first.
+std::vector<Op> build_layer_ops(const ModelSpec& model, const Strategy& strategy, int layer);
+/// Ops of the embedding (word embedding [+ position embedding] [+ dropout]) on the first stage.
+/// Does not validate.
+std::vector<Op> build_embedding_ops(const ModelSpec& model, const Strategy& strategy);
+/// Ops of the head on the last stage: final norm, output layer (with its own weight) and loss.
+/// Does not validate.
+std::vector<Op> build_head_ops(const ModelSpec& model, const Strategy& strategy);
+
+/// Parameters of the model without any parallelism (built with tp = pp = 1; the output layer counts
+/// only when untied).  Vocabulary padded for tp = 1.
+std::int64_t count_parameters(const ModelSpec& model);
+
+const char* to_string(OpKind k);
+const char* to_string(Collective c);
+const char* to_string(ParallelDim d);
+
+}  // namespace preflight::analyzer

@@ -1,0 +1,62 @@
+#pragma once
+/// @file memory.hpp
+/// Megatron-style static + activation memory per pipeline stage, read off the layer graph.
+///
+/// Per parameter (Megatron `theoretical_memory_usage.py`, generalised to every precision and optimizer):
+///   weight      = element bytes of the compute precision (fp32 4, fp16/bf16 2)
+///   gradient    = Strategy::main_grad_bytes() (fp32 main_grad for bf16; fp16 grads unless
+///                 --accumulate-allreduce-grads-in-fp32)
+///   optimizer   = fp32 master copy (fp16/bf16 only, 4) + Adam moments (8) or SGD momentum (4),
+///                 divided by the data-parallel size (dp·cp for dense, expert-dp for expert parameters)
+///                 with --use-distributed-optimizer.
+///   bf16 + Adam + distributed optimizer gives Megatron's 6 + 12/d bytes per parameter; without it 18.
+/// Activations: Σ kept_bytes of the stage's ops (one micro batch) times the micro batches in flight:
+///   1F1B (Narayanan et al. 2021 §2.2; Megatron `forward_backward_pipelining_without_interleaving`):
+///   stage r keeps min(pp − r, m) micro batches;
+///   interleaved (`forward_backward_pipelining_with_interleaving`): the first
+///   min((pp − r − 1)·2 + (vpp − 1)·pp + 1, m·vpp) forward chunk passes are in flight, each holding the
+///   activations of the chunk it ran (chunk = ⌊k / pp⌋ mod vpp for the k-th forward).
+/// Not modelled: allocator fragmentation, CUDA context / NCCL buffers, transient op workspaces.
+
+#include <cstdint>
+#include <vector>
+
+#include "preflight/analyzer/model/layer_graph.hpp"
+
+namespace preflight::analyzer {
+
+/// Memory of one rank of one pipeline stage.  Bytes unless the name says otherwise.
+struct StageMemory {
+  int pp_rank = 0;
+  int first_layer = 0;      ///< first transformer layer (global index) of its first chunk
+  int num_layers = 0;       ///< transformer layers over all its virtual chunks
+  std::int64_t params = 0;  ///< parameters held (elements)
+  std::int64_t expert_params = 0;
+  double weight_bytes = 0;
+  double grad_bytes = 0;
+  double optimizer_bytes = 0;  ///< master weights + moments, after distributed-optimizer sharding
+  double activation_bytes_per_microbatch = 0;  ///< all chunks, one micro batch each
+  double inflight_microbatches = 0;            ///< micro batches whose activations are alive at the peak
+  double activation_bytes = 0;                 ///< activations alive at the peak
+  double overhead_bytes = 0;  ///< calibrated constant per rank (StageGraph::overhead_bytes); 0 uncalibrated
+  double total_bytes() const {
+    return weight_bytes + grad_bytes + optimizer_bytes + activation_bytes + overhead_bytes;
+  }
+  double static_bytes() const { return weight_bytes + grad_bytes + optimizer_bytes + overhead_bytes; }
+};
+
+struct MemoryReport {
+  std::vector<StageMemory> stages;  ///< one per pipeline rank
+  int peak_stage = 0;               ///< stage with the largest total
+};
+
+/// Bytes per parameter for weight, gradient and (unsharded) optimizer state.
+struct BytesPerParam {
+  double weight = 0, grad = 0, optimizer = 0;
+};
+BytesPerParam bytes_per_param(const Strategy& st);
+
+/// Memory of every stage.
+MemoryReport stage_memory(const LayerGraph& graph);
+
+}  // namespace preflight::analyzer

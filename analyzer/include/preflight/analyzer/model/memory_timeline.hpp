@@ -1,0 +1,44 @@
+#pragma once
+/// @file memory_timeline.hpp
+/// The peak memory of a pipeline rank along its 1F1B schedule, transients included: what an allocator
+/// would report as "max allocated", where memory.hpp's StageMemory gives the steady parts (static memory
+/// plus the activations of the micro batches in flight).
+///
+/// One rank of stage r runs min(pp − r, m) forward passes before its first backward (Narayanan et al. 2021
+/// §2.2; Megatron `forward_backward_pipelining_without_interleaving`), so its peak is either
+///  - in the forward of the last micro batch before a backward: static + the kept activations of the earlier
+///    in-flight micro batches + what this forward has kept so far + Op::fwd_transient_bytes of the running
+///    op (and, at the end of a non-last stage, its output and the received output gradient); or
+///  - in the backward of the oldest micro batch: static + all in-flight activations + the gradient flowing in
+///    + Op::bwd_transient_bytes of the running op, walking the ops backwards and freeing each op's kept
+///    tensors after its backward.  Autograd's bookkeeping is followed where it holds memory: the gradient of
+///    a residual stream is held while its branch runs and summed into a new tensor at the branch's norm; the
+///    weight gradient of tied embeddings (output layer on the embedding's stage) is held until the
+///    embedding's backward; a checkpointed group re-runs its forward (the tensors its ops save, its output)
+///    before its backward;
+///  - or in the optimizer step (torch_cpu: static + one fp32 temporary of the largest parameter).
+/// Transients are modelled for TransformerImpl::TorchCpu; for MegatronCore only the gradients in flight are
+/// counted (no workspaces).  The interleaved schedule (vpp > 1) is not simulated: the peak is
+/// StageMemory::total_bytes().
+
+#include <string>
+
+#include "preflight/analyzer/model/layer_graph.hpp"
+
+namespace preflight::analyzer {
+
+/// The highest point of one rank's memory, with its parts.  Bytes.
+struct PeakPoint {
+  double bytes = 0;             ///< live bytes at the peak
+  double static_bytes = 0;      ///< weights + gradients + optimizer states
+  double activation_bytes = 0;  ///< kept activations alive at the peak (all micro batches)
+  double transient_bytes = 0;   ///< the rest: gradients in flight, unkept outputs, workspaces
+  std::string phase;            ///< "forward", "backward", "optimizer" or "not simulated"
+  std::string op;               ///< path of the op running at the peak ("" outside ops)
+};
+
+/// Peak of one rank of pipeline stage `pp_rank`.
+/// @throws InputError if pp_rank is out of range.
+PeakPoint stage_peak(const LayerGraph& graph, int pp_rank);
+
+}  // namespace preflight::analyzer

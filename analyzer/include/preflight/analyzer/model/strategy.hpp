@@ -1,0 +1,230 @@
+#pragma once
+/// @file strategy.hpp
+/// Strategy: how a ModelSpec is trained — parallel layout, batch, precision, optimizer sharding,
+/// recompute and kernels.  Megatron-LM semantics throughout (`megatron/training/arguments.py`,
+/// `megatron/core/parallel_state.py`, `megatron/core/transformer/transformer_block.py`).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "preflight/analyzer/model/model_spec.hpp"
+
+namespace preflight::analyzer {
+
+/// Parameter / compute precision (`--fp16`, `--bf16`, default fp32).
+enum class Precision { FP32, FP16, BF16 };
+/// FP8 GEMMs (`--fp8-format`); None = off.
+enum class Fp8Format { None, E4M3, Hybrid };
+/// `--recompute-granularity`.
+enum class RecomputeGranularity { None, Full, Selective };
+/// `--recompute-method` (only with full recompute).
+enum class RecomputeMethod { Uniform, Block };
+/// Core attention kernel: flash/fused (no s² tensors kept) or math/unfused (softmax kept).
+enum class AttentionBackend { Flash, Math };
+/// Optimizer (`--optimizer`): Adam keeps two fp32 moments, SGD one momentum buffer.
+enum class Optimizer { Adam, SGD };
+
+/// Which implementation of the network runs (`--transformer-impl`).
+///  - MegatronCore: Megatron-core modules with fused kernels (Transformer Engine or apex;
+///  `transformer_engine`,
+///    `local`), saving what Korthikanti et al. 2022 Table 2 lists.
+///  - TorchCpu: the plain-PyTorch eager GPT of examples/torch_cpu_gpt (`torch_cpu`): math attention with
+///    contiguous q/k/v copies, PyTorch's CPU dropout (a noise tensor in the activation dtype instead of a
+///    1-byte mask), LayerNorm statistics in the activation dtype, SwiGLU keeping its SiLU output,
+///    vocab-parallel cross entropy keeping fp32 softmax + target mask + masked targets,
+///    torch.utils.checkpoint keeping the CPU RNG state.  See layer_graph.hpp.
+enum class TransformerImpl { MegatronCore, TorchCpu };
+
+/// Which pipeline schedule a stage runs.
+enum class PipelineSchedule { OneFOneB, Interleaved };
+
+/// How context parallelism exchanges keys/values (`--cp-comm-type`): ring send/recv (Megatron's
+/// default), all-to-all of heads (Ulysses-style; SimuMax `cp_comm_type: a2a`), or all-gather of k/v.
+enum class CpCommType { P2P, AllToAll, AllGather };
+
+/// Which parts of a transformer layer are recomputed, at the granularity of SimuMax v1.2
+/// (`StrategyConfig.recompute_granularity`, notes/simumax.md §4.2).  Megatron's
+/// `--recompute-granularity/--recompute-method/--recompute-modules` map onto it
+/// (Strategy::effective_layer_recompute).
+enum class RecomputeScope {
+  None,
+  FullBlock,  ///< the whole layer (Megatron full recompute); only the layer input is kept
+  AttnOnly,   ///< attention side except the input norm
+  MlpOnly,    ///< pre-MLP norm and the whole MLP / MoE side
+  SdpOnly,    ///< core attention only (Megatron selective `core_attn`)
+  Selective,  ///< SimuMax's four switches, or Megatron `--recompute-modules` (megatron_modules)
+};
+
+/// Recompute of the first `layers` transformer layers of every pipeline chunk (SimuMax
+/// `recompute_layer_num`: the count restarts in each stage and each virtual chunk).
+struct LayerRecompute {
+  RecomputeScope scope = RecomputeScope::None;
+  int layers = 0;  ///< layers per chunk that recompute (from the chunk's first layer)
+  int layers_per_checkpoint =
+      1;                ///< FullBlock: consecutive layers sharing one checkpoint (Megatron uniform N)
+  bool enabled = true;  ///< SimuMax `enable_recompute` master switch (false: nothing is discarded)
+  // Selective switches (SimuMax `attn_recompute`, `mla_rms_recompute`, `mlp_recompute`, `mlp_rms_recompute`):
+  bool attn = false;       ///< q/kv up projections, q/kv norms, rope, core attention
+  bool attn_norm = false;  ///< + input norm and q/kv down projections (needs attn)
+  bool mlp = false;        ///< fc1/activation/fc2, or the grouped expert GEMMs
+  bool mlp_norm = false;   ///< + pre-MLP norm, router and shared expert (needs mlp)
+  bool variance = false;   ///< SimuMax `recompute_variance`: the last op of each checkpoint is not re-run
+  /// Megatron-core `--recompute-modules` semantics (SimuMax `megatron_recompute`): layernorm,
+  /// mla_up_proj, mlp, moe, moe_act.  Non-empty selects this mode instead of the switches.
+  std::vector<std::string> megatron_modules;
+};
+
+/// TransformerEngine version and the releases whose memory behaviour SimuMax models
+/// (`te_version`, `te_*_min_version`): dummy wgrad buffers (2.3 linear, 2.10 grouped), CP a2a saving
+/// the pre-all-to-all attention output (2.8).  Versions are "major.minor.patch" strings.
+struct TransformerEngineVersions {
+  std::string version;  ///< empty = unknown (none of the version-dependent effects apply)
+  std::string dummy_wgrad_min = "2.3.0";
+  std::string cp_a2a_save_pre_posta2a_min = "2.8.0";
+  std::string grouped_linear_dummy_wgrad_min = "2.10.0";
+};
+
+/// Parallel layout and training settings.  Sizes are counts; lengths are tokens.
+/// Megatron-LM's `--pipeline-model-parallel-layout`
+/// (megatron/core/transformer/pipeline_parallel_layer_layout.py): stages split by '|', "(x)*n" and "c*n"
+/// repeat, commas ignored; E = embedding, t = transformer layer, m = MTP layer, L = loss.  Segment i is
+/// virtual chunk i / pp of rank i % pp, so the segment count must be a multiple of pp (vpp = segments / pp).
+/// Checks as Megatron: E first and once, L last and once, as many t as `num_layers`, as many m as
+/// `mtp_num_layers`, all after the last t.  MTP layers are modelled on the last chunk of the last rank only
+/// (layer_graph.hpp), so a layout placing them elsewhere is refused.
+/// @returns transformer layers per chunk, [vpp][pp].
+/// @throws InputError naming `--pipeline-model-parallel-layout`.
+std::vector<std::vector<int>> parse_pipeline_layout(const std::string& layout, int pp, int num_layers,
+                                                    int mtp_num_layers);
+
+struct Strategy {
+  // --- layout ---
+  int world_size = 1;     ///< total ranks (torchrun nproc_per_node · nnodes)
+  int gpus_per_node = 8;  ///< ranks per node (names devices n{node}_g{gpu})
+  int tp = 1;             ///< tensor-parallel size
+  int pp = 1;             ///< pipeline-parallel size
+  int cp = 1;             ///< context-parallel size
+  int ep = 1;             ///< expert-parallel size
+  int etp = 0;            ///< expert tensor-parallel size; 0 = same as tp (Megatron default)
+  int vpp = 1;            ///< virtual pipeline chunks per rank (interleaved 1F1B when > 1)
+  bool sequence_parallel = false;
+  /// Megatron's rank order; "tp-cp-ep-dp-pp" (default) or "tp-pp-dp" (`--use-tp-pp-dp-mapping`).
+  std::string order = "tp-cp-ep-dp-pp";
+  /// Transformer layers on the first / last pipeline stage (`--decoder-first/last-pipeline-num-layers`);
+  /// -1 = even split of what remains.
+  int first_stage_layers = -1;
+  int last_stage_layers = -1;
+  /// Explicit transformer layers per pipeline stage (SAPP offsets); overrides the two fields above.
+  std::vector<int> stage_layers;
+  /// Transformer layers of virtual chunk v on pipeline rank r, [vpp][pp], from Megatron's
+  /// `--pipeline-model-parallel-layout` (parse_pipeline_layout); overrides every split above.
+  std::vector<std::vector<int>> chunk_layout;
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
+
+  // --- batch ---
+  std::int64_t seq_length = 0;  ///< tokens per sample s
+  int micro_batch_size = 1;     ///< b
+  int global_batch_size = 0;    ///< samples per iteration; 0 = micro_batch_size · dp
+
+  // --- numerics and optimizer ---
+  Precision precision = Precision::FP32;
+  Fp8Format fp8 = Fp8Format::None;
+  Optimizer optimizer = Optimizer::Adam;
+  bool distributed_optimizer = false;               ///< shard fp32 master weights + moments over DP (ZeRO-1)
+  bool grad_reduce_in_bf16 = false;                 ///< `--grad-reduce-in-bf16`: bf16 main grads
+  bool accumulate_allreduce_grads_in_fp32 = false;  ///< fp16 only; forced on for bf16 by Megatron
+
+  // --- recompute ---
+  RecomputeGranularity recompute_granularity = RecomputeGranularity::None;
+  RecomputeMethod recompute_method = RecomputeMethod::Uniform;
+  int recompute_num_layers = 1;  ///< layers per checkpoint (uniform) or checkpointed layers per stage (block)
+  /// Selective recompute modules (`--recompute-modules`): core_attn (default), mlp, moe, moe_act, layernorm.
+  std::vector<std::string> recompute_modules = {"core_attn"};
+
+  // --- kernels ---
+  TransformerImpl transformer_impl = TransformerImpl::MegatronCore;
+  AttentionBackend attention_backend = AttentionBackend::Flash;
+  bool cross_entropy_loss_fusion = false;
+
+  // --- cost-model knobs (SimuMax v1.2 `StrategyConfig`, notes/simumax.md §4.2) ---
+  /// Layer-granular recompute; unset = derived from the Megatron fields above.
+  std::optional<LayerRecompute> layer_recompute;
+  CpCommType cp_comm_type = CpCommType::P2P;  ///< `--cp-comm-type`
+  bool cp_a2a_sync = false;  ///< SimuMax `cp_a2a_mode: sync_cp` (only changes helper-buffer peaks)
+  int zero_stage = -1;       ///< 0..3 (SimuMax `zero_state`); -1 = 1 with distributed_optimizer, else 0
+  bool fp32_grad_accumulation = true;  ///< SimuMax `use_fp32_accum_grad`: false forces 2-byte main grads
+  bool gradient_accumulation_fusion = true;  ///< wgrad GEMM accumulates into the fp32 main_grad
+  bool fused_norm = true;                    ///< fused RMSNorm kernel (no fp32 intermediates kept)
+  bool fused_swiglu = true;                  ///< fused SwiGLU kernel
+  bool weight_in_linear_peak =
+      false;  ///< count a weight copy in linear transient peaks (SimuMax !use_accm_weight)
+  double attention_sparse_ratio = 0.0;  ///< fraction of the s² attention skipped (0.5 ≈ causal kernel)
+  bool moe_dispatch_probs = false;      ///< Megatron ≥ 0.14 probs path: probs all-to-all + weighted SiLU
+  bool cache_grouped_gemm_fp8_inputs = false;  ///< fp8: keep fc1 expert inputs in fp8
+  bool offload_grouped_gemm_inputs = false;    ///< fc1 expert inputs offloaded (not kept on device)
+  int microbatch_group_size_per_vp_stage = 0;  ///< interleaved schedule grouping; 0 = pp
+  bool pp_comm_overlap =
+      true;  ///< SimuMax `pp_comm_async`; interleaved timing models the blocking (false) case
+  bool straggler_model = true;       ///< SimuMax straggler factor on the pipeline time
+  bool overlap_grad_reduce = false;  ///< `--overlap-grad-reduce` (the cost model keeps DP time exposed)
+  /// peak allocated / peak reserved assumed by the allocator model (SimuMax `mem_factor`).
+  double allocated_to_reserved_ratio = 0.94;
+  TransformerEngineVersions te;
+
+  // --- derived (validate() first) ---
+  int dp() const { return world_size / (tp * pp * cp); }
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  /// Expert data-parallel size: world / (etp · ep · pp).
+  int expert_dp() const { return world_size / (expert_tp() * ep * pp); }
+  int global_batch() const { return global_batch_size > 0 ? global_batch_size : micro_batch_size * dp(); }
+  /// Micro batches per iteration per pipeline (gradient-accumulation steps): global / (b · dp).
+  int num_microbatches() const { return global_batch() / (micro_batch_size * dp()); }
+  PipelineSchedule schedule() const {
+    return vpp > 1 ? PipelineSchedule::Interleaved : PipelineSchedule::OneFOneB;
+  }
+  /// Bytes of one parameter / activation element in the compute precision (fp8 is not counted here).
+  int element_bytes() const { return precision == Precision::FP32 ? 4 : 2; }
+  /// Bytes per element of the gradient buffer Megatron's DDP reduces (main_grad).
+  int main_grad_bytes() const;
+  /// ZeRO stage of the optimizer: zero_stage when set, else 1 with distributed_optimizer, else 0.
+  int effective_zero_stage() const { return zero_stage >= 0 ? zero_stage : (distributed_optimizer ? 1 : 0); }
+  /// Layer-granular recompute: layer_recompute when set, else derived from the Megatron fields:
+  /// full+block N → FullBlock of the first N layers; full+uniform N → FullBlock of every layer with
+  /// checkpoints of N layers; selective core_attn → SdpOnly of every layer; other selective modules →
+  /// Selective with megatron_modules.
+  /// @throws InputError when the modules combine core_attn with others (not modelled).
+  LayerRecompute effective_layer_recompute(const ModelSpec& model) const;
+
+  /// Number of transformer layers on each pipeline rank (size pp), Megatron's
+  /// `get_num_layers_to_build` semantics (even split, uneven first/last stage, explicit list,
+  /// embedding/loss counted as a layer).
+  /// @throws InputError when the layers cannot be split as asked.
+  std::vector<int> layers_per_stage(int num_layers) const;
+
+  /// Transformer layers of each virtual chunk, [vpp][pp]: chunk_layout when given, else each rank's
+  /// layers_per_stage split evenly over its vpp chunks.  Layer ids run chunk 0 of every rank first.
+  /// @throws InputError as layers_per_stage.
+  std::vector<std::vector<int>> layers_per_chunk(int num_layers) const;
+
+  /// Checks sizes against each other and against the model: world divisible by tp·pp·cp and by
+  /// etp·ep·pp, heads and kv groups divisible by tp, experts by ep, global batch by b·dp,
+  /// vpp dividing each stage's layers, seq by cp (2·cp with causal load balancing is not required).
+  /// TorchCpu runs only what the example implements: fp32/bf16, LayerNorm, learned or no position embedding,
+  /// math attention, dense MLP, no cp/ep/vpp/sequence parallelism/distributed optimizer/fp8, Adam, selective
+  /// recompute of core_attn only.
+  /// @throws InputError naming the offending flag.
+  void validate(const ModelSpec& model) const;
+};
+
+const char* to_string(Precision p);
+const char* to_string(RecomputeGranularity g);
+const char* to_string(RecomputeMethod m);
+const char* to_string(AttentionBackend b);
+const char* to_string(CpCommType c);
+const char* to_string(RecomputeScope s);
+const char* to_string(TransformerImpl i);
+
+}  // namespace preflight::analyzer

@@ -1,0 +1,535 @@
+#include "preflight/analyzer/frontends/hf_config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "preflight/common/error.hpp"
+
+namespace preflight::analyzer {
+
+namespace {
+
+using I64 = std::int64_t;
+using nlohmann::json;
+
+enum class Family {
+  Llama,
+  Mistral,
+  Mixtral,
+  Qwen2,
+  Qwen2Moe,
+  Qwen3,
+  Qwen3Moe,
+  DeepSeek,
+  DeepSeekV2,
+  DeepSeekV3,
+  Gpt2
+};
+
+const std::map<std::string, Family>& families() {
+  static const std::map<std::string, Family> f = {
+      {"llama", Family::Llama},
+      {"mistral", Family::Mistral},
+      {"mixtral", Family::Mixtral},
+      {"qwen2", Family::Qwen2},
+      {"qwen2_moe", Family::Qwen2Moe},
+      {"qwen3", Family::Qwen3},
+      {"qwen3_moe", Family::Qwen3Moe},
+      {"deepseek", Family::DeepSeek},
+      {"deepseek_v2", Family::DeepSeekV2},
+      {"deepseek_v3", Family::DeepSeekV3},
+      {"gpt2", Family::Gpt2},
+  };
+  return f;
+}
+
+/// `architectures[0]` → model_type, for configs written without model_type.
+const std::map<std::string, std::string>& architectures() {
+  static const std::map<std::string, std::string> a = {
+      {"LlamaForCausalLM", "llama"},
+      {"MistralForCausalLM", "mistral"},
+      {"MixtralForCausalLM", "mixtral"},
+      {"Qwen2ForCausalLM", "qwen2"},
+      {"Qwen2MoeForCausalLM", "qwen2_moe"},
+      {"Qwen3ForCausalLM", "qwen3"},
+      {"Qwen3MoeForCausalLM", "qwen3_moe"},
+      {"DeepseekForCausalLM", "deepseek"},
+      {"DeepseekV2ForCausalLM", "deepseek_v2"},
+      {"DeepseekV3ForCausalLM", "deepseek_v3"},
+      {"GPT2LMHeadModel", "gpt2"},
+  };
+  return a;
+}
+
+std::string joined_types() {
+  std::string s;
+  for (const auto& t : supported_hf_model_types()) s += (s.empty() ? "" : ", ") + t;
+  return s;
+}
+
+/// Typed access to the fields of one config object; every error names `<source>: <field>`.
+class Fields {
+ public:
+  Fields(const json& j, std::string source, std::string model_type)
+      : j_(j), source_(std::move(source)), type_(std::move(model_type)) {}
+
+  InputError error(const std::string& field, const std::string& what) const {
+    return InputError(source_ + ": " + field, what);
+  }
+
+  bool present(const std::string& field) const {
+    auto it = j_.find(field);
+    return it != j_.end() && !it->is_null();
+  }
+
+  /// A required positive integer.
+  I64 positive(const std::string& field) const {
+    if (!present(field))
+      throw error(field, j_.contains(field) ? "is null, but " + type_ + " needs a positive integer here"
+                                            : "is missing (required for model_type " + type_ + ")");
+    return positive_or(field, 0);
+  }
+
+  /// An optional positive integer (absent or null → dflt).
+  I64 positive_or(const std::string& field, I64 dflt) const {
+    if (!present(field)) return dflt;
+    I64 v = integer(field);
+    if (v <= 0) throw error(field, "must be a positive integer, got " + std::to_string(v));
+    return v;
+  }
+
+  /// An optional non-negative integer (absent or null → dflt).
+  I64 non_negative_or(const std::string& field, I64 dflt) const {
+    if (!present(field)) return dflt;
+    I64 v = integer(field);
+    if (v < 0) throw error(field, "must not be negative, got " + std::to_string(v));
+    return v;
+  }
+
+  bool boolean_or(const std::string& field, bool dflt) const {
+    if (!present(field)) return dflt;
+    const json& v = j_.at(field);
+    if (!v.is_boolean()) throw error(field, "expected true or false, got " + v.dump());
+    return v.get<bool>();
+  }
+
+  /// A probability in [0, 1) (dropout).
+  double probability_or(const std::string& field, double dflt) const {
+    if (!present(field)) return dflt;
+    const json& v = j_.at(field);
+    if (!v.is_number()) throw error(field, "expected a number, got " + v.dump());
+    double p = v.get<double>();
+    if (!(p >= 0 && p < 1)) throw error(field, "must be in [0, 1), got " + v.dump());
+    return p;
+  }
+
+  /// The raw JSON text of a field (for messages).
+  std::string dump(const std::string& field) const {
+    return j_.contains(field) ? j_.at(field).dump() : "null";
+  }
+
+  std::string string_or(const std::string& field, const std::string& dflt) const {
+    if (!present(field)) return dflt;
+    const json& v = j_.at(field);
+    if (!v.is_string()) throw error(field, "expected a string, got " + v.dump());
+    return v.get<std::string>();
+  }
+
+  /// An optional list of layer indices in [0, layers).
+  std::vector<I64> layer_list(const std::string& field, I64 layers) const {
+    std::vector<I64> out;
+    if (!present(field)) return out;
+    const json& v = j_.at(field);
+    if (!v.is_array()) throw error(field, "expected a list of layer indices, got " + v.dump());
+    for (const auto& e : v) {
+      if (!e.is_number_integer() || e.get<I64>() < 0 || e.get<I64>() >= layers)
+        throw error(field,
+                    "entry " + e.dump() + " is not a layer index in [0, " + std::to_string(layers) + ")");
+      out.push_back(e.get<I64>());
+    }
+    return out;
+  }
+
+ private:
+  /// Every size in a config.json fits in 31 bits; larger values are rejected rather than narrowed.
+  I64 integer(const std::string& field) const {
+    const json& v = j_.at(field);
+    double d = 0;
+    if (v.is_number_integer())
+      d = v.is_number_unsigned() ? static_cast<double>(v.get<std::uint64_t>())
+                                 : static_cast<double>(v.get<I64>());
+    else if (v.is_number_float() && std::isfinite(v.get<double>()) &&
+             v.get<double>() == std::floor(v.get<double>()))
+      d = v.get<double>();
+    else
+      throw error(field, "expected an integer, got " + v.dump());
+    if (std::fabs(d) > static_cast<double>(std::numeric_limits<std::int32_t>::max()))
+      throw error(field, v.dump() + " is out of range");
+    return static_cast<I64>(d);
+  }
+
+  const json& j_;
+  std::string source_;
+  std::string type_;
+};
+
+/// Sets the per-layer MoE pattern; an all-MoE pattern is stored as empty (ModelSpec's "every layer").
+void set_moe_pattern(ModelSpec& m, std::vector<bool> pattern) {
+  if (std::all_of(pattern.begin(), pattern.end(), [](bool b) { return b; })) pattern.clear();
+  m.moe.layer_is_moe = std::move(pattern);
+}
+
+/// Common to every llama-like family: geometry, vocabulary, norm and position embedding.
+void read_llama_like(const Fields& f, ModelSpec& m) {
+  m.hidden_size = f.positive("hidden_size");
+  m.num_layers = static_cast<int>(f.positive("num_hidden_layers"));
+  m.num_attention_heads = static_cast<int>(f.positive("num_attention_heads"));
+  m.num_query_groups = static_cast<int>(f.positive_or("num_key_value_heads", m.num_attention_heads));
+  if (m.num_attention_heads % m.num_query_groups != 0)
+    throw f.error("num_key_value_heads", "the " + std::to_string(m.num_query_groups) +
+                                             " key/value heads do not divide the " +
+                                             std::to_string(m.num_attention_heads) + " attention heads");
+  if (f.present("head_dim")) {
+    m.kv_channels = f.positive("head_dim");
+  } else {
+    if (m.hidden_size % m.num_attention_heads != 0)
+      throw f.error("hidden_size", std::to_string(m.hidden_size) +
+                                       " is not divisible by num_attention_heads " +
+                                       std::to_string(m.num_attention_heads) + " (set head_dim)");
+    m.kv_channels = m.hidden_size / m.num_attention_heads;
+  }
+  m.ffn_hidden_size = f.positive("intermediate_size");
+  m.vocab_size = f.positive("vocab_size");
+  m.max_position_embeddings = f.positive_or("max_position_embeddings", 0);
+  m.untie_embeddings_and_output_weights = !f.boolean_or("tie_word_embeddings", false);
+  m.attention_dropout = f.probability_or("attention_dropout", 0.0);
+  m.hidden_dropout = 0.0;
+  m.activation = Activation::SwiGLU;
+  m.normalization = Normalization::RMSNorm;
+  m.position_embedding = PositionEmbedding::Rope;
+  m.add_bias_linear = false;
+  m.add_qkv_bias = false;
+}
+
+void read_biases(const Fields& f, ModelSpec& m, std::vector<std::string>* warnings,
+                 const std::string& source) {
+  bool attention_bias = f.boolean_or("attention_bias", false);
+  bool mlp_bias = f.boolean_or("mlp_bias", false);
+  if (attention_bias && mlp_bias) {
+    m.add_bias_linear = true;
+  } else if (attention_bias) {
+    m.add_qkv_bias = true;
+    if (warnings)
+      warnings->push_back(source +
+                          ": attention_bias: the o_proj bias (hidden_size per layer) is not modelled");
+  } else if (mlp_bias && warnings) {
+    warnings->push_back(source +
+                        ": mlp_bias: the MLP biases are not modelled (ModelSpec has no MLP-only bias)");
+  }
+}
+
+/// Sliding-window attention changes neither parameters nor saved activations of flash attention; only
+/// the attention FLOPs, which the layer graph counts over the full sequence.
+void read_sliding_window(const Fields& f, bool used_by_default, std::vector<std::string>* warnings,
+                         const std::string& source) {
+  bool used = f.present("sliding_window") && f.boolean_or("use_sliding_window", used_by_default);
+  if (used && warnings)
+    warnings->push_back(source + ": sliding_window " + f.dump("sliding_window") +
+                        " is ignored: attention FLOPs are counted over the full sequence");
+}
+
+void read_mla(const Fields& f, ModelSpec& m) {
+  m.mla.enabled = true;
+  m.mla.q_lora_rank = f.non_negative_or("q_lora_rank", 0);  // null: one q projection (V2-Lite)
+  m.mla.kv_lora_rank = f.positive("kv_lora_rank");
+  m.mla.qk_head_dim = f.positive("qk_nope_head_dim");
+  m.mla.qk_pos_emb_head_dim = f.positive("qk_rope_head_dim");
+  m.mla.v_head_dim = f.positive("v_head_dim");
+  // Megatron's DeepSeek recipes pass --kv-channels = v_head_dim; every head has its own k and v.
+  m.kv_channels = m.mla.v_head_dim;
+  m.num_query_groups = m.num_attention_heads;
+}
+
+void check_topk(const Fields& f, const ModelSpec& m, const std::string& experts_field) {
+  if (m.moe.router_topk > m.moe.num_experts)
+    throw f.error("num_experts_per_tok", "top-k " + std::to_string(m.moe.router_topk) + " exceeds the " +
+                                             std::to_string(m.moe.num_experts) + " experts of " +
+                                             experts_field);
+}
+
+void read_deepseek_moe(const Fields& f, ModelSpec& m, std::vector<std::string>* warnings,
+                       const std::string& source) {
+  if (!f.present("n_routed_experts")) return;  // a dense DeepSeek
+  m.moe.num_experts = static_cast<int>(f.positive("n_routed_experts"));
+  m.moe.router_topk = static_cast<int>(f.positive("num_experts_per_tok"));
+  check_topk(f, m, "n_routed_experts");
+  m.moe.ffn_hidden_size = f.positive("moe_intermediate_size");
+  m.moe.shared_expert_ffn_hidden_size = f.non_negative_or("n_shared_experts", 0) * m.moe.ffn_hidden_size;
+  I64 first_dense = f.non_negative_or("first_k_dense_replace", 0);
+  if (first_dense > m.num_layers)
+    throw f.error("first_k_dense_replace",
+                  std::to_string(first_dense) + " exceeds num_hidden_layers " + std::to_string(m.num_layers));
+  I64 freq = f.positive_or("moe_layer_freq", 1);
+  std::vector<bool> pattern(m.num_layers);
+  for (int i = 0; i < m.num_layers; ++i) pattern[i] = i >= first_dense && i % freq == 0;
+  if (std::none_of(pattern.begin(), pattern.end(), [](bool b) { return b; })) {
+    if (warnings)
+      warnings->push_back(source +
+                          ": first_k_dense_replace / moe_layer_freq leave no MoE layer: the model is dense");
+    m.moe = MoESpec{};
+    return;
+  }
+  set_moe_pattern(m, std::move(pattern));
+}
+
+void read_qwen_moe(const Fields& f, ModelSpec& m, bool shared, std::vector<std::string>* warnings,
+                   const std::string& source) {
+  I64 experts = f.non_negative_or("num_experts", 0);
+  if (experts == 0) return;
+  m.moe.num_experts = static_cast<int>(experts);
+  m.moe.router_topk = static_cast<int>(f.positive("num_experts_per_tok"));
+  check_topk(f, m, "num_experts");
+  m.moe.ffn_hidden_size = f.positive("moe_intermediate_size");
+  if (shared) m.moe.shared_expert_ffn_hidden_size = f.non_negative_or("shared_expert_intermediate_size", 0);
+  I64 step = f.positive_or("decoder_sparse_step", 1);
+  std::vector<I64> dense = f.layer_list("mlp_only_layers", m.num_layers);
+  std::vector<bool> pattern(m.num_layers);
+  for (int i = 0; i < m.num_layers; ++i)
+    pattern[i] = std::find(dense.begin(), dense.end(), i) == dense.end() && (i + 1) % step == 0;
+  if (std::none_of(pattern.begin(), pattern.end(), [](bool b) { return b; })) {
+    if (warnings)
+      warnings->push_back(source +
+                          ": decoder_sparse_step / mlp_only_layers leave no MoE layer: the model is dense");
+    m.moe = MoESpec{};
+    return;
+  }
+  set_moe_pattern(m, std::move(pattern));
+}
+
+void read_gpt2(const Fields& f, ModelSpec& m) {
+  m.hidden_size = f.positive("n_embd");
+  m.num_layers = static_cast<int>(f.positive("n_layer"));
+  m.num_attention_heads = static_cast<int>(f.positive("n_head"));
+  if (m.hidden_size % m.num_attention_heads != 0)
+    throw f.error("n_embd", std::to_string(m.hidden_size) + " is not divisible by n_head " +
+                                std::to_string(m.num_attention_heads));
+  m.num_query_groups = m.num_attention_heads;
+  m.kv_channels = m.hidden_size / m.num_attention_heads;
+  m.ffn_hidden_size = f.positive_or("n_inner", 4 * m.hidden_size);
+  m.max_position_embeddings = f.positive("n_positions");
+  m.vocab_size = f.positive("vocab_size");
+  m.untie_embeddings_and_output_weights = !f.boolean_or("tie_word_embeddings", true);
+  m.attention_dropout = f.probability_or("attn_pdrop", 0.1);
+  m.hidden_dropout = f.probability_or("resid_pdrop", 0.1);
+  m.activation = Activation::GeLU;
+  m.normalization = Normalization::LayerNorm;
+  m.position_embedding = PositionEmbedding::LearnedAbsolute;
+  m.add_bias_linear = true;
+  m.add_qkv_bias = false;
+}
+
+std::string json_error_line(const std::string& text, std::size_t byte) {
+  std::size_t end = std::min(byte == 0 ? 0 : byte - 1, text.size());
+  return std::to_string(1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
+}
+
+}  // namespace
+
+const std::vector<std::string>& supported_hf_model_types() {
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> t;
+    for (const auto& [name, family] : families()) t.push_back(name);
+    return t;
+  }();
+  return types;
+}
+
+ModelSpec model_from_hf_config(const json& config, const std::string& source,
+                               std::vector<std::string>* warnings) {
+  if (!config.is_object()) throw InputError(source, "expected a JSON object (a Hugging Face config.json)");
+  // Vision-language checkpoints (LlavaForConditionalGeneration, Mistral3ForConditionalGeneration, …) keep the
+  // language model's config in `text_config`: read that, and say the vision tower is not modelled.
+  if (auto text = config.find("text_config");
+      text != config.end() && text->is_object() && !config.contains("num_hidden_layers")) {
+    json inner = *text;
+    if (!inner.contains("_name_or_path") && config.contains("_name_or_path"))
+      inner["_name_or_path"] = config["_name_or_path"];
+    if (warnings) {
+      std::string outer = config.value("model_type", std::string("a multimodal model"));
+      warnings->push_back(
+          source + ": " + outer +
+          ": only the language model (text_config) is modelled; the vision tower and projector "
+          "are not counted");
+    }
+    return model_from_hf_config(inner, source + ": text_config", warnings);
+  }
+
+  std::string type;
+  if (auto it = config.find("model_type"); it != config.end() && !it->is_null()) {
+    if (!it->is_string()) throw InputError(source + ": model_type", "expected a string, got " + it->dump());
+    type = it->get<std::string>();
+  } else if (auto arch = config.find("architectures");
+             arch != config.end() && arch->is_array() && !arch->empty() && (*arch)[0].is_string()) {
+    auto a = architectures().find((*arch)[0].get<std::string>());
+    if (a == architectures().end())
+      throw InputError(source + ": architectures",
+                       "no model_type, and architecture " + (*arch)[0].dump() +
+                           " is not one preflight knows (model types: " + joined_types() + ")");
+    type = a->second;
+  } else {
+    throw InputError(source + ": model_type", "is missing (and no architectures entry names the model)");
+  }
+  auto fam = families().find(type);
+  if (fam == families().end())
+    throw InputError(source + ": model_type",
+                     "unsupported model type '" + type + "' (supported: " + joined_types() + ")");
+
+  Fields f(config, source, type);
+  ModelSpec m;
+  m.name = f.string_or("_name_or_path", "");
+  switch (fam->second) {
+    case Family::Gpt2:
+      read_gpt2(f, m);
+      break;
+    case Family::Llama:
+    case Family::Mistral:
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      break;
+    case Family::Qwen2:
+      read_llama_like(f, m);
+      m.add_qkv_bias = true;  // Qwen2Attention: q/k/v projections with bias, o_proj without
+      break;
+    case Family::Qwen2Moe:
+      read_llama_like(f, m);
+      m.add_qkv_bias = true;
+      read_qwen_moe(f, m, /*shared=*/true, warnings, source);
+      break;
+    case Family::Qwen3:
+    case Family::Qwen3Moe:
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      m.qk_layernorm = true;  // Qwen3Attention: q_norm / k_norm over head_dim
+      if (fam->second == Family::Qwen3Moe) read_qwen_moe(f, m, /*shared=*/false, warnings, source);
+      break;
+    case Family::Mixtral:
+      read_llama_like(f, m);
+      m.moe.num_experts = static_cast<int>(f.positive("num_local_experts"));
+      m.moe.router_topk = static_cast<int>(f.positive_or("num_experts_per_tok", 2));
+      check_topk(f, m, "num_local_experts");
+      m.moe.ffn_hidden_size = m.ffn_hidden_size;
+      break;
+    case Family::DeepSeek:
+    case Family::DeepSeekV2:
+    case Family::DeepSeekV3:
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      if (fam->second != Family::DeepSeek) read_mla(f, m);
+      read_deepseek_moe(f, m, warnings, source);
+      if (I64 mtp = f.non_negative_or("num_nextn_predict_layers", 0); mtp > 0 && warnings)
+        warnings->push_back(source + ": num_nextn_predict_layers " + std::to_string(mtp) +
+                            ": the multi-token-prediction layers are left out; "
+                            "--mtp-num-layers N includes them as Megatron trains them");
+      break;
+  }
+  if (fam->second == Family::Mistral || fam->second == Family::Mixtral)
+    read_sliding_window(f, /*used_by_default=*/true, warnings, source);
+  else if (fam->second != Family::Gpt2)
+    read_sliding_window(f, /*used_by_default=*/false, warnings, source);  // Qwen: `use_sliding_window`
+
+  // Everything above checked the fields by their Hugging Face names; this is a last guard for what the
+  // layer graph needs, reported against the file.
+  try {
+    m.validate();
+  } catch (const InputError& e) {
+    throw InputError(source, "inconsistent model (" + e.where() + ": " + e.detail() + ")");
+  }
+  return m;
+}
+
+ModelSpec parse_hf_config(const std::string& text, const std::string& source,
+                          std::vector<std::string>* warnings) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    std::string msg = e.what();
+    // "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error while …"
+    if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
+    throw InputError(source + ":" + json_error_line(text, e.byte), "malformed JSON: " + msg);
+  }
+  return model_from_hf_config(j, source, warnings);
+}
+
+namespace {
+
+/// "ORG/REPO" of a Hugging Face Hub file URL (huggingface.co, hf.co or $HF_ENDPOINT), or "".
+std::string hf_repo_of_url(const std::string& url) {
+  if (!is_hf_hub_url(url)) return "";
+  std::string rest = url.substr(url.find("://") + 3);
+  rest = rest.substr(rest.find('/') + 1);  // past the host
+  std::string endpoint = hf_endpoint();
+  if (url.rfind(endpoint + "/", 0) == 0) rest = url.substr(endpoint.size() + 1);  // a mirror with a path
+  auto first = rest.find('/');
+  if (first == std::string::npos) return "";
+  auto second = rest.find('/', first + 1);
+  return second == std::string::npos ? "" : rest.substr(0, second);
+}
+
+/// The Hub token a user of huggingface_hub has set: $HF_TOKEN, else $HUGGING_FACE_HUB_TOKEN, else "".
+std::string hf_token_from_env() {
+  for (const char* name : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"})
+    if (const char* v = std::getenv(name); v && *v) return v;
+  return "";
+}
+
+}  // namespace
+
+ModelSpec load_hf_config(const std::string& path_or_url, std::vector<std::string>* warnings,
+                         const HttpOptions& http) {
+  namespace fs = std::filesystem;
+  if (is_http_url(path_or_url)) {
+    HttpOptions options = http;
+    if (options.bearer_token.empty() && is_hf_hub_url(path_or_url))
+      options.bearer_token = hf_token_from_env();
+    std::string body = http_get(path_or_url, options);
+    ModelSpec m = parse_hf_config(body, path_or_url, warnings);
+    if (std::string repo = hf_repo_of_url(path_or_url); !repo.empty())
+      m.name = repo;
+    else if (m.name.empty())
+      m.name = path_or_url;
+    return m;
+  }
+  fs::path p = path_or_url;
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) {
+    p /= "config.json";
+    if (!fs::is_regular_file(p, ec))
+      throw InputError(path_or_url,
+                       "directory has no config.json (expected a Hugging Face checkpoint folder)");
+  }
+  if (!fs::exists(p, ec)) throw InputError(path_or_url, "no such file");
+  if (!fs::is_regular_file(p, ec)) throw InputError(path_or_url, "not a regular file");
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw InputError(p.string(), "cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw InputError(p.string(), "read error");
+  ModelSpec m = parse_hf_config(text.str(), p.string(), warnings);
+  if (m.name.empty()) {
+    fs::path dir = fs::absolute(p, ec).parent_path();
+    m.name = p.filename() == "config.json" && !dir.filename().empty() ? dir.filename().string()
+                                                                      : p.stem().string();
+  }
+  return m;
+}
+
+}  // namespace preflight::analyzer

@@ -1,0 +1,66 @@
+#include "preflight/analyzer/model/memory.hpp"
+
+#include <algorithm>
+
+namespace preflight::analyzer {
+
+BytesPerParam bytes_per_param(const Strategy& st) {
+  BytesPerParam b;
+  b.weight = st.element_bytes();
+  b.grad = st.main_grad_bytes();
+  double master = st.precision == Precision::FP32 ? 0 : 4;
+  double moments = st.optimizer == Optimizer::Adam ? 8 : 4;
+  b.optimizer = master + moments;
+  return b;
+}
+
+MemoryReport stage_memory(const LayerGraph& graph) {
+  const Strategy& st = graph.strategy;
+  BytesPerParam bpp = bytes_per_param(st);
+  double dense_shard = st.distributed_optimizer ? static_cast<double>(st.dp()) * st.cp : 1.0;
+  double expert_shard = st.distributed_optimizer ? static_cast<double>(st.expert_dp()) : 1.0;
+  int m = st.num_microbatches();
+
+  MemoryReport report;
+  for (int r = 0; r < st.pp; ++r) {
+    StageMemory s;
+    s.pp_rank = r;
+    auto chunks = graph.stage(r);
+    s.first_layer = chunks.front()->first_layer;
+    s.overhead_bytes = chunks.front()->overhead_bytes;
+    std::vector<double> chunk_act;
+    for (const StageGraph* c : chunks) {
+      s.num_layers += c->num_layers;
+      s.params += c->param_numel();
+      s.expert_params += c->expert_param_numel();
+      double act = static_cast<double>(c->kept_activation_bytes());
+      chunk_act.push_back(act);
+      s.activation_bytes_per_microbatch += act;
+    }
+    double dense = static_cast<double>(s.params - s.expert_params);
+    double expert = static_cast<double>(s.expert_params);
+    s.weight_bytes = (dense + expert) * bpp.weight;
+    s.grad_bytes = (dense + expert) * bpp.grad;
+    s.optimizer_bytes = dense * bpp.optimizer / dense_shard + expert * bpp.optimizer / expert_shard;
+
+    if (st.vpp <= 1) {
+      s.inflight_microbatches = std::min(st.pp - r, m);
+      s.activation_bytes = s.inflight_microbatches * chunk_act[0];
+    } else {
+      int total = m * st.vpp;
+      int warmup = (st.pp - r - 1) * 2 + (st.vpp - 1) * st.pp;
+      int inflight = std::min(warmup + 1, total);
+      double act = 0;
+      for (int k = 0; k < inflight; ++k) act += chunk_act[(k / st.pp) % st.vpp];
+      s.inflight_microbatches = static_cast<double>(inflight) / st.vpp;
+      s.activation_bytes = act;
+    }
+    report.stages.push_back(s);
+  }
+  for (std::size_t i = 1; i < report.stages.size(); ++i)
+    if (report.stages[i].total_bytes() > report.stages[report.peak_stage].total_bytes())
+      report.peak_stage = static_cast<int>(i);
+  return report;
+}
+
+}  // namespace preflight::analyzer

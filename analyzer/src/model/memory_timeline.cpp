@@ -1,0 +1,202 @@
+#include "preflight/analyzer/model/memory_timeline.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "preflight/analyzer/model/memory.hpp"
+#include "preflight/common/error.hpp"
+
+namespace preflight::analyzer {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// Live bytes split as PeakPoint reports them, and the highest point seen.
+struct Tracker {
+  double static_bytes = 0;
+  double act = 0;    // kept activations alive
+  double trans = 0;  // everything else alive
+  PeakPoint best;
+
+  void candidate(double extra, const char* phase, const std::string& op) {
+    double total = static_bytes + act + trans + extra;
+    if (total > best.bytes) {
+      best.bytes = total;
+      best.static_bytes = static_bytes;
+      best.activation_bytes = act;
+      best.transient_bytes = trans + extra;
+      best.phase = phase;
+      best.op = op;
+    }
+  }
+};
+
+std::int64_t saved_input_bytes(const Op& op) {
+  std::int64_t n = 0;
+  for (const auto& t : op.saved)
+    if (t.is_input) n += t.bytes;
+  return n;
+}
+
+/// Input gradient an op's backward produces (none for the embedding lookups).
+double grad_in_bytes(const Op& op) {
+  if (op.kind == OpKind::Embedding || op.kind == OpKind::PositionEmbedding) return 0;
+  return static_cast<double>(op.input_bytes);
+}
+
+bool closes_residual_branch(const Op& op) {
+  return op.kind == OpKind::Norm &&
+         (ends_with(op.path, "input_layernorm") || ends_with(op.path, "pre_mlp_layernorm"));
+}
+
+}  // namespace
+
+PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
+  const Strategy& st = graph.strategy;
+  if (pp_rank < 0 || pp_rank >= st.pp)
+    throw InputError("stage", "no pipeline stage " + std::to_string(pp_rank));
+  MemoryReport mem = stage_memory(graph);
+  const StageMemory& sm = mem.stages[pp_rank];
+  if (st.vpp > 1) {
+    PeakPoint p;
+    p.bytes = sm.total_bytes();
+    p.static_bytes = sm.static_bytes();
+    p.activation_bytes = sm.activation_bytes;
+    p.phase = "not simulated";
+    return p;
+  }
+  const StageGraph& chunk = *graph.stage(pp_rank).front();
+  const std::vector<Op>& ops = chunk.ops;
+  const bool torch_cpu = st.transformer_impl == TransformerImpl::TorchCpu;
+  const bool full_recompute = st.recompute_granularity == RecomputeGranularity::Full;
+  const bool last_stage = pp_rank == st.pp - 1;
+  const int n = static_cast<int>(ops.size());
+  const double kept_mb = static_cast<double>(chunk.kept_activation_bytes());
+  const int inflight = std::max(1, std::min(st.pp - pp_rank, st.num_microbatches()));
+  const double stage_output = n > 0 && !last_stage ? static_cast<double>(ops.back().output_bytes) : 0;
+
+  Tracker t;
+  t.static_bytes = sm.static_bytes();
+
+  // ---- forward of the last micro batch before the first backward ----
+  t.act = (inflight - 1) * kept_mb + (n > 0 ? static_cast<double>(ops.front().kept_input_bytes()) : 0);
+  for (int i = 0; i < n; ++i) {
+    const Op& op = ops[i];
+    double next_input = i + 1 < n ? static_cast<double>(ops[i + 1].kept_input_bytes()) : 0;
+    double produced = static_cast<double>(op.kept_bytes - op.kept_input_bytes()) + next_input;
+    double transient = static_cast<double>(op.fwd_transient_bytes);
+    if (full_recompute && op.checkpoint >= 0) transient += static_cast<double>(op.output_bytes);  // no_grad
+    t.candidate(produced + transient, "forward", op.path);
+    t.act += produced;
+  }
+  // A non-last stage holds its output until it is sent, and receives the output gradient meanwhile.
+  if (!last_stage) t.candidate(2 * stage_output, "forward", n > 0 ? ops.back().path : "");
+
+  // ---- backward of the oldest micro batch ----
+  t.act = inflight * kept_mb;
+  t.trans = stage_output;       // the received output gradient
+  double g = stage_output;      // gradient flowing into the current op
+  bool g_shared = false;        // g is also held for a residual stream (no dropout: the same tensor)
+  std::vector<double> held;     // residual-stream gradients held while their branch runs
+  double tied_weight_grad = 0;  // output-layer gradient of a tied embedding, until the embedding's backward
+  double group_output = 0;      // re-run output of the checkpoint group being backpropagated
+  int group = -1;
+  for (int i = n - 1; i >= 0; --i) {
+    const Op& op = ops[i];
+    double freed_kept = static_cast<double>(op.kept_bytes);
+    if (full_recompute && op.checkpoint >= 0 && op.checkpoint != group) {
+      // Entering a checkpoint group from its end: its forward is re-run with grad.
+      group = op.checkpoint;
+      int first = i;
+      while (first > 0 && ops[first - 1].checkpoint == group) --first;
+      // The re-run forward, op by op: what each op saves (the front's saved input is the checkpoint's input,
+      // kept already) and its forward transients.
+      double saved = 0;
+      for (int k = first; k <= i; ++k) {
+        double s = static_cast<double>(ops[k].saved_bytes());
+        if (k == first) s -= static_cast<double>(saved_input_bytes(ops[k]));
+        t.candidate(saved + s + static_cast<double>(ops[k].fwd_transient_bytes), "backward", ops[k].path);
+        saved += s;
+      }
+      group_output = static_cast<double>(op.output_bytes);
+      t.trans += saved + group_output;
+    }
+    bool in_group = full_recompute && op.checkpoint >= 0;
+    double transient = static_cast<double>(op.bwd_transient_bytes);
+    if (!torch_cpu)
+      transient = grad_in_bytes(op) + static_cast<double>(op.param_numel()) * st.element_bytes();
+    bool tied_output =
+        op.kind == OpKind::LinearColumn && op.layer < 0 && op.params.empty() && chunk.has_embedding;
+    if (tied_output) {
+      // The weight gradient of the shared embedding waits in autograd for the embedding's contribution.
+      for (const auto& o : ops)
+        if (o.kind == OpKind::Embedding)
+          tied_weight_grad = static_cast<double>(o.param_numel()) * st.element_bytes();
+      t.candidate(transient + tied_weight_grad, "backward", op.path);
+      t.trans += tied_weight_grad;
+    } else if (op.kind == OpKind::Embedding && tied_weight_grad > 0) {
+      t.candidate(transient + tied_weight_grad, "backward", op.path);  // the two gradients summed
+      t.trans -= tied_weight_grad;
+      tied_weight_grad = 0;
+    } else {
+      t.candidate(transient, "backward", op.path);
+    }
+
+    double grad_in = grad_in_bytes(op);
+    if (op.kind == OpKind::BiasDropoutAdd) {
+      // The residual path keeps the incoming gradient until the branch's norm; the branch gets the dropout
+      // gradient (a new tensor) or, without dropout, the same one.
+      held.push_back(g_shared ? 0 : g);
+      bool dropout = graph.model.hidden_dropout > 0;
+      if (dropout) {
+        t.trans += torch_cpu ? static_cast<double>(op.bwd_transient_bytes) : grad_in;
+        g = torch_cpu ? static_cast<double>(op.bwd_transient_bytes) : grad_in;
+        g_shared = false;
+      } else {
+        g_shared = true;
+      }
+      t.act -= freed_kept;
+      continue;
+    }
+    // The op's input gradient replaces the gradient flowing in; its kept tensors go.
+    t.trans += grad_in - (g_shared ? 0 : g);
+    g = grad_in;
+    g_shared = false;
+    t.act -= freed_kept;  // in a checkpoint group: its input and RNG state, at the group's front
+    if (in_group) {
+      bool group_front = i == 0 || ops[i - 1].checkpoint != group;
+      // The re-run tensors this op saved go; the front's saved input is the checkpoint's input itself.
+      t.trans -= static_cast<double>(op.saved_bytes()) -
+                 (group_front ? static_cast<double>(saved_input_bytes(op)) : 0);
+      if (group_front) {
+        t.trans -= group_output;  // the re-run output, released when the group's backward returns
+        group = -1;
+      }
+    }
+    if (closes_residual_branch(op) && !held.empty()) {
+      // grad(residual) + grad(branch) → a new tensor; both inputs go.
+      double h = held.back();
+      held.pop_back();
+      double sum = static_cast<double>(op.input_bytes);
+      t.candidate(sum, "backward", op.path);
+      t.trans += sum - h - g;
+      g = sum;
+    }
+  }
+
+  // ---- optimizer step ----
+  if (torch_cpu) {
+    t.act = 0;
+    t.trans = 0;
+    double largest = 0;
+    for (const auto& op : ops)
+      for (const auto& p : op.params) largest = std::max(largest, static_cast<double>(p.numel()) * 4);
+    t.candidate(largest, "optimizer", "");
+  }
+  return t.best;
+}
+
+}  // namespace preflight::analyzer

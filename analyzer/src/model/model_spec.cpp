@@ -1,0 +1,111 @@
+#include "preflight/analyzer/model/model_spec.hpp"
+
+#include "preflight/common/error.hpp"
+
+namespace preflight::analyzer {
+
+bool ModelSpec::is_moe_layer(int layer) const {
+  if (!moe.enabled()) return false;
+  if (moe.layer_is_moe.empty()) return true;
+  return layer >= 0 && layer < static_cast<int>(moe.layer_is_moe.size()) && moe.layer_is_moe[layer];
+}
+
+std::int64_t ModelSpec::padded_vocab_size(int tp) const {
+  // Megatron `_vocab_size_with_padding`: multiple = make_vocab_size_divisible_by * tp.
+  std::int64_t multiple = static_cast<std::int64_t>(make_vocab_size_divisible_by) * tp;
+  if (multiple <= 0) return vocab_size;
+  return (vocab_size + multiple - 1) / multiple * multiple;
+}
+
+namespace {
+void require_positive(std::int64_t v, const char* flag) {
+  if (v <= 0) throw InputError(flag, "must be a positive number, got " + std::to_string(v));
+}
+
+void require_at_most(std::int64_t v, std::int64_t limit, const char* flag) {
+  if (v > limit)
+    throw InputError(flag, std::to_string(v) + " is beyond what preflight models (at most " + std::to_string(limit) + ")");
+}
+}  // namespace
+
+void ModelSpec::validate() const {
+  require_positive(num_layers, "--num-layers");
+  require_at_most(num_layers, 10000, "--num-layers");
+  require_at_most(hidden_size, 1 << 20, "--hidden-size");
+  require_at_most(ffn_hidden_size, 1 << 24, "--ffn-hidden-size");
+  require_at_most(num_attention_heads, 1 << 16, "--num-attention-heads");
+  require_at_most(vocab_size, std::int64_t{1} << 31, "--vocab-size");
+  require_at_most(max_position_embeddings, 1 << 24, "--max-position-embeddings");
+  if (moe.enabled()) {
+    require_at_most(moe.num_experts, 1 << 16, "--num-experts");
+    require_at_most(moe.ffn_hidden_size, 1 << 24, "--moe-ffn-hidden-size");
+  }
+  require_positive(hidden_size, "--hidden-size");
+  require_positive(num_attention_heads, "--num-attention-heads");
+  require_positive(ffn_hidden_size, "--ffn-hidden-size");
+  require_positive(vocab_size, "--vocab-size");
+  require_positive(make_vocab_size_divisible_by, "--make-vocab-size-divisible-by");
+  if (!mla.enabled) {
+    require_positive(num_query_groups, "--num-query-groups");
+    require_positive(kv_channels, "--kv-channels");
+    if (num_attention_heads % num_query_groups != 0)
+      throw InputError("--num-query-groups", "the " + std::to_string(num_query_groups) +
+                                                 " query groups do not divide the " +
+                                                 std::to_string(num_attention_heads) + " attention heads");
+  } else {
+    require_positive(mla.kv_lora_rank, "--kv-lora-rank");
+    require_positive(mla.qk_head_dim, "--qk-head-dim");
+    require_positive(mla.v_head_dim, "--v-head-dim");
+    if (mla.q_lora_rank < 0) throw InputError("--q-lora-rank", "must not be negative");
+    if (mla.qk_pos_emb_head_dim < 0) throw InputError("--qk-pos-emb-head-dim", "must not be negative");
+  }
+  if (position_embedding == PositionEmbedding::LearnedAbsolute)
+    require_positive(max_position_embeddings, "--max-position-embeddings");
+  if (attention_dropout < 0 || attention_dropout >= 1)
+    throw InputError("--attention-dropout", "must be in [0, 1)");
+  if (hidden_dropout < 0 || hidden_dropout >= 1) throw InputError("--hidden-dropout", "must be in [0, 1)");
+  if (mtp_num_layers < 0) throw InputError("--mtp-num-layers", "must be ≥ 0");
+  if (moe.enabled()) {
+    require_positive(moe.router_topk, "--moe-router-topk");
+    require_positive(moe.ffn_hidden_size, "--moe-ffn-hidden-size");
+    if (moe.router_topk > moe.num_experts)
+      throw InputError("--moe-router-topk", "top-k " + std::to_string(moe.router_topk) + " exceeds the " +
+                                                std::to_string(moe.num_experts) + " experts");
+    if (moe.shared_expert_ffn_hidden_size < 0)
+      throw InputError("--moe-shared-expert-intermediate-size", "must not be negative");
+    if (!moe.layer_is_moe.empty() && static_cast<int>(moe.layer_is_moe.size()) != num_layers)
+      throw InputError("--moe-layer-freq", "pattern has " + std::to_string(moe.layer_is_moe.size()) +
+                                               " entries but the model has " + std::to_string(num_layers) +
+                                               " layers");
+  }
+}
+
+const char* to_string(Normalization n) {
+  return n == Normalization::RMSNorm ? "RMSNorm" : "LayerNorm";
+}
+
+const char* to_string(PositionEmbedding p) {
+  switch (p) {
+    case PositionEmbedding::LearnedAbsolute:
+      return "learned_absolute";
+    case PositionEmbedding::Rope:
+      return "rope";
+    case PositionEmbedding::None:
+      return "none";
+  }
+  return "?";
+}
+
+const char* to_string(Activation a) {
+  switch (a) {
+    case Activation::GeLU:
+      return "gelu";
+    case Activation::SwiGLU:
+      return "swiglu";
+    case Activation::SquaredReLU:
+      return "squared_relu";
+  }
+  return "?";
+}
+
+}  // namespace preflight::analyzer

@@ -1,0 +1,416 @@
+#include "preflight/analyzer/model/strategy.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <regex>
+#include <string>
+
+#include "preflight/common/error.hpp"
+
+namespace preflight::analyzer {
+
+namespace {
+std::string num(std::int64_t v) {
+  return std::to_string(v);
+}
+
+/// What examples/torch_cpu_gpt implements (Strategy::validate documents the list).
+void validate_torch_cpu(const Strategy& st, const ModelSpec& model) {
+  auto refuse = [](const char* flag, const std::string& what) {
+    throw InputError(flag,
+                     "--transformer-impl torch_cpu (examples/torch_cpu_gpt) does not implement " + what);
+  };
+  if (st.precision == Precision::FP16) refuse("--fp16", "fp16 (use --bf16 or fp32)");
+  if (st.fp8 != Fp8Format::None) refuse("--fp8-format", "fp8");
+  if (st.cp != 1) refuse("--context-parallel-size", "context parallelism");
+  if (st.ep != 1 || model.moe.enabled()) refuse("--num-experts", "mixture of experts");
+  if (st.vpp != 1) refuse("--num-layers-per-virtual-pipeline-stage", "the interleaved schedule");
+  if (st.sequence_parallel) refuse("--sequence-parallel", "sequence parallelism");
+  if (st.distributed_optimizer) refuse("--use-distributed-optimizer", "the distributed optimizer");
+  if (st.optimizer != Optimizer::Adam) refuse("--optimizer", "optimizers other than adam");
+  if (st.attention_backend != AttentionBackend::Math) refuse("--attention-backend", "flash attention");
+  if (st.cross_entropy_loss_fusion) refuse("--cross-entropy-loss-fusion", "the fused cross entropy");
+  if (st.grad_reduce_in_bf16) refuse("--grad-reduce-in-bf16", "bf16 gradient buffers");
+  if (!st.chunk_layout.empty()) refuse("--pipeline-model-parallel-layout", "a custom pipeline layout");
+  if (!st.stage_layers.empty() || st.account_for_embedding_in_pipeline_split ||
+      st.account_for_loss_in_pipeline_split)
+    refuse("--account-for-embedding-in-pipeline-split", "this pipeline split");
+  if (model.normalization != Normalization::LayerNorm) refuse("--normalization", "RMSNorm");
+  if (model.position_embedding == PositionEmbedding::Rope)
+    refuse("--position-embedding-type", "rotary position embeddings");
+  if (model.mla.enabled) refuse("--multi-latent-attention", "multi-latent attention");
+  if (model.qk_layernorm) refuse("--qk-layernorm", "qk layernorm");
+  if (model.mtp_num_layers > 0) refuse("--mtp-num-layers", "multi-token prediction");
+  if (model.activation == Activation::SquaredReLU) refuse("--squared-relu", "squared ReLU");
+  if (st.recompute_granularity == RecomputeGranularity::Selective &&
+      (st.recompute_modules.size() != 1 || st.recompute_modules[0] != "core_attn"))
+    refuse("--recompute-modules", "selective recompute of modules other than core_attn");
+}
+
+}  // namespace
+
+int Strategy::main_grad_bytes() const {
+  // Megatron DDP: grads accumulate in fp32 for bf16 (forced) unless --grad-reduce-in-bf16; fp16 grads
+  // stay fp16 unless --accumulate-allreduce-grads-in-fp32; fp32 models use fp32 grads.
+  switch (precision) {
+    case Precision::FP32:
+      return 4;
+    case Precision::BF16:
+      return grad_reduce_in_bf16 ? 2 : 4;
+    case Precision::FP16:
+      return accumulate_allreduce_grads_in_fp32 ? 4 : 2;
+  }
+  return 4;
+}
+
+std::vector<std::vector<int>> parse_pipeline_layout(const std::string& layout, int pp, int num_layers,
+                                                    int mtp_num_layers) {
+  const std::string flag = "--pipeline-model-parallel-layout";
+  if (pp < 1) throw InputError(flag, "needs --pipeline-model-parallel-size >= 1");
+  std::string text;
+  for (char c : layout)
+    if (c != ',' && c != ' ' && c != '"' && c != '\'') text += c;
+  // Unroll "(x)*n" (innermost first; Megatron's own regex takes no nesting), then "c*n".
+  auto unroll = [&](const std::regex& re) {
+    std::string out;
+    std::smatch m;
+    std::string rest = text;
+    while (std::regex_search(rest, m, re)) {
+      out += m.prefix().str();
+      const long n = std::stol(m[2].str());
+      if (n < 0 || n > 100000) throw InputError(flag, "repeat count " + m[2].str() + " is out of range");
+      for (long i = 0; i < n; ++i) out += m[1].str();
+      rest = m.suffix().str();
+    }
+    text = out + rest;
+  };
+  unroll(std::regex(R"(\(([^()]+)\)\*(\d+))"));
+  unroll(std::regex(R"(([^|()*])\*(\d+))"));
+  if (text.find_first_of("()*") != std::string::npos)
+    throw InputError(flag, "cannot read '" + layout + "' (expected e.g. \"Et*3|(tt|)*29,m|L\")");
+  std::vector<std::string> segs(1);
+  for (char c : text) {
+    if (c == '|') {
+      segs.emplace_back();
+      continue;
+    }
+    if (c != 'E' && c != 't' && c != 'm' && c != 'L')
+      throw InputError(flag,
+                       std::string("unknown layer '") + c + "' (E embedding, t transformer, m MTP, L loss)");
+    segs.back() += c;
+  }
+  const int n = static_cast<int>(segs.size());
+  if (n % pp != 0)
+    throw InputError(flag, num(n) + " stages do not divide over --pipeline-model-parallel-size " + num(pp));
+  const std::string flat = std::accumulate(segs.begin(), segs.end(), std::string());
+  auto count = [&](char c) { return static_cast<int>(std::count(flat.begin(), flat.end(), c)); };
+  if (flat.empty() || flat.front() != 'E' || count('E') != 1)
+    throw InputError(flag, "the embedding E must be the first layer, once");
+  if (flat.back() != 'L' || count('L') != 1)
+    throw InputError(flag, "the loss L must be the last layer, once");
+  if (count('t') != num_layers)
+    throw InputError(
+        flag, "places " + num(count('t')) + " transformer layers but --num-layers is " + num(num_layers));
+  if (count('m') != mtp_num_layers)
+    throw InputError(
+        flag, "places " + num(count('m')) + " MTP layers but --mtp-num-layers is " + num(mtp_num_layers));
+  if (count('m') > 0) {
+    if (flat.find('t', flat.find('m')) != std::string::npos)
+      throw InputError(flag, "transformer layers must come before the MTP layers");
+    if (static_cast<int>(std::count(segs.back().begin(), segs.back().end(), 'm')) != mtp_num_layers)
+      throw InputError(flag, "MTP layers are modelled on the last stage only (with the loss)");
+  }
+  const int vpp = n / pp;
+  std::vector<std::vector<int>> out(vpp, std::vector<int>(pp, 0));
+  for (int i = 0; i < n; ++i)
+    out[i / pp][i % pp] = static_cast<int>(std::count(segs[i].begin(), segs[i].end(), 't'));
+  return out;
+}
+
+std::vector<std::vector<int>> Strategy::layers_per_chunk(int num_layers) const {
+  if (!chunk_layout.empty()) {
+    if (static_cast<int>(chunk_layout.size()) != vpp)
+      throw InputError(
+          "--pipeline-model-parallel-layout",
+          "gives " + num(chunk_layout.size()) + " virtual chunks per rank but vpp is " + num(vpp));
+    int sum = 0;
+    for (const auto& row : chunk_layout) {
+      if (static_cast<int>(row.size()) != pp)
+        throw InputError("--pipeline-model-parallel-layout",
+                         "a chunk row does not have pp = " + num(pp) + " ranks");
+      for (int x : row) {
+        if (x < 0) throw InputError("--pipeline-model-parallel-layout", "negative layer count");
+        sum += x;
+      }
+    }
+    if (sum != num_layers)
+      throw InputError("--pipeline-model-parallel-layout",
+                       "places " + num(sum) + " layers but the model has " + num(num_layers));
+    return chunk_layout;
+  }
+  const std::vector<int> per_stage = layers_per_stage(num_layers);
+  std::vector<std::vector<int>> out(vpp, std::vector<int>(pp, 0));
+  for (int v = 0; v < vpp; ++v)
+    for (int r = 0; r < pp; ++r) out[v][r] = per_stage[r] / vpp;
+  return out;
+}
+
+std::vector<int> Strategy::layers_per_stage(int num_layers) const {
+  std::vector<int> out(pp, 0);
+  if (!chunk_layout.empty()) {
+    const auto chunks = layers_per_chunk(num_layers);
+    for (const auto& row : chunks)
+      for (int r = 0; r < pp; ++r) out[r] += row[r];
+    return out;
+  }
+  if (!stage_layers.empty()) {
+    if (static_cast<int>(stage_layers.size()) != pp)
+      throw InputError("stage layers", "gives " + num(stage_layers.size()) + " stages but pp is " + num(pp));
+    int sum = 0;
+    for (int v : stage_layers) {
+      if (v < 0) throw InputError("stage layers", "a stage cannot hold a negative number of layers");
+      sum += v;
+    }
+    if (sum != num_layers)
+      throw InputError("stage layers", "place " + num(sum) + " layers but the model has " + num(num_layers));
+    out = stage_layers;
+  } else if (first_stage_layers >= 0 || last_stage_layers >= 0) {
+    bool has_first = first_stage_layers >= 0, has_last = last_stage_layers >= 0;
+    int fixed = (has_first ? first_stage_layers : 0) + (has_last ? last_stage_layers : 0);
+    int middle_stages = pp - (has_first ? 1 : 0) - (has_last ? 1 : 0);
+    if (pp == 1 && has_first && has_last)
+      throw InputError("--decoder-first-pipeline-num-layers",
+                       "first and last stage are the same stage when pp is 1");
+    int rest = num_layers - fixed;
+    if (middle_stages < 0 || rest < 0)
+      throw InputError(
+          "--decoder-first-pipeline-num-layers",
+          "first/last stage layers (" + num(fixed) + ") exceed the " + num(num_layers) + " layers");
+    if (middle_stages == 0 && rest != 0)
+      throw InputError("--decoder-first-pipeline-num-layers",
+                       num(rest) + " layers are left over with no middle stage to hold them");
+    if (middle_stages > 0 && rest % middle_stages != 0)
+      throw InputError("--decoder-first-pipeline-num-layers", "the remaining " + num(rest) +
+                                                                  " layers do not divide evenly over " +
+                                                                  num(middle_stages) + " middle stages");
+    int per = middle_stages > 0 ? rest / middle_stages : 0;
+    for (int s = 0; s < pp; ++s) out[s] = per;
+    if (has_first) out[0] = first_stage_layers;
+    if (has_last) out[pp - 1] = last_stage_layers;
+  } else {
+    int extra =
+        (account_for_embedding_in_pipeline_split ? 1 : 0) + (account_for_loss_in_pipeline_split ? 1 : 0);
+    int total = num_layers + extra;
+    if (total % pp != 0) {
+      std::string what =
+          "the " + num(num_layers) + " layers" + (extra ? " (+" + num(extra) + " for embedding/loss)" : "") +
+          " do not divide by the pipeline-parallel size " + num(pp) +
+          "; use --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers for an "
+          "uneven split";
+      throw InputError("--num-layers", what);
+    }
+    int per = total / pp;
+    for (int s = 0; s < pp; ++s) out[s] = per;
+    if (account_for_embedding_in_pipeline_split) out[0] -= 1;
+    if (account_for_loss_in_pipeline_split) out[pp - 1] -= 1;
+    for (int s = 0; s < pp; ++s)
+      if (out[s] < 0) throw InputError("--num-layers", "too few layers for " + num(pp) + " pipeline stages");
+  }
+  if (vpp > 1) {
+    for (int s = 0; s < pp; ++s)
+      if (out[s] % vpp != 0)
+        throw InputError("--num-layers-per-virtual-pipeline-stage",
+                         "stage " + num(s) + " holds " + num(out[s]) + " layers, which do not divide into " +
+                             num(vpp) + " virtual chunks");
+  }
+  return out;
+}
+
+void Strategy::validate(const ModelSpec& model) const {
+  auto positive = [](std::int64_t v, const char* flag) {
+    if (v <= 0) throw InputError(flag, "must be a positive number, got " + std::to_string(v));
+  };
+  positive(world_size, "world size (--nproc_per_node × --nnodes)");
+  positive(gpus_per_node, "--nproc_per_node");
+  positive(tp, "--tensor-model-parallel-size");
+  positive(pp, "--pipeline-model-parallel-size");
+  positive(cp, "--context-parallel-size");
+  positive(ep, "--expert-model-parallel-size");
+  if (etp < 0) throw InputError("--expert-tensor-parallel-size", "must not be negative");
+  positive(vpp, "virtual pipeline size");
+  positive(seq_length, "--seq-length");
+  positive(micro_batch_size, "--micro-batch-size");
+  if (global_batch_size < 0) throw InputError("--global-batch-size", "must not be negative");
+
+  auto at_most = [](std::int64_t v, std::int64_t limit, const char* flag) {
+    if (v > limit)
+      throw InputError(flag, std::to_string(v) + " is beyond what preflight models (at most " +
+                                 std::to_string(limit) + ")");
+  };
+  at_most(world_size, 1 << 24, "world size");
+  at_most(seq_length, 1 << 24, "--seq-length");
+  at_most(micro_batch_size, 1 << 20, "--micro-batch-size");
+  // Keep every per-rank tensor (the largest: math-attention scores b·heads·s², logits b·s·vocab) far below
+  // 2^63 bytes so the int64 arithmetic of the layer graph cannot overflow.
+  double tokens = static_cast<double>(micro_batch_size) * static_cast<double>(seq_length);
+  double widest = std::max({static_cast<double>(model.hidden_size), 2.0 * static_cast<double>(model.ffn_hidden_size),
+                            static_cast<double>(model.vocab_size), 2.0 * model.moe.ffn_hidden_size * model.moe.router_topk});
+  if (attention_backend == AttentionBackend::Math)
+    widest = std::max(widest, static_cast<double>(model.num_attention_heads) * static_cast<double>(seq_length));
+  if (tokens * widest * 8 > 1e18)
+    throw InputError("--seq-length", "micro batch × sequence × width gives tensors beyond 10^18 bytes per rank; "
+                                     "these sizes cannot describe a real run");
+
+  std::int64_t mp = static_cast<std::int64_t>(tp) * pp * cp;
+  if (world_size % mp != 0)
+    throw InputError("world size", "world size " + num(world_size) + " is not divisible by tp·pp·cp = " +
+                                       num(tp) + "·" + num(pp) + "·" + num(cp) + " = " + num(mp));
+  if (model.moe.enabled()) {
+    std::int64_t emp = static_cast<std::int64_t>(expert_tp()) * ep * pp;
+    if (world_size % emp != 0)
+      throw InputError("--expert-model-parallel-size",
+                       "world size " + num(world_size) + " is not divisible by etp·ep·pp = " +
+                           num(expert_tp()) + "·" + num(ep) + "·" + num(pp) + " = " + num(emp));
+    if (model.moe.num_experts % ep != 0)
+      throw InputError("--expert-model-parallel-size",
+                       "the " + num(model.moe.num_experts) + " experts do not divide over ep = " + num(ep));
+  } else if (ep != 1) {
+    throw InputError("--expert-model-parallel-size", "expert parallelism needs --num-experts");
+  }
+  if (model.num_attention_heads % tp != 0)
+    throw InputError(
+        "--tensor-model-parallel-size",
+        "the " + num(model.num_attention_heads) + " attention heads are not divisible by tp = " + num(tp));
+  if (!model.mla.enabled && model.num_query_groups % tp != 0)
+    throw InputError("--tensor-model-parallel-size",
+                     "the " + num(model.num_query_groups) +
+                         " query groups (kv heads) are not divisible by tp = " + num(tp));
+  if (sequence_parallel && tp > 1 && seq_length % tp != 0)
+    throw InputError("--seq-length", "sequence parallelism needs the sequence length " + num(seq_length) +
+                                         " divisible by tp = " + num(tp));
+  if (cp > 1 && seq_length % (2 * cp) != 0)
+    throw InputError("--seq-length", "context parallelism splits the sequence into 2·cp chunks; " +
+                                         num(seq_length) + " is not divisible by " + num(2 * cp));
+  if (model.position_embedding == PositionEmbedding::LearnedAbsolute &&
+      seq_length > model.max_position_embeddings)
+    throw InputError("--seq-length", "sequence length " + num(seq_length) +
+                                         " exceeds --max-position-embeddings " +
+                                         num(model.max_position_embeddings));
+  if (vpp > 1 && pp == 1)
+    throw InputError("--num-layers-per-virtual-pipeline-stage", "an interleaved schedule needs pp > 1");
+  std::int64_t per_step = static_cast<std::int64_t>(micro_batch_size) * dp();
+  if (global_batch() % per_step != 0)
+    throw InputError("--global-batch-size",
+                     "global batch " + num(global_batch()) + " is not divisible by micro batch × dp = " +
+                         num(micro_batch_size) + " × " + num(dp()) + " = " + num(per_step));
+  if (recompute_granularity == RecomputeGranularity::Full)
+    positive(recompute_num_layers, "--recompute-num-layers");
+  if (recompute_granularity == RecomputeGranularity::Selective) {
+    for (const auto& m : recompute_modules)
+      if (m != "core_attn" && m != "mlp" && m != "moe" && m != "moe_act" && m != "layernorm" &&
+          m != "shared_experts" && m != "mla_up_proj")
+        throw InputError("--recompute-modules", "unknown module '" + m +
+                                                    "' (known: core_attn, mlp, moe, moe_act, layernorm, "
+                                                    "shared_experts, mla_up_proj)");
+  }
+  if (order != "tp-cp-ep-dp-pp" && order != "tp-pp-dp")
+    throw InputError("rank order", "unknown order '" + order + "' (known: tp-cp-ep-dp-pp, tp-pp-dp)");
+  if (order == "tp-pp-dp" && (cp != 1 || ep != 1))
+    throw InputError("--use-tp-pp-dp-mapping", "the tp-pp-dp order needs cp = ep = 1");
+  if (transformer_impl == TransformerImpl::TorchCpu) validate_torch_cpu(*this, model);
+  layers_per_stage(model.num_layers);  // throws when the split is impossible
+}
+
+LayerRecompute Strategy::effective_layer_recompute(const ModelSpec& model) const {
+  if (layer_recompute) return *layer_recompute;
+  LayerRecompute r;
+  if (recompute_granularity == RecomputeGranularity::None) return r;
+  int most = 0;
+  for (const auto& row : layers_per_chunk(model.num_layers))
+    for (int n : row) most = std::max(most, n);
+  if (recompute_granularity == RecomputeGranularity::Full) {
+    r.scope = RecomputeScope::FullBlock;
+    if (recompute_method == RecomputeMethod::Block) {
+      r.layers = std::min(recompute_num_layers, most);
+    } else {
+      r.layers = most;
+      r.layers_per_checkpoint = std::max(1, recompute_num_layers);
+    }
+    return r;
+  }
+  r.layers = most;
+  bool core_attn = false;
+  for (const auto& m : recompute_modules) {
+    if (m == "core_attn")
+      core_attn = true;
+    else if (m != "shared_experts")  // the cost model recomputes shared experts with "moe"
+      r.megatron_modules.push_back(m);
+  }
+  if (core_attn && r.megatron_modules.empty()) {
+    r.scope = RecomputeScope::SdpOnly;
+  } else if (core_attn) {
+    throw InputError("--recompute-modules",
+                     "the cost model cannot combine core_attn with other recompute modules (SimuMax cannot either); "
+                     "choose core_attn alone or the other modules");
+  } else if (r.megatron_modules.empty()) {
+    r.scope = RecomputeScope::None;
+    r.layers = 0;
+  } else {
+    r.scope = RecomputeScope::Selective;
+  }
+  return r;
+}
+
+const char* to_string(CpCommType c) {
+  switch (c) {
+    case CpCommType::P2P: return "p2p";
+    case CpCommType::AllToAll: return "a2a";
+    case CpCommType::AllGather: return "all_gather";
+  }
+  return "?";
+}
+const char* to_string(RecomputeScope s) {
+  switch (s) {
+    case RecomputeScope::None: return "none";
+    case RecomputeScope::FullBlock: return "full_block";
+    case RecomputeScope::AttnOnly: return "attn_only";
+    case RecomputeScope::MlpOnly: return "mlp_only";
+    case RecomputeScope::SdpOnly: return "sdp_only";
+    case RecomputeScope::Selective: return "selective_recompute";
+  }
+  return "?";
+}
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::FP32:
+      return "fp32";
+    case Precision::FP16:
+      return "fp16";
+    case Precision::BF16:
+      return "bf16";
+  }
+  return "?";
+}
+const char* to_string(RecomputeGranularity g) {
+  switch (g) {
+    case RecomputeGranularity::None:
+      return "none";
+    case RecomputeGranularity::Full:
+      return "full";
+    case RecomputeGranularity::Selective:
+      return "selective";
+  }
+  return "?";
+}
+const char* to_string(RecomputeMethod m) {
+  return m == RecomputeMethod::Block ? "block" : "uniform";
+}
+const char* to_string(AttentionBackend b) {
+  return b == AttentionBackend::Math ? "math" : "flash";
+}
+const char* to_string(TransformerImpl i) {
+  return i == TransformerImpl::TorchCpu ? "torch_cpu" : "megatron_core";
+}
+
+}  // namespace preflight::analyzer
