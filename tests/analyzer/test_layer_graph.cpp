@@ -2,12 +2,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <set>
 
-#include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/model/memory.hpp"
 #include "preflight/analyzer/model/strategy.hpp"
 #include "preflight/common/error.hpp"
+#include "test_support.hpp"
 
 using namespace preflight::analyzer;
 using Words = std::vector<std::string>;
@@ -88,14 +91,45 @@ TEST(LayerGraph, Llama3_8bParameterCount) {
 TEST(LayerGraph, Mixtral8x7bParameterCount) {
   // Megatron's Mixtral example arguments (empty $TOKENIZER_MODEL included): per layer attention
   // 25,165,824 + 16,777,216, norms 8,192, router 8·4096, experts 8·3·14336·4096; untied 32000-token vocab.
-  MegatronConfig c = parse({"--disable-bias-linear", "--seq-length", "4096", "--max-position-embeddings", "32768",
-                            "--num-layers", "32", "--hidden-size", "4096", "--ffn-hidden-size", "14336",
-                            "--num-attention-heads", "32", "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
-                            "--normalization", "RMSNorm", "--position-embedding-type", "rope", "--swiglu",
-                            "--untie-embeddings-and-output-weights", "--group-query-attention", "--num-query-groups",
-                            "8", "--no-position-embedding", "--num-experts", "8", "--moe-router-topk", "2",
-                            "--moe-grouped-gemm", "--tokenizer-type", "Llama2Tokenizer", "--tokenizer-model",
-                            "--data-path", "--split", "99990,8,2", "--bf16"});
+  MegatronConfig c = parse({"--disable-bias-linear",
+                            "--seq-length",
+                            "4096",
+                            "--max-position-embeddings",
+                            "32768",
+                            "--num-layers",
+                            "32",
+                            "--hidden-size",
+                            "4096",
+                            "--ffn-hidden-size",
+                            "14336",
+                            "--num-attention-heads",
+                            "32",
+                            "--attention-dropout",
+                            "0.0",
+                            "--hidden-dropout",
+                            "0.0",
+                            "--normalization",
+                            "RMSNorm",
+                            "--position-embedding-type",
+                            "rope",
+                            "--swiglu",
+                            "--untie-embeddings-and-output-weights",
+                            "--group-query-attention",
+                            "--num-query-groups",
+                            "8",
+                            "--no-position-embedding",
+                            "--num-experts",
+                            "8",
+                            "--moe-router-topk",
+                            "2",
+                            "--moe-grouped-gemm",
+                            "--tokenizer-type",
+                            "Llama2Tokenizer",
+                            "--tokenizer-model",
+                            "--data-path",
+                            "--split",
+                            "99990,8,2",
+                            "--bf16"});
   std::int64_t per_layer = 25165824LL + 16777216 + 8192 + 8 * 4096 + 8LL * 3 * 14336 * 4096;
   std::int64_t expected = 32 * per_layer + 2LL * 32000 * 4096 + 4096;
   EXPECT_EQ(count_parameters(c.model), expected);
@@ -441,4 +475,89 @@ TEST(Memory, InterleavedFirstStageMatchesMegatronFactor) {
   double act = mem.stages[0].activation_bytes;
   double layers_bytes = expected_layers * (per_layer + stats_per_layer);
   EXPECT_DOUBLE_EQ(act, layers_bytes + 7 * embedding_ids);
+}
+
+// Every op carries the role of its Megatron-core module: the suffix of its path says which module it
+// is (a table written from Megatron-core's module names, not from the graph builder), and MTP ops are
+// exactly those under mtp.layers.<k>.
+TEST(LayerGraph, EveryOpHasTheRoleOfItsModulePath) {
+  const std::map<OpRole, std::string> suffix = {
+      {OpRole::WordEmbedding, "embedding.word_embeddings"},
+      {OpRole::PositionEmbedding, "embedding.position_embeddings"},
+      {OpRole::EmbeddingDropout, "embedding.embedding_dropout"},
+      {OpRole::InputNorm, ".input_layernorm"},
+      {OpRole::Qkv, ".self_attention.linear_qkv"},
+      {OpRole::QNorm, ".self_attention.q_layernorm"},
+      {OpRole::KNorm, ".self_attention.k_layernorm"},
+      {OpRole::QDownProj, ".self_attention.linear_q_down_proj"},
+      {OpRole::QDownNorm, ".self_attention.q_layernorm"},
+      {OpRole::QUpProj, ".self_attention.linear_q_up_proj"},
+      {OpRole::QProj, ".self_attention.linear_q_proj"},
+      {OpRole::KvDownProj, ".self_attention.linear_kv_down_proj"},
+      {OpRole::KvDownNorm, ".self_attention.kv_layernorm"},
+      {OpRole::KvUpProj, ".self_attention.linear_kv_up_proj"},
+      {OpRole::CoreAttention, ".self_attention.core_attention"},
+      {OpRole::AttnProj, ".self_attention.linear_proj"},
+      {OpRole::AttnBda, ".self_attn_bda"},
+      {OpRole::PreMlpNorm, ".pre_mlp_layernorm"},
+      {OpRole::Fc1, ".mlp.linear_fc1"},
+      {OpRole::Act, ".mlp.activation_func"},
+      {OpRole::Fc2, ".mlp.linear_fc2"},
+      {OpRole::MlpBda, ".mlp_bda"},
+      {OpRole::Router, ".mlp.router"},
+      {OpRole::SharedFc1, ".mlp.shared_experts.linear_fc1"},
+      {OpRole::SharedAct, ".mlp.shared_experts.activation_func"},
+      {OpRole::SharedFc2, ".mlp.shared_experts.linear_fc2"},
+      {OpRole::Dispatch, ".mlp.token_dispatcher.dispatch"},
+      {OpRole::ExpertsFc1, ".mlp.experts.linear_fc1"},
+      {OpRole::ExpertsAct, ".mlp.experts.activation_func"},
+      {OpRole::ExpertsFc2, ".mlp.experts.linear_fc2"},
+      {OpRole::Combine, ".mlp.token_dispatcher.combine"},
+      {OpRole::FinalNorm, "decoder.final_layernorm"},
+      {OpRole::OutputLayer, "output_layer"},
+      {OpRole::Loss, "loss"},
+      {OpRole::MtpEmbedding, ".embedding.word_embeddings"},
+      {OpRole::MtpENorm, ".enorm"},
+      {OpRole::MtpHNorm, ".hnorm"},
+      {OpRole::MtpEhProj, ".eh_proj"},
+      {OpRole::MtpFinalNorm, ".final_layernorm"},
+      {OpRole::MtpOutputLayer, ".output_layer"},
+      {OpRole::MtpLoss, ".loss"},
+  };
+  const std::string base =
+      "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --max-position-embeddings 32 "
+      "--vocab-size 1000 --micro-batch-size 1 --global-batch-size 8 --bf16 --tensor-model-parallel-size 2 "
+      "--sequence-parallel --pipeline-model-parallel-size 2 --nproc_per_node 4 ";
+  const std::vector<std::string> variants = {
+      // GPT: learned positions, dropout, LayerNorm, biases, two MTP layers, selective recompute.
+      "--mtp-num-layers 2 --recompute-granularity selective",
+      // Llama-style MoE with shared experts, qk norms, full recompute.
+      "--swiglu --normalization RMSNorm --no-position-embedding --disable-bias-linear --qk-layernorm "
+      "--num-experts 4 --moe-router-topk 2 --moe-shared-expert-intermediate-size 128 "
+      "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
+      // Multi-latent attention with and without a q latent (tp 1 as MLA allows).
+      "--swiglu --normalization RMSNorm --no-position-embedding --multi-latent-attention --q-lora-rank 32 "
+      "--kv-lora-rank 16 --tensor-model-parallel-size 1 --mtp-num-layers 1",
+      "--swiglu --normalization RMSNorm --no-position-embedding --multi-latent-attention --kv-lora-rank 16 "
+      "--tensor-model-parallel-size 1",
+  };
+  std::set<OpRole> seen;
+  for (const auto& v : variants) {
+    LayerGraph g = graph_of(preflight::test::words(base + v));
+    for (const auto& c : g.chunks)
+      for (const auto& op : c.ops) {
+        SCOPED_TRACE(op.path + " (" + to_string(op.role) + ")");
+        seen.insert(op.role);
+        const std::string& want = suffix.at(op.role);
+        EXPECT_TRUE(op.path.size() >= want.size() &&
+                    op.path.compare(op.path.size() - want.size(), want.size(), want) == 0);
+        bool under_mtp = op.path.rfind("mtp.layers.", 0) == 0;
+        EXPECT_EQ(op.mtp_layer >= 0, under_mtp);
+        if (under_mtp) {
+          EXPECT_EQ(op.path.substr(11, op.path.find('.', 11) - 11), std::to_string(op.mtp_layer));
+        }
+        EXPECT_EQ(op.layer >= 0, op.path.rfind("decoder.layers.", 0) == 0);
+      }
+  }
+  EXPECT_EQ(seen.size(), suffix.size());  // every role is built by one of the variants
 }

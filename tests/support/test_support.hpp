@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace preflight::test {
 
@@ -110,6 +111,21 @@ inline RunResult run_shell(const std::string& cmd) {
   fs::remove(out);
   fs::remove(err);
   return r;
+}
+
+/// The words of a command line separated by spaces (no quoting): argument lists in tests written as one
+/// string, `words("--num-layers 4 --hidden-size 64")`.
+inline std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    std::size_t j = line.find(' ', i);
+    if (j == std::string::npos) j = line.size();
+    if (j > i) out.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  return out;
 }
 
 /// Quotes a word for /bin/sh.

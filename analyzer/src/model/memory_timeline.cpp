@@ -10,10 +10,6 @@ namespace preflight::analyzer {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 /// Live bytes split as PeakPoint reports them, and the highest point seen.
 struct Tracker {
   double static_bytes = 0;
@@ -48,8 +44,7 @@ double grad_in_bytes(const Op& op) {
 }
 
 bool closes_residual_branch(const Op& op) {
-  return op.kind == OpKind::Norm &&
-         (ends_with(op.path, "input_layernorm") || ends_with(op.path, "pre_mlp_layernorm"));
+  return op.kind == OpKind::Norm && (op.role == OpRole::InputNorm || op.role == OpRole::PreMlpNorm);
 }
 
 }  // namespace

@@ -57,6 +57,61 @@ enum class OpKind {
   CrossEntropy,         ///< vocab-parallel cross entropy (fp32 softmax)
 };
 
+/// What an op is in the network (its place in Megatron-core's module tree), as opposed to OpKind, the
+/// computation it runs.  The cost model, recompute, the transients and calibration dispatch on it; a back
+/// end that does not handle a role must say so (the cost model warns, and fails under --strict).
+/// Multi-token-prediction layers reuse the roles of the decoder for their transformer layer and the
+/// embedding (Op::mtp_layer says which MTP layer) and have Mtp* roles for their own modules.
+enum class OpRole : std::uint8_t {
+  // Embedding (first stage; also each MTP layer's lookup).
+  WordEmbedding,      ///< embedding.word_embeddings: vocab-parallel lookup
+  PositionEmbedding,  ///< embedding.position_embeddings: learned absolute table
+  EmbeddingDropout,   ///< embedding.embedding_dropout
+  // Attention block of a transformer layer.
+  InputNorm,      ///< input_layernorm
+  Qkv,            ///< self_attention.linear_qkv (fused q, k, v projection)
+  QNorm,          ///< self_attention.q_layernorm (per-head, Qwen3-style)
+  KNorm,          ///< self_attention.k_layernorm
+  QDownProj,      ///< MLA: linear_q_down_proj (replicated over tp)
+  QDownNorm,      ///< MLA: q_layernorm on the q latent
+  QUpProj,        ///< MLA: linear_q_up_proj
+  QProj,          ///< MLA without a q latent: linear_q_proj
+  KvDownProj,     ///< MLA: linear_kv_down_proj (replicated over tp)
+  KvDownNorm,     ///< MLA: kv_layernorm on the kv latent
+  KvUpProj,       ///< MLA: linear_kv_up_proj
+  CoreAttention,  ///< self_attention.core_attention: softmax(QKᵀ)V
+  AttnProj,       ///< self_attention.linear_proj (row-parallel output projection)
+  AttnBda,        ///< self_attn_bda: bias-dropout-add into the residual stream
+  // MLP block.
+  PreMlpNorm,  ///< pre_mlp_layernorm
+  Fc1,         ///< mlp.linear_fc1
+  Act,         ///< mlp.activation_func
+  Fc2,         ///< mlp.linear_fc2
+  MlpBda,      ///< mlp_bda
+  // MoE MLP (replaces Fc1/Act/Fc2 on MoE layers).
+  Router,      ///< mlp.router: gate h → experts, top-k
+  SharedFc1,   ///< mlp.shared_experts.linear_fc1
+  SharedAct,   ///< mlp.shared_experts.activation_func
+  SharedFc2,   ///< mlp.shared_experts.linear_fc2
+  Dispatch,    ///< mlp.token_dispatcher.dispatch: permutation + all-to-all to the experts
+  ExpertsFc1,  ///< mlp.experts.linear_fc1 (grouped GEMM)
+  ExpertsAct,  ///< mlp.experts.activation_func
+  ExpertsFc2,  ///< mlp.experts.linear_fc2 (grouped GEMM)
+  Combine,     ///< mlp.token_dispatcher.combine: all-to-all back + un-permutation
+  // Head (last stage).
+  FinalNorm,    ///< decoder.final_layernorm
+  OutputLayer,  ///< output_layer (logits; the word embedding when tied and pp = 1)
+  Loss,         ///< vocab-parallel cross entropy
+  // Multi-token prediction (last stage), per MTP layer k.
+  MtpEmbedding,    ///< mtp.layers.k.embedding.word_embeddings: lookup of the shifted tokens
+  MtpENorm,        ///< mtp.layers.k.enorm: norm of the embedding
+  MtpHNorm,        ///< mtp.layers.k.hnorm: norm of the previous hidden state
+  MtpEhProj,       ///< mtp.layers.k.eh_proj: [enorm, hnorm] (2h) → h
+  MtpFinalNorm,    ///< mtp.layers.k.final_layernorm
+  MtpOutputLayer,  ///< mtp.layers.k.output_layer: the model's output layer called again (shared weight)
+  MtpLoss,         ///< mtp.layers.k.loss
+};
+
 /// A parameter tensor as held by this rank.
 struct ParamTensor {
   std::string name;                      ///< "weight", "bias"
@@ -101,8 +156,10 @@ struct CommOp {
 struct Op {
   std::string path;  ///< Megatron-core module path
   OpKind kind = OpKind::Norm;
-  int layer = -1;    ///< global transformer layer index (0-based); -1 for embedding / head
-  bool moe = false;  ///< part of a MoE MLP
+  OpRole role = OpRole::InputNorm;
+  int layer = -1;      ///< global transformer layer index (0-based); -1 for embedding / head / MTP
+  int mtp_layer = -1;  ///< multi-token-prediction layer (0-based) the op belongs to; -1 otherwise
+  bool moe = false;    ///< part of a MoE MLP
 
   // Geometry on this rank (elements): tokens entering the op and feature sizes after sharding.
   std::int64_t tokens = 0;        ///< rows processed on this rank: b · s_local (· topk for experts)
@@ -197,6 +254,11 @@ std::vector<Op> build_head_ops(const ModelSpec& model, const Strategy& strategy)
 std::int64_t count_parameters(const ModelSpec& model);
 
 const char* to_string(OpKind k);
+/// Snake-case name of a role: "word_embedding", "qkv", "core_attention", "mtp_eh_proj", …
+const char* to_string(OpRole r);
+/// True for the roles of the attention block's norms inside attention (qk norms, MLA latent norms): not
+/// the layer's input_layernorm / pre_mlp_layernorm.
+bool is_inner_norm(OpRole r);
 const char* to_string(Collective c);
 const char* to_string(ParallelDim d);
 

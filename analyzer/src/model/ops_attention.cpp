@@ -1,0 +1,112 @@
+// The attention block: qkv (or multi-latent) projections, core attention, output projection.
+#include "ops_build.hpp"
+
+#include <cmath>
+
+namespace preflight::analyzer::graph_ops {
+
+void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& pre) {
+  const ModelSpec& m = c.m;
+  int heads = m.num_attention_heads / c.t;
+  I64 qk_dim, v_dim;
+  int kv_heads;
+  if (m.mla.enabled) {
+    qk_dim = m.mla.qk_head_dim + m.mla.qk_pos_emb_head_dim;
+    v_dim = m.mla.v_head_dim;
+    kv_heads = heads;
+    // Multi-latent attention (DeepSeek-V2 §2.1; Megatron `multi_latent_attention.py`): down projections
+    // are replicated over tp, up projections are column-parallel.
+    if (m.mla.q_lora_rank > 0) {
+      ops.push_back(make_column(c, pre + "linear_q_down_proj", OpRole::QDownProj, layer, c.h,
+                                m.mla.q_lora_rank, false, false));
+      ops.push_back(make_norm(c, pre + "q_layernorm", OpRole::QDownNorm, layer, c.tok, m.mla.q_lora_rank));
+      ops.push_back(make_column(c, pre + "linear_q_up_proj", OpRole::QUpProj, layer, m.mla.q_lora_rank,
+                                static_cast<I64>(m.num_attention_heads) * qk_dim, false));
+      ops.back().input_bytes = c.tok * m.mla.q_lora_rank * c.a;
+      ops.back().saved = {{"input", c.tok * m.mla.q_lora_rank * c.lin_a}};
+      ops.back().comms.clear();
+    } else {
+      ops.push_back(make_column(c, pre + "linear_q_proj", OpRole::QProj, layer, c.h,
+                                static_cast<I64>(m.num_attention_heads) * qk_dim, false));
+    }
+    ops.push_back(make_column(c, pre + "linear_kv_down_proj", OpRole::KvDownProj, layer, c.h,
+                              m.mla.kv_lora_rank + m.mla.qk_pos_emb_head_dim, false, false));
+    ops.push_back(make_norm(c, pre + "kv_layernorm", OpRole::KvDownNorm, layer, c.tok, m.mla.kv_lora_rank));
+    ops.push_back(
+        make_column(c, pre + "linear_kv_up_proj", OpRole::KvUpProj, layer, m.mla.kv_lora_rank,
+                    static_cast<I64>(m.num_attention_heads) * (m.mla.qk_head_dim + m.mla.v_head_dim), false));
+    ops.back().saved = {{"input", c.tok * m.mla.kv_lora_rank * c.lin_a}};
+    ops.back().comms.clear();
+  } else {
+    qk_dim = v_dim = m.kv_channels;
+    kv_heads = m.num_query_groups / c.t;
+    I64 qkv_out =
+        (static_cast<I64>(m.num_attention_heads) + 2 * static_cast<I64>(m.num_query_groups)) * m.kv_channels;
+    ops.push_back(make_column(c, pre + "linear_qkv", OpRole::Qkv, layer, c.h, qkv_out, m.qkv_bias()));
+    if (m.qk_layernorm) {
+      // Megatron `SelfAttention.q_layernorm` / `k_layernorm`: one norm of width d applied to every head;
+      // rows = tokens · local heads.  Each keeps its input (the un-normalized q / k) for backward.
+      ops.push_back(make_norm(c, pre + "q_layernorm", OpRole::QNorm, layer, c.tok * heads, m.kv_channels));
+      ops.push_back(make_norm(c, pre + "k_layernorm", OpRole::KNorm, layer, c.tok * kv_heads, m.kv_channels));
+    }
+  }
+
+  Op at;
+  at.path = pre + "core_attention";
+  at.kind = OpKind::CoreAttention;
+  at.role = OpRole::CoreAttention;
+  at.layer = layer;
+  at.tokens = c.tok;
+  at.heads = heads;
+  at.kv_heads = kv_heads;
+  at.head_dim = qk_dim;
+  at.v_head_dim = v_dim;
+  at.seq = c.s_loc;
+  at.kv_seq = c.s;
+  at.in_features = static_cast<I64>(heads) * qk_dim;
+  at.out_features = static_cast<I64>(heads) * v_dim;
+  I64 q = c.tok * heads * qk_dim * c.a;
+  // Math attention in PyTorch eager repeats k, v over the query heads of their group before the bmm.
+  int kv_copies = c.torch_cpu ? heads : kv_heads;
+  I64 k = c.tok * kv_copies * qk_dim * c.a;
+  I64 v = c.tok * kv_copies * v_dim * c.a;
+  at.input_bytes = q + c.tok * kv_heads * (qk_dim + v_dim) * c.a;  // the q, k, v projections
+  at.output_bytes = c.tok * heads * v_dim * c.a;
+  at.saved.push_back({"q", q});
+  at.saved.push_back({"k", k});
+  at.saved.push_back({"v", v});
+  I64 scores = c.b * heads * c.s_loc * c.s;  // elements of QKᵀ on this rank
+  if (c.torch_cpu) {
+    at.saved.push_back({"softmax", scores * c.a});
+    if (m.attention_dropout > 0) {
+      at.saved.push_back({"dropout_noise", scores * c.a});
+      at.saved.push_back({"dropout_output", scores * c.a});
+    }
+  } else if (c.st.attention_backend == AttentionBackend::Flash) {
+    at.saved.push_back({"lse", c.b * heads * c.s_loc * 4});
+  } else {
+    // Korthikanti et al. Table 2: softmax output 2as²b, dropout mask as²b, dropout output 2as²b.
+    at.saved.push_back({"softmax", scores * c.a});
+    if (m.attention_dropout > 0) {
+      at.saved.push_back({"dropout_mask", scores});
+      at.saved.push_back({"dropout_output", scores * c.a});
+    }
+  }
+  // QKᵀ and attention·V, non-causal count (as Megatron's and SimuMax's FLOP formulas).
+  double f = 2.0 * c.b * heads * static_cast<double>(c.s_loc) * static_cast<double>(c.s) * (qk_dim + v_dim);
+  at.fwd_flops = f;
+  at.bwd_input_flops = 2 * f;
+  if (c.st.cp > 1) {
+    // Ring attention (Megatron `AttnFuncWithCPAndKVP2P`): cp-1 exchanges of the local k,v forward,
+    // of k,v and dk,dv backward.
+    at.comms.push_back({Collective::SendRecv, ParallelDim::CP, Pass::Forward, k + v, c.st.cp - 1,
+                        "ring exchange of key/value chunks"});
+    at.comms.push_back({Collective::SendRecv, ParallelDim::CP, Pass::Backward, 2 * (k + v), c.st.cp - 1,
+                        "ring exchange of key/value chunks and their gradients"});
+  }
+  ops.push_back(std::move(at));
+  ops.push_back(make_row(c, pre + "linear_proj", OpRole::AttnProj, layer,
+                         static_cast<I64>(m.num_attention_heads) * v_dim, c.h, m.add_bias_linear));
+}
+
+}  // namespace preflight::analyzer::graph_ops

@@ -1,0 +1,201 @@
+// Ops every block uses: norms, column/row-parallel linears, residual adds, activations.
+#include "ops_build.hpp"
+
+#include <utility>
+
+namespace preflight::analyzer::graph_ops {
+
+Ctx make_ctx(const ModelSpec& model, const Strategy& st) {
+  Ctx c{model, st, 0, 0, 0, 0, 0, 0, 0, 0, 1, false, 0};
+  c.a = st.element_bytes();
+  c.lin_a = st.fp8 != Fp8Format::None ? 1 : c.a;
+  c.b = st.micro_batch_size;
+  c.s = st.seq_length;
+  c.s_loc = st.seq_length / st.cp;
+  c.tok = c.b * c.s_loc;
+  c.t = st.tp;
+  c.sp = st.sequence_parallel && st.tp > 1;
+  c.tok_sp = c.sp ? c.tok / st.tp : c.tok;
+  c.h = model.hidden_size;
+  c.vocab = model.padded_vocab_size(st.tp);
+  c.torch_cpu = st.transformer_impl == TransformerImpl::TorchCpu;
+  return c;
+}
+
+void set_kept(Op& op, std::vector<SavedTensor> kept) {
+  op.kept = std::move(kept);
+  op.kept_bytes = 0;
+  for (const auto& t : op.kept) op.kept_bytes += t.bytes;
+}
+
+ParamTensor param(std::string name, std::vector<I64> local, std::vector<I64> full, bool replicated,
+                  bool expert) {
+  ParamTensor p;
+  p.name = std::move(name);
+  p.shape = std::move(local);
+  p.full_shape = std::move(full);
+  p.tp_replicated = replicated;
+  p.expert = expert;
+  return p;
+}
+
+namespace {
+
+void add_norm_params(const Ctx& c, Op& op, I64 width) {
+  op.params.push_back(param("weight", {width}, {width}, true));
+  if (c.m.normalization == Normalization::LayerNorm)
+    op.params.push_back(param("bias", {width}, {width}, true));
+}
+
+}  // namespace
+
+Op make_norm(const Ctx& c, std::string path, OpRole role, int layer, I64 tokens, I64 width) {
+  Op op;
+  op.path = std::move(path);
+  op.kind = OpKind::Norm;
+  op.role = role;
+  op.layer = layer;
+  op.tokens = tokens;
+  op.in_features = op.out_features = width;
+  add_norm_params(c, op, width);
+  op.input_bytes = op.output_bytes = tokens * width * c.a;
+  op.saved.push_back({"input", tokens * width * c.a, true});
+  // fp32 statistics per row: mean + rstd (LayerNorm) or rstd (RMSNorm); PyTorch's CPU kernel keeps them
+  // in the input dtype, one tensor each.
+  if (c.torch_cpu) {
+    op.saved.push_back({"mean", tokens * c.a});
+    op.saved.push_back({"rstd", tokens * c.a});
+  } else {
+    I64 stats = c.m.normalization == Normalization::LayerNorm ? 2 : 1;
+    op.saved.push_back({"stats", tokens * stats * 4});
+  }
+  return op;
+}
+
+namespace {
+
+/// TP collectives of a column-parallel linear whose input is the replicated (or SP-sharded) stream.
+void column_comms(const Ctx& c, Op& op, I64 width) {
+  if (c.t <= 1) return;
+  I64 bytes = c.tok * width * c.a;
+  if (c.sp) {
+    op.comms.push_back({Collective::AllGather, ParallelDim::TP, Pass::Forward, bytes, 1,
+                        "all-gather of the sequence-parallel input"});
+    op.comms.push_back({Collective::ReduceScatter, ParallelDim::TP, Pass::Backward, bytes, 1,
+                        "reduce-scatter of the input gradient"});
+    op.comms.push_back({Collective::AllGather, ParallelDim::TP, Pass::Backward, bytes, 1,
+                        "all-gather of the saved input for the weight gradient"});
+  } else {
+    op.comms.push_back({Collective::AllReduce, ParallelDim::TP, Pass::Backward, bytes, 1,
+                        "all-reduce of the input gradient"});
+  }
+}
+
+/// TP collectives of a row-parallel linear producing the replicated (or SP-sharded) stream.
+void row_comms(const Ctx& c, Op& op, I64 width) {
+  if (c.t <= 1) return;
+  I64 bytes = c.tok * width * c.a;
+  if (c.sp) {
+    op.comms.push_back({Collective::ReduceScatter, ParallelDim::TP, Pass::Forward, bytes, 1,
+                        "reduce-scatter of the partial output"});
+    op.comms.push_back({Collective::AllGather, ParallelDim::TP, Pass::Backward, bytes, 1,
+                        "all-gather of the output gradient"});
+  } else {
+    op.comms.push_back({Collective::AllReduce, ParallelDim::TP, Pass::Forward, bytes, 1,
+                        "all-reduce of the partial output"});
+  }
+}
+
+}  // namespace
+
+void linear_flops(Op& op, I64 tokens, I64 in, I64 out) {
+  double f = 2.0 * static_cast<double>(tokens) * static_cast<double>(in) * static_cast<double>(out);
+  op.fwd_flops = f;
+  op.bwd_input_flops = f;
+  op.bwd_weight_flops = f;
+}
+
+Op make_column(const Ctx& c, std::string path, OpRole role, int layer, I64 in, I64 out_full, bool bias,
+               bool split) {
+  Op op;
+  op.path = std::move(path);
+  op.kind = OpKind::LinearColumn;
+  op.role = role;
+  op.layer = layer;
+  op.tokens = c.tok;
+  I64 out = split ? out_full / c.t : out_full;
+  op.in_features = in;
+  op.out_features = out;
+  op.params.push_back(param("weight", {out, in}, {out_full, in}, !split));
+  if (bias) op.params.push_back(param("bias", {out}, {out_full}, !split));
+  I64 in_tokens = split ? c.tok_sp : c.tok;
+  op.input_bytes = in_tokens * in * c.a;
+  op.output_bytes = c.tok * out * c.a;
+  op.saved.push_back({"input", in_tokens * in * c.lin_a, true});
+  linear_flops(op, c.tok, in, out);
+  if (split) column_comms(c, op, in);
+  return op;
+}
+
+Op make_row(const Ctx& c, std::string path, OpRole role, int layer, I64 in_full, I64 out, bool bias) {
+  Op op;
+  op.path = std::move(path);
+  op.kind = OpKind::LinearRow;
+  op.role = role;
+  op.layer = layer;
+  op.tokens = c.tok;
+  I64 in = in_full / c.t;
+  op.in_features = in;
+  op.out_features = out;
+  op.params.push_back(param("weight", {out, in}, {out, in_full}));
+  if (bias) op.params.push_back(param("bias", {out}, {out}, true));
+  op.input_bytes = c.tok * in * c.a;
+  op.output_bytes = c.tok_sp * out * c.a;
+  op.saved.push_back({"input", c.tok * in * c.lin_a, true});
+  linear_flops(op, c.tok, in, out);
+  row_comms(c, op, out);
+  return op;
+}
+
+Op make_bda(const Ctx& c, std::string path, OpRole role, int layer) {
+  Op op;
+  op.path = std::move(path);
+  op.kind = OpKind::BiasDropoutAdd;
+  op.role = role;
+  op.layer = layer;
+  op.tokens = c.tok_sp;
+  op.in_features = op.out_features = c.h;
+  op.input_bytes = op.output_bytes = c.tok_sp * c.h * c.a;
+  if (c.m.hidden_dropout > 0) {
+    if (c.torch_cpu)
+      op.saved.push_back({"noise", c.tok_sp * c.h * c.a});
+    else
+      op.saved.push_back({"mask", c.tok_sp * c.h});
+  }
+  return op;
+}
+
+Op make_activation(const Ctx& c, std::string path, OpRole role, int layer, I64 tokens, I64 in_width,
+                   I64 out_width) {
+  Op op;
+  op.path = std::move(path);
+  op.kind = OpKind::Activation;
+  op.role = role;
+  op.layer = layer;
+  op.tokens = tokens;
+  op.in_features = in_width;
+  op.out_features = out_width;
+  op.input_bytes = tokens * in_width * c.a;
+  op.output_bytes = tokens * out_width * c.a;
+  op.saved.push_back({"input", tokens * in_width * c.a, true});
+  // F.silu(gate) * up keeps the SiLU output for the product's backward (Megatron's fused bias_swiglu does
+  // not).
+  if (c.torch_cpu && c.m.gated()) op.saved.push_back({"silu_output", tokens * out_width * c.a});
+  return op;
+}
+
+void finish_kept(std::vector<Op>& ops) {
+  for (auto& op : ops) set_kept(op, op.saved);
+}
+
+}  // namespace preflight::analyzer::graph_ops

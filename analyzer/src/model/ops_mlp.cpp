@@ -1,0 +1,171 @@
+// The MLP block: dense MLP and MoE (router, shared experts, dispatch, grouped GEMMs, combine); one layer.
+#include "ops_build.hpp"
+
+#include <cmath>
+
+namespace preflight::analyzer::graph_ops {
+
+void add_dense_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& pre, I64 ffn,
+                   bool shared_experts) {
+  I64 fc1_out = c.m.gated() ? 2 * ffn : ffn;
+  ops.push_back(make_column(c, pre + "linear_fc1", shared_experts ? OpRole::SharedFc1 : OpRole::Fc1, layer,
+                            c.h, fc1_out, c.m.add_bias_linear));
+  ops.push_back(make_activation(c, pre + "activation_func", shared_experts ? OpRole::SharedAct : OpRole::Act,
+                                layer, c.tok, fc1_out / c.t, ffn / c.t));
+  ops.push_back(make_row(c, pre + "linear_fc2", shared_experts ? OpRole::SharedFc2 : OpRole::Fc2, layer, ffn,
+                         c.h, c.m.add_bias_linear));
+}
+
+void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& pre) {
+  const MoESpec& moe = c.m.moe;
+  const Strategy& st = c.st;
+  int E = moe.num_experts;
+  int local = E / st.ep;
+  int etp = st.expert_tp();
+
+  Op router;
+  router.path = pre + "router";
+  router.kind = OpKind::Router;
+  router.role = OpRole::Router;
+  router.layer = layer;
+  router.moe = true;
+  router.tokens = c.tok_sp;
+  router.in_features = c.h;
+  router.out_features = E;
+  router.local_experts = E;
+  router.params.push_back(param("weight", {E, c.h}, {E, c.h}, true));
+  router.input_bytes = c.tok_sp * c.h * c.a;
+  router.output_bytes = c.tok_sp * E * 4;
+  router.saved.push_back({"input", c.tok_sp * c.h * c.a});
+  router.saved.push_back({"scores", c.tok_sp * E * 4});
+  linear_flops(router, c.tok_sp, c.h, E);
+  ops.push_back(std::move(router));
+
+  if (moe.shared_expert_ffn_hidden_size > 0) {
+    std::size_t first = ops.size();
+    add_dense_mlp(c, ops, layer, pre + "shared_experts.", moe.shared_expert_ffn_hidden_size, true);
+    for (std::size_t i = first; i < ops.size(); ++i) ops[i].moe = true;
+  }
+
+  // Tokens each rank's local experts process, balanced routing: every token goes to top-k experts; EP
+  // ranks exchange tokens so each handles b·s_loc·k rows (gathered over the expert-tp group).
+  I64 routed = c.tok * moe.router_topk;
+  if (moe.pad_expert_input_to_capacity) {
+    double per_expert = std::ceil(static_cast<double>(routed) / E);
+    routed = static_cast<I64>(per_expert * E * moe.capacity_factor);
+  }
+  I64 ffn = moe.ffn_hidden_size;
+  I64 fc1_out = c.m.gated() ? 2 * ffn : ffn;
+
+  Op dispatch;
+  dispatch.path = pre + "token_dispatcher.dispatch";
+  dispatch.kind = OpKind::TokenDispatch;
+  dispatch.role = OpRole::Dispatch;
+  dispatch.layer = layer;
+  dispatch.moe = true;
+  dispatch.tokens = routed;
+  dispatch.in_features = dispatch.out_features = c.h;
+  dispatch.local_experts = local;
+  dispatch.input_bytes = c.tok_sp * c.h * c.a;
+  dispatch.output_bytes = routed * c.h * c.a;
+  dispatch.saved.push_back({"permutation_indices", routed * 8});
+  if (st.ep > 1) {
+    dispatch.comms.push_back({Collective::AllToAll, ParallelDim::EP, Pass::Forward, routed * c.h * c.a, 1,
+                              "all-to-all of tokens to their experts"});
+    dispatch.comms.push_back({Collective::AllToAll, ParallelDim::EP, Pass::Backward, routed * c.h * c.a, 1,
+                              "all-to-all of token gradients back"});
+  }
+  if (etp > 1) {
+    dispatch.comms.push_back({Collective::AllGather, ParallelDim::ETP, Pass::Forward, routed * c.h * c.a, 1,
+                              "all-gather of routed tokens over expert-tp"});
+    dispatch.comms.push_back({Collective::ReduceScatter, ParallelDim::ETP, Pass::Backward, routed * c.h * c.a,
+                              1, "reduce-scatter of routed token gradients"});
+  }
+  ops.push_back(std::move(dispatch));
+
+  Op fc1;
+  fc1.path = pre + "experts.linear_fc1";
+  fc1.kind = OpKind::GroupedLinearColumn;
+  fc1.role = OpRole::ExpertsFc1;
+  fc1.layer = layer;
+  fc1.moe = true;
+  fc1.tokens = routed;
+  fc1.local_experts = local;
+  fc1.in_features = c.h;
+  fc1.out_features = fc1_out / etp;
+  fc1.params.push_back(param("weight", {local, fc1_out / etp, c.h}, {E, fc1_out, c.h}, false, true));
+  if (c.m.add_bias_linear)
+    fc1.params.push_back(param("bias", {local, fc1_out / etp}, {E, fc1_out}, false, true));
+  fc1.input_bytes = routed * c.h * c.a;
+  fc1.output_bytes = routed * (fc1_out / etp) * c.a;
+  fc1.saved.push_back({"input", routed * c.h * c.lin_a});
+  linear_flops(fc1, routed, c.h, fc1_out / etp);
+  ops.push_back(std::move(fc1));
+
+  Op act = make_activation(c, pre + "experts.activation_func", OpRole::ExpertsAct, layer, routed,
+                           fc1_out / etp, ffn / etp);
+  act.moe = true;
+  act.local_experts = local;
+  ops.push_back(std::move(act));
+
+  Op fc2;
+  fc2.path = pre + "experts.linear_fc2";
+  fc2.kind = OpKind::GroupedLinearRow;
+  fc2.role = OpRole::ExpertsFc2;
+  fc2.layer = layer;
+  fc2.moe = true;
+  fc2.tokens = routed;
+  fc2.local_experts = local;
+  fc2.in_features = ffn / etp;
+  fc2.out_features = c.h;
+  fc2.params.push_back(param("weight", {local, c.h, ffn / etp}, {E, c.h, ffn}, false, true));
+  if (c.m.add_bias_linear) fc2.params.push_back(param("bias", {local, c.h}, {E, c.h}, false, true));
+  fc2.input_bytes = routed * (ffn / etp) * c.a;
+  fc2.output_bytes = routed * c.h * c.a;
+  fc2.saved.push_back({"input", routed * (ffn / etp) * c.lin_a});
+  linear_flops(fc2, routed, ffn / etp, c.h);
+  ops.push_back(std::move(fc2));
+
+  Op combine;
+  combine.path = pre + "token_dispatcher.combine";
+  combine.kind = OpKind::TokenCombine;
+  combine.role = OpRole::Combine;
+  combine.layer = layer;
+  combine.moe = true;
+  combine.tokens = routed;
+  combine.in_features = combine.out_features = c.h;
+  combine.local_experts = local;
+  combine.input_bytes = routed * c.h * c.a;
+  combine.output_bytes = c.tok_sp * c.h * c.a;
+  combine.saved.push_back({"probs", routed * 4});
+  if (st.ep > 1) {
+    combine.comms.push_back({Collective::AllToAll, ParallelDim::EP, Pass::Forward, routed * c.h * c.a, 1,
+                             "all-to-all of expert outputs back"});
+    combine.comms.push_back({Collective::AllToAll, ParallelDim::EP, Pass::Backward, routed * c.h * c.a, 1,
+                             "all-to-all of output gradients to the experts"});
+  }
+  if (etp > 1) {
+    combine.comms.push_back({Collective::ReduceScatter, ParallelDim::ETP, Pass::Forward, routed * c.h * c.a,
+                             1, "reduce-scatter of partial expert outputs"});
+    combine.comms.push_back({Collective::AllGather, ParallelDim::ETP, Pass::Backward, routed * c.h * c.a, 1,
+                             "all-gather of output gradients"});
+  }
+  ops.push_back(std::move(combine));
+}
+
+std::vector<Op> build_layer(const Ctx& c, int layer) {
+  std::vector<Op> ops;
+  std::string pre = "decoder.layers." + std::to_string(layer) + ".";
+  ops.push_back(make_norm(c, pre + "input_layernorm", OpRole::InputNorm, layer, c.tok_sp, c.h));
+  add_attention(c, ops, layer, pre + "self_attention.");
+  ops.push_back(make_bda(c, pre + "self_attn_bda", OpRole::AttnBda, layer));
+  ops.push_back(make_norm(c, pre + "pre_mlp_layernorm", OpRole::PreMlpNorm, layer, c.tok_sp, c.h));
+  if (c.m.is_moe_layer(layer))
+    add_moe_mlp(c, ops, layer, pre + "mlp.");
+  else
+    add_dense_mlp(c, ops, layer, pre + "mlp.", c.m.ffn_hidden_size);
+  ops.push_back(make_bda(c, pre + "mlp_bda", OpRole::MlpBda, layer));
+  return ops;
+}
+
+}  // namespace preflight::analyzer::graph_ops

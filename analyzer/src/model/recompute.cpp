@@ -1,0 +1,142 @@
+// Recompute: selective (Megatron-core recompute modules) and full (checkpointed layers).
+#include "ops_build.hpp"
+
+#include <algorithm>
+
+namespace preflight::analyzer::graph_ops {
+
+namespace {
+
+/// The ops a whole-MLP checkpoint covers (dense or MoE).
+bool in_mlp(OpRole r) {
+  switch (r) {
+    case OpRole::Fc1:
+    case OpRole::Act:
+    case OpRole::Fc2:
+    case OpRole::Router:
+    case OpRole::SharedFc1:
+    case OpRole::SharedAct:
+    case OpRole::SharedFc2:
+    case OpRole::Dispatch:
+    case OpRole::ExpertsFc1:
+    case OpRole::ExpertsAct:
+    case OpRole::ExpertsFc2:
+    case OpRole::Combine:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+/// Applies selective recompute to one layer's ops (Megatron-core `TransformerLayer` recompute modules).
+void apply_selective(const Ctx& c, std::vector<Op>& ops) {
+  auto has = [&](const char* m) {
+    return std::find(c.st.recompute_modules.begin(), c.st.recompute_modules.end(), m) !=
+           c.st.recompute_modules.end();
+  };
+  bool moe_layer = std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.moe; });
+  for (auto& op : ops) {
+    if (op.role == OpRole::CoreAttention && has("core_attn")) {
+      op.recompute = true;
+      if (c.torch_cpu) {
+        // torch.utils.checkpoint(core_attention, qkv_output, mask): keeps its input and the RNG state.
+        std::string block = op.path.substr(0, op.path.rfind('.'));  // SelfAttention calls checkpoint
+        set_kept(op, {{"input", op.input_bytes, true}, {"rng_state", kTorchCpuRngStateBytes, false, block}});
+      } else {
+        // checkpoint(core_attention)(q, k, v): only the inputs stay.
+        std::vector<SavedTensor> kept;
+        for (const auto& t : op.saved)
+          if (t.name == "q" || t.name == "k" || t.name == "v") kept.push_back(t);
+        set_kept(op, kept);
+      }
+    }
+  }
+  // Whole-MLP checkpoint keeps only the pre-MLP norm output (held as the first MLP op's input).
+  bool whole = (!moe_layer && has("mlp")) || (moe_layer && has("moe"));
+  if (whole) {
+    bool first = true;
+    for (auto& op : ops) {
+      if (!in_mlp(op.role)) continue;
+      op.recompute = true;
+      if (first)
+        set_kept(op, {{"input", op.input_bytes, true}});
+      else
+        set_kept(op, {});
+      first = false;
+    }
+  }
+  if (moe_layer && !whole && has("moe_act")) {
+    // CheckpointWithoutOutput on the expert activation: its output (fc2's input) is discarded.
+    for (auto& op : ops)
+      if (op.role == OpRole::ExpertsAct || op.role == OpRole::SharedAct) op.recompute = true;
+    for (auto& op : ops)
+      if (op.role == OpRole::ExpertsFc2) set_kept(op, {});
+  }
+  if (moe_layer && !whole && has("shared_experts")) {
+    for (auto& op : ops)
+      if (op.role == OpRole::SharedFc1 || op.role == OpRole::SharedAct || op.role == OpRole::SharedFc2) {
+        op.recompute = true;
+        set_kept(op, {});  // its input (the norm output) is kept by the router anyway
+      }
+  }
+  if (has("layernorm")) {
+    // CheckpointWithoutOutput on both norms: the norm output, saved as the next linear's input, is
+    // discarded and recomputed in backward.
+    for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
+      if (ops[i].role != OpRole::InputNorm && ops[i].role != OpRole::PreMlpNorm) continue;
+      ops[i].recompute = true;
+      Op& next = ops[i + 1];
+      if (next.kind == OpKind::LinearColumn || next.kind == OpKind::Router) {
+        std::vector<SavedTensor> kept;
+        for (const auto& t : next.kept)
+          if (t.name != "input") kept.push_back(t);
+        set_kept(next, kept);
+      }
+    }
+  }
+}
+
+void apply_full(const Ctx& c, std::vector<Op>& ops, int i) {
+  const Strategy& st = c.st;
+  // Megatron `TransformerBlock._checkpointed_forward`: uniform checkpoints consecutive groups of
+  // recompute_num_layers layers (each keeps its input); block checkpoints the first recompute_num_layers
+  // layers of the chunk one by one.
+  bool checkpointed, keeps_input;
+  if (st.recompute_method == RecomputeMethod::Uniform) {
+    checkpointed = true;
+    keeps_input = i % st.recompute_num_layers == 0;
+  } else {
+    checkpointed = i < st.recompute_num_layers;
+    keeps_input = true;
+  }
+  if (!checkpointed) return;
+  // One checkpoint call per group of layers (uniform) or per layer (block).
+  int group = st.recompute_method == RecomputeMethod::Uniform ? i / st.recompute_num_layers : i;
+  for (auto& op : ops) {
+    op.recompute = true;
+    op.checkpoint = group;
+    set_kept(op, {});
+  }
+  if (keeps_input) {
+    std::vector<SavedTensor> kept = {{"input", c.tok_sp * c.h * c.a, true}};
+    if (c.torch_cpu)  // TransformerBlock ("decoder") calls checkpoint
+      kept.push_back({"rng_state", kTorchCpuRngStateBytes, false, "decoder"});
+    set_kept(ops.front(), kept);
+  }
+}
+
+int next_checkpoint_id(const std::vector<Op>& ops) {
+  int id = 0;
+  for (const Op& op : ops) id = std::max(id, op.checkpoint + 1);
+  return id;
+}
+
+int number_selective_checkpoints(std::vector<Op>& ops, int next) {
+  for (std::size_t k = 0; k < ops.size(); ++k)
+    if (ops[k].recompute) ops[k].checkpoint = k > 0 && ops[k - 1].recompute ? ops[k - 1].checkpoint : next++;
+  return next;
+}
+
+}  // namespace preflight::analyzer::graph_ops
