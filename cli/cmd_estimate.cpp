@@ -18,7 +18,7 @@ namespace {
 
 struct EstimateOptions {
   std::string model, strategy, system = "a100_pcie", out;
-  bool json = false;
+  bool json = false, strict = false;
   std::vector<std::string> megatron;
 };
 
@@ -63,7 +63,9 @@ int run(const EstimateOptions& o) {
                            *names[key] + "' (SimuMax overwrites it silently)");
   }
   SystemSpec system = cost::load_simumax_system(o.system);
-  cost::Estimate est = cost::estimate(model, strategy, system);
+  cost::EstimateOptions eo;
+  eo.strict = o.strict;
+  cost::Estimate est = cost::estimate(model, strategy, system, eo);
   for (const auto& w : est.warnings) warnings.push_back(w);
   est.warnings = warnings;
 
@@ -104,6 +106,8 @@ Command estimate_command() {
             ->capture_default_str();
         sub.add_option("--out", o->out, "directory for mem_result.json and compute_result.json");
         sub.add_flag("--json", o->json, "print the summary and both results as JSON");
+        sub.add_flag("--strict", o->strict,
+                     "an op of the model the cost model does not price is an error (exit 2), not a warning");
         sub.add_option("megatron", o->megatron, "Megatron-LM / torchrun arguments after --");
         sub.footer(
             "Exit status: 0 fits, 1 a stage does not fit in device memory (peak with reserved), 2 bad "

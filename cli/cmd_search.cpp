@@ -26,7 +26,7 @@ struct SearchOptions {
   int world = 0, gbs = 0, mbs = 1, seq = 4096, top = 10, threads = 0;
   std::string tp, pp, ep, recompute = "none,full_block,selective";
   double margin = 10;
-  bool use_etp = false, no_reserved = false, json = false, quiet = false;
+  bool use_etp = false, no_reserved = false, json = false, quiet = false, strict = false;
 };
 
 std::vector<int> int_list(const std::string& text, const char* flag) {
@@ -160,6 +160,7 @@ int run(const SearchOptions& o) {
   space.mem_margin_gib = o.margin;
   space.use_reserved_memory = !o.no_reserved;
   space.threads = o.threads;
+  space.strict = o.strict;
   if (o.world <= 0) throw InputError("--world-size", "is required and must be positive");
   if (o.gbs <= 0) throw InputError("--global-batch-size", "is required and must be positive");
 
@@ -172,6 +173,7 @@ int run(const SearchOptions& o) {
     if (done == total) std::fprintf(stderr, "\n");
   };
   cost::SearchResult r = cost::search(model, base, system, space, progress);
+  for (const auto& w : r.warnings) std::cerr << "preflight: warning: " << w << "\n";
   if (!o.csv.empty()) write_csv(o.csv, r);
   std::vector<std::size_t> ranking = r.ranking();
   double rate = r.seconds > 0 ? r.evaluations.size() / r.seconds : 0;
@@ -272,6 +274,8 @@ Command search_command() {
         sub.add_option("--threads", o->threads, "worker threads (default: all cores)");
         sub.add_flag("--json", o->json, "print the result as JSON");
         sub.add_flag("--quiet", o->quiet, "no progress bar");
+        sub.add_flag("--strict", o->strict,
+                     "an op of the model the cost model does not price is an error (exit 2), not a warning");
         sub.footer("Exit status: 0 a layout fits, 1 none fits, 2 bad input.");
         return [o] { return run(*o); };
       }};

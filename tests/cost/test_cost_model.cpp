@@ -6,6 +6,7 @@
 #include "preflight/analyzer/cost/primitives.hpp"
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/common/error.hpp"
 #include "test_support.hpp"
 
@@ -242,4 +243,80 @@ TEST(CostModel, RefusesWhatItCannotModel) {
   Strategy vpp = strategy_from("tp1_pp4_vp2_sync_mbs1_mbc8_no_ckpt");
   vpp.pp_comm_overlap = true;
   expect_input_error([&] { estimate(m, vpp, a100()); }, "pp_comm_async", "async VPP");
+}
+
+namespace {
+
+/// A Llama-style model the cost model prices completely (RMSNorm, SwiGLU, no biases, rotary, no dropout,
+/// untied): L 4, h 256, 4 heads of 64 with 2 kv groups, ffn 512, vocab 1024; seq 128, micro batch 1, pp 2.
+MegatronConfig small_llama(const std::string& extra) {
+  return parse_megatron_args(
+      preflight::test::words(
+          "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --group-query-attention "
+          "--num-query-groups 2 "
+          "--ffn-hidden-size 512 --swiglu --normalization RMSNorm --disable-bias-linear "
+          "--position-embedding-type "
+          "rope --untie-embeddings-and-output-weights --attention-dropout 0 --hidden-dropout 0 --vocab-size "
+          "1024 "
+          "--seq-length 128 --max-position-embeddings 128 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+          "--use-flash-attn --pipeline-model-parallel-size 2 --nproc_per_node 2 " +
+          extra),
+      {});
+}
+
+const ChunkEstimate& last_chunk(const Estimate& e) {
+  for (const auto& c : e.chunks)
+    if (c.head) return c;
+  throw std::logic_error("no head chunk");
+}
+
+}  // namespace
+
+// Multi-token prediction on the last stage is priced (it was built into the graph but left out of the
+// estimate).  Hand count of what one MTP layer adds to the last stage, h = 256, V = 1024, T = b·s = 128:
+//   weights: one transformer layer (qkv 256·512 + proj 256·256 + fc1 256·1024 + fc2 512·256 + 2 norms·256
+//   = 590,336) + enorm, hnorm, final norm (3·256) + eh_proj 512·256 (131,072) + the embedding copy the
+//   last stage holds for the MTP lookup (1024·256 = 262,144; the output layer is shared) = 984,320
+//   parameters, 2 bytes each in bf16;
+//   forward FLOPs: one decoder layer's + eh_proj 2·T·2h·h + the shared output layer 2·T·h·V.
+TEST(CostModel, MultiTokenPredictionIsPricedByHandCount) {
+  MegatronConfig base = small_llama("");
+  MegatronConfig mtp = small_llama("--mtp-num-layers 1");
+  Estimate e0 = estimate(base.model, base.strategy, a100());
+  Estimate e1 = estimate(mtp.model, mtp.strategy, a100());
+  const ChunkEstimate& c0 = last_chunk(e0);
+  const ChunkEstimate& c1 = last_chunk(e1);
+  EXPECT_DOUBLE_EQ(c1.memory.dense_weight_bytes - c0.memory.dense_weight_bytes, 984320.0 * 2);
+  ASSERT_FALSE(c0.layers.empty());
+  double layer_flops = c0.layers.front().work.fwd_flops;
+  double T = 128, h = 256, V = 1024;
+  EXPECT_NEAR(c1.work.fwd_flops - c0.work.fwd_flops, layer_flops + 2 * T * 2 * h * h + 2 * T * h * V, 1);
+  EXPECT_GT(c1.times.forward_ms(), c0.times.forward_ms());
+  // Nothing of this model is left unpriced.
+  for (const auto& w : e1.warnings) EXPECT_EQ(w.find("not priced"), std::string::npos) << w;
+}
+
+// An op the cost model has no formula for is named (path with the layer as *, role, why), and refused
+// under --strict.
+TEST(CostModel, UnpricedOpsAreNamedAndRefusedWhenStrict) {
+  MegatronConfig gpt = parse_megatron_args(
+      preflight::test::words(
+          "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
+          "--max-position-embeddings 128 --vocab-size 1024 --micro-batch-size 1 "
+          "--global-batch-size 8 --bf16 --use-flash-attn --hidden-dropout 0.1 --nproc_per_node 1"),
+      {});
+  Estimate e = estimate(gpt.model, gpt.strategy, a100());
+  auto has = [&](const std::string& text) {
+    for (const auto& w : e.warnings)
+      if (w.find(text) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("not priced: embedding.position_embeddings (position_embedding)"));
+  EXPECT_TRUE(has("not priced: decoder.layers.*.self_attn_bda (attn_bda): dropout"));
+  EXPECT_TRUE(has("not priced: embedding.embedding_dropout (embedding_dropout)"));
+  EXPECT_EQ(unpriced_ops(gpt.model, gpt.strategy, a100()).size(), 4u);  // + mlp_bda
+  EstimateOptions strict;
+  strict.strict = true;
+  expect_input_error([&] { estimate(gpt.model, gpt.strategy, a100(), strict); }, "--strict",
+                     "does not price decoder.layers.*.mlp_bda");
 }

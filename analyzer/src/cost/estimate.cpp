@@ -328,6 +328,7 @@ struct EstimateCache::Impl {
   };
   std::vector<detail::LayerRc> variants;
   std::map<Key, std::vector<Leaf>> templates;
+  std::map<Key, detail::Unpriced> unpriced;  ///< graph ops each template leaves unpriced
   int variant_of(const detail::LayerRc& rc) {
     for (std::size_t i = 0; i < variants.size(); ++i)
       if (same_rc(variants[i], rc)) return static_cast<int>(i);
@@ -348,11 +349,15 @@ class Builder {
     ctx_ = Ctx::make(m, st, sys);
     ctx_.search_mode = !opt.names;
     cache_ = opt.cache ? opt.cache->impl_.get() : &own_;
-    emb_ = &get(2, detail::LayerRc{},
-                [&] { return detail::embedding_leaves(ctx_, build_embedding_ops(m, st)); });
-    head_ = &get(3, detail::LayerRc{}, [&] { return detail::head_leaves(ctx_, build_head_ops(m, st)); });
+    emb_ = &get(2, detail::LayerRc{}, [&](detail::Unpriced* u) {
+      return detail::embedding_leaves(ctx_, build_embedding_ops(m, st), u);
+    });
+    head_ = &get(3, detail::LayerRc{},
+                 [&](detail::Unpriced* u) { return detail::head_leaves(ctx_, build_head_ops(m, st), u); });
   }
   const Ctx& ctx() const { return ctx_; }
+  /// Graph ops of the chunks built so far that no leaf prices (deduplicated, sorted).
+  const std::set<std::string>& unpriced() const { return unpriced_; }
 
   /// Builds one chunk's estimate.
   ChunkEstimate chunk(const std::string& name, int pp_rank, int vchunk, int first_layer, int num_layers,
@@ -466,19 +471,24 @@ class Builder {
                                  kind,
                                  kind < 2 ? cache_->variant_of(rc) : -1};
     auto it = cache_->templates.find(key);
-    if (it != cache_->templates.end()) return it->second;
-    return cache_->templates.emplace(key, make()).first->second;
+    if (it == cache_->templates.end()) {
+      detail::Unpriced u;
+      it = cache_->templates.emplace(key, make(&u)).first;
+      cache_->unpriced[key] = std::move(u);
+    }
+    for (const auto& line : cache_->unpriced[key]) unpriced_.insert(line);
+    return it->second;
   }
 
   const std::vector<Leaf>& layer_template(bool moe, const detail::LayerRc& rc) {
-    return get(moe ? 1 : 0, rc, [&] {
+    return get(moe ? 1 : 0, rc, [&](detail::Unpriced* u) {
       int rep = 0;
       for (int l = 0; l < m_.num_layers; ++l)
         if (m_.is_moe_layer(l) == moe) {
           rep = l;
           break;
         }
-      return detail::layer_leaves(ctx_, build_layer_ops(m_, st_, rep), rc);
+      return detail::layer_leaves(ctx_, build_layer_ops(m_, st_, rep), rc, u);
     });
   }
 
@@ -513,6 +523,7 @@ class Builder {
   const std::vector<Leaf>* emb_ = nullptr;
   const std::vector<Leaf>* head_ = nullptr;
   PassWork scratch_;
+  std::set<std::string> unpriced_;
 };
 
 /// SimuMax _compute_dp_time for one stage's chunk.
@@ -622,19 +633,42 @@ void validate_for_cost(const ModelSpec& m, const Strategy& st, const SystemSpec&
 
 }  // namespace
 
+void refuse_unpriced(const std::vector<std::string>& lines) {
+  if (lines.empty()) return;
+  std::string all;
+  for (const auto& l : lines) all += (all.empty() ? "" : "; ") + l;
+  throw InputError("--strict", "the cost model does not price " + all);
+}
+
+std::vector<std::string> unpriced_ops(const ModelSpec& model, const Strategy& strategy,
+                                      const SystemSpec& system) {
+  Ctx c = Ctx::make(model, strategy, system);
+  c.search_mode = true;
+  detail::Unpriced lines;
+  detail::embedding_leaves(c, build_embedding_ops(model, strategy), &lines);
+  for (bool moe : {false, true})
+    for (int l = 0; l < model.num_layers; ++l)
+      if (model.is_moe_layer(l) == moe) {
+        detail::layer_leaves(c, build_layer_ops(model, strategy, l), detail::layer_rc(c, 0), &lines);
+        break;
+      }
+  detail::head_leaves(c, build_head_ops(model, strategy), &lines);
+  std::set<std::string> unique(lines.begin(), lines.end());
+  return {unique.begin(), unique.end()};
+}
+
 std::vector<std::string> unmodelled_features(const ModelSpec& m) {
   std::vector<std::string> out;
   const char* tail = " (outside SimuMax's layer model)";
   if (m.qkv_bias() || m.add_bias_linear) out.push_back(std::string("linear biases are not counted") + tail);
   if (m.normalization == Normalization::LayerNorm)
     out.push_back(std::string("LayerNorm is priced as RMSNorm, its bias not counted") + tail);
-  if (m.position_embedding == PositionEmbedding::LearnedAbsolute)
-    out.push_back(std::string("the learned position table is not counted") + tail);
   if (!m.untie_embeddings_and_output_weights)
     out.push_back(std::string("tied embeddings are priced as untied (output weights counted separately)") +
                   tail);
-  if (m.hidden_dropout > 0 || m.attention_dropout > 0)
-    out.push_back(std::string("dropout is not modelled (no masks cached, no dropout kernels)") + tail);
+  if (m.attention_dropout > 0)
+    out.push_back(std::string("attention dropout is not modelled (no mask cached, no dropout kernel)") +
+                  tail);
   return out;
 }
 
@@ -711,6 +745,10 @@ Estimate estimate(const ModelSpec& model, const Strategy& strategy, const System
       }
     }
   }
+
+  // Ops of the layer graph the cost model has no formula for.
+  if (opt.strict) refuse_unpriced({b.unpriced().begin(), b.unpriced().end()});
+  for (const auto& line : b.unpriced()) est.warnings.push_back("not priced: " + line);
 
   // Pipeline time.
   std::vector<detail::StagePhases> phases;

@@ -121,10 +121,17 @@ struct LayerRc {
 };
 LayerRc layer_rc(const Ctx& c, int local_index);
 
-/// Leaves of one transformer layer from the graph's ops, priced; `rc` from layer_rc().
-std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const LayerRc& rc);
-/// Embedding leaves (first chunk) and head leaves (last chunk), priced.
-std::vector<Leaf> embedding_leaves(const Ctx& c, const std::vector<Op>& ops);
-std::vector<Leaf> head_leaves(const Ctx& c, const std::vector<Op>& ops);
+/// Graph ops the cost model did not price, one line each: "<path> (<role>): <why>", the layer index in
+/// the path written `*` (`decoder.layers.*.self_attn_bda`).
+using Unpriced = std::vector<std::string>;
+
+/// Leaves of one transformer layer from the graph's ops (found by OpRole), priced; `rc` from layer_rc().
+/// Ops of the layer no leaf prices are appended to `unpriced` (when given).
+std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const LayerRc& rc,
+                               Unpriced* unpriced = nullptr);
+/// Embedding leaves (first chunk) and head leaves (last chunk: final norm, output layer, loss, and each
+/// multi-token-prediction layer), priced; unpriced ops as for layer_leaves().
+std::vector<Leaf> embedding_leaves(const Ctx& c, const std::vector<Op>& ops, Unpriced* unpriced = nullptr);
+std::vector<Leaf> head_leaves(const Ctx& c, const std::vector<Op>& ops, Unpriced* unpriced = nullptr);
 
 }  // namespace preflight::analyzer::cost::detail

@@ -232,6 +232,20 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
         layouts.push_back(lay);
       }
 
+  // Ops the cost model does not price do not depend on the layout: checked once, on the first one.
+  if (!layouts.empty()) {
+    Strategy st = base;
+    st.world_size = space.world_size;
+    st.tp = layouts.front().tp;
+    st.ep = layouts.front().ep;
+    st.etp = layouts.front().etp;
+    st.pp = 1;
+    st.micro_batch_size = space.micro_batch_size;
+    std::vector<std::string> lines = unpriced_ops(model, st, system);
+    if (space.strict) refuse_unpriced(lines);
+    for (const auto& line : lines) result.warnings.push_back("not priced: " + line);
+  }
+
   std::vector<std::vector<SearchEvaluation>> per_layout(layouts.size());
   int threads =
       space.threads > 0 ? space.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -167,6 +167,10 @@ struct EstimateOptions {
   bool names = true;               ///< build peak paths (off in searches for speed)
   bool per_layer = true;           ///< fill ChunkEstimate::layers
   EstimateCache* cache = nullptr;  ///< reuse priced layers (searches); see EstimateCache
+  /// An op of the layer graph that the cost model has no formula for (a learned position table, dropout
+  /// masks, an op kind added to the graph but not to the cost model) is an InputError (where "--strict")
+  /// instead of a "not priced: <op path> (<role>): <why>" line in Estimate::warnings.
+  bool strict = false;
 };
 
 /// The whole estimate.
@@ -206,10 +210,20 @@ struct Estimate {
 Estimate estimate(const ModelSpec& model, const Strategy& strategy, const SystemSpec& system,
                   const EstimateOptions& options = {});
 
+/// Ops of the layer graph of `model` under `strategy` that the cost model has no formula for: the lines
+/// estimate() reports as "not priced: <line>" (or refuses under EstimateOptions::strict), from the
+/// embedding, one layer of each kind and the head (with its MTP layers).  Does not validate.
+std::vector<std::string> unpriced_ops(const ModelSpec& model, const Strategy& strategy,
+                                      const SystemSpec& system);
+
+/// @throws InputError (where "--strict") listing `lines` (from unpriced_ops()) when there are any.
+void refuse_unpriced(const std::vector<std::string>& lines);
+
 /// What of `model` lies outside SimuMax's layer model (Llama-style: RMSNorm, rotary, no biases, untied
 /// embeddings, no dropout) and is priced as the nearest Llama-style layer: one line per feature (linear
-/// biases, LayerNorm's bias, a learned position table, tied embeddings, dropout).  Empty for every SimuMax
-/// model config.  estimate() adds these lines to Estimate::warnings.
+/// biases, LayerNorm's bias, tied embeddings, attention dropout).  Empty for every SimuMax model config.
+/// estimate() adds these lines to Estimate::warnings.  Ops the cost model does not price at all (a
+/// learned position table, hidden dropout masks) are named op by op instead (EstimateOptions::strict).
 std::vector<std::string> unmodelled_features(const ModelSpec& model);
 
 /// SimuMax ModelConfig.flops_per_token(seq, with_attn=True): the "6ND with attention" FLOPs per token

@@ -39,6 +39,9 @@ struct SearchSpace {
   double mem_margin_gib = 10;       ///< SimuMax `gmi_error`: device memory kept free for what is not modelled
   bool use_reserved_memory = true;  ///< compare peak / allocated_to_reserved_ratio (else the allocated peak)
   int threads = 0;                  ///< 0 = hardware concurrency
+  /// Ops of the layer graph the cost model does not price are an InputError ("--strict") instead of
+  /// SearchResult::warnings (see EstimateOptions::strict).
+  bool strict = false;
 };
 
 /// One evaluation of the search.
@@ -60,7 +63,8 @@ struct SearchResult {
   std::vector<std::string> skipped;           ///< layouts refused before evaluation, with the reason
   std::optional<std::size_t> best;            ///< index into evaluations
   double memory_limit_gib = 0;
-  double seconds = 0;  ///< wall time of the search
+  double seconds = 0;                 ///< wall time of the search
+  std::vector<std::string> warnings;  ///< "not priced: <op path> (<role>): <why>" (unpriced_ops())
   /// Feasible evaluations sorted by MFU, highest first (stable: SimuMax order among equals).
   std::vector<std::size_t> ranking() const;
 };

@@ -1,0 +1,358 @@
+// The MLP block: activations (SwiGLU, GeLU), the dense MLP, and MoE (router, token permutation, grouped
+// GEMMs, shared experts).  SimuMax: dense_module.py MLP, Swiglu, Gelu; moe_module.py Router, Permutation,
+// UnPermutation, GroupLinearCol/Row, ExpertMLP.
+#include <algorithm>
+#include <cmath>
+
+#include "leaf_build.hpp"
+#include "preflight/common/error.hpp"
+
+namespace preflight::analyzer::cost::detail {
+
+// --- Swiglu / Gelu -------------------------------------------------------------------------------
+void price_swiglu(const Ctx& c, Leaf& l) {
+  double in_b = l.n_in * c.e, out_b = l.n_out * c.e;
+  l.cache = c.st->fused_swiglu ? 2 * out_b : 3 * out_b;
+  if (l.has_cached_inputs) l.cache -= 2 * out_b;
+  l.fwd_peak = l.bwd_peak = in_b + out_b;
+  Pass& p = l.pass;
+  if (c.st->fused_swiglu) {
+    p.fwd_bytes = in_b + out_b;
+    p.bwd_act_bytes = in_b + out_b;
+  } else {
+    p.fwd_bytes = 2 * out_b + 3 * out_b;
+    p.bwd_act_bytes = 2 * out_b + 2 * 3 * out_b;
+  }
+  if (l.weighted_silu) {  // probs [b, s, E] of the router ride along
+    double probs = l.b * l.s * l.experts;
+    l.fwd_peak += probs * 8;
+    l.bwd_peak += probs * 8;
+    p.fwd_bytes += probs * c.e;
+    p.bwd_act_bytes += probs * c.e;
+  }
+  finish_recompute(l);
+  price_passes(c, l, "default", "default", "default");
+}
+
+void price_gelu(const Ctx& c, Leaf& l) {
+  double in_b = l.n_in * c.e;
+  l.cache = 3 * in_b;
+  if (l.has_cached_inputs) l.cache -= in_b;
+  l.fwd_peak = l.bwd_peak = 2 * in_b;
+  l.pass.fwd_bytes = 2 * in_b;
+  l.pass.bwd_act_bytes = 2 * in_b;
+  finish_recompute(l);
+  price_passes(c, l, "default", "default", "default");
+}
+
+// --- Router --------------------------------------------------------------------------------------
+// Geometry: b, s = local (sequence-parallel) tokens, in = hidden, out = experts.
+void price_router(const Ctx& c, Leaf& l) {
+  double x = l.b * l.s * l.in;
+  double w = l.in * l.out * c.e, in_b = x * c.e, logits = l.b * l.s * l.out * c.e;
+  l.cache = l.has_cached_inputs ? 0 : in_b;
+  l.fwd_peak = l.bwd_peak = in_b + logits + w;
+  dense_params(c, l, l.in * l.out, c.e, l.in * l.out);
+  Pass& p = l.pass;
+  double base = 2 * x * l.out;
+  p.fwd_flops = p.bwd_act_flops = p.bwd_w_flops = base;
+  double lin = w + in_b + logits;
+  double soft = logits * ((c.sp && c.tp > 1) ? c.tp : 1);
+  p.fwd_bytes = lin + 2 * soft;
+  p.bwd_act_bytes = lin + 3 * soft;
+  p.bwd_w_bytes = lin;
+  finish_recompute(l);
+  double M = l.s * (c.sp ? c.tp : 1);
+  const char* grad_dtype = c.st->grad_reduce_in_bf16 ? "bf16" : "fp32";
+  price_passes(c, l, "matmul", "matmul", "matmul", gemm_key(l.b, M, l.in, l.out, "TN", false, "bf16"),
+               gemm_key(l.b, M, l.out, l.in, "NN", false, "bf16"),
+               gemm_key(1, l.out, l.b * M, l.in, "NT", true, grad_dtype));
+}
+
+// --- Permutation / UnPermutation -----------------------------------------------------------------
+// Permutation geometry: b, s local tokens, in = hidden, tokens = permuted rows (SimuMax
+// permuted_act_size / hidden), experts.  UnPermutation: tokens = rows before combine, b·s after.
+void price_permute(const Ctx& c, Leaf& l, bool un) {
+  double e = c.e;
+  Pass& p = l.pass;
+  double first, second;
+  if (!un) {
+    double input_act = l.b * l.s * l.in, permuted = l.tokens * l.in;
+    l.cache = l.b * l.s * l.experts * 8;
+    l.fwd_peak = l.bwd_peak = 0;
+    first = (input_act + permuted) * e;
+    second = 2 * permuted * e;
+    if (c.ep > 1) {
+      p.fwd_net_ms += net(c, Collective::AllToAll, permuted * e, c.ep, c.nets.ep, CommGroup::Ep);
+      p.bwd_act_net_ms += net(c, Collective::AllToAll, permuted * e, c.ep, c.nets.ep, CommGroup::Ep);
+      if (c.st->moe_dispatch_probs) {
+        double probs = l.b * l.s * l.experts * e;
+        p.fwd_net_ms += net(c, Collective::AllToAll, probs, c.ep, c.nets.ep, CommGroup::Ep);
+        p.bwd_act_net_ms += net(c, Collective::AllToAll, probs, c.ep, c.nets.ep, CommGroup::Ep);
+      }
+    }
+    if (c.etp > 1) {
+      double sz = permuted * e * c.etp;
+      p.fwd_net_ms += net(c, Collective::AllGather, sz, c.etp, c.nets.etp, CommGroup::Etp);
+      p.bwd_act_net_ms += net(c, Collective::ReduceScatter, sz, c.etp, c.nets.etp, CommGroup::Etp);
+    }
+  } else {
+    double before = l.tokens * l.in, after = l.b * l.s * l.in;
+    if (c.st->moe_dispatch_probs) {
+      l.cache = 0;
+      l.fwd_peak = std::max(before, after) * e;
+      l.bwd_peak = 0;
+    } else {
+      l.cache = before * e;
+      l.fwd_peak = l.bwd_peak = (before + after) * e;
+    }
+    first = 2 * before * e;
+    second = (before + after) * e;
+    if (c.etp > 1) {
+      double sz = before * e * c.etp;
+      p.fwd_net_ms += net(c, Collective::ReduceScatter, sz, c.etp, c.nets.etp, CommGroup::Etp);
+      p.bwd_act_net_ms += net(c, Collective::AllGather, sz, c.etp, c.nets.etp, CommGroup::Etp);
+    }
+    if (c.ep > 1) {
+      p.fwd_net_ms += net(c, Collective::AllToAll, before * e, c.ep, c.nets.ep, CommGroup::Ep);
+      p.bwd_act_net_ms += net(c, Collective::AllToAll, before * e, c.ep, c.nets.ep, CommGroup::Ep);
+    }
+  }
+  p.fwd_bytes = first + second;
+  p.bwd_act_bytes = first + second;
+  finish_recompute(l);
+  // Two memory-bound kernels per pass, each with its own launch latency (_comp_cost_info override).
+  auto kernels = [&](const char* bw) {
+    return end_to_end_ms(*c.sys, 0, memory_time_ms(*c.sys, bw, first)) +
+           end_to_end_ms(*c.sys, 0, memory_time_ms(*c.sys, bw, second));
+  };
+  p.fwd_ms = kernels("permute_fwd");
+  p.bwd_act_ms = kernels("permute_bwd");
+  p.bwd_w_ms = 0;
+  p.recompute_ms = l.recompute ? p.fwd_ms : 0;
+}
+
+// --- GroupLinearCol / GroupLinearRow -------------------------------------------------------------
+// Geometry: tokens rows (all local experts), in / out local, local_experts.
+void price_group_linear(const Ctx& c, Leaf& l, bool column) {
+  double w_el = l.fp8_gemm ? 1 : c.e, a_el = l.fp8_gemm ? 1 : c.e;
+  double x = l.tokens * l.in;
+  double in_b = x * a_el, out_b = l.tokens * l.out * c.e;
+  double w = l.local_experts * l.in * l.out * w_el;
+  double grad = l.local_experts * l.in * l.out * kFp32;
+  l.cache = x * a_el;
+  if (l.has_cached_inputs || (column && l.offload_inputs)) l.cache = 0;
+  l.fwd_peak = in_b + out_b + (c.st->weight_in_linear_peak ? w : 0);
+  l.bwd_peak = in_b + out_b + (c.fp8 ? grad : 0) + (column && l.offload_inputs ? in_b : 0);
+  double numel = l.local_experts * l.in * l.out;
+  Mem& m = l.mem;
+  m.moe_weight_numel = numel * c.ep * c.etp;
+  m.moe_w = numel * w_el;
+  m.moe_g = numel * c.main_grad;
+  m.moe_s = 3 * kFp32 * numel;  // ZeRO sharding over edp: detail::shard()
+  te_dummy(c, l, true);
+  Pass& p = l.pass;
+  double base = 2 * l.tokens * l.in * l.out;
+  p.fwd_flops = p.bwd_act_flops = p.bwd_w_flops = base;
+  p.fwd_bytes = in_b + w + out_b;
+  p.bwd_act_bytes = w + out_b + in_b;
+  // SimuMax counts the fp32 main grad of one expert only here (not × local experts).
+  p.bwd_w_bytes = out_b + in_b + w + (c.st->gradient_accumulation_fusion ? l.in * l.out * 4 : 0);
+  finish_recompute(l);
+  const char* op = c.fp8 ? "fp8_group_matmul" : "group_matmul";
+  if (std::fmod(l.tokens, l.local_experts) != 0)
+    throw InputError("moe", "the " + fmt_int(l.tokens) + " expert tokens do not divide over " +
+                                fmt_int(l.local_experts) + " local experts");
+  std::string key = "ng=" + fmt_int(l.local_experts) + ", M=" + fmt_int(l.tokens / l.local_experts) +
+                    ", N=" + fmt_int(l.out) + ", K=" + fmt_int(l.in) + ", dtype=" + (c.fp8 ? "fp8" : "bf16") +
+                    ", out_dtype=bf16, main_grad_dtype=" + (c.st->grad_reduce_in_bf16 ? "bf16" : "fp32");
+  price_passes(
+      c, l, op, op, op,
+      key + ", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True",
+      key +
+          ", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, "
+          "single_output=False",
+      key +
+          ", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False");
+}
+
+namespace {
+
+/// The dense MLP (or a shared expert) from its three graph ops.
+void add_mlp(Builder& bld, const Op& fc1, const Op& act, const Op& fc2, const std::string& name,
+             const std::string& path, bool shared, const LayerRc& rc) {
+  const Ctx& c = bld.c;
+  bool enable = shared ? (rc.shared || rc.meg_moe) : (rc.linear || rc.meg_mlp);
+  bool ln_tail = rc.meg_ln && !shared;
+  double in_tokens_fc1 = (c.sp && c.tp > 1) ? fc1.tokens / c.tp : fc1.tokens;
+  bool bp_fc1 = c.rc.scope == RecomputeScope::Selective && rc.meg_ln && enable && !shared;
+  add_linear(bld, true, name + ".linear_fc1", path, 0, fc1.tokens, in_tokens_fc1, fc1.in_features,
+             fc1.out_features, enable || ln_tail, ln_tail, ln_tail, ln_tail, bp_fc1);
+  Leaf a;
+  a.kind = bld.c.m->gated() ? LeafKind::Swiglu : LeafKind::Gelu;
+  a.n_in = act.tokens * act.in_features;
+  a.n_out = act.tokens * act.out_features;
+  a.input_bytes = a.n_in * 2;
+  a.recompute = enable;
+  a.name = name + ".activation_layer";
+  a.path = path + Builder::idx(1, bld.c.m->gated() ? "Swiglu" : "Gelu");
+  bld.push(std::move(a));
+  add_linear(bld, false, name + ".linear_fc2", path, 2, fc2.tokens, fc2.tokens, fc2.in_features,
+             fc2.out_features, enable, false, true, false, false);
+}
+
+}  // namespace
+
+void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
+  const Ctx& c = bld.c;
+  const ModelSpec& m = *c.m;
+  bool selective = c.rc.scope == RecomputeScope::Selective;
+  const Op* router = ops.find(OpRole::Router);
+  if (!router) {
+    std::string mp = Builder::idx(3, "MLP");
+    const Op& fc1 = ops.need(OpRole::Fc1);
+    const Op& act = ops.need(OpRole::Act);
+    add_mlp(bld, fc1, act, ops.need(OpRole::Fc2), "mlp", mp, false, rc);
+    return;
+  }
+  std::string mp = Builder::idx(3, "ExpertMLP");
+  int i = 0;
+  bool has_shared = ops.has(OpRole::SharedFc1);
+  if (has_shared) {
+    const Op& fc1 = ops.need(OpRole::SharedFc1);
+    const Op& act = ops.need(OpRole::SharedAct);
+    add_mlp(bld, fc1, act, ops.need(OpRole::SharedFc2), "mlp.shared_expert", mp + Builder::idx(i++, "MLP"),
+            true, rc);
+  }
+  double b = mbs(c), s = router->tokens / b, h = router->in_features, E = router->out_features;
+  double topk = m.moe.router_topk;
+  Leaf r;
+  r.kind = LeafKind::Router;
+  r.b = b;
+  r.s = s;
+  r.in = h;
+  r.out = E;
+  r.input_bytes = b * s * h * 2;
+  r.recompute = rc.router || rc.meg_ln || rc.meg_moe;
+  r.has_cached_inputs = rc.meg_ln;
+  r.variance = r.recompute && (rc.meg_ln || c.rc.variance);
+  r.breakpoint = selective && rc.meg_ln;
+  r.name = "mlp.router";
+  r.path = mp + Builder::idx(i++, "Router");
+  bld.push(std::move(r));
+
+  auto pad = [&](double t) {
+    if (!m.moe.pad_expert_input_to_capacity) return t;
+    return std::ceil(t / E) * E * m.moe.capacity_factor;
+  };
+  double permuted = pad(topk * b * s);
+  double routed = pad(b * ((c.sp && c.etp > 1) ? s * c.etp : s) * topk);
+  const Op& fc1 = ops.need(OpRole::ExpertsFc1);
+  const Op& act = ops.need(OpRole::ExpertsAct);
+  const Op& fc2 = ops.need(OpRole::ExpertsFc2);
+  double local = fc1.local_experts;
+  bool perm_rc = rc.perm || rc.meg_moe;
+  ops.need(OpRole::Dispatch);
+  Leaf p;
+  p.kind = LeafKind::Permutation;
+  p.b = b;
+  p.s = s;
+  p.in = h;
+  p.tokens = permuted;
+  p.experts = E;
+  p.input_bytes = b * s * h * 2 + b * s * E * 4;
+  p.recompute = perm_rc;
+  p.name = "mlp.permutation";
+  p.path = mp + Builder::idx(i++, "Permutation");
+  bld.push(std::move(p));
+
+  bool lin_rc = rc.linear || rc.meg_moe;
+  bool act_rc = rc.linear || rc.meg_moe || rc.meg_moe_act;
+  // Grouped fc1 (with its quantizer under fp8).
+  {
+    Leaf g;
+    g.kind = LeafKind::GroupLinearCol;
+    g.tokens = routed;
+    g.in = fc1.in_features;
+    g.out = fc1.out_features;
+    g.local_experts = local;
+    g.recompute = lin_rc;
+    g.fp8_gemm = c.fp8;
+    if (c.fp8) {
+      Leaf q = quantizer_leaf(
+          routed * g.in, c.st->cache_grouped_gemm_fp8_inputs ? false : lin_rc, "mlp.group_linear1.quantizer",
+          mp + Builder::idx(i, "QuantizedGroupLinearCol") + Builder::idx(0, "Float8Quantizer"));
+      q.offload_inputs = !c.st->cache_grouped_gemm_fp8_inputs && c.st->offload_grouped_gemm_inputs;
+      bld.push(std::move(q));
+      g.offload_inputs = c.st->cache_grouped_gemm_fp8_inputs && c.st->offload_grouped_gemm_inputs;
+      g.input_bytes = routed * g.in;
+      g.name = "mlp.group_linear1.linear";
+      g.path = mp + Builder::idx(i++, "QuantizedGroupLinearCol") + Builder::idx(1, "GroupLinearCol");
+    } else {
+      g.offload_inputs = c.st->offload_grouped_gemm_inputs;
+      g.input_bytes = routed * g.in * 2;
+      g.name = "mlp.group_linear1";
+      g.path = mp + Builder::idx(i++, "GroupLinearCol");
+    }
+    bld.push(std::move(g));
+  }
+  {
+    Leaf a;
+    a.kind = m.gated() ? LeafKind::Swiglu : LeafKind::Gelu;
+    a.n_in = routed * act.in_features;
+    a.n_out = routed * act.out_features;
+    a.b = b;
+    a.s = s;
+    a.experts = E;
+    a.weighted_silu = m.gated() && c.st->moe_dispatch_probs;
+    a.input_bytes = a.n_in * 2 + (a.weighted_silu ? b * s * E * 4 : 0);
+    a.recompute = act_rc;
+    a.name = "mlp.expert_activation_layer";
+    a.path = mp + Builder::idx(i++, m.gated() ? "Swiglu" : "Gelu");
+    bld.push(std::move(a));
+  }
+  {
+    Leaf g;
+    g.kind = LeafKind::GroupLinearRow;
+    g.tokens = routed;
+    g.in = fc2.in_features;
+    g.out = fc2.out_features;
+    g.local_experts = local;
+    g.recompute = act_rc;
+    g.has_cached_inputs = rc.meg_moe_act;
+    g.variance = act_rc && (rc.meg_moe_act || c.rc.variance);
+    g.fp8_gemm = c.fp8;
+    if (c.fp8) {
+      bld.push(quantizer_leaf(
+          routed * g.in, act_rc, "mlp.group_linear2.quantizer",
+          mp + Builder::idx(i, "QuantizedGroupLinearRow") + Builder::idx(0, "Float8Quantizer")));
+      g.input_bytes = routed * g.in;
+      g.name = "mlp.group_linear2.linear";
+      g.path = mp + Builder::idx(i++, "QuantizedGroupLinearRow") + Builder::idx(1, "GroupLinearRow");
+    } else {
+      g.input_bytes = routed * g.in * 2;
+      g.name = "mlp.group_linear2";
+      g.path = mp + Builder::idx(i++, "GroupLinearRow");
+    }
+    bld.push(std::move(g));
+  }
+  {
+    ops.need(OpRole::Combine);
+    Leaf u;
+    u.kind = LeafKind::UnPermutation;
+    u.b = b;
+    u.s = s;
+    u.in = h;
+    u.tokens = routed;
+    u.input_bytes = routed * h * 2 + (c.st->moe_dispatch_probs ? 0 : b * s * E * 4);
+    u.recompute = perm_rc;
+    u.breakpoint = perm_rc && selective;
+    u.name = "mlp.unpermutation";
+    u.path = mp + Builder::idx(i++, "UnPermutation");
+    bld.push(std::move(u));
+  }
+  if (has_shared)
+    bld.push(layout_leaf(LeafKind::Add, 2 * b * s * h * 2, false, mp + Builder::idx(i++, ""), "AddModule"));
+}
+
+}  // namespace preflight::analyzer::cost::detail
