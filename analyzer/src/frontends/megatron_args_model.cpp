@@ -1,0 +1,303 @@
+// Megatron arguments, model group: architecture, vocabulary, MoE and multi-latent attention.
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "megatron_flags.hpp"
+#include "preflight/common/error.hpp"
+
+namespace preflight::analyzer::megatron {
+
+namespace {
+
+/// Megatron `--moe-layer-freq`: an int k (every k-th layer is MoE) or a Python list expression
+/// such as "[0]*3+[1]*58" or "([0]+[1]*2)*4".
+std::vector<bool> parse_moe_layer_freq(const std::string& v, int num_layers) {
+  std::string s;
+  for (char ch : v)
+    if (!std::isspace(static_cast<unsigned char>(ch))) s += ch;
+  if (!s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return std::isdigit(ch); })) {
+    I64 k = parse_int("--moe-layer-freq", s);
+    if (k <= 0) throw InputError("--moe-layer-freq", "must be positive");
+    std::vector<bool> out(num_layers);
+    for (int i = 0; i < num_layers; ++i) out[i] = i % k == 0;
+    return out;
+  }
+  // Tiny recursive-descent evaluator for sums of (list | (expr)) * int.
+  std::size_t pos = 0;
+  std::function<std::vector<bool>()> expr, term;
+  auto fail = [&]() -> std::vector<bool> {
+    throw InputError("--moe-layer-freq", "cannot read '" + v + "' (expected an int or e.g. [0]*3+[1]*58)");
+  };
+  auto atom = [&]() -> std::vector<bool> {
+    std::vector<bool> out;
+    if (pos < s.size() && s[pos] == '[') {
+      ++pos;
+      while (pos < s.size() && s[pos] != ']') {
+        if (s[pos] == ',') {
+          ++pos;
+          continue;
+        }
+        if (s[pos] != '0' && s[pos] != '1') return fail();
+        out.push_back(s[pos] == '1');
+        ++pos;
+      }
+      if (pos >= s.size()) return fail();
+      ++pos;
+      return out;
+    }
+    if (pos < s.size() && s[pos] == '(') {
+      ++pos;
+      out = expr();
+      if (pos >= s.size() || s[pos] != ')') return fail();
+      ++pos;
+      return out;
+    }
+    return fail();
+  };
+  term = [&]() -> std::vector<bool> {
+    std::vector<bool> base = atom();
+    while (pos < s.size() && s[pos] == '*') {
+      ++pos;
+      std::size_t start = pos;
+      while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) ++pos;
+      if (start == pos) return fail();
+      I64 times = parse_int("--moe-layer-freq", s.substr(start, pos - start));
+      std::vector<bool> rep;
+      for (I64 i = 0; i < times; ++i) rep.insert(rep.end(), base.begin(), base.end());
+      base = rep;
+    }
+    return base;
+  };
+  expr = [&]() -> std::vector<bool> {
+    std::vector<bool> out = term();
+    while (pos < s.size() && s[pos] == '+') {
+      ++pos;
+      auto more = term();
+      out.insert(out.end(), more.begin(), more.end());
+    }
+    return out;
+  };
+  std::vector<bool> out = expr();
+  if (pos != s.size()) fail();
+  return out;
+}
+
+/// Number of entries of a vocab file: JSON object (GPT-2 `vocab.json`) or one token per line (BERT).
+I64 count_vocab_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return 0;
+  in >> std::ws;
+  if (in.peek() == '{') {
+    try {
+      nlohmann::json j = nlohmann::json::parse(in);
+      return static_cast<I64>(j.size());
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(path, std::string("malformed vocab JSON: ") + e.what());
+    }
+  }
+  I64 n = 0;
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) ++n;
+  return n;
+}
+
+}  // namespace
+
+const std::vector<FlagSpec>& model_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--num-layers", Arity::One},
+      {"--hidden-size", Arity::One},
+      {"--ffn-hidden-size", Arity::One},
+      {"--num-attention-heads", Arity::One},
+      {"--num-query-groups", Arity::One},
+      {"--group-query-attention", Arity::Switch},
+      {"--num-key-value-heads", Arity::One},
+      {"--kv-channels", Arity::One},
+      {"--seq-length", Arity::One},
+      {"--max-position-embeddings", Arity::One},
+      {"--swiglu", Arity::Switch},
+      {"--squared-relu", Arity::Switch},
+      {"--untie-embeddings-and-output-weights", Arity::Switch},
+      {"--disable-bias-linear", Arity::Switch},
+      {"--add-qkv-bias", Arity::Switch},
+      {"--qk-layernorm", Arity::Switch},
+      {"--mtp-num-layers", Arity::One},
+      {"--mtp-loss-scaling-factor", Arity::One},
+      {"--normalization", Arity::One},
+      {"--position-embedding-type", Arity::One},
+      {"--use-rotary-position-embeddings", Arity::Switch},
+      {"--no-position-embedding", Arity::Switch},
+      {"--attention-dropout", Arity::One},
+      {"--hidden-dropout", Arity::One},
+      {"--vocab-size", Arity::One},
+      {"--vocab-file", Arity::One},
+      {"--tokenizer-type", Arity::One},
+      {"--tokenizer-model", Arity::One},
+      {"--make-vocab-size-divisible-by", Arity::One},
+      {"--num-experts", Arity::One},
+      {"--moe-router-topk", Arity::One},
+      {"--moe-ffn-hidden-size", Arity::One},
+      {"--moe-shared-expert-intermediate-size", Arity::One},
+      {"--moe-layer-freq", Arity::One},
+      {"--moe-pad-expert-input-to-capacity", Arity::Switch},
+      {"--moe-expert-capacity-factor", Arity::One},
+      {"--multi-latent-attention", Arity::Switch},
+      {"--q-lora-rank", Arity::One},
+      {"--kv-lora-rank", Arity::One},
+      {"--qk-head-dim", Arity::One},
+      {"--qk-pos-emb-head-dim", Arity::One},
+      {"--v-head-dim", Arity::One},
+  };
+  return flags;
+}
+
+void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Strategy& st,
+                       std::vector<std::string>& warnings) {
+  auto model_int = [&](const char* flag, I64 current) -> I64 {
+    if (f.has(flag)) return parse_int(flag, f.get(flag));
+    if (base) return current;
+    throw InputError(flag, "is required (the analysis cannot guess this size)");
+  };
+  m.num_layers = static_cast<int>(model_int("--num-layers", m.num_layers));
+  I64 old_hidden = m.hidden_size;
+  int old_heads = m.num_attention_heads;
+  m.hidden_size = model_int("--hidden-size", m.hidden_size);
+  m.num_attention_heads = static_cast<int>(model_int("--num-attention-heads", m.num_attention_heads));
+  if (base && f.has("--num-layers") && !m.moe.layer_is_moe.empty()) {
+    // A cut of a preset keeps its leading pattern (e.g. DeepSeek's first dense layers).
+    m.moe.layer_is_moe.resize(m.num_layers, true);
+  }
+  st.seq_length = f.require_int("--seq-length");
+
+  if (f.has("--swiglu"))
+    m.activation = Activation::SwiGLU;
+  else if (f.has("--squared-relu"))
+    m.activation = Activation::SquaredReLU;
+  bool geometry_changed = !base || old_hidden != m.hidden_size || old_heads != m.num_attention_heads;
+  if (f.has("--ffn-hidden-size")) {
+    m.ffn_hidden_size = parse_int("--ffn-hidden-size", f.get("--ffn-hidden-size"));
+  } else if (!base || old_hidden != m.hidden_size || f.has("--swiglu")) {
+    m.ffn_hidden_size =
+        m.gated() ? static_cast<I64>((4.0 * m.hidden_size * 2 / 3) / 64) * 64 : 4 * m.hidden_size;
+  }
+  if (f.has("--kv-channels"))
+    m.kv_channels = parse_int("--kv-channels", f.get("--kv-channels"));
+  else if (geometry_changed)
+    m.kv_channels = m.num_attention_heads > 0 ? m.hidden_size / m.num_attention_heads : 0;
+  if (f.has("--group-query-attention")) {
+    m.num_query_groups = static_cast<int>(f.int_or("--num-query-groups", 1));
+  } else if (f.has("--num-key-value-heads")) {
+    // Megatron-DeepSpeed's GQA flag (megatron/arguments.py: default None → num_attention_heads).
+    m.num_query_groups = static_cast<int>(parse_int("--num-key-value-heads", f.get("--num-key-value-heads")));
+  } else if (!base || old_heads != m.num_attention_heads) {
+    m.num_query_groups = m.num_attention_heads;
+    if (f.has("--num-query-groups"))
+      warnings.push_back("--num-query-groups " + f.get("--num-query-groups") +
+                         " has no effect without --group-query-attention (Megatron ignores it too)");
+  }
+  if (f.has("--max-position-embeddings"))
+    m.max_position_embeddings = parse_int("--max-position-embeddings", f.get("--max-position-embeddings"));
+  else if (!base || m.max_position_embeddings <= 0)
+    m.max_position_embeddings = st.seq_length;
+  if (f.has("--normalization")) {
+    const auto& n = f.get("--normalization");
+    // Megatron-LM spells RMSNorm/LayerNorm; Megatron-DeepSpeed rmsnorm/layernorm.
+    if (n == "RMSNorm" || n == "rmsnorm")
+      m.normalization = Normalization::RMSNorm;
+    else if (n == "LayerNorm" || n == "layernorm")
+      m.normalization = Normalization::LayerNorm;
+    else
+      throw InputError("--normalization", "unknown normalization '" + n + "' (LayerNorm or RMSNorm)");
+  }
+  if (f.has("--position-embedding-type")) {
+    const auto& p = f.get("--position-embedding-type");
+    if (p == "learned_absolute")
+      m.position_embedding = PositionEmbedding::LearnedAbsolute;
+    else if (p == "rope" || p == "mrope" || p == "yarn")
+      m.position_embedding = PositionEmbedding::Rope;
+    else if (p == "none" || p == "relative")
+      m.position_embedding = PositionEmbedding::None;
+    else
+      throw InputError("--position-embedding-type", "unknown type '" + p + "'");
+  } else if (f.has("--use-rotary-position-embeddings")) {
+    m.position_embedding = PositionEmbedding::Rope;
+  }
+  if (f.has("--no-position-embedding")) m.position_embedding = PositionEmbedding::None;
+  if (f.has("--untie-embeddings-and-output-weights")) m.untie_embeddings_and_output_weights = true;
+  if (f.has("--disable-bias-linear")) m.add_bias_linear = false;
+  if (f.has("--add-qkv-bias")) m.add_qkv_bias = true;
+  if (f.has("--qk-layernorm")) m.qk_layernorm = true;
+  if (f.has("--mtp-num-layers"))
+    m.mtp_num_layers = static_cast<int>(parse_int("--mtp-num-layers", f.get("--mtp-num-layers")));
+  m.attention_dropout = f.float_or("--attention-dropout", base ? m.attention_dropout : 0.1);
+  m.hidden_dropout = f.float_or("--hidden-dropout", base ? m.hidden_dropout : 0.1);
+  m.make_vocab_size_divisible_by = static_cast<int>(
+      f.int_or("--make-vocab-size-divisible-by", base ? m.make_vocab_size_divisible_by : 128));
+}
+
+void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
+                     std::vector<std::string>& warnings) {
+  // Vocabulary: a readable vocab file wins, then --vocab-size, then the tokenizer's known size.
+  std::string tok_type = f.has("--tokenizer-type") ? f.get("--tokenizer-type")
+                                                   : (f.has("--vocab-file") ? "GPT2BPETokenizer" : "");
+  I64 vocab = 0;
+  if (f.has("--vocab-file") && std::filesystem::is_regular_file(f.get("--vocab-file"))) {
+    vocab = count_vocab_file(f.get("--vocab-file"));
+  }
+  if (vocab == 0 && f.has("--vocab-size")) {
+    vocab = parse_int("--vocab-size", f.get("--vocab-size"));
+    if (tok_type == "NullTokenizer") vocab += 1;  // Megatron's NullTokenizer appends an EOD token
+    if (f.has("--vocab-file") || f.has("--tokenizer-model"))
+      warnings.push_back("tokenizer file not found on this machine; using --vocab-size " +
+                         f.get("--vocab-size") +
+                         (tok_type == "NullTokenizer" ? " + 1 (NullTokenizer EOD)" : ""));
+  }
+  if (vocab == 0 && base && m.vocab_size > 0) vocab = m.vocab_size;
+  if (vocab == 0 && known_tokenizer_vocab_size(tok_type) > 0) {
+    vocab = known_tokenizer_vocab_size(tok_type);
+    std::string from = f.has("--vocab-file") ? "vocab file '" + f.get("--vocab-file") + "' not found"
+                       : f.has("--tokenizer-model")
+                           ? "tokenizer model '" + f.get("--tokenizer-model") + "' not found"
+                           : "no vocab file given";
+    warnings.push_back(from + "; using the " + tok_type + " vocabulary size " + std::to_string(vocab));
+  }
+  if (vocab == 0)
+    throw InputError("--vocab-size", "cannot determine the vocabulary size" +
+                                         std::string(tok_type.empty() ? "" : " of tokenizer " + tok_type) +
+                                         "; pass --vocab-size or a readable --vocab-file");
+  m.vocab_size = vocab;
+}
+
+void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
+  if (f.has("--num-experts")) {
+    m.moe.num_experts = static_cast<int>(parse_int("--num-experts", f.get("--num-experts")));
+    if (m.moe.ffn_hidden_size <= 0) m.moe.ffn_hidden_size = m.ffn_hidden_size;
+  }
+  if (m.moe.enabled()) {
+    m.moe.router_topk = static_cast<int>(f.int_or("--moe-router-topk", base ? m.moe.router_topk : 2));
+    m.moe.ffn_hidden_size = f.int_or("--moe-ffn-hidden-size",
+                                     m.moe.ffn_hidden_size > 0 ? m.moe.ffn_hidden_size : m.ffn_hidden_size);
+    m.moe.shared_expert_ffn_hidden_size =
+        f.int_or("--moe-shared-expert-intermediate-size", m.moe.shared_expert_ffn_hidden_size);
+    if (f.has("--moe-layer-freq"))
+      m.moe.layer_is_moe = parse_moe_layer_freq(f.get("--moe-layer-freq"), m.num_layers);
+    if (f.has("--moe-pad-expert-input-to-capacity")) m.moe.pad_expert_input_to_capacity = true;
+    m.moe.capacity_factor = f.float_or("--moe-expert-capacity-factor", m.moe.capacity_factor);
+  }
+  if (f.has("--multi-latent-attention")) {
+    m.mla.enabled = true;
+    m.mla.q_lora_rank = f.int_or("--q-lora-rank", 0);
+    m.mla.kv_lora_rank = f.int_or("--kv-lora-rank", 32);
+    m.mla.qk_head_dim = f.int_or("--qk-head-dim", 128);
+    m.mla.qk_pos_emb_head_dim = f.int_or("--qk-pos-emb-head-dim", 64);
+    m.mla.v_head_dim = f.int_or("--v-head-dim", 128);
+  }
+}
+
+}  // namespace preflight::analyzer::megatron

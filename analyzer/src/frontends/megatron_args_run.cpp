@@ -1,0 +1,257 @@
+// Megatron arguments, run group: launcher and parallel sizes, pipeline split, numerics, recompute, kernels.
+#include <algorithm>
+#include <sstream>
+
+#include "megatron_flags.hpp"
+#include "preflight/common/error.hpp"
+
+namespace preflight::analyzer::megatron {
+
+const std::vector<FlagSpec>& launcher_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--nproc-per-node", Arity::One}, {"--nnodes", Arity::One},      {"--node-rank", Arity::One},
+      {"--master-addr", Arity::One},    {"--master-port", Arity::One}, {"--standalone", Arity::Switch},
+      {"--world-size", Arity::One},
+  };
+  return flags;
+}
+
+const std::vector<FlagSpec>& parallel_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--micro-batch-size", Arity::One},
+      {"--global-batch-size", Arity::One},
+      {"--tensor-model-parallel-size", Arity::One},
+      {"--pipeline-model-parallel-size", Arity::One},
+      {"--num-layers-per-virtual-pipeline-stage", Arity::One},
+      {"--num-virtual-stages-per-pipeline-rank", Arity::One},
+      {"--pipeline-model-parallel-layout", Arity::One},
+      {"--decoder-first-pipeline-num-layers", Arity::One},
+      {"--decoder-last-pipeline-num-layers", Arity::One},
+      {"--account-for-embedding-in-pipeline-split", Arity::Switch},
+      {"--account-for-loss-in-pipeline-split", Arity::Switch},
+      {"--context-parallel-size", Arity::One},
+      {"--expert-model-parallel-size", Arity::One},
+      {"--expert-tensor-parallel-size", Arity::One},
+      {"--sequence-parallel", Arity::Switch},
+      {"--use-tp-pp-dp-mapping", Arity::Switch},
+  };
+  return flags;
+}
+
+const std::vector<FlagSpec>& training_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--fp16", Arity::Switch},
+      {"--bf16", Arity::Switch},
+      {"--fp8-format", Arity::One},
+      {"--use-distributed-optimizer", Arity::Switch},
+      {"--optimizer", Arity::One},
+      {"--grad-reduce-in-bf16", Arity::Switch},
+      {"--accumulate-allreduce-grads-in-fp32", Arity::Switch},
+      {"--recompute-granularity", Arity::One},
+      {"--recompute-method", Arity::One},
+      {"--recompute-num-layers", Arity::One},
+      {"--recompute-activations", Arity::Switch},
+      {"--recompute-modules", Arity::Many},
+      {"--use-flash-attn", Arity::Switch},
+      {"--transformer-impl", Arity::One},
+      {"--attention-backend", Arity::One},
+      {"--cross-entropy-loss-fusion", Arity::Switch},
+  };
+  return flags;
+}
+
+void read_launcher_and_sizes(const Flags& f, const std::map<std::string, std::string>& env,
+                             MegatronConfig& cfg) {
+  Strategy& st = cfg.strategy;
+  // Launcher: torchrun flags, then its PET_* environment, then our own --world-size.
+  auto env_or = [&](const char* key) -> std::string {
+    auto it = env.find(key);
+    return it == env.end() ? "" : it->second;
+  };
+  std::string nproc = f.has("--nproc-per-node") ? f.get("--nproc-per-node") : env_or("PET_NPROC_PER_NODE");
+  std::string nnodes = f.has("--nnodes") ? f.get("--nnodes") : env_or("PET_NNODES");
+  if (f.has("--standalone")) nnodes = nnodes.empty() ? "1" : nnodes;
+  if (!nproc.empty()) {
+    if (nproc == "gpu" || nproc == "auto" || nproc == "cpu" || nproc == "xpu")
+      throw InputError("--nproc_per_node",
+                       "'" + nproc +
+                           "' depends on the machine that launches the run; give the number of "
+                           "processes per node");
+    cfg.nproc_per_node = static_cast<int>(parse_int("--nproc_per_node", nproc));
+  }
+  if (!nnodes.empty()) {
+    std::string upper = nnodes;
+    if (auto colon = nnodes.find(':'); colon != std::string::npos) {
+      upper = nnodes.substr(colon + 1);
+      cfg.warnings.push_back("elastic --nnodes " + nnodes + ": analysing the largest size, " + upper +
+                             " nodes");
+    }
+    cfg.nnodes = static_cast<int>(parse_int("--nnodes", upper));
+  }
+  st.tp = static_cast<int>(f.int_or("--tensor-model-parallel-size", 1));
+  st.pp = static_cast<int>(f.int_or("--pipeline-model-parallel-size", 1));
+  st.cp = static_cast<int>(f.int_or("--context-parallel-size", 1));
+  st.ep = static_cast<int>(f.int_or("--expert-model-parallel-size", 1));
+  st.etp = static_cast<int>(f.int_or("--expert-tensor-parallel-size", 0));
+  if (f.has("--world-size")) {
+    st.world_size = static_cast<int>(parse_int("--world-size", f.get("--world-size")));
+    st.gpus_per_node = !nproc.empty() ? cfg.nproc_per_node : std::min(st.world_size, 8);
+  } else if (!nproc.empty() || !nnodes.empty()) {
+    st.world_size = cfg.nproc_per_node * cfg.nnodes;
+    st.gpus_per_node = cfg.nproc_per_node;
+  } else {
+    st.world_size = st.tp * st.pp * st.cp;
+    st.gpus_per_node = std::min(st.world_size, 8);
+    cfg.warnings.push_back("no torchrun --nproc_per_node/--nnodes given: assuming world size = tp·pp·cp = " +
+                           std::to_string(st.world_size) + " (dp = 1)");
+  }
+  cfg.nproc_per_node = st.gpus_per_node;
+}
+
+void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
+  const ModelSpec& m = cfg.model;
+  Strategy& st = cfg.strategy;
+  st.micro_batch_size = static_cast<int>(f.int_or("--micro-batch-size", 1));
+  st.global_batch_size = static_cast<int>(f.int_or("--global-batch-size", 0));
+  st.sequence_parallel = f.has("--sequence-parallel");
+  if (st.sequence_parallel && st.tp == 1) {
+    st.sequence_parallel = false;
+    cfg.warnings.push_back("--sequence-parallel has no effect with tp = 1 (Megatron disables it too)");
+  }
+  if (f.has("--use-tp-pp-dp-mapping")) st.order = "tp-pp-dp";
+  st.first_stage_layers = static_cast<int>(f.int_or("--decoder-first-pipeline-num-layers", -1));
+  st.last_stage_layers = static_cast<int>(f.int_or("--decoder-last-pipeline-num-layers", -1));
+  st.account_for_embedding_in_pipeline_split = f.has("--account-for-embedding-in-pipeline-split");
+  st.account_for_loss_in_pipeline_split = f.has("--account-for-loss-in-pipeline-split");
+  if (f.has("--num-virtual-stages-per-pipeline-rank")) {
+    st.vpp = static_cast<int>(
+        parse_int("--num-virtual-stages-per-pipeline-rank", f.get("--num-virtual-stages-per-pipeline-rank")));
+  } else if (f.has("--num-layers-per-virtual-pipeline-stage")) {
+    I64 per = parse_int("--num-layers-per-virtual-pipeline-stage",
+                        f.get("--num-layers-per-virtual-pipeline-stage"));
+    if (per <= 0) throw InputError("--num-layers-per-virtual-pipeline-stage", "must be positive");
+    if (st.pp <= 0) throw InputError("--pipeline-model-parallel-size", "must be positive");
+    // Megatron: vpp = (num_layers // pp) // layers_per_virtual_stage (even split).
+    I64 per_stage = m.num_layers / st.pp;
+    if (per_stage % per != 0)
+      throw InputError("--num-layers-per-virtual-pipeline-stage",
+                       std::to_string(per_stage) + " layers per stage do not divide into chunks of " +
+                           std::to_string(per));
+    st.vpp = static_cast<int>(per_stage / per);
+  }
+
+  if (f.has("--pipeline-model-parallel-layout")) {
+    for (const char* other :
+         {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+          "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+          "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"})
+      if (f.has(other))
+        throw InputError("--pipeline-model-parallel-layout", std::string("cannot be combined with ") + other +
+                                                                 " (the layout says the whole split)");
+    st.chunk_layout = parse_pipeline_layout(f.get("--pipeline-model-parallel-layout"), st.pp,
+                                            static_cast<int>(m.num_layers), m.mtp_num_layers);
+    st.vpp = static_cast<int>(st.chunk_layout.size());
+  }
+}
+
+void read_numerics(const Flags& f, Strategy& st) {
+  if (f.has("--bf16") && f.has("--fp16")) throw InputError("--bf16", "cannot be combined with --fp16");
+  st.precision = f.has("--bf16") ? Precision::BF16 : f.has("--fp16") ? Precision::FP16 : Precision::FP32;
+  if (f.has("--fp8-format")) {
+    const auto& format = f.get("--fp8-format");
+    if (format == "e4m3")
+      st.fp8 = Fp8Format::E4M3;
+    else if (format == "hybrid")
+      st.fp8 = Fp8Format::Hybrid;
+    else
+      throw InputError("--fp8-format", "unknown format '" + format + "' (e4m3 or hybrid)");
+  }
+  st.distributed_optimizer = f.has("--use-distributed-optimizer");
+  if (f.has("--optimizer")) {
+    const auto& o = f.get("--optimizer");
+    if (o == "adam")
+      st.optimizer = Optimizer::Adam;
+    else if (o == "sgd")
+      st.optimizer = Optimizer::SGD;
+    else
+      throw InputError("--optimizer", "unknown optimizer '" + o + "' (adam or sgd)");
+  }
+  st.grad_reduce_in_bf16 = f.has("--grad-reduce-in-bf16");
+  st.accumulate_allreduce_grads_in_fp32 = f.has("--accumulate-allreduce-grads-in-fp32");
+}
+
+void read_recompute(const Flags& f, Strategy& st) {
+  if (f.has("--recompute-activations")) st.recompute_granularity = RecomputeGranularity::Selective;
+  if (f.has("--recompute-granularity")) {
+    const auto& g = f.get("--recompute-granularity");
+    if (g == "full")
+      st.recompute_granularity = RecomputeGranularity::Full;
+    else if (g == "selective")
+      st.recompute_granularity = RecomputeGranularity::Selective;
+    else
+      throw InputError("--recompute-granularity", "unknown granularity '" + g + "' (full or selective)");
+  }
+  if (st.recompute_granularity == RecomputeGranularity::Full) {
+    if (!f.has("--recompute-method"))
+      throw InputError("--recompute-method",
+                       "full recompute needs --recompute-method uniform or block (Megatron refuses it too)");
+    const auto& meth = f.get("--recompute-method");
+    if (meth == "uniform")
+      st.recompute_method = RecomputeMethod::Uniform;
+    else if (meth == "block")
+      st.recompute_method = RecomputeMethod::Block;
+    else
+      throw InputError("--recompute-method", "unknown method '" + meth + "' (uniform or block)");
+    st.recompute_num_layers = static_cast<int>(f.int_or("--recompute-num-layers", 1));
+  }
+  if (f.has("--recompute-modules")) {
+    st.recompute_modules.clear();
+    std::istringstream in(f.get("--recompute-modules"));
+    std::string mod;
+    while (in >> mod) st.recompute_modules.push_back(mod);
+  }
+}
+
+void read_kernels(const Flags& f, MegatronConfig& cfg) {
+  Strategy& st = cfg.strategy;
+  if (f.has("--transformer-impl")) {
+    const auto& impl = f.get("--transformer-impl");
+    if (impl == "torch_cpu")
+      st.transformer_impl = TransformerImpl::TorchCpu;
+    else if (impl == "transformer_engine" || impl == "local" || impl == "inference_optimized")
+      st.transformer_impl = TransformerImpl::MegatronCore;
+    else
+      throw InputError("--transformer-impl",
+                       "unknown implementation '" + impl + "' (transformer_engine, local, torch_cpu)");
+  }
+  bool torch_cpu = st.transformer_impl == TransformerImpl::TorchCpu;
+  if (torch_cpu) {
+    // examples/torch_cpu_gpt runs math attention only; --attention-backend unfused/local/auto say so too.
+    st.attention_backend = AttentionBackend::Math;
+    if (f.has("--attention-backend")) {
+      const auto& b = f.get("--attention-backend");
+      if (b != "unfused" && b != "local" && b != "auto")
+        throw InputError("--attention-backend", "--transformer-impl torch_cpu runs math attention; '" + b +
+                                                    "' is not available (unfused, local, auto)");
+    }
+  } else if (f.has("--attention-backend")) {
+    const auto& b = f.get("--attention-backend");
+    if (b == "flash" || b == "fused" || b == "auto")
+      st.attention_backend = AttentionBackend::Flash;
+    else if (b == "unfused" || b == "local")
+      st.attention_backend = AttentionBackend::Math;
+    else
+      throw InputError("--attention-backend",
+                       "unknown backend '" + b + "' (flash, fused, unfused, local, auto)");
+  } else if (f.has("--use-flash-attn")) {
+    st.attention_backend = AttentionBackend::Flash;
+  } else {
+    cfg.warnings.push_back(
+        "attention backend not given (--attention-backend / --use-flash-attn): assuming flash "
+        "attention, Megatron's default since 2024; pass --attention-backend unfused for math "
+        "attention");
+  }
+  st.cross_entropy_loss_fusion = f.has("--cross-entropy-loss-fusion");
+}
+
+}  // namespace preflight::analyzer::megatron

@@ -1,0 +1,74 @@
+#pragma once
+// Private to the Megatron front end: the flags it knows, as read off the command line, and one reader per
+// group of flags.  megatron_args.cpp scans the words and calls the readers in order; the model readers
+// are in megatron_args_model.cpp (architecture, vocabulary, MoE, MLA), the run readers in
+// megatron_args_run.cpp (launcher, parallel sizes, pipeline split, numerics, recompute, kernels).  A new
+// flag goes into its group's table and reader.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+
+namespace preflight::analyzer::megatron {
+
+using I64 = std::int64_t;
+
+enum class Arity { Switch, One, Many };
+struct FlagSpec {
+  const char* name;  ///< canonical spelling (dashes)
+  Arity arity;
+};
+
+/// Flags of each group (their readers below).
+const std::vector<FlagSpec>& launcher_flags();
+const std::vector<FlagSpec>& model_flags();
+const std::vector<FlagSpec>& parallel_flags();
+const std::vector<FlagSpec>& training_flags();  ///< numerics, optimizer, recompute, kernels
+
+I64 parse_int(const std::string& flag, const std::string& v);
+double parse_float(const std::string& flag, const std::string& v);
+
+/// The known flags given, with typed access.  `seen` maps the canonical flag to its raw value ("" for a
+/// switch).
+class Flags {
+ public:
+  explicit Flags(const std::map<std::string, std::string>& seen) : seen_(seen) {}
+  bool has(const char* f) const { return seen_.count(f) > 0; }
+  const std::string& get(const char* f) const { return seen_.at(f); }
+  I64 int_or(const char* f, I64 dflt) const { return has(f) ? parse_int(f, get(f)) : dflt; }
+  double float_or(const char* f, double dflt) const { return has(f) ? parse_float(f, get(f)) : dflt; }
+  /// @throws InputError when absent: "is required (the analysis cannot guess this size)".
+  I64 require_int(const char* f) const;
+
+ private:
+  const std::map<std::string, std::string>& seen_;
+};
+
+// --- megatron_args_model.cpp -----------------------------------------------------------------------
+/// Layers, hidden size, heads, kv groups, FFN, activation, norms, positions, biases, dropout, MTP.
+/// Sizes are required unless `base` gives them; also the sequence length (st.seq_length, which
+/// --max-position-embeddings defaults to).
+void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Strategy& st,
+                       std::vector<std::string>& warnings);
+/// Vocabulary: a readable --vocab-file, then --vocab-size (NullTokenizer: + 1), then the base model's,
+/// then the tokenizer's known size.
+void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m, std::vector<std::string>& warnings);
+/// Experts (--num-experts, top-k, FFN sizes, --moe-layer-freq, capacity) and multi-latent attention.
+void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m);
+
+// --- megatron_args_run.cpp -------------------------------------------------------------------------
+/// torchrun's --nproc_per_node/--nnodes (or PET_*), --world-size, and the tp/pp/cp/ep/etp sizes.
+void read_launcher_and_sizes(const Flags& f, const std::map<std::string, std::string>& env,
+                             MegatronConfig& cfg);
+/// Micro/global batch, sequence parallel, rank order, uneven and virtual pipeline splits, the layout.
+void read_pipeline_split(const Flags& f, MegatronConfig& cfg);
+/// Precision, fp8, optimizer and gradient reduction.
+void read_numerics(const Flags& f, Strategy& st);
+/// --recompute-granularity / -method / -num-layers / -modules (and the old --recompute-activations).
+void read_recompute(const Flags& f, Strategy& st);
+/// --transformer-impl, attention backend, cross-entropy fusion.
+void read_kernels(const Flags& f, MegatronConfig& cfg);
+
+}  // namespace preflight::analyzer::megatron
