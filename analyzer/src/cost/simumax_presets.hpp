@@ -1,13 +1,13 @@
 #pragma once
-// The SimuMax configuration files embedded at build time (analyzer/data/simumax; the .cpp is generated
-// by analyzer/cmake/embed_presets.cmake).
+// The SimuMax configuration files embedded at build time (analyzer/data/simumax, through
+// embedded_data.hpp).
 #include <string>
 #include <vector>
 
 namespace preflight::analyzer::cost::presets {
 
 struct Preset {
-  const char* name;  ///< file name without .json
+  std::string name;  ///< file name without .json
   const char* json;  ///< file content
 };
 

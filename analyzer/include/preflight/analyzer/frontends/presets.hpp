@@ -5,8 +5,9 @@
 ///
 /// Each preset is written as the architecture fields of the model's published Hugging Face config.json
 /// (or, for GPT-3, of its paper's Table 2.1 in config.json form) and converted by the same front end as a
-/// user's file (hf_config.hpp), so a preset and the real config.json give the same ModelSpec.  The source
-/// of every preset is in presets.cpp and returned by preset_source().
+/// user's file (hf_config.hpp), so a preset and the real config.json give the same ModelSpec.  The presets
+/// are data: analyzer/data/models/<name>.json (the config.json) listed in analyzer/data/models/presets.json
+/// (name, aliases, repository, source: returned by preset_source()), embedded into the binary at build.
 ///
 /// Known names: llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, llama3-405b, gpt3-175b,
 /// mistral-7b, mixtral-8x7b, mixtral-8x22b, qwen2.5-7b, qwen2.5-72b, qwen3-8b, qwen3-32b, qwen3-30b-a3b,
