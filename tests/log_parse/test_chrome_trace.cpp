@@ -6,12 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "byte_source.hpp"
+#include "text/byte_source.hpp"
 #include "log_fixtures.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/log_parse/chrome_trace.hpp"
 #include "test_support.hpp"
-#include "trace_split.hpp"
+#include "chrome_trace/trace_split.hpp"
 
 using namespace preflight::log_parse;
 using namespace preflight::test;

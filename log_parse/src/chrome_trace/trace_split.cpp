@@ -1,4 +1,4 @@
-#include "trace_split.hpp"
+#include "chrome_trace/trace_split.hpp"
 
 #include <algorithm>
 #include <cstring>

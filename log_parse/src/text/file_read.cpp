@@ -1,4 +1,4 @@
-#include "file_read.hpp"
+#include "text/file_read.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -11,9 +11,9 @@
 
 #include "preflight/common/error.hpp"
 
-#include "byte_scan.hpp"
-#include "file_read.hpp"
-#include "log_text.hpp"
+#include "text/byte_scan.hpp"
+#include "text/file_read.hpp"
+#include "text/log_text.hpp"
 
 namespace preflight::log_parse {
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "trace_replay.hpp"
+#include "hook_trace/trace_replay.hpp"
 
 namespace preflight::log_parse {
 

@@ -11,9 +11,9 @@
 #include <mutex>
 #include <thread>
 
-#include "byte_source.hpp"
+#include "text/byte_source.hpp"
 #include "preflight/common/error.hpp"
-#include "trace_split.hpp"
+#include "chrome_trace/trace_split.hpp"
 
 namespace preflight::log_parse {
 

@@ -1,4 +1,4 @@
-#include "byte_source.hpp"
+#include "text/byte_source.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // Replay of hook traces into live blocks; see trace_replay.hpp.
-#include "trace_replay.hpp"
+#include "hook_trace/trace_replay.hpp"
 
 namespace preflight::log_parse::detail {
 

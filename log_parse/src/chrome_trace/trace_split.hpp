@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "byte_source.hpp"
-#include "file_read.hpp"
+#include "text/byte_source.hpp"
+#include "text/file_read.hpp"
 
 namespace preflight::log_parse::detail {
 

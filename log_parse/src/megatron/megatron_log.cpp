@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "byte_scan.hpp"
-#include "file_read.hpp"
-#include "log_text.hpp"
+#include "text/byte_scan.hpp"
+#include "text/file_read.hpp"
+#include "text/log_text.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/common/table.hpp"
 #include "preflight/common/units.hpp"

@@ -1,4 +1,4 @@
-#include "log_text.hpp"
+#include "text/log_text.hpp"
 
 namespace preflight::log_parse::detail {
 

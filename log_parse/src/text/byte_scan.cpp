@@ -1,4 +1,4 @@
-#include "byte_scan.hpp"
+#include "text/byte_scan.hpp"
 
 #include <cstring>
 

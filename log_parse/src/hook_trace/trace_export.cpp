@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "preflight/common/error.hpp"
-#include "trace_replay.hpp"
+#include "hook_trace/trace_replay.hpp"
 
 namespace preflight::log_parse {
 

@@ -16,8 +16,8 @@
 #include "preflight/common/table.hpp"
 #include "preflight/common/units.hpp"
 #include "preflight/log_parse/chrome_trace.hpp"
-#include "span_assembler.hpp"
-#include "string_interner.hpp"
+#include "chrome_trace/span_assembler.hpp"
+#include "chrome_trace/string_interner.hpp"
 
 namespace preflight::log_parse {
 
