@@ -19,22 +19,6 @@ std::string pcie_net(long span) {
   return "inter_node";
 }
 
-const char* collective_key(Collective c) {
-  switch (c) {
-    case Collective::AllReduce:
-      return "all_reduce";
-    case Collective::AllGather:
-      return "all_gather";
-    case Collective::ReduceScatter:
-      return "reduce_scatter";
-    case Collective::AllToAll:
-      return "all2all";
-    case Collective::SendRecv:
-      return "p2p";
-  }
-  return "?";
-}
-
 template <class Map>
 const double* lookup_by_n(const Map& m, int n) {
   auto it = m.find(n);
@@ -115,13 +99,13 @@ double collective_time_ms(const SystemSpec& sys, Collective kind, double size, i
   auto nit = sys.networks.find(net);
   if (nit == sys.networks.end())
     throw InputError(sys.name + ": networks", "has no network '" + net + "' (needed for a " +
-                                                  collective_key(kind) + " among " + std::to_string(n) +
+                                                  simumax_key(kind) + " among " + std::to_string(n) +
                                                   " ranks)");
   const Network& nw = nit->second;
-  auto oit = nw.op.find(collective_key(kind));
+  auto oit = nw.op.find(simumax_key(kind));
   if (oit == nw.op.end())
     throw InputError(sys.name + ": networks." + net + ".op",
-                     std::string("has no '") + collective_key(kind) + "'");
+                     std::string("has no '") + simumax_key(kind) + "'");
   const NetOp& op = oit->second;
   double eff = op.efficient_factor ? *op.efficient_factor : nw.bandwidth.efficient_factor;
   double actual = size * op.scale;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "preflight/analyzer/frontends/hf_config.hpp"
+#include "preflight/analyzer/model/collective.hpp"
 #include "preflight/analyzer/frontends/presets.hpp"
 #include "preflight/common/error.hpp"
 #include "simumax_presets.hpp"
@@ -16,6 +17,13 @@ namespace preflight::analyzer::cost {
 using nlohmann::json;
 
 namespace {
+
+/// "all_reduce, all_gather, reduce_scatter, all2all, p2p": the op keys of a SimuMax network.
+std::string simumax_collective_keys() {
+  std::string out;
+  for (Collective c : kAllCollectives) out += (out.empty() ? "" : ", ") + std::string(simumax_key(c));
+  return out;
+}
 
 std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
   std::string out;
@@ -585,12 +593,10 @@ SystemSpec read_simumax_system(const json& j, const std::string& where) {
       if (c.has("dp_fixed_bw"))
         op.dp_fixed_bw = read_by_comm_num(c.raw("dp_fixed_bw"), c.field("dp_fixed_bw"));
       c.reject_unknown();
-      static const std::set<std::string> known{"all_reduce", "all_gather", "reduce_scatter", "p2p",
-                                               "all2all"};
-      if (!known.count(o.key()))
+      if (!collective_from_simumax_key(o.key()))
         throw InputError(
             where + ": " + prefix + "op." + o.key(),
-            "is not a collective SimuMax knows (all_reduce, all_gather, reduce_scatter, p2p, all2all)");
+            "is not a collective SimuMax knows (" + simumax_collective_keys() + ")");
       net.op[o.key()] = op;
     }
     sys.networks[it.key()] = std::move(net);

@@ -315,21 +315,6 @@ bool is_inner_norm(OpRole r) {
   return r == OpRole::QNorm || r == OpRole::KNorm || r == OpRole::QDownNorm || r == OpRole::KvDownNorm;
 }
 
-const char* to_string(Collective c) {
-  switch (c) {
-    case Collective::AllReduce:
-      return "all_reduce";
-    case Collective::AllGather:
-      return "all_gather";
-    case Collective::ReduceScatter:
-      return "reduce_scatter";
-    case Collective::AllToAll:
-      return "all_to_all";
-    case Collective::SendRecv:
-      return "send_recv";
-  }
-  return "?";
-}
 const char* to_string(ParallelDim d) {
   switch (d) {
     case ParallelDim::TP:

@@ -397,10 +397,10 @@ std::string data_parallel_section(const LayerGraph& g, const CommReport& comm, c
   t.column("parameter gather").column("GiB/GPU", A::Right);
   for (const auto& s : mem.stages) {
     double dense = static_cast<double>(s.params - s.expert_params);
-    std::string sync = st.distributed_optimizer ? "reduce_scatter" : "all_reduce";
+    std::string sync = to_string(st.distributed_optimizer ? Collective::ReduceScatter : Collective::AllReduce);
     t.row({num(s.pp_rank), with_commas(s.params - s.expert_params),
            sync + " (" + fixed(bpp.grad, 0) + " B/grad)", gib(dense * bpp.grad),
-           st.distributed_optimizer ? "all_gather" : "—",
+           st.distributed_optimizer ? to_string(Collective::AllGather) : "—",
            st.distributed_optimizer ? gib(dense * bpp.weight) : "—"});
   }
   out += t.render();

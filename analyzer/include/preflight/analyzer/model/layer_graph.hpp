@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "preflight/analyzer/model/collective.hpp"
 #include "preflight/analyzer/model/model_spec.hpp"
 #include "preflight/analyzer/model/strategy.hpp"
 
@@ -137,7 +138,6 @@ struct SavedTensor {
   std::string allocated_by;
 };
 
-enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
 /// The process group a collective runs in.
 enum class ParallelDim { TP, CP, EP, ETP, DP, EDP, PP };
 enum class Pass { Forward, Backward };
@@ -259,7 +259,6 @@ const char* to_string(OpRole r);
 /// True for the roles of the attention block's norms inside attention (qk norms, MLA latent norms): not
 /// the layer's input_layernorm / pre_mlp_layernorm.
 bool is_inner_norm(OpRole r);
-const char* to_string(Collective c);
 const char* to_string(ParallelDim d);
 
 }  // namespace preflight::analyzer
