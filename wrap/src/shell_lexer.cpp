@@ -455,83 +455,100 @@ ShellScript parse_shell(std::string_view text) {
   return out;
 }
 
-std::optional<std::string> literal_value(std::string_view raw) {
-  std::string out;
-  std::size_t i = 0;
-  const std::size_t n = raw.size();
-  if (n > 0 && raw[0] == '~') return std::nullopt;
+namespace {
+
+/// What an expansion (`$…`, backquote) does to unquoting.
+enum class Expansions {
+  Fail,  ///< the word has no value without running the script
+  Stop,  ///< the value ends before it
+  Keep,  ///< it is text like any other (a command string run later by another shell)
+};
+
+struct Unquoted {
+  std::string value;
+  std::size_t next = 0;       ///< offset after the word (or of the expansion that ended it)
+  bool have = false;          ///< a word was read (quotes count, a lone continuation does not)
+  bool expansion = false;     ///< stopped at an expansion (or an unquoted glob / parenthesis)
+  char unterminated = '\0';  ///< the quote left open at the end of the text
+};
+
+/// The one unquoting of this file, as bash removes quotes from a word: backslash escapes and
+/// continuations, '…', "…" with its four escapes (\$ \` \" \\) and continuations.  Reads from `i`; with
+/// `split` an unquoted blank or newline ends the word; with `globs_fail` an unquoted * ? ( ) counts as an
+/// expansion.
+Unquoted unquote(std::string_view t, std::size_t i, Expansions ex, bool split, bool globs_fail) {
+  Unquoted r;
+  const std::size_t n = t.size();
+  auto expansion_at = [&](std::size_t at) {
+    r.expansion = true;
+    r.next = at;
+    return r;
+  };
   while (i < n) {
-    char c = raw[i];
+    char c = t[i];
+    if (split && (is_blank(c) || c == '\n')) break;
     if (c == '\\') {
-      if (i + 1 < n && raw[i + 1] != '\n') out += raw[i + 1];
+      if (i + 1 < n && t[i + 1] != '\n') {
+        r.value += t[i + 1];
+        r.have = true;
+      }
       i += 2;
     } else if (c == '\'') {
-      auto j = raw.find('\'', i + 1);
-      if (j == std::string_view::npos) return std::nullopt;
-      out.append(raw.substr(i + 1, j - i - 1));
+      auto j = t.find('\'', i + 1);
+      if (j == std::string_view::npos) {
+        r.unterminated = '\'';
+        r.next = n;
+        return r;
+      }
+      r.value.append(t.substr(i + 1, j - i - 1));
+      r.have = true;
       i = j + 1;
     } else if (c == '"') {
       std::size_t j = i + 1;
-      while (j < n && raw[j] != '"') {
-        if (raw[j] == '\\' && j + 1 < n &&
-            (raw[j + 1] == '$' || raw[j + 1] == '`' || raw[j + 1] == '"' || raw[j + 1] == '\\' ||
-             raw[j + 1] == '\n')) {
-          if (raw[j + 1] != '\n') out += raw[j + 1];
+      while (j < n && t[j] != '"') {
+        if (t[j] == '\\' && j + 1 < n &&
+            (t[j + 1] == '$' || t[j + 1] == '`' || t[j + 1] == '"' || t[j + 1] == '\\' || t[j + 1] == '\n')) {
+          if (t[j + 1] != '\n') r.value += t[j + 1];
           j += 2;
-        } else if (raw[j] == '$' || raw[j] == '`') {
-          return std::nullopt;
+        } else if ((t[j] == '$' || t[j] == '`') && ex != Expansions::Keep) {
+          return expansion_at(j);
         } else {
-          out += raw[j++];
+          r.value += t[j++];
         }
       }
-      if (j >= n) return std::nullopt;
+      if (j >= n) {
+        r.unterminated = '"';
+        r.next = n;
+        return r;
+      }
+      r.have = true;
       i = j + 1;
-    } else if (c == '$' || c == '`' || c == '*' || c == '?' || c == '(' || c == ')') {
-      return std::nullopt;
+    } else if (((c == '$' || c == '`') && ex != Expansions::Keep) ||
+               (globs_fail && (c == '*' || c == '?' || c == '(' || c == ')'))) {
+      return expansion_at(i);
     } else {
-      out += c;
+      r.value += c;
+      r.have = true;
       ++i;
     }
   }
-  return out;
+  r.next = i;
+  return r;
+}
+
+}  // namespace
+
+std::optional<std::string> literal_value(std::string_view raw) {
+  if (!raw.empty() && raw[0] == '~') return std::nullopt;
+  Unquoted u = unquote(raw, 0, Expansions::Fail, false, true);
+  if (u.expansion || u.unterminated) return std::nullopt;
+  return u.value;
 }
 
 std::optional<std::string> literal_head(std::string_view raw) {
-  std::string out;
-  const std::size_t n = raw.size();
-  for (std::size_t i = 0; i < n;) {
-    char c = raw[i];
-    if (c == '$' || c == '`') return out;
-    if (c == '\\') {
-      if (i + 1 < n && raw[i + 1] != '\n') out += raw[i + 1];
-      i += 2;
-    } else if (c == '\'') {
-      auto j = raw.find('\'', i + 1);
-      if (j == std::string_view::npos) return std::nullopt;
-      out.append(raw.substr(i + 1, j - i - 1));
-      i = j + 1;
-    } else if (c == '"') {
-      std::size_t j = i + 1;
-      while (j < n && raw[j] != '"') {
-        if (raw[j] == '\\' && j + 1 < n &&
-            (raw[j + 1] == '$' || raw[j + 1] == '`' || raw[j + 1] == '"' || raw[j + 1] == '\\' ||
-             raw[j + 1] == '\n')) {
-          if (raw[j + 1] != '\n') out += raw[j + 1];
-          j += 2;
-        } else if (raw[j] == '$' || raw[j] == '`') {
-          return out;
-        } else {
-          out += raw[j++];
-        }
-      }
-      if (j >= n) return std::nullopt;
-      i = j + 1;
-    } else {
-      out += c;
-      ++i;
-    }
-  }
-  return out;
+  Unquoted u = unquote(raw, 0, Expansions::Stop, false, false);
+  if (u.unterminated) return std::nullopt;
+  return u.value;
 }
 
 std::optional<ParameterRef> parameter_ref(std::string_view raw) {
@@ -574,49 +591,19 @@ std::optional<ParameterRef> parameter_ref(std::string_view raw) {
 
 std::vector<std::string> split_shell_words(std::string_view text, const std::string& context) {
   std::vector<std::string> words;
-  std::string cur;
-  bool have = false;
-  const std::size_t n = text.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    char c = text[i];
-    if (is_blank(c) || c == '\n') {
-      if (have) words.push_back(cur);
-      cur.clear();
-      have = false;
-    } else if (c == '\\') {
-      if (i + 1 < n && text[i + 1] != '\n') {
-        cur += text[i + 1];
-        have = true;
-      }
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (is_blank(text[i]) || text[i] == '\n') {
       ++i;
-    } else if (c == '\'') {
-      auto j = text.find('\'', i + 1);
-      if (j == std::string_view::npos)
-        throw InputError(context, "unterminated single quote in command string");
-      cur.append(text.substr(i + 1, j - i - 1));
-      have = true;
-      i = j;
-    } else if (c == '"') {
-      std::size_t j = i + 1;
-      while (j < n && text[j] != '"') {
-        if (text[j] == '\\' && j + 1 < n &&
-            (text[j + 1] == '$' || text[j + 1] == '`' || text[j + 1] == '"' || text[j + 1] == '\\' ||
-             text[j + 1] == '\n')) {
-          if (text[j + 1] != '\n') cur += text[j + 1];
-          j += 2;
-        } else {
-          cur += text[j++];
-        }
-      }
-      if (j >= n) throw InputError(context, "unterminated double quote in command string");
-      have = true;
-      i = j;
-    } else {
-      cur += c;
-      have = true;
+      continue;
     }
+    Unquoted u = unquote(text, i, Expansions::Keep, true, false);
+    if (u.unterminated)
+      throw InputError(context, std::string("unterminated ") + (u.unterminated == '\'' ? "single" : "double") +
+                                    " quote in command string");
+    if (u.have) words.push_back(std::move(u.value));
+    i = u.next;
   }
-  if (have) words.push_back(cur);
   return words;
 }
 
