@@ -325,3 +325,47 @@ TEST(TraceEnvironment, RunDirectoriesAreNewEachTime) {
   EXPECT_EQ(a.parent_path(), std::filesystem::absolute(dir / "traces").lexically_normal());
   EXPECT_EQ(a.filename().string().rfind("run-", 0), 0u);
 }
+
+// mpirun / mpiexec (Open MPI, MPICH, Intel MPI spellings): the MPI processes are the ranks.
+TEST(Launch, MpirunStartsTheRanks) {
+  auto ws = [](const Words& argv, WorldSizeHints hints = {}) {
+    auto l = parse(argv);
+    EXPECT_TRUE(l.has_value());
+    EXPECT_EQ(l->launcher, Launcher::Mpirun);
+    return *launch_world_size(*l, hints, {});
+  };
+  // -np with processes per node (Open MPI -N, MPICH -ppn, --map-by ppr:N:node).
+  WorldSize a = ws({"mpirun", "-np", "16", "-N", "8", "-x", "MASTER_ADDR", "python", "pretrain_gpt.py"});
+  EXPECT_EQ(a.nnodes, 2);
+  EXPECT_EQ(a.nproc_per_node, 8);
+  EXPECT_EQ(ws({"mpiexec", "-n", "32", "-ppn", "4", "python3", "-u", "pretrain_gpt.py"}).nnodes, 8);
+  EXPECT_EQ(ws({"mpirun", "--np", "8", "--map-by", "ppr:4:node", "python", "pretrain_gpt.py"}).nnodes, 2);
+  // A host list with slots, or one process per listed host.
+  WorldSize h = ws({"mpirun", "-np", "8", "--host", "n1:4,n2:4", "python", "pretrain_gpt.py"});
+  EXPECT_EQ(h.nnodes, 2);
+  EXPECT_EQ(h.nproc_per_node, 4);
+  EXPECT_EQ(ws({"mpirun", "-H", "a,b,c", "python", "pretrain_gpt.py"}).world(), 3);
+  // An Open MPI hostfile without -np: one process per slot.
+  preflight::test::TempDir dir("mpi");
+  std::string hostfile = (dir.path() / "hosts").string();
+  preflight::test::write_file(hostfile, "# nodes\nnode1 slots=8\nnode2 slots=8 max_slots=8\n");
+  WorldSize f = ws({"mpirun", "--hostfile", hostfile, "python", "pretrain_gpt.py"});
+  EXPECT_EQ(f.world(), 16);
+  EXPECT_EQ(f.nproc_per_node, 8);
+  // -np alone: one node unless --nnodes says otherwise.
+  EXPECT_EQ(ws({"mpirun", "-np", "8", "python", "pretrain_gpt.py"}).nnodes, 1);
+  WorldSizeHints two;
+  two.nnodes = 2;
+  EXPECT_EQ(ws({"mpirun", "-np", "8", "python", "pretrain_gpt.py"}, two).nproc_per_node, 4);
+  // Nothing said: a note, and the hints.
+  WorldSize none = ws({"mpirun", "python", "pretrain_gpt.py"});
+  EXPECT_EQ(none.world(), 1);
+  ASSERT_FALSE(none.notes.empty());
+  EXPECT_NE(none.notes[0].find("--gpus-per-node"), std::string::npos);
+  EXPECT_THROW(ws({"mpirun", "-np", "eight", "python", "pretrain_gpt.py"}), preflight::InputError);
+  // mpirun in front of torchrun: one torchrun per node, torchrun's flags give the size.
+  auto t = parse(
+      {"mpirun", "-np", "2", "--npernode", "1", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"});
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->launcher, Launcher::Torchrun);
+}

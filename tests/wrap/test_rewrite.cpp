@@ -233,7 +233,7 @@ TEST(Rewrite, MindFormersLaunchesInAnalyzeModeSayWhatIsMissing) {
 TEST(Rewrite, SrunLaunchesAndANoteForLaunchesNotRecognised) {
   std::string in = read_file(wrap_data("slurm_style.sh"));
   WrapResult r = wrap_script(in, opts());
-  EXPECT_EQ(changed_lines(in, r.text), (std::vector<std::size_t>{18, 20, 24}));
+  EXPECT_EQ(changed_lines(in, r.text), (std::vector<std::size_t>{18, 20, 22, 24}));
   auto out = lines(r.text);
   // srun starting torchrun on each node: analyze replaces both (it must run once, not once per node).
   EXPECT_EQ(out[17], "    " + kInv + " analyze --nnodes 2 --nproc_per_node 4 \\");
@@ -242,20 +242,30 @@ TEST(Rewrite, SrunLaunchesAndANoteForLaunchesNotRecognised) {
   EXPECT_EQ(out[23], "    " + kInv +
                          " run --mode analyze -- srun --mpi=pmix --cpu-bind=none python -u pretrain_gpt.py "
                          "\"${MODEL_ARGS[@]}\"");
-  ASSERT_EQ(r.launches.size(), 2u);
+  // mpirun starting the ranks: likewise, its -np is read when the script runs.
+  EXPECT_EQ(out[21], "    " + kInv +
+                         " run --mode analyze -- mpirun -np 8 python pretrain_gpt.py \"${MODEL_ARGS[@]}\"");
+  ASSERT_EQ(r.launches.size(), 3u);
   EXPECT_EQ(r.launches[0].launcher, Launcher::Torchrun);
-  EXPECT_EQ(r.launches[1].launcher, Launcher::Srun);
-  EXPECT_EQ(r.launches[1].line, 24u);
-  // mpirun is no launcher wrap knows: the line stays, and the report says it will start the real run.
-  ASSERT_EQ(r.notes.size(), 1u);
-  EXPECT_NE(r.notes[0].find("test.sh:22: `mpirun -np 8 python pretrain_gpt.py \"${MODEL_ARGS[@]}\"` names "
-                            "pretrain_gpt.py"),
+  EXPECT_EQ(r.launches[1].launcher, Launcher::Mpirun);
+  EXPECT_EQ(r.launches[1].line, 22u);
+  EXPECT_EQ(r.launches[2].launcher, Launcher::Srun);
+  EXPECT_EQ(r.launches[2].line, 24u);
+  EXPECT_TRUE(r.notes.empty());
+  // A launcher wrap does not know: the line stays, and the report says it will start the real run.
+  std::string two =
+      "torchrun pretrain_gpt.py --num-layers 2\nhorovodrun -np 8 python pretrain_gpt.py --num-layers 2\n";
+  WrapResult unknown = wrap_script(two, opts());
+  EXPECT_EQ(lines(unknown.text)[1], "horovodrun -np 8 python pretrain_gpt.py --num-layers 2");
+  ASSERT_EQ(unknown.notes.size(), 1u);
+  EXPECT_NE(unknown.notes[0].find("test.sh:2: `horovodrun -np 8 python pretrain_gpt.py --num-layers 2` names "
+                                  "pretrain_gpt.py"),
             std::string::npos)
-      << r.notes[0];
-  EXPECT_NE(r.notes[0].find("it will start the real run"), std::string::npos);
+      << unknown.notes[0];
+  EXPECT_NE(unknown.notes[0].find("it will start the real run"), std::string::npos);
 
   WrapResult t = wrap_script(in, opts(WrapMode::Trace));
-  EXPECT_EQ(changed_lines(in, t.text), (std::vector<std::size_t>{18, 24}));
+  EXPECT_EQ(changed_lines(in, t.text), (std::vector<std::size_t>{18, 22, 24}));
   EXPECT_EQ(lines(t.text)[17], "    " + kInv +
                                    " run --mode trace -- srun --nodes=2 --ntasks-per-node=1 --gres=gpu:4 "
                                    "torchrun --nnodes 2 --nproc_per_node 4 \\");

@@ -188,6 +188,20 @@ bool is_file_command(std::string_view w) {
   return kFileCommands.count(w) > 0;
 }
 
+/// "torchrun, python -m torch.distributed.run, …, msrun_launcher.sh "CMD", srun, mpirun or python".
+std::string launcher_list() {
+  std::vector<std::string> names;
+  for (const LauncherInfo& l : launchers()) {
+    if (l.id == Launcher::Python) continue;
+    std::string n = l.name;
+    if (l.entry == EntryPosition::CommandString) n += " \"CMD\"";
+    names.push_back(n);
+  }
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out + " or python";
+}
+
 bool is_mindspore_launch(const LaunchMatch& m) {
   if (is_mindspore_launcher(m.launcher)) return true;
   if (m.launcher != Launcher::Python) return false;
@@ -343,9 +357,8 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
     throw InputError(
         o.script_name,
         "no launch of a training entry point found\n"
-        "  looked for: torchrun, python -m torch.distributed.run, python -m torch.distributed.launch, "
-        "deepspeed, msrun, msrun_launcher.sh \"CMD\", srun or python, starting an entry point named " +
-            o.entries.describe() +
+        "  looked for: " +
+            launcher_list() + ", starting an entry point named " + o.entries.describe() +
             "\n"
             "  closest lines:\n" +
             closest_lines(input) +
@@ -382,8 +395,7 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
     }
     switch (o.mode) {
       case WrapMode::Analyze:
-        if (is_torch_launcher(f.m.launcher) ||
-            (f.m.launcher == Launcher::Python && !is_mindspore_launch(f.m))) {
+        if (launcher_info(f.m.launcher).analyze_inline && !is_mindspore_launch(f.m)) {
           const bool torch = is_torch_launcher(f.m.launcher);
           std::size_t end = torch ? words[f.m.args_begin - 1].end : words[f.m.entry].end;
           edits.push_back({launcher.begin, end, inv + " analyze" + join_quoted(o.analyze_args)});

@@ -107,7 +107,9 @@ std::vector<std::string> short_run_args(const LaunchCommand& launch, const Trace
 }
 
 std::vector<std::string> shim_names(const std::string& path_var) {
-  std::vector<std::string> names{"torchrun", "deepspeed", "msrun", "python", "python3"};
+  std::vector<std::string> names;
+  for (const LauncherInfo& l : launchers())
+    for (const char* shim : l.shims) names.push_back(shim);
   for (int minor = 6; minor <= 20; ++minor) {
     std::string n = "python3." + std::to_string(minor);
     if (find_program(n, path_var)) names.push_back(n);

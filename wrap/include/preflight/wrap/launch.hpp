@@ -13,6 +13,8 @@
 ///  - `srun [options] python [options] ENTRY …` (SLURM starts one task per rank: world size from
 ///    -n/--ntasks, -N/--nodes, --ntasks-per-node, else SLURM_NTASKS/SLURM_NNODES/SLURM_NTASKS_PER_NODE of
 ///    the allocation, else srun's default of one task per node)
+///  - `mpirun|mpiexec [options] python [options] ENTRY …` (one MPI process per rank: -np/-n, per node
+///    -N/--npernode/-ppn/--map-by ppr:N:node, nodes from --host/-H or --hostfile/-f)
 /// and `exec`, `nohup`, `env [NAME=value…]`, `command`, `time` in front of any of them.  `srun [options]` in
 /// front of another launcher (`srun -N 2 torchrun … pretrain_gpt.py`, one launcher per node) belongs to the
 /// launch: LaunchMatch::command points at `srun`, and analyze mode drops it with the launcher word.
@@ -37,7 +39,48 @@ enum class Launcher {
   MsrunLauncher,           ///< MindFormers scripts/msrun_launcher.sh "CMD" …
   Python,                  ///< python ENTRY
   Srun,                    ///< srun [options] python ENTRY (SLURM tasks are the ranks)
+  Mpirun,                  ///< mpirun / mpiexec [options] python ENTRY (MPI ranks are the processes)
 };
+
+/// How a launcher says how many processes it starts (launch_world_size()).
+enum class WorldSizeSource {
+  TorchFlags,     ///< --nproc_per_node / --nnodes, which `preflight analyze` reads itself
+  OneProcess,     ///< plain python: one process
+  Msrun,          ///< --worker_num / --local_worker_num
+  MsrunLauncher,  ///< the positional WORKER_NUM [LOCAL_WORKER …]
+  Deepspeed,      ///< hostfile, --num_gpus / --num_nodes, --include / --exclude
+  Slurm,          ///< srun -n / -N / --ntasks-per-node, else the allocation's SLURM_* variables
+  Mpi,            ///< mpirun -np, -N/--npernode/-ppn, --host / --hostfile
+};
+
+/// Where the training entry point is among a launcher's words.
+enum class EntryPosition {
+  AnyArgument,    ///< the first argument matching the entry patterns (torchrun, deepspeed, msrun)
+  AfterOptions,   ///< the first word after the interpreter's options (python [-u] ENTRY)
+  CommandString,  ///< inside its first argument, a command string (msrun_launcher.sh "python ENTRY …")
+  InnerLaunch,    ///< a launch after its options (srun / mpirun [options] python|torchrun …): with plain
+                  ///< python the outer launcher's processes are the ranks
+};
+
+/// One launcher, as every part of wrap (the rewriter, `preflight run`'s shims, dryrun) sees it.
+struct LauncherInfo {
+  Launcher id;
+  const char* name;                   ///< human name: "torchrun", "python -m torch.distributed.run", …
+  std::vector<const char*> commands;  ///< command names (basename) that start it ("mpirun", "mpiexec")
+  const char* python_module;          ///< started as `python -m MODULE`; nullptr otherwise
+  std::vector<const char*> shims;     ///< programs `preflight run` shadows on PATH to catch it
+  EntryPosition entry;
+  WorldSizeSource world;
+  /// `wrap --mode analyze` writes `preflight analyze <launcher flags> <entry arguments>` in its place (the
+  /// analysis reads the launcher's flags itself); otherwise `preflight run --mode analyze -- <launch>`,
+  /// which reads the size when the script runs.
+  bool analyze_inline;
+  bool mindspore;  ///< a MindSpore launcher: `--mode dryrun` applies
+};
+
+/// Every launcher, in the order they are tried.
+const std::vector<LauncherInfo>& launchers();
+const LauncherInfo& launcher_info(Launcher l);
 
 /// Human name: "torchrun", "python -m torch.distributed.run", "msrun_launcher.sh", …
 std::string launcher_name(Launcher l);
@@ -134,8 +177,8 @@ struct WorldSizeHints {
   int (*count_local_gpus)() = nullptr;
 };
 
-/// World size of a deepspeed, msrun, msrun_launcher.sh, srun or plain python launch (torch launchers: nullopt
-/// — `preflight analyze` reads their --nproc_per_node/--nnodes itself).
+/// World size of a deepspeed, msrun, msrun_launcher.sh, srun, mpirun or plain python launch (torch launchers:
+/// nullopt — `preflight analyze` reads their --nproc_per_node/--nnodes itself).
 /// @throws InputError naming the flag for a malformed number, or the hostfile for an unreadable one
 std::optional<WorldSize> launch_world_size(const LaunchCommand& launch, const WorldSizeHints& hints,
                                            const std::map<std::string, std::string>& env);

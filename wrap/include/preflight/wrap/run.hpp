@@ -63,7 +63,8 @@ Environment trace_environment(const Environment& base, const HookFiles& hook,
 std::vector<std::string> short_run_args(const LaunchCommand& launch, const TraceOptions& options,
                                         std::vector<std::string>& notes);
 
-/// Names the PATH shims cover: torchrun, deepspeed, msrun, python, python3 and any python3.N on `path_var`.
+/// Names the PATH shims cover: the launchers' shims (launchers(): torchrun, deepspeed, msrun, python,
+/// python3, srun, mpirun, mpiexec) and any python3.N on `path_var`.
 std::vector<std::string> shim_names(const std::string& path_var);
 
 /// Writes one executable `/bin/sh` shim per name into `dir`; each runs

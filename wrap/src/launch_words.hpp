@@ -1,0 +1,18 @@
+#pragma once
+// Private to wrap: small word helpers shared by launch recognition (launch.cpp) and the launcher table and
+// world-size readers (launchers.cpp).
+#include <string>
+#include <string_view>
+
+namespace preflight::wrap::detail {
+
+/// Last path component ("pretrain_gpt.py" of "/a/b/pretrain_gpt.py/").
+std::string_view basename_of(std::string_view path);
+/// python, python3, python3.11 …
+bool is_python(std::string_view name);
+/// NAME=value
+bool is_assignment(std::string_view w);
+/// Flags compared with '_' read as '-'.
+std::string normalize_flag(std::string_view f);
+
+}  // namespace preflight::wrap::detail

@@ -1,0 +1,560 @@
+// The launchers preflight knows (one table), and how each says its world size.  See launch.hpp.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <set>
+
+#include "launch_words.hpp"
+#include "preflight/common/error.hpp"
+#include "preflight/wrap/launch.hpp"
+#include "preflight/wrap/shell_lexer.hpp"
+
+namespace preflight::wrap {
+
+namespace detail {
+
+std::string_view basename_of(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+bool is_python(std::string_view name) {
+  if (name.substr(0, 6) != "python") return false;
+  for (char c : name.substr(6))
+    if (!((c >= '0' && c <= '9') || c == '.')) return false;
+  return true;
+}
+
+bool is_assignment(std::string_view w) {
+  auto eq = w.find('=');
+  if (eq == std::string_view::npos || eq == 0) return false;
+  for (std::size_t i = 0; i < eq; ++i) {
+    char c = w[i];
+    bool ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string normalize_flag(std::string_view f) {
+  std::string s(f);
+  std::replace(s.begin(), s.end(), '_', '-');
+  return s;
+}
+
+}  // namespace detail
+
+using detail::basename_of;
+using detail::is_python;
+
+const std::vector<LauncherInfo>& launchers() {
+  using E = EntryPosition;
+  using W = WorldSizeSource;
+  static const std::vector<LauncherInfo> all = {
+      {Launcher::Torchrun,
+       "torchrun",
+       {"torchrun"},
+       nullptr,
+       {"torchrun"},
+       E::AnyArgument,
+       W::TorchFlags,
+       true,
+       false},
+      {Launcher::TorchDistributedRun,
+       "python -m torch.distributed.run",
+       {},
+       "torch.distributed.run",
+       {},
+       E::AnyArgument,
+       W::TorchFlags,
+       true,
+       false},
+      {Launcher::TorchDistributedLaunch,
+       "python -m torch.distributed.launch",
+       {},
+       "torch.distributed.launch",
+       {},
+       E::AnyArgument,
+       W::TorchFlags,
+       true,
+       false},
+      {Launcher::Deepspeed,
+       "deepspeed",
+       {"deepspeed"},
+       nullptr,
+       {"deepspeed"},
+       E::AnyArgument,
+       W::Deepspeed,
+       false,
+       false},
+      {Launcher::Msrun, "msrun", {"msrun"}, nullptr, {"msrun"}, E::AnyArgument, W::Msrun, false, true},
+      {Launcher::MsrunLauncher,
+       "msrun_launcher.sh",
+       {"msrun_launcher.sh"},
+       nullptr,
+       {},
+       E::CommandString,
+       W::MsrunLauncher,
+       false,
+       true},
+      {Launcher::Python,
+       "python",
+       {},
+       nullptr,
+       {"python", "python3"},
+       E::AfterOptions,
+       W::OneProcess,
+       true,
+       false},
+      {Launcher::Srun, "srun", {"srun"}, nullptr, {"srun"}, E::InnerLaunch, W::Slurm, false, false},
+      {Launcher::Mpirun,
+       "mpirun",
+       {"mpirun", "mpiexec"},
+       nullptr,
+       {"mpirun", "mpiexec"},
+       E::InnerLaunch,
+       W::Mpi,
+       false,
+       false},
+  };
+  return all;
+}
+
+const LauncherInfo& launcher_info(Launcher l) {
+  for (const LauncherInfo& info : launchers())
+    if (info.id == l) return info;
+  return launchers().front();
+}
+
+std::string launcher_name(Launcher l) {
+  return launcher_info(l).name;
+}
+
+bool is_torch_launcher(Launcher l) {
+  return launcher_info(l).world == WorldSizeSource::TorchFlags;
+}
+
+bool is_mindspore_launcher(Launcher l) {
+  return launcher_info(l).mindspore;
+}
+
+namespace {
+
+struct Host {
+  std::string name;
+  int slots;
+};
+
+std::vector<Host> read_hostfile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path.string(), "cannot read the deepspeed hostfile");
+  std::vector<Host> hosts;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    auto hash = line.find('#');
+    if (hash != std::string::npos) line.erase(hash);
+    std::vector<std::string> words = split_shell_words(line, location(path.string(), lineno));
+    if (words.empty()) continue;
+    int slots = 0;
+    for (std::size_t i = 1; i < words.size(); ++i)
+      if (words[i].rfind("slots=", 0) == 0)
+        slots = parse_count(words[i].substr(6), location(path.string(), lineno));
+    if (slots == 0) throw InputError(location(path.string(), lineno), "expected 'HOST slots=N'");
+    hosts.push_back({words[0], slots});
+  }
+  if (hosts.empty()) throw InputError(path.string(), "the deepspeed hostfile lists no host");
+  return hosts;
+}
+
+/// deepspeed --include/--exclude "host1:0,1@host2" applied to the host list (runner.py
+/// parse_resource_filter).
+void filter_hosts(std::vector<Host>& hosts, const std::string& spec, bool include, const std::string& where) {
+  std::vector<Host> picked;
+  std::set<std::string> seen;
+  for (std::size_t start = 0; start <= spec.size();) {
+    auto at = spec.find('@', start);
+    std::string item = spec.substr(start, at == std::string::npos ? std::string::npos : at - start);
+    start = at == std::string::npos ? spec.size() + 1 : at + 1;
+    if (item.empty()) continue;
+    std::string host = item;
+    int count = -1;
+    if (auto colon = item.find(':'); colon != std::string::npos) {
+      host = item.substr(0, colon);
+      count = 1 + static_cast<int>(
+                      std::count(item.begin() + static_cast<std::ptrdiff_t>(colon), item.end(), ','));
+    }
+    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const Host& h) { return h.name == host; });
+    if (it == hosts.end()) {
+      if (hosts.size() == 1 && hosts[0].name == "localhost") {
+        it = hosts.begin();  // no hostfile: deepspeed accepts localhost filters
+      } else {
+        throw InputError(where, "host '" + host + "' is not in the host list");
+      }
+    }
+    if (include) {
+      picked.push_back({it->name, count < 0 ? it->slots : count});
+    } else if (count < 0) {
+      seen.insert(it->name);
+    } else {
+      it->slots = std::max(0, it->slots - count);
+    }
+  }
+  if (include) {
+    hosts = picked;
+  } else {
+    std::erase_if(hosts, [&](const Host& h) { return seen.count(h.name) > 0 || h.slots == 0; });
+  }
+  if (hosts.empty()) throw InputError(where, "selects no device");
+}
+
+/// `-n N`, `-nN`, `--ntasks N`, `--ntasks=N` (short and long spellings of one srun option) before the
+/// interpreter word; the last one wins, as srun takes it.
+std::optional<std::string> srun_option(const std::vector<std::string>& args, std::string_view short_name,
+                                       std::string_view long_name) {
+  std::optional<std::string> found;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (is_python(basename_of(a))) break;
+    if ((!short_name.empty() && a == short_name) || a == long_name) {
+      if (i + 1 < args.size()) found = args[++i];
+    } else if (!short_name.empty() && a.size() > 2 && a.rfind(short_name, 0) == 0 && a[1] != '-') {
+      found = a.substr(short_name.size());
+    } else if (a.size() > long_name.size() && a.rfind(long_name, 0) == 0 && a[long_name.size()] == '=') {
+      found = a.substr(long_name.size() + 1);
+    }
+  }
+  return found;
+}
+
+std::optional<std::string> env_value(const std::map<std::string, std::string>& env,
+                                     std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (auto it = env.find(n); it != env.end() && !it->second.empty()) return it->second;
+  return std::nullopt;
+}
+
+/// SLURM's world size for `srun [options] python ENTRY`: tasks per node × nodes, from the options, else
+/// the allocation's variables (srun inside sbatch/salloc inherits them), else srun's default of one task
+/// per node.  `--nodes MIN-MAX` counts MIN; SLURM_NTASKS_PER_NODE such as `8(x2)` counts 8.
+WorldSize srun_world_size(const std::vector<std::string>& args, const WorldSizeHints& hints,
+                          const std::map<std::string, std::string>& env) {
+  WorldSize w;
+  std::vector<std::string> from;
+  auto count = [&](std::optional<std::string> text, const std::string& where,
+                   bool range) -> std::optional<int> {
+    if (!text) return std::nullopt;
+    std::string t = *text;
+    if (range) t = t.substr(0, t.find('-'));
+    if (auto paren = t.find('('); paren != std::string::npos) t = t.substr(0, paren);
+    from.push_back(where);
+    return parse_count(t, where);
+  };
+  // Sizes on the command line replace the allocation's altogether (srun -N 1 -n 2 inside a 4-node job).
+  const bool given = srun_option(args, "-n", "--ntasks") || srun_option(args, "", "--ntasks-per-node") ||
+                     srun_option(args, "-N", "--nodes");
+  auto pick = [&](std::string_view s, std::string_view l, std::initializer_list<const char*> vars,
+                  bool range) -> std::optional<int> {
+    if (given) return count(srun_option(args, s, l), "srun " + std::string(l), range);
+    for (const char* var : vars)
+      if (auto v = env_value(env, {var})) return count(v, var, range);
+    return std::nullopt;
+  };
+  std::optional<int> ntasks = pick("-n", "--ntasks", {"SLURM_NTASKS", "SLURM_NPROCS"}, false);
+  std::optional<int> per_node = pick("", "--ntasks-per-node", {"SLURM_NTASKS_PER_NODE"}, false);
+  std::optional<int> nodes = pick("-N", "--nodes", {"SLURM_JOB_NUM_NODES", "SLURM_NNODES"}, true);
+  if (!nodes && hints.nnodes) {
+    nodes = hints.nnodes;
+    from.push_back("--nnodes");
+  }
+  if (per_node) {
+    w.nproc_per_node = ntasks ? std::min(*per_node, *ntasks) : *per_node;
+    w.nnodes = ntasks ? (*ntasks + *per_node - 1) / *per_node : nodes.value_or(1);
+    if (ntasks && *ntasks % *per_node != 0)
+      w.notes.push_back("srun: " + std::to_string(*ntasks) + " tasks is not a multiple of " +
+                        std::to_string(*per_node) + " per node");
+  } else if (ntasks) {
+    w.nnodes = std::min(nodes.value_or(1), *ntasks);
+    w.nproc_per_node = (*ntasks + w.nnodes - 1) / w.nnodes;
+    if (*ntasks % w.nnodes != 0)
+      w.notes.push_back("srun: " + std::to_string(*ntasks) + " tasks do not spread evenly over " +
+                        std::to_string(w.nnodes) + " nodes; counting " + std::to_string(w.nproc_per_node) +
+                        " per node");
+  } else {
+    w.nnodes = nodes.value_or(1);
+    w.nproc_per_node = 1;
+    w.notes.push_back(
+        "srun without -n/--ntasks/--ntasks-per-node (and no SLURM_NTASKS): one task per node, srun's "
+        "default");
+  }
+  w.source.clear();
+  for (const std::string& f : from) w.source += (w.source.empty() ? "" : ", ") + f;
+  if (w.source.empty()) w.source = "srun defaults";
+  return w;
+}
+
+WorldSize msrun_world_size(const std::vector<std::string>& args) {
+  WorldSize w;
+  auto total = flag_value(args, "--worker_num");
+  auto local = flag_value(args, "--local_worker_num");
+  int t = total ? parse_count(*total, "msrun --worker_num") : 8;
+  int l = local ? parse_count(*local, "msrun --local_worker_num") : 8;
+  if (!total) w.notes.push_back("msrun without --worker_num: 8 workers (msrun's default)");
+  if (l >= t) {
+    w.nproc_per_node = t;
+  } else {
+    w.nproc_per_node = l;
+    w.nnodes = (t + l - 1) / l;
+    if (t % l != 0)
+      w.notes.push_back("msrun --worker_num " + std::to_string(t) +
+                        " is not a multiple of --local_worker_num " + std::to_string(l));
+  }
+  w.source = "msrun --worker_num/--local_worker_num";
+  return w;
+}
+
+WorldSize msrun_launcher_world_size(const std::vector<std::string>& args) {
+  WorldSize w;
+  const std::size_t count = args.size() + 1;
+  if (count != 1 && count != 2 && count != 6 && count != 9)
+    throw InputError(
+        "msrun_launcher.sh",
+        "takes 1, 2, 6 or 9 arguments (the command string, then WORKER_NUM …), got " + std::to_string(count));
+  int total = count == 1 ? 8 : parse_count(args[0], "msrun_launcher.sh WORKER_NUM");
+  int local = count == 9 ? parse_count(args[1], "msrun_launcher.sh LOCAL_WORKER") : total;
+  if (count == 1) w.notes.push_back("msrun_launcher.sh with the command only: 8 devices (its default)");
+  w.nproc_per_node = std::min(local, total);
+  w.nnodes = (total + w.nproc_per_node - 1) / w.nproc_per_node;
+  w.source = "msrun_launcher.sh WORKER_NUM" + std::string(count == 9 ? "/LOCAL_WORKER" : "");
+  return w;
+}
+
+WorldSize deepspeed_world_size(const std::vector<std::string>& args, const WorldSizeHints& hints) {
+  WorldSize w;
+  std::vector<Host> hosts;
+  auto hostfile = flag_value(args, "--hostfile");
+  if (!hostfile) hostfile = flag_value(args, "-H");
+  std::filesystem::path hf = hostfile ? *hostfile : "/job/hostfile";
+  if (hostfile || std::filesystem::exists(hf)) {
+    hosts = read_hostfile(hf);
+    w.source = "deepspeed hostfile " + hf.string();
+  } else {
+    auto num_gpus = flag_value(args, "--num_gpus");
+    int local = 0;
+    if (num_gpus) {
+      local = parse_count(*num_gpus, "deepspeed --num_gpus");
+      w.source = "deepspeed --num_gpus";
+    } else if (hints.gpus_per_node) {
+      local = *hints.gpus_per_node;
+      w.source = "--gpus-per-node";
+    } else if (hints.count_local_gpus && (local = hints.count_local_gpus()) > 0) {
+      w.source = "local GPU count";
+      w.notes.push_back("deepspeed without --num_gpus or a hostfile uses every local GPU: " +
+                        std::to_string(local) + " (nvidia-smi); pass --gpus-per-node to say otherwise");
+    } else {
+      local = 1;
+      w.source = "default";
+      w.notes.push_back(
+          "deepspeed without --num_gpus or a hostfile uses every local GPU, and none was found here: "
+          "assuming 1; pass --gpus-per-node N");
+    }
+    int nodes = 1;
+    if (auto nn = flag_value(args, "--num_nodes")) {
+      nodes = parse_count(*nn, "deepspeed --num_nodes");
+    } else if (hints.nnodes) {
+      nodes = *hints.nnodes;
+    }
+    for (int k = 0; k < nodes; ++k)
+      hosts.push_back({k == 0 ? "localhost" : "node" + std::to_string(k), local});
+    if (auto inc = flag_value(args, "--include")) filter_hosts(hosts, *inc, true, "deepspeed --include");
+    if (auto exc = flag_value(args, "--exclude")) filter_hosts(hosts, *exc, false, "deepspeed --exclude");
+    w.nnodes = static_cast<int>(hosts.size());
+    w.nproc_per_node = hosts.front().slots;
+    return w;
+  }
+  if (auto inc = flag_value(args, "--include")) filter_hosts(hosts, *inc, true, "deepspeed --include");
+  if (auto exc = flag_value(args, "--exclude")) filter_hosts(hosts, *exc, false, "deepspeed --exclude");
+  if (auto nn = flag_value(args, "--num_nodes")) {
+    int k = parse_count(*nn, "deepspeed --num_nodes");
+    if (k < static_cast<int>(hosts.size())) hosts.resize(static_cast<std::size_t>(k));
+  }
+  if (auto ng = flag_value(args, "--num_gpus")) {
+    int k = parse_count(*ng, "deepspeed --num_gpus");
+    for (Host& h : hosts) h.slots = std::min(h.slots, k);
+  }
+  w.nnodes = static_cast<int>(hosts.size());
+  w.nproc_per_node = hosts.front().slots;
+  for (const Host& h : hosts)
+    if (h.slots != w.nproc_per_node) {
+      w.notes.push_back("hosts have different slot counts; using " + std::to_string(w.nproc_per_node) +
+                        " per node from the first host");
+      break;
+    }
+  return w;
+}
+
+/// One host of an MPI host list or hostfile: `node1`, `node1:4` (MPICH, Open MPI --host), `node1 slots=4`
+/// (Open MPI hostfile); 0 slots when not said.
+Host mpi_host(const std::vector<std::string>& words, const std::string& where) {
+  Host h{words[0], 0};
+  if (auto colon = h.name.find(':'); colon != std::string::npos) {
+    h.slots = parse_count(h.name.substr(colon + 1), where);
+    h.name.erase(colon);
+  }
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.rfind("slots=", 0) == 0) h.slots = parse_count(w.substr(6), where);
+  }
+  return h;
+}
+
+std::vector<Host> mpi_hostfile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path.string(), "cannot read the MPI hostfile");
+  std::vector<Host> hosts;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::vector<std::string> words = split_shell_words(line, location(path.string(), lineno));
+    if (!words.empty()) hosts.push_back(mpi_host(words, location(path.string(), lineno)));
+  }
+  if (hosts.empty()) throw InputError(path.string(), "the MPI hostfile lists no host");
+  return hosts;
+}
+
+/// `mpirun|mpiexec [options] python ENTRY`: Open MPI, MPICH and Intel MPI spellings.  Processes from
+/// -np/-n/--np/-c; per node from -N/--npernode/-npernode/-ppn/-perhost or --map-by ppr:N:node; hosts from
+/// --host/-H/-hosts (`a,b` or `a:4,b:4`) or --hostfile/-hostfile/--machinefile/-machinefile/-f.  Without a
+/// process count Open MPI starts one per slot of the hosts.
+WorldSize mpi_world_size(const std::vector<std::string>& args, const WorldSizeHints& hints) {
+  WorldSize w;
+  std::vector<std::string> from;
+  auto first = [&](std::initializer_list<const char*> spellings)
+      -> std::optional<std::pair<std::string, std::string>> {
+    for (const char* f : spellings)
+      if (auto v = flag_value(args, f)) return std::make_pair(std::string(f), *v);
+    return std::nullopt;
+  };
+  std::optional<int> np, per_node;
+  if (auto v = first({"-np", "--np", "-n", "-c"})) {
+    np = parse_count(v->second, "mpirun " + v->first);
+    from.push_back("mpirun " + v->first);
+  }
+  if (auto v = first({"-N", "--npernode", "-npernode", "-ppn", "-perhost"})) {
+    per_node = parse_count(v->second, "mpirun " + v->first);
+    from.push_back("mpirun " + v->first);
+  } else if (auto map = flag_value(args, "--map-by"); map && map->rfind("ppr:", 0) == 0) {
+    std::string rest = map->substr(4);
+    auto colon = rest.find(':');
+    if (colon != std::string::npos && rest.substr(colon + 1).rfind("node", 0) == 0) {
+      per_node = parse_count(rest.substr(0, colon), "mpirun --map-by");
+      from.push_back("mpirun --map-by");
+    }
+  }
+  std::vector<Host> hosts;
+  if (auto v = first({"--host", "-H", "-host", "-hosts", "--hosts"})) {
+    std::string list = v->second;
+    for (std::size_t start = 0; start <= list.size();) {
+      auto comma = list.find(',', start);
+      std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      start = comma == std::string::npos ? list.size() + 1 : comma + 1;
+      if (!item.empty()) hosts.push_back(mpi_host({item}, "mpirun " + v->first));
+    }
+    from.push_back("mpirun " + v->first);
+  } else if (auto f = first(
+                 {"--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f", "--default-hostfile"})) {
+    hosts = mpi_hostfile(f->second);
+    from.push_back("MPI hostfile " + f->second);
+  }
+  // Hosts named more than once (a host list `a,a,b`) count their slots together.
+  std::vector<Host> unique;
+  for (const Host& h : hosts) {
+    auto it = std::find_if(unique.begin(), unique.end(), [&](const Host& u) { return u.name == h.name; });
+    if (it == unique.end())
+      unique.push_back({h.name, h.slots > 0 ? h.slots : 1});
+    else
+      it->slots += h.slots > 0 ? h.slots : 1;
+  }
+  hosts = unique;
+  if (np && per_node) {
+    w.nproc_per_node = std::min(*per_node, *np);
+    w.nnodes = (*np + w.nproc_per_node - 1) / w.nproc_per_node;
+  } else if (np && !hosts.empty()) {
+    // Open MPI fills each host's slots in turn (--map-by slot).
+    w.nproc_per_node = std::min(*np, hosts.front().slots);
+    w.nnodes = (*np + w.nproc_per_node - 1) / w.nproc_per_node;
+  } else if (np) {
+    w.nnodes = std::min(hints.nnodes.value_or(1), *np);
+    w.nproc_per_node = (*np + w.nnodes - 1) / w.nnodes;
+    if (w.nnodes > 1) from.push_back("--nnodes");
+  } else if (per_node) {
+    w.nproc_per_node = *per_node;
+    w.nnodes = hosts.empty() ? hints.nnodes.value_or(1) : static_cast<int>(hosts.size());
+  } else if (!hosts.empty()) {
+    w.nproc_per_node = hosts.front().slots;
+    w.nnodes = static_cast<int>(hosts.size());
+    w.notes.push_back("mpirun without -np: one process per slot of the hosts");
+  } else {
+    w.nproc_per_node = hints.gpus_per_node.value_or(1);
+    w.nnodes = hints.nnodes.value_or(1);
+    w.notes.push_back(
+        "mpirun without -np, a host list or a hostfile starts one process per slot of the allocation, "
+        "unknown here: assuming " +
+        std::to_string(w.world()) + "; pass --gpus-per-node and --nnodes to preflight");
+  }
+  if (np && *np % w.nproc_per_node != 0)
+    w.notes.push_back("mpirun: " + std::to_string(*np) + " processes do not fill " +
+                      std::to_string(w.nnodes) + " nodes of " + std::to_string(w.nproc_per_node));
+  for (const std::string& f : from) w.source += (w.source.empty() ? "" : ", ") + f;
+  if (w.source.empty()) w.source = "mpirun defaults";
+  return w;
+}
+
+}  // namespace
+
+std::optional<WorldSize> launch_world_size(const LaunchCommand& launch, const WorldSizeHints& hints,
+                                           const std::map<std::string, std::string>& env) {
+  const auto& args = launch.launcher_args;
+  switch (launcher_info(launch.launcher).world) {
+    case WorldSizeSource::TorchFlags:
+      return std::nullopt;
+    case WorldSizeSource::OneProcess: {
+      WorldSize w;
+      w.source = "plain python: one process";
+      return w;
+    }
+    case WorldSizeSource::Slurm:
+      return srun_world_size(args, hints, env);
+    case WorldSizeSource::Mpi:
+      return mpi_world_size(args, hints);
+    case WorldSizeSource::Msrun:
+      return msrun_world_size(args);
+    case WorldSizeSource::MsrunLauncher:
+      return msrun_launcher_world_size(args);
+    case WorldSizeSource::Deepspeed:
+      return deepspeed_world_size(args, hints);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const WorldSizeHints& hints,
+                                           const std::map<std::string, std::string>& env,
+                                           std::vector<std::string>& notes) {
+  std::vector<std::string> out;
+  if (is_torch_launcher(launch.launcher) || launch.recipe_tool) {
+    out = launch.launcher_args;
+  } else {
+    WorldSize w = *launch_world_size(launch, hints, env);
+    notes.insert(notes.end(), w.notes.begin(), w.notes.end());
+    out = {"--nproc_per_node", std::to_string(w.nproc_per_node), "--nnodes", std::to_string(w.nnodes)};
+  }
+  out.insert(out.end(), launch.entry_args.begin(), launch.entry_args.end());
+  return out;
+}
+
+}  // namespace preflight::wrap
