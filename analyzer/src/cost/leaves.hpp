@@ -93,6 +93,7 @@ struct Leaf {
   double in = 0, out = 0;  // local input / output features (norm: width)
   double tokens = 0;       // MoE: rows of the expert GEMMs / permuted tokens
   double heads = 0, kv_heads = 0, head_dim = 0, v_dim = 0;
+  double keys_per_query = 0;  // core attention: keys each query attends when fewer than the sequence (0: all)
   double experts = 0, local_experts = 0, topk = 0;
   double n_in = 0, n_out = 0;  // element counts (activation functions, quantizer)
   double input_bytes = 0;      // SimuMax all_input_element_num: bytes cached when a checkpoint starts here

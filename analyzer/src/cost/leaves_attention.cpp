@@ -101,6 +101,7 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
       seq_k = s * c.cp;
     }
   }
+  if (l.keys_per_query > 0) seq_k = std::min(seq_k, l.keys_per_query);  // the graph's attended keys
   double base = mla ? (b * heads * d * seq_q * seq_k + b * heads * dv * seq_q * seq_k)
                     : 2 * b * heads * d * seq_q * seq_k;
   base *= 1 - c.st->attention_sparse_ratio;
@@ -177,6 +178,7 @@ void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     at.kind = LeafKind::CoreAttention;
     at.b = mbs(c);
     at.s = core.seq;
+    at.keys_per_query = core.kv_seq < c.st->seq_length ? static_cast<double>(core.kv_seq) : 0;
     at.heads = core.heads;
     at.kv_heads = core.kv_heads;
     at.head_dim = core.head_dim;
@@ -243,6 +245,7 @@ void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     at.kind = LeafKind::MlaCoreAttention;
     at.b = mbs(c);
     at.s = core.seq;
+    at.keys_per_query = core.kv_seq < c.st->seq_length ? static_cast<double>(core.kv_seq) : 0;
     at.heads = n;
     at.kv_heads = core.kv_heads;
     at.head_dim = qd;

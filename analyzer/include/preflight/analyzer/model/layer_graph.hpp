@@ -168,7 +168,7 @@ struct Op {
   int heads = 0, kv_heads = 0;    ///< core attention: local heads
   std::int64_t head_dim = 0, v_head_dim = 0;
   std::int64_t seq = 0;     ///< core attention: local query length (s / cp)
-  std::int64_t kv_seq = 0;  ///< core attention: key length attended (s)
+  std::int64_t kv_seq = 0;  ///< core attention: keys each query attends (s; fewer with a sliding window)
   int local_experts = 0;    ///< grouped linears / router: experts on this rank (router: all)
 
   std::vector<ParamTensor> params;
