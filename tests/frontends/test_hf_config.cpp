@@ -7,13 +7,15 @@
 
 #include "frontends_test_data.hpp"
 #include "preflight/analyzer/frontends/hf_config.hpp"
-#include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/common/error.hpp"
+#include "test_support.hpp"
 
 using namespace preflight::analyzer;
 using preflight::InputError;
 using preflight::test::hf_config_path;
+using preflight::test::words;
 
 namespace {
 
@@ -260,18 +262,48 @@ TEST(HfConfig, MegatronQkLayernormFlag) {
   EXPECT_TRUE(c.model.qk_layernorm);
 }
 
-TEST(HfConfig, WarningsForWhatIsNotModelled) {
+// Sliding-window attention: Mistral's `sliding_window`, Qwen's only with `use_sliding_window`, Megatron's
+// --window-size (left, right): the query and `left` keys before it.  The window cuts the core attention's
+// FLOPs by keys attended / sequence (hand count: 2·b·heads·s·keys·(d_qk + d_v) per micro batch).
+TEST(HfConfig, SlidingWindowAttention) {
   std::vector<std::string> w;
-  parse_hf_config(R"({"model_type": "mistral", "hidden_size": 256, "num_hidden_layers": 2,
+  ModelSpec m = parse_hf_config(R"({"model_type": "mistral", "hidden_size": 256, "num_hidden_layers": 2,
       "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000,
       "sliding_window": 4096})",
-                  "config.json", &w);
-  ASSERT_EQ(w.size(), 1u);
-  EXPECT_TRUE(contains(w[0], "sliding_window 4096")) << w[0];
-  w.clear();
-  // Qwen keeps a sliding_window value but switches it off with use_sliding_window.
-  load_hf_config(hf_config_path("qwen2.5-7b"), &w);
+                                "config.json", &w);
+  EXPECT_EQ(m.sliding_window, 4096);
   EXPECT_TRUE(w.empty());
+  // Qwen keeps a sliding_window value but switches it off with use_sliding_window.
+  EXPECT_EQ(load_hf_config(hf_config_path("qwen2.5-7b"), &w).sliding_window, 0);
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(
+      parse_megatron_args(words("--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
+                                "--vocab-size 1000 --window-size (4095,0)"))
+          .model.sliding_window,
+      4096);
+  EXPECT_EQ(
+      parse_megatron_args(words("--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
+                                "--vocab-size 1000 --window-size -1,0"))
+          .model.sliding_window,
+      0);
+
+  auto attention_flops = [&](std::int64_t window) {
+    ModelSpec mm = m;
+    mm.sliding_window = window;
+    Strategy st;
+    st.world_size = st.gpus_per_node = 1;
+    st.seq_length = 8192;
+    st.micro_batch_size = 1;
+    st.global_batch_size = 1;
+    st.precision = Precision::BF16;
+    for (const Op& op : build_layer_ops(mm, st, 0))
+      if (op.role == OpRole::CoreAttention) return op.fwd_flops;
+    return 0.0;
+  };
+  // 4 heads of 64: 2 · 1 · 4 · 8192 · keys · (64 + 64).
+  EXPECT_DOUBLE_EQ(attention_flops(0), 2.0 * 4 * 8192 * 8192 * 128);
+  EXPECT_DOUBLE_EQ(attention_flops(4096), 2.0 * 4 * 8192 * 4096 * 128);
+  EXPECT_DOUBLE_EQ(attention_flops(100000), attention_flops(0));  // a window longer than the sequence
 }
 
 TEST(HfConfigErrors, MalformedJsonNamesTheLine) {

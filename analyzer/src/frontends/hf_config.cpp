@@ -236,14 +236,17 @@ void read_biases(const Fields& f, ModelSpec& m, std::vector<std::string>* warnin
   }
 }
 
-/// Sliding-window attention changes neither parameters nor saved activations of flash attention; only
-/// the attention FLOPs, which the layer graph counts over the full sequence.
-void read_sliding_window(const Fields& f, bool used_by_default, std::vector<std::string>* warnings,
-                         const std::string& source) {
-  bool used = f.present("sliding_window") && f.boolean_or("use_sliding_window", used_by_default);
-  if (used && warnings)
-    warnings->push_back(source + ": sliding_window " + f.dump("sliding_window") +
-                        " is ignored: attention FLOPs are counted over the full sequence");
+/// Sliding-window attention (Mistral: on when `sliding_window` is set; Qwen: only with
+/// `use_sliding_window`) changes neither parameters nor saved activations of flash attention; only the
+/// attention FLOPs (ModelSpec::sliding_window).  Qwen's `max_window_layers` (layers below it use full
+/// attention) is not modelled: every layer gets the window, with a warning.
+void read_sliding_window(const Fields& f, bool used_by_default, ModelSpec& m,
+                         std::vector<std::string>* warnings, const std::string& source) {
+  if (!f.present("sliding_window") || !f.boolean_or("use_sliding_window", used_by_default)) return;
+  m.sliding_window = f.positive("sliding_window");
+  if (f.present("max_window_layers") && warnings)
+    warnings->push_back(source + ": max_window_layers is not modelled: every layer attends a window of " +
+                        std::to_string(m.sliding_window) + " keys");
 }
 
 void read_mla(const Fields& f, ModelSpec& m) {
@@ -441,9 +444,9 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       break;
   }
   if (fam->second == Family::Mistral || fam->second == Family::Mixtral)
-    read_sliding_window(f, /*used_by_default=*/true, warnings, source);
+    read_sliding_window(f, /*used_by_default=*/true, m, warnings, source);
   else if (fam->second != Family::Gpt2)
-    read_sliding_window(f, /*used_by_default=*/false, warnings, source);  // Qwen: `use_sliding_window`
+    read_sliding_window(f, /*used_by_default=*/false, m, warnings, source);  // Qwen: `use_sliding_window`
 
   // Everything above checked the fields by their Hugging Face names; this is a last guard for what the
   // layer graph needs, reported against the file.

@@ -121,6 +121,7 @@ const std::vector<FlagSpec>& model_flags() {
       {"--kv-channels", Arity::One},
       {"--seq-length", Arity::One},
       {"--max-position-embeddings", Arity::One},
+      {"--window-size", Arity::One},
       {"--swiglu", Arity::Switch},
       {"--squared-relu", Arity::Switch},
       {"--untie-embeddings-and-output-weights", Arity::Switch},
@@ -229,6 +230,18 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
     m.position_embedding = PositionEmbedding::Rope;
   }
   if (f.has("--no-position-embedding")) m.position_embedding = PositionEmbedding::None;
+  if (f.has("--window-size")) {
+    // Megatron-core's (left, right) attention window: "(4096,0)", "4096,0"; left -1 = unlimited.  A
+    // causal model attends the query and `left` keys before it.
+    std::string w = f.get("--window-size");
+    std::erase_if(w, [](char ch) { return ch == '(' || ch == ')' || ch == ' '; });
+    std::string left = w.substr(0, w.find(','));
+    I64 l = left == "-1" ? 0 : parse_int("--window-size", left);
+    if (l < 0)
+      throw InputError("--window-size",
+                       "expected (left, right) with left ≥ -1, got '" + f.get("--window-size") + "'");
+    m.sliding_window = l > 0 ? l + 1 : 0;
+  }
   if (f.has("--untie-embeddings-and-output-weights")) m.untie_embeddings_and_output_weights = true;
   if (f.has("--disable-bias-linear")) m.add_bias_linear = false;
   if (f.has("--add-qkv-bias")) m.add_qkv_bias = true;

@@ -65,6 +65,7 @@ void ModelSpec::validate() const {
     throw InputError("--attention-dropout", "must be in [0, 1)");
   if (hidden_dropout < 0 || hidden_dropout >= 1) throw InputError("--hidden-dropout", "must be in [0, 1)");
   if (mtp_num_layers < 0) throw InputError("--mtp-num-layers", "must be ≥ 0");
+  if (sliding_window < 0) throw InputError("sliding_window", "must be ≥ 0 (0: no window)");
   if (moe.enabled()) {
     require_positive(moe.router_topk, "--moe-router-topk");
     require_positive(moe.ffn_hidden_size, "--moe-ffn-hidden-size");

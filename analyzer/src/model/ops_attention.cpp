@@ -1,6 +1,7 @@
 // The attention block: qkv (or multi-latent) projections, core attention, output projection.
 #include "ops_build.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace preflight::analyzer::graph_ops {
@@ -62,7 +63,9 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
   at.head_dim = qk_dim;
   at.v_head_dim = v_dim;
   at.seq = c.s_loc;
-  at.kv_seq = c.s;
+  // Keys each query attends: the sequence, or the sliding window (the graph's attention FLOPs count every
+  // query against every attended key, Megatron's and SimuMax's non-causal convention).
+  at.kv_seq = m.sliding_window > 0 ? std::min(c.s, m.sliding_window) : c.s;
   at.in_features = static_cast<I64>(heads) * qk_dim;
   at.out_features = static_cast<I64>(heads) * v_dim;
   I64 q = c.tok * heads * qk_dim * c.a;
@@ -92,8 +95,9 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
       at.saved.push_back({"dropout_output", scores * c.a});
     }
   }
-  // QKᵀ and attention·V, non-causal count (as Megatron's and SimuMax's FLOP formulas).
-  double f = 2.0 * c.b * heads * static_cast<double>(c.s_loc) * static_cast<double>(c.s) * (qk_dim + v_dim);
+  // QKᵀ and attention·V over the attended keys, non-causal count (as Megatron's and SimuMax's formulas).
+  double f =
+      2.0 * c.b * heads * static_cast<double>(c.s_loc) * static_cast<double>(at.kv_seq) * (qk_dim + v_dim);
   at.fwd_flops = f;
   at.bwd_input_flops = 2 * f;
   if (c.st.cp > 1) {

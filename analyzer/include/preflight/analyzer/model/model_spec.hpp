@@ -57,6 +57,9 @@ struct ModelSpec {
   int num_query_groups = 0;                  ///< kv heads g (GQA); = a without GQA
   std::int64_t kv_channels = 0;              ///< head dim d; Megatron default h / a
   std::int64_t max_position_embeddings = 0;  ///< rows of the learned position table
+  /// Sliding-window attention: keys each query attends (itself and the window − 1 before it); 0 = the
+  /// whole sequence.  Changes the attention FLOPs only (Mistral `sliding_window`; Megatron --window-size).
+  std::int64_t sliding_window = 0;
   std::int64_t vocab_size = 0;               ///< tokenizer size before padding
   int make_vocab_size_divisible_by =
       128;  ///< padding unit, multiplied by tp (Megatron `_vocab_size_with_padding`)
