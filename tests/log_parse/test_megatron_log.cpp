@@ -318,3 +318,41 @@ TEST(LogsMegatronCli, TablesAndJson) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("preflight: error: /nonexistent/x.log: cannot open"), std::string::npos) << r.err;
 }
+
+// Megatron-DeepSpeed logs (tests/data/megatron_logs, quoted from public issues): torchrun's `--tee` prefix on
+// every line, the argument dump behind it, and DeepSpeed's see_memory_usage reports (message, then MA /
+// Max_MA / CA / Max_CA in GB); values read off the files by hand.
+TEST(MegatronLog, MegatronDeepSpeedTeePrefixAndSeeMemoryUsage) {
+  MegatronLog a =
+      read_megatron_log(data_dir() / "megatron_logs/bigscience_megatron_deepspeed_issue356_excerpt.log");
+  EXPECT_EQ(a.sizes.at("world"), 16);
+  EXPECT_EQ(a.sizes.at("data"), 8);
+  EXPECT_EQ(a.sizes.at("pipeline"), 2);
+  EXPECT_EQ(a.args.at("adam_beta2"), "0.95");
+  EXPECT_EQ(a.args.at("attention_dropout"), "0.1");
+  EXPECT_EQ(a.args.at("bf16"), "False");
+  EXPECT_EQ(a.args.size(), 15u);
+  ASSERT_EQ(a.deepspeed_memory.size(), 1u);
+  EXPECT_EQ(a.deepspeed_memory[0].label, "Before Building Model");
+  EXPECT_EQ(a.deepspeed_memory[0].line, 23);
+  EXPECT_EQ(a.deepspeed_memory[0].max_reserved_gib, 0);
+
+  MegatronLog b =
+      read_megatron_log(data_dir() / "megatron_logs/deepspeed_pr2620_see_memory_usage_excerpt.log");
+  ASSERT_EQ(b.deepspeed_memory.size(), 2u);
+  EXPECT_EQ(b.deepspeed_memory[0].label, "DeepSpeed Engine: After args sanity test");
+  EXPECT_DOUBLE_EQ(b.deepspeed_memory[0].allocated_gib, 6.63);
+  EXPECT_DOUBLE_EQ(b.deepspeed_memory[0].max_allocated_gib, 6.63);
+  EXPECT_DOUBLE_EQ(b.deepspeed_memory[0].reserved_gib, 6.63);
+  EXPECT_DOUBLE_EQ(b.deepspeed_memory[0].max_reserved_gib, 7);
+  EXPECT_EQ(b.deepspeed_memory[1].label, "DeepSpeed Engine: Before configure distributed model");
+  EXPECT_EQ(b.deepspeed_memory[1].line, 5);
+  EXPECT_TRUE(b.notes.empty());
+  std::vector<MegatronLog> logs{b};
+  MegatronSummary s = summarize_megatron(logs);
+  EXPECT_NE(
+      megatron_text(logs, s).find("DeepSpeed see_memory_usage (line 2) DeepSpeed Engine: After args sanity "
+                                  "test: allocated 6.63 GiB"),
+      std::string::npos);
+  EXPECT_EQ(megatron_json(logs, s)["files"][0]["deepspeed_memory"][1]["max_allocated_gib"], 6.63);
+}

@@ -8,12 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "text/byte_scan.hpp"
-#include "text/file_read.hpp"
-#include "text/log_text.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/common/table.hpp"
 #include "preflight/common/units.hpp"
+#include "text/byte_scan.hpp"
+#include "text/file_read.hpp"
+#include "text/log_text.hpp"
 
 namespace preflight::log_parse {
 
@@ -135,6 +135,11 @@ class Reader {
   explicit Reader(MegatronLog& log) : log_(log) {}
 
   void line(std::string_view text, std::int64_t n, bool terminated) {
+    text = without_tee_prefix(text);
+    if (auto at = text.find("see_memory_usage] "); at != std::string_view::npos) {
+      deepspeed_memory(text.substr(at + 18), n);
+      return;
+    }
     std::vector<Start> starts = record_starts(text);
     if (starts.empty()) {
       args_line(text);
@@ -175,6 +180,59 @@ class Reader {
   bool glued() const { return glued_; }
 
  private:
+  /// torchrun --tee / --redirects put `[<role><local rank>]:` before every line of a worker
+  /// (`[default0]:`; newer `[rank0]:`).
+  static std::string_view without_tee_prefix(std::string_view s) {
+    if (s.empty() || s[0] != '[') return s;
+    std::size_t i = 1;
+    while (i < s.size() && (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+    std::size_t digits = i;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    if (i == digits || i + 1 >= s.size() || s[i] != ']' || s[i + 1] != ':') return s;
+    return s.substr(i + 2);
+  }
+
+  /// After `see_memory_usage] `: the message, `MA … Max_CA … GB`, or the CPU memory line (left out).
+  void deepspeed_memory(std::string_view rest, std::int64_t n) {
+    rest = trim(rest);
+    if (rest.starts_with("CPU Virtual Memory")) return;
+    if (!rest.starts_with("MA ")) {
+      deepspeed_label_ = std::string(rest);
+      return;
+    }
+    DeepSpeedMemoryLine m;
+    m.line = n;
+    m.label = std::move(deepspeed_label_);
+    deepspeed_label_.clear();
+    std::optional<double> values[4];
+    const char* keys[4] = {"MA", "Max_MA", "CA", "Max_CA"};
+    std::size_t pos = 0;
+    while (pos < rest.size()) {
+      std::size_t end = rest.find(' ', pos);
+      std::string_view word =
+          rest.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+      pos = end == std::string_view::npos ? rest.size() : end + 1;
+      for (int k = 0; k < 4; ++k)
+        if (word == keys[k]) {
+          while (pos < rest.size() && rest[pos] == ' ') ++pos;
+          std::size_t vend = rest.find(' ', pos);
+          values[k] = to_double(
+              rest.substr(pos, vend == std::string_view::npos ? std::string_view::npos : vend - pos));
+        }
+    }
+    if (!values[0] || !values[1] || !values[2] || !values[3]) {
+      log_.notes.push_back("line " + std::to_string(n) +
+                           ": DeepSpeed see_memory_usage line without MA, Max_MA, CA "
+                           "and Max_CA; left out");
+      return;
+    }
+    m.allocated_gib = *values[0];
+    m.max_allocated_gib = *values[1];
+    m.reserved_gib = *values[2];
+    m.max_reserved_gib = *values[3];
+    log_.deepspeed_memory.push_back(std::move(m));
+  }
+
   // Prefixes forks put before a record: "> ", ">>> [FS] ", log-level stamps.
   static bool prefix_ok(std::string_view p) {
     p = trim(p);
@@ -376,6 +434,7 @@ class Reader {
 
   MegatronLog& log_;
   bool glued_ = false;
+  std::string deepspeed_label_;  // the see_memory_usage message waiting for its MA line
 };
 
 double median(std::vector<double> v) {
@@ -508,6 +567,14 @@ nlohmann::json megatron_json(const std::vector<MegatronLog>& logs, const Megatro
                              {"max_reserved_mib", m.max_reserved_mib},
                              {"total_device_used_mib", opt(m.total_device_used_mib)},
                              {"line", m.line}});
+    f["deepspeed_memory"] = json::array();
+    for (const auto& m : log.deepspeed_memory)
+      f["deepspeed_memory"].push_back({{"label", m.label},
+                                       {"allocated_gib", m.allocated_gib},
+                                       {"max_allocated_gib", m.max_allocated_gib},
+                                       {"reserved_gib", m.reserved_gib},
+                                       {"max_reserved_gib", m.max_reserved_gib},
+                                       {"line", m.line}});
     f["iterations"] = json::array();
     for (const auto& it : log.iterations)
       f["iterations"].push_back({{"iteration", it.iteration},
@@ -594,6 +661,11 @@ std::string megatron_text(const std::vector<MegatronLog>& logs, const MegatronSu
         out << (i ? ", " : "") << p.axes[i] << " " << p.coords[i];
       out << ") (line " << p.line << "): " << with_commas(p.parameters) << "\n";
     }
+    for (const auto& m : log.deepspeed_memory)
+      out << "  DeepSpeed see_memory_usage (line " << m.line << ")" << (m.label.empty() ? "" : " " + m.label)
+          << ": allocated " << num(m.allocated_gib, 2) << " GiB, max allocated "
+          << num(m.max_allocated_gib, 2) << " GiB, reserved " << num(m.reserved_gib, 2)
+          << " GiB, max reserved " << num(m.max_reserved_gib, 0) << " GiB\n";
     for (const auto& n : log.notes) out << "  note: " << n << "\n";
   }
   if (!summary.ranks.empty()) {

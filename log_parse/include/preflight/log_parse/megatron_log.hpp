@@ -13,7 +13,9 @@
 ///    footprints: weight and optimizer=X MB[, activation=X MB, total=X MB]", with fork prefixes (`> `,
 ///    `>>> [FS] `) allowed;
 ///  - `> number of parameters on (tensor, pipeline) model parallel rank (t, p): N`, `using world size: …`,
-///    `setting number of micro-batches to constant N`, the argument dump (`  name ....... value`).
+///    `setting number of micro-batches to constant N`, the argument dump (`  name ....... value`);
+///  - Megatron-DeepSpeed: DeepSpeed's `see_memory_usage` reports (DeepSpeedMemoryLine).
+/// A prefix torchrun's `--tee` puts on every line of a worker (`[default0]:`, `[rank3]:`) is read past.
 /// Several prints glued on one physical line (multi-rank stdout) are split at each record start.
 
 #include <cstdint>
@@ -36,6 +38,16 @@ struct MegatronMemoryLine {
   double reserved_mib = 0;
   double max_reserved_mib = 0;
   std::optional<double> total_device_used_mib;  ///< `--log-device-memory-used` (2026+)
+  std::int64_t line = 0;
+};
+
+/// DeepSpeed's `see_memory_usage(message)` (deepspeed/runtime/utils.py), printed by rank 0 in
+/// Megatron-DeepSpeed logs: the message, then `MA X GB  Max_MA X GB  CA X GB  Max_CA X GB` — torch's
+/// memory_allocated / max_memory_allocated / memory_reserved / max_memory_reserved, GB = 2^30 bytes, the
+/// first three rounded to 2 decimals, Max_CA to a whole number.  Values in GiB.
+struct DeepSpeedMemoryLine {
+  std::string label;  ///< the message of the line before ("Before Building Model"); "" when absent
+  double allocated_gib = 0, max_allocated_gib = 0, reserved_gib = 0, max_reserved_gib = 0;
   std::int64_t line = 0;
 };
 
@@ -94,6 +106,7 @@ struct MegatronLog {
   std::int64_t lines = 0;
   bool partial_last_line = false;
   std::vector<MegatronMemoryLine> memory;
+  std::vector<DeepSpeedMemoryLine> deepspeed_memory;  ///< DeepSpeed `see_memory_usage` reports
   std::vector<MegatronIteration> iterations;
   std::optional<MegatronTheoreticalMemory> theoretical;
   std::vector<MegatronParamCount> param_counts;
