@@ -91,45 +91,12 @@ TEST(LayerGraph, Llama3_8bParameterCount) {
 TEST(LayerGraph, Mixtral8x7bParameterCount) {
   // Megatron's Mixtral example arguments (empty $TOKENIZER_MODEL included): per layer attention
   // 25,165,824 + 16,777,216, norms 8,192, router 8·4096, experts 8·3·14336·4096; untied 32000-token vocab.
-  MegatronConfig c = parse({"--disable-bias-linear",
-                            "--seq-length",
-                            "4096",
-                            "--max-position-embeddings",
-                            "32768",
-                            "--num-layers",
-                            "32",
-                            "--hidden-size",
-                            "4096",
-                            "--ffn-hidden-size",
-                            "14336",
-                            "--num-attention-heads",
-                            "32",
-                            "--attention-dropout",
-                            "0.0",
-                            "--hidden-dropout",
-                            "0.0",
-                            "--normalization",
-                            "RMSNorm",
-                            "--position-embedding-type",
-                            "rope",
-                            "--swiglu",
-                            "--untie-embeddings-and-output-weights",
-                            "--group-query-attention",
-                            "--num-query-groups",
-                            "8",
-                            "--no-position-embedding",
-                            "--num-experts",
-                            "8",
-                            "--moe-router-topk",
-                            "2",
-                            "--moe-grouped-gemm",
-                            "--tokenizer-type",
-                            "Llama2Tokenizer",
-                            "--tokenizer-model",
-                            "--data-path",
-                            "--split",
-                            "99990,8,2",
-                            "--bf16"});
+  // Megatron's script also passes --no-position-embedding, --moe-grouped-gemm, an empty --tokenizer-model
+  // and data flags the analysis ignores.
+  MegatronConfig c =
+      parse(preflight::test::words(preflight::test::mixtral_8x7b_megatron_args() +
+                                   "--no-position-embedding --moe-grouped-gemm --tokenizer-model "
+                                   "--data-path --split 99990,8,2"));
   std::int64_t per_layer = 25165824LL + 16777216 + 8192 + 8 * 4096 + 8LL * 3 * 14336 * 4096;
   std::int64_t expected = 32 * per_layer + 2LL * 32000 * 4096 + 4096;
   EXPECT_EQ(count_parameters(c.model), expected);

@@ -6,10 +6,11 @@
 
 #include "frontends_test_data.hpp"
 #include "preflight/analyzer/frontends/hf_config.hpp"
-#include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/presets.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/common/error.hpp"
+#include "test_support.hpp"
 
 using namespace preflight::analyzer;
 using preflight::InputError;
@@ -192,39 +193,8 @@ TEST(LoadModel, PresetUnderMegatronArguments) {
 // The same model described twice: the Megatron flags of a Mixtral 8x7B launch script (written here in
 // the style of Megatron-LM's examples/mixtral) and the preset give the same network.
 TEST(LoadModel, PresetEqualsTheMegatronDescription) {
-  MegatronConfig c = parse_megatron_args({"--disable-bias-linear",
-                                          "--seq-length",
-                                          "4096",
-                                          "--max-position-embeddings",
-                                          "32768",
-                                          "--num-layers",
-                                          "32",
-                                          "--hidden-size",
-                                          "4096",
-                                          "--ffn-hidden-size",
-                                          "14336",
-                                          "--num-attention-heads",
-                                          "32",
-                                          "--attention-dropout",
-                                          "0.0",
-                                          "--hidden-dropout",
-                                          "0.0",
-                                          "--normalization",
-                                          "RMSNorm",
-                                          "--position-embedding-type",
-                                          "rope",
-                                          "--swiglu",
-                                          "--untie-embeddings-and-output-weights",
-                                          "--group-query-attention",
-                                          "--num-query-groups",
-                                          "8",
-                                          "--num-experts",
-                                          "8",
-                                          "--moe-router-topk",
-                                          "2",
-                                          "--tokenizer-type",
-                                          "Llama2Tokenizer",
-                                          "--bf16"});
+  MegatronConfig c =
+      parse_megatron_args(preflight::test::words(preflight::test::mixtral_8x7b_megatron_args()));
   ModelSpec preset = preset_model("mixtral-8x7b");
   EXPECT_EQ(count_parameters(c.model), count_parameters(preset));
   Strategy st = c.strategy;

@@ -128,6 +128,16 @@ inline std::vector<std::string> words(const std::string& line) {
   return out;
 }
 
+/// The model and size flags of a Mixtral 8x7B launch in the style of Megatron-LM's
+/// examples/mixtral/train_mixtral_8x7b_distributed.sh (tests append their own).
+inline std::string mixtral_8x7b_megatron_args() {
+  return "--disable-bias-linear --seq-length 4096 --max-position-embeddings 32768 --num-layers 32 "
+         "--hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --attention-dropout 0.0 "
+         "--hidden-dropout 0.0 --normalization RMSNorm --position-embedding-type rope --swiglu "
+         "--untie-embeddings-and-output-weights --group-query-attention --num-query-groups 8 --num-experts 8 "
+         "--moe-router-topk 2 --tokenizer-type Llama2Tokenizer --bf16 ";
+}
+
 /// Quotes a word for /bin/sh.
 inline std::string shell_quote(const std::string& s) {
   std::string q = "'";
