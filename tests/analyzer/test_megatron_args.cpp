@@ -88,7 +88,23 @@ TEST(MegatronArgs, ArrayItemsHoldingFlagAndValueInOneWord) {
   MegatronConfig c = parse_megatron_args(
       with(base_args(), {"--bf16", "--fp8-format hybrid", "--tokenizer-type NullTokenizer"}));
   EXPECT_EQ(c.strategy.fp8, Fp8Format::Hybrid);
-  EXPECT_EQ(c.model.vocab_size, 50258);  // NullTokenizer adds the EOD token
+  EXPECT_EQ(c.model.vocab_size, 50257);  // NullTokenizer: exactly --vocab-size (Megatron-LM since 2026-04-22)
+}
+
+// Megatron-LM's NullTokenizer appended an EOD token (vocabulary --vocab-size + 1) until 2026-04-22; the
+// current rule is the default, with a note, and --megatron-version gives an older checkout's rule.
+TEST(MegatronArgs, NullTokenizerVocabularyFollowsTheMegatronVersion) {
+  Words base = with(base_args(), {"--tokenizer-type", "NullTokenizer"});
+  MegatronConfig now = parse_megatron_args(base);
+  EXPECT_EQ(now.model.vocab_size, 50257);
+  bool noted = false;
+  for (const auto& w : now.warnings) noted = noted || w.find("--megatron-version") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_EQ(parse_megatron_args(with(base, {"--megatron-version", "2026-04-21"})).model.vocab_size, 50258);
+  MegatronConfig later = parse_megatron_args(with(base, {"--megatron-version", "2026-04-22"}));
+  EXPECT_EQ(later.model.vocab_size, 50257);
+  for (const auto& w : later.warnings) EXPECT_EQ(w.find("NullTokenizer"), std::string::npos) << w;
+  EXPECT_THROW(parse_megatron_args(with(base, {"--megatron-version", "core_r0.8"})), preflight::InputError);
 }
 
 TEST(MegatronArgs, VocabFileIsCountedWhenPresentElseTokenizerDefault) {

@@ -107,6 +107,19 @@ I64 count_vocab_file(const std::string& path) {
   return n;
 }
 
+/// `--megatron-version`: the date of the Megatron-LM checkout the run uses, YYYY-MM-DD (rules that changed
+/// over time follow it).
+std::string megatron_checkout_date(const std::string& v) {
+  bool ok = v.size() == 10 && v[4] == '-' && v[7] == '-';
+  for (std::size_t i = 0; ok && i < v.size(); ++i)
+    if (i != 4 && i != 7) ok = std::isdigit(static_cast<unsigned char>(v[i])) != 0;
+  if (!ok)
+    throw InputError(
+        "--megatron-version",
+        "expected the date of the Megatron-LM checkout as YYYY-MM-DD (e.g. 2025-11-03), got '" + v + "'");
+  return v;
+}
+
 }  // namespace
 
 const std::vector<FlagSpec>& model_flags() {
@@ -141,6 +154,7 @@ const std::vector<FlagSpec>& model_flags() {
       {"--tokenizer-type", Arity::One},
       {"--tokenizer-model", Arity::One},
       {"--make-vocab-size-divisible-by", Arity::One},
+      {"--megatron-version", Arity::One},
       {"--num-experts", Arity::One},
       {"--moe-router-topk", Arity::One},
       {"--moe-ffn-hidden-size", Arity::One},
@@ -265,11 +279,22 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
   }
   if (vocab == 0 && f.has("--vocab-size")) {
     vocab = parse_int("--vocab-size", f.get("--vocab-size"));
-    if (tok_type == "NullTokenizer") vocab += 1;  // Megatron's NullTokenizer appends an EOD token
+    bool eod = false;
+    if (tok_type == "NullTokenizer") {
+      // Megatron-LM's NullTokenizer had vocab_size = --vocab-size + 1 (an appended EOD token) until
+      // 2026-04-22; since then it is exactly --vocab-size.
+      if (f.has("--megatron-version")) {
+        eod = megatron_checkout_date(f.get("--megatron-version")) < "2026-04-22";
+      } else {
+        warnings.push_back("NullTokenizer: vocabulary = --vocab-size " + f.get("--vocab-size") +
+                           ", as Megatron-LM since 2026-04-22 (before: one more, the EOD token); "
+                           "--megatron-version YYYY-MM-DD gives the date of an older checkout");
+      }
+      if (eod) vocab += 1;
+    }
     if (f.has("--vocab-file") || f.has("--tokenizer-model"))
       warnings.push_back("tokenizer file not found on this machine; using --vocab-size " +
-                         f.get("--vocab-size") +
-                         (tok_type == "NullTokenizer" ? " + 1 (NullTokenizer EOD)" : ""));
+                         f.get("--vocab-size") + (eod ? " + 1 (NullTokenizer EOD)" : ""));
   }
   if (vocab == 0 && base && m.vocab_size > 0) vocab = m.vocab_size;
   if (vocab == 0 && known_tokenizer_vocab_size(tok_type) > 0) {

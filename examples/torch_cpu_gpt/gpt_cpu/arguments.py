@@ -2,7 +2,7 @@
 
 Unknown arguments are an error, as in Megatron.  Defaults follow Megatron where it has one (dropout 0.1,
 LayerNorm, learned absolute positions, tied embeddings, ffn = 4h or the SwiGLU rounding, vocab padded to a
-multiple of 128·tp, NullTokenizer adding one EOD token to --vocab-size).
+multiple of 128·tp, NullTokenizer's vocabulary exactly --vocab-size as Megatron-LM's since 2026-04-22).
 """
 
 import argparse
@@ -102,7 +102,7 @@ def finish(parser, args):
         err("--seq-length exceeds --max-position-embeddings")
     if args.vocab_size is None:
         err("--vocab-size is required (NullTokenizer)")
-    args.tokenizer_vocab_size = args.vocab_size + 1  # NullTokenizer appends an EOD token
+    args.tokenizer_vocab_size = args.vocab_size  # NullTokenizer (Megatron-LM since 2026-04-22; before: + 1)
     tp = args.tensor_model_parallel_size
     args.padded_vocab_size = int(math.ceil(args.tokenizer_vocab_size / (args.make_vocab_size_divisible_by * tp))
                                  * args.make_vocab_size_divisible_by * tp)
