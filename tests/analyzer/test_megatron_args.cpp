@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/common/error.hpp"
 
 using namespace preflight::analyzer;
@@ -167,4 +168,68 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
       {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16"},
       "--vocab-size");
   expect_error(with(base_args(), {"--bf16", "--fp16"}), "--bf16");
+}
+
+// A launch that starts fewer ranks than its layout needs (Megatron's train_gpt3_175b_distributed.sh: one
+// node for tp 8 × pp 16) is analysed on the fewest ranks the layout runs on, dp = 1, with a warning naming
+// what to set; a size that is larger but not a multiple stays an error.
+TEST(MegatronArgs, WorldSmallerThanTheLayoutIsAnalysedAtItsSmallestSize) {
+  auto note_with = [](const MegatronConfig& c, const std::string& text) {
+    for (const auto& w : c.warnings)
+      if (w.find(text) != std::string::npos) return true;
+    return false;
+  };
+  Words layout =
+      with(base_args(), {"--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "4"});
+  MegatronConfig a = parse_megatron_args(with(layout, {"--nproc_per_node", "8", "--nnodes", "1"}));
+  EXPECT_EQ(a.strategy.world_size, 32);
+  EXPECT_EQ(a.strategy.dp(), 1);
+  EXPECT_EQ(a.nnodes, 4);
+  EXPECT_TRUE(note_with(a,
+                        "world size 8 is smaller than the layout's tp·pp·cp = 8·4·1 = 32: analysing 32 GPUs "
+                        "(dp = 1); the run needs --nnodes 4 (8 GPUs per node)"));
+  EXPECT_NO_THROW(build_layer_graph(a.model, a.strategy));
+  // The size from torchrun's environment, from --world-size, and with the script's variable named by wrap.
+  MegatronConfig e = parse_megatron_args(layout, {{"PET_NPROC_PER_NODE", "8"}, {"PET_NNODES", "2"}});
+  EXPECT_TRUE(note_with(e, "the run needs PET_NNODES=4"));
+  EXPECT_TRUE(
+      note_with(parse_megatron_args(with(layout, {"--world-size", "16"})), "the run needs --world-size 32"));
+  EXPECT_TRUE(note_with(
+      parse_megatron_args(with(layout, {"--nproc_per_node", "8", "--nnodes-variable", "NUM_NODES"})),
+      "set NUM_NODES=4 in the launch script"));
+  // Experts: dp·cp must hold whole expert groups (8 experts over ep 8 on tp 1 × pp 1 needs 8 ranks).
+  MegatronConfig moe = parse_megatron_args(with(
+      base_args(), {"--num-experts", "8", "--expert-model-parallel-size", "8", "--nproc_per_node", "4"}));
+  EXPECT_EQ(moe.strategy.world_size, 8);
+  // Larger than the layout but not a multiple: the error says what the sizes are.
+  MegatronConfig odd = parse_megatron_args(with(layout, {"--nproc_per_node", "8", "--nnodes", "5"}));
+  EXPECT_EQ(odd.strategy.world_size, 40);
+  EXPECT_THROW(build_layer_graph(odd.model, odd.strategy), preflight::InputError);
+}
+
+// Layers that do not divide over the pipeline stages: the error says what would make the layout valid, and
+// the layout it proposes reads back as an even-as-possible split of every layer.
+TEST(MegatronArgs, UnevenLayersGetAValidAlternative) {
+  MegatronConfig c = parse_megatron_args(with(
+      base_args(), {"--num-layers", "12", "--pipeline-model-parallel-size", "8", "--nproc_per_node", "8"}));
+  try {
+    build_layer_graph(c.model, c.strategy);
+    ADD_FAILURE() << "12 layers on 8 stages accepted";
+  } catch (const preflight::InputError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("--pipeline-model-parallel-size 1, 2, 3, 4, 6 or 12"), std::string::npos) << what;
+    EXPECT_NE(
+        what.find("--decoder-first-pipeline-num-layers 0 --decoder-last-pipeline-num-layers 0 (2 on each of "
+                  "the 6 middle stages)"),
+        std::string::npos)
+        << what;
+    EXPECT_NE(what.find("--pipeline-model-parallel-layout \"Et*2|(t*2|)*3,(t|)*3,tL\""), std::string::npos)
+        << what;
+  }
+  auto chunks = parse_pipeline_layout("Et*2|(t*2|)*3,(t|)*3,tL", 8, 12, 0);
+  EXPECT_EQ(chunks, (std::vector<std::vector<int>>{{2, 2, 2, 2, 1, 1, 1, 1}}));
+  MegatronConfig fixed = parse_megatron_args(with(
+      base_args(), {"--num-layers", "12", "--pipeline-model-parallel-size", "8", "--nproc_per_node", "8",
+                    "--decoder-first-pipeline-num-layers", "0", "--decoder-last-pipeline-num-layers", "0"}));
+  EXPECT_NO_THROW(build_layer_graph(fixed.model, fixed.strategy));
 }

@@ -51,7 +51,7 @@ TEST(Rewrite, StringStyleLaunchLineAndPlaceholders) {
   auto out = lines(r.text);
   EXPECT_EQ(out[13], "CHECKPOINT_PATH='<Specify path>'");
   EXPECT_EQ(out[14], "VOCAB_FILE='<Specify path to file>/gpt2-vocab.json'");
-  EXPECT_EQ(out[38], kInv + " analyze $DISTRIBUTED_ARGS \\");
+  EXPECT_EQ(out[38], kInv + " analyze --nnodes-variable=NNODES $DISTRIBUTED_ARGS \\");
   ASSERT_EQ(r.launches.size(), 1u);
   EXPECT_EQ(r.launches[0].line, 39u);
   EXPECT_EQ(r.launches[0].launcher, Launcher::Torchrun);
@@ -67,7 +67,7 @@ TEST(Rewrite, ArrayStyleEntryInAVariableOnItsOwnLine) {
   WrapResult r = wrap_script(in, o);
   EXPECT_EQ(changed_lines(in, r.text), (std::vector<std::size_t>{54, 55}));
   auto out = lines(r.text);
-  EXPECT_EQ(out[53], kInv + " analyze --json ${DISTRIBUTED_ARGS[@]} \\");
+  EXPECT_EQ(out[53], kInv + " analyze --json --nnodes-variable=NUM_NODES ${DISTRIBUTED_ARGS[@]} \\");
   EXPECT_EQ(out[54], "    \\");
   EXPECT_EQ(r.text.back(), 'x');  // still no final newline
   EXPECT_NE(r.text.find("torchrun --nproc_per_node 1 pretrain_gpt.py --num-layers 1\n"), std::string::npos);

@@ -188,6 +188,31 @@ bool is_file_command(std::string_view w) {
   return kFileCommands.count(w) > 0;
 }
 
+/// The variable a word expands whole: `$X`, `${X}`, `"${X[@]}"`, `${X[*]}`.
+std::optional<std::string> expanded_name(std::string raw) {
+  if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"') raw = raw.substr(1, raw.size() - 2);
+  for (const char* all : {"[@]}", "[*]}"})
+    if (raw.size() > 6 && raw.rfind("${", 0) == 0 && raw.ends_with(all))
+      raw = "${" + raw.substr(2, raw.size() - 6) + "}";
+  auto ref = parameter_ref(raw);
+  return ref ? std::optional<std::string>(ref->name) : std::nullopt;
+}
+
+/// The variable a launch's `--nnodes $NUM_NODES` (or `--nnodes=${NNODES:-1}`) reads, in `text`.
+std::optional<std::string> nnodes_variable(const std::string& text) {
+  for (std::size_t at = text.find("--nnodes"); at != std::string::npos; at = text.find("--nnodes", at + 1)) {
+    std::size_t i = at + 8;
+    while (i < text.size() && (text[i] == ' ' || text[i] == '=' || text[i] == '"' || text[i] == '\t')) ++i;
+    if (i >= text.size() || text[i] != '$') continue;
+    ++i;
+    if (i < text.size() && text[i] == '{') ++i;
+    std::size_t b = i;
+    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
+    if (i > b && !std::isdigit(static_cast<unsigned char>(text[b]))) return text.substr(b, i - b);
+  }
+  return std::nullopt;
+}
+
 /// "torchrun, python -m torch.distributed.run, …, msrun_launcher.sh "CMD", srun, mpirun or python".
 std::string launcher_list() {
   std::vector<std::string> names;
@@ -266,9 +291,11 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
   };
   std::vector<Found> found;
   std::map<std::string, std::optional<std::string>> vars;
+  std::map<std::string, std::string> assigned_raw;  // NAME → its value as written (arrays too)
   auto record = [&](const std::string& raw) {
     auto eq = raw.find('=');
     std::string name = raw.substr(0, eq);
+    assigned_raw[name] = raw.substr(eq + 1);
     if (!name.empty() && name.back() == '+') return;  // NAME+=… appends: value no longer literal-known
     if (auto br = name.find('['); br != std::string::npos) return;
     vars[name] = literal_value(std::string_view(raw).substr(eq + 1));
@@ -398,7 +425,19 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
         if (launcher_info(f.m.launcher).analyze_inline && !is_mindspore_launch(f.m)) {
           const bool torch = is_torch_launcher(f.m.launcher);
           std::size_t end = torch ? words[f.m.args_begin - 1].end : words[f.m.entry].end;
-          edits.push_back({launcher.begin, end, inv + " analyze" + join_quoted(o.analyze_args)});
+          std::vector<std::string> args = o.analyze_args;
+          if (torch) {
+            // The script variable behind torchrun's --nnodes, for analyze to name when the launch is smaller
+            // than its layout ("set NUM_NODES=16").
+            std::string text;
+            for (std::size_t k = f.m.args_begin; k < f.m.entry; ++k) {
+              text += words[k].raw + " ";
+              if (auto name = expanded_name(words[k].raw); name && assigned_raw.count(*name))
+                text += assigned_raw[*name] + " ";
+            }
+            if (auto var = nnodes_variable(text)) args.push_back("--nnodes-variable=" + *var);
+          }
+          edits.push_back({launcher.begin, end, inv + " analyze" + join_quoted(args)});
           if (torch) {
             auto [b, e] = erase_span(work, words[f.m.entry].begin, words[f.m.entry].end);
             edits.push_back({b, e, ""});

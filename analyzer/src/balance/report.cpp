@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "preflight/analyzer/model/strategy.hpp"
 #include "preflight/common/table.hpp"
 #include "preflight/common/units.hpp"
 
@@ -115,25 +116,10 @@ MegatronForm megatron_form(const BalanceProblem& problem, const Assignment& a) {
   const int S = problem.pipeline.stages, V = a.chunks();
   const int K = static_cast<int>(problem.model.bodies.size());
   MegatronForm out;
-  std::vector<std::string> segs;
+  std::vector<std::vector<int>> layers(V, std::vector<int>(S, 0));
   for (int v = 0; v < V; ++v)
-    for (int s = 0; s < S; ++s) {
-      const int n = a.chunk_layers(v, s);
-      std::string seg = v == 0 && s == 0 ? "E" : "";
-      if (n == 1) seg += "t";
-      if (n > 1) seg += "t*" + std::to_string(n);
-      if (v == V - 1 && s == S - 1) seg += "L";
-      segs.push_back(seg);
-    }
-  const std::size_t last = segs.size() - 1;
-  for (std::size_t i = 0; i < last;) {
-    std::size_t j = i;
-    while (j + 1 < last && segs[j + 1] == segs[i]) ++j;
-    const std::size_t k = j - i + 1;
-    out.layout += k > 1 ? "(" + segs[i] + "|)*" + std::to_string(k) + "," : segs[i] + "|";
-    i = j + 1;
-  }
-  out.layout += segs[last];
+    for (int s = 0; s < S; ++s) layers[v][s] = a.chunk_layers(v, s);
+  out.layout = format_pipeline_layout(layers);
 
   // Recompute: counts per chunk of each class, over all body kinds.
   auto count = [&](Recompute r, int v, int s) {

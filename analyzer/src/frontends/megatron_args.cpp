@@ -190,6 +190,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::read_numerics(f, cfg.strategy);
   megatron::read_recompute(f, cfg.strategy);
   megatron::read_kernels(f, cfg);
+  megatron::fit_world_size(f, env, cfg);
   return cfg;
 }
 

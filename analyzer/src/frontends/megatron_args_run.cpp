@@ -8,11 +8,17 @@
 namespace preflight::analyzer::megatron {
 
 const std::vector<FlagSpec>& launcher_flags() {
-  static const std::vector<FlagSpec> flags = {
-      {"--nproc-per-node", Arity::One}, {"--nnodes", Arity::One},      {"--node-rank", Arity::One},
-      {"--master-addr", Arity::One},    {"--master-port", Arity::One}, {"--standalone", Arity::Switch},
-      {"--world-size", Arity::One},
-  };
+  static const std::vector<FlagSpec> flags =
+      {
+          {"--nproc-per-node", Arity::One},
+          {"--nnodes", Arity::One},
+          {"--node-rank", Arity::One},
+          {"--master-addr", Arity::One},
+          {"--master-port", Arity::One},
+          {"--standalone", Arity::Switch},
+          {"--world-size", Arity::One},
+          {"--nnodes-variable", Arity::One},  // preflight wrap: the launch script's variable behind --nnodes
+      };
   return flags;
 }
 
@@ -100,12 +106,53 @@ void read_launcher_and_sizes(const Flags& f, const std::map<std::string, std::st
     st.world_size = cfg.nproc_per_node * cfg.nnodes;
     st.gpus_per_node = cfg.nproc_per_node;
   } else {
-    st.world_size = st.tp * st.pp * st.cp;
-    st.gpus_per_node = std::min(st.world_size, 8);
-    cfg.warnings.push_back("no torchrun --nproc_per_node/--nnodes given: assuming world size = tp·pp·cp = " +
-                           std::to_string(st.world_size) + " (dp = 1)");
+    st.world_size = 0;  // fit_world_size(): the fewest ranks the layout needs
   }
   cfg.nproc_per_node = st.gpus_per_node;
+}
+
+void fit_world_size(const Flags& f, const std::map<std::string, std::string>& env, MegatronConfig& cfg) {
+  Strategy& st = cfg.strategy;
+  if (st.tp <= 0 || st.pp <= 0 || st.cp <= 0 || st.ep <= 0 || st.etp < 0) return;  // validate() says which
+  const int need = st.min_world_size(cfg.model);
+  const std::string layout = "tp·pp·cp = " + std::to_string(st.tp) + "·" + std::to_string(st.pp) + "·" +
+                             std::to_string(st.cp) +
+                             (need != st.tp * st.pp * st.cp ? " (with the experts' ep)" : "");
+  if (st.world_size == 0) {
+    st.world_size = need;
+    st.gpus_per_node = std::min(need, 8);
+    cfg.nproc_per_node = st.gpus_per_node;
+    cfg.warnings.push_back(
+        "no torchrun --nproc_per_node/--nnodes given: assuming the fewest GPUs the layout "
+        "needs, " +
+        layout + " = " + std::to_string(need) + " (dp = 1)");
+    return;
+  }
+  if (st.world_size >= need) return;  // a multiple or not: validate() says what is wrong
+  // The launch starts fewer processes than the layout needs (a recipe's NUM_NODES=1 with tp8 pp16): analyse
+  // the layout on the fewest ranks it runs on, and say what the launch must be given.
+  const int given = st.world_size;
+  const int per_node = std::max(1, st.gpus_per_node);
+  std::string fix;
+  if (f.has("--world-size")) {
+    fix = "--world-size " + std::to_string(need);
+  } else if (need % per_node == 0) {
+    std::string nodes = std::to_string(need / per_node);
+    bool from_env = !f.has("--nnodes") && env.count("PET_NNODES");
+    fix = from_env ? "PET_NNODES=" + nodes : "--nnodes " + nodes;
+    fix += " (" + std::to_string(per_node) + " GPUs per node)";
+    if (f.has("--nnodes-variable"))
+      fix += ": set " + f.get("--nnodes-variable") + "=" + nodes + " in the launch script";
+  } else {
+    fix = "a world size that is a multiple of " + std::to_string(need) + " (e.g. --nproc_per_node " +
+          std::to_string(std::min(need, 8)) + " --nnodes " + std::to_string((need + 7) / 8) + ")";
+  }
+  st.world_size = need;
+  cfg.nnodes = (need + per_node - 1) / per_node;
+  if (need < per_node) st.gpus_per_node = cfg.nproc_per_node = need;
+  cfg.warnings.push_back("world size " + std::to_string(given) + " is smaller than the layout's " + layout +
+                         " = " + std::to_string(need) + ": analysing " + std::to_string(need) +
+                         " GPUs (dp = 1); the run needs " + fix);
 }
 
 void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {

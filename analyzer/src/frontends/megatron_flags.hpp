@@ -62,6 +62,10 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m);
 /// torchrun's --nproc_per_node/--nnodes (or PET_*), --world-size, and the tp/pp/cp/ep/etp sizes.
 void read_launcher_and_sizes(const Flags& f, const std::map<std::string, std::string>& env,
                              MegatronConfig& cfg);
+/// After every other reader: a launch that starts fewer ranks than tp·pp·cp (·ep) needs is analysed on the
+/// fewest it runs on (dp = 1), with a warning naming the flag to set and its value (`--nnodes 16`); no
+/// launcher sizes at all: the same, as an assumption.
+void fit_world_size(const Flags& f, const std::map<std::string, std::string>& env, MegatronConfig& cfg);
 /// Micro/global batch, sequence parallel, rank order, uneven and virtual pipeline splits, the layout.
 void read_pipeline_split(const Flags& f, MegatronConfig& cfg);
 /// Precision, fp8, optimizer and gradient reduction.

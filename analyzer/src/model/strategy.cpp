@@ -1,6 +1,7 @@
 #include "preflight/analyzer/model/strategy.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <regex>
 #include <string>
@@ -204,9 +205,7 @@ std::vector<int> Strategy::layers_per_stage(int num_layers) const {
     if (total % pp != 0) {
       std::string what =
           "the " + num(num_layers) + " layers" + (extra ? " (+" + num(extra) + " for embedding/loss)" : "") +
-          " do not divide by the pipeline-parallel size " + num(pp) +
-          "; use --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers for an "
-          "uneven split";
+          " do not divide by the pipeline-parallel size " + num(pp) + ". " + uneven_split_advice(total, pp);
       throw InputError("--num-layers", what);
     }
     int per = total / pp;
@@ -253,18 +252,27 @@ void Strategy::validate(const ModelSpec& model) const {
   // Keep every per-rank tensor (the largest: math-attention scores b·heads·s², logits b·s·vocab) far below
   // 2^63 bytes so the int64 arithmetic of the layer graph cannot overflow.
   double tokens = static_cast<double>(micro_batch_size) * static_cast<double>(seq_length);
-  double widest = std::max({static_cast<double>(model.hidden_size), 2.0 * static_cast<double>(model.ffn_hidden_size),
-                            static_cast<double>(model.vocab_size), 2.0 * model.moe.ffn_hidden_size * model.moe.router_topk});
+  double widest = std::max(
+      {static_cast<double>(model.hidden_size), 2.0 * static_cast<double>(model.ffn_hidden_size),
+       static_cast<double>(model.vocab_size), 2.0 * model.moe.ffn_hidden_size * model.moe.router_topk});
   if (attention_backend == AttentionBackend::Math)
-    widest = std::max(widest, static_cast<double>(model.num_attention_heads) * static_cast<double>(seq_length));
+    widest =
+        std::max(widest, static_cast<double>(model.num_attention_heads) * static_cast<double>(seq_length));
   if (tokens * widest * 8 > 1e18)
-    throw InputError("--seq-length", "micro batch × sequence × width gives tensors beyond 10^18 bytes per rank; "
-                                     "these sizes cannot describe a real run");
+    throw InputError("--seq-length",
+                     "micro batch × sequence × width gives tensors beyond 10^18 bytes per rank; "
+                     "these sizes cannot describe a real run");
 
   std::int64_t mp = static_cast<std::int64_t>(tp) * pp * cp;
-  if (world_size % mp != 0)
+  if (world_size % mp != 0) {
+    std::int64_t below = world_size / mp * mp, above = below + mp;
+    std::string sizes = below > 0 ? num(below) + " (dp " + num(below / mp) + ") or " + num(above) + " (dp " +
+                                        num(above / mp) + ")"
+                                  : num(above) + " (dp 1)";
     throw InputError("world size", "world size " + num(world_size) + " is not divisible by tp·pp·cp = " +
-                                       num(tp) + "·" + num(pp) + "·" + num(cp) + " = " + num(mp));
+                                       num(tp) + "·" + num(pp) + "·" + num(cp) + " = " + num(mp) +
+                                       ": a multiple of " + num(mp) + " runs this layout, e.g. " + sizes);
+  }
   if (model.moe.enabled()) {
     std::int64_t emp = static_cast<std::int64_t>(expert_tp()) * ep * pp;
     if (world_size % emp != 0)
@@ -349,9 +357,10 @@ LayerRecompute Strategy::effective_layer_recompute(const ModelSpec& model) const
   if (core_attn && r.megatron_modules.empty()) {
     r.scope = RecomputeScope::SdpOnly;
   } else if (core_attn) {
-    throw InputError("--recompute-modules",
-                     "the cost model cannot combine core_attn with other recompute modules (SimuMax cannot either); "
-                     "choose core_attn alone or the other modules");
+    throw InputError(
+        "--recompute-modules",
+        "the cost model cannot combine core_attn with other recompute modules (SimuMax cannot either); "
+        "choose core_attn alone or the other modules");
   } else if (r.megatron_modules.empty()) {
     r.scope = RecomputeScope::None;
     r.layers = 0;
@@ -363,20 +372,29 @@ LayerRecompute Strategy::effective_layer_recompute(const ModelSpec& model) const
 
 const char* to_string(CpCommType c) {
   switch (c) {
-    case CpCommType::P2P: return "p2p";
-    case CpCommType::AllToAll: return "a2a";
-    case CpCommType::AllGather: return "all_gather";
+    case CpCommType::P2P:
+      return "p2p";
+    case CpCommType::AllToAll:
+      return "a2a";
+    case CpCommType::AllGather:
+      return "all_gather";
   }
   return "?";
 }
 const char* to_string(RecomputeScope s) {
   switch (s) {
-    case RecomputeScope::None: return "none";
-    case RecomputeScope::FullBlock: return "full_block";
-    case RecomputeScope::AttnOnly: return "attn_only";
-    case RecomputeScope::MlpOnly: return "mlp_only";
-    case RecomputeScope::SdpOnly: return "sdp_only";
-    case RecomputeScope::Selective: return "selective_recompute";
+    case RecomputeScope::None:
+      return "none";
+    case RecomputeScope::FullBlock:
+      return "full_block";
+    case RecomputeScope::AttnOnly:
+      return "attn_only";
+    case RecomputeScope::MlpOnly:
+      return "mlp_only";
+    case RecomputeScope::SdpOnly:
+      return "sdp_only";
+    case RecomputeScope::Selective:
+      return "selective_recompute";
   }
   return "?";
 }
@@ -411,6 +429,78 @@ const char* to_string(AttentionBackend b) {
 }
 const char* to_string(TransformerImpl i) {
   return i == TransformerImpl::TorchCpu ? "torch_cpu" : "megatron_core";
+}
+
+std::string format_pipeline_layout(const std::vector<std::vector<int>>& chunk_layers) {
+  std::vector<std::string> segs;
+  const std::size_t V = chunk_layers.size();
+  for (std::size_t v = 0; v < V; ++v) {
+    const std::size_t S = chunk_layers[v].size();
+    for (std::size_t s = 0; s < S; ++s) {
+      const int n = chunk_layers[v][s];
+      std::string seg = v == 0 && s == 0 ? "E" : "";
+      if (n == 1) seg += "t";
+      if (n > 1) seg += "t*" + std::to_string(n);
+      if (v + 1 == V && s + 1 == S) seg += "L";
+      segs.push_back(seg);
+    }
+  }
+  std::string out;
+  if (segs.empty()) return out;
+  const std::size_t last = segs.size() - 1;
+  for (std::size_t i = 0; i < last;) {
+    std::size_t j = i;
+    while (j + 1 < last && segs[j + 1] == segs[i]) ++j;
+    const std::size_t k = j - i + 1;
+    out += k > 1 ? "(" + segs[i] + "|)*" + std::to_string(k) + "," : segs[i] + "|";
+    i = j + 1;
+  }
+  return out + segs[last];
+}
+
+std::string uneven_split_advice(int num_layers, int pp) {
+  std::vector<int> divisors;
+  for (int d = 1; d <= num_layers; ++d)
+    if (num_layers % d == 0) divisors.push_back(d);
+  std::string sizes;
+  for (std::size_t i = 0; i < divisors.size(); ++i)
+    sizes += (i == 0 ? "" : i + 1 == divisors.size() ? " or " : ", ") + std::to_string(divisors[i]);
+  std::string out = "Any of these would: --pipeline-model-parallel-size " + sizes + " (sizes that divide " +
+                    std::to_string(num_layers) + ")";
+  // First and last stage counts that leave the middle stages an even share, as close to L / pp as possible.
+  if (pp > 2) {
+    int best_first = -1, best_last = -1, best_gap = 0;
+    for (int first = 0; first <= num_layers; ++first)
+      for (int last = 0; first + last <= num_layers; ++last) {
+        int rest = num_layers - first - last;
+        if (rest % (pp - 2) != 0 || rest == 0) continue;
+        int middle = rest / (pp - 2);
+        // The fewest layers on the busiest stage, then the most even.
+        int gap = std::max({first, last, middle}) * (num_layers + 1) +
+                  std::max(std::abs(first - middle), std::abs(last - middle));
+        if (best_first < 0 || gap < best_gap) best_first = first, best_last = last, best_gap = gap;
+      }
+    if (best_first >= 0)
+      out += "; --decoder-first-pipeline-num-layers " + std::to_string(best_first) +
+             " --decoder-last-pipeline-num-layers " + std::to_string(best_last) + " (" +
+             std::to_string((num_layers - best_first - best_last) / (pp - 2)) + " on each of the " +
+             std::to_string(pp - 2) + " middle stages)";
+  }
+  if (num_layers >= pp) {
+    std::vector<std::vector<int>> even(1, std::vector<int>(pp, num_layers / pp));
+    for (int s = 0; s < num_layers % pp; ++s) ++even[0][s];
+    out += "; --pipeline-model-parallel-layout \"" + format_pipeline_layout(even) + "\" (Megatron-core " +
+           "0.13 or later)";
+  }
+  return out;
+}
+
+int Strategy::min_world_size(const ModelSpec& model) const {
+  const std::int64_t mp = static_cast<std::int64_t>(tp) * pp * cp;
+  const std::int64_t emp = model.moe.enabled() ? static_cast<std::int64_t>(expert_tp()) * ep * pp : 1;
+  for (std::int64_t dp = 1; dp <= emp; ++dp)
+    if ((mp * dp) % emp == 0) return static_cast<int>(mp * dp);
+  return static_cast<int>(mp * emp);
 }
 
 }  // namespace preflight::analyzer

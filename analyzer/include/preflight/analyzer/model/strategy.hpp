@@ -99,6 +99,16 @@ struct TransformerEngineVersions {
 std::vector<std::vector<int>> parse_pipeline_layout(const std::string& layout, int pp, int num_layers,
                                                     int mtp_num_layers);
 
+/// The `--pipeline-model-parallel-layout` text of transformer layers per chunk [vpp][pp] (what
+/// parse_pipeline_layout reads back): 'E' opens the first segment, 'L' closes the last, runs of equal
+/// segments are written `(seg|)*k,`.
+std::string format_pipeline_layout(const std::vector<std::vector<int>>& chunk_layers);
+
+/// What would make `num_layers` split over `pp` stages when they do not divide: the pipeline sizes that
+/// divide them, a --decoder-first/last-pipeline-num-layers pair, and a layout as even as possible (one
+/// sentence, for error messages).
+std::string uneven_split_advice(int num_layers, int pp);
+
 struct Strategy {
   // --- layout ---
   int world_size = 1;     ///< total ranks (torchrun nproc_per_node · nnodes)
@@ -176,6 +186,9 @@ struct Strategy {
 
   // --- derived (validate() first) ---
   int dp() const { return world_size / (tp * pp * cp); }
+  /// The fewest ranks this layout runs on: tp·pp·cp·dp with the smallest dp ≥ 1 that leaves the experts
+  /// a whole expert-data-parallel group (world divisible by etp·ep·pp).
+  int min_world_size(const ModelSpec& model) const;
   int expert_tp() const { return etp > 0 ? etp : tp; }
   /// Expert data-parallel size: world / (etp · ep · pp).
   int expert_dp() const { return world_size / (expert_tp() * ep * pp); }
