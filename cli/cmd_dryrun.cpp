@@ -38,7 +38,8 @@ struct DryrunCli {
 struct StageReport {
   wrap::StageResult result;
   std::optional<log_parse::DryrunLogScan> scan;
-  std::string status;  ///< "ok", "exit N", "timeout", "no memory block", "incomplete block", "not started"
+  std::string status;  ///< "ok", "exit N", "timeout", "out of memory (…)", "no memory block", "incomplete
+                       ///< block", "not started"
   bool ok = false;
 };
 
@@ -101,6 +102,13 @@ int run_dryrun_command(const DryrunCli& c) {
       bool complete = block && rep.scan->block->complete();
       if (r.timed_out) {
         rep.status = "timeout";
+      } else if (rep.scan && rep.scan->out_of_memory) {
+        const auto& oom = *rep.scan->out_of_memory;
+        rep.status =
+            "out of memory (" + fixed(static_cast<double>(oom.requested_bytes) / 1048576.0, 1) +
+            " MiB requested" +
+            (oom.device_mib ? " of a " + std::to_string(*oom.device_mib) + " MiB device" : std::string()) +
+            ")";
       } else if (r.exit_code != 0) {
         rep.status = "exit " + std::to_string(r.exit_code);
       } else if (!block) {
@@ -151,6 +159,12 @@ int run_dryrun_command(const DryrunCli& c) {
         s["last_error"] = {{"line", rep.scan->last_error->line}, {"text", rep.scan->last_error->text}};
       else
         s["last_error"] = nullptr;
+      if (rep.scan && rep.scan->out_of_memory)
+        s["out_of_memory"] = {{"line", rep.scan->out_of_memory->line},
+                              {"requested_bytes", rep.scan->out_of_memory->requested_bytes},
+                              {"device_memory_mib", rep.scan->out_of_memory->device_mib
+                                                        ? nlohmann::json(*rep.scan->out_of_memory->device_mib)
+                                                        : nullptr}};
       j["results"].push_back(s);
     }
     j["ok"] = all_ok;

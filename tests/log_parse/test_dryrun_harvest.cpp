@@ -297,8 +297,8 @@ TEST(LogsDryrunCli, TableJsonCsvSappAndExitCodes) {
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
             "stage,rank,file,device_mib,device_line,used_mib,used_line,used_peak_mib,used_peak_line,actual_"
             "peak_mib,"
-            "actual_peak_line,status");
-  EXPECT_NE(r.out.find("\n0,0,stage_0_rank_0/mindformer.log,62432,41,59392,42,96543,44,96643,45,ok\n"),
+            "actual_peak_line,status,oom_requested_bytes");
+  EXPECT_NE(r.out.find("\n0,0,stage_0_rank_0/mindformer.log,62432,41,59392,42,96543,44,96643,45,ok,\n"),
             std::string::npos)
       << r.out;
 
@@ -369,4 +369,51 @@ TEST(LogsDryrunShared, ReproducesThePublishedGrepListing) {
             ref["body_memories"]["stage_id"].as<std::vector<int>>());
   EXPECT_EQ(got["body_memories"]["memories"].as<std::vector<long>>(),
             ref["body_memories"]["memories"].as<std::vector<long>>());
+}
+
+// A stage whose log ends in MindSpore's allocation failure (the error block of the MindSpore docs, quoted
+// in tests/data/dryrun) is out of memory on that stage — with the bytes asked for and the device size — in
+// the table, the problems, --json and --csv; not "the log ends inside the memory block".
+TEST(DryrunHarvest, OutOfMemoryIsReportedOnItsStage) {
+  TempDir dir;
+  write_sapp_tree(dir, 5);
+  std::string oom = read_file(data_dir() / "dryrun/mindspore_docs_out_of_memory.txt");
+  write_file(dir.path() / "stage_5_rank_5120/mindformer.log", filler_lines(20) + oom);
+  DryrunHarvest h = harvest_dryrun_logs(dir.path(), {});
+  ASSERT_EQ(h.out_of_memory.size(), 1u);
+  EXPECT_EQ(h.out_of_memory[0].first, 5);
+  const DryrunOutOfMemory& o = *h.logs[h.out_of_memory[0].second].scan.out_of_memory;
+  EXPECT_EQ(o.requested_bytes, 33100113920);
+  EXPECT_EQ(o.device_mib, 32768);
+  EXPECT_EQ(o.line, 24);  // 20 filler lines, 3 banner lines, then the error
+  EXPECT_FALSE(has_problem(h, Kind::IncompleteBlock));
+  EXPECT_FALSE(has_problem(h, Kind::MissingStage));
+  ASSERT_TRUE(has_problem(h, Kind::OutOfMemory, "stage_5_rank_5120/mindformer.log:24"));
+  for (const auto& p : h.problems) {
+    if (p.kind != Kind::OutOfMemory) continue;
+    EXPECT_EQ(p.what,
+              "out of memory on stage 5 (rank 5120): MindSpore could not allocate 33100113920 bytes "
+              "(31566.7 MiB) on a 32768 MiB device");
+  }
+  EXPECT_FALSE(h.ok());
+  std::string text = harvest_text(h);
+  EXPECT_NE(text.find("OUT OF MEMORY (+31566.7 requested)"), std::string::npos) << text;
+  nlohmann::json j = harvest_json(h);
+  EXPECT_EQ(j["out_of_memory"][0]["stage"], 5);
+  EXPECT_EQ(j["out_of_memory"][0]["requested_bytes"], 33100113920);
+  EXPECT_EQ(j["out_of_memory"][0]["device_memory_mib"], 32768);
+  std::string csv = harvest_csv(h);
+  EXPECT_NE(csv.find(",out_of_memory,33100113920\n"), std::string::npos) << csv;
+  // The same error printed on the line of the statistic (as MS_LOG(ERROR) joins them in some builds).
+  write_file(
+      dir.path() / "stage_5_rank_5120/mindformer.log",
+      filler_lines(3) +
+          "[ERROR] DEVICE(1,ffff,python):2025-03-12-10:21:46.000.001 Out of Memory!!! Request memory size: "
+          "1073741824B, Memory Statistic: Device MOC memory size: 62432M\nMindSpore Used memory size: 59");
+  DryrunHarvest cut = harvest_dryrun_logs(dir.path(), {});
+  ASSERT_EQ(cut.out_of_memory.size(), 1u);
+  const DryrunOutOfMemory& c = *cut.logs[cut.out_of_memory[0].second].scan.out_of_memory;
+  EXPECT_EQ(c.requested_bytes, 1073741824);
+  EXPECT_EQ(c.device_mib, 62432);
+  EXPECT_EQ(c.line, 4);
 }

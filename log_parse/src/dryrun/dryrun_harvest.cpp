@@ -13,6 +13,7 @@
 
 #include "preflight/common/error.hpp"
 #include "preflight/common/table.hpp"
+#include "preflight/common/units.hpp"
 
 namespace preflight::log_parse {
 
@@ -297,6 +298,19 @@ DryrunHarvest harvest_dryrun_logs(const fs::path& root, const HarvestOptions& op
     if (s.partial_last_line)
       h.notes.push_back(location(l.path, s.lines) +
                         ": the last line has no newline (log still being written?)");
+    if (s.out_of_memory) {
+      const DryrunOutOfMemory& oom = *s.out_of_memory;
+      std::string what = "out of memory";
+      if (l.stage) what += " on stage " + std::to_string(*l.stage);
+      if (l.rank) what += " (rank " + std::to_string(*l.rank) + ")";
+      what += ": MindSpore could not allocate " + std::to_string(oom.requested_bytes) + " bytes (" +
+              fixed(static_cast<double>(oom.requested_bytes) / 1048576.0, 1) + " MiB)";
+      if (oom.device_mib) what += " on a " + std::to_string(*oom.device_mib) + " MiB device";
+      h.problems.push_back({Kind::OutOfMemory, where_line(l, oom.line), what});
+      if (l.stage) h.out_of_memory.emplace_back(*l.stage, i);
+      // Its memory statistic, cut when the process died, is part of this report.
+      if (s.block && s.block->first_line() >= oom.line) continue;
+    }
     if (s.block && !s.block->complete()) {
       std::string missing;
       for (const std::string& m : s.block->missing()) missing += (missing.empty() ? "" : ", ") + m;
@@ -393,6 +407,9 @@ DryrunHarvest harvest_dryrun_logs(const fs::path& root, const HarvestOptions& op
     for (int s = 0; s < *h.pp; ++s) {
       if (rows.count(s)) continue;
       h.missing_stages.push_back(s);
+      bool oom = std::any_of(h.out_of_memory.begin(), h.out_of_memory.end(),
+                             [&](const auto& o) { return o.first == s; });
+      if (oom) continue;  // reported as out of memory
       std::string what = "no log with a complete memory block";
       std::vector<std::string> seen;
       for (const RankLog& l : h.logs)
@@ -426,6 +443,8 @@ DryrunHarvest harvest_dryrun_logs(const fs::path& root, const HarvestOptions& op
     for (std::size_t& i : m.logs) i = new_index[i];
     m.peak_log = new_index[m.peak_log];
   }
+  for (auto& [stage, i] : h.out_of_memory) i = new_index[i];
+  std::sort(h.out_of_memory.begin(), h.out_of_memory.end());
   return h;
 }
 
@@ -463,6 +482,8 @@ const char* kind_name(HarvestProblem::Kind k) {
       return "stage_mismatch";
     case Kind::BinaryLog:
       return "binary_log";
+    case Kind::OutOfMemory:
+      return "out_of_memory";
   }
   return "unknown";
 }
@@ -509,6 +530,18 @@ nlohmann::json harvest_json(const DryrunHarvest& h) {
                            {"min_actual_peak_mib", m.min_actual_peak_mib}});
   }
   j["missing_stages"] = h.missing_stages;
+  j["out_of_memory"] = nlohmann::json::array();
+  for (const auto& [stage, i] : h.out_of_memory) {
+    const RankLog& l = h.logs[i];
+    const DryrunOutOfMemory& oom = *l.scan.out_of_memory;
+    j["out_of_memory"].push_back(
+        {{"stage", stage},
+         {"rank", l.rank ? nlohmann::json(*l.rank) : nlohmann::json(nullptr)},
+         {"file", l.path},
+         {"line", oom.line},
+         {"requested_bytes", oom.requested_bytes},
+         {"device_memory_mib", oom.device_mib ? nlohmann::json(*oom.device_mib) : nullptr}});
+  }
   j["logs"] = nlohmann::json::array();
   for (const RankLog& l : h.logs) {
     nlohmann::json e{{"file", l.path},
@@ -523,6 +556,12 @@ nlohmann::json harvest_json(const DryrunHarvest& h) {
                      {"used", l.used}};
     if (l.scan.last_error)
       e["last_error"] = {{"line", l.scan.last_error->line}, {"text", l.scan.last_error->text}};
+    if (l.scan.out_of_memory)
+      e["out_of_memory"] = {
+          {"line", l.scan.out_of_memory->line},
+          {"requested_bytes", l.scan.out_of_memory->requested_bytes},
+          {"device_memory_mib",
+           l.scan.out_of_memory->device_mib ? nlohmann::json(*l.scan.out_of_memory->device_mib) : nullptr}};
     j["logs"].push_back(std::move(e));
   }
   j["problems"] = nlohmann::json::array();
@@ -570,6 +609,16 @@ std::string harvest_text(const DryrunHarvest& h, bool per_log) {
       t.row({std::to_string(m.stage), opt_int(p.rank), std::to_string(m.logs.size()),
              mib(b.device_memory_mib), mib(b.used_memory_mib), used_peak, actual_peak, block_range(p)});
     }
+    for (const auto& [stage, i] : h.out_of_memory) {
+      if (h.stage(stage)) continue;  // another rank of the stage printed a block
+      const RankLog& l = h.logs[i];
+      const DryrunOutOfMemory& oom = *l.scan.out_of_memory;
+      t.row({std::to_string(stage), opt_int(l.rank), "1",
+             oom.device_mib ? std::to_string(*oom.device_mib) : "-", "-", "-",
+             "OUT OF MEMORY (+" + fixed(static_cast<double>(oom.requested_bytes) / 1048576.0, 1) +
+                 " requested)",
+             location(l.path, oom.line)});
+    }
   }
   out << t.render();
   if (!h.problems.empty()) {
@@ -596,11 +645,12 @@ std::string harvest_csv(const DryrunHarvest& h) {
   std::ostringstream out;
   out << "stage,rank,file,device_mib,device_line,used_mib,used_line,used_peak_mib,used_peak_line,actual_peak_"
          "mib,"
-         "actual_peak_line,status\n";
+         "actual_peak_line,status,oom_requested_bytes\n";
   for (const RankLog& l : h.logs) {
     out << (l.stage ? std::to_string(*l.stage) : "") << ',' << (l.rank ? std::to_string(*l.rank) : "") << ','
         << quote(l.path);
     std::string status = l.used                      ? "ok"
+                         : l.scan.out_of_memory      ? "out_of_memory"
                          : !l.scan.block             ? "no_block"
                          : !l.scan.block->complete() ? "incomplete"
                                                      : "unused";
@@ -611,7 +661,9 @@ std::string harvest_csv(const DryrunHarvest& h) {
     } else {
       out << ",,,,,,,,";
     }
-    out << ',' << status << '\n';
+    out << ',' << status << ','
+        << (l.scan.out_of_memory ? std::to_string(l.scan.out_of_memory->requested_bytes) : std::string())
+        << '\n';
   }
   return out.str();
 }

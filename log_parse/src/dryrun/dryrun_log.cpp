@@ -201,6 +201,35 @@ std::int64_t DryrunMemoryBlock::last_line() const {
   return last;
 }
 
+namespace {
+
+/// The last `Out of Memory!!! Request memory size: <N>B` in `text` (lines counted from `first_line` at
+/// offset `from`); the device size from its line or from `block` when the statistic starts there.
+std::optional<DryrunOutOfMemory> find_out_of_memory(std::string_view text, std::size_t from,
+                                                    std::int64_t first_line,
+                                                    const std::optional<DryrunMemoryBlock>& block) {
+  static constexpr std::string_view kKey = "Out of Memory!!! Request memory size:";
+  std::size_t last = std::string_view::npos;
+  for (std::size_t pos = from; pos < text.size();) {
+    const void* hit = memmem(text.data() + pos, text.size() - pos, kKey.data(), kKey.size());
+    if (!hit) break;
+    last = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
+    pos = last + kKey.size();
+  }
+  if (last == std::string_view::npos) return std::nullopt;
+  DryrunOutOfMemory oom;
+  oom.line = first_line + static_cast<std::int64_t>(detail::count_newlines(text.data() + from, last - from));
+  std::size_t i = last + kKey.size();
+  while (i < text.size() && text[i] == ' ') ++i;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9' && oom.requested_bytes < (std::int64_t{1} << 58))
+    oom.requested_bytes = oom.requested_bytes * 10 + (text[i++] - '0');
+  if (block && block->device_memory_mib && block->device_memory_mib->line >= oom.line)
+    oom.device_mib = block->device_memory_mib->value;
+  return oom;
+}
+
+}  // namespace
+
 DryrunLogScan scan_dryrun_text(std::string_view text, std::string file, const DryrunScanOptions& options) {
   DryrunLogScan scan;
   scan.file = std::move(file);
@@ -237,6 +266,9 @@ DryrunLogScan scan_dryrun_text(std::string_view text, std::string file, const Dr
     scan.block = f.last;
     scan.block_at_end = only_blank_after;
   }
+  scan.out_of_memory =
+      find_out_of_memory(text, tail_start, 1 + static_cast<std::int64_t>(head.newlines), scan.block);
+  if (!scan.out_of_memory && tail_start > 0) scan.out_of_memory = find_out_of_memory(text, 0, 1, scan.block);
   if (options.identity) read_identity(text, scan);
   return scan;
 }
@@ -295,6 +327,7 @@ DryrunLogScan scan_dryrun_log(const std::filesystem::path& file, const DryrunSca
   std::uint64_t tail_nl_before_region = 1;  // the '\n' ending the cut first line
   BlockFinder blocks = find_blocks(tail, region, 1);
   if (!blocks.last || !blocks.last->complete() || tail_stats.first_nul >= 0) return whole();
+  if (find_out_of_memory(tail, region, 1, blocks.last)) return whole();
 
   DryrunLogScan scan;
   scan.file = file.string();

@@ -63,6 +63,7 @@ struct HarvestProblem {
     Unmapped,              ///< a log with a block whose stage is unknown
     StageMismatch,         ///< path stage differs from rank/(world/pp), or out of range
     BinaryLog,             ///< a `.log` with NUL bytes
+    OutOfMemory,           ///< MindSpore ran out of device memory (DryrunOutOfMemory) on a stage
   };
   Kind kind;
   std::string where;  ///< "file:line", "file@offset", "stage N" or "rank N"
@@ -78,6 +79,8 @@ struct DryrunHarvest {
   std::vector<RankLog> logs;        ///< every log read, sorted by (stage, rank, path); unmapped last
   std::vector<StageMemory> stages;  ///< stages with a complete block, ascending
   std::vector<int> missing_stages;  ///< stages in [0, pp) without a complete block
+  /// Stages (ascending) where a log ends in MindSpore's "Out of Memory!!!": (stage, index into logs).
+  std::vector<std::pair<int, std::size_t>> out_of_memory;
   std::vector<HarvestProblem> problems;
   std::vector<std::string> notes;  ///< informational (agreeing duplicates, inferred sizes, partial lines)
 

@@ -57,6 +57,19 @@ struct DryrunMemoryBlock {
   std::int64_t last_line() const;
 };
 
+/// MindSpore's allocation failure (`mindspore/ccsrc/common/mem_reuse/mem_dynamic_allocator.cc`):
+///
+///     RuntimeError: Out of Memory!!! Request memory size: 1073741824B, Memory Statistic: Device HBM memory
+///     size: 62432M
+///
+/// followed by the rest of the memory statistic (often cut: the process dies).  The device size is read
+/// from that line or the statistic after it.
+struct DryrunOutOfMemory {
+  std::int64_t requested_bytes = 0;        ///< "Request memory size: <N>B"
+  std::optional<std::int64_t> device_mib;  ///< "Device <HBM|MOC> memory size: <N>M"
+  std::int64_t line = 0;
+};
+
 /// Everything read from one log file.
 struct DryrunLogScan {
   std::string file;                        ///< the path as given
@@ -71,6 +84,8 @@ struct DryrunLogScan {
   /// recent call last)", "[ERROR]"/"[CRITICAL]"/" - ERROR - " log levels, "Out of Memory"/"out of memory",
   /// "Segmentation fault", "Killed".  With a block, only lines after it are considered.
   std::optional<LogLine> last_error;
+  /// The last "Out of Memory!!! Request memory size" of the log, if any.
+  std::optional<DryrunOutOfMemory> out_of_memory;
   /// Identity lines, read only with DryrunScanOptions::identity: msrun's "Global rank id … N" and
   /// MindFormers' "Pipeline parallel was opened: pipeline_stages = N" (mindformers/trainer/base_trainer.py).
   std::optional<LogValue> global_rank;
