@@ -2,6 +2,7 @@
 // (allocator_hook/README.md).  Wiring only; the work is in log_parse/trace_*.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -69,7 +70,48 @@ struct ExportOptions {
   std::string format;
   std::string output;
   std::string space = "auto";
+  std::string viz_version = "auto";
 };
+
+/// torch's version as the local `python3` (on PATH, else the system's /usr/bin/python3) imports it; "" when
+/// neither imports torch.
+std::string local_torch_version() {
+  for (const char* python : {"python3", "/usr/bin/python3"}) {
+    std::string cmd =
+        std::string(python) + " -c 'import torch, sys; sys.stdout.write(torch.__version__)' 2>/dev/null";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) continue;
+    std::string out;
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    if (::pclose(p) == 0 && !out.empty()) return out;
+  }
+  return "";
+}
+
+/// --memory-viz-version: "2.1" (or later), "1.13", or auto: the layout the local torch reads.
+log_parse::MemoryVizLayout memory_viz_layout(const std::string& version) {
+  using log_parse::MemoryVizLayout;
+  if (version != "auto") {
+    auto l = log_parse::memory_viz_layout_for_torch(version);
+    if (!l)
+      throw InputError("--memory-viz-version",
+                       "expected a torch version (2.1, 1.13) or auto, got '" + version + "'");
+    return *l;
+  }
+  std::string local = local_torch_version();
+  auto l = log_parse::memory_viz_layout_for_torch(local);
+  if (!l) {
+    std::cerr
+        << "preflight: note: no torch found (python3, /usr/bin/python3): writing the torch >= 2.1 layout "
+           "(pytorch.org/memory_viz); --memory-viz-version 1.13 for torch 1.13's reader\n";
+    return MemoryVizLayout::kDeviceTraces;
+  }
+  std::cerr << "preflight: note: the layout torch " << local << " reads ("
+            << (*l == MemoryVizLayout::kSegments ? "1.13: segments at the peak" : ">= 2.1: device_traces")
+            << "); --memory-viz-version chooses another\n";
+  return *l;
+}
 
 int run_export(const ExportOptions& o) {
   const std::vector<std::string> files = expand_inputs(o.files);
@@ -90,7 +132,7 @@ int run_export(const ExportOptions& o) {
     const log_parse::TraceSpace space = o.space == "host"   ? log_parse::TraceSpace::kHost
                                         : o.space == "cuda" ? log_parse::TraceSpace::kCuda
                                                             : log_parse::TraceSpace::kAuto;
-    log_parse::export_trace_memory_viz(files[0], *out, space);
+    log_parse::export_trace_memory_viz(files[0], *out, space, memory_viz_layout(o.viz_version));
   }
   out->flush();
   if (!*out) throw InputError("--output", "write failed: " + (o.output.empty() ? "stdout" : o.output));
@@ -126,6 +168,11 @@ Command trace_command() {
         x->add_option("-o,--output", exp->output, "output file (default stdout; required for memory-viz)");
         x->add_option("--space", exp->space, "memory-viz: auto | host | cuda")
             ->check(CLI::IsMember({"auto", "host", "cuda"}));
+        x->add_option(
+             "--memory-viz-version", exp->viz_version,
+             "memory-viz: the torch whose reader loads it: 2.1 (or later; also pytorch.org/memory_viz), "
+             "1.13 (segments at the peak), auto (the local python3's torch)")
+            ->capture_default_str();
         x->callback([which] { *which = 2; });
 
         return std::function<int()>(

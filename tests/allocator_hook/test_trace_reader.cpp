@@ -364,6 +364,80 @@ for device, entries in enumerate(s['device_traces']):
   }
 }
 
+/// torch's version as /usr/bin/python3 imports it; "" without torch.
+std::string local_torch() {
+  RunResult r = run_shell("/usr/bin/python3 -c 'import torch, sys; sys.stdout.write(torch.__version__)'");
+  return r.exit_code == 0 ? r.out : "";
+}
+
+std::string export_viz(const std::string& dir, const std::string& trace, const std::string& version) {
+  const std::string pickle = dir + "/viz_" + version + ".pickle";
+  RunResult r = run_preflight("trace export --format memory-viz --space host --memory-viz-version " +
+                              version + " -o " + shell_quote(pickle) + " " + shell_quote(trace));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return pickle;
+}
+
+// The torch 1.13 layout (Debian 12's python3-torch) read by that torch's own torch.cuda._memory_viz: the
+// blocks live at the host peak (4000 bytes at 6 ms: 0xA000, 1000 bytes in the forward pass, and 0xC000,
+// 3000 in the backward pass, both under decoder.layers.0.mlp), as `stats` and `memory` see them.
+TEST(TraceExport, MemoryVizTorch113LayoutLoadsInTorchsReader) {
+  const std::string torch = local_torch();
+  if (torch.empty()) GTEST_SKIP() << "no torch for /usr/bin/python3 here: torch's own reader cannot be run";
+  if (log_parse::memory_viz_layout_for_torch(torch) != log_parse::MemoryVizLayout::kSegments)
+    GTEST_SKIP() << "torch " << torch << " here reads the 2.1 layout (checked by the next test)";
+  TempDir dir;
+  const std::string path = dir.str() + "/t.pftrace";
+  scenario().write(path);
+  const std::string pickle = export_viz(dir.str(), path, "1.13");
+  const std::string py = R"(
+import pickle, sys
+import torch.cuda._memory_viz as mv
+s = pickle.load(open(sys.argv[1], 'rb'))
+st = mv.stats(s)
+print(st['segments'], st['total_size'].value, st['active_allocated'].value)
+print(mv.memory(s, format_flamegraph=lambda lines: lines), end='')
+)";
+  RunResult r = run_shell("/usr/bin/python3 -c " + shell_quote(py) + " " + shell_quote(pickle));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(
+      r.out,
+      "2 4000 4000\n"
+      "stream_0;active_allocated;forward:0:decoder;forward:0:decoder.layers;forward:0:decoder.layers.0;"
+      "forward:0:decoder.layers.0.mlp 1000\n"
+      "stream_0;active_allocated;backward:0:decoder;backward:0:decoder.layers;backward:0:decoder.layers.0;"
+      "backward:0:decoder.layers.0.mlp 3000\n");
+  // auto picks the layout of the torch found here.
+  RunResult a = run_preflight("trace export --format memory-viz --space host -o " +
+                              shell_quote(dir.str() + "/a.pickle") + " " + shell_quote(path));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE(a.err.find("the layout torch " + torch + " reads (1.13"), std::string::npos) << a.err;
+  EXPECT_EQ(read_file(dir.str() + "/a.pickle"), read_file(pickle));
+}
+
+// The torch >= 2.1 layout read by torch's own trace_plot (the Active Memory Timeline of memory_viz).
+TEST(TraceExport, MemoryVizTorch21LayoutLoadsInTorchsReader) {
+  const std::string torch = local_torch();
+  if (torch.empty() ||
+      log_parse::memory_viz_layout_for_torch(torch) != log_parse::MemoryVizLayout::kDeviceTraces)
+    GTEST_SKIP() << "torch >= 2.1 is not installed here (found: " << (torch.empty() ? "none" : torch)
+                 << "); the 2.1 layout is checked by Python's unpickler in MemoryVizPickleLoadsInPython";
+  TempDir dir;
+  const std::string path = dir.str() + "/t.pftrace";
+  scenario().write(path);
+  const std::string pickle = export_viz(dir.str(), path, "2.1");
+  const std::string py = R"(
+import pickle, sys
+import torch.cuda._memory_viz as mv
+s = pickle.load(open(sys.argv[1], 'rb'))
+html = mv.trace_plot(s)
+print(len(s['device_traces'][0]), 'decoder.layers.0.mlp' in html)
+)";
+  RunResult r = run_shell("/usr/bin/python3 -c " + shell_quote(py) + " " + shell_quote(pickle));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "8 True\n");
+}
+
 std::string error_of(const std::string& path) {
   try {
     log_parse::summarize_trace(path);

@@ -1,14 +1,16 @@
 // Export of hook traces to JSONL and memory_viz pickles; see trace_export.hpp.
 #include "preflight/log_parse/trace_export.hpp"
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <vector>
 
-#include "preflight/common/error.hpp"
 #include "hook_trace/trace_replay.hpp"
+#include "preflight/common/error.hpp"
 
 namespace preflight::log_parse {
 
@@ -222,30 +224,6 @@ class SnapshotWriter : public detail::ReplayVisitor {
     if (in_batch_ > 0) p_.appends();
     in_batch_ = 0;
   }
-
- private:
-  void entry(const char* action, const TraceEvent& e, const Block& b) {
-    if (in_batch_ == 0) p_.mark();
-    p_.empty_dict();
-    p_.mark();
-    p_.string("action");
-    p_.string(action);
-    p_.string("addr");
-    p_.unsigned_integer(e.addr);
-    p_.string("size");
-    p_.unsigned_integer(b.size);
-    p_.string("stream");
-    p_.unsigned_integer(b.stream);
-    p_.string("device");
-    p_.integer(e.device < 0 ? 0 : e.device);
-    p_.string("time_us");
-    p_.unsigned_integer(time_us(e.time_ns));
-    p_.string("frames");
-    frames(b);
-    p_.setitems();
-    ++entries;
-    if (++in_batch_ == 1000) finish();
-  }
   // A frames list is written once per (marker, phase, iteration) and referenced after that.
   void frames(const Block& b) {
     const auto key = std::make_tuple(b.marker, static_cast<int>(b.phase), b.iteration);
@@ -269,6 +247,30 @@ class SnapshotWriter : public detail::ReplayVisitor {
     }
     p_.appends();
     memo_[key] = p_.memoize();
+  }
+
+ private:
+  void entry(const char* action, const TraceEvent& e, const Block& b) {
+    if (in_batch_ == 0) p_.mark();
+    p_.empty_dict();
+    p_.mark();
+    p_.string("action");
+    p_.string(action);
+    p_.string("addr");
+    p_.unsigned_integer(e.addr);
+    p_.string("size");
+    p_.unsigned_integer(b.size);
+    p_.string("stream");
+    p_.unsigned_integer(b.stream);
+    p_.string("device");
+    p_.integer(e.device < 0 ? 0 : e.device);
+    p_.string("time_us");
+    p_.unsigned_integer(time_us(e.time_ns));
+    p_.string("frames");
+    frames(b);
+    p_.setitems();
+    ++entries;
+    if (++in_batch_ == 1000) finish();
   }
 
   const TraceReader& reader_;
@@ -300,7 +302,111 @@ std::uint64_t export_trace_jsonl(const std::string& path, std::ostream& out) {
   return writer.lines;
 }
 
-std::uint64_t export_trace_memory_viz(const std::string& path, std::ostream& out, TraceSpace space) {
+namespace {
+
+/// Counts live bytes of one space to find the record at which they peak (the first time they reach the
+/// maximum).
+class PeakFinder : public detail::ReplayVisitor {
+ public:
+  explicit PeakFinder(int space) : space_(space) {}
+  std::uint64_t records = 0, peak_record = 0, live = 0, peak = 0;
+  void on_alloc(const TraceEvent&, const Block& b) override {
+    if (b.space != space_) return;
+    live += b.size;
+    if (live > peak) peak = live, peak_record = records;
+  }
+  void on_free(const TraceEvent&, int space, const Block* b) override {
+    if (b && space == space_) live -= b->size;
+  }
+
+ private:
+  int space_;
+};
+
+/// torch 1.13's snapshot: the blocks live at the peak of `space`, one segment each.
+std::uint64_t write_segments(TraceReader& reader, Pickler& p, int space, int device) {
+  reader.rewind();
+  PeakFinder peak(space);
+  Replay replay;
+  TraceEvent e;
+  while (reader.next(e)) {
+    replay.apply(e, peak);
+    ++peak.records;
+  }
+  reader.rewind();
+  Replay at_peak;
+  NoVisitor none;
+  for (std::uint64_t n = 0; n <= peak.peak_record && reader.next(e); ++n) at_peak.apply(e, none);
+  std::vector<std::pair<std::uint64_t, Block>> blocks;
+  for (const auto& [key, b] : at_peak.live())
+    if (b.space == space) blocks.emplace_back(key & ((std::uint64_t{1} << 56) - 1), b);
+  std::sort(blocks.begin(), blocks.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  SnapshotWriter frames(reader, p, space);
+  p.empty_list();
+  std::uint64_t written = 0;
+  for (const auto& [addr, b] : blocks) {
+    if (written % 1000 == 0) {
+      if (written > 0) p.appends();
+      p.mark();
+    }
+    p.empty_dict();
+    p.mark();
+    p.string("device");
+    p.integer(device);
+    p.string("address");
+    p.unsigned_integer(addr);
+    for (const char* k : {"total_size", "allocated_size", "active_size"}) {
+      p.string(k);
+      p.unsigned_integer(b.size);
+    }
+    p.string("stream");
+    p.unsigned_integer(b.stream);
+    p.string("segment_type");
+    p.string(b.size <= (1u << 20) ? "small" : "large");
+    p.string("blocks");
+    p.empty_list();
+    p.mark();
+    p.empty_dict();
+    p.mark();
+    p.string("size");
+    p.unsigned_integer(b.size);
+    p.string("state");
+    p.string("active_allocated");
+    p.string("history");
+    p.empty_list();
+    p.mark();
+    p.empty_dict();
+    p.mark();
+    p.string("addr");
+    p.unsigned_integer(addr);
+    p.string("real_size");
+    p.unsigned_integer(b.size);
+    p.string("frames");
+    frames.frames(b);
+    p.setitems();
+    p.appends();
+    p.setitems();
+    p.appends();
+    p.setitems();
+    ++written;
+  }
+  if (written > 0) p.appends();
+  return written;
+}
+
+}  // namespace
+
+std::optional<MemoryVizLayout> memory_viz_layout_for_torch(const std::string& version) {
+  int major = 0, minor = 0;
+  char dot = 0;
+  std::istringstream in(version);
+  if (!(in >> major >> dot >> minor) || dot != '.') return std::nullopt;
+  return major > 2 || (major == 2 && minor >= 1) ? MemoryVizLayout::kDeviceTraces
+                                                 : MemoryVizLayout::kSegments;
+}
+
+std::uint64_t export_trace_memory_viz(const std::string& path, std::ostream& out, TraceSpace space,
+                                      MemoryVizLayout layout) {
   TraceReader reader(path);
   std::set<int> devices;
   bool host = false;
@@ -333,6 +439,16 @@ std::uint64_t export_trace_memory_viz(const std::string& path, std::ostream& out
   }
   Pickler p(out);
   p.proto();
+  if (layout == MemoryVizLayout::kSegments) {
+    int s = space == TraceSpace::kHost ? 0 : detail::space_of_device(*devices.begin());
+    int device = space == TraceSpace::kHost ? 0 : *devices.begin();
+    if (space == TraceSpace::kCuda && devices.size() > 1)
+      throw InputError(path, "the torch 1.13 snapshot layout holds one device; this trace has " +
+                                 std::to_string(devices.size()) + " (use --memory-viz-version 2.1)");
+    std::uint64_t n = write_segments(reader, p, s, device);
+    p.stop();
+    return n;
+  }
   p.empty_dict();
   p.mark();
   p.string("segments");

@@ -14,6 +14,7 @@
 /// named "(no marker)".
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -32,9 +33,27 @@ enum class TraceSpace {
   kCuda,  ///< CUDA allocations, `device_traces[d]` for device d
 };
 
-/// Writes a pickled snapshot `{"segments": [], "device_traces": [[entry…]…]}` (pickle protocol 2, memoized
-/// frames) that pytorch.org/memory_viz ("Active Memory Timeline") and torch.cuda._memory_viz load.
-/// @return the number of entries.  @throws InputError (also when `space` selects memory the trace lacks)
-std::uint64_t export_trace_memory_viz(const std::string& path, std::ostream& out, TraceSpace space);
+/// The snapshot layout, by the torch.cuda._memory_viz that reads it.
+enum class MemoryVizLayout {
+  /// torch ≥ 2.1 (and pytorch.org/memory_viz): `{"segments": [], "device_traces": [[entry…]…]}`, the whole
+  /// allocation history ("Active Memory Timeline").
+  kDeviceTraces,
+  /// torch 1.13 (Debian 12's python3-torch): what `torch.cuda.memory_snapshot()` returned then, a list of
+  /// segments — here the blocks live at the peak of the chosen memory, one segment each: `{"device",
+  /// "address", "total_size", "allocated_size", "active_size", "stream", "segment_type", "blocks":
+  /// [{"size", "state": "active_allocated", "history": [{"addr", "real_size", "frames"}]}]}` (its
+  /// `stats`, `memory` and `segments` commands read it).
+  kSegments,
+};
+
+/// Writes a pickled snapshot (pickle protocol 2, memoized frames) in `layout`.
+/// @return the number of entries (history entries; kSegments: blocks).  @throws InputError (also when
+/// `space` selects memory the trace lacks)
+std::uint64_t export_trace_memory_viz(const std::string& path, std::ostream& out, TraceSpace space,
+                                      MemoryVizLayout layout = MemoryVizLayout::kDeviceTraces);
+
+/// The layout for a reader of torch version `version` ("1.13.0a0+gitunknown", "2.3.1"): kSegments before
+/// 2.1, else kDeviceTraces.  nullopt when `version` is not a torch version.
+std::optional<MemoryVizLayout> memory_viz_layout_for_torch(const std::string& version);
 
 }  // namespace preflight::log_parse
