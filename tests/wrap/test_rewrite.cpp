@@ -159,7 +159,7 @@ TEST(Rewrite, NoLaunchListsWhatWasLookedForAndTheClosestLines) {
     EXPECT_EQ(e.where(), "test.sh");
     const std::string& d = e.detail();
     EXPECT_NE(d.find("looked for: torchrun"), std::string::npos) << d;
-    EXPECT_NE(d.find("pretrain_*.py, run_mindformer.py"), std::string::npos) << d;
+    EXPECT_NE(d.find("pretrain_*.py, finetune*.py, run_mindformer.py"), std::string::npos) << d;
     EXPECT_NE(d.find("  6: LAUNCHER=\"torchrun --nproc_per_node 2\""), std::string::npos) << d;
     EXPECT_NE(d.find("  8: CMD=\"$LAUNCHER pretrain_gpt.py"), std::string::npos) << d;
     EXPECT_NE(d.find("  12: eval \"$@\""), std::string::npos) << d;
@@ -233,6 +233,15 @@ TEST(Rewrite, MindFormersLaunchesInAnalyzeModeSayWhatIsMissing) {
 TEST(Rewrite, SrunLaunchesAndANoteForLaunchesNotRecognised) {
   std::string in = read_file(wrap_data("slurm_style.sh"));
   WrapResult r = wrap_script(in, opts());
+  // Analyze mode runs the job script outside its allocation: the #SBATCH size as defaults, one line after
+  // the leading comments (taken out below to compare the rest line by line).
+  const std::string defaults =
+      "export SLURM_NNODES=\"${SLURM_NNODES:-2}\" SLURM_JOB_NUM_NODES=\"${SLURM_JOB_NUM_NODES:-2}\" "
+      "SLURM_NTASKS_PER_NODE=\"${SLURM_NTASKS_PER_NODE:-4}\"  # preflight wrap: the job's #SBATCH size "
+      "outside an "
+      "allocation\n";
+  ASSERT_EQ(lines(r.text)[7] + "\n", defaults);
+  r.text.erase(r.text.find(defaults), defaults.size());
   EXPECT_EQ(changed_lines(in, r.text), (std::vector<std::size_t>{18, 20, 22, 24}));
   auto out = lines(r.text);
   // srun starting torchrun on each node: analyze replaces both (it must run once, not once per node).
@@ -251,7 +260,8 @@ TEST(Rewrite, SrunLaunchesAndANoteForLaunchesNotRecognised) {
   EXPECT_EQ(r.launches[1].line, 22u);
   EXPECT_EQ(r.launches[2].launcher, Launcher::Srun);
   EXPECT_EQ(r.launches[2].line, 24u);
-  EXPECT_TRUE(r.notes.empty());
+  ASSERT_EQ(r.notes.size(), 1u);  // the #SBATCH defaults
+  EXPECT_NE(r.notes[0].find("#SBATCH lines (2 nodes, 4 tasks per node)"), std::string::npos) << r.notes[0];
   // A launcher wrap does not know: the line stays, and the report says it will start the real run.
   std::string two =
       "torchrun pretrain_gpt.py --num-layers 2\nhorovodrun -np 8 python pretrain_gpt.py --num-layers 2\n";

@@ -92,16 +92,24 @@ TEST(WrapCli, SrunSizesComeFromTheAllocationOrTorchrun) {
   RunResult t = run_in(dir.path(), "USE_TORCHRUN=1 bash wrapped.sh");
   ASSERT_EQ(t.exit_code, 0) << t.err;
   expect_layout(json_in(t.out), {2, 2, 12, 1024, 8}, "slurm_style srun torchrun");
-  // Outside an allocation, srun's own default: one task on one node, fewer than tp 2 × pp 2 needs: the
-  // layout is analysed on 4 ranks, and both the assumption and the size the run needs are said.
+  // Outside an allocation: the job size of the script's #SBATCH lines (2 nodes × 4 tasks).
   RunResult bare = run_in(dir.path(), "bash wrapped.sh");
   ASSERT_EQ(bare.exit_code, 0) << bare.err;
-  EXPECT_EQ(json_in(bare.out)["strategy"]["world_size"].get<int>(), 4);
-  EXPECT_NE(bare.err.find("one task per node"), std::string::npos) << bare.err;
-  EXPECT_NE(json_in(bare.out)["warnings"].dump().find(
+  EXPECT_EQ(json_in(bare.out)["strategy"]["world_size"].get<int>(), 8);
+  EXPECT_NE(bare.err.find("world size 8 = 2 nodes x 4"), std::string::npos) << bare.err;
+  // srun's own default, with no #SBATCH size and no allocation: one task on one node, fewer than tp 2 ×
+  // pp 2 needs: analysed on 4 ranks, with the assumption and the size the run needs said.
+  std::string text = read_file(wrap_data("slurm_style.sh"));
+  text.replace(text.find("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n"), 44, "");
+  write_file(dir / "no_sbatch.sh", text);
+  RunResult none = wrap_and_run(dir, dir / "no_sbatch.sh");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(json_in(none.out)["strategy"]["world_size"].get<int>(), 4);
+  EXPECT_NE(none.err.find("one task per node"), std::string::npos) << none.err;
+  EXPECT_NE(json_in(none.out)["warnings"].dump().find(
                 "world size 1 is smaller than the layout's tp·pp·cp = 2·2·1 = 4"),
             std::string::npos)
-      << bare.out;
+      << none.out;
 }
 
 TEST(WrapCli, TorchModuleLauncherBehindAnEnvironmentPrefix) {
@@ -364,4 +372,86 @@ TEST(WrapSharedScripts, MindFormersScripts) {
       "wrap --mode dryrun " + shell_quote(shared_script("mindformers/pipeline_balance_dryrun.sh").string()));
   EXPECT_EQ(sapp.exit_code, 2);
   EXPECT_NE(sapp.err.find("$EXECUTE_ORDER &>"), std::string::npos) << sapp.err;
+}
+
+namespace {
+
+/// Wraps tests/data/wrap/<script> in analyze mode (JSON) and runs it with `env` and `args`: the layout
+/// `preflight analyze` saw.
+nlohmann::json analyzed(const std::string& script, const std::string& env = "",
+                        const std::string& args = "") {
+  TempDir dir;
+  RunResult r = wrap_and_run(dir, wrap_data(script), env, args);
+  EXPECT_EQ(r.exit_code, 0) << script << "\n" << r.err;
+  return json_in(r.out);
+}
+
+}  // namespace
+
+// Launch styles seen in public recipes, each in a script of our own in the same style: every one reaches
+// `preflight analyze` with the script's own values.
+TEST(WrapStyles, SbatchHereDocumentRunsHereWithTheJobsSize) {
+  // The job's script is the here-document; the analysis runs it here with the size sbatch was given.
+  expect_layout(analyzed("sbatch_heredoc.sh"), {2, 2, 12, 1024, 8}, "sbatch <<EOF, 2 nodes × 4");
+  expect_layout(analyzed("sbatch_heredoc.sh", "NODES=4"), {2, 2, 12, 1024, 16}, "sbatch <<EOF, 4 nodes");
+  RunResult w = run_preflight("wrap " + shell_quote(wrap_data("sbatch_heredoc.sh").string()));
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(w.out.find("SLURM_NNODES=$NODES SLURM_JOB_NUM_NODES=$NODES SLURM_NTASKS_PER_NODE=1 bash <<EOF"),
+            std::string::npos)
+      << w.out;
+  // Trace mode keeps the submission (the job is traced where it runs) and rewrites the launch inside it.
+  RunResult t = run_preflight("wrap --mode trace " + shell_quote(wrap_data("sbatch_heredoc.sh").string()));
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("sbatch --job-name=gpt"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("run --mode trace -- srun torchrun"), std::string::npos) << t.out;
+}
+
+TEST(WrapStyles, SrunBashCommandString) {
+  // One shell per node under srun: analysis runs the shell once, with the job size of the #SBATCH lines.
+  expect_layout(analyzed("srun_bash_c.sh"), {4, 1, 16, 2048, 8}, "srun bash -c, #SBATCH --nodes=2");
+  expect_layout(analyzed("srun_bash_c.sh", "SLURM_NNODES=4"), {4, 1, 16, 2048, 16}, "inside a 4-node job");
+}
+
+TEST(WrapStyles, PrefixesBeforeTheLauncher) {
+  expect_layout(analyzed("prefix_style.sh"), {2, 1, 8, 1024, 4},
+                "$VENV_PREFIX \"${PROFILE_CMD[@]}\" torchrun");
+  expect_layout(analyzed("prefix_style.sh", "PROFILE=1 VENV_PREFIX=env"), {2, 1, 8, 1024, 4},
+                "with the prefix set");
+  expect_layout(analyzed("prefix_style.sh", "STYLE=uv"), {4, 1, 8, 1024, 4}, "uv run torchrun");
+  expect_layout(analyzed("prefix_style.sh", "STYLE=nsys"), {1, 2, 8, 1024, 2}, "nsys profile torchrun");
+}
+
+TEST(WrapStyles, MpirunOfAShellScriptRunningPython) {
+  expect_layout(analyzed("mpirun_entry_sh.sh"), {2, 1, 8, 1024, 8},
+                "mpirun -np 8 -N 4 ./entry.sh pretrain_gpt.py");
+}
+
+TEST(WrapStyles, PlaceholderPathsWithSpaces) {
+  TempDir dir;
+  RunResult r = wrap_and_run(dir, wrap_data("placeholder_spaces.sh"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_layout(json_in(r.out), {1, 1, 4, 512, 2}, "placeholder paths");
+  EXPECT_EQ(r.err.find("command not found"), std::string::npos) << r.err;  // `checkpoints` is not run
+  EXPECT_NE(read_file(dir / "wrapped.sh").find("CHECKPOINT_PATH='/path/to/my checkpoints'"),
+            std::string::npos);
+}
+
+TEST(WrapStyles, TorchDistributedLaunchFinetuneEntryAndOwnOptionParser) {
+  expect_layout(analyzed("distributed_launch.sh"), {1, 4, 24, 2048, 8}, "python -m torch.distributed.launch");
+  expect_layout(analyzed("finetune_style.sh"), {8, 1, 32, 4096, 8}, "torchrun finetune.py");
+  expect_layout(analyzed("getopt_style.sh", "", "--tp 2 --pp 4 --layers=16"), {2, 4, 16, 1024, 8},
+                "while/case option parser");
+  expect_layout(analyzed("getopt_style.sh"), {1, 1, 8, 1024, 8}, "its defaults");
+}
+
+TEST(WrapStyles, RunCmdThenEval) {
+  TempDir dir;
+  RunResult r = wrap_and_run(dir, wrap_data("run_cmd_eval.sh"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_layout(json_in(r.out), {2, 1, 12, 768, 4}, "run_cmd=\"deepspeed …\"; eval ${run_cmd}");
+  EXPECT_NE(read_file(dir / "wrapped.sh").find("run_cmd=\"\\\"${PREFLIGHT:-"), std::string::npos);
+  // A launch assembled from pieces that are only known when it runs still gets the fallback.
+  RunResult e = run_preflight("wrap " + shell_quote(wrap_data("eval_style.sh").string()));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(e.err.find("preflight run --mode analyze -- bash"), std::string::npos) << e.err;
 }

@@ -68,6 +68,23 @@ std::string EntryPatterns::describe() const {
   return s;
 }
 
+namespace {
+
+/// Commands that run the command after their options (profilers, environment runners).
+bool is_runner(std::string_view name) {
+  static constexpr std::string_view kRunners[] = {"uv",      "nsys",      "ncu",         "numactl",
+                                                  "taskset", "stdbuf",    "nice",        "ionice",
+                                                  "timeout", "apptainer", "singularity", "chrt"};
+  for (std::string_view r : kRunners)
+    if (name == r) return true;
+  return false;
+}
+
+std::optional<LaunchMatch> match_at(const std::vector<WordView>& words, std::size_t i,
+                                    const EntryPatterns& entries);
+
+}  // namespace
+
 std::optional<LaunchMatch> match_launch(const std::vector<WordView>& words, const EntryPatterns& entries) {
   const std::size_t n = words.size();
   std::size_t i = 0;
@@ -84,7 +101,31 @@ std::optional<LaunchMatch> match_launch(const std::vector<WordView>& words, cons
       break;
     }
   }
-  if (i >= n || !words[i].value) return std::nullopt;
+  if (i >= n) return std::nullopt;
+  if (words[i].value) {
+    if (auto m = match_at(words, i, entries)) {
+      m->prefix = i;
+      return m;
+    }
+  }
+  // A prefix that runs the launcher: a runner (nsys profile …, uv run …) or words only known at run time
+  // ($VENV_PREFIX "${PROFILE_CMD[@]}"): the launch is the first launcher after it.
+  if (words[i].value && !is_runner(basename_of(*words[i].value))) return std::nullopt;
+  for (std::size_t k = i + 1; k < n; ++k) {
+    if (!words[k].value) continue;
+    if (auto m = match_at(words, k, entries)) {
+      m->prefix = i;
+      return m;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<LaunchMatch> match_at(const std::vector<WordView>& words, std::size_t i,
+                                    const EntryPatterns& entries) {
+  const std::size_t n = words.size();
   auto matches = [&](std::size_t k) {
     if (k >= n) return false;
     if (words[k].value) return entries.matches(*words[k].value);
@@ -114,6 +155,18 @@ std::optional<LaunchMatch> match_launch(const std::vector<WordView>& words, cons
       }
       r.command = i;
       return r;
+    }
+    // A shell script run on every rank with the entry point and its arguments (`mpirun … ./entry.sh
+    // pretrain_gpt.py …`, the script running `python $*`) stands for python.
+    for (std::size_t k = i + 1; k + 1 < n; ++k) {
+      const std::optional<std::string>& w = words[k].value ? words[k].value : words[k].tail;
+      if (!w || !w->ends_with(".sh") || !matches(k + 1)) continue;
+      m.launcher = by_name->id;
+      m.args_begin = i + 1;
+      m.entry = k + 1;
+      m.entry_name = entry_name(k + 1);
+      m.wrapper_script = *w;
+      return m;
     }
     return std::nullopt;
   }
@@ -198,6 +251,8 @@ std::optional<LaunchMatch> match_launch(const std::vector<WordView>& words, cons
   return std::nullopt;
 }
 
+}  // namespace
+
 std::optional<LaunchMatch> match_launch(const std::vector<std::string>& argv, const EntryPatterns& entries) {
   std::vector<WordView> views;
   views.reserve(argv.size());
@@ -234,7 +289,7 @@ std::optional<LaunchCommand> parse_launch(const std::vector<std::string>& argv,
     return std::vector<std::string>(argv.begin() + static_cast<std::ptrdiff_t>(a),
                                     argv.begin() + static_cast<std::ptrdiff_t>(b));
   };
-  c.wrappers = range(0, m->command);
+  c.wrappers = range(0, m->command);  // exec/env … and a runner prefix (nsys profile, uv run …)
   c.prefix = range(m->command, m->args_begin);
   if (launcher_info(c.launcher).entry == EntryPosition::CommandString) {
     std::vector<std::string> cmd = split_shell_words(argv[m->entry], "msrun_launcher.sh");

@@ -1,6 +1,8 @@
 // Launch-script rewriting.  See rewrite.hpp.
 #include "preflight/wrap/rewrite.hpp"
 
+#include "preflight/wrap/process.hpp"
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -64,6 +66,19 @@ std::optional<std::pair<std::size_t, std::size_t>> placeholder_value(std::string
   while (ve > vb && (line[ve - 1] == ' ' || line[ve - 1] == '\t' || line[ve - 1] == '\r')) --ve;
   std::string_view value = line.substr(vb, ve - vb);
   if (value.empty() || value.find_first_of("'\"`") != std::string_view::npos) return std::nullopt;
+  // A path with a blank in it (`CKPT=/path/to/my checkpoints`): bash would run `checkpoints` as a command
+  // with CKPT in its environment.  Taken for a placeholder when what follows the blank is no program here
+  // (so `CUDA_VISIBLE_DEVICES=0 python …` stays a command).
+  if (auto blank = value.find_first_of(" \t"); blank != std::string_view::npos &&
+                                               value.find('/') != std::string_view::npos &&
+                                               value.find_first_of("$<>|;&()") == std::string_view::npos) {
+    std::string_view next = value.substr(blank);
+    next.remove_prefix(std::min(next.find_first_not_of(" \t"), next.size()));
+    std::string word(next.substr(0, next.find_first_of(" \t")));
+    const char* path = std::getenv("PATH");
+    if (!word.empty() && word[0] != '-' && !find_program(word, path ? path : "/usr/bin:/bin"))
+      return std::make_pair(vb, ve);
+  }
   auto lt = value.find('<');
   if (lt == std::string_view::npos || lt + 1 >= value.size()) return std::nullopt;
   char first = value[lt + 1];
@@ -275,7 +290,138 @@ std::string preflight_invocation(const std::string& path) {
   return "\"${PREFLIGHT:-" + esc + "}\"";
 }
 
+namespace {
+
+/// Where a script being rewritten sits: the top-level file, or a command string inside it (the value of a
+/// variable that is eval'ed, the argument of `bash -c`, a here-document fed to sbatch/bash) whose text is
+/// read through one more level of quoting.
+struct Nesting {
+  char quote = 0;               ///< '"' or '\'' inside such a quoted word; 'h' in an unquoted here-document
+  std::size_t line_offset = 0;  ///< lines before the text in the file
+  bool nested = false;          ///< no launch here is not an error
+};
+
+/// `text` as it must be written inside the quoting of `n` to mean `text` after that quoting is removed.
+std::string escape_for(const Nesting& n, const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (n.quote == '"' && (c == '"' || c == '\\' || c == '`')) out += '\\';
+    if (n.quote == 'h' && (c == '\\' || c == '`')) out += '\\';
+    if (n.quote == '\'' && c == '\'') {
+      out += "'\\''";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting& nest,
+                     std::vector<Edit>* edits_out = nullptr);
+
+/// The inside of a word that is one quoted string ("…" or '…'), as a span of `text`; nullopt otherwise.
+std::optional<std::pair<std::size_t, std::size_t>> quoted_inside(const std::string& text, const ShellWord& w,
+                                                                 char& quote) {
+  if (w.end - w.begin < 2) return std::nullopt;
+  char q = text[w.begin];
+  if ((q != '"' && q != '\'') || text[w.end - 1] != q) return std::nullopt;
+  for (std::size_t i = w.begin + 1; i + 1 < w.end; ++i) {
+    if (q == '"' && text[i] == '\\') {
+      ++i;
+      continue;
+    }
+    if (text[i] == q) return std::nullopt;  // "a"b"c": not one string
+  }
+  quote = q;
+  return std::make_pair(w.begin + 1, w.end - 1);
+}
+
+/// The text a shell sees after one level of quoting is removed — inside "…" or an unquoted here-document
+/// the escapes \$ \` \\ (and \" in "…") lose their backslash and backslash-newline disappears; inside '…' or
+/// a quoted here-document nothing changes — with, for each of its bytes, the offset in `raw` it came from
+/// (map.back() = raw.size()).
+struct Unescaped {
+  std::string text;
+  std::vector<std::size_t> map;
+};
+Unescaped unescape(std::string_view raw, char quote) {
+  Unescaped u;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if ((quote == '"' || quote == 'h') && raw[i] == '\\' && i + 1 < raw.size()) {
+      char n = raw[i + 1];
+      if (n == '\n') {
+        ++i;
+        continue;
+      }
+      if (n == '$' || n == '`' || n == '\\' || (quote == '"' && n == '"')) {
+        u.text += n;
+        u.map.push_back(i);
+        ++i;
+        continue;
+      }
+    }
+    u.text += raw[i];
+    u.map.push_back(i);
+  }
+  u.map.push_back(raw.size());
+  return u;
+}
+
+}  // namespace
+
 WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
+  return wrap_impl(input, o, Nesting{});
+}
+
+namespace {
+
+/// The job size sbatch reads: -N/--nodes, --ntasks-per-node, -n/--ntasks in `words` (sbatch's options)
+/// and in the `#SBATCH` lines of `script` (the options win), as written ("" when absent).
+struct JobSize {
+  std::string nodes, per_node, tasks;
+};
+JobSize sbatch_size(std::vector<std::string> words, std::string_view script) {
+  for (std::size_t pos = 0; pos < script.size();) {
+    std::size_t eol = script.find('\n', pos);
+    std::string_view line =
+        script.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
+    pos = eol == std::string_view::npos ? script.size() : eol + 1;
+    if (!line.starts_with("#SBATCH")) continue;
+    try {
+      for (const std::string& w : split_shell_words(line.substr(7), "#SBATCH"))
+        words.insert(words.begin(), w);
+    } catch (const InputError&) {
+    }
+  }
+  auto option = [&](std::string_view short_name, std::string_view long_name) -> std::string {
+    std::string found;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      const std::string& w = words[i];
+      if ((!short_name.empty() && w == short_name) || w == long_name) {
+        if (i + 1 < words.size()) found = words[i + 1];
+      } else if (w.size() > long_name.size() && w.rfind(long_name, 0) == 0 && w[long_name.size()] == '=') {
+        found = w.substr(long_name.size() + 1);
+      } else if (!short_name.empty() && w.size() > 2 && w.rfind(short_name, 0) == 0 && w[1] != '-') {
+        found = w.substr(2);
+      }
+    }
+    return found;
+  };
+  return {option("-N", "--nodes"), option("", "--ntasks-per-node"), option("-n", "--ntasks")};
+}
+
+/// `SLURM_NNODES=… SLURM_JOB_NUM_NODES=… SLURM_NTASKS_PER_NODE=… SLURM_NTASKS=… ` (with a trailing blank)
+/// for a job of size `j`; "" when the node count is not known.
+std::string slurm_environment(const JobSize& j) {
+  if (j.nodes.empty()) return "";
+  std::string env = "SLURM_NNODES=" + j.nodes + " SLURM_JOB_NUM_NODES=" + j.nodes + " ";
+  if (!j.per_node.empty()) env += "SLURM_NTASKS_PER_NODE=" + j.per_node + " ";
+  if (!j.tasks.empty()) env += "SLURM_NTASKS=" + j.tasks + " ";
+  return env;
+}
+
+WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting& nest,
+                     std::vector<Edit>* edits_out) {
   WrapResult result;
   std::string work = handle_placeholders(input, o, result.notes);
   ShellScript sh = parse_shell(work);
@@ -349,7 +495,7 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
     }
     if (wrapped) {
       result.launches.push_back(
-          {line_of(work, cmd.words[0].begin), Launcher::Torchrun, "", "already wrapped"});
+          {line_of(work, cmd.words[0].begin) + nest.line_offset, Launcher::Torchrun, "", "already wrapped"});
       continue;
     }
     if (auto m = match_launch(views, o.entries)) {
@@ -364,7 +510,8 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
             cmd.words.front().begin, cmd.words.back().end - cmd.words.front().begin));
         if (auto nl = text.find('\n'); nl != std::string::npos) text = text.substr(0, nl) + " …";
         if (text.size() > 80) text = text.substr(0, 77) + "...";
-        result.notes.push_back(o.script_name + ":" + std::to_string(line_of(work, cmd.words.front().begin)) +
+        result.notes.push_back(o.script_name + ":" +
+                               std::to_string(line_of(work, cmd.words.front().begin) + nest.line_offset) +
                                ": `" + text + "` names " + *name +
                                " but is no launch wrap recognises: left as is (it will start the real run); "
                                "`preflight run --mode " +
@@ -375,8 +522,144 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
     }
   }
 
+  // Command strings: launches inside the value of a variable that is eval'ed or run, inside `bash -c "…"`,
+  // inside a here-document fed to sbatch / bash / sh.  Each is rewritten as a script of its own and put
+  // back with its quoting.
+  std::vector<Edit> nested_edits;
+  std::size_t nested_launches = 0;
+  auto rewrite_inside = [&](std::size_t b, std::size_t e, char quote) -> bool {
+    Unescaped u = unescape(std::string_view(work).substr(b, e - b), quote);
+    Nesting inner{quote, line_of(work, b) - 1 + nest.line_offset, true};
+    WrapOptions io = o;
+    io.fix_placeholders = false;
+    std::vector<Edit> inner_edits;
+    WrapResult r = wrap_impl(u.text, io, inner, &inner_edits);
+    std::size_t n = 0;
+    for (const LaunchSite& site : r.launches)
+      if (site.action != "already wrapped") ++n;
+    for (auto& site : r.launches) result.launches.push_back(site);
+    for (auto& note : r.notes) result.notes.push_back(note);
+    for (const Edit& ed : inner_edits)
+      nested_edits.push_back({b + u.map[ed.begin], b + u.map[ed.end], ed.text});
+    nested_launches += inner_edits.empty() ? 0 : n;
+    return n > 0;
+  };
+  auto expands = [](const std::string& raw, const std::string& name) {
+    return raw.find("$" + name) != std::string::npos || raw.find("${" + name + "}") != std::string::npos ||
+           raw.find("${" + name + ":") != std::string::npos;
+  };
+  // Variables run as a command: `eval $CMD`, `eval "${run_cmd}"`, or `$CMD` in command position.
+  auto run_as_command = [&](const std::string& name) {
+    for (const SimpleCommand& c : sh.commands) {
+      if (c.words.empty()) continue;
+      std::optional<std::string> first = literal_value(c.words[0].raw);
+      if (first == "eval") {
+        for (std::size_t k = 1; k < c.words.size(); ++k)
+          if (expands(c.words[k].raw, name)) return true;
+      } else if (auto ref = parameter_ref(c.words[0].raw); ref && ref->name == name) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (const SimpleCommand& cmd : sh.commands) {
+    std::vector<const ShellWord*> assigns;
+    for (const ShellWord& a : cmd.assignments) assigns.push_back(&a);
+    std::optional<std::string> first = cmd.words.empty() ? std::nullopt : literal_value(cmd.words[0].raw);
+    if (first == "export" || first == "local" || first == "declare" || first == "readonly")
+      for (std::size_t k = 1; k < cmd.words.size(); ++k) assigns.push_back(&cmd.words[k]);
+    for (const ShellWord* a : assigns) {
+      auto eq = a->raw.find('=');
+      if (eq == std::string::npos || eq == 0 || a->raw[eq - 1] == '+') continue;
+      ShellWord value{a->begin + eq + 1, a->end, a->raw.substr(eq + 1)};
+      char quote = 0;
+      auto inside = quoted_inside(work, value, quote);
+      if (inside && run_as_command(a->raw.substr(0, eq)))
+        rewrite_inside(inside->first, inside->second, quote);
+    }
+    // bash -c "…" / sh -c '…' (under srun: one shell per node).
+    for (std::size_t k = 0; k + 2 < cmd.words.size(); ++k) {
+      std::optional<std::string> w = literal_value(cmd.words[k].raw);
+      if (!w) continue;
+      std::string base = w->substr(w->rfind('/') == std::string::npos ? 0 : w->rfind('/') + 1);
+      if (base != "bash" && base != "sh") continue;
+      std::size_t c = k + 1;
+      while (c < cmd.words.size() && cmd.words[c].raw != "-c" && cmd.words[c].raw.rfind('-', 0) == 0) ++c;
+      if (c + 1 >= cmd.words.size() || cmd.words[c].raw != "-c") break;
+      char quote = 0;
+      auto inside = quoted_inside(work, cmd.words[c + 1], quote);
+      if (!inside || !rewrite_inside(inside->first, inside->second, quote)) break;
+      // srun/mpirun in front starts the shell once per node or rank: analysis runs it once.
+      std::optional<std::string> head = literal_value(cmd.words[0].raw);
+      if (o.mode == WrapMode::Analyze && k > 0 && head &&
+          (*head == "srun" || *head == "mpirun" || *head == "mpiexec")) {
+        nested_edits.push_back({cmd.words[0].begin, cmd.words[k].begin, ""});
+        result.notes.push_back(o.script_name + ":" +
+                               std::to_string(line_of(work, cmd.words[0].begin) + nest.line_offset) +
+                               ": the analysis runs the shell once, not under " + *head);
+      }
+      break;
+    }
+  }
+  // Here-documents fed to sbatch, bash or sh.
+  for (std::size_t h = 0; h < sh.heredoc_bodies.size() && h < sh.heredoc_ops.size(); ++h) {
+    const SimpleCommand* owner = nullptr;
+    for (const SimpleCommand& c : sh.commands)
+      if (!c.words.empty() && c.begin <= sh.heredoc_ops[h] && sh.heredoc_ops[h] < c.end) owner = &c;
+    if (!owner) continue;
+    std::optional<std::string> head = literal_value(owner->words[0].raw);
+    if (!head) continue;
+    std::string base = head->substr(head->rfind('/') == std::string::npos ? 0 : head->rfind('/') + 1);
+    if (base != "sbatch" && base != "bash" && base != "sh") continue;
+    auto [b, e] = sh.heredoc_bodies[h];
+    const char quote = h < sh.heredoc_quoted.size() && sh.heredoc_quoted[h] ? '\'' : 'h';
+    if (!rewrite_inside(b, e, quote) || base != "sbatch" || o.mode != WrapMode::Analyze) continue;
+    // The job runs here for the analysis, with the size the allocation would give it.
+    std::vector<std::string> opts;
+    for (std::size_t k = 1; k < owner->words.size(); ++k) opts.push_back(owner->words[k].raw);
+    std::string job = slurm_environment(sbatch_size(opts, std::string_view(work).substr(b, e - b)));
+    nested_edits.push_back({owner->words.front().begin, owner->words.back().end, job + "bash"});
+    result.notes.push_back(
+        o.script_name + ":" + std::to_string(line_of(work, owner->words[0].begin) + nest.line_offset) +
+        ": the job's script runs here for the analysis" +
+        (job.empty() ? " (no node count in the sbatch options or #SBATCH lines)" : ", with " + job));
+  }
+
+  // A job script run outside its allocation for the analysis: the SLURM sizes its #SBATCH lines ask for,
+  // unless the environment has them.
+  if (!nest.nested && o.mode == WrapMode::Analyze && (!found.empty() || nested_launches > 0)) {
+    JobSize j = sbatch_size({}, work);
+    if (!j.nodes.empty()) {
+      std::string set = "export SLURM_NNODES=\"${SLURM_NNODES:-" + j.nodes +
+                        "}\" SLURM_JOB_NUM_NODES=\"${SLURM_JOB_NUM_NODES:-" + j.nodes + "}\"";
+      if (!j.per_node.empty())
+        set += " SLURM_NTASKS_PER_NODE=\"${SLURM_NTASKS_PER_NODE:-" + j.per_node + "}\"";
+      if (!j.tasks.empty()) set += " SLURM_NTASKS=\"${SLURM_NTASKS:-" + j.tasks + "}\"";
+      // After the leading comment block (shebang, #SBATCH lines).
+      std::size_t at = 0;
+      while (at < work.size() && (work[at] == '#' || work[at] == '\n')) {
+        std::size_t eol = work.find('\n', at);
+        if (eol == std::string::npos) break;
+        at = eol + 1;
+      }
+      nested_edits.push_back(
+          {at, at, set + "  # preflight wrap: the job's #SBATCH size outside an allocation\n"});
+      result.notes.push_back(o.script_name +
+                             ": outside an allocation the analysis takes the job size of its #SBATCH "
+                             "lines (" +
+                             j.nodes + " nodes" +
+                             (j.per_node.empty() ? "" : ", " + j.per_node + " tasks per node") + ")");
+    }
+  }
+
   if (found.empty()) {
-    if (!result.launches.empty()) {
+    if (nested_launches > 0 || !result.launches.empty() || nest.nested) {
+      if (edits_out) *edits_out = nested_edits;
+      std::sort(nested_edits.begin(), nested_edits.end(),
+                [](const Edit& x, const Edit& y) { return x.begin > y.begin; });
+      for (const Edit& ed : nested_edits) work.replace(ed.begin, ed.end - ed.begin, ed.text);
+      std::sort(result.launches.begin(), result.launches.end(),
+                [](const LaunchSite& x, const LaunchSite& y) { return x.line < y.line; });
       result.text = work;
       result.changed = work != input;
       return result;
@@ -400,8 +683,8 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
   if (o.mode == WrapMode::Dryrun && mindspore == 0) {
     std::string list;
     for (const Found& f : found)
-      list += "\n  " + std::to_string(line_of(work, f.cmd->words[f.m.command].begin)) + ": " +
-              launcher_name(f.m.launcher) + " " + f.m.entry_name;
+      list += "\n  " + std::to_string(line_of(work, f.cmd->words[f.m.command].begin) + nest.line_offset) +
+              ": " + launcher_name(f.m.launcher) + " " + f.m.entry_name;
     throw InputError(
         o.script_name,
         "dryrun mode needs a MindSpore launch (msrun, msrun_launcher.sh or python run_mindformer.py); "
@@ -412,8 +695,18 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
   std::vector<Edit> edits;
   for (const Found& f : found) {
     const auto& words = f.cmd->words;
-    const ShellWord& launcher = words[f.m.command];
-    std::size_t line = line_of(work, launcher.begin);
+    // The launch starts at its runner prefix when it has one (nsys profile …, uv run …, $VENV_PREFIX …).
+    const ShellWord& launcher = words[f.m.prefix];
+    std::size_t line = line_of(work, launcher.begin) + nest.line_offset;
+    if (f.m.prefix < f.m.command && o.mode == WrapMode::Analyze &&
+        launcher_info(f.m.launcher).analyze_inline) {
+      std::string prefix(
+          std::string_view(work).substr(launcher.begin, words[f.m.command].begin - launcher.begin));
+      while (!prefix.empty() && (prefix.back() == ' ' || prefix.back() == '\\' || prefix.back() == '\n'))
+        prefix.pop_back();
+      result.notes.push_back(o.script_name + ":" + std::to_string(line) +
+                             ": the analysis runs without the prefix `" + prefix + "` of this launch");
+    }
     LaunchSite site{line, f.m.launcher, f.m.entry_name, ""};
     if (f.m.recipe_tool && o.mode != WrapMode::Analyze) {
       site.action = "skipped: the public recipe's analysis tool, not a training run";
@@ -437,7 +730,7 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
             }
             if (auto var = nnodes_variable(text)) args.push_back("--nnodes-variable=" + *var);
           }
-          edits.push_back({launcher.begin, end, inv + " analyze" + join_quoted(args)});
+          edits.push_back({launcher.begin, end, escape_for(nest, inv + " analyze" + join_quoted(args))});
           if (torch) {
             auto [b, e] = erase_span(work, words[f.m.entry].begin, words[f.m.entry].end);
             edits.push_back({b, e, ""});
@@ -445,7 +738,7 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
           site.action = "preflight analyze";
         } else {
           edits.push_back({launcher.begin, launcher.begin,
-                           inv + " run --mode analyze" + join_quoted(o.run_args) + " -- "});
+                           escape_for(nest, inv + " run --mode analyze" + join_quoted(o.run_args) + " -- ")});
           site.action = "preflight run --mode analyze";
           if (is_mindspore_launch(f.m) && f.m.entry_name.find("run_mindformer.py") != std::string::npos)
             result.notes.push_back(
@@ -455,8 +748,8 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
         }
         break;
       case WrapMode::Trace:
-        edits.push_back(
-            {launcher.begin, launcher.begin, inv + " run --mode trace" + join_quoted(o.run_args) + " -- "});
+        edits.push_back({launcher.begin, launcher.begin,
+                         escape_for(nest, inv + " run --mode trace" + join_quoted(o.run_args) + " -- ")});
         site.action = "preflight run --mode trace";
         break;
       case WrapMode::Dryrun:
@@ -468,7 +761,8 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
           std::string out = o.dryrun_out;
           if (mindspore > 1) out += "/line" + std::to_string(line);
           edits.push_back({launcher.begin, launcher.begin,
-                           inv + " dryrun --out " + shell_quote(out) + join_quoted(o.dryrun_args) + " -- "});
+                           escape_for(nest, inv + " dryrun --out " + shell_quote(out) +
+                                                join_quoted(o.dryrun_args) + " -- ")});
           site.action = "preflight dryrun --out " + out;
         }
         break;
@@ -477,12 +771,16 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
   }
   std::sort(result.launches.begin(), result.launches.end(),
             [](const LaunchSite& a, const LaunchSite& b) { return a.line < b.line; });
+  edits.insert(edits.end(), nested_edits.begin(), nested_edits.end());
+  if (edits_out) *edits_out = edits;
   std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.begin > b.begin; });
   for (const Edit& e : edits) work.replace(e.begin, e.end - e.begin, e.text);
   result.text = std::move(work);
   result.changed = result.text != input;
   return result;
 }
+
+}  // namespace
 
 std::string sed_compatible(std::string_view text, std::size_t& matches) {
   std::string out;

@@ -54,10 +54,13 @@ class Lexer {
     struct Pending {
       std::string delim;
       bool strip_tabs;
+      std::size_t op;
+      bool quoted;
     };
     std::vector<Pending> pending;
     bool want_delim = false;
     bool delim_strip = false;
+    std::size_t delim_op = 0;
     const std::size_t n = s_.size();
     std::size_t p = 0;
     while (p < n) {
@@ -77,7 +80,11 @@ class Lexer {
       if (c == '\n') {
         toks.push_back({TokKind::Newline, p, p + 1, "\n"});
         ++p;
-        for (const Pending& h : pending) p = skip_heredoc(p, h.delim, h.strip_tabs, out);
+        for (const Pending& h : pending) {
+          out.heredoc_ops.push_back(h.op);
+          out.heredoc_quoted.push_back(h.quoted);
+          p = skip_heredoc(p, h.delim, h.strip_tabs, out);
+        }
         pending.clear();
         continue;
       }
@@ -116,6 +123,7 @@ class Lexer {
           if (o == "<<" || o == "<<-") {
             want_delim = true;
             delim_strip = o == "<<-";
+            delim_op = op_start;
           }
           p = q + o.size();
           matched = true;
@@ -129,6 +137,7 @@ class Lexer {
       if (want_delim) {
         std::string delim;
         std::string_view w = s_.substr(p, e - p);
+        const bool quoted = w.find_first_of("'\"\\") != std::string_view::npos;
         for (std::size_t i = 0; i < w.size(); ++i) {
           if (w[i] == '\'' || w[i] == '"') continue;
           if (w[i] == '\\' && i + 1 < w.size()) {
@@ -137,7 +146,7 @@ class Lexer {
           }
           delim += w[i];
         }
-        pending.push_back({delim, delim_strip});
+        pending.push_back({delim, delim_strip, delim_op, quoted});
         want_delim = false;
       }
       p = e;

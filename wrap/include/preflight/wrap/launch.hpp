@@ -15,7 +15,12 @@
 ///    the allocation, else srun's default of one task per node)
 ///  - `mpirun|mpiexec [options] python [options] ENTRY …` (one MPI process per rank: -np/-n, per node
 ///    -N/--npernode/-ppn/--map-by ppr:N:node, nodes from --host/-H or --hostfile/-f)
-/// and `exec`, `nohup`, `env [NAME=value…]`, `command`, `time` in front of any of them.  `srun [options]` in
+/// and `exec`, `nohup`, `env [NAME=value…]`, `command`, `time` in front of any of them; also a prefix that
+/// runs the launcher (a profiler, an environment runner: `nsys profile …`, `uv run …`, `numactl …`,
+/// `taskset …`, `stdbuf …`, `nice …`, `timeout …`, or words whose value is only known at run time, such as
+/// `$VENV_PREFIX "${PROFILE_CMD[@]}"`) when a launcher follows it (LaunchMatch::prefix).  Under srun or mpirun
+/// a shell script taking the entry point as its first argument (`mpirun … ./entry.sh pretrain_gpt.py …`,
+/// the script running `python $*`) stands for `python`.  `srun [options]` in
 /// front of another launcher (`srun -N 2 torchrun … pretrain_gpt.py`, one launcher per node) belongs to the
 /// launch: LaunchMatch::command points at `srun`, and analyze mode drops it with the launcher word.
 /// A training entry point is a script whose file name matches one of EntryPatterns (`pretrain_*.py`,
@@ -92,10 +97,10 @@ bool is_mindspore_launcher(Launcher l);
 
 /// File-name patterns (fnmatch globs on the last path component) of training entry points.
 struct EntryPatterns {
-  std::vector<std::string> globs{"pretrain_*.py", "run_mindformer.py"};
+  std::vector<std::string> globs{"pretrain_*.py", "finetune*.py", "run_mindformer.py"};
   /// True when the last path component of `path` matches one of the globs.
   bool matches(std::string_view path) const;
-  /// "pretrain_*.py, run_mindformer.py, …" for messages.
+  /// "pretrain_*.py, finetune*.py, run_mindformer.py, …" for messages.
   std::string describe() const;
 };
 
@@ -121,6 +126,9 @@ struct LaunchMatch {
       0;                   ///< index of the first launcher argument (after `python -m torch.distributed.run`)
   std::size_t entry = 0;   ///< index of the entry word (msrun_launcher.sh: of the quoted command string)
   std::string entry_name;  ///< the entry point as far as known (file name at least)
+  std::size_t prefix = 0;  ///< first word of a prefix that runs the launch (nsys profile, uv run, $VAR …);
+                           ///< == command when there is none
+  std::string wrapper_script;  ///< under srun/mpirun: the shell script standing for python ("./entry.sh")
   bool recipe_tool = false;  ///< `python get_training_info.py …` (see is_recipe_tool)
 };
 

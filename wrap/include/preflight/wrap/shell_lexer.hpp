@@ -40,8 +40,12 @@ struct SimpleCommand {
 /// The commands of a script, in the order they appear.
 struct ShellScript {
   std::vector<SimpleCommand> commands;
-  /// Byte spans [begin, end) of here-document bodies (not commands; never rewritten).
+  /// Byte spans [begin, end) of here-document bodies (not commands of this script).
   std::vector<std::pair<std::size_t, std::size_t>> heredoc_bodies;
+  /// Per body (same order): offset of the `<<` / `<<-` that opened it (inside its command's span), and
+  /// whether the delimiter was quoted (`<<'EOF'`: the body is not expanded by this shell).
+  std::vector<std::size_t> heredoc_ops;
+  std::vector<bool> heredoc_quoted;
   bool complete = true;  ///< false when a quote, substitution or here-document was not terminated
 };
 
