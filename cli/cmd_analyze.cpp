@@ -9,6 +9,7 @@
 #include "preflight/analyzer/compat/compat_get_training_info.hpp"
 #include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/frontends/mindformers_yaml.hpp"
 #include "preflight/analyzer/frontends/presets.hpp"
 #include "preflight/analyzer/tables/report.hpp"
 #include "preflight/common/error.hpp"
@@ -19,10 +20,14 @@ namespace {
 
 const char* kAnalyzeHelp =
     "usage: preflight analyze [options] [torchrun args] [Megatron-LM args]\n"
+    "       preflight analyze [options] --config X.yaml [run_mindformer.py args]\n"
     "\n"
     "Reads exactly what a launch script passes to `torchrun … pretrain_gpt.py`, so\n"
     "`torchrun $DISTRIBUTED_ARGS pretrain_gpt.py` can be swapped for `preflight analyze $DISTRIBUTED_ARGS`.\n"
     "Unknown Megatron flags are accepted and ignored.\n"
+    "With a MindFormers training yaml (--config, as run_mindformer.py takes it) the model, layout, batch,\n"
+    "offsets and recompute lists come from the yaml; run_mindformer.py's --use_parallel, --batch_size,\n"
+    "--gradient_accumulation_steps and --options KEY=VALUE… apply on top.\n"
     "\n"
     "options (taken out before the Megatron arguments are read):\n"
     "  --model NAME|FILE|URL|ORG/REPO\n"
@@ -30,8 +35,13 @@ const char* kAnalyzeHelp =
     "                           config.json (file, checkpoint folder or http(s) URL) or a Hub\n"
     "                           repository (HF_TOKEN for gated ones, HF_ENDPOINT for a mirror);\n"
     "                           Megatron architecture flags are then optional and override it\n"
+    "                           (with --config: the architecture a new-style yaml leaves to\n"
+    "                           pretrained_model_dir; a .yaml here is read as --config)\n"
+    "  --config FILE.yaml       MindFormers training yaml\n"
+    "  --worker_num N           workers the msrun launch starts (must equal dp·tp·cp·pp)\n"
     "  --json                   print the report as JSON\n"
     "  --device-memory GIB      device memory; exit 1 when a stage does not fit\n"
+    "                           (default with --config: context.max_device_memory)\n"
     "  --calibration FILE       apply coefficients fitted by `preflight calibrate --fit`\n"
     "  --compat get_training_info\n"
     "                           print exactly what Megatron-LM PR 482's get_training_info.py prints\n"
@@ -43,6 +53,8 @@ struct AnalyzeCli {
   std::optional<std::string> model;
   std::optional<std::string> compat;
   std::optional<std::string> calibration;
+  std::optional<std::string> config;
+  int worker_num = 0;
   Words rest;
 };
 
@@ -59,12 +71,24 @@ AnalyzeCli take_options(const Words& words) {
       cli.json = true;
     } else if (w == "--model" || w.rfind("--model=", 0) == 0) {
       cli.model = value("--model");
+    } else if ((w == "--config" || w.rfind("--config=", 0) == 0) && !cli.config) {
+      cli.config = value("--config");
     } else if (w == "--device-memory" || w.rfind("--device-memory=", 0) == 0) {
       std::string v = value("--device-memory");
       try {
         cli.device_memory_gib = std::stod(v);
       } catch (const std::exception&) {
         throw InputError("--device-memory", "expected a number of GiB, got '" + v + "'");
+      }
+    } else if (w == "--worker_num" || w.rfind("--worker_num=", 0) == 0 || w == "--worker-num" ||
+               w.rfind("--worker-num=", 0) == 0) {
+      std::string v = value("--worker_num");
+      try {
+        std::size_t pos = 0;
+        cli.worker_num = std::stoi(v, &pos);
+        if (pos != v.size() || cli.worker_num <= 0) throw std::invalid_argument(v);
+      } catch (const std::exception&) {
+        throw InputError("--worker_num", "expected a positive number of workers, got '" + v + "'");
       }
     } else if (w == "--calibration" || w.rfind("--calibration=", 0) == 0) {
       cli.calibration = value("--calibration");
@@ -96,15 +120,40 @@ int run_analyze(const Words& words) {
     std::cout << analyzer::render_get_training_info(cli.rest);
     return kExitOk;
   }
+  // A MindFormers yaml: --config (ours or run_mindformer.py's among the rest), or a .yaml given to --model.
+  analyzer::MindFormersOptions mf;
+  std::string yaml = analyzer::read_run_mindformer_args(cli.rest, mf);
+  if (cli.model && analyzer::is_yaml_path(*cli.model)) {
+    if (!yaml.empty()) throw InputError("--model", "a yaml here and --config " + yaml + ": give one");
+    yaml = *cli.model;
+    cli.model.reset();
+  }
+  if (cli.config) yaml = *cli.config;
   std::optional<analyzer::ModelSpec> base;
   std::vector<std::string> model_warnings;
   if (cli.model) base = analyzer::load_model(*cli.model, &model_warnings);
-  analyzer::MegatronConfig cfg =
-      analyzer::parse_megatron_args(cli.rest, analyzer::process_environment(), base ? &*base : nullptr);
-  analyzer::LayerGraph graph = analyzer::build_layer_graph(cfg.model, cfg.strategy);
   analyzer::AnalyzeOptions opts;
   opts.warnings = model_warnings;
-  opts.warnings.insert(opts.warnings.end(), cfg.warnings.begin(), cfg.warnings.end());
+  analyzer::ModelSpec model;
+  analyzer::Strategy strategy;
+  if (!yaml.empty()) {
+    mf.base = base ? &*base : nullptr;
+    mf.world_size = cli.worker_num;
+    mf.world_source = "--worker_num";
+    analyzer::MindFormersConfig mc = analyzer::load_mindformers_yaml(yaml, mf);
+    model = mc.model;
+    strategy = mc.strategy;
+    opts.warnings.insert(opts.warnings.end(), mc.warnings.begin(), mc.warnings.end());
+    if (!cli.device_memory_gib && mc.max_device_memory_gib) cli.device_memory_gib = mc.max_device_memory_gib;
+  } else {
+    if (cli.worker_num) throw InputError("--worker_num", "is for MindFormers launches (give --config X.yaml)");
+    analyzer::MegatronConfig cfg =
+        analyzer::parse_megatron_args(cli.rest, analyzer::process_environment(), base ? &*base : nullptr);
+    model = cfg.model;
+    strategy = cfg.strategy;
+    opts.warnings.insert(opts.warnings.end(), cfg.warnings.begin(), cfg.warnings.end());
+  }
+  analyzer::LayerGraph graph = analyzer::build_layer_graph(model, strategy);
   if (cli.calibration) {
     analyzer::apply_calibration(graph, analyzer::load_calibration_file(*cli.calibration));
     opts.warnings.push_back("calibrated with " + *cli.calibration);

@@ -10,6 +10,7 @@
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/frontends/mindformers_yaml.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::cli {
@@ -17,7 +18,7 @@ namespace preflight::cli {
 namespace {
 
 struct EstimateOptions {
-  std::string model, strategy, system = "a100_pcie", out;
+  std::string model, strategy, system = "a100_pcie", out, config;
   bool json = false, strict = false;
   std::vector<std::string> megatron;
 };
@@ -33,7 +34,25 @@ int run(const EstimateOptions& o) {
   std::vector<std::string> warnings;
   ModelSpec model;
   Strategy strategy;
-  if (!o.megatron.empty()) {
+  if (!o.config.empty() || (!o.model.empty() && is_yaml_path(o.model))) {
+    // A MindFormers training yaml: its model (new style: completed by --model), layout, batch and recompute.
+    if (!o.strategy.empty()) throw InputError("--strategy", "cannot be combined with --config (the yaml is the strategy)");
+    MindFormersOptions mf;
+    const std::string yaml = o.config.empty() ? o.model : o.config;
+    if (!o.megatron.empty()) {
+      const std::string inner = read_run_mindformer_args(o.megatron, mf);
+      if (!inner.empty() && inner != yaml) throw InputError("--config", "given twice (" + yaml + ", " + inner + ")");
+    }
+    ModelSpec base;
+    if (!o.config.empty() && !o.model.empty()) {
+      base = cost::load_cost_model(o.model, &warnings);
+      mf.base = &base;
+    }
+    MindFormersConfig mc = load_mindformers_yaml(yaml, mf);
+    model = mc.model;
+    strategy = mc.strategy;
+    for (const auto& w : mc.warnings) warnings.push_back(w);
+  } else if (!o.megatron.empty()) {
     ModelSpec base;
     if (!o.model.empty()) base = cost::load_cost_model(o.model, &warnings);
     MegatronConfig mc =
@@ -102,6 +121,9 @@ Command estimate_command() {
         sub.add_option("--model", o->model,
                        "SimuMax model JSON, simumax:<name>, Hugging Face config.json or preset name");
         sub.add_option("--strategy", o->strategy, "SimuMax strategy JSON or preset (e.g. tp1_pp2_dp4_mbs1)");
+        sub.add_option("--config", o->config,
+                       "MindFormers training yaml: model, layout, batch and recompute (run_mindformer.py "
+                       "arguments may follow --)");
         sub.add_option("--system", o->system, "SimuMax system JSON or preset (a100_pcie, b200_bf16_ceperm)")
             ->capture_default_str();
         sub.add_option("--out", o->out, "directory for mem_result.json and compute_result.json");

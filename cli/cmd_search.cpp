@@ -13,6 +13,7 @@
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/search.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/mindformers_yaml.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/common/table.hpp"
 #include "preflight/common/units.hpp"
@@ -22,12 +23,16 @@ namespace preflight::cli {
 namespace {
 
 struct SearchOptions {
-  std::string model, system = "a100_pcie", strategy, csv;
+  std::string model, system = "a100_pcie", strategy, csv, config;
   int world = 0, gbs = 0, mbs = 1, seq = 4096, top = 10, threads = 0;
   std::string tp, pp, ep, recompute = "none,full_block,selective";
   double margin = 10;
   bool use_etp = false, no_reserved = false, json = false, quiet = false, strict = false;
+  bool mbs_default = true, seq_default = true;  // not given on the command line
 };
+
+int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Strategy base,
+               std::vector<std::string>& warnings);
 
 std::vector<int> int_list(const std::string& text, const char* flag) {
   std::vector<int> out;
@@ -130,14 +135,48 @@ std::vector<std::size_t> top_rows(const analyzer::cost::SearchResult& r,
 
 int run(const SearchOptions& o) {
   using namespace analyzer;
-  if (o.model.empty()) throw InputError("--model", "is required");
   std::vector<std::string> warnings;
-  ModelSpec model = cost::load_cost_model(o.model, &warnings);
+  ModelSpec model;
+  Strategy base;
+  SearchOptions oo = o;
+  if (!o.config.empty()) {
+    // A MindFormers yaml: its model, numerics, batch and sequence; tp, pp, ep and recompute are searched.
+    if (!o.strategy.empty()) throw InputError("--strategy", "cannot be combined with --config");
+    MindFormersOptions mf;
+    ModelSpec given;
+    if (!o.model.empty()) {
+      given = cost::load_cost_model(o.model, &warnings);
+      mf.base = &given;
+    }
+    MindFormersConfig mc = load_mindformers_yaml(o.config, mf);
+    for (const auto& w : mc.warnings) warnings.push_back(w);
+    model = mc.model;
+    base = mc.strategy;
+    base.chunk_layout.clear();
+    base.stage_layers.clear();
+    base.per_layer_recompute.clear();
+    base.vpp = 1;
+    if (oo.world <= 0) oo.world = mc.world_size();
+    if (oo.gbs <= 0) oo.gbs = mc.strategy.global_batch();
+    if (oo.mbs_default) oo.mbs = mc.strategy.micro_batch_size;
+    if (oo.seq_default) oo.seq = static_cast<int>(mc.strategy.seq_length);
+    base.seq_length = oo.seq;
+  } else {
+    if (o.model.empty()) throw InputError("--model", "is required (or --config X.yaml)");
+    model = cost::load_cost_model(o.model, &warnings);
+  }
+  return run_search(oo, model, base, warnings);
+}
+
+int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Strategy base,
+               std::vector<std::string>& warnings) {
+  using namespace analyzer;
   for (const auto& w : cost::unmodelled_features(model)) warnings.push_back("model " + model.name + ": " + w);
   for (const auto& w : warnings) std::cerr << "preflight: warning: " << w << "\n";
   SystemSpec system = cost::load_simumax_system(o.system);
-  Strategy base;
-  if (!o.strategy.empty()) {
+  if (!o.config.empty()) {
+    // base comes from the yaml
+  } else if (!o.strategy.empty()) {
     base = cost::load_simumax_strategy(o.strategy).strategy;
   } else {  // SimuMax's StrategyConfig defaults
     base.precision = Precision::BF16;
@@ -147,7 +186,7 @@ int run(const SearchOptions& o) {
     base.etp = 1;
     base.seq_length = o.seq;
   }
-  if (o.seq != 4096 || o.strategy.empty()) base.seq_length = o.seq;
+  if (o.config.empty() && (o.seq != 4096 || o.strategy.empty())) base.seq_length = o.seq;
   cost::SearchSpace space;
   space.world_size = o.world;
   space.global_batch_size = o.gbs;
@@ -256,6 +295,9 @@ Command search_command() {
         sub.add_option(
             "--strategy", o->strategy,
             "base strategy (SimuMax JSON or preset) for what is not searched; default SimuMax's defaults");
+        sub.add_option("--config", o->config,
+                       "MindFormers training yaml: model, numerics, batch, sequence and world size (tp, pp, "
+                       "ep and recompute are searched)");
         sub.add_option("--world-size", o->world, "GPUs");
         sub.add_option("--global-batch-size", o->gbs, "samples per iteration");
         sub.add_option("--micro-batch-size", o->mbs, "samples per micro batch")->capture_default_str();
@@ -277,7 +319,11 @@ Command search_command() {
         sub.add_flag("--strict", o->strict,
                      "an op of the model the cost model does not price is an error (exit 2), not a warning");
         sub.footer("Exit status: 0 a layout fits, 1 none fits, 2 bad input.");
-        return [o] { return run(*o); };
+        return [o, &sub] {
+          o->mbs_default = sub.count("--micro-batch-size") == 0;
+          o->seq_default = sub.count("--seq-length") == 0;
+          return run(*o);
+        };
       }};
 }
 

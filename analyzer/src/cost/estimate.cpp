@@ -672,13 +672,72 @@ std::vector<std::string> unmodelled_features(const ModelSpec& m) {
   return out;
 }
 
-Estimate estimate(const ModelSpec& model, const Strategy& strategy, const SystemSpec& system,
+namespace {
+
+/// The cost model prices a first, a middle and a last stage (SimuMax): an explicit per-stage or per-chunk
+/// layout (Megatron's --pipeline-model-parallel-layout, MindFormers offsets, SAPP answers) becomes a
+/// first/last-stage split when its middle stages are equal and it has one chunk; otherwise the nearest
+/// even split is priced, with a warning.
+Strategy cost_model_layout(const ModelSpec& model, const Strategy& strategy, std::vector<std::string>& warnings) {
+  if (strategy.chunk_layout.empty() && strategy.stage_layers.empty()) return strategy;
+  Strategy st = strategy;
+  const std::vector<int> per_stage = strategy.layers_per_stage(model.num_layers);
+  st.chunk_layout.clear();
+  st.stage_layers.clear();
+  const int pp = st.pp;
+  bool middle_equal = true;
+  for (int s = 2; s + 1 < pp; ++s) middle_equal = middle_equal && per_stage[s] == per_stage[1];
+  bool chunks_even = true;
+  if (!strategy.chunk_layout.empty())
+    for (const auto& row : strategy.chunk_layout)
+      for (int s = 0; s < pp; ++s) chunks_even = chunks_even && row[s] * st.vpp == per_stage[s];
+  std::string layout;
+  for (int s = 0; s < pp; ++s) layout += (s ? "," : "") + std::to_string(per_stage[s]);
+  if (middle_equal && chunks_even && (pp <= 2 || per_stage[1] % st.vpp == 0)) {
+    if (pp == 1) return st;
+    const bool even = std::all_of(per_stage.begin(), per_stage.end(), [&](int n) { return n == per_stage[0]; });
+    if (!even) {
+      st.first_stage_layers = per_stage[0];
+      st.last_stage_layers = per_stage[pp - 1];
+    }
+    return st;
+  }
+  if (model.num_layers % pp == 0 && (model.num_layers / pp) % st.vpp == 0) {
+    warnings.push_back("layers per stage [" + layout +
+                       "] have unequal middle stages or chunks; the cost model prices a first, a middle and a "
+                       "last stage, so the even split of " + std::to_string(model.num_layers / pp) +
+                       " per stage is priced (preflight analyze shows every stage)");
+    return st;
+  }
+  throw InputError("layers per stage", "[" + layout +
+                                           "]: the cost model prices a first, a middle and a last stage and "
+                                           "cannot price unequal middle stages here (preflight analyze can)");
+}
+
+}  // namespace
+
+Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpec& system,
                   const EstimateOptions& opt) {
   model.validate();
-  strategy.validate(model);
+  given.validate(model);
+  std::vector<std::string> layout_warnings;
+  const Strategy strategy = cost_model_layout(model, given, layout_warnings);
   Estimate est;
   est.model = model;
   est.strategy = strategy;
+  est.warnings = layout_warnings;
+  if (!strategy.per_layer_recompute.empty()) {
+    const LayerRecompute rc = strategy.effective_layer_recompute(model);
+    bool mlp_act = false;
+    for (const auto& c : strategy.per_layer_recompute)
+      for (const auto& m : c.modules) mlp_act = mlp_act || m == "mlp_act";
+    est.warnings.push_back(
+        (rc.scope == RecomputeScope::None || rc.layers == 0
+             ? std::string("per-layer recompute priced as none")
+             : "per-layer recompute priced as " + std::string(to_string(rc.scope)) + " of the first " +
+                   std::to_string(rc.layers) + " layers of every chunk") +
+        (mlp_act ? "; the MLP-activation recompute (MindFormers select_recompute) is not priced" : ""));
+  }
   est.system_name = system.name;
   auto def = system.op.find("default");
   if (def == system.op.end())

@@ -53,7 +53,7 @@ void shard(const Ctx& c, Mem& m) {
   double group = static_cast<double>(c.dp) * c.cp;
   if (c.zero >= 1) m.dense_s /= group, m.moe_s /= c.edp;
   if (c.zero >= 2) m.dense_g /= group, m.moe_g /= c.edp;
-  if (c.zero >= 3) m.dense_w /= group, m.moe_w /= c.edp;
+  if (c.zero >= 3 || c.shard_weights) m.dense_w /= group, m.moe_w /= c.edp;
 }
 
 double Mem::te_bytes() const {
@@ -114,6 +114,15 @@ Ctx Ctx::make(const ModelSpec& m, const Strategy& st, const SystemSpec& sys) {
   c.e = st.element_bytes();
   c.main_grad = st.fp32_grad_accumulation ? st.main_grad_bytes() : 2;
   c.zero = st.effective_zero_stage();
+  if (st.param_bytes > 0) {
+    c.param_bytes = st.param_bytes;
+    c.main_grad = st.param_bytes;
+    c.state_bytes = st.optimizer == Optimizer::Adam ? 8 : 4;
+  }
+  if (st.shard_weights) {
+    c.shard_weights = true;
+    c.zero = std::max(c.zero, 1);
+  }
   c.te_dummy = version_at_least(st.te.version, st.te.dummy_wgrad_min);
   c.te_grouped_dummy = version_at_least(st.te.version, st.te.grouped_linear_dummy_wgrad_min);
   c.te_cp_saves = version_at_least(st.te.version, st.te.cp_a2a_save_pre_posta2a_min);
@@ -176,9 +185,9 @@ double net(const Ctx& c, Collective op, double bytes, int n, const std::string& 
 void dense_params(const Ctx& c, Leaf& l, double numel, double w_bytes, double stat_numel) {
   Mem& m = l.mem;
   m.weight_numel = stat_numel;
-  m.dense_w = numel * w_bytes;
+  m.dense_w = numel * (c.param_bytes > 0 ? c.param_bytes : w_bytes);
   m.dense_g = numel * c.main_grad;
-  m.dense_s = 3 * kFp32 * numel;
+  m.dense_s = c.state_bytes * numel;
 }
 
 void te_dummy(const Ctx& c, Leaf& l, bool grouped) {

@@ -57,6 +57,11 @@ struct Ctx {
   double e = 2;          // element bytes of the compute dtype
   double main_grad = 4;  // main-grad element bytes
   int zero = 1;
+  /// Strategy::param_bytes > 0 (MindSpore): weight and grad bytes per element, and 8 bytes of Adam moments
+  /// (no master copy) instead of 12.
+  double param_bytes = 0;
+  double state_bytes = 12;
+  bool shard_weights = false;  // Strategy::shard_weights: weights sliced like the optimizer states
   bool te_dummy = false, te_grouped_dummy = false, te_cp_saves = false;
   bool megatron_selective = false;  // StrategyConfig.is_megatron_selective_recompute
   bool search_mode = false;         // skip names (paths) for speed

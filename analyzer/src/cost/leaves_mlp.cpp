@@ -147,9 +147,9 @@ void price_group_linear(const Ctx& c, Leaf& l, bool column) {
   double numel = l.local_experts * l.in * l.out;
   Mem& m = l.mem;
   m.moe_weight_numel = numel * c.ep * c.etp;
-  m.moe_w = numel * w_el;
+  m.moe_w = numel * (c.param_bytes > 0 ? c.param_bytes : w_el);
   m.moe_g = numel * c.main_grad;
-  m.moe_s = 3 * kFp32 * numel;  // ZeRO sharding over edp: detail::shard()
+  m.moe_s = c.state_bytes * numel;  // ZeRO sharding over edp: detail::shard()
   te_dummy(c, l, true);
   Pass& p = l.pass;
   double base = 2 * l.tokens * l.in * l.out;
@@ -243,7 +243,9 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
 
   auto pad = [&](double t) {
     if (!m.moe.pad_expert_input_to_capacity) return t;
-    return std::ceil(t / E) * E * m.moe.capacity_factor;
+    // Megatron's expert capacity, ceil(tokens / experts · capacity_factor) rows per expert (SimuMax's
+    // ceil(t / E) · E · factor is the same for factor 1 and fractional otherwise).
+    return std::ceil(t / E * m.moe.capacity_factor) * E;
   };
   double permuted = pad(topk * b * s);
   double routed = pad(b * ((c.sp && c.etp > 1) ? s * c.etp : s) * topk);

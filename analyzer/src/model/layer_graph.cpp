@@ -82,7 +82,22 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
   for (int i = 0; i < num_layers; ++i) {
     std::vector<Op> ops = build_layer(c, first_layer + i);
     finish_kept(ops);
-    if (st.recompute_granularity == RecomputeGranularity::Full) {
+    if (!st.per_layer_recompute.empty()) {
+      // The layer's own choice: a full checkpoint of its own (keeping its input), or selective modules.
+      const auto& choice = st.per_layer_recompute[static_cast<std::size_t>(first_layer + i)];
+      if (choice.full) {
+        const int id = next_checkpoint_id(g.ops);
+        for (auto& op : ops) {
+          op.recompute = true;
+          op.checkpoint = id;
+          set_kept(op, {});
+        }
+        set_kept(ops.front(), {{"input", c.tok_sp * c.h * c.a, true}});
+      } else if (!choice.modules.empty()) {
+        apply_selective(c, ops, choice.modules);
+        selective_checkpoints = number_selective_checkpoints(ops, std::max(selective_checkpoints, next_checkpoint_id(g.ops)));
+      }
+    } else if (st.recompute_granularity == RecomputeGranularity::Full) {
       apply_full(c, ops, i);
     } else if (st.recompute_granularity == RecomputeGranularity::Selective) {
       apply_selective(c, ops);

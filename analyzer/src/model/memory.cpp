@@ -6,6 +6,12 @@ namespace preflight::analyzer {
 
 BytesPerParam bytes_per_param(const Strategy& st) {
   BytesPerParam b;
+  if (st.param_bytes > 0) {  // MindSpore: parameters and gradients in param_init_type, fp32 moments
+    b.weight = st.param_bytes;
+    b.grad = st.param_bytes;
+    b.optimizer = st.optimizer == Optimizer::Adam ? 8 : 4;
+    return b;
+  }
   b.weight = st.element_bytes();
   b.grad = st.main_grad_bytes();
   double master = st.precision == Precision::FP32 ? 0 : 4;
@@ -17,8 +23,9 @@ BytesPerParam bytes_per_param(const Strategy& st) {
 MemoryReport stage_memory(const LayerGraph& graph) {
   const Strategy& st = graph.strategy;
   BytesPerParam bpp = bytes_per_param(st);
-  double dense_shard = st.distributed_optimizer ? static_cast<double>(st.dp()) * st.cp : 1.0;
-  double expert_shard = st.distributed_optimizer ? static_cast<double>(st.expert_dp()) : 1.0;
+  const bool sharded = st.distributed_optimizer || st.shard_weights;
+  double dense_shard = sharded ? static_cast<double>(st.dp()) * st.cp : 1.0;
+  double expert_shard = sharded ? static_cast<double>(st.expert_dp()) : 1.0;
   int m = st.num_microbatches();
 
   MemoryReport report;
@@ -39,7 +46,8 @@ MemoryReport stage_memory(const LayerGraph& graph) {
     }
     double dense = static_cast<double>(s.params - s.expert_params);
     double expert = static_cast<double>(s.expert_params);
-    s.weight_bytes = (dense + expert) * bpp.weight;
+    s.weight_bytes = dense * bpp.weight / (st.shard_weights ? dense_shard : 1.0) +
+                     expert * bpp.weight / (st.shard_weights ? expert_shard : 1.0);
     s.grad_bytes = (dense + expert) * bpp.grad;
     s.optimizer_bytes = dense * bpp.optimizer / dense_shard + expert * bpp.optimizer / expert_shard;
 

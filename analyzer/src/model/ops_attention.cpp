@@ -110,7 +110,7 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
   }
   ops.push_back(std::move(at));
   ops.push_back(make_row(c, pre + "linear_proj", OpRole::AttnProj, layer,
-                         static_cast<I64>(m.num_attention_heads) * v_dim, c.h, m.add_bias_linear));
+                         static_cast<I64>(m.num_attention_heads) * v_dim, c.h, m.proj_bias()));
 }
 
 }  // namespace preflight::analyzer::graph_ops

@@ -34,6 +34,7 @@ struct Ctx {
   int t;                   // tp
   bool sp;                 // sequence parallel active (tp > 1)
   I64 vocab;               // padded vocab
+  int vt = 1;              // tp ranks the vocabulary is split over (1 when the embedding is replicated)
   bool torch_cpu = false;  // Strategy::transformer_impl == TorchCpu
 };
 
@@ -89,6 +90,8 @@ void add_head(const Ctx& c, std::vector<Op>& ops, bool has_embedding);
 // --- recompute.cpp ---------------------------------------------------------------------------------
 /// Applies selective recompute to one layer's ops (Megatron-core `TransformerLayer` recompute modules).
 void apply_selective(const Ctx& c, std::vector<Op>& ops);
+/// The same with the selective modules given (a layer's own choice, Strategy::per_layer_recompute).
+void apply_selective(const Ctx& c, std::vector<Op>& ops, const std::vector<std::string>& modules);
 /// Full recompute of the `i`-th layer of a chunk (Megatron `TransformerBlock._checkpointed_forward`).
 void apply_full(const Ctx& c, std::vector<Op>& ops, int i);
 /// A checkpoint id not used by `ops` yet.

@@ -17,7 +17,8 @@ Ctx make_ctx(const ModelSpec& model, const Strategy& st) {
   c.sp = st.sequence_parallel && st.tp > 1;
   c.tok_sp = c.sp ? c.tok / st.tp : c.tok;
   c.h = model.hidden_size;
-  c.vocab = model.padded_vocab_size(st.tp);
+  c.vt = st.vocab_parallel ? st.tp : 1;
+  c.vocab = model.padded_vocab_size(c.vt);
   c.torch_cpu = st.transformer_impl == TransformerImpl::TorchCpu;
   return c;
 }

@@ -15,19 +15,19 @@ Op make_cross_entropy(const Ctx& c, std::string path, OpRole role) {
   ce.kind = OpKind::CrossEntropy;
   ce.role = role;
   ce.tokens = c.tok;
-  ce.in_features = c.vocab / c.t;
+  ce.in_features = c.vocab / c.vt;
   ce.out_features = 1;
-  ce.input_bytes = c.tok * (c.vocab / c.t) * c.a;
+  ce.input_bytes = c.tok * (c.vocab / c.vt) * c.a;
   ce.output_bytes = c.tok * 4;
   if (st.cross_entropy_loss_fusion)
-    ce.saved.push_back({"logits", c.tok * (c.vocab / c.t) * c.a});
+    ce.saved.push_back({"logits", c.tok * (c.vocab / c.vt) * c.a});
   else
-    ce.saved.push_back({"softmax_fp32", c.tok * (c.vocab / c.t) * 4});
+    ce.saved.push_back({"softmax_fp32", c.tok * (c.vocab / c.vt) * 4});
   if (c.torch_cpu) {
     ce.saved.push_back({"target_mask", c.tok});
     ce.saved.push_back({"masked_target", c.tok * 8});
   }
-  if (c.t > 1)
+  if (c.vt > 1)
     ce.comms.push_back({Collective::AllReduce, ParallelDim::TP, Pass::Forward, c.tok * 4,
                         st.cross_entropy_loss_fusion ? 2 : 3, "all-reduce of logit max / target / sum-exp"});
   return ce;
@@ -44,19 +44,19 @@ void add_embedding(const Ctx& c, std::vector<Op>& ops, const std::string& prefix
   emb.kind = OpKind::Embedding;
   emb.role = mtp_layer >= 0 ? OpRole::MtpEmbedding : OpRole::WordEmbedding;
   emb.tokens = c.tok;
-  emb.in_features = c.vocab / c.t;
+  emb.in_features = c.vocab / c.vt;
   emb.out_features = c.h;
-  if (with_weights) emb.params.push_back(param("weight", {c.vocab / c.t, c.h}, {c.vocab, c.h}));
+  if (with_weights) emb.params.push_back(param("weight", {c.vocab / c.vt, c.h}, {c.vocab, c.h}, c.vt == 1 && c.t > 1));
   emb.input_bytes = c.tok * 8;
   emb.output_bytes = c.tok_sp * c.h * c.a;
-  if (c.torch_cpu && c.t > 1) {
+  if (c.torch_cpu && c.vt > 1) {
     // VocabParallelEmbedding: F.embedding keeps the shifted ids, masked_fill the out-of-range mask.
     emb.saved.push_back({"masked_ids", c.tok * 8});
     emb.saved.push_back({"out_of_range_mask", c.tok});
   } else {
     emb.saved.push_back({"token_ids", c.tok * 8, c.torch_cpu});
   }
-  if (c.t > 1) {
+  if (c.vt > 1) {
     I64 bytes = c.tok * c.h * c.a;
     if (c.sp) {
       emb.comms.push_back({Collective::ReduceScatter, ParallelDim::TP, Pass::Forward, bytes, 1,
@@ -149,7 +149,7 @@ void add_mtp_layer(const Ctx& c, std::vector<Op>& ops, int k, bool embedding_wei
   std::vector<Op> tail;
   tail.push_back(make_norm(c, pre + "final_layernorm", OpRole::MtpFinalNorm, -1, c.tok_sp, c.h));
   const std::size_t checkpoint_to = block.size() + 1;  // past final_layernorm
-  Op out = make_column(c, pre + "output_layer", OpRole::MtpOutputLayer, -1, c.h, c.vocab, false);
+  Op out = make_column(c, pre + "output_layer", OpRole::MtpOutputLayer, -1, c.h, c.vocab, false, c.vt > 1);
   out.saved = {{"input", c.tok_sp * c.h * c.a, true}};  // never fp8, as the model's output layer
   out.params.clear();                                   // the model's output layer, called once more
   tail.push_back(std::move(out));
@@ -181,14 +181,16 @@ void add_head(const Ctx& c, std::vector<Op>& ops, bool has_embedding) {
   // `LanguageModule.setup_embeddings_and_output_layer`).
   // With MTP the last stage builds its own embedding (for the MTP layers' lookups), which a tied output
   // layer shares (Megatron `GPTModel.shared_embedding_or_output_weight`).
-  bool own_weight = m.untie_embeddings_and_output_weights || (!has_embedding && m.mtp_num_layers == 0);
-  Op out = make_column(c, "output_layer", OpRole::OutputLayer, -1, c.h, c.vocab, false);
+  bool own_weight = m.untie_embeddings_and_output_weights ||
+                    (!has_embedding && (m.mtp_num_layers == 0 || !m.mtp_embedding_copy));
+  Op out = make_column(c, "output_layer", OpRole::OutputLayer, -1, c.h, c.vocab, false, c.vt > 1);
   out.saved = {{"input", c.tok_sp * c.h * c.a, true}};  // never fp8 (Megatron keeps the LM head in bf16)
   if (!own_weight) out.params.clear();
   ops.push_back(std::move(out));
   ops.push_back(make_cross_entropy(c, "loss", OpRole::Loss));
   for (std::size_t i = first; i < ops.size(); ++i) set_kept(ops[i], ops[i].saved);
-  for (int k = 0; k < m.mtp_num_layers; ++k) add_mtp_layer(c, ops, k, !has_embedding && k == 0);
+  for (int k = 0; k < m.mtp_num_layers; ++k)
+    add_mtp_layer(c, ops, k, !has_embedding && k == 0 && m.mtp_embedding_copy);
 }
 
 }  // namespace preflight::analyzer::graph_ops

@@ -13,7 +13,7 @@ void add_dense_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
   ops.push_back(make_activation(c, pre + "activation_func", shared_experts ? OpRole::SharedAct : OpRole::Act,
                                 layer, c.tok, fc1_out / c.t, ffn / c.t));
   ops.push_back(make_row(c, pre + "linear_fc2", shared_experts ? OpRole::SharedFc2 : OpRole::Fc2, layer, ffn,
-                         c.h, c.m.add_bias_linear));
+                         c.h, c.m.fc2_bias()));
 }
 
 void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& pre) {
@@ -51,8 +51,9 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   // ranks exchange tokens so each handles b·s_loc·k rows (gathered over the expert-tp group).
   I64 routed = c.tok * moe.router_topk;
   if (moe.pad_expert_input_to_capacity) {
-    double per_expert = std::ceil(static_cast<double>(routed) / E);
-    routed = static_cast<I64>(per_expert * E * moe.capacity_factor);
+    // Megatron's capacity: ceil(tokens / experts · capacity_factor) rows per expert.
+    const double per_expert = std::ceil(static_cast<double>(routed) / E * moe.capacity_factor);
+    routed = static_cast<I64>(per_expert) * E;
   }
   I64 ffn = moe.ffn_hidden_size;
   I64 fc1_out = c.m.gated() ? 2 * ffn : ffn;

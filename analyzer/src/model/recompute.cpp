@@ -32,10 +32,11 @@ bool in_mlp(OpRole r) {
 
 /// Applies selective recompute to one layer's ops (Megatron-core `TransformerLayer` recompute modules).
 void apply_selective(const Ctx& c, std::vector<Op>& ops) {
-  auto has = [&](const char* m) {
-    return std::find(c.st.recompute_modules.begin(), c.st.recompute_modules.end(), m) !=
-           c.st.recompute_modules.end();
-  };
+  apply_selective(c, ops, c.st.recompute_modules);
+}
+
+void apply_selective(const Ctx& c, std::vector<Op>& ops, const std::vector<std::string>& modules) {
+  auto has = [&](const char* m) { return std::find(modules.begin(), modules.end(), m) != modules.end(); };
   bool moe_layer = std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.moe; });
   for (auto& op : ops) {
     if (op.role == OpRole::CoreAttention && has("core_attn")) {
@@ -73,6 +74,19 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops) {
       if (op.role == OpRole::ExpertsAct || op.role == OpRole::SharedAct) op.recompute = true;
     for (auto& op : ops)
       if (op.role == OpRole::ExpertsFc2) set_kept(op, {});
+  }
+  if (!moe_layer && !whole && has("mlp_act")) {
+    // The dense MLP's activation recomputed (MindSpore select_recompute): its output, fc2's input, is
+    // dropped and made again in backward; its own input (fc1's output) stays.
+    for (auto& op : ops)
+      if (op.role == OpRole::Act) op.recompute = true;
+    for (auto& op : ops)
+      if (op.role == OpRole::Fc2) {
+        std::vector<SavedTensor> kept;
+        for (const auto& t : op.kept)
+          if (t.name != "input") kept.push_back(t);
+        set_kept(op, kept);
+      }
   }
   if (moe_layer && !whole && has("shared_experts")) {
     for (auto& op : ops)

@@ -1,6 +1,7 @@
 #include "preflight/analyzer/model/strategy.hpp"
 
 #include <algorithm>
+#include <map>
 #include <cstdlib>
 #include <numeric>
 #include <regex>
@@ -321,6 +322,16 @@ void Strategy::validate(const ModelSpec& model) const {
                                                     "' (known: core_attn, mlp, moe, moe_act, layernorm, "
                                                     "shared_experts, mla_up_proj)");
   }
+  if (!per_layer_recompute.empty()) {
+    if (static_cast<int>(per_layer_recompute.size()) != model.num_layers)
+      throw InputError("per-layer recompute", "gives " + num(per_layer_recompute.size()) +
+                                                  " layers but the model has " + num(model.num_layers));
+    for (const auto& choice : per_layer_recompute)
+      for (const auto& m : choice.modules)
+        if (m != "core_attn" && m != "mlp" && m != "moe" && m != "moe_act" && m != "layernorm" &&
+            m != "shared_experts" && m != "mla_up_proj" && m != "mlp_act")
+          throw InputError("per-layer recompute", "unknown module '" + m + "'");
+  }
   if (order != "tp-cp-ep-dp-pp" && order != "tp-pp-dp")
     throw InputError("rank order", "unknown order '" + order + "' (known: tp-cp-ep-dp-pp, tp-pp-dp)");
   if (order == "tp-pp-dp" && (cp != 1 || ep != 1))
@@ -332,6 +343,45 @@ void Strategy::validate(const ModelSpec& model) const {
 LayerRecompute Strategy::effective_layer_recompute(const ModelSpec& model) const {
   if (layer_recompute) return *layer_recompute;
   LayerRecompute r;
+  if (!per_layer_recompute.empty()) {
+    // Per-layer choices: the cost model takes, per chunk, the most full-recompute layers of any chunk (as
+    // the first layers of every chunk), else the selective modules it knows of the most common choice.
+    const auto chunks = layers_per_chunk(model.num_layers);
+    int first = 0, most_full = 0;
+    std::map<std::vector<std::string>, int> modules_seen;
+    for (const auto& row : chunks)
+      for (int n : row) {
+        int full = 0;
+        for (int i = first; i < first + n && i < static_cast<int>(per_layer_recompute.size()); ++i) {
+          const auto& choice = per_layer_recompute[static_cast<std::size_t>(i)];
+          if (choice.full) {
+            ++full;
+          } else if (!choice.modules.empty()) {
+            std::vector<std::string> known;
+            for (const auto& m : choice.modules)
+              if (m != "core_attn" && m != "mlp_act" && m != "shared_experts") known.push_back(m);
+            if (!known.empty()) ++modules_seen[known];
+          }
+        }
+        most_full = std::max(most_full, full);
+        first += n;
+      }
+    if (most_full > 0) {
+      r.scope = RecomputeScope::FullBlock;
+      r.layers = most_full;
+      return r;
+    }
+    if (modules_seen.empty()) return r;
+    auto best = std::max_element(modules_seen.begin(), modules_seen.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    int most = 0;
+    for (const auto& row : chunks)
+      for (int n : row) most = std::max(most, n);
+    r.scope = RecomputeScope::Selective;
+    r.layers = most;
+    r.megatron_modules = best->first;
+    return r;
+  }
   if (recompute_granularity == RecomputeGranularity::None) return r;
   int most = 0;
   for (const auto& row : layers_per_chunk(model.num_layers))

@@ -29,6 +29,38 @@ std::string num(std::int64_t v) {
   return std::to_string(v);
 }
 
+/// Strategy::per_layer_recompute summed per pipeline stage: "full", then each selective module (layers not
+/// fully recomputed that recompute it).
+std::vector<std::pair<std::string, std::vector<int>>> per_stage_recompute(const Strategy& st, int num_layers) {
+  std::vector<std::pair<std::string, std::vector<int>>> out;
+  if (st.per_layer_recompute.empty()) return out;
+  const auto chunks = st.layers_per_chunk(num_layers);
+  std::map<std::string, std::vector<int>> modules;
+  std::vector<int> full(static_cast<std::size_t>(st.pp), 0);
+  int layer = 0;
+  for (const auto& row : chunks)
+    for (int s = 0; s < st.pp; ++s)
+      for (int i = 0; i < row[static_cast<std::size_t>(s)]; ++i, ++layer) {
+        const auto& c = st.per_layer_recompute[static_cast<std::size_t>(layer)];
+        if (c.full) ++full[static_cast<std::size_t>(s)];
+        for (const auto& mod : c.modules) {
+          auto& v = modules[mod];
+          if (v.empty()) v.assign(static_cast<std::size_t>(st.pp), 0);
+          ++v[static_cast<std::size_t>(s)];
+        }
+      }
+  out.emplace_back("full", full);
+  for (auto& [mod, v] : modules) out.emplace_back(mod, v);
+  return out;
+}
+
+nlohmann::json per_layer_recompute_json(const Strategy& st) {
+  if (st.per_layer_recompute.empty()) return nullptr;
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& c : st.per_layer_recompute) j.push_back(c.full ? nlohmann::json("full") : nlohmann::json(c.modules));
+  return j;
+}
+
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + num(shape[i]);
@@ -215,13 +247,26 @@ std::string header(const LayerGraph& g, const AnalyzeOptions& opts) {
          " × dp " + num(st.dp());
   if (m.moe.enabled())
     out += "; experts: ep " + num(st.ep) + " × etp " + num(st.expert_tp()) + " × edp " + num(st.expert_dp());
+  std::string recompute = to_string(st.recompute_granularity);
+  if (!st.per_layer_recompute.empty()) {
+    recompute = "per layer (layers per stage:";
+    for (const auto& [what, counts] : per_stage_recompute(st, m.num_layers)) {
+      recompute += " " + what + " [";
+      for (std::size_t i = 0; i < counts.size(); ++i) recompute += (i ? "," : "") + num(counts[i]);
+      recompute += "]";
+    }
+    recompute += ")";
+  }
   out += "\n     micro batch " + num(st.micro_batch_size) + " × " + num(st.seq_length) +
          " tokens, global batch " + num(st.global_batch()) + " → " + num(st.num_microbatches()) +
          " micro batches per iteration; " + to_string(st.precision) +
          (st.fp8 != Fp8Format::None ? "+fp8" : "") +
+         (st.param_bytes > 0 ? ", parameters and gradients in " + std::string(st.param_bytes == 4 ? "fp32" : "16 bit")
+                             : std::string()) +
          (st.distributed_optimizer ? ", distributed optimizer" : "") +
-         (st.sequence_parallel && st.tp > 1 ? ", sequence parallel" : "") + ", recompute " +
-         to_string(st.recompute_granularity) + ", " + to_string(st.attention_backend) + " attention, " +
+         (st.shard_weights ? ", weights and optimizer sharded over dp" : "") +
+         (st.sequence_parallel && st.tp > 1 ? ", sequence parallel" : "") + ", recompute " + recompute + ", " +
+         to_string(st.attention_backend) + " attention, " +
          (st.vpp > 1 ? "interleaved 1F1B (vpp " + num(st.vpp) + ")" : std::string("1F1B")) + "\n";
   for (const auto& w : opts.warnings) out += "note: " + w + "\n";
   return out;
@@ -621,6 +666,10 @@ nlohmann::json strategy_json(const Strategy& st) {
           {"recompute_granularity", to_string(st.recompute_granularity)},
           {"recompute_method", to_string(st.recompute_method)},
           {"recompute_num_layers", st.recompute_num_layers},
+          {"per_layer_recompute", per_layer_recompute_json(st)},
+          {"param_bytes", st.param_bytes},
+          {"shard_weights", st.shard_weights},
+          {"vocab_parallel", st.vocab_parallel},
           {"attention_backend", to_string(st.attention_backend)},
           {"transformer_impl", to_string(st.transformer_impl)}};
 }

@@ -66,6 +66,8 @@ struct ModelSpec {
   Activation activation = Activation::GeLU;
   bool add_bias_linear = true;  ///< biases in all linear layers (`--disable-bias-linear` clears)
   bool add_qkv_bias = false;    ///< bias in the qkv projection only (`--add-qkv-bias`)
+  bool add_proj_bias = false;   ///< bias in the attention output projection only (TeleChat `out_proj_has_bias`)
+  bool add_fc2_bias = false;    ///< bias in the MLP's second linear only (TeleChat2's `w2`)
   /// Norm of each query and key head (width kv_channels) before core attention (`--qk-layernorm`;
   /// Qwen3, OLMo-2).  Not used with MLA, whose q/kv norms are part of its projections.
   bool qk_layernorm = false;
@@ -82,10 +84,17 @@ struct ModelSpec {
   /// decoder's last layer, final_layernorm, then the shared output layer and its own loss (Megatron-core
   /// `transformer/multi_token_prediction.py`, DeepSeek-V3 report arXiv 2412.19437 §2.2).
   int mtp_num_layers = 0;
+  /// Each MTP lookup on a last stage without the first stage's embedding holds its own copy of the word
+  /// embedding (Megatron, kept in sync by the embedding group); false when the framework shares the one
+  /// parameter across stages (MindFormers DeepSeek-V3).
+  bool mtp_embedding_copy = true;
 
   bool gated() const { return activation == Activation::SwiGLU; }
   /// Bias present in the qkv projection.
   bool qkv_bias() const { return add_bias_linear || add_qkv_bias; }
+  /// Bias present in the attention output projection / the MLP's second linear.
+  bool proj_bias() const { return add_bias_linear || add_proj_bias; }
+  bool fc2_bias() const { return add_bias_linear || add_fc2_bias; }
   /// Whether transformer layer `layer` (0-based, global) has a MoE MLP.
   bool is_moe_layer(int layer) const;
   /// Vocabulary padded as Megatron does: up to a multiple of make_vocab_size_divisible_by · tp.

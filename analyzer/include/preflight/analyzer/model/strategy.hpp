@@ -147,12 +147,32 @@ struct Strategy {
   bool grad_reduce_in_bf16 = false;                 ///< `--grad-reduce-in-bf16`: bf16 main grads
   bool accumulate_allreduce_grads_in_fp32 = false;  ///< fp16 only; forced on for bf16 by Megatron
 
+  /// Parameter storage other than Megatron's (16-bit weights, fp32 main grads, fp32 master copy): the bytes
+  /// of a stored parameter, gradients in the same dtype and no master copy (MindSpore's param_init_type:
+  /// fp32 in most bf16 recipes).  0 = Megatron's rule.
+  int param_bytes = 0;
+  /// Weights sliced over dp·cp like the optimizer states (MindSpore's optimizer parallel).
+  bool shard_weights = false;
+  /// Word embedding, output layer and loss split over tp (Megatron always; MindFormers not with
+  /// vocab_emb_dp on one stage, or when tp does not divide the vocabulary).
+  bool vocab_parallel = true;
+
   // --- recompute ---
   RecomputeGranularity recompute_granularity = RecomputeGranularity::None;
   RecomputeMethod recompute_method = RecomputeMethod::Uniform;
   int recompute_num_layers = 1;  ///< layers per checkpoint (uniform) or checkpointed layers per stage (block)
   /// Selective recompute modules (`--recompute-modules`): core_attn (default), mlp, moe, moe_act, layernorm.
   std::vector<std::string> recompute_modules = {"core_attn"};
+  /// Recompute chosen per transformer layer (index = global layer), replacing the four fields above when
+  /// not empty: MindFormers' per-stage lists and SAPP answers.  `full`: the layer is one checkpoint keeping
+  /// its input; else `modules` are selective modules as recompute_modules, plus "mlp_act" (the dense MLP's
+  /// activation: its output is dropped and recomputed; MindSpore's select_recompute of feed_forward.mul and
+  /// w1.activation.silu).
+  struct LayerRecomputeChoice {
+    bool full = false;
+    std::vector<std::string> modules;
+  };
+  std::vector<LayerRecomputeChoice> per_layer_recompute;
 
   // --- kernels ---
   TransformerImpl transformer_impl = TransformerImpl::MegatronCore;
@@ -204,7 +224,10 @@ struct Strategy {
   int main_grad_bytes() const;
   /// ZeRO stage of the optimizer: zero_stage when set, else 1 with distributed_optimizer, else 0.
   int effective_zero_stage() const { return zero_stage >= 0 ? zero_stage : (distributed_optimizer ? 1 : 0); }
-  /// Layer-granular recompute: layer_recompute when set, else derived from the Megatron fields:
+  /// Layer-granular recompute: layer_recompute when set; with per_layer_recompute, FullBlock of as many
+  /// layers per chunk as the chunk with the most fully recomputed layers (the first ones of each chunk), else
+  /// Selective with the most common set of Megatron modules (mlp_act and core_attn are left out); else
+  /// derived from the Megatron fields:
   /// full+block N → FullBlock of the first N layers; full+uniform N → FullBlock of every layer with
   /// checkpoints of N layers; selective core_attn → SdpOnly of every layer; other selective modules →
   /// Selective with megatron_modules.

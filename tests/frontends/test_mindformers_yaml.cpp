@@ -1,0 +1,432 @@
+// MindFormers training YAML front end: the 14 real configurations of tests/data/mindformers against the
+// numbers of ../shared/data/mindformers_configs/README.md (world size, global batch, layer split, recompute,
+// parameters), per-stage memory checked by hand, and the errors a bad file gets.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "preflight/analyzer/frontends/mindformers_yaml.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/model/memory.hpp"
+#include "preflight/common/error.hpp"
+#include "../support/test_support.hpp"
+
+namespace preflight::analyzer {
+namespace {
+
+using I64 = std::int64_t;
+using preflight::test::data_dir;
+
+std::filesystem::path yaml(const std::string& name) {
+  return data_dir() / "mindformers" / name;
+}
+
+MindFormersConfig load(const std::string& name) {
+  MindFormersOptions o;
+  if (name == "finetune_qwen3.yaml")
+    o.overrides.emplace_back("pretrained_model_dir", (data_dir() / "frontends" / "hf" / "qwen3-32b").string());
+  return load_mindformers_yaml(yaml(name), o);
+}
+
+/// Parameters per pipeline stage without tp/dp/ep slicing (the README's "params per stage").
+std::vector<I64> unsharded_stage_params(const MindFormersConfig& c) {
+  Strategy st = c.strategy;
+  st.tp = st.cp = st.ep = 1;
+  st.etp = 0;
+  st.world_size = st.pp;
+  st.global_batch_size = 0;
+  st.sequence_parallel = false;
+  st.shard_weights = false;
+  st.vocab_parallel = false;
+  LayerGraph g = build_layer_graph(c.model, st);
+  std::vector<I64> out(static_cast<std::size_t>(st.pp), 0);
+  for (const auto& ch : g.chunks) out[static_cast<std::size_t>(ch.pp_rank)] += ch.param_numel();
+  return out;
+}
+
+std::vector<int> repeat(int value, int n) {
+  return std::vector<int>(static_cast<std::size_t>(n), value);
+}
+
+struct Expected {
+  std::string file;
+  int world, dp, tp, cp, pp, ep, V;
+  int global_batch;
+  int split_layers;
+  std::vector<int> layers_per_stage;
+  I64 total_params;  ///< with MTP for DeepSeek
+  I64 active_params;  ///< 0 = dense (= total)
+  std::vector<I64> stage_params;  ///< empty for pp = 1
+  std::vector<int> full_recompute_per_stage;
+};
+
+void PrintTo(const Expected& e, std::ostream* os) {
+  *os << e.file;
+}
+
+// ../shared/data/mindformers_configs/README.md, "Numbers a test can assert" and "Per-stage parameters".
+const std::vector<Expected>& expected() {
+  static const std::vector<Expected> e = {
+      {"pretrain_llama2_7b.yaml", 8, 8, 1, 1, 1, 1, 1, 64, 32, {32}, 6738415616, 0, {}, {0}},
+      {"finetune_llama2_13b.yaml", 8, 8, 1, 1, 1, 1, 1, 32, 40, {40}, 13015864320, 0, {}, {40}},
+      {"pretrain_llama2_70b_bf16_64p.yaml", 64, 2, 4, 1, 8, 1, 1, 512, 80, repeat(10, 8), 68976648192, 0,
+       {8818688000, 8556544000, 8556544000, 8556544000, 8556544000, 8556544000, 8556544000, 8818696192},
+       repeat(0, 8)},
+      {"pretrain_llama3_70b.yaml", 64, 1, 8, 1, 8, 1, 1, 256, 80, repeat(10, 8), 70553706496, 0,
+       {9607217152, 8556544000, 8556544000, 8556544000, 8556544000, 8556544000, 8556544000, 9607225344},
+       repeat(0, 8)},
+      {"finetune_llama3_1_8b.yaml", 8, 8, 1, 1, 1, 1, 1, 8, 32, {32}, 8030261248, 0, {}, {32}},
+      {"finetune_qwen2_72b_32k.yaml", 64, 1, 8, 1, 8, 1, 1, 64, 80, {9, 10, 10, 10, 10, 10, 11, 10}, 72706203648, 0,
+       {9144870912, 8776847360, 8776847360, 8776847360, 8776847360, 8776847360, 9654532096, 10022563840},
+       {8, 8, 8, 7, 7, 5, 4, 2}},
+      {"finetune_qwen2_7b.yaml", 8, 2, 4, 1, 1, 1, 1, 4, 28, {28}, 7615616512, 0, {}, {28}},
+      {"finetune_qwen2_5_7b_8k.yaml", 8, 4, 1, 1, 2, 1, 1, 64, 28, {14, 14}, 7615616512, 0,
+       {3807806464, 3807810048}, {7, 7}},
+      {"pretrain_mixtral-8x7b.yaml", 16, 8, 1, 1, 2, 8, 1, 128, 32, {16, 16}, 46702792704, 12879925248,
+       {23351394304, 23351398400}, {16, 16}},
+      {"pretrain_deepseek3_671b.yaml", 1024, 16, 4, 1, 16, 8, 1, 512, 62,
+       [] {
+         auto v = repeat(4, 15);
+         v.push_back(2);
+         return v;
+       }(),
+       682636472320, 37552282624,
+       [] {
+         std::vector<I64> v(16, 46029144064);
+         v[0] = 14184415232;
+         v[15] = 24044040192;
+         return v;
+       }(),
+       {3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3, 2, 0}},
+      {"finetune_glm4_9b.yaml", 8, 2, 1, 1, 4, 1, 1, 128, 40, {9, 10, 12, 9}, 9399951360, 0,
+       {2456404480, 2039608320, 2447529984, 2456408576}, {6, 3, 2, 3}},
+      {"finetune_telechat_115b.yaml", 512, 8, 8, 1, 8, 1, 3, 64, 96, {10, 11, 12, 13, 13, 13, 13, 11}, 113282916352, 0,
+       {12650348544, 12734267392, 13891928064, 15049588736, 15049588736, 15049588736, 15049588736, 13808017408},
+       repeat(0, 8)},
+      {"pretrain_qwen3_32b_4k.yaml", 16, 1, 4, 1, 4, 1, 1, 4, 64, {15, 15, 17, 17}, 32762123264, 0,
+       {8091887360, 7313975040, 8289171712, 9067089152}, repeat(15, 1)},
+      {"finetune_qwen3.yaml", 16, 1, 4, 1, 4, 1, 1, 4, 64, repeat(16, 4), 32762123264, 0,
+       {8579485696, 7801573376, 7801573376, 8579490816}, repeat(16, 4)},
+  };
+  return e;
+}
+
+class MindFormersConfigs : public ::testing::TestWithParam<Expected> {};
+
+TEST_P(MindFormersConfigs, MatchTheReadmeNumbers) {
+  const Expected& x = GetParam();
+  const MindFormersConfig c = load(x.file);
+  const Strategy& st = c.strategy;
+  EXPECT_EQ(c.world_size(), x.world);
+  EXPECT_EQ(st.dp(), x.dp);
+  EXPECT_EQ(st.tp, x.tp);
+  EXPECT_EQ(st.cp, x.cp);
+  EXPECT_EQ(st.pp, x.pp);
+  EXPECT_EQ(st.ep, x.ep);
+  EXPECT_EQ(c.interleave, x.V);
+  EXPECT_EQ(st.vpp, x.V);
+  EXPECT_EQ(st.global_batch(), x.global_batch);
+  EXPECT_EQ(c.split_layers, x.split_layers);
+  EXPECT_EQ(c.layers_per_stage(), x.layers_per_stage);
+  EXPECT_EQ(count_parameters(c.model), x.total_params);
+  if (!x.stage_params.empty()) {
+    EXPECT_EQ(unsharded_stage_params(c), x.stage_params);
+  }
+  if (x.file == "pretrain_qwen3_32b_4k.yaml") {
+    // recompute: True → every layer of every stage.
+    EXPECT_EQ(c.full_recompute_per_stage(), x.layers_per_stage);
+  } else {
+    EXPECT_EQ(c.full_recompute_per_stage(), x.full_recompute_per_stage);
+  }
+  if (x.active_params > 0) {
+    // Active: the routed experts term with E → top-k; DeepSeek's active count is the main model's (no MTP).
+    const ModelSpec& m = c.model;
+    int moe_layers = 0;
+    for (int i = 0; i < m.num_layers; ++i) moe_layers += m.is_moe_layer(i) ? 1 : 0;
+    const I64 idle = static_cast<I64>(m.moe.num_experts - m.moe.router_topk) * 3 * m.hidden_size * m.moe.ffn_hidden_size;
+    ModelSpec main = m;
+    main.mtp_num_layers = 0;
+    EXPECT_EQ(count_parameters(main) - idle * moe_layers, x.active_params);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Readme, MindFormersConfigs, ::testing::ValuesIn(expected()),
+                         [](const ::testing::TestParamInfo<Expected>& p) {
+                           std::string n = p.param.file.substr(0, p.param.file.find('.'));
+                           for (auto& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+TEST(MindFormersYaml, TeleChatChunksAndRoundRobinCommRecompute) {
+  const MindFormersConfig c = load("finetune_telechat_115b.yaml");
+  const ChunkGrid chunks = {{3, 3, 4, 4, 4, 4, 4, 4}, {3, 4, 4, 4, 4, 4, 4, 4}, {4, 4, 4, 5, 5, 5, 5, 3}};
+  EXPECT_EQ(c.layers, chunks);
+  EXPECT_EQ(c.strategy.chunk_layout, chunks);
+  // select_comm_recompute [8,8,10,11,10,7,5,4] dealt round-robin over the three chunks (README).
+  const ChunkGrid comm = {{3, 3, 4, 4, 4, 3, 2, 2}, {3, 3, 3, 4, 3, 2, 2, 1}, {2, 2, 3, 3, 3, 2, 1, 1}};
+  EXPECT_EQ(c.recompute.comm, comm);
+  EXPECT_EQ(c.recompute.select, chunks);  // select_recompute: True
+  // Layer 0 (chunk 0, stage 0, first layer): both; layer 3 (chunk 0 stage 1 first layer) both; the 4th
+  // layer of chunk 0 on stage 2 (global 6+3 = 9) has select only (comm count 4 covers 4 layers: 6..9).
+  const auto& per = c.strategy.per_layer_recompute;
+  ASSERT_EQ(per.size(), 96u);
+  EXPECT_EQ(per[0].modules, (std::vector<std::string>{"layernorm", "mlp_act"}));
+  // Stage 5, chunk 0: layers 22..25 (3+3+4+4+4 = 18 before stage 5? chunk 0 holds 3,3,4,4,4,4,4,4).
+  const int first_stage5 = 3 + 3 + 4 + 4 + 4;
+  EXPECT_EQ(per[first_stage5 + 2].modules, (std::vector<std::string>{"layernorm", "mlp_act"}));
+  EXPECT_EQ(per[first_stage5 + 3].modules, (std::vector<std::string>{"mlp_act"}));
+  EXPECT_FALSE(per[first_stage5 + 3].full);
+}
+
+TEST(MindFormersYaml, BatchRulesFollowMindFormers) {
+  // pp = 1: bs·dp·mbi·GA (micro_batch_num ignored); micro batch size = bs·mbi.
+  const MindFormersConfig q = load("finetune_qwen2_7b.yaml");
+  EXPECT_EQ(q.micro_batch_interleave_num, 2);
+  EXPECT_EQ(q.strategy.micro_batch_size, 2);
+  EXPECT_EQ(q.strategy.num_microbatches(), 1);
+  const MindFormersConfig l = load("pretrain_llama2_7b.yaml");
+  EXPECT_EQ(l.strategy.num_microbatches(), 8);  // GA 8
+  // pp > 1: GA forced to 1 with a warning; micro_batch_num micro batches.
+  MindFormersOptions o;
+  o.overrides = {{"runner_config.gradient_accumulation_steps", "4"}};
+  const MindFormersConfig g = load_mindformers_yaml(yaml("finetune_glm4_9b.yaml"), o);
+  EXPECT_EQ(g.gradient_accumulation_steps, 1);
+  EXPECT_EQ(g.strategy.num_microbatches(), 64);
+  EXPECT_TRUE(std::any_of(g.warnings.begin(), g.warnings.end(),
+                          [](const std::string& w) { return w.find("reset to 1") != std::string::npos; }));
+}
+
+TEST(MindFormersYaml, NumericsAndVocabularySplit) {
+  const MindFormersConfig d = load("pretrain_deepseek3_671b.yaml");
+  EXPECT_EQ(d.strategy.param_bytes, 4);  // param_init_type float32
+  EXPECT_EQ(d.strategy.precision, Precision::BF16);
+  EXPECT_TRUE(d.strategy.shard_weights);  // enable_parallel_optimizer
+  EXPECT_TRUE(d.strategy.vocab_parallel);  // vocab_emb_dp True is reset with pp > 1; 129280 % 4 == 0
+  EXPECT_EQ(d.strategy.expert_tp(), 1);    // use_gmm
+  EXPECT_EQ(d.model.mtp_num_layers, 1);
+  EXPECT_FALSE(d.model.mtp_embedding_copy);
+  EXPECT_EQ(d.strategy.chunk_layout.back().back(), 1);  // 2 in the split, one of them the MTP layer
+  const MindFormersConfig l = load("pretrain_llama2_7b.yaml");
+  EXPECT_EQ(l.strategy.param_bytes, 2);  // float16
+  EXPECT_FALSE(l.strategy.vocab_parallel);
+  const MindFormersConfig q = load("finetune_qwen2_7b.yaml");
+  EXPECT_TRUE(q.strategy.vocab_parallel);  // 152064 % 4 == 0, vocab_emb_dp False
+  EXPECT_TRUE(q.strategy.sequence_parallel);
+  EXPECT_EQ(load("pretrain_qwen3_32b_4k.yaml").max_device_memory_gib.value_or(0), 58.0);
+}
+
+// Per-stage memory by hand: dense (Llama-2-70B, 64 devices) and MoE (Mixtral-8x7B).
+TEST(MindFormersYaml, DenseStageMemoryByHand) {
+  const MindFormersConfig c = load("pretrain_llama2_70b_bf16_64p.yaml");
+  const MemoryReport r = stage_memory(build_layer_graph(c.model, c.strategy));
+  // Stage 0 on one device: 10 layers of (attention 8192·(8192 + 2·1024) + 8192·8192 and MLP 3·8192·28672)
+  // split over tp 4, their two RMSNorms (8192 each) replicated, and the 32000×8192 embedding split over tp.
+  const I64 per_rank = 10 * (8192LL * (8192 + 2 * 1024) + 8192LL * 8192 + 3LL * 8192 * 28672) / 4 +
+                       10 * 2 * 8192LL + 32000LL * 8192 / 4;
+  ASSERT_EQ(per_rank, 2204794880);
+  const auto& s0 = r.stages[0];
+  EXPECT_EQ(s0.params, per_rank);
+  // bfloat16 parameters (2 B) sliced over dp 2 by the parallel optimizer, full bf16 gradients, fp32 Adam
+  // moments (8 B) sliced over dp.
+  EXPECT_DOUBLE_EQ(s0.weight_bytes, per_rank * 2.0 / 2);
+  EXPECT_DOUBLE_EQ(s0.grad_bytes, per_rank * 2.0);
+  EXPECT_DOUBLE_EQ(s0.optimizer_bytes, per_rank * 8.0 / 2);
+}
+
+TEST(MindFormersYaml, MoEStageMemoryByHand) {
+  const MindFormersConfig c = load("pretrain_mixtral-8x7b.yaml");
+  const MemoryReport r = stage_memory(build_layer_graph(c.model, c.strategy));
+  // Stage 0: 16 layers; per layer dense = attention 4096·(4096 + 2·1024) + 4096·4096, router 4096·8, two
+  // norms; experts 8·3·4096·14336 over ep 8 (one expert per device, etp 1); embedding 32000·4096 (tp 1).
+  const I64 dense = 16 * (4096LL * (4096 + 2 * 1024) + 4096LL * 4096 + 4096LL * 8 + 2 * 4096LL) + 32000LL * 4096;
+  const I64 expert = 16 * (3LL * 4096 * 14336);
+  const auto& s0 = r.stages[0];
+  EXPECT_EQ(s0.params, dense + expert);
+  EXPECT_EQ(s0.expert_params, expert);
+  // fp32 parameters; the dense ones sliced over dp 8, the experts' expert-data-parallel group is 1.
+  EXPECT_DOUBLE_EQ(s0.weight_bytes, dense * 4.0 / 8 + expert * 4.0);
+  EXPECT_DOUBLE_EQ(s0.grad_bytes, (dense + expert) * 4.0);
+  EXPECT_DOUBLE_EQ(s0.optimizer_bytes, dense * 8.0 / 8 + expert * 8.0);
+  // Full recompute of every layer: each keeps its fp16 input, 4096 tokens × 4096 × 2 B, plus the
+  // embedding's int64 token ids; stage 0 has pp − 0 = 2 micro batches in flight.
+  const double per_micro = 16 * 4096.0 * 4096 * 2 + 4096.0 * 8;
+  EXPECT_DOUBLE_EQ(s0.activation_bytes_per_microbatch, per_micro);
+  EXPECT_DOUBLE_EQ(s0.inflight_microbatches, 2);
+}
+
+// --- errors name the file, line and key ---
+
+std::string error_of(const std::string& text, const MindFormersOptions& o = {}) {
+  try {
+    parse_mindformers_yaml(text, "x.yaml", o);
+  } catch (const InputError& e) {
+    return std::string(e.where()) + " | " + e.detail();
+  }
+  return "no error";
+}
+
+const char* kSmall =
+    "model:\n"
+    "  model_config:\n"
+    "    type: LlamaConfig\n"
+    "    num_layers: 30\n"
+    "    hidden_size: 1024\n"
+    "    num_heads: 16\n"
+    "    vocab_size: 32000\n"
+    "    seq_length: 2048\n"
+    "    offset: OFFSET\n"
+    "parallel_config:\n"
+    "  data_parallel: 1\n"
+    "  model_parallel: 2\n"
+    "  pipeline_stage: 4\n"
+    "  micro_batch_num: 8\n"
+    "runner_config:\n"
+    "  batch_size: 1\n";
+
+std::string small(const std::string& offset) {
+  std::string t = kSmall;
+  t.replace(t.find("OFFSET"), 6, offset);
+  return t;
+}
+
+TEST(MindFormersYaml, OffsetErrorsNameTheKeyAndLine) {
+  // 30 layers over 4 stages: 7 each + offsets summing to 2.
+  EXPECT_EQ(parse_mindformers_yaml(small("[0, 1, 1, 0]"), "x.yaml").layers_per_stage(),
+            (std::vector<int>{7, 8, 8, 7}));
+  std::string e = error_of(small("0"));
+  EXPECT_NE(e.find("x.yaml:9: model.model_config.offset"), std::string::npos) << e;
+  EXPECT_NE(e.find("must sum to 30 % (pp·V = 4) = 2"), std::string::npos) << e;
+  // An int offset passing MindFormers' sum check but placing 36 layers once broadcast.
+  e = error_of(small("2"));
+  EXPECT_NE(e.find("places 36 layers"), std::string::npos) << e;
+  e = error_of(small("[1, 1]"));
+  EXPECT_NE(e.find("has 2 entries but pipeline_stage is 4"), std::string::npos) << e;
+  e = error_of(small("[-8, 8, 1, 1]"));
+  EXPECT_NE(e.find("-1 layers"), std::string::npos) << e;
+}
+
+TEST(MindFormersYaml, UnknownAndInconsistentFields) {
+  std::string t = small("[0, 1, 1, 0]");
+  std::string bad = t;
+  bad.replace(bad.find("  pipeline_stage: 4"), 18, "  pipline_stage: 4");
+  std::string e = error_of(bad);
+  EXPECT_NE(e.find("x.yaml:13: parallel_config.pipline_stage"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown key"), std::string::npos) << e;
+  // 16 heads are not divisible by model_parallel 3: named in the yaml's terms.
+  bad = t;
+  bad.replace(bad.find("model_parallel: 2"), 17, "model_parallel: 3");
+  e = error_of(bad);
+  EXPECT_NE(e.find("parallel_config.model_parallel"), std::string::npos) << e;
+  // micro_batch_num below the stages.
+  bad = t;
+  bad.replace(bad.find("micro_batch_num: 8"), 18, "micro_batch_num: 2");
+  e = error_of(bad);
+  EXPECT_NE(e.find("x.yaml:14: parallel_config.micro_batch_num"), std::string::npos) << e;
+  // The launch's worker count must equal dp·tp·cp·pp.
+  MindFormersOptions o;
+  o.world_size = 16;
+  o.world_source = "msrun --worker_num";
+  e = error_of(t, o);
+  EXPECT_NE(e.find("msrun --worker_num | the launch starts 16 workers"), std::string::npos) << e;
+  EXPECT_NE(e.find("= 8 ranks"), std::string::npos) << e;
+  // Malformed yaml and a mistyped value.
+  e = error_of("model:\n  model_config: [1, 2\n");
+  EXPECT_NE(e.find("x.yaml:"), std::string::npos) << e;
+  EXPECT_NE(e.find("malformed yaml"), std::string::npos) << e;
+  bad = t;
+  bad.replace(bad.find("num_heads: 16"), 13, "num_heads: many");
+  e = error_of(bad);
+  EXPECT_NE(e.find("x.yaml:6: model.model_config.num_heads | expected an integer, got 'many'"), std::string::npos) << e;
+}
+
+TEST(MindFormersYaml, NewStyleWithoutArchitectureNeedsAModel) {
+  std::string e;
+  try {
+    load_mindformers_yaml(yaml("finetune_qwen3.yaml"));
+  } catch (const InputError& x) {
+    e = x.where() + " | " + x.detail();
+  }
+  EXPECT_NE(e.find("finetune_qwen3.yaml:"), std::string::npos) << e;
+  EXPECT_NE(e.find("pretrained_model_dir"), std::string::npos) << e;
+  EXPECT_NE(e.find("--model"), std::string::npos) << e;
+}
+
+TEST(MindFormersYaml, RunMindformerArguments) {
+  MindFormersOptions o;
+  const std::string config = read_run_mindformer_args(
+      {"--config", "a.yaml", "--use_parallel", "True", "--batch_size=2", "--options", "parallel_config.data_parallel=4",
+       "model.model_config.offset=[1,0]", "--run_mode", "train"},
+      o);
+  EXPECT_EQ(config, "a.yaml");
+  ASSERT_TRUE(o.use_parallel.has_value());
+  EXPECT_TRUE(*o.use_parallel);
+  ASSERT_EQ(o.overrides.size(), 3u);
+  EXPECT_EQ(o.overrides[0], (std::pair<std::string, std::string>{"runner_config.batch_size", "2"}));
+  EXPECT_EQ(o.overrides[2], (std::pair<std::string, std::string>{"model.model_config.offset", "[1,0]"}));
+  // The overrides apply: dp 4 doubles the world and the global batch.
+  MindFormersOptions p;
+  p.overrides = {{"parallel_config.data_parallel", "2"}, {"runner_config.batch_size", "3"}};
+  const MindFormersConfig c = parse_mindformers_yaml(small("[0, 1, 1, 0]"), "x.yaml", p);
+  EXPECT_EQ(c.world_size(), 16);
+  EXPECT_EQ(c.strategy.global_batch(), 3 * 2 * 8);
+}
+
+TEST(MindFormersYaml, RewriteKeepsEveryOtherByte) {
+  const std::string text = preflight::test::read_file(yaml("finetune_qwen2_72b_32k.yaml"));
+  const ChunkGrid offset = {{-1, 0, 0, 0, 1, 0, 0, 0}};
+  const ChunkGrid full = {{9, 9, 8, 7, 6, 5, 3, 1}};
+  const ChunkGrid none = {{0, 0, 0, 0, 0, 0, 0, 0}};
+  const std::string out = rewrite_mindformers_yaml(text, "q.yaml", offset, full, none, none);
+  // Read back: the new lists, and the same everything else.
+  const MindFormersConfig c = parse_mindformers_yaml(out, "q.yaml");
+  EXPECT_EQ(c.layers_per_stage(), (std::vector<int>{9, 10, 10, 10, 11, 10, 10, 10}));
+  EXPECT_EQ(c.full_recompute_per_stage(), (std::vector<int>{9, 9, 8, 7, 6, 5, 3, 1}));
+  // Only the three values changed: removing them from both texts leaves identical bytes.
+  auto strip = [](std::string t) {
+    for (const char* key : {"offset:", "  recompute:", "select_recompute:", "select_comm_recompute:"}) {
+      std::size_t p = t.find(key);
+      if (p == std::string::npos) continue;
+      std::size_t e = t.find('\n', p);
+      t.erase(p, e - p);
+    }
+    return t;
+  };
+  EXPECT_EQ(strip(out), strip(text));
+  EXPECT_NE(out.find("offset: [-1, 0, 0, 0, 1, 0, 0, 0]"), std::string::npos);
+  EXPECT_NE(out.find("  recompute: [9, 9, 8, 7, 6, 5, 3, 1]"), std::string::npos);
+}
+
+TEST(MindFormersYaml, RewriteAddsMissingKeysAndBlockLists) {
+  const std::string text =
+      "model:\n"
+      "  model_config:\n"
+      "    num_layers: 8\n"
+      "    offset:\n"
+      "      - 0\n"
+      "      - 0\n"
+      "    hidden_size: 64  # width\n"
+      "recompute_config:\n"
+      "  recompute: False  # none\n"
+      "  mp_comm_recompute: True\n"
+      "context:\n"
+      "  mode: 0\n";
+  const std::string out =
+      rewrite_mindformers_yaml(text, "t.yaml", {{1, -1}}, {{2, 1}}, {{0, 0}}, {{3, 3}});
+  EXPECT_EQ(out,
+            "model:\n"
+            "  model_config:\n"
+            "    num_layers: 8\n"
+            "    offset: [1, -1]\n"
+            "    hidden_size: 64  # width\n"
+            "recompute_config:\n"
+            "  recompute: [2, 1]  # none\n"
+            "  mp_comm_recompute: True\n"
+            "  select_recompute: [0, 0]\n"
+            "  select_comm_recompute: [3, 3]\n"
+            "context:\n"
+            "  mode: 0\n");
+}
+
+}  // namespace
+}  // namespace preflight::analyzer
