@@ -69,11 +69,23 @@ void note_launch(const wrap::Environment& env, const wrap::LaunchCommand& l, con
 }
 
 int analyze_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::Environment& env) {
-  if (fs::path(l.entry).filename() == "run_mindformer.py")
-    throw InputError(
-        l.entry,
-        "preflight analyze reads Megatron-LM arguments, and run_mindformer.py takes a MindFormers YAML "
-        "(--config) that analyze does not read yet: use --mode dryrun for MindFormers launches");
+  if (fs::path(l.entry).filename() == "run_mindformer.py") {
+    // MindFormers: the yaml and run_mindformer.py's overrides; the launch's worker count must match.
+    std::vector<std::string> words = c.launch.analyze_args;
+    std::string world;
+    if (wrap::is_mindspore_launcher(l.launcher)) {
+      wrap::WorldSizeHints hints;
+      auto w = wrap::launch_world_size(l, hints, env);
+      for (const auto& n : w->notes) std::cerr << "preflight run: note: " << n << "\n";
+      words.push_back("--worker_num=" + std::to_string(w->world()));
+      world = " (" + std::to_string(w->world()) + " workers, from " + w->source + ")";
+    }
+    words.insert(words.end(), l.entry_args.begin(), l.entry_args.end());
+    std::cerr << "preflight run: " << wrap::launcher_name(l.launcher) << " " << l.entry
+              << " -> preflight analyze --config" << world << "\n";
+    note_launch(env, l, "analyze");
+    return run_analyze(words);
+  }
   wrap::WorldSizeHints hints;
   if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
   if (c.launch.nnodes > 0) hints.nnodes = c.launch.nnodes;

@@ -140,6 +140,61 @@ TEST(DryrunPlan, StageEnvironment) {
   EXPECT_EQ(e["LOG_MF_PATH"], (stage_dir(p, 3) / "mindformers_log").string());
 }
 
+TEST(AnalyzeCli, WrappedMindFormersScriptAnalysesItsYaml) {
+  // msrun_launcher.sh "run_mindformer.py --config configs/test_llama.yaml …" 8 …: analyze mode reads the
+  // yaml (dp 1 × tp 2 × pp 4 = the 8 workers) without MindSpore or the launcher being present.
+  TempDir dir;
+  mindformers_folder(dir);
+  RunResult w = run_preflight("wrap --mode analyze " + shell_quote(wrap_data("mindformers_style.sh").string()) +
+                              " -o " + shell_quote((dir / "analyze.sh").string()));
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  RunResult r = run_in(dir.path(), "bash analyze.sh");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("16 layers, hidden 2048, 32 heads"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run: 8 GPUs (1 node × 8) = tp 2 × cp 1 × pp 4 × dp 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("*** Memory on each GPU, by pipeline stage ***"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("8 workers, from msrun_launcher.sh WORKER_NUM"), std::string::npos) << r.err;
+  // A launch whose worker count disagrees with the yaml: MindFormers would refuse it, so does analyze.
+  write_file(dir / "bad.sh",
+             "bash scripts/msrun_launcher.sh \"run_mindformer.py --config configs/test_llama.yaml\" 16\n");
+  RunResult w2 = run_preflight("wrap --mode analyze " + shell_quote((dir / "bad.sh").string()) + " -o " +
+                               shell_quote((dir / "bad_analyze.sh").string()));
+  ASSERT_EQ(w2.exit_code, 0) << w2.err;
+  RunResult b = run_in(dir.path(), "bash bad_analyze.sh");
+  EXPECT_EQ(b.exit_code, 2) << b.out << b.err;
+  EXPECT_NE(b.err.find("--worker_num: the launch starts 16 workers but configs/test_llama.yaml lays out "
+                       "dp·tp·cp·pp = 1·2·1·4 = 8 ranks"),
+            std::string::npos)
+      << b.err;
+}
+
+TEST(AnalyzeCli, MindFormersUsageExamplesFromTheSharedData) {
+  // The real usage examples of msrun_launcher.sh (../shared/data/launch_scripts/mindformers), with the two
+  // configurations they name that are in tests/data/mindformers.
+  if (!shared_data_available()) GTEST_SKIP() << shared_data_missing();
+  const fs::path script = shared_data_dir() / "launch_scripts" / "mindformers" / "msrun_usage_examples.sh";
+  TempDir dir;
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"finetune_llama3_1_8b.yaml", "research/llama3_1/llama3_1_8b"},
+           {"pretrain_mixtral-8x7b.yaml", "research/mixtral/mixtral_8x7b"}}) {
+    fs::create_directories(dir / to);
+    fs::copy_file(data_dir() / "mindformers" / from, dir / to / from);
+  }
+  RunResult w = run_preflight("wrap --mode analyze " + shell_quote(script.string()) + " -o " +
+                              shell_quote((dir / "a.sh").string()));
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  RunResult r = run_in(dir.path(), "bash a.sh");
+  EXPECT_NE(r.out.find("finetune_llama3_1_8b (LlamaConfig): 8.03 B parameters"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run: 8 GPUs (1 node × 8) = tp 1 × cp 1 × pp 1 × dp 8"), std::string::npos) << r.out;
+  // The Mixtral launch twice (two nodes), 16 workers = dp 8 × pp 2.
+  std::size_t first = r.out.find("run: 16 GPUs (2 nodes × 8) = tp 1 × cp 1 × pp 2 × dp 8");
+  ASSERT_NE(first, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run: 16 GPUs (2 nodes × 8) = tp 1 × cp 1 × pp 2 × dp 8", first + 1), std::string::npos);
+  // Configurations not in the folder, and the prediction launch, are named.
+  EXPECT_NE(r.err.find("finetune_llama3_1_70b.yaml: cannot open the MindFormers yaml"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("predict_mixtral-8x7b.yaml: cannot open"), std::string::npos) << r.err;
+}
+
 TEST(DryrunCli, WrappedMindFormersScriptThenLogsDryrun) {
   TempDir dir;
   mindformers_folder(dir);

@@ -740,11 +740,6 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
           edits.push_back({launcher.begin, launcher.begin,
                            escape_for(nest, inv + " run --mode analyze" + join_quoted(o.run_args) + " -- ")});
           site.action = "preflight run --mode analyze";
-          if (is_mindspore_launch(f.m) && f.m.entry_name.find("run_mindformer.py") != std::string::npos)
-            result.notes.push_back(
-                o.script_name + ":" + std::to_string(line) +
-                ": analyze does not read MindFormers YAML configurations yet; --mode dryrun "
-                "measures this launch");
         }
         break;
       case WrapMode::Trace:

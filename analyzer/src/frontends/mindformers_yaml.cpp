@@ -778,6 +778,8 @@ std::string read_run_mindformer_args(const std::vector<std::string>& args, MindF
     };
     if (w == "--config") {
       config = value();
+    } else if (w == "--run_mode") {
+      options.run_mode = value();
     } else if (w == "--use_parallel") {
       std::string v = value();
       for (auto& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -848,6 +850,13 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
   auto& warnings = cfg.warnings;
   Section top{&doc, root, ""};
   auto top_key = [&](const char* key) { return section(doc, root, key, key); };
+
+  {
+    const std::string mode = options.run_mode ? *options.run_mode : top.string_or("run_mode", "train");
+    if (mode != "train" && mode != "finetune")
+      throw InputError(options.run_mode ? "--run_mode" : doc.where(top.get("run_mode"), "run_mode"),
+                       "'" + mode + "': preflight analyses training runs (train, finetune)");
+  }
 
   // --- model section ---
   const Section model_sec = top_key("model");

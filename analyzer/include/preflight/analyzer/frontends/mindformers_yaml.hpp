@@ -108,10 +108,12 @@ struct MindFormersOptions {
   /// `--batch_size` (runner_config.batch_size), `--gradient_accumulation_steps` and `--options KEY=VALUE…`
   /// (dotted keys, YAML values).  Errors in them name `--options KEY`.
   std::vector<std::pair<std::string, std::string>> overrides;
+  /// run_mindformer.py's --run_mode (overrides the yaml's run_mode); predict and eval are refused.
+  std::optional<std::string> run_mode;
 };
 
 /// What `python run_mindformer.py ARGS` passes that matters here: `--config` (returned; empty when
-/// absent), `--use_parallel`, `--batch_size`, `--gradient_accumulation_steps`, `--options k=v …`, in
+/// absent), `--run_mode`, `--use_parallel`, `--batch_size`, `--gradient_accumulation_steps`, `--options k=v …`, in
 /// `--flag value` or `--flag=value` form.  Other arguments are ignored, as argparse's parse_known_args.
 /// @throws InputError naming the flag for a missing value or an --options item without '='.
 std::string read_run_mindformer_args(const std::vector<std::string>& args, MindFormersOptions& options);
