@@ -171,12 +171,12 @@ TEST(RunCli, TraceExplainAndMissingHook) {
       << m.err;
 }
 
-TEST(RunCli, MindFormersAnalyzeIsRefusedWithTheReason) {
+TEST(RunCli, MindFormersAnalyzeReadsTheYaml) {
   RunResult r = run_preflight("run -- msrun --worker_num=8 run_mindformer.py --config a.yaml");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("preflight: error: run_mindformer.py: preflight analyze reads Megatron-LM arguments"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("msrun run_mindformer.py -> preflight analyze --config (8 workers"), std::string::npos)
       << r.err;
+  EXPECT_NE(r.err.find("preflight: error: a.yaml: cannot open the MindFormers yaml"), std::string::npos) << r.err;
   RunResult mixed = run_preflight("run --mode analyze torchrun --nproc_per_node 2 pretrain_gpt.py");
   EXPECT_EQ(mixed.exit_code, 2);
   EXPECT_NE(mixed.err.find("put the command to run after --"), std::string::npos) << mixed.err;
