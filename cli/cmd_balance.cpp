@@ -21,6 +21,7 @@
 #include "preflight/analyzer/balance/seq_pipe.hpp"
 #include "preflight/analyzer/balance/svg.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/mindformers_yaml.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/log_parse/sapp_timeline.hpp"
 
@@ -49,6 +50,10 @@ const char* kBalanceHelp =
     "  --time-config FILE            a yaml with time_config (what `preflight timeline --sapp` prints)\n"
     "                                (default: the init yaml's time_config, else its profiling_config)\n"
     "  -m, --model_name NAME         model name (names the layer json and the SVG; default model_name)\n"
+    "  --config X.yaml               a MindFormers training yaml: model, layout, micro batches and device\n"
+    "                                memory (context.max_device_memory) from the yaml, times and memories\n"
+    "                                from the cost model (--system); the yaml's own offset/recompute is\n"
+    "                                simulated next to the answer (--model: a new-style yaml's architecture)\n"
     "  --model M --strategy S [--system Y]\n"
     "                                no dryrun: times and memories from the cost model (`preflight "
     "estimate`'s\n"
@@ -89,6 +94,8 @@ const char* kBalanceHelp =
     "  -naive, --simulate_naive [B]  also show the naive strategies (and their SVGs)\n"
     "  -manual, --manual_config FILE simulate the manual strategies in FILE next to the answer\n"
     "  --write-layers FILE           write the layer json (SAPP format)\n"
+    "  --write-yaml OUT              with --config: a copy of the yaml with the answer's offset and\n"
+    "                                recompute lists (every other byte kept)\n"
     "  -exec, --exec BOOL            false: stop after the decomposition / layer json\n"
     "  --json                        JSON instead of text\n"
     "  -v, --verbose                 list the solver steps\n"
@@ -102,7 +109,7 @@ const char* kBalanceHelp =
     "exit status: 0 a placement fits, 1 none fits the memory limit, 2 bad input.\n";
 
 struct Options {
-  std::optional<fs::path> train;
+  std::optional<fs::path> train, config, write_yaml;
   int seq = 1;
   std::optional<fs::path> init, layers, layer_folder, manual, output = fs::path("output"), write_layers,
                                                               dump_lp;
@@ -195,6 +202,10 @@ Options parse(const Words& words) {
     };
     if (is({"-init", "--init"}))
       o.init = value();
+    else if (is({"--config"}))
+      o.config = value();
+    else if (is({"--write-yaml"}))
+      o.write_yaml = value();
     else if (is({"--memory"}))
       o.memory.emplace_back(value());
     else if (is({"--layer-json"}))
@@ -429,7 +440,45 @@ int run_balance(const Words& words) {
   std::string model_source, times_source;
   std::vector<std::string> notes;
   std::optional<CostModelBalanceInput> from_cost;
-  if (o.cost_model) {
+  std::optional<analyzer::MindFormersConfig> yaml;
+  if (o.write_yaml && !o.config) throw InputError("--write-yaml", "needs --config (the yaml to copy)");
+  if (o.config) {
+    if (o.init || o.layers || o.layer_folder || o.cost_strategy)
+      throw InputError("--config", "builds the layer model from the yaml and the cost model: drop --init / "
+                                   "--layer-json / --strategy");
+    std::vector<std::string> warnings;
+    analyzer::MindFormersOptions mf;
+    analyzer::ModelSpec base;
+    if (o.cost_model) {
+      base = analyzer::cost::load_cost_model(*o.cost_model, &warnings);
+      mf.base = &base;
+    }
+    yaml = analyzer::load_mindformers_yaml(*o.config, mf);
+    for (const auto& w : yaml->warnings) notes.push_back(w);
+    const std::string system_name = o.cost_system.value_or("a100_pcie");
+    const analyzer::SystemSpec system = analyzer::cost::load_simumax_system(system_name);
+    from_cost = balance_input_from_mindformers(
+        yaml->model, yaml->strategy, system,
+        o.model_name_given ? o.model_name : fs::path(*o.config).stem().string());
+    problem.model = from_cost->model;
+    auto check = [](bool given, int flag, int own, const char* name) {
+      if (given && flag != own)
+        throw InputError(name, "is " + std::to_string(own) + " in --config; change the yaml instead");
+    };
+    check(o.stages_given, o.stages, from_cost->pipeline.stages, "-s");
+    check(o.chunks_given, o.chunks, from_cost->pipeline.chunks, "-i");
+    check(o.micro_batches_given, o.micro_batches, from_cost->pipeline.micro_batches, "-mb");
+    o.stages = from_cost->pipeline.stages;
+    o.chunks = from_cost->pipeline.chunks;
+    o.micro_batches = from_cost->pipeline.micro_batches;
+    if (!o.memory_given)
+      o.memory_mb = yaml->max_device_memory_gib ? std::floor(*yaml->max_device_memory_gib * 1024.0)
+                                                : std::floor(from_cost->device_limit_mb);
+    for (const auto& w : warnings) notes.push_back(w);
+    for (const auto& n : from_cost->notes) notes.push_back(n);
+    model_source = "MindFormers yaml " + o.config->string() + ", cost model on system " + system_name;
+    times_source = "cost model";
+  } else if (o.cost_model) {
     if (o.init || o.layers || o.layer_folder)
       throw InputError("--model", "builds the layer model from the cost model: drop --init / --layer-json");
     if (!o.cost_strategy)
@@ -549,6 +598,26 @@ int run_balance(const Words& words) {
   // Manual strategies (simulated with their own interleave; also used as starts when it matches).
   std::vector<ManualStrategy> manual;
   if (o.manual) manual = read_manual_strategies(*o.manual, problem);
+  if (yaml) {
+    // The yaml's own offsets and recompute counts, simulated next to the answer.
+    if (problem.model.bodies.size() != 1 || yaml->split_layers != yaml->model.num_layers) {
+      notes.push_back("the yaml's own layout is not simulated: " +
+                      std::string(problem.model.bodies.size() != 1 ? "two body kinds (dense and MoE layers)"
+                                                                   : "MTP layers counted in its split"));
+    } else {
+      YamlStrategy y{yaml->offset, yaml->recompute.full, yaml->recompute.select, yaml->recompute.comm};
+      ManualStrategy m;
+      m.name = "yaml " + fs::path(*o.config).filename().string();
+      m.chunks = problem.pipeline.chunks;
+      m.assignment = yaml_normalized(assignment_from_yaml(problem, y, o.config->string()));
+      m.file_name = "yaml.svg";
+      const std::string why = check_assignment(problem, m.assignment, false);
+      if (why.empty())
+        manual.push_back(std::move(m));
+      else
+        notes.push_back("the yaml's own layout is not simulated: " + why);
+    }
+  }
   BalanceOptions bo;
   bo.formulation = o.formulation == "sapp" ? Formulation::Sapp : Formulation::Exact;
   bo.optimization_level = o.level;
@@ -620,6 +689,17 @@ int run_balance(const Words& words) {
     }
   }
 
+  if (o.write_yaml && result.found) {
+    const YamlStrategy y = yaml_strategy(problem, yaml_normalized(result.best.assignment));
+    std::ifstream in(*o.config, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    write_file(*o.write_yaml, analyzer::rewrite_mindformers_yaml(text.str(), o.config->string(), y.offset,
+                                                                 y.recompute, y.select_recompute,
+                                                                 y.select_comm_recompute));
+    rep.notes.push_back("wrote " + o.write_yaml->string() + ": " + o.config->string() +
+                        " with the answer's offset and recompute lists");
+  }
   if (o.json)
     std::cout << balance_json(rep).dump(2) << "\n";
   else

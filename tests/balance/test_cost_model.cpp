@@ -7,6 +7,7 @@
 #include "preflight/analyzer/balance/from_cost_model.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/mindformers_yaml.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/common/units.hpp"
 #include "test_support.hpp"
@@ -115,6 +116,40 @@ TEST(CostModelBalance, CliBalancesWithoutADryrun) {
   r = run_preflight("balance --model simumax:llama2-7b");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--strategy"), std::string::npos) << r.err;
+}
+
+TEST(MindFormersBalance, YamlLayoutIsSimulatedAndTheAnswerWrittenBack) {
+  // Qwen2-72B (8 stages, 64 micro batches, 58GB): the yaml's own offset and full-recompute list are the
+  // manual strategy; the answer goes into a copy of the yaml.
+  const auto yaml = preflight::test::data_dir() / "mindformers" / "finetune_qwen2_72b_32k.yaml";
+  preflight::test::TempDir dir;
+  const auto out = dir.path() / "balanced.yaml";
+  auto r = run_preflight("balance --config " + yaml.string() + " -t 3 --json --no-svg --write-yaml " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["problem"]["stages"], 8);
+  EXPECT_EQ(j["problem"]["micro_batches"], 64);
+  EXPECT_DOUBLE_EQ(j["problem"]["memory_limit_mb"].get<double>(), 58 * 1024.0);  // context.max_device_memory
+  ASSERT_EQ(j["manual"].size(), 1u) << j.dump();
+  const auto& manual = j["manual"][0];
+  EXPECT_EQ(manual["name"], "yaml finetune_qwen2_72b_32k.yaml");
+  EXPECT_EQ(manual["yaml"]["offset"], nlohmann::json::parse("[[-1, 0, 0, 0, 0, 0, 1, 0]]"));
+  EXPECT_EQ(manual["yaml"]["recompute"], nlohmann::json::parse("[[8, 8, 8, 7, 7, 5, 4, 2]]"));
+  // The yaml's layout is a start of the search: the answer is no slower, and within the limit.
+  EXPECT_LE(j["answer"]["end_time_ms"].get<double>(), manual["end_time_ms"].get<double>() + 1e-6);
+  EXPECT_LE(j["answer"]["max_peak_mb"].get<double>(), 58 * 1024.0);
+  // The written yaml reads back as the answer.
+  const MindFormersConfig back = load_mindformers_yaml(out);
+  const auto& offset = j["answer"]["yaml"]["offset"][0];
+  const auto& full = j["answer"]["yaml"]["recompute"][0];
+  for (int s = 0; s < 8; ++s) {
+    EXPECT_EQ(back.layers_per_stage()[s], 10 + offset[s].get<int>()) << s;
+    EXPECT_EQ(back.full_recompute_per_stage()[s], full[s].get<int>()) << s;
+  }
+  // The written yaml needs --config.
+  r = run_preflight("balance --model simumax:llama2-7b --strategy tp1_pp2_dp4_mbs1 --write-yaml x.yaml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--write-yaml: needs --config"), std::string::npos) << r.err;
 }
 
 }  // namespace

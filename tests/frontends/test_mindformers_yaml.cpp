@@ -430,3 +430,32 @@ TEST(MindFormersYaml, RewriteAddsMissingKeysAndBlockLists) {
 
 }  // namespace
 }  // namespace preflight::analyzer
+
+namespace preflight::analyzer {
+namespace {
+
+// What MindFormers' select / comm recompute drop from one layer, by hand (Qwen2.5-7B, tp 1, 8192 tokens,
+// bf16): select (the SwiGLU activation and gate multiply) drops fc2's input, tokens · ffn · 2 B; comm
+// (`.*\.norm`) drops the two RMSNorm outputs feeding qkv and fc1, 2 · tokens · hidden · 2 B.
+TEST(MindFormersYaml, SelectAndCommRecomputeDropWhatTheyRecompute) {
+  const MindFormersConfig c = load("finetune_qwen2_5_7b_8k.yaml");
+  auto layer_bytes = [&](std::vector<std::string> modules) {
+    Strategy s = c.strategy;
+    Strategy::LayerRecomputeChoice choice;
+    choice.modules = std::move(modules);
+    s.per_layer_recompute.assign(static_cast<std::size_t>(c.model.num_layers), choice);
+    const LayerGraph g = build_layer_graph(c.model, s);
+    I64 bytes = 0;
+    for (const auto& ch : g.chunks)
+      for (const auto& op : ch.ops)
+        if (op.layer == 3) bytes += op.kept_bytes;
+    return bytes;
+  };
+  const I64 none = layer_bytes({});
+  EXPECT_EQ(none - layer_bytes({"mlp_act"}), 8192LL * 18944 * 2);
+  EXPECT_EQ(none - layer_bytes({"layernorm"}), 2 * 8192LL * 3584 * 2);
+  EXPECT_EQ(none - layer_bytes({"layernorm", "mlp_act"}), 8192LL * 18944 * 2 + 2 * 8192LL * 3584 * 2);
+}
+
+}  // namespace
+}  // namespace preflight::analyzer

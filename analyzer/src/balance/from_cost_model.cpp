@@ -6,6 +6,7 @@
 
 #include "preflight/analyzer/balance/simulator.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/common/units.hpp"
 
@@ -158,6 +159,59 @@ CostModelBalanceInput balance_input_from_cost_model(const ModelSpec& model, cons
   if (m.const_mb < 0)
     out.notes.push_back("the cost model's middle stage peaks below the layers' memory: constant " +
                         std::to_string(static_cast<long long>(std::llround(m.const_mb))) + " MiB");
+  return out;
+}
+
+CostModelBalanceInput balance_input_from_mindformers(const ModelSpec& model, const Strategy& yaml_strategy,
+                                                     const SystemSpec& system, const std::string& name) {
+  const int S = yaml_strategy.pp, V = std::max(1, yaml_strategy.vpp), L = model.num_layers;
+  Strategy plain = yaml_strategy;
+  plain.per_layer_recompute.clear();
+  if (L % (S * V) == 0) plain.chunk_layout.clear();
+  CostModelBalanceInput out = balance_input_from_cost_model(model, plain, system, name);
+
+  // Kept bytes of one layer of each kind under a recompute choice applied to every layer.
+  auto layer_bytes = [&](const Strategy::LayerRecomputeChoice& choice, int layer) {
+    Strategy s = plain;
+    s.per_layer_recompute.assign(static_cast<std::size_t>(L), choice);
+    const LayerGraph g = build_layer_graph(model, s);
+    double bytes = 0;
+    for (const auto& ch : g.chunks)
+      for (const auto& op : ch.ops)
+        if (op.layer == layer) bytes += static_cast<double>(op.kept_bytes);
+    return bytes;
+  };
+  Strategy::LayerRecomputeChoice none, select, comm, both;
+  select.modules = {"mlp_act"};
+  comm.modules = {"layernorm"};
+  both.modules = {"layernorm", "mlp_act"};
+  for (std::size_t k = 0; k < out.model.bodies.size(); ++k) {
+    BodyKind& b = out.model.bodies[k];
+    // A layer of this kind (kind 1 = MoE after the dense ones).
+    int layer = 0;
+    if (out.model.bodies.size() > 1)
+      while (layer < L && model.is_moe_layer(layer) != (k == 1)) ++layer;
+    const double base = layer_bytes(none, layer);
+    const double a_none = b.activation(Recompute::None);
+    PerRecompute<std::optional<double>> explicit_ms{};
+    explicit_ms[static_cast<int>(Recompute::None)] = b.backward(Recompute::None);
+    if (b.considered(Recompute::Full)) explicit_ms[static_cast<int>(Recompute::Full)] = b.backward(Recompute::Full);
+    b.activation_mb[static_cast<int>(Recompute::Select)].reset();
+    const std::pair<Recompute, const Strategy::LayerRecomputeChoice*> classes[] = {
+        {Recompute::Select, &select}, {Recompute::Comm, &comm}, {Recompute::Both, &both}};
+    for (const auto& [r, choice] : classes) {
+      const double bytes = layer_bytes(*choice, layer);
+      if (base > 0 && bytes < base) b.activation_mb[static_cast<int>(r)] = std::max(a_none * bytes / base, 1e-6);
+    }
+    fill_backward_times(b, explicit_ms, {});
+  }
+  out.notes.erase(std::remove_if(out.notes.begin(), out.notes.end(),
+                                 [](const std::string& n) { return n.find("no Megatron counterpart") != std::string::npos; }),
+                  out.notes.end());
+  out.notes.push_back(
+      "MindFormers classes: select = MLP activation (select_recompute), comm = norms (select_comm_recompute), "
+      "both, full; select/comm/both activations scaled from the cost model's by the layer graph, their "
+      "backward times from SAPP's default coefficients");
   return out;
 }
 

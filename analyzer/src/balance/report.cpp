@@ -360,7 +360,15 @@ json balance_json(const BalanceReport& rep) {
               {"end_time_ms", c.sim.end_time_ms},
               {"bubbles", bubbles_json(c.sim.bubbles)},
               {"peak_mb", c.sim.peak_mb},
+              {"max_peak_mb", c.sim.max_peak_mb()},
               {"fits", c.fits}};
+    if (c.assignment.chunks() == p.pipeline.chunks && p.model.bodies.size() == 1) {
+      const YamlStrategy y = yaml_strategy(p, c.assignment);
+      m["yaml"] = {{"offset", y.offset},
+                   {"recompute", y.recompute},
+                   {"select_recompute", y.select_recompute},
+                   {"select_comm_recompute", y.select_comm_recompute}};
+    }
     manual.push_back(m);
   }
   j["manual"] = manual;

@@ -55,4 +55,16 @@ struct CostModelBalanceInput {
 CostModelBalanceInput balance_input_from_cost_model(const ModelSpec& model, const Strategy& strategy,
                                                     const SystemSpec& system, const std::string& name);
 
+/// The same for a MindFormers training yaml (`preflight balance --config X.yaml`), with MindFormers'
+/// recompute classes: select = select_recompute's default patterns (the MLP activation and gate multiply,
+/// Strategy::LayerRecomputeChoice module "mlp_act"), comm = select_comm_recompute's `.*\.norm` ("layernorm"),
+/// both = the two together, full.  Times, the none/full activations, c, H and T come from
+/// balance_input_from_cost_model() on the yaml's layout without recompute (the even split when the layers
+/// divide over pp·V); the select/comm/both activations are the none activation scaled by the layer graph's
+/// ratio (layer_graph.hpp: kept bytes of one layer under that class / without recompute); their backward
+/// times use SAPP's default coefficients.
+/// @throws InputError as balance_input_from_cost_model().
+CostModelBalanceInput balance_input_from_mindformers(const ModelSpec& model, const Strategy& yaml_strategy,
+                                                     const SystemSpec& system, const std::string& name);
+
 }  // namespace preflight::analyzer::balance
