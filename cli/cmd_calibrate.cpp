@@ -11,6 +11,8 @@
 
 #include "commands.hpp"
 #include "preflight/analyzer/calibrate/calibrate.hpp"
+#include "preflight/analyzer/calibrate/log_prediction.hpp"
+#include "preflight/log_parse/megatron_log.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/log_parse/memory_measurement.hpp"
 #include "preflight/log_parse/trace_reader.hpp"
@@ -106,8 +108,55 @@ analyzer::Prediction load_prediction(const std::string& path, const std::string&
   return p;
 }
 
+/// A Megatron training log (text with an argument dump or memory lines), not a trace or measurement.
+bool is_megatron_log(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return false;
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".pftrace" || ext == ".json") return false;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::string head(1 << 16, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  return head.find("arguments ----") != std::string::npos || head.find("] (after ") != std::string::npos ||
+         head.find("iteration ") != std::string::npos || ext == ".log" || ext == ".txt";
+}
+
+/// Predicted vs measured for Megatron logs: the argument dump and the `[Rank N] … max allocated` lines.
+int run_calibrate_logs(const CalibrateOptions& o) {
+  nlohmann::json out = {{"logs", nlohmann::json::array()}};
+  double worst = 0;
+  std::vector<analyzer::LogPrediction> all;
+  for (const auto& path : o.measured)
+    worst = std::max(worst, predict_megatron_log(path, o.calibration, o.json, &out["logs"], &all));
+  if (o.fit) {
+    const analyzer::Calibration cal = analyzer::fit_log_overhead(all);
+    nlohmann::json cj = analyzer::calibration_json(cal);
+    std::ofstream f(o.output, std::ios::binary | std::ios::trunc);
+    if (!f) throw InputError("--output", "cannot write " + o.output);
+    f << cj.dump(2) << "\n";
+    if (o.json) {
+      out["calibration"] = cj;
+      out["calibration_file"] = o.output;
+    } else {
+      std::cout << "fitted on " << all.size() << " log(s): overhead " << std::llround(cal.overhead_bytes / 1048576.0)
+                << " MiB per rank; in-sample RMS peak error " << 100 * cal.rms_peak_error_before << " % → "
+                << 100 * cal.rms_peak_error_after << " %\nwrote " << o.output
+                << " (apply with `preflight analyze --calibration " << o.output << " …`)\n";
+    }
+  }
+  if (o.json) std::cout << out.dump(2) << "\n";
+  if (o.max_peak_error >= 0 && 100 * worst > o.max_peak_error) return kExitDoesNotFit;
+  return kExitOk;
+}
+
 int run_calibrate(const CalibrateOptions& o) {
   std::vector<std::string> notes;
+  if (o.predicted.empty() && !o.measure_only && !o.measured.empty() &&
+      std::all_of(o.measured.begin(), o.measured.end(), is_megatron_log)) {
+    return run_calibrate_logs(o);
+  }
   if (o.measure_only) {
     nlohmann::json all = nlohmann::json::array();
     for (const auto& m : o.measured) {
@@ -184,6 +233,30 @@ int run_calibrate(const CalibrateOptions& o) {
 
 }  // namespace
 
+double predict_megatron_log(const std::string& path, const std::string& calibration, bool json, void* json_out,
+                            void* prediction_out) {
+  std::optional<analyzer::Calibration> cal;
+  if (!calibration.empty()) cal = analyzer::read_calibration(read_json_file(calibration), calibration);
+  log_parse::MegatronLog log = log_parse::read_megatron_log(path);
+  std::vector<log_parse::MegatronLog> one{log};
+  const log_parse::MegatronSummary summary = log_parse::summarize_megatron(one);
+  std::vector<analyzer::LoggedRankPeak> measured;
+  for (const auto& r : summary.ranks)
+    measured.push_back({r.rank, r.max_allocated_mib, r.max_reserved_mib, location(r.file, r.line)});
+  if (measured.empty())
+    throw InputError(path, "no `[Rank N] (after K iterations) memory (MB) | … max allocated` lines to compare");
+  std::map<std::string, std::string> args = log.args;
+  if (log.padded_vocab_size && !args.count("padded_vocab_size"))
+    args["padded_vocab_size"] = std::to_string(*log.padded_vocab_size);
+  const analyzer::LogPrediction p = analyzer::predict_logged_ranks(args, measured, path, cal ? &*cal : nullptr);
+  if (prediction_out) static_cast<std::vector<analyzer::LogPrediction>*>(prediction_out)->push_back(p);
+  if (json && json_out)
+    static_cast<nlohmann::json*>(json_out)->push_back(analyzer::log_prediction_json(p));
+  else
+    std::cout << analyzer::render_log_prediction(p) << "\n";
+  return p.max_abs_error();
+}
+
 Command calibrate_command() {
   return {"calibrate",
           "predicted vs measured memory per rank (signed % error); --fit writes coefficients for analyze "
@@ -197,7 +270,8 @@ Command calibrate_command() {
             sub.add_option(
                    "--measured", o->measured,
                    "traces of the run: a directory of rank*.pftrace (or of measurement *.json), a trace, or "
-                   "a measurement JSON")
+                   "a measurement JSON; or Megatron training logs (argument dump + `[Rank N] … max "
+                   "allocated` lines), predicted from the log itself")
                 ->required();
             sub.add_option("--calibration", o->calibration,
                            "apply this calibration file to the predictions first");

@@ -52,9 +52,17 @@ struct MegatronOptions {
   std::vector<std::string> files;
   bool json = false;
   int warmup = -1;
+  bool predict = false;
+  std::string calibration;
 };
 
 int run_logs_megatron(const MegatronOptions& o) {
+  if (o.predict) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& f : o.files) predict_megatron_log(f, o.calibration, o.json, &out);
+    if (o.json) std::cout << nlohmann::json{{"logs", out}}.dump(2) << "\n";
+    return kExitOk;
+  }
   std::vector<log_parse::MegatronLog> logs;
   for (const std::string& f : o.files) logs.push_back(log_parse::read_megatron_log(f));
   log_parse::MegatronSummary summary = log_parse::summarize_megatron(logs, o.warmup);
@@ -102,6 +110,10 @@ std::function<int()> add_logs_command(CLI::App& sub) {
   m->add_option("--warmup", meg->warmup,
                 "iteration lines left out before the steady-state median (default: the first line and "
                 "iterations <= 2)");
+  m->add_flag("--predict", meg->predict,
+              "predict every logged rank's peak from the log's argument dump and compare with its `max "
+              "allocated` (as `preflight calibrate --measured LOG`)");
+  m->add_option("--calibration", meg->calibration, "with --predict: apply this calibration file first");
   m->callback([chosen, meg] { *chosen = [meg] { return run_logs_megatron(*meg); }; });
 
   return [chosen] { return (*chosen)(); };

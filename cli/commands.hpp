@@ -27,6 +27,13 @@ int run_analyze(const Words& args);
 /// `preflight balance [options]` — raw because it accepts SAPP's single-dash long flags (-mb, -mem, -lm).
 int run_balance(const Words& args);
 
+/// `calibrate --measured LOG` and `logs megatron --predict`: every `[Rank N] … max allocated` of a Megatron
+/// log against the prediction from the log's own argument dump (analyzer/calibrate/log_prediction.hpp).
+/// Prints a table (or appends JSON to `json_out` when given); returns the largest |error|.
+/// @throws InputError naming the log when it has no argument dump or no memory lines.
+double predict_megatron_log(const std::string& path, const std::string& calibration, bool json,
+                            void* json_out, void* prediction_out = nullptr);
+
 /// `preflight logs dryrun DIR` · `preflight logs megatron FILE…` (cmd_logs.cpp)
 std::function<int()> add_logs_command(CLI::App& sub);
 

@@ -68,30 +68,6 @@ double Mem::te_bytes() const {
 
 namespace {
 
-std::array<int, 3> version_tuple(const std::string& v) {
-  std::array<int, 3> out{0, 0, 0};
-  int idx = 0;
-  std::size_t i = 0;
-  while (i < v.size() && idx < 3) {
-    if (std::isdigit(static_cast<unsigned char>(v[i]))) {
-      int n = 0;
-      while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) n = n * 10 + (v[i++] - '0');
-      out[idx++] = n;
-    } else {
-      ++i;
-    }
-  }
-  return out;
-}
-bool has_digit(const std::string& v) {
-  return std::any_of(v.begin(), v.end(),
-                     [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
-}
-bool version_at_least(const std::string& cur, const std::string& min) {
-  if (!has_digit(cur) || !has_digit(min)) return false;
-  return version_tuple(cur) >= version_tuple(min);
-}
-
 }  // namespace
 
 Ctx Ctx::make(const ModelSpec& m, const Strategy& st, const SystemSpec& sys) {

@@ -174,6 +174,7 @@ const std::vector<FlagSpec>& model_flags() {
 
 void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Strategy& st,
                        std::vector<std::string>& warnings) {
+  if (f.has("--megatron-version")) st.megatron_version = megatron_checkout_date(f.get("--megatron-version"));
   auto model_int = [&](const char* flag, I64 current) -> I64 {
     if (f.has(flag)) return parse_int(flag, f.get(flag));
     if (base) return current;

@@ -60,6 +60,12 @@ const std::vector<FlagSpec>& training_flags() {
       {"--recompute-modules", Arity::Many},
       {"--use-flash-attn", Arity::Switch},
       {"--transformer-impl", Arity::One},
+      {"--no-gradient-accumulation-fusion", Arity::Switch},
+      {"--use-legacy-models", Arity::Switch},
+      {"--te-version", Arity::One},
+      {"--cp-comm-type", Arity::One},
+      {"--runtime-overhead-mib", Arity::One},
+      {"--fp16-lm-cross-entropy", Arity::Switch},
       {"--attention-backend", Arity::One},
       {"--cross-entropy-loss-fusion", Arity::Switch},
   };
@@ -270,6 +276,7 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
     else
       throw InputError("--transformer-impl",
                        "unknown implementation '" + impl + "' (transformer_engine, local, torch_cpu)");
+    st.transformer_engine = impl == "transformer_engine" || impl == "inference_optimized";
   }
   bool torch_cpu = st.transformer_impl == TransformerImpl::TorchCpu;
   if (torch_cpu) {
@@ -299,6 +306,32 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
         "attention");
   }
   st.cross_entropy_loss_fusion = f.has("--cross-entropy-loss-fusion");
+  st.gradient_accumulation_fusion = !f.has("--no-gradient-accumulation-fusion");
+  st.fp16_lm_cross_entropy = f.has("--fp16-lm-cross-entropy");
+  st.legacy_model = f.has("--use-legacy-models");
+  if (st.legacy_model) st.transformer_engine = false;
+  if (f.has("--te-version")) st.te.version = f.get("--te-version");
+  if (f.has("--cp-comm-type")) {
+    const std::string t = f.get("--cp-comm-type");
+    if (t == "p2p")
+      st.cp_comm_type = CpCommType::P2P;
+    else if (t == "a2a" || t == "a2a+p2p")
+      st.cp_comm_type = CpCommType::AllToAll;
+    else if (t == "allgather" || t == "all_gather")
+      st.cp_comm_type = CpCommType::AllGather;
+    else
+      throw InputError("--cp-comm-type", "unknown type '" + t + "' (p2p, a2a, allgather, a2a+p2p)");
+  }
+  if (f.has("--runtime-overhead-mib")) {
+    const std::string v = f.get("--runtime-overhead-mib");
+    try {
+      std::size_t pos = 0;
+      st.runtime_overhead_mib = std::stod(v, &pos);
+      if (pos != v.size() || st.runtime_overhead_mib < 0) throw std::invalid_argument(v);
+    } catch (const std::exception&) {
+      throw InputError("--runtime-overhead-mib", "expected a non-negative number of MiB, got '" + v + "'");
+    }
+  }
 }
 
 }  // namespace preflight::analyzer::megatron

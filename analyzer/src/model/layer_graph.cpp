@@ -109,7 +109,10 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
 
   if (head) add_head(c, g.ops, embedding);
 
-  if (c.torch_cpu) set_torch_cpu_transients(c, g);
+  if (c.torch_cpu)
+    set_torch_cpu_transients(c, g);
+  else
+    set_megatron_transients(c, g);
 
   if (st.pp > 1) {
     I64 bytes = c.tok_sp * c.h * c.a;

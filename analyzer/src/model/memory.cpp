@@ -37,6 +37,7 @@ MemoryReport stage_memory(const LayerGraph& graph) {
     s.overhead_bytes = chunks.front()->overhead_bytes;
     std::vector<double> chunk_act;
     for (const StageGraph* c : chunks) {
+      s.buffer_bytes = std::max(s.buffer_bytes, static_cast<double>(c->runtime_buffer_bytes));
       s.num_layers += c->num_layers;
       s.params += c->param_numel();
       s.expert_params += c->expert_param_numel();

@@ -121,8 +121,6 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
     }
     bool in_group = full_recompute && op.checkpoint >= 0;
     double transient = static_cast<double>(op.bwd_transient_bytes);
-    if (!torch_cpu)
-      transient = grad_in_bytes(op) + static_cast<double>(op.param_numel()) * st.element_bytes();
     bool tied_output =
         op.kind == OpKind::LinearColumn && op.layer < 0 && op.params.empty() && chunk.has_embedding;
     if (tied_output) {
@@ -183,6 +181,20 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
   }
 
   // ---- optimizer step ----
+  if (!torch_cpu && st.param_bytes == 0 && st.precision != Precision::FP32 && st.main_grad_bytes() < 4) {
+    // 16-bit main grads: the mixed-precision optimizer gives each fp32 main parameter an fp32 copy of its
+    // gradient for the step (`_copy_model_grads_to_main_grads`: `main_param.grad = main_grad.float()`; the
+    // distributed optimizer for its shard), alive until the step ends.  With fp32 main grads (bf16 default,
+    // --accumulate-allreduce-grads-in-fp32) `.float()` is the buffer itself.
+    t.act = 0;
+    t.trans = 0;
+    const bool sharded = st.distributed_optimizer || st.effective_zero_stage() >= 1;
+    const double dense = static_cast<double>(sm.params - sm.expert_params);
+    const double expert = static_cast<double>(sm.expert_params);
+    const double copies = 4.0 * (dense / (sharded ? static_cast<double>(st.dp()) * st.cp : 1.0) +
+                                 expert / (sharded ? static_cast<double>(st.expert_dp()) : 1.0));
+    t.candidate(copies, "optimizer", "fp32 gradient copies");
+  }
   if (torch_cpu) {
     t.act = 0;
     t.trans = 0;

@@ -87,6 +87,15 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
     }
   } else if (c.st.attention_backend == AttentionBackend::Flash) {
     at.saved.push_back({"lse", c.b * heads * c.s_loc * 4});
+    // Legacy ParallelAttention: flash_attn keeps its output; the linear_proj input is a rearranged copy.
+    if (c.st.legacy_model) at.saved.push_back({"flash_output", at.output_bytes});
+    // All-to-all context parallelism, TransformerEngine >= 2.8: the attention output before its post
+    // all-to-all is saved apart from linear_proj's input (same bytes, heads split instead of sequence).
+    const std::string& te = c.st.te.version;
+    const bool te_2_8 = te.empty() ? (c.st.megatron_version.empty() || c.st.megatron_version >= "2025-09-01")
+                                   : version_at_least(te, c.st.te.cp_a2a_save_pre_posta2a_min);
+    if (c.st.cp > 1 && c.st.cp_comm_type == CpCommType::AllToAll && c.st.transformer_engine && te_2_8)
+      at.saved.push_back({"pre_posta2a_output", at.output_bytes});
   } else {
     // Korthikanti et al. Table 2: softmax output 2as²b, dropout mask as²b, dropout output 2as²b.
     at.saved.push_back({"softmax", scores * c.a});

@@ -104,4 +104,9 @@ int number_selective_checkpoints(std::vector<Op>& ops, int next);
 /// Op::fwd_transient_bytes / bwd_transient_bytes of a TorchCpu chunk.
 void set_torch_cpu_transients(const Ctx& c, StageGraph& g);
 
+// --- megatron_transients.cpp -----------------------------------------------------------------------
+/// Op::fwd_transient_bytes / bwd_transient_bytes and StageGraph::runtime_buffer_bytes of a MegatronCore
+/// chunk.
+void set_megatron_transients(const Ctx& c, StageGraph& g);
+
 }  // namespace preflight::analyzer::graph_ops

@@ -189,9 +189,10 @@ Op make_activation(const Ctx& c, std::string path, OpRole role, int layer, I64 t
   op.input_bytes = tokens * in_width * c.a;
   op.output_bytes = tokens * out_width * c.a;
   op.saved.push_back({"input", tokens * in_width * c.a, true});
-  // F.silu(gate) * up keeps the SiLU output for the product's backward (Megatron's fused bias_swiglu does
-  // not).
-  if (c.torch_cpu && c.m.gated()) op.saved.push_back({"silu_output", tokens * out_width * c.a});
+  // F.silu(gate) * up keeps the SiLU output for the product's backward (Megatron-core's fused bias_swiglu
+  // does not; the legacy model's unfused swiglu does).
+  if ((c.torch_cpu || c.st.legacy_model) && c.m.gated())
+    op.saved.push_back({"silu_output", tokens * out_width * c.a});
   return op;
 }
 

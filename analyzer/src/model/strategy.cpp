@@ -1,6 +1,7 @@
 #include "preflight/analyzer/model/strategy.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <cstdlib>
 #include <numeric>
@@ -338,6 +339,28 @@ void Strategy::validate(const ModelSpec& model) const {
     throw InputError("--use-tp-pp-dp-mapping", "the tp-pp-dp order needs cp = ep = 1");
   if (transformer_impl == TransformerImpl::TorchCpu) validate_torch_cpu(*this, model);
   layers_per_stage(model.num_layers);  // throws when the split is impossible
+}
+
+bool version_at_least(const std::string& version, const std::string& min) {
+  auto tuple = [](const std::string& v) {
+    std::array<int, 3> out{0, 0, 0};
+    int idx = 0;
+    for (std::size_t i = 0; i < v.size() && idx < 3;) {
+      if (std::isdigit(static_cast<unsigned char>(v[i]))) {
+        int n = 0;
+        while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) n = n * 10 + (v[i++] - '0');
+        out[static_cast<std::size_t>(idx++)] = n;
+      } else {
+        ++i;
+      }
+    }
+    return out;
+  };
+  auto digit = [](const std::string& v) {
+    return std::any_of(v.begin(), v.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+  };
+  if (!digit(version) || !digit(min)) return false;
+  return tuple(version) >= tuple(min);
 }
 
 LayerRecompute Strategy::effective_layer_recompute(const ModelSpec& model) const {

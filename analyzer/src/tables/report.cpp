@@ -357,30 +357,47 @@ std::string memory_section(const LayerGraph& g, const MemoryReport& mem, const A
   t.column("stage").column("layers", A::Right).column("params", A::Right).column("weights GiB", A::Right);
   t.column("grads GiB", A::Right).column("optimizer GiB", A::Right).column("act/micro batch GiB", A::Right);
   t.column("in flight", A::Right).column("activations GiB", A::Right).column("total GiB", A::Right);
-  for (const auto& s : mem.stages) {
+  t.column("peak GiB", A::Right).column("peak at");
+  std::vector<PeakPoint> peaks;
+  int largest = 0;
+  auto need = [&](std::size_t i) { return std::max(mem.stages[i].total_bytes(), peaks[i].bytes); };
+  for (const auto& s : mem.stages) peaks.push_back(stage_peak(g, s.pp_rank));
+  for (std::size_t i = 1; i < mem.stages.size(); ++i)
+    if (need(i) > need(static_cast<std::size_t>(largest))) largest = static_cast<int>(i);
+  for (std::size_t i = 0; i < mem.stages.size(); ++i) {
+    const auto& s = mem.stages[i];
     std::string layers = s.num_layers == 0 ? "0" : num(s.num_layers);
-    t.row({num(s.pp_rank) + (s.pp_rank == mem.peak_stage ? " *" : ""), layers, with_commas(s.params),
+    const PeakPoint& p = peaks[i];
+    std::string at = p.phase + (p.op.empty() ? "" : " " + p.op);
+    t.row({num(s.pp_rank) + (static_cast<int>(i) == largest ? " *" : ""), layers, with_commas(s.params),
            gib(s.weight_bytes), gib(s.grad_bytes), gib(s.optimizer_bytes),
            gib(s.activation_bytes_per_microbatch),
            fixed(s.inflight_microbatches,
                  s.inflight_microbatches == static_cast<int>(s.inflight_microbatches) ? 0 : 2),
-           gib(s.activation_bytes), gib(s.total_bytes())});
+           gib(s.activation_bytes), gib(s.total_bytes()), gib(p.bytes), at});
   }
   out += t.render();
-  const StageMemory& peak = mem.stages[mem.peak_stage];
-  out += "largest: stage " + num(peak.pp_rank) + " with " + gib(peak.total_bytes()) + " GiB";
+  const double top = need(static_cast<std::size_t>(largest));
+  out += "largest: stage " + num(mem.stages[static_cast<std::size_t>(largest)].pp_rank) + " with " + gib(top) +
+         " GiB";
   if (opts.device_memory_gib) {
     double limit = *opts.device_memory_gib * kGiB;
-    out += peak.total_bytes() <= limit ? " — fits in " : " — DOES NOT FIT in ";
+    out += top <= limit ? " — fits in " : " — DOES NOT FIT in ";
     out += fixed(*opts.device_memory_gib, 1) + " GiB";
     int over = 0;
-    for (const auto& s : mem.stages) over += s.total_bytes() > limit ? 1 : 0;
+    for (std::size_t i = 0; i < mem.stages.size(); ++i) over += need(i) > limit ? 1 : 0;
     if (over > 0)
       out += " (" + num(over) + " of " + num(static_cast<std::int64_t>(mem.stages.size())) + " stages over)";
   }
+  double buffers = 0;
+  for (const auto& s : mem.stages) buffers = std::max(buffers, s.buffer_bytes);
   out += "\n(* = largest stage; in flight = micro batches whose activations are alive at the peak, " +
          std::string(g.strategy.vpp > 1 ? "interleaved schedule" : "1F1B: min(pp − stage, micro batches)") +
-         "; not counted: allocator fragmentation, CUDA context, communication buffers)\n";
+         "; total = weights + grads + optimizer + activations" +
+         (buffers > 0 ? " + runtime buffers (" + mib(buffers) + " MiB)" : std::string()) +
+         "; peak = the highest allocated memory along the schedule, transients included (what Megatron's "
+         "`max allocated` reports), and where it falls; not counted: allocator fragmentation, CUDA context, "
+         "NCCL buffers)\n";
   return out;
 }
 
@@ -767,7 +784,10 @@ nlohmann::json analysis_json(const LayerGraph& graph, const AnalyzeOptions& opts
 bool analysis_fits(const LayerGraph& graph, const AnalyzeOptions& opts) {
   if (!opts.device_memory_gib) return true;
   MemoryReport mem = stage_memory(graph);
-  return mem.stages[mem.peak_stage].total_bytes() <= *opts.device_memory_gib * kGiB;
+  for (const auto& s : mem.stages)
+    if (std::max(s.total_bytes(), stage_peak(graph, s.pp_rank).bytes) > *opts.device_memory_gib * kGiB)
+      return false;
+  return true;
 }
 
 }  // namespace preflight::analyzer

@@ -70,7 +70,7 @@ bool memory_at(std::string_view s, std::size_t at) {
   return i > d && s.substr(i, 9) == "] (after ";
 }
 
-enum class Kind { Iteration, Memory, Billions, Theoretical, RankParams, Sizes, MicroBatches };
+enum class Kind { Iteration, Memory, Billions, Theoretical, RankParams, Sizes, MicroBatches, PaddedVocab };
 
 struct Start {
   std::size_t at;
@@ -107,6 +107,8 @@ std::vector<Start> record_starts(std::string_view s) {
   if (auto at = s.find("using world size:"); at != std::string_view::npos) out.push_back({at, Kind::Sizes});
   if (auto at = s.find("setting number of micro-batches to constant"); at != std::string_view::npos)
     out.push_back({at, Kind::MicroBatches});
+  if (auto at = s.find("> padded vocab (size: "); at != std::string_view::npos)
+    out.push_back({at, Kind::PaddedVocab});
   std::sort(out.begin(), out.end(), [](const Start& a, const Start& b) { return a.at < b.at; });
   // A "Total number of" start also contains no "Number of" start (capital N), so no duplicates; but an
   // iteration start found inside a memory record cannot happen either: keep the order as found.
@@ -173,6 +175,14 @@ class Reader {
           break;
         case Kind::MicroBatches:
           if (auto v = to_int(rec.substr(rec.rfind(' ') + 1))) log_.micro_batches = v;
+          break;
+        case Kind::PaddedVocab:
+          // "> padded vocab (size: 50257) with 47 dummy tokens (new size: 50304)"
+          if (auto at = rec.find("(new size: "); at != std::string_view::npos) {
+            std::string_view v = rec.substr(at + 11);
+            v = v.substr(0, v.find(')'));
+            if (auto x = to_int(v)) log_.padded_vocab_size = x;
+          }
           break;
       }
     }

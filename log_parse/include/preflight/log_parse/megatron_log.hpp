@@ -115,6 +115,8 @@ struct MegatronLog {
       sizes;  ///< from "using world size: …": world, data, tensor, pipeline, context
   std::int64_t sizes_line = 0;
   std::optional<std::int64_t> micro_batches;  ///< "setting number of micro-batches to constant N"
+  /// "> padded vocab (size: V) with K dummy tokens (new size: P)": P (the 2023 dumps lack padded_vocab_size)
+  std::optional<std::int64_t> padded_vocab_size;
   std::map<std::string, std::string> args;    ///< the argument dump ("seq_length" → "1024")
   std::vector<std::string> notes;             ///< glued records split, unterminated last line, …
 

@@ -44,6 +44,19 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& args,
                                    const std::map<std::string, std::string>& env = {},
                                    const ModelSpec* base = nullptr);
 
+/// The command line behind the argument dump a Megatron-LM / Megatron-DeepSpeed log prints
+/// (`------------------------ arguments ------------------------`, then `  name ........ value` per
+/// argparse destination, 2023 and current layouts alike): each destination back to its flag (`num_layers` →
+/// `--num-layers VALUE`; True → the switch; the store-false ones such as `add_bias_linear False` →
+/// `--disable-bias-linear`), the vocabulary as the log's `padded_vocab_size` exactly, math attention when
+/// the dump says `use_flash_attn False` and names no attention backend, and the world from `world_size`
+/// (nodes of 8 devices when it divides).  None values and lists of None are dropped.
+/// @param args    destination → value as printed (log_parse MegatronLog::args)
+/// @param source  the log, for errors
+/// @throws InputError naming the log when the dump lacks world_size or a size the analysis needs.
+std::vector<std::string> megatron_words_from_args_dump(const std::map<std::string, std::string>& args,
+                                                      const std::string& source);
+
 /// The process environment as a map (for the `env` parameter above).
 std::map<std::string, std::string> process_environment();
 

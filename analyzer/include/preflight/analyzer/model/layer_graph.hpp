@@ -216,6 +216,11 @@ struct StageGraph {
   /// Constant bytes per rank outside any op (runtime buffers), from a calibration file
   /// (calibrate.hpp apply_calibration); 0 otherwise.  Counted once per rank (first chunk).
   double overhead_bytes = 0;
+  /// Megatron's persistent buffers on this rank, bytes: the global memory buffer
+  /// (`parallel_state.get_global_memory_buffer()`, kept for the whole run at its largest request: the
+  /// sequence-parallel all-gather of a column-parallel input, the unfused attention's score matrix).
+  /// 0 for TorchCpu.  A rank counts its chunks' largest (stage_memory).
+  std::int64_t runtime_buffer_bytes = 0;
 
   std::int64_t param_numel() const;            ///< all parameters held
   std::int64_t expert_param_numel() const;     ///< of which expert parameters

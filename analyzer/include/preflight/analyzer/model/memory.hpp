@@ -39,10 +39,13 @@ struct StageMemory {
   double inflight_microbatches = 0;            ///< micro batches whose activations are alive at the peak
   double activation_bytes = 0;                 ///< activations alive at the peak
   double overhead_bytes = 0;  ///< calibrated constant per rank (StageGraph::overhead_bytes); 0 uncalibrated
+  double buffer_bytes = 0;    ///< Megatron's persistent buffers (StageGraph::runtime_buffer_bytes)
   double total_bytes() const {
-    return weight_bytes + grad_bytes + optimizer_bytes + activation_bytes + overhead_bytes;
+    return weight_bytes + grad_bytes + optimizer_bytes + activation_bytes + overhead_bytes + buffer_bytes;
   }
-  double static_bytes() const { return weight_bytes + grad_bytes + optimizer_bytes + overhead_bytes; }
+  double static_bytes() const {
+    return weight_bytes + grad_bytes + optimizer_bytes + overhead_bytes + buffer_bytes;
+  }
 };
 
 struct MemoryReport {

@@ -16,9 +16,13 @@
 ///    weight gradient of tied embeddings (output layer on the embedding's stage) is held until the
 ///    embedding's backward; a checkpointed group re-runs its forward (the tensors its ops save, its output)
 ///    before its backward;
-///  - or in the optimizer step (torch_cpu: static + one fp32 temporary of the largest parameter).
-/// Transients are modelled for TransformerImpl::TorchCpu; for MegatronCore only the gradients in flight are
-/// counted (no workspaces).  The interleaved schedule (vpp > 1) is not simulated: the peak is
+///  - or in the optimizer step (torch_cpu: static + one fp32 temporary of the largest parameter; Megatron with
+///    16-bit main grads: static + the fp32 gradient copies of the mixed-precision optimizer).
+/// Op transients (Op::fwd_transient_bytes / bwd_transient_bytes) come from the implementation's model:
+/// torch_cpu_transients.cpp (checked against allocation traces) or megatron_transients.cpp (Megatron-LM's
+/// code: the loss's logits and fp32 copies, weight gradients without gradient-accumulation fusion, the
+/// sequence-parallel gathers, attention backward buffers); Megatron's persistent global memory buffer is
+/// static (StageMemory::buffer_bytes).  The interleaved schedule (vpp > 1) is not simulated: the peak is
 /// StageMemory::total_bytes().
 
 #include <string>

@@ -87,6 +87,10 @@ struct TransformerEngineVersions {
 };
 
 /// Parallel layout and training settings.  Sizes are counts; lengths are tokens.
+/// True when the dotted version `version` ("2.11.0", "2.3") is at least `min`, compared as numbers
+/// (major, minor, patch); false when either has no digit.
+bool version_at_least(const std::string& version, const std::string& min);
+
 /// Megatron-LM's `--pipeline-model-parallel-layout`
 /// (megatron/core/transformer/pipeline_parallel_layer_layout.py): stages split by '|', "(x)*n" and "c*n"
 /// repeat, commas ignored; E = embedding, t = transformer layer, m = MTP layer, L = loss.  Segment i is
@@ -176,6 +180,27 @@ struct Strategy {
 
   // --- kernels ---
   TransformerImpl transformer_impl = TransformerImpl::MegatronCore;
+  /// Date (YYYY-MM-DD) of the Megatron-LM checkout, for behaviour that changed over time; "" = current
+  /// (`--megatron-version`).  Memory: before 2024-06-13 the vocab-parallel cross entropy made a second fp32
+  /// copy of the logits (`cross_entropy.py`, commit 9634c0e).
+  std::string megatron_version;
+  bool fp16_lm_cross_entropy = false;  ///< `--fp16-lm-cross-entropy`: the loss on 16-bit logits
+  /// Megatron's pre-core model code (`megatron/model`, `--use-legacy-models`; the only one before 2024 and
+  /// the default until 2024-05).  Activations it keeps beyond Megatron-core's: the SwiGLU's SiLU output
+  /// (an unfused `F.silu(x[0]) * x[1]`) and, with flash attention, the kernel's output next to its
+  /// rearranged contiguous copy (`ParallelAttention` rearranges q, k, v and the context).
+  bool legacy_model = false;
+  /// The transformer layers' linears are TransformerEngine modules (`--transformer-impl transformer_engine`,
+  /// the default; `local` clears).  With gradient-accumulation fusion, TE >= 2.3 returns one cached dummy
+  /// weight gradient per weight shape (persistent); Megatron's own linears (`local`, the legacy model, every
+  /// output layer) return a fresh `torch.empty` weight gradient each backward since 2023-08-07
+  /// (`grad_added_to_main_grad`, tensor_parallel/layers.py).
+  bool transformer_engine = true;
+  /// Allocator-visible memory of the CUDA runtime a Megatron rank holds besides its tensors (cuBLAS/cuBLASLt
+  /// workspaces of the forward and autograd threads, tensors kept alive by asynchronous NCCL work), MiB.
+  /// -1 = the default: 64 MiB for Megatron, fitted on the GPT-2 345M pipeline logs of the corpus
+  /// (docs/memory_fidelity.md; `--runtime-overhead-mib`), 0 for TorchCpu.
+  double runtime_overhead_mib = -1;
   AttentionBackend attention_backend = AttentionBackend::Flash;
   bool cross_entropy_loss_fusion = false;
 
@@ -186,7 +211,9 @@ struct Strategy {
   bool cp_a2a_sync = false;  ///< SimuMax `cp_a2a_mode: sync_cp` (only changes helper-buffer peaks)
   int zero_stage = -1;       ///< 0..3 (SimuMax `zero_state`); -1 = 1 with distributed_optimizer, else 0
   bool fp32_grad_accumulation = true;  ///< SimuMax `use_fp32_accum_grad`: false forces 2-byte main grads
-  bool gradient_accumulation_fusion = true;  ///< wgrad GEMM accumulates into the fp32 main_grad
+  /// wgrad GEMM accumulates into main_grad (`--no-gradient-accumulation-fusion` clears): no weight-shaped
+  /// gradient tensor in backward.
+  bool gradient_accumulation_fusion = true;
   bool fused_norm = true;                    ///< fused RMSNorm kernel (no fp32 intermediates kept)
   bool fused_swiglu = true;                  ///< fused SwiGLU kernel
   bool weight_in_linear_peak =

@@ -1,0 +1,123 @@
+// The argument dump of a Megatron log back to the command line that produced it.
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/common/error.hpp"
+
+namespace preflight::analyzer {
+
+namespace {
+
+std::string dashed(std::string name) {
+  for (auto& c : name)
+    if (c == '_') c = '-';
+  return "--" + name;
+}
+
+/// `[a, b]`, `['core_attn', 'mlp']`, `(1, 2)` → items without quotes; a plain value → itself.
+std::vector<std::string> items(const std::string& v) {
+  if (v.size() < 2 || !((v.front() == '[' && v.back() == ']') || (v.front() == '(' && v.back() == ')')))
+    return {v};
+  std::vector<std::string> out;
+  std::string cur;
+  for (std::size_t i = 1; i + 1 < v.size(); ++i) {
+    const char c = v[i];
+    if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\'' && c != '"' && c != ' ') {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> megatron_words_from_args_dump(const std::map<std::string, std::string>& args,
+                                                      const std::string& source) {
+  auto get = [&](const char* k) -> std::string {
+    auto it = args.find(k);
+    return it == args.end() ? std::string() : it->second;
+  };
+  if (args.empty())
+    throw InputError(source, "no argument dump (`---- arguments ----` block): the run's settings are unknown; "
+                             "log with Megatron's default verbosity (rank 0 prints it at start-up)");
+  const std::string world = get("world_size");
+  if (world.empty() || world == "None")
+    throw InputError(source, "the argument dump has no world_size");
+  int w = 0;
+  try {
+    w = std::stoi(world);
+  } catch (const std::exception&) {
+    throw InputError(source, "world_size '" + world + "' is not a number");
+  }
+  std::vector<std::string> words;
+  const int per_node = w % 8 == 0 ? 8 : w;
+  words.insert(words.end(), {"--nproc_per_node", std::to_string(per_node), "--nnodes", std::to_string(w / per_node)});
+
+  // Destinations whose False is a flag of its own.
+  static const std::map<std::string, std::string> store_false = {
+      {"add_bias_linear", "--disable-bias-linear"},
+      {"add_position_embedding", "--no-position-embedding"},
+      {"gradient_accumulation_fusion", "--no-gradient-accumulation-fusion"},
+      {"masked_softmax_fusion", "--no-masked-softmax-fusion"},
+      {"overlap_p2p_comm", "--no-overlap-p2p-communication"},
+      {"bias_gelu_fusion", "--no-bias-gelu-fusion"},
+      {"bias_dropout_fusion", "--no-bias-dropout-fusion"},
+      {"async_tensor_model_parallel_allreduce", "--no-async-tensor-model-parallel-allreduce"},
+  };
+  // Not passed: the vocabulary (given exactly below), files, and run bookkeeping.
+  static const std::set<std::string> skip = {"vocab_size", "padded_vocab_size", "vocab_file", "merge_file",
+                                             "tokenizer_type", "tokenizer_model", "world_size", "rank",
+                                             "local_rank", "data_path", "save", "load", "megatron_version"};
+  for (const auto& [name, value] : args) {
+    if (skip.count(name) || value == "None" || value.empty()) continue;
+    if (auto sf = store_false.find(name); sf != store_false.end()) {
+      if (value == "False") words.push_back(sf->second);
+      continue;
+    }
+    if (value == "True") {
+      words.push_back(dashed(name));
+    } else if (value == "False") {
+      continue;
+    } else {
+      std::vector<std::string> v = items(value);
+      if (std::all_of(v.begin(), v.end(), [](const std::string& x) { return x == "None"; })) continue;
+      words.push_back(dashed(name));
+      for (auto& x : v) {
+        // Enum members print with their class (`AttnBackend.auto`).
+        if (auto dot = x.find('.'); dot != std::string::npos && dot > 0 &&
+                                    std::isupper(static_cast<unsigned char>(x[0])) &&
+                                    std::all_of(x.begin(), x.begin() + static_cast<long>(dot),
+                                                [](char c) { return std::isalpha(static_cast<unsigned char>(c)); }))
+          x = x.substr(dot + 1);
+        words.push_back(x);
+      }
+    }
+  }
+  const std::string padded = get("padded_vocab_size");
+  if (!padded.empty() && padded != "None") {
+    words.insert(words.end(), {"--vocab-size", padded, "--make-vocab-size-divisible-by", "1"});
+  } else {
+    for (const char* k : {"vocab_size", "vocab_file", "tokenizer_type", "tokenizer_model"})
+      if (!get(k).empty() && get(k) != "None") words.insert(words.end(), {dashed(k), get(k)});
+  }
+  // The model code: legacy `megatron/model` unless the dump says Megatron-core (`use_mcore_models`, opt-in
+  // from 2023-12; `use_legacy_models`, the switch back once core became the default in 2024-05).
+  if ((get("use_legacy_models").empty() && get("use_mcore_models") != "True") || get("use_legacy_models") == "True")
+    if (get("use_legacy_models") != "True") words.push_back("--use-legacy-models");
+  // The checkout's age where memory behaviour changed: `cross_entropy_loss_fusion` arrived on 2024-06-14, a
+  // day after the in-place cross entropy (Strategy::megatron_version).
+  if (get("cross_entropy_loss_fusion").empty() && !args.count("megatron_version"))
+    words.insert(words.end(), {"--megatron-version", "2024-06-12"});
+  // Before --attention-backend (2024) a run without flash attention used the math path.
+  if (get("attention_backend").empty() && get("use_flash_attn") != "True")
+    words.insert(words.end(), {"--attention-backend", "unfused"});
+  return words;
+}
+
+}  // namespace preflight::analyzer

@@ -1,0 +1,166 @@
+// Megatron's transient memory terms (megatron_transients.cpp, memory_timeline.cpp) by hand on small models,
+// the argument dump of a log back to its command line, and Megatron's rank order.
+#include <gtest/gtest.h>
+
+#include "preflight/analyzer/calibrate/log_prediction.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/model/memory.hpp"
+#include "preflight/analyzer/model/memory_timeline.hpp"
+#include "preflight/common/error.hpp"
+
+namespace preflight::analyzer {
+namespace {
+
+using Words = std::vector<std::string>;
+using I64 = std::int64_t;
+
+// GPT: 2 layers, h 256, 4 heads, vocab 1024 (padded as is), seq 128, mbs 2 → T = 256 tokens, N = T·V logits.
+Words small(Words extra) {
+  Words w = {"--num-layers", "2", "--hidden-size", "256", "--num-attention-heads", "4", "--seq-length", "128",
+             "--max-position-embeddings", "128", "--vocab-size", "1024", "--make-vocab-size-divisible-by", "1",
+             "--micro-batch-size", "2", "--bf16", "--attention-dropout", "0", "--hidden-dropout", "0",
+             "--runtime-overhead-mib", "0"};
+  w.insert(w.end(), extra.begin(), extra.end());
+  return w;
+}
+LayerGraph graph(const Words& w) {
+  const MegatronConfig c = parse_megatron_args(w);
+  return build_layer_graph(c.model, c.strategy);
+}
+const Op& op_of(const LayerGraph& g, OpKind kind) {
+  for (const auto& ch : g.chunks)
+    for (const auto& op : ch.ops)
+      if (op.kind == kind) return op;
+  throw std::runtime_error("no such op");
+}
+
+TEST(MegatronMemory, CrossEntropyKeepsLogitsAndItsFp32Copies) {
+  const I64 N = 256 * 1024;
+  // Current Megatron: bf16 logits + one fp32 copy (which becomes the kept softmax).
+  const LayerGraph now = graph(small({"--use-flash-attn"}));
+  EXPECT_EQ(op_of(now, OpKind::CrossEntropy).fwd_transient_bytes, 2 * N);
+  // Before 2024-06-13 (commit 9634c0e): the max was subtracted out of place, one more fp32 tensor.
+  const LayerGraph old = graph(small({"--use-flash-attn", "--megatron-version", "2024-01-01"}));
+  EXPECT_EQ(op_of(old, OpKind::CrossEntropy).fwd_transient_bytes, 2 * N + 4 * N);
+  // The forward peak of a one-stage run is at the loss: static + everything kept before + the transient.
+  const PeakPoint p = stage_peak(old, 0);
+  EXPECT_EQ(p.phase, "forward");
+  EXPECT_EQ(p.op, "loss");
+}
+
+TEST(MegatronMemory, UnfusedAttentionHoldsTheScoreBufferAndItsGradients) {
+  // b·heads·s·s bf16 scores: 2·4·128·128·2 bytes, kept in the global memory buffer for the whole run.
+  const I64 scores = 2 * 4 * 128 * 128 * 2;
+  const LayerGraph g =
+      graph(small({"--attention-backend", "unfused", "--attention-dropout", "0.1", "--transformer-impl", "local"}));
+  EXPECT_EQ(stage_memory(g).stages[0].buffer_bytes, static_cast<double>(scores));
+  // Backward: the probabilities' gradient and the dropout's, next to grad_v (T·h bf16).
+  const I64 v = 256 * 256 * 2;
+  EXPECT_EQ(op_of(g, OpKind::CoreAttention).bwd_transient_bytes, 2 * scores + v);
+}
+
+TEST(MegatronMemory, Fp16MainGradsGetFp32CopiesAtTheOptimizerStep) {
+  // Tiny activations (1 token) so the step is the peak: static + 4 bytes per parameter for its fp32 grad.
+  Words w = small({"--fp16", "--use-flash-attn", "--seq-length", "1", "--micro-batch-size", "1"});
+  w.erase(std::find(w.begin(), w.end(), "--bf16"));
+  const LayerGraph g = graph(w);
+  const PeakPoint p = stage_peak(g, 0);
+  EXPECT_EQ(p.phase, "optimizer");
+  EXPECT_DOUBLE_EQ(p.transient_bytes, 4.0 * static_cast<double>(stage_memory(g).stages[0].params));
+  // bf16 with fp32 main grads: `.float()` is the buffer itself, no step transient.
+  const LayerGraph b = graph(small({"--use-flash-attn", "--seq-length", "1", "--micro-batch-size", "1"}));
+  EXPECT_NE(stage_peak(b, 0).phase, "optimizer");
+}
+
+TEST(MegatronMemory, TransformerEngineDummyWeightGradientsPerShape) {
+  // TE >= 2.3 caches one bf16 dummy wgrad per distinct linear shape: qkv [768,256], proj [256,256],
+  // fc1 [1024,256], fc2 [256,1024] — not the output layer (Megatron's own linear).
+  const I64 dummies = (768 * 256 + 256 * 256 + 1024 * 256 + 256 * 1024) * 2;
+  const LayerGraph te = graph(small({"--use-flash-attn", "--te-version", "2.11.0", "--disable-bias-linear"}));
+  const LayerGraph old_te = graph(small({"--use-flash-attn", "--te-version", "2.2.0", "--disable-bias-linear"}));
+  EXPECT_EQ(stage_memory(te).stages[0].buffer_bytes - stage_memory(old_te).stages[0].buffer_bytes,
+            static_cast<double>(dummies));
+  // The output layer returns a fresh torch.empty of its weight's shape in backward (grad_added_to_main_grad).
+  for (const auto& op : te.chunks[0].ops)
+    if (op.role == OpRole::OutputLayer) {
+      EXPECT_EQ(op.bwd_transient_bytes, op.input_bytes + 1024 * 256 * 2);
+    }
+}
+
+TEST(MegatronMemory, LegacyModelKeepsSiluOutputAndFlashOutput) {
+  const Words w = small({"--use-flash-attn", "--swiglu"});
+  Words legacy = w;
+  legacy.push_back("--use-legacy-models");
+  const double core = stage_memory(graph(w)).stages[0].activation_bytes_per_microbatch;
+  const double old = stage_memory(graph(legacy)).stages[0].activation_bytes_per_microbatch;
+  // Per layer: the SiLU output T·f and the flash output T·h, bf16 (f = 4h·2/3 rounded down to 64: 640).
+  EXPECT_DOUBLE_EQ(old - core, 2.0 * (256.0 * 640 * 2 + 256.0 * 256 * 2));
+}
+
+TEST(MegatronArgsDump, BackToTheCommandLine) {
+  std::map<std::string, std::string> args = {
+      {"world_size", "16"},          {"num_layers", "4"},          {"hidden_size", "512"},
+      {"num_attention_heads", "8"},  {"seq_length", "256"},        {"max_position_embeddings", "256"},
+      {"micro_batch_size", "2"},     {"global_batch_size", "64"},  {"tensor_model_parallel_size", "2"},
+      {"pipeline_model_parallel_size", "2"},                       {"add_bias_linear", "False"},
+      {"fp16", "False"},             {"bf16", "True"},             {"padded_vocab_size", "50432"},
+      {"vocab_file", "/data/gpt2-vocab.json"},                     {"use_flash_attn", "False"},
+      {"recompute_modules", "['core_attn', 'mlp']"},               {"attention_backend", "AttnBackend.flash"},
+      {"use_mcore_models", "True"},  {"cross_entropy_loss_fusion", "False"},
+      {"decoder_first_pipeline_num_layers", "None"}};
+  const Words w = megatron_words_from_args_dump(args, "x.log");
+  auto has = [&](const Words& seq) { return std::search(w.begin(), w.end(), seq.begin(), seq.end()) != w.end(); };
+  EXPECT_TRUE(has({"--nproc_per_node", "8", "--nnodes", "2"}));
+  EXPECT_TRUE(has({"--disable-bias-linear"}));
+  EXPECT_TRUE(has({"--bf16"}));
+  EXPECT_FALSE(has({"--fp16"}));
+  EXPECT_TRUE(has({"--vocab-size", "50432", "--make-vocab-size-divisible-by", "1"}));
+  EXPECT_FALSE(has({"--vocab-file"}));
+  EXPECT_TRUE(has({"--recompute-modules", "core_attn", "mlp"}));
+  EXPECT_TRUE(has({"--attention-backend", "flash"}));
+  EXPECT_FALSE(has({"--use-legacy-models"}));
+  EXPECT_FALSE(has({"--megatron-version"}));  // cross_entropy_loss_fusion is in the dump: after 2024-06-14
+  EXPECT_FALSE(has({"--decoder-first-pipeline-num-layers"}));
+  const MegatronConfig c = parse_megatron_args(w);
+  EXPECT_EQ(c.model.padded_vocab_size(2), 50432);
+  EXPECT_FALSE(c.model.add_bias_linear);
+  EXPECT_EQ(c.strategy.dp(), 4);
+  // A 2023 dump: neither use_mcore_models nor cross_entropy_loss_fusion → legacy model, old loss.
+  std::map<std::string, std::string> old = {{"world_size", "1"},   {"num_layers", "2"}, {"hidden_size", "64"},
+                                            {"num_attention_heads", "2"}, {"seq_length", "32"},
+                                            {"max_position_embeddings", "32"}, {"vocab_size", "100"}};
+  const Words ow = megatron_words_from_args_dump(old, "old.log");
+  EXPECT_NE(std::find(ow.begin(), ow.end(), "--use-legacy-models"), ow.end());
+  EXPECT_NE(std::find(ow.begin(), ow.end(), "2024-06-12"), ow.end());
+  EXPECT_NE(std::find(ow.begin(), ow.end(), "unfused"), ow.end());  // no flash in the dump
+  // No dump: the run is unknown.
+  try {
+    megatron_words_from_args_dump({}, "bare.log");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "bare.log");
+    EXPECT_NE(e.detail().find("no argument dump"), std::string::npos);
+  }
+  EXPECT_THROW(megatron_words_from_args_dump({{"num_layers", "2"}}, "x.log"), InputError);
+}
+
+TEST(MegatronRankOrder, TpFastestPipelineOutermost) {
+  Strategy st;
+  st.world_size = 16;
+  st.tp = 2;
+  st.pp = 2;
+  int tp = 0, pp = 0, dp = 0;
+  megatron_rank_coords(st, 13, tp, pp, dp);  // 13 = 1 + 2·(2 + 4·1)
+  EXPECT_EQ(tp, 1);
+  EXPECT_EQ(dp, 2);
+  EXPECT_EQ(pp, 1);
+  st.order = "tp-pp-dp";
+  megatron_rank_coords(st, 13, tp, pp, dp);  // 13 = 1 + 2·(0 + 2·3)
+  EXPECT_EQ(pp, 0);
+  EXPECT_EQ(dp, 3);
+  EXPECT_THROW(megatron_rank_coords(st, 16, tp, pp, dp), InputError);
+}
+
+}  // namespace
+}  // namespace preflight::analyzer

@@ -1,0 +1,145 @@
+// The memory corpus (tests/data/memory_corpus): every real GPU run predicted from its argument dump or its
+// command line, against the `max allocated` it measured.  Targets of issue 13: |error| <= 3 %, and never
+// more than 1 % optimistic.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "preflight/analyzer/calibrate/log_prediction.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/model/memory_timeline.hpp"
+#include "preflight/common/units.hpp"
+#include "preflight/log_parse/megatron_log.hpp"
+#include "test_support.hpp"
+
+namespace preflight::analyzer {
+namespace {
+
+using preflight::test::data_dir;
+
+struct Row {
+  std::string run, where;
+  double measured_mib = 0, predicted_mib = 0;
+  double error() const { return (predicted_mib - measured_mib) / measured_mib; }
+};
+
+std::vector<Row> corpus_rows() {
+  const auto dir = data_dir() / "memory_corpus";
+  const nlohmann::json corpus = nlohmann::json::parse(preflight::test::read_file(dir / "corpus.json"));
+  std::vector<Row> rows;
+  for (const auto& r : corpus.at("runs")) {
+    const std::string name = r.at("name");
+    if (r.contains("log")) {
+      const log_parse::MegatronLog log = log_parse::read_megatron_log(dir / r.at("log").get<std::string>());
+      std::vector<log_parse::MegatronLog> one{log};
+      const auto summary = log_parse::summarize_megatron(one);
+      std::vector<LoggedRankPeak> measured;
+      for (const auto& rk : summary.ranks) measured.push_back({rk.rank, rk.max_allocated_mib, rk.max_reserved_mib, ""});
+      auto args = log.args;
+      if (log.padded_vocab_size) args["padded_vocab_size"] = std::to_string(*log.padded_vocab_size);
+      for (const auto& p : predict_logged_ranks(args, measured, name).ranks)
+        rows.push_back({name, "rank " + std::to_string(p.rank), p.measured_mib, p.predicted_mib});
+      continue;
+    }
+    const MegatronConfig cfg = parse_megatron_args(r.at("args").get<std::vector<std::string>>());
+    const LayerGraph g = build_layer_graph(cfg.model, cfg.strategy);
+    std::vector<double> predicted;
+    for (int s = 0; s < cfg.strategy.pp; ++s) predicted.push_back(to_mib(stage_peak(g, s).bytes));
+    if (r.contains("measured_max_allocated_mib")) {
+      const auto measured = r.at("measured_max_allocated_mib").get<std::vector<double>>();
+      EXPECT_EQ(measured.size(), predicted.size()) << name;
+      for (std::size_t s = 0; s < measured.size() && s < predicted.size(); ++s)
+        rows.push_back({name, "stage " + std::to_string(s), measured[s], predicted[s]});
+    } else {
+      rows.push_back({name, "largest stage", r.at("measured_max_allocated_gib_of_largest_stage").get<double>() * 1024,
+                      *std::max_element(predicted.begin(), predicted.end())});
+    }
+  }
+  return rows;
+}
+
+TEST(MemoryCorpus, EveryRealRunWithinTheTargets) {
+  const std::vector<Row> rows = corpus_rows();
+  ASSERT_GE(rows.size(), 30u);
+  for (const auto& r : rows) {
+    EXPECT_LE(std::fabs(r.error()), 0.03) << r.run << " " << r.where << ": measured " << r.measured_mib
+                                          << " MiB, predicted " << r.predicted_mib;
+    EXPECT_GE(r.error(), -0.01) << r.run << " " << r.where << ": optimistic, measured " << r.measured_mib
+                                << " MiB, predicted " << r.predicted_mib;
+  }
+}
+
+// The terms the corpus rests on, one at a time: without each, some run falls out of the targets.
+TEST(MemoryCorpus, EachModelledTermIsNeededSomewhere) {
+  const auto dir = data_dir() / "memory_corpus";
+  const nlohmann::json corpus = nlohmann::json::parse(preflight::test::read_file(dir / "corpus.json"));
+  auto worst_without = [&](const std::string& extra_flag, const std::string& drop_flag) {
+    double worst = 0;
+    for (const auto& r : corpus.at("runs")) {
+      if (!r.contains("args") || !r.contains("measured_max_allocated_mib")) continue;
+      auto words = r.at("args").get<std::vector<std::string>>();
+      if (!drop_flag.empty()) {
+        auto it = std::find(words.begin(), words.end(), drop_flag);
+        if (it == words.end()) continue;
+        words.erase(it, it + 2);
+      }
+      if (!extra_flag.empty()) words.push_back(extra_flag);
+      const MegatronConfig cfg = parse_megatron_args(words);
+      const LayerGraph g = build_layer_graph(cfg.model, cfg.strategy);
+      const auto measured = r.at("measured_max_allocated_mib").get<std::vector<double>>();
+      for (int s = 0; s < cfg.strategy.pp; ++s) {
+        const double e = (to_mib(stage_peak(g, s).bytes) - measured[static_cast<std::size_t>(s)]) /
+                         measured[static_cast<std::size_t>(s)];
+        worst = std::min(worst, e);
+      }
+    }
+    return worst;
+  };
+  EXPECT_GE(worst_without("", ""), -0.01);
+  // TransformerEngine's dummy weight gradients (TE >= 2.3): without them the B200 runs are optimistic.
+  EXPECT_GE(worst_without("", "--te-version"), -0.01);
+  EXPECT_LT(worst_without("--te-version=2.2.0", ""), -0.01);
+  // The attention output saved before the post all-to-all (context parallelism a2a, TE >= 2.8).
+  EXPECT_LT(worst_without("--cp-comm-type=p2p", ""), -0.01);
+}
+
+TEST(MemoryCorpus, CalibrateAndLogsCommandsReadALog) {
+  const auto log = (data_dir() / "memory_corpus" / "logs" / "llm_action_gpt2_345m_pp4_2023.log").string();
+  auto r = preflight::test::run_preflight("calibrate --json --measured " + log);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& ranks = j["logs"][0]["ranks"];
+  ASSERT_EQ(ranks.size(), 4u);
+  EXPECT_EQ(j["logs"][0]["layout"]["pp"], 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(ranks[i]["pp_rank"], i);
+    EXPECT_LE(std::fabs(ranks[i]["error"].get<double>()), 0.03);
+  }
+  EXPECT_EQ(ranks[0]["measured_max_allocated_mib"].get<double>(), 7643.34033203125);
+  // The same table from `logs megatron --predict`, and --fit writes a calibration analyze applies.
+  r = preflight::test::run_preflight("logs megatron --predict " + log);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("measured MiB"), std::string::npos) << r.out;
+  preflight::test::TempDir dir;
+  const auto cal = (dir.path() / "cal.json").string();
+  r = preflight::test::run_preflight("calibrate --fit -o " + cal + " --measured " + log);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fitted on 1 log(s)"), std::string::npos) << r.out;
+  r = preflight::test::run_preflight("calibrate --json --calibration " + cal + " --measured " + log);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  double mean = 0;
+  for (const auto& rk : nlohmann::json::parse(r.out)["logs"][0]["ranks"])
+    mean += rk["predicted_peak_mib"].get<double>() - rk["measured_max_allocated_mib"].get<double>();
+  EXPECT_NEAR(mean / 4, 0.0, 0.01);  // the fitted overhead removes the mean bias
+  // A log without an argument dump cannot be predicted: exit 2 naming it.
+  preflight::test::write_file(dir.path() / "bare.log",
+                              "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0 | "
+                              "reserved: 3.0 | max reserved: 4.0\n");
+  r = preflight::test::run_preflight("calibrate --measured " + (dir.path() / "bare.log").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bare.log: no argument dump"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace preflight::analyzer
