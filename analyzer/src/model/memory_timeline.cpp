@@ -56,11 +56,25 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
   MemoryReport mem = stage_memory(graph);
   const StageMemory& sm = mem.stages[pp_rank];
   if (st.vpp > 1) {
+    // Interleaved schedule: not walked op by op; the steady total (static + the in-flight chunks'
+    // activations) plus the largest transient any op of the rank's chunks allocates.
     PeakPoint p;
-    p.bytes = sm.total_bytes();
+    double transient = 0;
+    std::string where;
+    for (const StageGraph* c : graph.stage(pp_rank))
+      for (const Op& op : c->ops) {
+        const double t = static_cast<double>(std::max(op.fwd_transient_bytes, op.bwd_transient_bytes));
+        if (t > transient) {
+          transient = t;
+          where = op.path;
+        }
+      }
+    p.bytes = sm.total_bytes() + transient;
     p.static_bytes = sm.static_bytes();
     p.activation_bytes = sm.activation_bytes;
-    p.phase = "not simulated";
+    p.transient_bytes = transient;
+    p.phase = "interleaved (steady total + largest op transient)";
+    p.op = where;
     return p;
   }
   const StageGraph& chunk = *graph.stage(pp_rank).front();

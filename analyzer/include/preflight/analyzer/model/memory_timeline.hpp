@@ -22,8 +22,8 @@
 /// torch_cpu_transients.cpp (checked against allocation traces) or megatron_transients.cpp (Megatron-LM's
 /// code: the loss's logits and fp32 copies, weight gradients without gradient-accumulation fusion, the
 /// sequence-parallel gathers, attention backward buffers); Megatron's persistent global memory buffer is
-/// static (StageMemory::buffer_bytes).  The interleaved schedule (vpp > 1) is not simulated: the peak is
-/// StageMemory::total_bytes().
+/// static (StageMemory::buffer_bytes).  The interleaved schedule (vpp > 1) is not walked op by op: its peak is
+/// StageMemory::total_bytes() plus the largest transient of any op of the rank's chunks.
 
 #include <string>
 
