@@ -19,7 +19,8 @@ namespace {
 
 struct EstimateOptions {
   std::string model, strategy, system = "a100_pcie", out, config;
-  bool json = false, strict = false;
+  bool json = false, strict = false, simumax_compat = false;
+  int gpus_per_node = 0;
   std::vector<std::string> megatron;
 };
 
@@ -82,6 +83,11 @@ int run(const EstimateOptions& o) {
                            *names[key] + "' (SimuMax overwrites it silently)");
   }
   SystemSpec system = cost::load_simumax_system(o.system);
+  if (o.simumax_compat) strategy.simumax_compat = true;
+  if (o.gpus_per_node > 0) {
+    system.num_per_node = o.gpus_per_node;
+    strategy.gpus_per_node = o.gpus_per_node;
+  }
   cost::EstimateOptions eo;
   eo.strict = o.strict;
   cost::Estimate est = cost::estimate(model, strategy, system, eo);
@@ -124,10 +130,17 @@ Command estimate_command() {
         sub.add_option("--config", o->config,
                        "MindFormers training yaml: model, layout, batch and recompute (run_mindformer.py "
                        "arguments may follow --)");
-        sub.add_option("--system", o->system, "SimuMax system JSON or preset (a100_pcie, b200_bf16_ceperm)")
+        sub.add_option("--system", o->system,
+                       "SimuMax system JSON or preset: a100_pcie, b200_bf16_ceperm (SimuMax's calibrations), "
+                       "a100-sxm-40gb, a100-sxm-80gb, h100-sxm, h800, h200, b200, gb200, mi300x, ascend-910b")
             ->capture_default_str();
+        sub.add_option("--gpus-per-node", o->gpus_per_node,
+                       "devices per node (the fast intra-node domain); default: the system's");
         sub.add_option("--out", o->out, "directory for mem_result.json and compute_result.json");
         sub.add_flag("--json", o->json, "print the summary and both results as JSON");
+        sub.add_flag("--simumax-compat", o->simumax_compat,
+                     "SimuMax v1.2's timing exactly: DP fully exposed, blocking interleaved p2p only, p2p never "
+                     "split over tp, fractional expert capacity (default: Megatron's behaviour)");
         sub.add_flag("--strict", o->strict,
                      "an op of the model the cost model does not price is an error (exit 2), not a warning");
         sub.add_option("megatron", o->megatron, "Megatron-LM / torchrun arguments after --");

@@ -27,8 +27,9 @@ struct SearchOptions {
   int world = 0, gbs = 0, mbs = 1, seq = 4096, top = 10, threads = 0;
   std::string tp, pp, ep, recompute = "none,full_block,selective";
   double margin = 10;
-  bool use_etp = false, no_reserved = false, json = false, quiet = false, strict = false;
+  bool use_etp = false, no_reserved = false, json = false, quiet = false, strict = false, simumax_compat = false;
   bool mbs_default = true, seq_default = true;  // not given on the command line
+  int gpus_per_node = 0;
 };
 
 int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Strategy base,
@@ -174,6 +175,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   for (const auto& w : cost::unmodelled_features(model)) warnings.push_back("model " + model.name + ": " + w);
   for (const auto& w : warnings) std::cerr << "preflight: warning: " << w << "\n";
   SystemSpec system = cost::load_simumax_system(o.system);
+  if (o.gpus_per_node > 0) system.num_per_node = o.gpus_per_node;
   if (!o.config.empty()) {
     // base comes from the yaml
   } else if (!o.strategy.empty()) {
@@ -187,6 +189,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     base.seq_length = o.seq;
   }
   if (o.config.empty() && (o.seq != 4096 || o.strategy.empty())) base.seq_length = o.seq;
+  if (o.simumax_compat) base.simumax_compat = true;
   cost::SearchSpace space;
   space.world_size = o.world;
   space.global_batch_size = o.gbs;
@@ -291,7 +294,11 @@ Command search_command() {
       [](CLI::App& sub) -> std::function<int()> {
         auto o = std::make_shared<SearchOptions>();
         sub.add_option("--model", o->model, "SimuMax model JSON, simumax:<name>, config.json or preset");
-        sub.add_option("--system", o->system, "SimuMax system JSON or preset")->capture_default_str();
+        sub.add_option("--system", o->system,
+                       "SimuMax system JSON or preset (a100_pcie, b200_bf16_ceperm, a100-sxm-80gb, h100-sxm, h800, "
+                       "h200, b200, gb200, mi300x, ascend-910b, …)")
+            ->capture_default_str();
+        sub.add_option("--gpus-per-node", o->gpus_per_node, "devices per node; default: the system's");
         sub.add_option(
             "--strategy", o->strategy,
             "base strategy (SimuMax JSON or preset) for what is not searched; default SimuMax's defaults");
@@ -309,6 +316,7 @@ Command search_command() {
         sub.add_option("--recompute", o->recompute, "none,full_block,selective")->capture_default_str();
         sub.add_option("--mem-margin-gib", o->margin, "device memory kept free (SimuMax gmi_error)")
             ->capture_default_str();
+        sub.add_flag("--simumax-compat", o->simumax_compat, "price every layout exactly as SimuMax v1.2");
         sub.add_flag("--no-reserved", o->no_reserved,
                      "compare the allocated peak, not peak / reserved ratio");
         sub.add_option("--csv", o->csv, "write every evaluation (ranked) to this CSV");

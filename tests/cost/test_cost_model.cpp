@@ -23,8 +23,11 @@ SystemSpec a100() {
   return load_simumax_system("a100_pcie");
 }
 
+/// A SimuMax strategy preset, priced as SimuMax prices it (these tests check SimuMax's numbers).
 Strategy strategy_from(const std::string& preset) {
-  return load_simumax_strategy(preset).strategy;
+  Strategy st = load_simumax_strategy(preset).strategy;
+  st.simumax_compat = true;
+  return st;
 }
 
 /// Expects an InputError whose location mentions `where` and whose text mentions `what`.

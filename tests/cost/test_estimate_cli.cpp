@@ -25,7 +25,7 @@ void write(const fs::path& p, const std::string& text) {
 TEST(EstimateCli, WritesSimuMaxFilesAndSummary) {
   fs::path out = scratch("out");
   RunResult r = run_preflight(
-      "estimate --model simumax:llama3-8b --strategy tp2_pp1_dp4_mbs1 --system a100_pcie --out " +
+      "estimate --model simumax:llama3-8b --strategy tp2_pp1_dp4_mbs1 --system a100_pcie --simumax-compat --out " +
       shell_quote(out.string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("first_stage"), std::string::npos);

@@ -20,7 +20,7 @@ void check_run(const std::string& label, const std::string& model, const std::st
   fs::remove_all(out);
   RunResult r =
       run_preflight("estimate --model " + shell_quote(model) + " --strategy " + shell_quote(strategy) +
-                    " --system " + shell_quote(system) + " --out " + shell_quote(out.string()));
+                    " --system " + shell_quote(system) + " --simumax-compat --out " + shell_quote(out.string()));
   ASSERT_EQ(r.exit_code, 0) << label << "\n" << r.err << r.out;
   EXPECT_EQ(r.err.find("error"), std::string::npos) << label << ": " << r.err;
   for (const char* file : {"mem_result.json", "compute_result.json"}) {
@@ -71,7 +71,7 @@ TEST(SimuMaxParity, FeatureRuns) {
 // The bundled presets reproduce the shipped example without any shared file.
 TEST(SimuMaxParity, PresetsReproduceShippedExample) {
   RunResult r = run_preflight(
-      "estimate --model simumax:llama3-8b --strategy tp1_pp2_dp4_mbs1 --system a100_pcie --json");
+      "estimate --model simumax:llama3-8b --strategy tp1_pp2_dp4_mbs1 --system a100_pcie --simumax-compat --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   // SimuMax's printout for examples/perf_llama3_8b_tp1_pp2.py (notes/simumax.md §8.1).

@@ -18,6 +18,12 @@ using namespace preflight::test;
 
 namespace {
 
+/// SimuMax's pricing, for comparisons with SimuMax's own search.
+preflight::analyzer::Strategy compat(preflight::analyzer::Strategy s) {
+  s.simumax_compat = true;
+  return s;
+}
+
 struct Row {
   std::string parallelism, recompute;
   double mfu = 0;
@@ -62,6 +68,7 @@ std::string key(const std::string& parallelism, const std::string& recompute) {
 SearchResult llama8b_search(int threads) {
   ModelSpec m = load_cost_model((data_dir() / "cost" / "search" / "llama3-8b.json").string());
   Strategy base = load_simumax_strategy("tp1_pp2_dp4_mbs1").strategy;
+  base.simumax_compat = true;
   SearchSpace sp;
   sp.world_size = 32;
   sp.global_batch_size = 256;
@@ -126,7 +133,7 @@ TEST(Search, Llama3_70BBenchmarkSpace) {
   sp.tp = {1, 2, 4, 8};
   sp.pp = {1, 2, 4, 8};
   SearchResult r =
-      search(load_cost_model("simumax:llama3-70b"), load_simumax_strategy("tp1_pp2_dp4_mbs1").strategy,
+      search(load_cost_model("simumax:llama3-70b"), compat(load_simumax_strategy("tp1_pp2_dp4_mbs1").strategy),
              load_simumax_system("a100_pcie"), sp);
   EXPECT_EQ(r.evaluations.size(), 147u);
   EXPECT_EQ(r.ranking().size(), 48u);
@@ -146,7 +153,7 @@ TEST(Search, DeepSeekV2LiteMoESpace) {
   sp.ep = {1, 2, 4, 8, 16};
   sp.pp = {1, 2, 4};
   SearchResult r =
-      search(load_cost_model("simumax:deepseekv2-lite"), load_simumax_strategy("ep8_pp1_dp8_mbs1").strategy,
+      search(load_cost_model("simumax:deepseekv2-lite"), compat(load_simumax_strategy("ep8_pp1_dp8_mbs1").strategy),
              load_simumax_system("a100_pcie"), sp);
   EXPECT_EQ(r.evaluations.size(), 109u);
   EXPECT_EQ(r.ranking().size(), 94u);

@@ -443,6 +443,10 @@ class Builder {
       double size =
           static_cast<double>(st_.micro_batch_size) * st_.seq_length * m_.hidden_size * ctx_.e / st_.cp;
       if (st_.sequence_parallel) size /= st_.tp;
+      // Megatron before 2023-03-23 scattered the p2p tensor over the tp ranks (each sends 1/tp, then an
+      // all-gather; `scatter_gather_tensors_in_pipeline`, removed by commit 3c92fa9).
+      else if (!st_.simumax_compat && !st_.megatron_version.empty() && st_.megatron_version < "2023-03-23")
+        size /= st_.tp;
       p2p = collective_time_ms(sys_, Collective::SendRecv, size, 2, ctx_.nets.pp, CommGroup::Pp);
     }
     if (st_.pp > 1) {
@@ -549,6 +553,7 @@ DpComm dp_time(const Estimate& est, const Ctx& c, const ModelMemory& mem, const 
     }
     g.rs_bytes = group > 1 ? rs : 0;
     g.ag_bytes = group > 1 ? ag : 0;
+    g.buckets = n_rs;
     g.num_gather = moe_model ? 2 : 1;
     return g;
   };
@@ -608,10 +613,11 @@ void validate_for_cost(const ModelSpec& m, const Strategy& st, const SystemSpec&
   }
   for (const auto& s : unmodelled_features(m))
     warnings.push_back("model " + (m.name.empty() ? std::string("spec") : m.name) + ": " + s);
-  if (st.vpp > 1 && st.pp_comm_overlap)
+  if (st.vpp > 1 && st.pp_comm_overlap && st.simumax_compat)
     throw InputError("pp_comm_async",
                      "the interleaved schedule is timed only with pp_comm_async: false "
-                     "(SimuMax's sync VPP); async VPP timing is not modelled");
+                     "(SimuMax's sync VPP); async VPP timing is not modelled (drop --simumax-compat: "
+                     "Megatron's overlapped p2p is then priced as hidden behind compute)");
   if (st.effective_zero_stage() >= 2)
     warnings.push_back("zero_state " + std::to_string(st.effective_zero_stage()) +
                        ": gradients/weights are divided over the DP group but the communication stays ZeRO-1 "
@@ -822,6 +828,13 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
       for (int ci : vchunks[kind]) per_rank[r].push_back(phase_of(est.chunks[ci]));
     }
     double p2p = est.chunks[0].fwd_send_ms;
+    // Megatron's default interleaved schedule overlaps its p2p with compute (`overlap_p2p_comm`): the
+    // blocking schedule with the transfers hidden.
+    if (st.pp_comm_overlap && !st.simumax_compat) {
+      p2p = 0;
+      for (auto& rank : per_rank)
+        for (auto& ph : rank) ph.fwd_recv = ph.fwd_send = ph.bwd_recv = ph.bwd_send = 0;
+    }
     int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : pp;
     try {
       est.pipeline_ms = detail::interleaved_sync_time(pp, st.vpp, est.micro_batches, group, per_rank, p2p);
@@ -919,6 +932,21 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
     s.peak_with_reserved_bytes = s.peak_bytes / st.allocated_to_reserved_ratio;
     const ModelMemory& phys = est.chunks[s.physical_chunk].memory;
     s.dp = dp_time(est, c, phys, system);
+    if (!st.simumax_compat && (st.overlap_grad_reduce || st.overlap_param_gather)) {
+      // The windows: the backward (forward) of one micro batch of every chunk of the stage.
+      double bwd = 0, fwd = 0;
+      for (int ci : s.chunks.empty() ? std::vector<int>{s.physical_chunk} : s.chunks) {
+        bwd += est.chunks[ci].times.backward_ms();
+        fwd += est.chunks[ci].times.forward_ms();
+      }
+      for (const DpComm::Group* g : {&s.dp.dense, &s.dp.moe}) {
+        const double rs = g->sharded ? g->reduce_scatter_ms : g->time_ms;
+        const double ag = g->sharded ? g->all_gather_ms : 0;
+        const double last = 1.0 / std::max(1.0, g->buckets);  // the last bucket waits for the backward's end
+        if (st.overlap_grad_reduce) s.dp.overlapped_ms += std::min(rs * (1 - last), bwd);
+        if (st.overlap_param_gather && g->sharded) s.dp.overlapped_ms += std::min(ag * (1 - last), fwd);
+      }
+    }
     s.optimizer = optim_time(c, phys, system);
     s.duration_ms = t_pp + s.dp.exposed_ms() + s.optimizer.total_ms();
     est.iteration_ms = std::max(est.iteration_ms, s.duration_ms);

@@ -245,6 +245,7 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     if (!m.moe.pad_expert_input_to_capacity) return t;
     // Megatron's expert capacity, ceil(tokens / experts · capacity_factor) rows per expert (SimuMax's
     // ceil(t / E) · E · factor is the same for factor 1 and fractional otherwise).
+    if (c.st->simumax_compat) return std::ceil(t / E) * E * m.moe.capacity_factor;
     return std::ceil(t / E * m.moe.capacity_factor) * E;
   };
   double permuted = pad(topk * b * s);

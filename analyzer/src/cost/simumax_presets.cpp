@@ -21,7 +21,12 @@ const std::vector<Preset>& strategies() {
   return all;
 }
 const std::vector<Preset>& systems() {
-  static const std::vector<Preset> all = list("system");
+  // SimuMax's calibrated files, then the GPU presets from spec sheets (analyzer/data/systems).
+  static const std::vector<Preset> all = [] {
+    std::vector<Preset> v = list("system");
+    for (const embedded::File* f : embedded::in_folder("systems")) v.push_back({embedded::stem(*f), f->text});
+    return v;
+  }();
   return all;
 }
 const std::vector<Preset>& models() {

@@ -64,6 +64,10 @@ const std::vector<FlagSpec>& training_flags() {
       {"--use-legacy-models", Arity::Switch},
       {"--te-version", Arity::One},
       {"--cp-comm-type", Arity::One},
+      {"--no-overlap-p2p-communication", Arity::Switch},
+      {"--overlap-grad-reduce", Arity::Switch},
+      {"--overlap-param-gather", Arity::Switch},
+      {"--simumax-compat", Arity::Switch},
       {"--runtime-overhead-mib", Arity::One},
       {"--fp16-lm-cross-entropy", Arity::Switch},
       {"--attention-backend", Arity::One},
@@ -311,6 +315,10 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   st.legacy_model = f.has("--use-legacy-models");
   if (st.legacy_model) st.transformer_engine = false;
   if (f.has("--te-version")) st.te.version = f.get("--te-version");
+  st.pp_comm_overlap = !f.has("--no-overlap-p2p-communication");
+  st.overlap_grad_reduce = f.has("--overlap-grad-reduce");
+  st.overlap_param_gather = f.has("--overlap-param-gather");
+  st.simumax_compat = f.has("--simumax-compat");
   if (f.has("--cp-comm-type")) {
     const std::string t = f.get("--cp-comm-type");
     if (t == "p2p")

@@ -15,6 +15,7 @@
 /// Differences from SimuMax (bugs fixed, each noted where it is implemented): context parallelism
 /// with `all_gather` is priced (SimuMax raises); ring `p2p` CP is priced as a2a with a warning.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -119,9 +120,12 @@ struct DpComm {
     int num_gather = 1;                               ///< 2 for MoE models (Megatron gathers twice)
     double reduce_scatter_ms = 0, all_gather_ms = 0;  ///< ZeRO ≥ 1 (else one all-reduce in time_ms)
     bool sharded = true;                              ///< ZeRO ≥ 1
+    double buckets = 1;                               ///< gradient buckets reduced
   };
   Group dense, moe;
-  double exposed_ms() const { return dense.time_ms + moe.time_ms; }
+  /// Hidden under compute by --overlap-grad-reduce / --overlap-param-gather (0 with simumax_compat).
+  double overlapped_ms = 0;
+  double exposed_ms() const { return std::max(0.0, dense.time_ms + moe.time_ms - overlapped_ms); }
 };
 
 /// Optimizer step of one stage (SimuMax _compute_optim_time, Megatron-style, memory bound).

@@ -226,7 +226,15 @@ struct Strategy {
   bool pp_comm_overlap =
       true;  ///< SimuMax `pp_comm_async`; interleaved timing models the blocking (false) case
   bool straggler_model = true;       ///< SimuMax straggler factor on the pipeline time
-  bool overlap_grad_reduce = false;  ///< `--overlap-grad-reduce` (the cost model keeps DP time exposed)
+  /// `--overlap-grad-reduce`: gradient buckets are reduced while the last micro batch's backward runs (the
+  /// cost model hides up to that backward, all but the last bucket); `--overlap-param-gather` (distributed
+  /// optimizer): parameters are gathered under the next iteration's first forward.
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  /// SimuMax v1.2's timing exactly (`--simumax-compat`, and SimuMax strategy files): DP fully exposed whatever
+  /// the overlap flags, the interleaved schedule only with blocking p2p (async is refused), p2p never split
+  /// over tp, SimuMax's fractional expert capacity.  Default: Megatron's behaviour (see estimate.hpp).
+  bool simumax_compat = false;
   /// peak allocated / peak reserved assumed by the allocator model (SimuMax `mem_factor`).
   double allocated_to_reserved_ratio = 0.94;
   TransformerEngineVersions te;

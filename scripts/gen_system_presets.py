@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Writes analyzer/data/systems/<name>.json: GPU system presets in SimuMax's system format, from public spec
+sheets (peak dense TFLOP/s, memory, HBM and link bandwidths) and the efficiency factors of SimuMax's two
+calibrated systems (analyzer/data/simumax/system): B200 (Blackwell-class compute, NVLink collectives) for every
+NVLink/HCCS/Infinity-Fabric machine, A100-PCIe's compute efficiencies for the A100s.  Peak rates scale with the
+spec sheet; efficiencies are kept.  Re-run after editing the table; the README lists the sources.
+
+usage: scripts/gen_system_presets.py
+"""
+import copy
+import json
+import os
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+simumax = os.path.join(root, "analyzer", "data", "simumax", "system")
+out_dir = os.path.join(root, "analyzer", "data", "systems")
+b200 = json.load(open(os.path.join(simumax, "b200_bf16_ceperm.json")))
+a100 = json.load(open(os.path.join(simumax, "a100_pcie.json")))
+
+# name: bf16 dense TFLOP/s, fp8 dense TFLOP/s (0: none), memory GiB, HBM GB/s, intra-node link GB/s per
+# direction per GPU, devices per intra-node domain, inter-node GB/s per GPU, compute efficiencies from, source
+SYSTEMS = {
+    "a100-sxm-40gb": (312, 0, 40, 1555, 300, 8, 25, "a100",
+                      "NVIDIA A100 datasheet (SXM4 40GB: 312 TFLOPS BF16 dense, 1,555 GB/s, NVLink 600 GB/s); "
+                      "DGX A100: 8x HDR 200 Gb/s"),
+    "a100-sxm-80gb": (312, 0, 80, 2039, 300, 8, 25, "a100",
+                      "NVIDIA A100 datasheet (SXM4 80GB: 312 TFLOPS BF16 dense, 2,039 GB/s, NVLink 600 GB/s); "
+                      "DGX A100: 8x HDR 200 Gb/s"),
+    "h100-sxm": (989, 1979, 80, 3350, 450, 8, 50, "b200",
+                 "NVIDIA H100 datasheet (SXM5: 989 TFLOPS BF16 dense, 1,979 FP8, 80 GB, 3.35 TB/s, NVLink 900 GB/s); "
+                 "DGX H100: 8x NDR 400 Gb/s"),
+    "h800": (989, 1979, 80, 3350, 200, 8, 50, "b200",
+             "NVIDIA H800 SXM5 (H100 compute, NVLink 400 GB/s); 8x 400 Gb/s per node"),
+    "h200": (989, 1979, 140, 4800, 450, 8, 50, "b200",
+             "NVIDIA H200 datasheet (SXM: 989 TFLOPS BF16 dense, 141 GB, 4.8 TB/s, NVLink 900 GB/s); "
+             "8x NDR 400 Gb/s"),
+    "b200": (2250, 4500, 179, 8000, 900, 8, 50, "b200",
+             "NVIDIA HGX B200 (per GPU: 2.25 PFLOPS BF16 dense, 4.5 FP8, 180 GB, 8 TB/s, NVLink 1.8 TB/s); "
+             "8x ConnectX-7 400 Gb/s"),
+    "gb200": (2500, 5000, 184, 8000, 900, 72, 100, "b200",
+              "NVIDIA GB200 NVL72 (per GPU: 2.5 PFLOPS BF16 dense, 5 FP8, 186 GB, 8 TB/s, NVLink 1.8 TB/s in one "
+              "72-GPU domain); ConnectX-8 800 Gb/s per GPU"),
+    "mi300x": (1307, 2615, 192, 5300, 448, 8, 50, "b200",
+               "AMD Instinct MI300X datasheet (1,307 TFLOPS BF16 dense, 2,615 FP8, 192 GB, 5.3 TB/s, Infinity "
+               "Fabric 7x 128 GB/s peer links, 896 GB/s aggregate); 8x 400 Gb/s per node"),
+    "ascend-910b": (313, 0, 64, 1600, 196, 8, 25, "b200",
+                    "Huawei Atlas 800T A2 / Ascend 910B (313 TFLOPS FP16, 64 GB HBM2e, 1.6 TB/s, HCCS full mesh "
+                    "7x 56 GB/s = 392 GB/s); 8x 200 Gb/s RoCE"),
+}
+
+
+def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from, source):
+    s = copy.deepcopy(b200)
+    s["sys_name"] = name
+    s["num_per_node"] = per_domain
+    s["accelerator"]["mem_gbs"] = mem
+    src_ops = (a100 if compute_from == "a100" else b200)["accelerator"]["op"]
+    ops = {}
+    for key, op in src_ops.items():
+        op = copy.deepcopy(op)
+        if key.startswith("fp8"):
+            op["tflops"] = fp8 if fp8 else bf16
+            if not fp8:
+                op["efficient_factor"] = 0
+        else:
+            op["tflops"] = bf16
+        ops[key] = op
+    s["accelerator"]["op"] = ops
+    for bw in s["accelerator"]["bandwidth"].values():
+        bw["gbps"] = hbm
+    for net in ("high_intra_node", "low_intra_node"):
+        s["networks"][net]["bandwidth"]["gbps"] = link
+    s["networks"]["inter_node"]["bandwidth"]["gbps"] = nic
+    s["preflight"] = {
+        "source": source,
+        "efficiencies": "compute from SimuMax's calibrated %s system, collectives from its B200 system; peak "
+                        "rates from the spec sheet" % ("A100-PCIe" if compute_from == "a100" else "B200"),
+    }
+    return s
+
+
+os.makedirs(out_dir, exist_ok=True)
+for name, row in SYSTEMS.items():
+    with open(os.path.join(out_dir, name + ".json"), "w") as f:
+        json.dump(scaled(b200, name, *row), f, indent=1)
+        f.write("\n")
+print("wrote %d presets to %s" % (len(SYSTEMS), out_dir))
