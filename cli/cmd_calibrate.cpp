@@ -12,6 +12,8 @@
 #include "commands.hpp"
 #include "preflight/analyzer/calibrate/calibrate.hpp"
 #include "preflight/analyzer/calibrate/log_prediction.hpp"
+#include "preflight/analyzer/calibrate/time_fit.hpp"
+#include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/log_parse/megatron_log.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/log_parse/memory_measurement.hpp"
@@ -31,7 +33,60 @@ struct CalibrateOptions {
   bool json = false;
   bool measure_only = false;
   double max_peak_error = -1;  // percent; exit 1 when exceeded
+  bool fit_time = false;
+  std::vector<std::string> runs;  // JSON files of runs with measured iteration times
+  std::string system;
 };
+
+/// --fit-time: runs from JSON files (`{"runs": [{"name", "args", "measured_iteration_ms"}]}` or a bare list) and
+/// from Megatron logs (argument dump + the steady median of `elapsed time per iteration`).
+int run_fit_time(const CalibrateOptions& o) {
+  if (o.system.empty()) throw InputError("--system", "is required with --fit-time (the system the runs ran on)");
+  std::vector<analyzer::TimedRun> runs;
+  for (const auto& file : o.runs) {
+    nlohmann::json j = analyzer::cost::read_json_file(file);
+    const nlohmann::json& list = j.is_object() && j.contains("runs") ? j["runs"] : j;
+    if (!list.is_array()) throw InputError(file, "expected a list of runs (or {\"runs\": [...]})");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const auto& r = list[i];
+      const std::string where = file + ": runs[" + std::to_string(i) + "]";
+      if (!r.contains("args") || !r["args"].is_array() || !r.contains("measured_iteration_ms") ||
+          !r["measured_iteration_ms"].is_number())
+        throw InputError(where, "needs \"args\" (the Megatron command line) and \"measured_iteration_ms\"");
+      const auto cfg = analyzer::parse_megatron_args(r["args"].get<std::vector<std::string>>());
+      runs.push_back({r.value("name", where), cfg.model, cfg.strategy, r["measured_iteration_ms"].get<double>()});
+    }
+  }
+  for (const auto& path : o.measured) {
+    log_parse::MegatronLog log = log_parse::read_megatron_log(path);
+    std::vector<log_parse::MegatronLog> one{log};
+    const auto summary = log_parse::summarize_megatron(one);
+    if (summary.steady.empty() || !summary.steady.front().median_elapsed_ms)
+      throw InputError(path, "no `elapsed time per iteration (ms)` to fit on");
+    std::map<std::string, std::string> args = log.args;
+    if (log.padded_vocab_size && !args.count("padded_vocab_size"))
+      args["padded_vocab_size"] = std::to_string(*log.padded_vocab_size);
+    const auto cfg = analyzer::parse_megatron_args(analyzer::megatron_words_from_args_dump(args, path));
+    runs.push_back({path, cfg.model, cfg.strategy, *summary.steady.front().median_elapsed_ms});
+  }
+  const analyzer::SystemSpec system = analyzer::cost::load_simumax_system(o.system);
+  const analyzer::TimeFit fit = analyzer::fit_time(runs, system);
+  nlohmann::json base = fs::is_regular_file(o.system)
+                            ? analyzer::cost::read_json_file(o.system)
+                            : analyzer::cost::parse_json_text(analyzer::cost::system_preset_json(o.system), o.system);
+  const std::string out = o.output == "calibration.json" ? "fitted_system.json" : o.output;
+  std::ofstream f(out, std::ios::binary | std::ios::trunc);
+  if (!f) throw InputError("--output", "cannot write " + out);
+  f << analyzer::scaled_system_json(base, fit).dump(1) << "\n";
+  if (o.json) {
+    nlohmann::json j = analyzer::time_fit_json(fit);
+    j["system_file"] = out;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << analyzer::render_time_fit(fit) << "wrote " << out << " (use it as `--system " << out << "`)\n";
+  }
+  return kExitOk;
+}
 
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -153,6 +208,7 @@ int run_calibrate_logs(const CalibrateOptions& o) {
 
 int run_calibrate(const CalibrateOptions& o) {
   std::vector<std::string> notes;
+  if (o.fit_time) return run_fit_time(o);
   if (o.predicted.empty() && !o.measure_only && !o.measured.empty() &&
       std::all_of(o.measured.begin(), o.measured.end(), is_megatron_log)) {
     return run_calibrate_logs(o);
@@ -271,8 +327,7 @@ Command calibrate_command() {
                    "--measured", o->measured,
                    "traces of the run: a directory of rank*.pftrace (or of measurement *.json), a trace, or "
                    "a measurement JSON; or Megatron training logs (argument dump + `[Rank N] … max "
-                   "allocated` lines), predicted from the log itself")
-                ->required();
+                   "allocated` lines), predicted from the log itself");
             sub.add_option("--calibration", o->calibration,
                            "apply this calibration file to the predictions first");
             sub.add_flag("--fit", o->fit, "least-squares fit over all runs; writes --output");
@@ -281,6 +336,14 @@ Command calibrate_command() {
             sub.add_flag("--json", o->json, "JSON output");
             sub.add_flag("--measure-only", o->measure_only,
                          "print the measurements of the traces (JSON) without comparing");
+            sub.add_flag("--fit-time", o->fit_time,
+                         "fit the system's compute and network efficiency to measured iteration times (--runs "
+                         "FILE.json and/or Megatron logs as --measured) on --system; writes the fitted system "
+                         "(-o, default fitted_system.json) and prints in-sample and leave-one-out errors");
+            sub.add_option("--runs", o->runs,
+                           "with --fit-time: JSON of runs {\"runs\": [{\"name\", \"args\": [Megatron command "
+                           "line], \"measured_iteration_ms\"}]}");
+            sub.add_option("--system", o->system, "with --fit-time: the system the runs ran on (preset or file)");
             sub.add_option("--max-peak-error", o->max_peak_error,
                            "exit 1 when a rank's peak error exceeds this many percent");
             return std::function<int()>([o] { return run_calibrate(*o); });

@@ -18,7 +18,7 @@ namespace preflight::cli {
 namespace {
 
 struct EstimateOptions {
-  std::string model, strategy, system = "a100_pcie", out, config;
+  std::string model, strategy, system = "a100_pcie", out, config, trace;
   bool json = false, strict = false, simumax_compat = false;
   int gpus_per_node = 0;
   std::vector<std::string> megatron;
@@ -90,12 +90,19 @@ int run(const EstimateOptions& o) {
   }
   cost::EstimateOptions eo;
   eo.strict = o.strict;
+  eo.schedule = !o.trace.empty();
   cost::Estimate est = cost::estimate(model, strategy, system, eo);
   for (const auto& w : est.warnings) warnings.push_back(w);
   est.warnings = warnings;
 
   auto mem = cost::mem_result_json(est);
   auto compute = cost::compute_result_json(est);
+  if (!o.trace.empty()) {
+    if (strategy.vpp > 1)
+      warnings.push_back("--trace: the interleaved schedule is priced in aggregate; the trace has each rank's "
+                         "gradient synchronisation and optimizer step only");
+    write_file(o.trace, cost::schedule_trace_json(est).dump());
+  }
   if (!o.out.empty()) {
     std::filesystem::create_directories(o.out);
     write_file(std::filesystem::path(o.out) / "mem_result.json", mem.dump(2));
@@ -138,6 +145,9 @@ Command estimate_command() {
                        "devices per node (the fast intra-node domain); default: the system's");
         sub.add_option("--out", o->out, "directory for mem_result.json and compute_result.json");
         sub.add_flag("--json", o->json, "print the summary and both results as JSON");
+        sub.add_option("--trace", o->trace,
+                       "write the simulated schedule as a Chrome/Perfetto trace (one process per pipeline stage, "
+                       "compute and communication threads)");
         sub.add_flag("--simumax-compat", o->simumax_compat,
                      "SimuMax v1.2's timing exactly: DP fully exposed, blocking interleaved p2p only, p2p never "
                      "split over tp, fractional expert capacity (default: Megatron's behaviour)");

@@ -2,6 +2,8 @@
 // DP/optimizer time, totals.  simumax/core/perf_llm.py and transformer/language_model.py.
 #include "preflight/analyzer/cost/estimate.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -849,7 +851,8 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
     phases.push_back(phase_of(est.chunks[0]));
     for (int r = 1; r + 1 < pp; ++r) phases.push_back(phase_of(est.chunks[idx_mid]));
     if (pp > 1) phases.push_back(phase_of(est.chunks[idx_last]));
-    est.pipeline_ms = detail::one_f_one_b_time(pp, est.micro_batches, phases);
+    est.pipeline_ms =
+        detail::one_f_one_b_time(pp, est.micro_batches, phases, opt.schedule ? &est.schedule : nullptr);
   }
   est.straggler_ratio = straggler_ratio(st, system, c.dp, c.edp);
   double t_pp = est.straggler_ratio * est.pipeline_ms;
@@ -948,6 +951,18 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
       }
     }
     s.optimizer = optim_time(c, phys, system);
+    if (opt.schedule) {
+      // The tail of every rank of this stage kind: gradient synchronisation, then the optimizer step.
+      const double start = t_pp;
+      for (int r = 0; r < pp; ++r) {
+        const bool mine = st.vpp > 1 ? r == s.pp_rank
+                                     : (s.key == "first_stage" ? r == 0
+                                                               : (s.key == "last_stage" ? r == pp - 1 : r > 0 && r < pp - 1));
+        if (!mine) continue;
+        est.schedule.push_back({r, "dp", "dp", -1, start, s.dp.exposed_ms()});
+        est.schedule.push_back({r, "optimizer", "optimizer", -1, start + s.dp.exposed_ms(), s.optimizer.total_ms()});
+      }
+    }
     s.duration_ms = t_pp + s.dp.exposed_ms() + s.optimizer.total_ms();
     est.iteration_ms = std::max(est.iteration_ms, s.duration_ms);
   }
@@ -969,6 +984,32 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
                    (pp > 2 ? est.chunks[idx_mid].memory.moe_weight_numel * (pp - 2) : 0) +
                    (pp > 1 ? est.chunks[idx_last].memory.moe_weight_numel : 0);
   return est;
+}
+
+nlohmann::json schedule_trace_json(const Estimate& est) {
+  nlohmann::json events = nlohmann::json::array();
+  for (int r = 0; r < est.strategy.pp; ++r) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r},
+                      {"args", {{"name", "pipeline stage " + std::to_string(r)}}}});
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute"}}}});
+    events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "communication"}}}});
+  }
+  for (const auto& e : est.schedule) {
+    nlohmann::json j = {{"name", e.name},
+                        {"cat", e.category},
+                        {"ph", "X"},
+                        {"pid", e.pp_rank},
+                        {"tid", e.category == "compute" || e.category == "optimizer" ? 0 : 1},
+                        {"ts", e.start_ms * 1000.0},
+                        {"dur", e.duration_ms * 1000.0}};
+    if (e.micro_batch >= 0) j["args"] = {{"micro_batch", e.micro_batch}};
+    events.push_back(j);
+  }
+  return {{"traceEvents", events},
+          {"displayTimeUnit", "ms"},
+          {"otherData",
+           {{"tool", "preflight estimate"}, {"iteration_ms", est.iteration_ms}, {"pipeline_ms", est.pipeline_ms}}}};
 }
 
 }  // namespace preflight::analyzer::cost

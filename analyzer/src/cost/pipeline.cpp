@@ -31,7 +31,8 @@ struct SubOp {
 // SimuMax only issues a transfer whose time is > 0, so with free transfers the stages stop waiting for
 // each other and the bubble disappears; every transfer between neighbours is issued here (identical
 // results whenever transfers cost anything, as they always do with a latency).
-double one_f_one_b_time(int pp, int mbc, const std::vector<StagePhases>& stages) {
+double one_f_one_b_time(int pp, int mbc, const std::vector<StagePhases>& stages,
+                        std::vector<ScheduleEvent>* events) {
   // Each rank's program is generated block by block (at most 7 ops: one micro batch of warmup,
   // steady state or cooldown), so no op list is materialised.  A transfer is identified by
   // (direction, micro batch, sender): the pair is the send of one rank and the recv of its neighbour.
@@ -40,6 +41,7 @@ double one_f_one_b_time(int pp, int mbc, const std::vector<StagePhases>& stages)
     std::int32_t peer;
     std::int64_t gid;
     double dur;
+    std::int32_t mb = -1;  // compute blocks: the micro batch
   };
   struct Rank {
     int warmup = 0, remaining = 0, phase = 0, k = 0, n = 0, i = 0;
@@ -55,8 +57,8 @@ double one_f_one_b_time(int pp, int mbc, const std::vector<StagePhases>& stages)
     const StagePhases& s = stages[r];
     bool odd = r % 2;
     x.n = x.i = 0;
-    auto push = [&](std::uint8_t kind, int peer, std::int64_t g, double d) {
-      x.block[x.n++] = {kind, peer, g, d};
+    auto push = [&](std::uint8_t kind, int peer, std::int64_t g, double d, int mb = -1) {
+      x.block[x.n++] = {kind, peer, g, d, mb};
     };
     auto recv_prev = [&](int mb) { push(3, r - 1, gid(0, mb, r - 1), s.fwd_recv); };
     auto send_next = [&](int mb) { push(2, r + 1, gid(0, mb, r), s.fwd_send); };
@@ -69,7 +71,7 @@ double one_f_one_b_time(int pp, int mbc, const std::vector<StagePhases>& stages)
           continue;
         }
         if (r > 0) recv_prev(x.k);
-        push(0, -1, 0, s.fwd_compute);
+        push(0, -1, 0, s.fwd_compute, x.k);
         if (r < pp - 1) send_next(x.k);
         ++x.k;
       } else if (x.phase == 1) {  // steady 1F1B
@@ -80,7 +82,7 @@ double one_f_one_b_time(int pp, int mbc, const std::vector<StagePhases>& stages)
         int f = x.warmup + x.k, b = x.k;
         bool last = x.k == x.remaining - 1;
         if (r != 0 && x.k == 0) recv_prev(f);
-        push(0, -1, 0, s.fwd_compute);
+        push(0, -1, 0, s.fwd_compute, f);
         if (r != pp - 1) {  // odd ranks send first, even ranks receive first
           if (odd) {
             send_next(f);
@@ -90,7 +92,7 @@ double one_f_one_b_time(int pp, int mbc, const std::vector<StagePhases>& stages)
             send_next(f);
           }
         }
-        push(1, -1, 0, s.bwd_compute);
+        push(1, -1, 0, s.bwd_compute, b);
         if (r != 0) {
           if (last) {
             send_prev(b);
@@ -110,7 +112,7 @@ double one_f_one_b_time(int pp, int mbc, const std::vector<StagePhases>& stages)
         }
         int b = x.remaining + x.k;
         if (r != pp - 1) recv_next(b);
-        push(1, -1, 0, s.bwd_compute);
+        push(1, -1, 0, s.bwd_compute, b);
         if (r != 0) send_prev(b);
         ++x.k;
       } else {
@@ -143,6 +145,9 @@ double one_f_one_b_time(int pp, int mbc, const std::vector<StagePhases>& stages)
     for (int r = 0; r < pp; ++r) {
       while (const Op* op = head(r)) {
         if (op->kind <= 1) {
+          if (events)
+            events->push_back({r, (op->kind == 0 ? "F" : "B") + std::to_string(op->mb), "compute", op->mb, t[r],
+                               op->dur});
           t[r] += op->dur;
           pop(r);
           progressed = true;
@@ -151,7 +156,12 @@ double one_f_one_b_time(int pp, int mbc, const std::vector<StagePhases>& stages)
         int peer = op->peer;
         const Op* po = head(peer);
         if (!po || po->kind < 2 || op->gid != po->gid || op->kind == po->kind) break;
-        double end = std::max(t[r], t[peer]) + std::max(op->dur, po->dur);
+        const double start = std::max(t[r], t[peer]);
+        double end = start + std::max(op->dur, po->dur);
+        if (events) {
+          events->push_back({r, op->kind == 2 ? "send" : "recv", "p2p", -1, start, end - start});
+          events->push_back({peer, po->kind == 2 ? "send" : "recv", "p2p", -1, start, end - start});
+        }
         t[r] = t[peer] = end;
         pop(r);
         pop(peer);

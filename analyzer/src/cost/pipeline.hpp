@@ -19,7 +19,9 @@ struct StagePhases {
 /// Non-interleaved 1F1B: event replay with explicit, matched send/recv (a pair ends at
 /// max(start_a, start_b) + max(dur_a, dur_b)); odd ranks send before receiving in the steady state.
 /// Returns the finish time of the slowest rank.  `stages` has pp entries.
-double one_f_one_b_time(int pp, int micro_batches, const std::vector<StagePhases>& stages);
+/// `events` (optional) receives every compute block and transfer with its start and duration.
+double one_f_one_b_time(int pp, int micro_batches, const std::vector<StagePhases>& stages,
+                        std::vector<ScheduleEvent>* events = nullptr);
 
 /// Interleaved (virtual pipeline) schedule with blocking, batched p2p (Megatron's sync VPP):
 /// `chunks[rank][v]` gives the compute phases of virtual chunk v on that rank; `p2p_ms` each

@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+
+#include <nlohmann/json_fwd.hpp>
 #include <vector>
 
 #include "preflight/analyzer/cost/primitives.hpp"
@@ -175,6 +177,18 @@ struct EstimateOptions {
   /// masks, an op kind added to the graph but not to the cost model) is an InputError (where "--strict")
   /// instead of a "not priced: <op path> (<role>): <why>" line in Estimate::warnings.
   bool strict = false;
+  /// Record the simulated schedule (Estimate::schedule) — 1F1B pipelines; the interleaved schedule's timing
+  /// is computed in aggregate and records its DP/optimizer tail only.
+  bool schedule = false;
+};
+
+/// One block of the simulated schedule of a pipeline rank, ms from the start of the iteration.
+struct ScheduleEvent {
+  int pp_rank = 0;
+  std::string name;      ///< "F3" (forward of micro batch 3), "B3", "send", "recv", "dp", "optimizer"
+  std::string category;  ///< "compute", "p2p", "dp", "optimizer"
+  int micro_batch = -1;
+  double start_ms = 0, duration_ms = 0;
 };
 
 /// The whole estimate.
@@ -201,6 +215,7 @@ struct Estimate {
   double mfu = 0;
   double dense_params = 0, moe_params = 0;  ///< parameters (SimuMax statistic over all stages)
   std::vector<std::string> warnings;
+  std::vector<ScheduleEvent> schedule;  ///< with EstimateOptions::schedule
 
   /// Highest stage peak, bytes (with or without the reserved ratio).
   double max_peak_bytes(bool with_reserved) const;
@@ -217,6 +232,10 @@ Estimate estimate(const ModelSpec& model, const Strategy& strategy, const System
 /// Ops of the layer graph of `model` under `strategy` that the cost model has no formula for: the lines
 /// estimate() reports as "not priced: <line>" (or refuses under EstimateOptions::strict), from the
 /// embedding, one layer of each kind and the head (with its MTP layers).  Does not validate.
+/// The simulated schedule as a Chrome / Perfetto trace (`preflight estimate --trace FILE`): one process per
+/// pipeline rank, a compute and a communication thread, complete events in microseconds.
+nlohmann::json schedule_trace_json(const Estimate& est);
+
 std::vector<std::string> unpriced_ops(const ModelSpec& model, const Strategy& strategy,
                                       const SystemSpec& system);
 

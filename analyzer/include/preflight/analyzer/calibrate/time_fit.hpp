@@ -1,0 +1,74 @@
+#pragma once
+/// @file time_fit.hpp
+/// Fitting a system's timing to measured iteration times (`preflight calibrate --fit-time`).
+///
+/// Each run's predicted iteration time is split, around the system as given, into what scales with the
+/// accelerator (GEMMs, attention, memory-bound ops, the optimizer step) and what scales with the networks
+/// (collectives, p2p, data-parallel gradient synchronisation): C = T(compute 2× slower) − T, N = T − C, by
+/// re-running the cost model (cost/estimate.hpp) with every compute efficiency halved — so pipeline bubbles,
+/// stragglers and overlaps are split as the model schedules them.  The fit is then
+/// measured ≈ a·C + b·N, least squares on relative errors over the runs (a, b > 0), and the system becomes
+/// the input's with every compute efficiency (accelerator.op.*, accelerator.bandwidth.*) divided by a and
+/// every network efficiency divided by b.  Latencies are kept, so the fitted model is close to, not exactly,
+/// the linear one.  Errors are signed, (predicted − measured) / measured.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "preflight/analyzer/model/model_spec.hpp"
+#include "preflight/analyzer/model/strategy.hpp"
+#include "preflight/analyzer/model/system_spec.hpp"
+
+namespace preflight::analyzer {
+
+/// A run with its measured iteration time.
+struct TimedRun {
+  std::string name;
+  ModelSpec model;
+  Strategy strategy;
+  double measured_ms = 0;  ///< steady iteration time (Megatron's `elapsed time per iteration`), ms
+};
+
+/// One run after the fit.
+struct TimedRunResult {
+  std::string name;
+  double measured_ms = 0;
+  double predicted_ms = 0;   ///< with the system as given
+  double compute_ms = 0;     ///< C: the part that scales with the accelerator
+  double network_ms = 0;     ///< N: the part that scales with the networks
+  double fitted_ms = 0;      ///< a·C + b·N (in sample)
+  double held_out_ms = 0;    ///< a·C + b·N with a, b fitted on the other runs (leave one out)
+  double error_before() const { return (predicted_ms - measured_ms) / measured_ms; }
+  double error_fitted() const { return (fitted_ms - measured_ms) / measured_ms; }
+  double error_held_out() const { return (held_out_ms - measured_ms) / measured_ms; }
+};
+
+struct TimeFit {
+  double compute_scale = 1;  ///< a: predicted compute time is multiplied by it
+  double network_scale = 1;  ///< b
+  std::vector<TimedRunResult> runs;
+  double max_abs_before() const;
+  double max_abs_fitted() const;
+  double max_abs_held_out() const;
+};
+
+/// Fits a and b (rules in the file comment).
+/// @throws InputError for fewer than 2 runs, a non-positive measured time, or runs that cannot separate
+///         the two parts (then a single scale is fitted: a = b).
+TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system);
+
+/// `system` with its compute efficiencies divided by `compute_scale` and its network efficiencies by
+/// `network_scale` (what the fitted model prices).
+SystemSpec scaled_system(const SystemSpec& system, double compute_scale, double network_scale);
+
+/// The same change on a SimuMax system JSON document (what `--fit-time -o FILE` writes), with
+/// `sys_name` suffixed "_fitted" and the fit recorded under "preflight".
+nlohmann::json scaled_system_json(const nlohmann::json& system, const TimeFit& fit);
+
+nlohmann::json time_fit_json(const TimeFit& fit);
+/// Table: run, measured, predicted (as given), fitted, held out, with signed errors.
+std::string render_time_fit(const TimeFit& fit);
+
+}  // namespace preflight::analyzer
