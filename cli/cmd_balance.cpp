@@ -414,6 +414,20 @@ std::string bool_word(bool b) {
   return b ? "True" : "False";
 }
 
+/// The pipeline of the cost model's input (a strategy or a MindFormers yaml) replaces -s / -i / -mb; a flag
+/// given with another value is an error ending with `why`.
+void adopt_pipeline(Options& o, const PipelineConfig& p, const std::string& why) {
+  auto check = [&](bool given, int flag, int own, const char* name) {
+    if (given && flag != own) throw InputError(name, "is " + std::to_string(own) + " " + why);
+  };
+  check(o.stages_given, o.stages, p.stages, "-s");
+  check(o.chunks_given, o.chunks, p.chunks, "-i");
+  check(o.micro_batches_given, o.micro_batches, p.micro_batches, "-mb");
+  o.stages = p.stages;
+  o.chunks = p.chunks;
+  o.micro_batches = p.micro_batches;
+}
+
 void write_file(const fs::path& path, const std::string& content) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   std::ofstream out(path);
@@ -461,16 +475,7 @@ int run_balance(const Words& words) {
         yaml->model, yaml->strategy, system,
         o.model_name_given ? o.model_name : fs::path(*o.config).stem().string());
     problem.model = from_cost->model;
-    auto check = [](bool given, int flag, int own, const char* name) {
-      if (given && flag != own)
-        throw InputError(name, "is " + std::to_string(own) + " in --config; change the yaml instead");
-    };
-    check(o.stages_given, o.stages, from_cost->pipeline.stages, "-s");
-    check(o.chunks_given, o.chunks, from_cost->pipeline.chunks, "-i");
-    check(o.micro_batches_given, o.micro_batches, from_cost->pipeline.micro_batches, "-mb");
-    o.stages = from_cost->pipeline.stages;
-    o.chunks = from_cost->pipeline.chunks;
-    o.micro_batches = from_cost->pipeline.micro_batches;
+    adopt_pipeline(o, from_cost->pipeline, "in --config; change the yaml instead");
     if (!o.memory_given)
       o.memory_mb = yaml->max_device_memory_gib ? std::floor(*yaml->max_device_memory_gib * 1024.0)
                                                 : std::floor(from_cost->device_limit_mb);
@@ -493,18 +498,7 @@ int run_balance(const Words& words) {
                                               : spec.name.empty() ? "model"
                                                                   : spec.name);
     problem.model = from_cost->model;
-    auto check = [](bool given, int flag, int own, const char* name) {
-      if (given && flag != own)
-        throw InputError(name, "is " + std::to_string(own) +
-                                   " in --strategy; the cost model prices that layout "
-                                   "(change the strategy instead)");
-    };
-    check(o.stages_given, o.stages, from_cost->pipeline.stages, "-s");
-    check(o.chunks_given, o.chunks, from_cost->pipeline.chunks, "-i");
-    check(o.micro_batches_given, o.micro_batches, from_cost->pipeline.micro_batches, "-mb");
-    o.stages = from_cost->pipeline.stages;
-    o.chunks = from_cost->pipeline.chunks;
-    o.micro_batches = from_cost->pipeline.micro_batches;
+    adopt_pipeline(o, from_cost->pipeline, "in --strategy; the cost model prices that layout (change the strategy instead)");
     if (!o.memory_given) o.memory_mb = std::floor(from_cost->device_limit_mb);
     for (const auto& w : warnings) notes.push_back(w);
     for (const auto& n : from_cost->notes) notes.push_back(n);
