@@ -36,6 +36,7 @@ struct CalibrateOptions {
   bool fit_time = false;
   std::vector<std::string> runs;  // JSON files of runs with measured iteration times
   std::string system;
+  bool fit_overlap = false;
 };
 
 /// --fit-time: runs from JSON files (`{"runs": [{"name", "args", "measured_iteration_ms"}]}` or a bare list) and
@@ -70,7 +71,7 @@ int run_fit_time(const CalibrateOptions& o) {
     runs.push_back({path, cfg.model, cfg.strategy, *summary.steady.front().median_elapsed_ms});
   }
   const analyzer::SystemSpec system = analyzer::cost::load_simumax_system(o.system);
-  const analyzer::TimeFit fit = analyzer::fit_time(runs, system);
+  const analyzer::TimeFit fit = analyzer::fit_time(runs, system, o.fit_overlap);
   nlohmann::json base = fs::is_regular_file(o.system)
                             ? analyzer::cost::read_json_file(o.system)
                             : analyzer::cost::parse_json_text(analyzer::cost::system_preset_json(o.system), o.system);
@@ -344,6 +345,9 @@ Command calibrate_command() {
                            "with --fit-time: JSON of runs {\"runs\": [{\"name\", \"args\": [Megatron command "
                            "line], \"measured_iteration_ms\"}]}");
             sub.add_option("--system", o->system, "with --fit-time: the system the runs ran on (preset or file)");
+            sub.add_flag("--fit-overlap", o->fit_overlap,
+                         "with --fit-time: also fit tp_overlap_exposed, the part of Megatron's overlapped "
+                         "tensor-parallel backward communication that still costs time (0…1)");
             sub.add_option("--max-peak-error", o->max_peak_error,
                            "exit 1 when a rank's peak error exceeds this many percent");
             return std::function<int()>([o] { return run_calibrate(*o); });

@@ -172,7 +172,7 @@ int run(const SearchOptions& o) {
 int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Strategy base,
                std::vector<std::string>& warnings) {
   using namespace analyzer;
-  for (const auto& w : cost::unmodelled_features(model)) warnings.push_back("model " + model.name + ": " + w);
+  for (const auto& w : cost::unmodelled_features(model, &base)) warnings.push_back("model " + model.name + ": " + w);
   for (const auto& w : warnings) std::cerr << "preflight: warning: " << w << "\n";
   SystemSpec system = cost::load_simumax_system(o.system);
   if (o.gpus_per_node > 0) system.num_per_node = o.gpus_per_node;

@@ -48,6 +48,38 @@ SYSTEMS = {
                     "7x 56 GB/s = 392 GB/s); 8x 200 Gb/s RoCE"),
 }
 
+# Time fits on published measurements (`preflight calibrate --fit-time` on the preset as transferred, i.e.
+# with FITTED empty): compute and network scales, and where they come from.  Every compute efficiency is
+# divided by the compute scale, every network efficiency by the network scale (time_fit.hpp).
+A100_FIT = (0.8968, 1.1177,
+            "fitted on tests/data/time_corpus/a100_megatron_gpt.json (Korthikanti et al. 2022, Table 5: GPT "
+            "22B-1T on Selene, 8 runs): largest |error| 4.5 %, leave one out 4.9 %")
+FITTED = {
+    "a100-sxm-40gb": A100_FIT,
+    "a100-sxm-80gb": A100_FIT,
+    "b200": (1.0500, 1.1281,
+             "fitted on tests/data/time_corpus/b200_llama3.json (SimuMax v1.2's B200 table: Llama-3 70B/405B, "
+             "31 runs): largest |error| 6.7 %, leave one out 7.5 %"),
+}
+
+
+def apply_fit(s, compute, network):
+    for op in s["accelerator"]["op"].values():
+        op["efficient_factor"] = op["efficient_factor"] / compute
+        for shape in op.get("accurate_efficient_factor", {}):
+            op["accurate_efficient_factor"][shape] /= compute
+    for bw in s["accelerator"]["bandwidth"].values():
+        bw["efficient_factor"] = bw["efficient_factor"] / compute
+    for net in s["networks"].values():
+        if not isinstance(net, dict):
+            continue
+        net["bandwidth"]["efficient_factor"] = net["bandwidth"]["efficient_factor"] / network
+        for op in net.get("op", {}).values():
+            if "efficient_factor" in op:
+                op["efficient_factor"] = op["efficient_factor"] / network
+            for n in op.get("dp_fixed_bw", {}):
+                op["dp_fixed_bw"][n] /= network
+
 
 def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from, source):
     s = copy.deepcopy(b200)
@@ -76,6 +108,12 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
         "efficiencies": "compute from SimuMax's calibrated %s system, collectives from its B200 system; peak "
                         "rates from the spec sheet" % ("A100-PCIe" if compute_from == "a100" else "B200"),
     }
+    if name in FITTED:
+        compute, network, note = FITTED[name]
+        apply_fit(s, compute, network)
+        s["preflight"]["time_fit"] = {"compute_scale": compute, "network_scale": network, "source": note}
+    else:
+        s["preflight"]["time_fit"] = "none: no published measurement on this system in tests/data/time_corpus"
     return s
 
 

@@ -233,3 +233,37 @@ TEST(MegatronArgs, UnevenLayersGetAValidAlternative) {
                     "--decoder-first-pipeline-num-layers", "0", "--decoder-last-pipeline-num-layers", "0"}));
   EXPECT_NO_THROW(build_layer_graph(fixed.model, fixed.strategy));
 }
+
+
+// The checkout's age decides Megatron's defaults: the legacy model before Megatron-core became the default
+// (2024-05; --use-mcore-models opts in), math attention for the legacy model and the local spec without
+// --use-flash-attn, and the interleaved p2p overlap opt-in (--overlap-p2p-communication) before 2024-06.
+TEST(MegatronArgs, DefaultsFollowTheCheckoutDate) {
+  const MegatronConfig old = parse_megatron_args(with(base_args(), {"--megatron-version", "2022-05-10"}));
+  EXPECT_TRUE(old.strategy.legacy_model);
+  EXPECT_EQ(old.strategy.attention_backend, AttentionBackend::Math);
+  EXPECT_FALSE(old.strategy.pp_comm_overlap);
+  bool said = false;
+  for (const auto& w : old.warnings) said = said || w.find("legacy model (megatron/model) is assumed") != std::string::npos;
+  EXPECT_TRUE(said);
+  const MegatronConfig core =
+      parse_megatron_args(with(base_args(), {"--megatron-version", "2024-01-01", "--use-mcore-models",
+                                             "--overlap-p2p-communication"}));
+  EXPECT_FALSE(core.strategy.legacy_model);
+  EXPECT_EQ(core.strategy.attention_backend, AttentionBackend::Flash);  // TE picks flash (with a warning)
+  EXPECT_TRUE(core.strategy.pp_comm_overlap);
+  const MegatronConfig local =
+      parse_megatron_args(with(base_args(), {"--transformer-impl", "local"}));
+  EXPECT_EQ(local.strategy.attention_backend, AttentionBackend::Math);
+  const MegatronConfig now = parse_megatron_args(with(base_args(), {"--megatron-version", "2025-10-08"}));
+  EXPECT_FALSE(now.strategy.legacy_model);
+  EXPECT_TRUE(now.strategy.pp_comm_overlap);
+  EXPECT_FALSE(parse_megatron_args(with(base_args(), {"--no-overlap-p2p-communication"})).strategy.pp_comm_overlap);
+  try {
+    parse_megatron_args(with(base_args(), {"--overlap-p2p-communication", "--no-overlap-p2p-communication"}));
+    ADD_FAILURE() << "contradicting flags accepted";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("contradicts --no-overlap-p2p-communication"), std::string::npos);
+  }
+}
+

@@ -300,26 +300,86 @@ TEST(CostModel, MultiTokenPredictionIsPricedByHandCount) {
 }
 
 // An op the cost model has no formula for is named (path with the layer as *, role, why), and refused
-// under --strict.
+// under --strict.  Dropout is priced by default (bias-dropout-add, embedding dropout); under
+// --simumax-compat it is not, as in SimuMax.
 TEST(CostModel, UnpricedOpsAreNamedAndRefusedWhenStrict) {
-  MegatronConfig gpt = parse_megatron_args(
-      preflight::test::words(
-          "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
-          "--max-position-embeddings 128 --vocab-size 1024 --micro-batch-size 1 "
-          "--global-batch-size 8 --bf16 --use-flash-attn --hidden-dropout 0.1 --nproc_per_node 1"),
-      {});
-  Estimate e = estimate(gpt.model, gpt.strategy, a100());
-  auto has = [&](const std::string& text) {
-    for (const auto& w : e.warnings)
-      if (w.find(text) != std::string::npos) return true;
-    return false;
+  const std::string args =
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
+      "--max-position-embeddings 128 --vocab-size 1024 --micro-batch-size 1 "
+      "--global-batch-size 8 --bf16 --use-flash-attn --hidden-dropout 0.1 --nproc_per_node 1";
+  for (bool compat : {false, true}) {
+    MegatronConfig gpt = parse_megatron_args(preflight::test::words(args + (compat ? " --simumax-compat" : "")), {});
+    Estimate e = estimate(gpt.model, gpt.strategy, a100());
+    auto has = [&](const std::string& text) {
+      for (const auto& w : e.warnings)
+        if (w.find(text) != std::string::npos) return true;
+      return false;
+    };
+    EXPECT_TRUE(has("not priced: embedding.position_embeddings (position_embedding)"));
+    EXPECT_EQ(has("not priced: decoder.layers.*.self_attn_bda (attn_bda): dropout"), compat);
+    EXPECT_EQ(has("not priced: embedding.embedding_dropout (embedding_dropout)"), compat);
+    EXPECT_EQ(unpriced_ops(gpt.model, gpt.strategy, a100()).size(), compat ? 4u : 1u);  // + mlp_bda
+    EstimateOptions strict;
+    strict.strict = true;
+    expect_input_error([&] { estimate(gpt.model, gpt.strategy, a100(), strict); }, "--strict",
+                       compat ? "does not price decoder.layers.*.mlp_bda" : "embedding.position_embeddings");
+  }
+}
+
+// Megatron's dropout by hand: each layer's two bias-dropout-adds keep a 1-byte mask per residual element
+// (T·h), the embedding dropout one more; math attention's dropout keeps its mask and output
+// (b·heads·s² · (2 + 1) bytes in bf16) and adds softmax + dropout kernels to the time.
+TEST(CostModel, DropoutMasksAndKernelsByHand) {
+  auto run = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(
+        preflight::test::words("--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
+                               "--max-position-embeddings 128 --vocab-size 1024 --micro-batch-size 1 "
+                               "--global-batch-size 8 --bf16 --nproc_per_node 1 " +
+                               extra),
+        {});
+    return estimate(c.model, c.strategy, a100());
   };
-  EXPECT_TRUE(has("not priced: embedding.position_embeddings (position_embedding)"));
-  EXPECT_TRUE(has("not priced: decoder.layers.*.self_attn_bda (attn_bda): dropout"));
-  EXPECT_TRUE(has("not priced: embedding.embedding_dropout (embedding_dropout)"));
-  EXPECT_EQ(unpriced_ops(gpt.model, gpt.strategy, a100()).size(), 4u);  // + mlp_bda
-  EstimateOptions strict;
-  strict.strict = true;
-  expect_input_error([&] { estimate(gpt.model, gpt.strategy, a100(), strict); }, "--strict",
-                     "does not price decoder.layers.*.mlp_bda");
+  const double T = 128, h = 256, soft = 4.0 * 128 * 128;
+  auto layer_cache = [](const Estimate& e) { return e.chunks.front().layers.front().activation_cache_bytes; };
+  for (const char* attn : {"--use-flash-attn", "--attention-backend unfused"}) {
+    const bool math = std::string(attn).find("unfused") != std::string::npos;
+    const Estimate none = run(std::string(attn) + " --hidden-dropout 0 --attention-dropout 0");
+    const Estimate hidden = run(std::string(attn) + " --hidden-dropout 0.1 --attention-dropout 0");
+    const Estimate both = run(std::string(attn) + " --hidden-dropout 0.1 --attention-dropout 0.1");
+    EXPECT_DOUBLE_EQ(layer_cache(hidden) - layer_cache(none), 2 * T * h) << attn;
+    EXPECT_DOUBLE_EQ(layer_cache(both) - layer_cache(hidden), math ? soft * 3 : 0.0) << attn;
+    EXPECT_GT(hidden.chunks.front().times.forward_ms(), none.chunks.front().times.forward_ms()) << attn;
+    EXPECT_GT(hidden.chunks.front().times.backward_ms(), none.chunks.front().times.backward_ms()) << attn;
+    if (math)
+      EXPECT_GT(both.chunks.front().times.forward_ms(), hidden.chunks.front().times.forward_ms());
+    else
+      EXPECT_DOUBLE_EQ(both.chunks.front().times.forward_ms(), hidden.chunks.front().times.forward_ms());
+    // SimuMax prices none of it.
+    const Estimate compat = run(std::string(attn) + " --hidden-dropout 0.1 --attention-dropout 0.1 --simumax-compat");
+    const Estimate compat0 = run(std::string(attn) + " --hidden-dropout 0 --attention-dropout 0 --simumax-compat");
+    EXPECT_DOUBLE_EQ(layer_cache(compat), layer_cache(compat0)) << attn;
+    EXPECT_DOUBLE_EQ(compat.iteration_ms, compat0.iteration_ms) << attn;
+  }
+}
+
+// Math attention (not --simumax-compat): the two batched GEMMs' roofline plus the softmax kernel's bytes
+// (read the scores, write the probabilities: 2 bytes each in bf16) at the default bandwidth.
+TEST(CostModel, MathAttentionAddsItsSoftmaxKernel) {
+  auto attn_fwd = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(
+        preflight::test::words("--num-layers 1 --hidden-size 256 --num-attention-heads 4 --seq-length 512 "
+                               "--max-position-embeddings 512 --vocab-size 1024 --micro-batch-size 1 "
+                               "--global-batch-size 8 --bf16 --nproc_per_node 1 --hidden-dropout 0 "
+                               "--attention-dropout 0 --attention-backend unfused " +
+                               extra),
+        {});
+    return estimate(c.model, c.strategy, a100()).chunks.front().layers.front().times.fwd_compute_ms;
+  };
+  const SystemSpec sys = a100();
+  const double soft = 4.0 * 512 * 512;
+  const double softmax_ms = cost::memory_time_ms(sys, "default", 2 * soft * 2);
+  // SimuMax folds the softmax bytes into the GEMMs' roofline (max), so they can only add less.
+  EXPECT_GT(attn_fwd(""), attn_fwd("--simumax-compat"));
+  EXPECT_LE(attn_fwd("") - attn_fwd("--simumax-compat"), softmax_ms * 1.0001);
+  EXPECT_GT(softmax_ms, 0);
 }

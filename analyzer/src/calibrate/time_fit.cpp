@@ -78,13 +78,14 @@ SystemSpec scaled_system(const SystemSpec& system, double compute_scale, double 
   return s;
 }
 
-TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system) {
-  if (runs.size() < 2) throw InputError("--fit-time", "needs at least two runs with measured iteration times");
+namespace {
+
+/// Predicted times and the compute / network split of every run on `system`.
+std::vector<Sample> split_runs(const std::vector<TimedRun>& runs, const SystemSpec& system,
+                               std::vector<double>* predicted) {
   const SystemSpec slow = scaled_system(system, 2.0, 1.0);
-  TimeFit fit;
   std::vector<Sample> samples;
   for (const auto& r : runs) {
-    if (!(r.measured_ms > 0)) throw InputError(r.name, "measured iteration time must be positive");
     const double t = cost::estimate(r.model, r.strategy, system).iteration_ms;
     const double t2 = cost::estimate(r.model, r.strategy, slow).iteration_ms;
     Sample s;
@@ -92,19 +93,82 @@ TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system) {
     s.n = t - s.c;
     s.m = r.measured_ms;
     samples.push_back(s);
+    if (predicted) predicted->push_back(t);
+  }
+  return samples;
+}
+
+/// Σ squared relative errors of the fit a, b over `s` (skipping `skip`).
+double sq_error(const std::vector<Sample>& s, std::pair<double, double> ab, std::size_t skip) {
+  double e = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i == skip) continue;
+    const double r = (ab.first * s[i].c + ab.second * s[i].n - s[i].m) / s[i].m;
+    e += r * r;
+  }
+  return e;
+}
+
+}  // namespace
+
+TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system, bool fit_overlap) {
+  if (runs.size() < 2) throw InputError("--fit-time", "needs at least two runs with measured iteration times");
+  for (const auto& r : runs)
+    if (!(r.measured_ms > 0)) throw InputError(r.name, "measured iteration time must be positive");
+  TimeFit fit;
+  std::vector<double> predicted;
+  const std::vector<Sample> given = split_runs(runs, system, &predicted);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
     TimedRunResult res;
-    res.name = r.name;
-    res.measured_ms = r.measured_ms;
-    res.predicted_ms = t;
-    res.compute_ms = s.c;
-    res.network_ms = s.n;
+    res.name = runs[i].name;
+    res.measured_ms = runs[i].measured_ms;
+    res.predicted_ms = predicted[i];
     fit.runs.push_back(res);
   }
-  std::tie(fit.compute_scale, fit.network_scale) = solve(samples);
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    fit.runs[i].fitted_ms = fit.compute_scale * samples[i].c + fit.network_scale * samples[i].n;
-    const auto [a, b] = solve(samples, i);
-    fit.runs[i].held_out_ms = a * samples[i].c + b * samples[i].n;
+  // Candidate systems: the one given, or one per tp_overlap_exposed on the grid.
+  std::vector<double> grid{system.tp_overlap_exposed};
+  if (fit_overlap) {
+    grid.clear();
+    for (int k = 0; k <= 10; ++k) grid.push_back(k / 10.0);
+  }
+  std::vector<std::vector<Sample>> splits;
+  for (double x : grid) {
+    if (x == system.tp_overlap_exposed) {
+      splits.push_back(given);
+      continue;
+    }
+    SystemSpec sys = system;
+    sys.tp_overlap_exposed = x;
+    splits.push_back(split_runs(runs, sys, nullptr));
+  }
+  // The best grid point without run `skip` (none: all runs).
+  auto best = [&](std::size_t skip) {
+    std::size_t at = 0;
+    double err = 0;
+    std::pair<double, double> ab;
+    for (std::size_t g = 0; g < grid.size(); ++g) {
+      const auto cand = solve(splits[g], skip);
+      const double e = sq_error(splits[g], cand, skip);
+      if (g == 0 || e < err) {
+        at = g;
+        err = e;
+        ab = cand;
+      }
+    }
+    return std::make_pair(at, ab);
+  };
+  const auto [at, ab] = best(static_cast<std::size_t>(-1));
+  fit.compute_scale = ab.first;
+  fit.network_scale = ab.second;
+  fit.tp_overlap_exposed = grid[at];
+  fit.overlap_fitted = fit_overlap;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Sample& s = splits[at][i];
+    fit.runs[i].compute_ms = s.c;
+    fit.runs[i].network_ms = s.n;
+    fit.runs[i].fitted_ms = fit.compute_scale * s.c + fit.network_scale * s.n;
+    const auto [g, abi] = best(i);
+    fit.runs[i].held_out_ms = abi.first * splits[g][i].c + abi.second * splits[g][i].n;
   }
   return fit;
 }
@@ -137,7 +201,10 @@ nlohmann::json scaled_system_json(const nlohmann::json& system, const TimeFit& f
     }
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& r : fit.runs) runs.push_back(r.name);
+  s["tp_overlap_exposed"] = fit.tp_overlap_exposed;
   s["preflight"]["time_fit"] = {{"compute_scale", a},
+                                {"tp_overlap_exposed", fit.tp_overlap_exposed},
+                                {"tp_overlap_exposed_fitted", fit.overlap_fitted},
                                 {"network_scale", b},
                                 {"fitted_on", runs},
                                 {"max_abs_error_before", fit.max_abs_before()},
@@ -161,6 +228,8 @@ nlohmann::json time_fit_json(const TimeFit& fit) {
                     {"error_held_out", r.error_held_out()}});
   return {{"compute_scale", fit.compute_scale},
           {"network_scale", fit.network_scale},
+          {"tp_overlap_exposed", fit.tp_overlap_exposed},
+          {"tp_overlap_exposed_fitted", fit.overlap_fitted},
           {"runs", runs},
           {"max_abs_error_before", fit.max_abs_before()},
           {"max_abs_error_fitted", fit.max_abs_fitted()},
@@ -182,6 +251,7 @@ std::string render_time_fit(const TimeFit& fit) {
            pct(r.error_fitted()), fixed(r.held_out_ms, 1), pct(r.error_held_out())});
   std::string out = t.render();
   out += "compute × " + fixed(fit.compute_scale, 4) + ", networks × " + fixed(fit.network_scale, 4) +
+         (fit.overlap_fitted ? ", tp_overlap_exposed " + fixed(fit.tp_overlap_exposed, 1) + " (fitted)" : "") +
          "; largest |error|: as given " + fixed(100 * fit.max_abs_before(), 2) + " %, fitted " +
          fixed(100 * fit.max_abs_fitted(), 2) + " %, held out (leave one out) " +
          fixed(100 * fit.max_abs_held_out(), 2) + " %\n";

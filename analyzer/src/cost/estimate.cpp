@@ -613,7 +613,7 @@ void validate_for_cost(const ModelSpec& m, const Strategy& st, const SystemSpec&
                                         std::to_string(st.cp));
     }
   }
-  for (const auto& s : unmodelled_features(m))
+  for (const auto& s : unmodelled_features(m, &st))
     warnings.push_back("model " + (m.name.empty() ? std::string("spec") : m.name) + ": " + s);
   if (st.vpp > 1 && st.pp_comm_overlap && st.simumax_compat)
     throw InputError("pp_comm_async",
@@ -665,7 +665,7 @@ std::vector<std::string> unpriced_ops(const ModelSpec& model, const Strategy& st
   return {unique.begin(), unique.end()};
 }
 
-std::vector<std::string> unmodelled_features(const ModelSpec& m) {
+std::vector<std::string> unmodelled_features(const ModelSpec& m, const Strategy* st) {
   std::vector<std::string> out;
   const char* tail = " (outside SimuMax's layer model)";
   if (m.qkv_bias() || m.add_bias_linear) out.push_back(std::string("linear biases are not counted") + tail);
@@ -674,7 +674,7 @@ std::vector<std::string> unmodelled_features(const ModelSpec& m) {
   if (!m.untie_embeddings_and_output_weights)
     out.push_back(std::string("tied embeddings are priced as untied (output weights counted separately)") +
                   tail);
-  if (m.attention_dropout > 0)
+  if (m.attention_dropout > 0 && (!st || st->simumax_compat))
     out.push_back(std::string("attention dropout is not modelled (no mask cached, no dropout kernel)") +
                   tail);
   return out;

@@ -35,6 +35,7 @@ std::string gemm_key(double b, double m, double k, double n, const char* layout,
 void price_linear(const Ctx& c, Leaf& l, bool column);        // leaves.cpp
 void price_norm(const Ctx& c, Leaf& l);                       // leaves.cpp
 void price_quantizer(const Ctx& c, Leaf& l);                  // leaves.cpp
+void price_bias_dropout_add(const Ctx& c, Leaf& l);           // leaves.cpp
 void price_attention(const Ctx& c, Leaf& l, bool mla);        // leaves_attention.cpp
 void price_swiglu(const Ctx& c, Leaf& l);                     // leaves_mlp.cpp
 void price_gelu(const Ctx& c, Leaf& l);                       // leaves_mlp.cpp

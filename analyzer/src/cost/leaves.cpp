@@ -179,6 +179,24 @@ std::string gemm_key(double b, double m, double k, double n, const char* layout,
          ", layout=" + layout + ", accumulate=" + (acc ? "True" : "False") + ", out_dtype=" + dtype;
 }
 
+/// Megatron's column-parallel backward overlaps its tensor-parallel communication with the GEMMs
+/// (megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication.backward; TE's
+/// _Linear / _LayerNormLinear backward do the same): with sequence parallelism the all-gather of the saved
+/// input shard runs under the dgrad GEMM and the reduce-scatter of dgrad under the wgrad GEMM; without it
+/// the all-reduce of dgrad runs under the wgrad GEMM.  What a GEMM cannot cover stays exposed, and of the
+/// covered part the fraction SystemSpec::tp_overlap_exposed (SM and memory contention; 1 by default).
+void hide_column_backward_comm(const Ctx& c, Leaf& l) {
+  Pass& p = l.pass;
+  const double hide = 1 - c.sys->tp_overlap_exposed;
+  if (hide <= 0) return;
+  if (c.sp) {
+    p.bwd_w_net_ms -= hide * std::min(p.bwd_w_net_ms, p.bwd_act_ms);
+    p.bwd_act_net_ms -= hide * std::min(p.bwd_act_net_ms, p.bwd_w_ms);
+  } else {
+    p.bwd_act_net_ms -= hide * std::min(p.bwd_act_net_ms, p.bwd_w_ms);
+  }
+}
+
 // --- LinearCol / LinearRow (dense_module.py) -----------------------------------------------------
 // Geometry: x = elements of the (gathered) input b·s_full·in; out local; B = micro batch, M = s_full.
 void price_linear(const Ctx& c, Leaf& l, bool column) {
@@ -229,6 +247,7 @@ void price_linear(const Ctx& c, Leaf& l, bool column) {
   price_passes(c, l, op, op, op, gemm_key(l.b, M, l.in, l.out, "TN", false, "bf16"),
                gemm_key(l.b, M, l.out, l.in, "NN", false, "bf16"),
                gemm_key(1, l.out, l.b * M, l.in, "NT", true, grad_dtype));
+  if (column && c.tp > 1 && !c.st->simumax_compat) hide_column_backward_comm(c, l);
 }
 
 // --- LayerNorm (RMSNorm) -------------------------------------------------------------------------
@@ -266,6 +285,22 @@ void price_quantizer(const Ctx& c, Leaf& l) {
   l.bwd_peak = 0;
   l.pass.fwd_bytes = in_b + out_b;
   l.pass.recompute_bytes = 0;
+  price_passes(c, l, "default", "default", "default");
+}
+
+// --- BiasDropoutAdd (Megatron, not SimuMax) ------------------------------------------------------
+// n_in = elements of the residual stream on this rank (b·s/tp with sequence parallelism).  The fused
+// kernel (megatron/core/fusions/fused_bias_dropout.py) reads x and the residual, writes the sum and the
+// 1-byte keep mask, which it saves for backward; backward reads the gradient and the mask and writes
+// the gradient of x (the residual's gradient is the incoming one, no kernel).
+void price_bias_dropout_add(const Ctx& c, Leaf& l) {
+  const double n = l.n_in, e = c.e;
+  l.cache = n;
+  l.fwd_peak = n * (e + 1);
+  l.bwd_peak = n * (e + 1);
+  l.pass.fwd_bytes = n * (3 * e + 1);
+  l.pass.bwd_act_bytes = n * (2 * e + 1);
+  finish_recompute(l);
   price_passes(c, l, "default", "default", "default");
 }
 
@@ -315,6 +350,9 @@ void price(const Ctx& c, Leaf& l) {
       break;
     case LeafKind::Fp8Quantizer:
       price_quantizer(c, l);
+      break;
+    case LeafKind::BiasDropoutAdd:
+      price_bias_dropout_add(c, l);
       break;
     case LeafKind::Rotary:
     case LeafKind::Split:
@@ -474,6 +512,23 @@ Leaf layout_leaf(LeafKind kind, double input_bytes, bool recompute, const std::s
   return l;
 }
 
+/// Megatron's bias-dropout-add after the attention / MLP block, priced when the run has hidden dropout
+/// (SimuMax folds the residual add into its neighbours; under --simumax-compat it stays unpriced).
+static void bda_leaf(Builder& bld, RoleCursor& cur, OpRole role, bool recompute, const char* name, int index) {
+  const Ctx& c = bld.c;
+  if (c.st->simumax_compat || c.m->hidden_dropout == 0) return;
+  const Op* op = cur.find(role);
+  if (!op) return;
+  Leaf l;
+  l.kind = LeafKind::BiasDropoutAdd;
+  l.n_in = l.n_out = static_cast<double>(op->tokens) * static_cast<double>(op->in_features);
+  l.input_bytes = l.n_in * c.e;
+  l.recompute = recompute;
+  l.name = name;
+  l.path = Builder::idx(index, "BiasDropoutAdd");
+  bld.push(std::move(l));
+}
+
 std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const LayerRc& rc,
                                Unpriced* unpriced) {
   std::vector<Leaf> out;
@@ -487,14 +542,16 @@ std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const L
       norm_leaf(ln1.tokens, ln1.in_features, rc.input_ln, "layernorm_input", Builder::idx(0, "LayerNorm"));
   n1.layer_first = true;
   bld.push(std::move(n1));
-  // 2. Attention.
+  // 2. Attention (+ its bias-dropout-add).
   attention_leaves(bld, cur, rc);
+  bda_leaf(bld, cur, OpRole::AttnBda, rc.out, "self_attn_bda", 4);
   // 3. Pre-MLP norm.
   const Op& ln2 = cur.need(OpRole::PreMlpNorm);
   bld.push(
       norm_leaf(ln2.tokens, ln2.in_features, rc.pre_ln, "pre_mlp_layernorm", Builder::idx(2, "LayerNorm")));
   // 4. MLP.
   mlp_leaves(bld, cur, rc);
+  bda_leaf(bld, cur, OpRole::MlpBda, rc.linear || rc.meg_mlp, "mlp_bda", 5);
   // The residual adds: SimuMax folds them into their neighbours (no time, no memory); with dropout they
   // keep a mask, which it does not model.
   if (c.m->hidden_dropout == 0) {

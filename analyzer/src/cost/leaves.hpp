@@ -41,6 +41,7 @@ enum class LeafKind : std::uint8_t {
   GroupLinearCol,
   GroupLinearRow,
   Fp8Quantizer,
+  BiasDropoutAdd,  ///< Megatron's fused bias-dropout-add (hidden dropout > 0; not in SimuMax)
 };
 
 /// Everything the pricing needs besides the leaf: the run's sizes and switches.

@@ -49,6 +49,33 @@ bool cp_a2a(const Ctx& c) {
   return c.cp > 1 && c.st->cp_comm_type != CpCommType::AllGather;
 }
 
+bool math_dropout(const Ctx& c) {
+  return !c.st->simumax_compat && c.m->attention_dropout > 0;
+}
+
+/// Math attention runs its softmax and dropout as kernels of their own between the two batched GEMMs
+/// (megatron/core/transformer/dot_product_attention.py: FusedScaleMaskSoftmax, then attention_dropout);
+/// they are memory bound and add to the GEMMs' time.  Forward: the fused scale-mask-softmax reads the
+/// scores and writes the probabilities, dropout reads them and writes its output and 1-byte mask.
+/// Backward: dropout's gradient reads the gradient and the mask and writes a gradient; softmax's reads
+/// the gradient and the probabilities and writes a gradient.  Bytes over the default bandwidth.
+void add_math_softmax_dropout(const Ctx& c, Leaf& l) {
+  const double soft = l.b * l.heads * l.s * l.s, e = c.e;
+  const bool drop = math_dropout(c);
+  const double fwd = 2 * soft * e + (drop ? soft * (2 * e + 1) : 0);
+  const double bwd = 3 * soft * e + (drop ? soft * (2 * e + 1) : 0);
+  Pass& p = l.pass;
+  const double fwd_ms = memory_time_ms(*c.sys, "default", fwd), bwd_ms = memory_time_ms(*c.sys, "default", bwd);
+  p.fwd_ms += fwd_ms;
+  p.fwd_bytes += fwd;
+  p.bwd_act_ms += bwd_ms;
+  p.bwd_act_bytes += bwd;
+  if (l.recompute && !l.variance) {
+    p.recompute_ms += fwd_ms;
+    p.recompute_bytes += fwd;
+  }
+}
+
 }  // namespace
 
 void price_attention(const Ctx& c, Leaf& l, bool mla) {
@@ -80,6 +107,8 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
   } else {
     double soft = b * H * s * s;
     l.cache = (q + k + v + soft) * e;
+    // Megatron's attention dropout keeps its mask and output for backward (Korthikanti et al. 2022, §4.1).
+    if (math_dropout(c)) l.cache += soft * (e + 1);
     if (l.has_cached_inputs && H == KV) l.cache -= (q + k + v) * e;
     l.fwd_peak = 2 * soft * e;
     double factor = 3;
@@ -113,10 +142,15 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
   if (c.flash) {
     p.fwd_bytes = (qb + kb + vb + ob + lse) * e;
     p.bwd_act_bytes = (2 * qb + 2 * kb + 2 * vb + ob + lse) * e;
-  } else {
+  } else if (c.st->simumax_compat) {
     double soft = b * H * s * s;
     p.fwd_bytes = (qb + kb + soft) * e + 2 * soft * e + (soft + vb + ob) * e;
     p.bwd_act_bytes = 2 * (soft + vb + ob) * e + 2 * soft * e + 2 * (qb + kb + soft) * e;
+  } else {
+    // The two batched GEMMs only; their softmax and dropout kernels are added after pricing.
+    double soft = b * H * s * s;
+    p.fwd_bytes = (qb + kb + soft) * e + (soft + vb + ob) * e;
+    p.bwd_act_bytes = 2 * (soft + vb + ob) * e + 2 * (qb + kb + soft) * e;
   }
   // Context-parallel collectives.
   if (c.cp > 1) {
@@ -153,6 +187,7 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
                     ", qk_head_dim=" + fmt_int(d) + ", v_head_dim=" + fmt_int(mla ? dv : d) +
                     ", qkv_contiguous=" + (contiguous ? "True" : "False");
   price_passes(c, l, "sdp_fwd", "sdp_bwd", "sdp_bwd", key, key, key);
+  if (!c.flash && !c.st->simumax_compat) add_math_softmax_dropout(c, l);
 }
 
 void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {

@@ -162,7 +162,17 @@ std::vector<Leaf> embedding_leaves(const Ctx& c, const std::vector<Op>& ops, Unp
   Builder bld{c, out, c.rc.variance};
   RoleCursor cur(ops);
   bld.push(embedding_leaf(c, cur.need(OpRole::WordEmbedding), "embedding", "Embedding"));
-  cur.report_unpriced(unpriced);  // a learned position table, embedding dropout
+  if (const Op* drop = c.st->simumax_compat ? nullptr : cur.find(OpRole::EmbeddingDropout)) {
+    // Plain dropout, priced as a bias-dropout-add (one more read of the residual: within the noise).
+    Leaf l;
+    l.kind = LeafKind::BiasDropoutAdd;
+    l.n_in = l.n_out = static_cast<double>(drop->tokens) * static_cast<double>(drop->in_features);
+    l.input_bytes = l.n_in * c.e;
+    l.name = "embedding_dropout";
+    l.path = Builder::idx(1, "Dropout");
+    bld.push(std::move(l));
+  }
+  cur.report_unpriced(unpriced);  // a learned position table
   return out;
 }
 

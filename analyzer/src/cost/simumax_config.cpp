@@ -518,6 +518,9 @@ SystemSpec read_simumax_system(const json& j, const std::string& where) {
   require_positive(sys.num_per_node, f.field("num_per_node"));
   sys.fc8 = f.boolean("FC8", false);
   bool top_pcie = f.boolean("intra_with_pcie", false);
+  sys.tp_overlap_exposed = f.number("tp_overlap_exposed", 1.0);
+  if (!(sys.tp_overlap_exposed >= 0 && sys.tp_overlap_exposed <= 1))
+    throw InputError(f.field("tp_overlap_exposed"), "must be in [0, 1]");
   f.ignore({"real_comm_bw", "miss_efficiency", "hit_efficiency", "preflight"});  // preflight: a preset's sources
   const json* acc = f.object("accelerator", true);
   const json* nets = f.object("networks", true);

@@ -65,6 +65,8 @@ const std::vector<FlagSpec>& training_flags() {
       {"--te-version", Arity::One},
       {"--cp-comm-type", Arity::One},
       {"--no-overlap-p2p-communication", Arity::Switch},
+      {"--overlap-p2p-communication", Arity::Switch},
+      {"--use-mcore-models", Arity::Switch},
       {"--overlap-grad-reduce", Arity::Switch},
       {"--overlap-param-gather", Arity::Switch},
       {"--simumax-compat", Arity::Switch},
@@ -269,6 +271,13 @@ void read_recompute(const Flags& f, Strategy& st) {
   }
 }
 
+/// The run used the legacy model code (megatron/model): --use-legacy-models, or a --megatron-version before
+/// Megatron-core became the default (2024-05) without --use-mcore-models.
+bool legacy_model(const Flags& f, const Strategy& st) {
+  if (f.has("--use-legacy-models")) return true;
+  return !st.megatron_version.empty() && st.megatron_version < "2024-05-01" && !f.has("--use-mcore-models");
+}
+
 void read_kernels(const Flags& f, MegatronConfig& cfg) {
   Strategy& st = cfg.strategy;
   if (f.has("--transformer-impl")) {
@@ -303,6 +312,10 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
                        "unknown backend '" + b + "' (flash, fused, unfused, local, auto)");
   } else if (f.has("--use-flash-attn")) {
     st.attention_backend = AttentionBackend::Flash;
+  } else if (legacy_model(f, st) || (f.has("--transformer-impl") && f.get("--transformer-impl") == "local")) {
+    // The legacy model and the local spec run Megatron's own math attention unless --use-flash-attn
+    // (megatron/legacy/model/transformer.py CoreAttention; megatron/core/transformer/dot_product_attention.py).
+    st.attention_backend = AttentionBackend::Math;
   } else {
     cfg.warnings.push_back(
         "attention backend not given (--attention-backend / --use-flash-attn): assuming flash "
@@ -312,10 +325,19 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   st.cross_entropy_loss_fusion = f.has("--cross-entropy-loss-fusion");
   st.gradient_accumulation_fusion = !f.has("--no-gradient-accumulation-fusion");
   st.fp16_lm_cross_entropy = f.has("--fp16-lm-cross-entropy");
-  st.legacy_model = f.has("--use-legacy-models");
+  st.legacy_model = legacy_model(f, st);
   if (st.legacy_model) st.transformer_engine = false;
+  if (st.legacy_model && !f.has("--use-legacy-models"))
+    cfg.warnings.push_back("--megatron-version " + st.megatron_version +
+                           " predates Megatron-core as the default model (2024-05): the legacy model "
+                           "(megatron/model) is assumed; pass --use-mcore-models if the run used megatron.core");
   if (f.has("--te-version")) st.te.version = f.get("--te-version");
-  st.pp_comm_overlap = !f.has("--no-overlap-p2p-communication");
+  // overlap_p2p_comm: opt-in (--overlap-p2p-communication) from 2023, Megatron's default from 2024-06
+  // (--no-overlap-p2p-communication); it only acts on the interleaved schedule.
+  const bool old_p2p = !st.megatron_version.empty() && st.megatron_version < "2024-06-01";
+  st.pp_comm_overlap = old_p2p ? f.has("--overlap-p2p-communication") : !f.has("--no-overlap-p2p-communication");
+  if (f.has("--overlap-p2p-communication") && f.has("--no-overlap-p2p-communication"))
+    throw InputError("--overlap-p2p-communication", "contradicts --no-overlap-p2p-communication");
   st.overlap_grad_reduce = f.has("--overlap-grad-reduce");
   st.overlap_param_gather = f.has("--overlap-param-gather");
   st.simumax_compat = f.has("--simumax-compat");

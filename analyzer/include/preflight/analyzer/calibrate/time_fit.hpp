@@ -11,6 +11,11 @@
 /// the input's with every compute efficiency (accelerator.op.*, accelerator.bandwidth.*) divided by a and
 /// every network efficiency divided by b.  Latencies are kept, so the fitted model is close to, not exactly,
 /// the linear one.  Errors are signed, (predicted − measured) / measured.
+///
+/// With `fit_overlap`, SystemSpec::tp_overlap_exposed (the part of Megatron's overlapped tensor-parallel
+/// backward communication that still costs time) is fitted too: for each value of 0, 0.1, …, 1 the split
+/// and the two-factor fit are redone, and the value with the smallest sum of squared relative errors is
+/// kept (per left-out run for the held-out errors, so they stay honest).
 
 #include <string>
 #include <vector>
@@ -48,6 +53,8 @@ struct TimedRunResult {
 struct TimeFit {
   double compute_scale = 1;  ///< a: predicted compute time is multiplied by it
   double network_scale = 1;  ///< b
+  double tp_overlap_exposed = 1;  ///< SystemSpec::tp_overlap_exposed of the fitted system
+  bool overlap_fitted = false;    ///< tp_overlap_exposed was fitted (else the system's)
   std::vector<TimedRunResult> runs;
   double max_abs_before() const;
   double max_abs_fitted() const;
@@ -57,10 +64,10 @@ struct TimeFit {
 /// Fits a and b (rules in the file comment).
 /// @throws InputError for fewer than 2 runs, a non-positive measured time, or runs that cannot separate
 ///         the two parts (then a single scale is fitted: a = b).
-TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system);
+TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system, bool fit_overlap = false);
 
 /// `system` with its compute efficiencies divided by `compute_scale` and its network efficiencies by
-/// `network_scale` (what the fitted model prices).
+/// `network_scale` (what the fitted model prices); the fitted tp_overlap_exposed is set by the caller.
 SystemSpec scaled_system(const SystemSpec& system, double compute_scale, double network_scale);
 
 /// The same change on a SimuMax system JSON document (what `--fit-time -o FILE` writes), with

@@ -246,8 +246,10 @@ void refuse_unpriced(const std::vector<std::string>& lines);
 /// embeddings, no dropout) and is priced as the nearest Llama-style layer: one line per feature (linear
 /// biases, LayerNorm's bias, tied embeddings, attention dropout).  Empty for every SimuMax model config.
 /// estimate() adds these lines to Estimate::warnings.  Ops the cost model does not price at all (a
-/// learned position table, hidden dropout masks) are named op by op instead (EstimateOptions::strict).
-std::vector<std::string> unmodelled_features(const ModelSpec& model);
+/// learned position table) are named op by op instead (EstimateOptions::strict).  With a `strategy` that is
+/// not --simumax-compat, attention dropout is modelled (math attention: its kernels and mask; flash: inside
+/// the kernel) and not listed.
+std::vector<std::string> unmodelled_features(const ModelSpec& model, const Strategy* strategy = nullptr);
 
 /// SimuMax ModelConfig.flops_per_token(seq, with_attn=True): the "6ND with attention" FLOPs per token
 /// used for MFU (non-causal s², one vocabulary matrix, all layers as MoE layers when the model is MoE).

@@ -60,6 +60,13 @@ struct SystemSpec {
   std::map<std::string, Bandwidth> memory_bw;  ///< default, permute_fwd, permute_bwd, ce, ce_fusion
   bool intra_with_pcie = false;
   std::map<std::string, Network> networks;
+  /// Fraction of the tensor-parallel communication Megatron overlaps in a column-parallel linear's
+  /// backward (the all-gather under dgrad, the reduce-scatter / all-reduce under wgrad) that still costs
+  /// time, in [0, 1] (top-level `tp_overlap_exposed`, a preflight extension of SimuMax's format).
+  /// 1 = fully exposed, as SimuMax prices it and as both time corpora measured it (docs/time_fidelity.md:
+  /// with 1 the fitted network scales are 1.08 on A100 and B200); 0 = hidden whenever the GEMM is longer.
+  /// `calibrate --fit-time --fit-overlap` fits it.
+  double tp_overlap_exposed = 1.0;
 
   /// Device memory in bytes.
   double mem_bytes() const;
