@@ -267,3 +267,15 @@ TEST(MegatronArgs, DefaultsFollowTheCheckoutDate) {
   }
 }
 
+
+// --DDP-impl (Megatron before 2023): torch = PyTorch DDP, whose all-reduce overlaps the backward pass.
+TEST(MegatronArgs, DdpImplTorchOverlapsTheGradientReduce) {
+  EXPECT_TRUE(parse_megatron_args(with(base_args(), {"--DDP-impl", "torch"})).strategy.overlap_grad_reduce);
+  EXPECT_FALSE(parse_megatron_args(with(base_args(), {"--DDP-impl", "local"})).strategy.overlap_grad_reduce);
+  try {
+    parse_megatron_args(with(base_args(), {"--DDP-impl", "fsdp"}));
+    ADD_FAILURE() << "unknown --DDP-impl accepted";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--DDP-impl"), std::string::npos) << e.what();
+  }
+}

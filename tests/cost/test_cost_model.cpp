@@ -383,3 +383,25 @@ TEST(CostModel, MathAttentionAddsItsSoftmaxKernel) {
   EXPECT_LE(attn_fwd("") - attn_fwd("--simumax-compat"), softmax_ms * 1.0001);
   EXPECT_GT(softmax_ms, 0);
 }
+
+// Megatron counts --recompute-num-layers within each model chunk: the physical stage of an interleaved run
+// (what the per-stage report shows) recomputes what its virtual chunks recompute together.
+TEST(CostModel, InterleavedStageRecomputesWhatItsChunksDo) {
+  for (const char* method : {"--recompute-method uniform --recompute-num-layers 1",
+                             "--recompute-method block --recompute-num-layers 2"}) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        std::string("--num-layers 12 --hidden-size 512 --num-attention-heads 8 --seq-length 256 "
+                    "--max-position-embeddings 256 --vocab-size 1024 --micro-batch-size 1 --global-batch-size 8 "
+                    "--bf16 --use-flash-attn --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 2 "
+                    "--recompute-granularity full --nproc_per_node 2 ") +
+        method));
+    Estimate e = estimate(c.model, c.strategy, a100());
+    double physical = -1, virtual_sum = 0;
+    for (const auto& ch : e.chunks) {
+      if (ch.name == "first_stage_chunk") physical = ch.times.recompute_compute_ms;
+      if (ch.name.rfind("first_stage_chunk_v", 0) == 0) virtual_sum += ch.times.recompute_compute_ms;
+    }
+    EXPECT_GT(virtual_sum, 0) << method;
+    EXPECT_NEAR(physical, virtual_sum, 1e-9 * virtual_sum) << method;
+  }
+}

@@ -2,6 +2,8 @@
 // `calibrate --fit-time`, and the simulated schedule `estimate --trace` writes.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "preflight/analyzer/calibrate/time_fit.hpp"
@@ -64,12 +66,31 @@ TEST(TimeFit, A100MegatronGptTable) {
   EXPECT_LT(fit.max_abs_before(), 0.05);
   EXPECT_LT(fit.max_abs_fitted(), 0.05);
   EXPECT_LT(fit.max_abs_held_out(), 0.05);
-  EXPECT_NEAR(fit.compute_scale, 1.0, 0.02);  // the preset carries the fit
+  EXPECT_NEAR(fit.compute_scale, 1.0, 0.03);  // the preset carries the fit (of both A100 tables)
   for (std::size_t i = 0; i + 1 < runs.size(); i += 2) {
     const double measured = runs[i].measured_ms / runs[i + 1].measured_ms;
     const double predicted = fit.runs[i].predicted_ms / fit.runs[i + 1].predicted_ms;
     EXPECT_NEAR(predicted / measured, 1.0, 0.045) << runs[i].name;  // SimuMax v1.2: -6 … +63 %
   }
+}
+
+// Narayanan et al. 2021, Table 1 (GPT 1.7B…1T on 32…3072 A100s): with PyTorch DDP's overlapped all-reduce
+// (--DDP-impl torch) and the interleaved schedule, every run within 7 % on the fitted preset and all but one
+// within 3 %.  Without the DDP overlap the data-parallel runs are priced slower.
+TEST(TimeFit, A100Sc21Table) {
+  const auto runs = corpus_runs("a100_megatron_gpt_sc21.json");
+  ASSERT_EQ(runs.size(), 10u);
+  const SystemSpec a100 = cost::load_simumax_system("a100-sxm-80gb");
+  const TimeFit fit = fit_time(runs, a100);
+  EXPECT_LT(fit.max_abs_before(), 0.07);
+  int beyond = 0;
+  for (const auto& r : fit.runs) beyond += std::fabs(r.error_before()) > 0.03;
+  EXPECT_LE(beyond, 1);
+  EXPECT_LT(fit.max_abs_held_out(), 0.07);
+  ASSERT_TRUE(runs[0].strategy.overlap_grad_reduce);  // --DDP-impl torch
+  auto exposed = runs[0].strategy;
+  exposed.overlap_grad_reduce = false;
+  EXPECT_GT(cost::estimate(runs[0].model, exposed, a100).iteration_ms, fit.runs[0].predicted_ms * 1.02);
 }
 
 // --fit-overlap: tp_overlap_exposed from the grid, never a worse sum of squares than the system's own value

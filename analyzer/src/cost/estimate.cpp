@@ -392,9 +392,24 @@ class Builder {
       ch.emb_count = static_cast<int>(emb_->size());
     }
     if (opt_.per_layer) ce.layers.resize(num_layers);
+    // Recompute counts layers within a model chunk: the physical stage of an interleaved run holds vpp
+    // chunks, each starting its count afresh (Megatron's --recompute-num-layers is per chunk).  SimuMax
+    // v1.2 counts the stage's first recompute_layer_num layers only, so its per-stage breakdown (chunk time,
+    // bubble, recompute time) of an interleaved run misses the later chunks' recompute; --simumax-compat
+    // keeps that (the iteration time comes from the virtual chunks either way).
+    std::vector<int> rc_index(static_cast<std::size_t>(num_layers));
+    for (int i = 0; i < num_layers; ++i) rc_index[static_cast<std::size_t>(i)] = i;
+    if (vchunk < 0 && st_.vpp > 1 && !st_.simumax_compat) {
+      int at = 0;
+      for (int v = 0; v < st_.vpp && at < num_layers; ++v) {
+        const int n = layers_to_build(m_, st_, stage_kind, v);
+        for (int k = 0; k < n && at < num_layers; ++k) rc_index[static_cast<std::size_t>(at++)] = k;
+      }
+    }
     for (int i = 0; i < num_layers; ++i) {
       int global = first_layer + i;
-      const std::vector<Leaf>& tpl = layer_template(m_.is_moe_layer(global), detail::layer_rc(ctx_, i));
+      const std::vector<Leaf>& tpl =
+          layer_template(m_.is_moe_layer(global), detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]));
       for (const auto& l : tpl) take(l, i);
       if (opt_.per_layer) {
         LayerEstimate& le = ce.layers[i];

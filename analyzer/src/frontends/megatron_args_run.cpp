@@ -68,6 +68,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--overlap-p2p-communication", Arity::Switch},
       {"--use-mcore-models", Arity::Switch},
       {"--overlap-grad-reduce", Arity::Switch},
+      {"--DDP-impl", Arity::One},
       {"--overlap-param-gather", Arity::Switch},
       {"--simumax-compat", Arity::Switch},
       {"--runtime-overhead-mib", Arity::One},
@@ -339,6 +340,16 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   if (f.has("--overlap-p2p-communication") && f.has("--no-overlap-p2p-communication"))
     throw InputError("--overlap-p2p-communication", "contradicts --no-overlap-p2p-communication");
   st.overlap_grad_reduce = f.has("--overlap-grad-reduce");
+  if (f.has("--DDP-impl")) {
+    // Megatron before 2023: `torch` wraps the model in PyTorch's DistributedDataParallel, whose bucketed
+    // all-reduce runs during the backward pass (as --overlap-grad-reduce later); `local` all-reduces the
+    // contiguous gradient buffer after the last backward.
+    const auto& impl = f.get("--DDP-impl");
+    if (impl == "torch")
+      st.overlap_grad_reduce = true;
+    else if (impl != "local")
+      throw InputError("--DDP-impl", "unknown implementation '" + impl + "' (local or torch)");
+  }
   st.overlap_param_gather = f.has("--overlap-param-gather");
   st.simumax_compat = f.has("--simumax-compat");
   if (f.has("--cp-comm-type")) {
