@@ -98,9 +98,6 @@ int run(const EstimateOptions& o) {
   auto mem = cost::mem_result_json(est);
   auto compute = cost::compute_result_json(est);
   if (!o.trace.empty()) {
-    if (strategy.vpp > 1)
-      warnings.push_back("--trace: the interleaved schedule is priced in aggregate; the trace has each rank's "
-                         "gradient synchronisation and optimizer step only");
     write_file(o.trace, cost::schedule_trace_json(est).dump());
   }
   if (!o.out.empty()) {

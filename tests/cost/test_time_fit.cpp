@@ -215,5 +215,40 @@ TEST(EstimateTrace, OneFOneBScheduleAsAChromeTrace) {
             (std::vector<std::string>{"F0", "B0", "F1"}));
 }
 
+// The interleaved schedule as a trace: every rank runs each micro batch through each of its virtual chunks
+// forward and backward (Megatron's order: micro batches in groups of pp per chunk), blocking p2p between,
+// then its DP synchronisation and optimizer step, ending at the iteration time.
+TEST(EstimateTrace, InterleavedScheduleAsAChromeTrace) {
+  preflight::test::TempDir dir;
+  const auto trace = (dir.path() / "vpp.json").string();
+  auto r = preflight::test::run_preflight(
+      "estimate --system a100-sxm-80gb --json --trace " + trace +
+      " -- --num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+      "--max-position-embeddings 1024 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+      "--use-flash-attn --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 2 "
+      "--no-overlap-p2p-communication --nproc_per_node 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("--trace"), std::string::npos) << r.err;
+  const double iteration = nlohmann::json::parse(r.out)["summary"]["iteration_ms"].get<double>();
+  const auto j = nlohmann::json::parse(preflight::test::read_file(trace));
+  std::map<int, std::vector<std::string>> compute;
+  std::map<int, int> p2p;
+  double end = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    end = std::max(end, (e["ts"].get<double>() + e["dur"].get<double>()) / 1000.0);
+    if (e["cat"] == "compute") compute[e["pid"].get<int>()].push_back(e["name"]);
+    if (e["cat"] == "p2p") ++p2p[e["pid"].get<int>()];
+  }
+  EXPECT_NEAR(end, iteration, 1e-6 * iteration);
+  for (int rank : {0, 1}) {
+    ASSERT_EQ(compute[rank].size(), 2u * 8 * 2) << rank;  // F and B of 8 micro batches × 2 chunks
+    EXPECT_GT(p2p[rank], 0) << rank;
+  }
+  EXPECT_EQ((std::vector<std::string>{compute[0][0], compute[0][1], compute[0][2], compute[0][3]}),
+            (std::vector<std::string>{"F0.0", "F1.0", "F0.1", "F1.1"}));
+  EXPECT_EQ(compute[0].back(), "B7.0");
+}
+
 }  // namespace
 }  // namespace preflight::analyzer

@@ -854,7 +854,8 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
     }
     int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : pp;
     try {
-      est.pipeline_ms = detail::interleaved_sync_time(pp, st.vpp, est.micro_batches, group, per_rank, p2p);
+      est.pipeline_ms = detail::interleaved_sync_time(pp, st.vpp, est.micro_batches, group, per_rank, p2p,
+                                                      opt.schedule ? &est.schedule : nullptr);
     } catch (const std::runtime_error&) {
       throw InputError("microbatch_group_size_per_vp_stage",
                        "the blocking interleaved schedule deadlocks for pp " + std::to_string(pp) + ", vpp " +

@@ -178,6 +178,8 @@ namespace {
 struct Job {
   Kind kind = Kind::F;
   double dur = 0;
+  int mb = -1, chunk = -1;  // compute: micro batch and virtual chunk (for the trace)
+  double first_submit = -1;  // comm: when the rank reached the bundle
   std::vector<SubOp> bundle;
   double max_end = 0;
   Gid wait_gid{};
@@ -251,10 +253,12 @@ std::vector<Job> interleaved_jobs(int pp, int vp, int rank, int mbc, int group,
     return SubOp{Kind::Send, {1, vi_minus1, mb, rank, prev}, p2p};
   };
   std::vector<Job> jobs;
-  auto compute = [&](Kind k, int chunk) {
+  auto compute = [&](Kind k, const Ref& r) {
     Job j;
     j.kind = k;
-    j.dur = k == Kind::F ? ch[chunk].fwd_compute : ch[chunk].bwd_compute;
+    j.dur = k == Kind::F ? ch[r.chunk].fwd_compute : ch[r.chunk].bwd_compute;
+    j.mb = r.mb;
+    j.chunk = r.chunk;
     jobs.push_back(j);
   };
   auto comms = [&](std::vector<SubOp> ops) {
@@ -271,7 +275,7 @@ std::vector<Job> interleaved_jobs(int pp, int vp, int rank, int mbc, int group,
   bool need_bwd = false;
   for (int k = 0; k < warmup; ++k) {
     Ref f = fwd_ref(k);
-    compute(Kind::F, f.chunk);
+    compute(Kind::F, f);
     bool nrf = recv_needed(k, true);
     if (k == total - 1) nrf = false;
     if (k == warmup - 1 && remaining > 0) need_bwd = rank != pp - 1;
@@ -302,8 +306,8 @@ std::vector<Job> interleaved_jobs(int pp, int vp, int rank, int mbc, int group,
   for (int k = 0; k < remaining; ++k) {
     int fk = k + warmup, bk = k;
     Ref f = fwd_ref(fk), b = bwd_ref(bk);
-    compute(Kind::F, f.chunk);
-    compute(Kind::B, b.chunk);
+    compute(Kind::F, f);
+    compute(Kind::B, b);
     bool nrf = recv_needed(fk, true), nrb = recv_needed(bk, false);
     if (k == remaining - 1) nrf = false;
     std::vector<SubOp> ops;
@@ -321,7 +325,7 @@ std::vector<Job> interleaved_jobs(int pp, int vp, int rank, int mbc, int group,
   }
   for (int k = remaining; k < total; ++k) {
     Ref b = bwd_ref(k);
-    compute(Kind::B, b.chunk);
+    compute(Kind::B, b);
     bool nrb = recv_needed(k, false);
     if (k == total - 1) nrb = false;
     std::vector<SubOp> ops;
@@ -341,7 +345,8 @@ std::vector<Job> interleaved_jobs(int pp, int vp, int rank, int mbc, int group,
 }  // namespace
 
 double interleaved_sync_time(int pp, int vp, int mbc, int group,
-                             const std::vector<std::vector<StagePhases>>& chunks, double p2p) {
+                             const std::vector<std::vector<StagePhases>>& chunks, double p2p,
+                             std::vector<ScheduleEvent>* events) {
   std::vector<std::deque<Job>> q(pp);
   for (int r = 0; r < pp; ++r) {
     auto jobs = interleaved_jobs(pp, vp, r, mbc, group, chunks[r], p2p);
@@ -371,12 +376,16 @@ double interleaved_sync_time(int pp, int vp, int mbc, int group,
     if (token != ver[rank] || q[rank].empty()) continue;
     Job& op = q[rank].front();
     if (op.kind == Kind::F || op.kind == Kind::B) {
+      if (events)
+        events->push_back({rank, (op.kind == Kind::F ? "F" : "B") + std::to_string(op.mb) + "." + std::to_string(op.chunk),
+                           "compute", op.mb, t[rank], op.dur});
       t[rank] += op.dur;
       q[rank].pop_front();
       push(rank);
       continue;
     }
     double submit = t[rank], cursor = submit;
+    if (op.first_submit < 0) op.first_submit = submit;
     op.max_end = std::max(op.max_end, submit);
     op.has_wait = false;
     for (SubOp& sub : op.bundle) {
@@ -408,6 +417,8 @@ double interleaved_sync_time(int pp, int vp, int mbc, int group,
     bool all_done = std::all_of(op.bundle.begin(), op.bundle.end(), [](const SubOp& s) { return s.done; });
     if (all_done) {
       t[rank] = std::max(t[rank], op.max_end);
+      if (events && t[rank] > op.first_submit)
+        events->push_back({rank, "p2p", "p2p", -1, op.first_submit, t[rank] - op.first_submit});
       q[rank].pop_front();
       push(rank);
     }

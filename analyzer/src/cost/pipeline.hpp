@@ -25,9 +25,12 @@ double one_f_one_b_time(int pp, int micro_batches, const std::vector<StagePhases
 
 /// Interleaved (virtual pipeline) schedule with blocking, batched p2p (Megatron's sync VPP):
 /// `chunks[rank][v]` gives the compute phases of virtual chunk v on that rank; `p2p_ms` each
-/// transfer.  @throws std::runtime_error on a schedule deadlock (a bug, not an input problem).
+/// transfer.  `events` (optional) receives every compute block ("F<mb>.<chunk>", "B<mb>.<chunk>") and
+/// every batched transfer ("p2p": from the rank reaching it to its completion, waits included).
+/// @throws std::runtime_error on a schedule deadlock (a bug, not an input problem).
 double interleaved_sync_time(int pp, int vpp, int micro_batches, int group_size,
-                             const std::vector<std::vector<StagePhases>>& chunks, double p2p_ms);
+                             const std::vector<std::vector<StagePhases>>& chunks, double p2p_ms,
+                             std::vector<ScheduleEvent>* events = nullptr);
 
 struct VppMemory {
   double peak_bytes = 0;  ///< activation peak over the local interleaved order

@@ -8,8 +8,11 @@
 ///
 /// Like SimuMax it prices one micro batch on one representative rank per stage kind: the first
 /// pipeline stage, one middle stage (standing for ranks 1…pp−2) and the last stage, plus each virtual
-/// chunk with an interleaved schedule.  Nothing is overlapped: TP/SP/CP/EP and DP collectives are
-/// fully exposed, as in SimuMax.
+/// chunk with an interleaved schedule.  Under Strategy::simumax_compat nothing is overlapped (TP/SP/CP/EP
+/// and DP collectives fully exposed, as in SimuMax); by default Megatron's overlaps are priced where it
+/// overlaps: the interleaved schedule's p2p (overlap_p2p_comm), --overlap-grad-reduce / --overlap-param-gather
+/// (or --DDP-impl torch), and the column-parallel backward's TP communication by the system's
+/// tp_overlap_exposed (1 = exposed, the default).  Dropout kernels and masks are priced by default too.
 ///
 /// Units: bytes (memory), milliseconds (time), FLOPs as counts, unless a name says otherwise.
 /// Differences from SimuMax (bugs fixed, each noted where it is implemented): context parallelism
@@ -174,18 +177,19 @@ struct EstimateOptions {
   bool per_layer = true;           ///< fill ChunkEstimate::layers
   EstimateCache* cache = nullptr;  ///< reuse priced layers (searches); see EstimateCache
   /// An op of the layer graph that the cost model has no formula for (a learned position table, dropout
-  /// masks, an op kind added to the graph but not to the cost model) is an InputError (where "--strict")
+  /// under simumax_compat, an op kind added to the graph but not to the cost model) is an InputError (where "--strict")
   /// instead of a "not priced: <op path> (<role>): <why>" line in Estimate::warnings.
   bool strict = false;
-  /// Record the simulated schedule (Estimate::schedule) — 1F1B pipelines; the interleaved schedule's timing
-  /// is computed in aggregate and records its DP/optimizer tail only.
+  /// Record the simulated schedule (Estimate::schedule): 1F1B and interleaved pipelines, then each stage's
+  /// DP synchronisation and optimizer step.
   bool schedule = false;
 };
 
 /// One block of the simulated schedule of a pipeline rank, ms from the start of the iteration.
 struct ScheduleEvent {
   int pp_rank = 0;
-  std::string name;      ///< "F3" (forward of micro batch 3), "B3", "send", "recv", "dp", "optimizer"
+  std::string name;      ///< "F3" (forward of micro batch 3), "B3", "send", "recv", "dp", "optimizer";
+                         ///< interleaved: "F3.1" (micro batch 3, virtual chunk 1), "B3.1", "p2p"
   std::string category;  ///< "compute", "p2p", "dp", "optimizer"
   int micro_batch = -1;
   double start_ms = 0, duration_ms = 0;
@@ -223,8 +227,8 @@ struct Estimate {
 
 /// Runs the model.  Validates the model and strategy (InputError for inconsistent sizes, as
 /// ModelSpec::validate / Strategy::validate) plus the cost model's own limits: MLA needs tp = 1;
-/// CP all-to-all needs heads (and kv heads) divisible by cp; an interleaved schedule is timed only
-/// with pp_comm_overlap = false (SimuMax's sync VPP); the system file must have the chosen networks.
+/// CP all-to-all needs heads (and kv heads) divisible by cp; under simumax_compat an interleaved schedule is
+/// timed only with pp_comm_overlap = false (SimuMax's sync VPP); the system file must have the chosen networks.
 /// @throws InputError naming the flag or field.
 Estimate estimate(const ModelSpec& model, const Strategy& strategy, const SystemSpec& system,
                   const EstimateOptions& options = {});
@@ -232,12 +236,12 @@ Estimate estimate(const ModelSpec& model, const Strategy& strategy, const System
 /// Ops of the layer graph of `model` under `strategy` that the cost model has no formula for: the lines
 /// estimate() reports as "not priced: <line>" (or refuses under EstimateOptions::strict), from the
 /// embedding, one layer of each kind and the head (with its MTP layers).  Does not validate.
+std::vector<std::string> unpriced_ops(const ModelSpec& model, const Strategy& strategy,
+                                      const SystemSpec& system);
+
 /// The simulated schedule as a Chrome / Perfetto trace (`preflight estimate --trace FILE`): one process per
 /// pipeline rank, a compute and a communication thread, complete events in microseconds.
 nlohmann::json schedule_trace_json(const Estimate& est);
-
-std::vector<std::string> unpriced_ops(const ModelSpec& model, const Strategy& strategy,
-                                      const SystemSpec& system);
 
 /// @throws InputError (where "--strict") listing `lines` (from unpriced_ops()) when there are any.
 void refuse_unpriced(const std::vector<std::string>& lines);
