@@ -279,3 +279,23 @@ TEST(MegatronArgs, DdpImplTorchOverlapsTheGradientReduce) {
     EXPECT_NE(std::string(e.what()).find("--DDP-impl"), std::string::npos) << e.what();
   }
 }
+
+// --recompute-method block --recompute-num-layers 0 recomputes nothing (a valid Megatron run, as SimuMax's
+// DeepSeek scripts launch it); uniform needs groups of at least one layer.
+TEST(MegatronArgs, BlockRecomputeOfZeroLayers) {
+  const MegatronConfig c = parse_megatron_args(with(
+      base_args(), {"--recompute-granularity", "full", "--recompute-method", "block", "--recompute-num-layers", "0"}));
+  c.strategy.validate(c.model);
+  EXPECT_EQ(c.strategy.effective_layer_recompute(c.model).layers, 0);
+  for (const char* method : {"uniform", "block"}) {
+    try {
+      const MegatronConfig bad =
+          parse_megatron_args(with(base_args(), {"--recompute-granularity", "full", "--recompute-method", method,
+                                                 "--recompute-num-layers", std::string(method) == "block" ? "-1" : "0"}));
+      bad.strategy.validate(bad.model);
+      ADD_FAILURE() << method << " accepted";
+    } catch (const preflight::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--recompute-num-layers"), std::string::npos) << e.what();
+    }
+  }
+}

@@ -313,7 +313,13 @@ void Strategy::validate(const ModelSpec& model) const {
     throw InputError("--global-batch-size",
                      "global batch " + num(global_batch()) + " is not divisible by micro batch × dp = " +
                          num(micro_batch_size) + " × " + num(dp()) + " = " + num(per_step));
-  if (recompute_granularity == RecomputeGranularity::Full)
+  // The block method recomputes the first N layers of each chunk, and N = 0 (none) is a valid Megatron run;
+  // the uniform method checkpoints groups of N layers and needs N > 0.
+  if (recompute_granularity == RecomputeGranularity::Full && recompute_method == RecomputeMethod::Block &&
+      recompute_num_layers < 0)
+    throw InputError("--recompute-num-layers", "must not be negative with --recompute-method block, got " +
+                                                   num(recompute_num_layers));
+  if (recompute_granularity == RecomputeGranularity::Full && recompute_method != RecomputeMethod::Block)
     positive(recompute_num_layers, "--recompute-num-layers");
   if (recompute_granularity == RecomputeGranularity::Selective) {
     for (const auto& m : recompute_modules)
