@@ -162,5 +162,23 @@ TEST(MegatronRankOrder, TpFastestPipelineOutermost) {
   EXPECT_THROW(megatron_rank_coords(st, 16, tp, pp, dp), InputError);
 }
 
+// The token combine keeps the expert outputs for the probabilities' gradient: one routed-tokens × hidden
+// tensor (capacity-padded rows) per MoE layer and micro batch, in the activation dtype.
+TEST(MegatronTransients, MoeCombineKeepsTheExpertOutputs) {
+  const LayerGraph g = graph(small({"--num-experts", "8", "--moe-router-topk", "2", "--expert-model-parallel-size", "2",
+                                    "--moe-expert-capacity-factor", "1.5", "--moe-pad-expert-input-to-capacity",
+                                    "--moe-token-dispatcher-type", "alltoall", "--nproc_per_node", "2"}));
+  const Op* combine = nullptr;
+  for (const auto& op : g.chunks.front().ops)
+    if (op.role == OpRole::Combine) combine = &op;
+  ASSERT_NE(combine, nullptr);
+  std::int64_t kept = 0;
+  for (const auto& t : combine->saved)
+    if (t.name == "expert_output") kept = t.bytes;
+  const std::int64_t tokens = g.strategy.micro_batch_size * g.strategy.seq_length;
+  const std::int64_t per_expert = (tokens * 2 * 3 + 2 * 8 - 1) / (2 * 8);  // ceil(tokens·topk / E · 1.5)
+  EXPECT_EQ(kept, per_expert * 8 * g.model.hidden_size * 2);
+}
+
 }  // namespace
 }  // namespace preflight::analyzer

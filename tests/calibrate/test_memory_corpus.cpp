@@ -21,7 +21,6 @@ using preflight::test::data_dir;
 struct Row {
   std::string run, where;
   double measured_mib = 0, predicted_mib = 0;
-  double optimistic_limit = 0.01;  // the run's `max_optimistic_error` where a known gap is documented
   double error() const { return (predicted_mib - measured_mib) / measured_mib; }
 };
 
@@ -50,9 +49,8 @@ std::vector<Row> corpus_rows() {
     if (r.contains("measured_max_allocated_mib")) {
       const auto measured = r.at("measured_max_allocated_mib").get<std::vector<double>>();
       EXPECT_EQ(measured.size(), predicted.size()) << name;
-      const double limit = r.value("max_optimistic_error", 0.01);
       for (std::size_t s = 0; s < measured.size() && s < predicted.size(); ++s)
-        rows.push_back({name, "stage " + std::to_string(s), measured[s], predicted[s], limit});
+        rows.push_back({name, "stage " + std::to_string(s), measured[s], predicted[s]});
     } else {
       rows.push_back({name, "largest stage", r.at("measured_max_allocated_gib_of_largest_stage").get<double>() * 1024,
                       *std::max_element(predicted.begin(), predicted.end())});
@@ -67,7 +65,7 @@ TEST(MemoryCorpus, EveryRealRunWithinTheTargets) {
   for (const auto& r : rows) {
     EXPECT_LE(std::fabs(r.error()), 0.03) << r.run << " " << r.where << ": measured " << r.measured_mib
                                           << " MiB, predicted " << r.predicted_mib;
-    EXPECT_GE(r.error(), -r.optimistic_limit) << r.run << " " << r.where << ": optimistic, measured " << r.measured_mib
+    EXPECT_GE(r.error(), -0.01) << r.run << " " << r.where << ": optimistic, measured " << r.measured_mib
                                 << " MiB, predicted " << r.predicted_mib;
   }
 }
@@ -80,7 +78,6 @@ TEST(MemoryCorpus, EachModelledTermIsNeededSomewhere) {
     double worst = 0;
     for (const auto& r : corpus.at("runs")) {
       if (!r.contains("args") || !r.contains("measured_max_allocated_mib")) continue;
-      if (r.contains("max_optimistic_error")) continue;  // a run with a documented known gap
       auto words = r.at("args").get<std::vector<std::string>>();
       if (!drop_flag.empty()) {
         auto it = std::find(words.begin(), words.end(), drop_flag);

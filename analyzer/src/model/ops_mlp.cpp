@@ -139,6 +139,12 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   combine.input_bytes = routed * c.h * c.a;
   combine.output_bytes = c.tok_sp * c.h * c.a;
   combine.saved.push_back({"probs", routed * 4});
+  // The router probabilities are applied where the tokens are unpermuted, and their gradient needs the expert
+  // outputs: Megatron's unpermute keeps them (unfused: `permuted_tokens * permuted_probs` saves its input;
+  // fused: TransformerEngine's moe_unpermute with merging_probs saves `inp`, transformer_engine/pytorch/
+  // permutation.py).  Measured on SimuMax's B200 DeepSeek-V2/V3 runs (tests/data/memory_corpus): without it
+  // the first stage of pp 2 was 1.6-2.1 % short, one such tensor per micro batch in flight.
+  if (!c.torch_cpu) combine.saved.push_back({"expert_output", routed * c.h * c.a});
   if (st.ep > 1) {
     combine.comms.push_back({Collective::AllToAll, ParallelDim::EP, Pass::Forward, routed * c.h * c.a, 1,
                              "all-to-all of expert outputs back"});
