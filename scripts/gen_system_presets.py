@@ -96,6 +96,13 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
             op["tflops"] = fp8 if fp8 else bf16
             if not fp8:
                 op["efficient_factor"] = 0
+            elif not op.get("efficient_factor"):
+                # The source calibration has no FP8 kernels (SimuMax's B200 file is BF16): FP8 GEMMs take the
+                # BF16 GEMMs' efficiencies at the FP8 peak rate (transferred, not measured).
+                bf = src_ops[key[len("fp8_"):]]
+                op["efficient_factor"] = bf["efficient_factor"]
+                if "accurate_efficient_factor" in bf:
+                    op["accurate_efficient_factor"] = copy.deepcopy(bf["accurate_efficient_factor"])
         else:
             op["tflops"] = bf16
         ops[key] = op
@@ -110,7 +117,8 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
     s["preflight"] = {
         "source": source,
         "efficiencies": "compute from SimuMax's calibrated %s system, collectives from its B200 system; peak "
-                        "rates from the spec sheet" % ("A100-PCIe" if compute_from == "a100" else "B200"),
+                        "rates from the spec sheet%s" % ("A100-PCIe" if compute_from == "a100" else "B200",
+                                                          "; FP8 GEMMs at the BF16 GEMMs' efficiencies" if fp8 else ""),
     }
     if name in FITTED:
         compute, network, note = FITTED[name]

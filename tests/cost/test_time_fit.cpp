@@ -111,6 +111,30 @@ TEST(TimeFit, B200DeepSeekRows) {
   EXPECT_LT(ours.max_abs_held_out(), 0.09);
 }
 
+// FP8 on the spec-sheet presets: where the GPU has an FP8 rate the GEMMs run at it (with the BF16
+// efficiencies), so an FP8 run is priced faster than the BF16 one; the A100 has none and says so.
+TEST(TimeFit, Fp8OnPresetsWithAnFp8Rate) {
+  const std::string args =
+      "--num-layers 4 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --seq-length 4096 "
+      "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+      "--use-flash-attn --swiglu --disable-bias-linear --hidden-dropout 0 --attention-dropout 0 "
+      "--transformer-impl transformer_engine --nproc_per_node 8 --tensor-model-parallel-size 8 --sequence-parallel";
+  const auto bf16 = parse_megatron_args(preflight::test::words(args));
+  const auto fp8 = parse_megatron_args(preflight::test::words(args + " --fp8-format hybrid"));
+  for (const char* preset : {"h100-sxm", "b200"}) {
+    const SystemSpec sys = cost::load_simumax_system(preset);
+    EXPECT_LT(cost::estimate(fp8.model, fp8.strategy, sys).iteration_ms,
+              cost::estimate(bf16.model, bf16.strategy, sys).iteration_ms)
+        << preset;
+  }
+  try {
+    cost::estimate(fp8.model, fp8.strategy, cost::load_simumax_system("a100-sxm-80gb"));
+    ADD_FAILURE() << "an FP8 run priced on the A100";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("fp8_matmul"), std::string::npos) << e.what();
+  }
+}
+
 // --fit-overlap: tp_overlap_exposed from the grid, never a worse sum of squares than the system's own value
 // (which is on the grid), and written into the fitted system file.
 TEST(TimeFit, OverlapFitNeverFitsWorse) {
