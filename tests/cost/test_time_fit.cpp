@@ -111,6 +111,46 @@ TEST(TimeFit, B200DeepSeekRows) {
   EXPECT_LT(ours.max_abs_held_out(), 0.09);
 }
 
+// --tp-comm-overlap (userbuffers): every linear's TP collective hides behind its own GEMM in forward and
+// backward, so with large GEMMs nearly no TP time is left; it needs sequence parallelism, as in Megatron.
+TEST(TimeFit, TpCommOverlapHidesTpCollectivesBehindTheirGemms) {
+  const std::string args =
+      "--num-layers 4 --hidden-size 8192 --ffn-hidden-size 28672 --num-attention-heads 64 --seq-length 8192 "
+      "--max-position-embeddings 8192 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+      "--use-flash-attn --swiglu --disable-bias-linear --hidden-dropout 0 --attention-dropout 0 "
+      "--transformer-impl transformer_engine --nproc_per_node 8 --tensor-model-parallel-size 8";
+  const auto plain = parse_megatron_args(preflight::test::words(args + " --sequence-parallel"));
+  const auto ub = parse_megatron_args(preflight::test::words(args + " --sequence-parallel --tp-comm-overlap"));
+  const SystemSpec sys = cost::load_simumax_system("h100-sxm");
+  const auto a = cost::estimate(plain.model, plain.strategy, sys);
+  const auto b = cost::estimate(ub.model, ub.strategy, sys);
+  const auto& ta = a.chunks.front().times;
+  const auto& tb = b.chunks.front().times;
+  EXPECT_GT(ta.fwd_net_ms, 0);
+  EXPECT_LT(tb.fwd_net_ms, 0.25 * ta.fwd_net_ms);  // the loss/embedding collectives stay
+  EXPECT_LT(tb.bwd_net_ms(), 0.25 * ta.bwd_net_ms());
+  EXPECT_DOUBLE_EQ(tb.fwd_compute_ms, ta.fwd_compute_ms);
+  EXPECT_LT(b.iteration_ms, a.iteration_ms);
+  const auto no_sp = parse_megatron_args(preflight::test::words(args + " --tp-comm-overlap"));
+  try {
+    no_sp.strategy.validate(no_sp.model);
+    ADD_FAILURE() << "--tp-comm-overlap without sequence parallelism accepted";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--sequence-parallel"), std::string::npos) << e.what();
+  }
+}
+
+// NeMo's Llama-3-70B FP8 runs on 64 H100s (tp-comm-overlap, interleaved pp 8): the spec-sheet h100-sxm preset
+// (transferred efficiencies, not fitted) is within 12 % and slow, never optimistic.
+TEST(TimeFit, H100NemoRows) {
+  const auto runs = corpus_runs("h100_nemo_llama3.json");
+  ASSERT_EQ(runs.size(), 3u);
+  for (const auto& r : runs) ASSERT_TRUE(r.strategy.tp_comm_overlap) << r.name;
+  const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
+  EXPECT_LT(fit.max_abs_before(), 0.12);
+  for (const auto& r : fit.runs) EXPECT_GT(r.error_before(), 0.0) << r.name;
+}
+
 // FP8 on the spec-sheet presets: where the GPU has an FP8 rate the GEMMs run at it (with the BF16
 // efficiencies), so an FP8 run is priced faster than the BF16 one; the A100 has none and says so.
 TEST(TimeFit, Fp8OnPresetsWithAnFp8Rate) {

@@ -197,6 +197,23 @@ void hide_column_backward_comm(const Ctx& c, Leaf& l) {
   }
 }
 
+/// --tp-comm-overlap (TransformerEngine userbuffers): the all-gather in front of a column linear and the
+/// reduce-scatter behind a row linear are split into chunks pipelined with the GEMM (forward and dgrad), and
+/// the backward's re-gather / reduce-scatter run under the other GEMM as bulk overlaps, on their own SMs.
+/// Exposed: what the paired GEMM cannot cover.
+void hide_userbuffers_comm(Leaf& l, bool column) {
+  Pass& p = l.pass;
+  auto cover = [](double& comm, double gemm) { comm = std::max(0.0, comm - gemm); };
+  cover(p.fwd_net_ms, p.fwd_ms);
+  if (column) {
+    cover(p.bwd_w_net_ms, p.bwd_act_ms);
+    cover(p.bwd_act_net_ms, p.bwd_w_ms);
+  } else {
+    cover(p.bwd_act_net_ms, p.bwd_act_ms);
+  }
+  if (l.recompute) p.recompute_net_ms = l.variance ? 0 : p.fwd_net_ms;
+}
+
 // --- LinearCol / LinearRow (dense_module.py) -----------------------------------------------------
 // Geometry: x = elements of the (gathered) input b·s_full·in; out local; B = micro batch, M = s_full.
 void price_linear(const Ctx& c, Leaf& l, bool column) {
@@ -247,7 +264,12 @@ void price_linear(const Ctx& c, Leaf& l, bool column) {
   price_passes(c, l, op, op, op, gemm_key(l.b, M, l.in, l.out, "TN", false, "bf16"),
                gemm_key(l.b, M, l.out, l.in, "NN", false, "bf16"),
                gemm_key(1, l.out, l.b * M, l.in, "NT", true, grad_dtype));
-  if (column && c.tp > 1 && !c.st->simumax_compat) hide_column_backward_comm(c, l);
+  if (c.tp > 1 && !c.st->simumax_compat) {
+    if (c.st->tp_comm_overlap && c.sp)
+      hide_userbuffers_comm(l, column);
+    else if (column)
+      hide_column_backward_comm(c, l);
+  }
 }
 
 // --- LayerNorm (RMSNorm) -------------------------------------------------------------------------

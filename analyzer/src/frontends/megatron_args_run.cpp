@@ -69,6 +69,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--use-mcore-models", Arity::Switch},
       {"--overlap-grad-reduce", Arity::Switch},
       {"--DDP-impl", Arity::One},
+      {"--tp-comm-overlap", Arity::Switch},
       {"--overlap-param-gather", Arity::Switch},
       {"--simumax-compat", Arity::Switch},
       {"--runtime-overhead-mib", Arity::One},
@@ -340,6 +341,7 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   if (f.has("--overlap-p2p-communication") && f.has("--no-overlap-p2p-communication"))
     throw InputError("--overlap-p2p-communication", "contradicts --no-overlap-p2p-communication");
   st.overlap_grad_reduce = f.has("--overlap-grad-reduce");
+  st.tp_comm_overlap = f.has("--tp-comm-overlap");
   if (f.has("--DDP-impl")) {
     // Megatron before 2023: `torch` wraps the model in PyTorch's DistributedDataParallel, whose bucketed
     // all-reduce runs during the backward pass (as --overlap-grad-reduce later); `local` all-reduces the

@@ -295,6 +295,10 @@ void Strategy::validate(const ModelSpec& model) const {
     throw InputError("--tensor-model-parallel-size",
                      "the " + num(model.num_query_groups) +
                          " query groups (kv heads) are not divisible by tp = " + num(tp));
+  // megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only when
+  // sequence parallelism is enabled".
+  if (tp_comm_overlap && !sequence_parallel)
+    throw InputError("--tp-comm-overlap", "needs --sequence-parallel (Megatron refuses it too)");
   if (sequence_parallel && tp > 1 && seq_length % tp != 0)
     throw InputError("--seq-length", "sequence parallelism needs the sequence length " + num(seq_length) +
                                          " divisible by tp = " + num(tp));

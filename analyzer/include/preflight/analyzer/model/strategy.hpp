@@ -231,6 +231,10 @@ struct Strategy {
   /// optimizer): parameters are gathered under the next iteration's first forward.
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  /// `--tp-comm-overlap` (TransformerEngine userbuffers, needs sequence parallelism): every linear's
+  /// tensor-parallel all-gather / reduce-scatter is pipelined with its own GEMM in forward and backward; the
+  /// cost model leaves exposed only what the GEMM cannot cover (no published run validates it yet).
+  bool tp_comm_overlap = false;
   /// SimuMax v1.2's timing exactly (`--simumax-compat`, and SimuMax strategy files): DP fully exposed whatever
   /// the overlap flags, the interleaved schedule only with blocking p2p (async is refused), p2p never split
   /// over tp, SimuMax's fractional expert capacity.  Default: Megatron's behaviour (see estimate.hpp).
