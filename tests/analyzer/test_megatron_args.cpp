@@ -299,3 +299,27 @@ TEST(MegatronArgs, BlockRecomputeOfZeroLayers) {
     }
   }
 }
+
+// Megatron's get_num_layers_to_build with --account-for-embedding/loss-in-pipeline-split and virtual stages:
+// Llama-3.1-405B (126 layers) on pp 8 with chunks of 2 slots: 128 slots, vpp 8; the embedding takes a slot of
+// the first stage's first chunk, the loss one of the last stage's last chunk (NeMo's 405B recipes).
+TEST(MegatronArgs, AccountedEmbeddingAndLossWithVirtualStages) {
+  Words w = base_args();
+  for (auto& x : w)
+    if (x == "24") x = "126";  // --num-layers
+  const MegatronConfig c = parse_megatron_args(with(
+      w, {"--pipeline-model-parallel-size", "8", "--num-layers-per-virtual-pipeline-stage", "2",
+          "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--nproc_per_node", "8"}));
+  ASSERT_EQ(c.model.num_layers, 126);
+  EXPECT_EQ(c.strategy.vpp, 8);
+  const auto chunks = c.strategy.layers_per_chunk(126);
+  ASSERT_EQ(chunks.size(), 8u);
+  EXPECT_EQ(chunks[0][0], 1);
+  EXPECT_EQ(chunks[7][7], 1);
+  EXPECT_EQ(chunks[0][1], 2);
+  EXPECT_EQ(chunks[7][6], 2);
+  const auto stages = c.strategy.layers_per_stage(126);
+  EXPECT_EQ(stages.front(), 15);
+  EXPECT_EQ(stages[3], 16);
+  EXPECT_EQ(stages.back(), 15);
+}

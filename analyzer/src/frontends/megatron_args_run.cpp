@@ -192,8 +192,11 @@ void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
                         f.get("--num-layers-per-virtual-pipeline-stage"));
     if (per <= 0) throw InputError("--num-layers-per-virtual-pipeline-stage", "must be positive");
     if (st.pp <= 0) throw InputError("--pipeline-model-parallel-size", "must be positive");
-    // Megatron: vpp = (num_layers // pp) // layers_per_virtual_stage (even split).
-    I64 per_stage = m.num_layers / st.pp;
+    // Megatron: vpp = (num_layers // pp) // layers_per_virtual_stage (even split), the embedding / loss counted
+    // as layers with --account-for-embedding/loss-in-pipeline-split.
+    I64 per_stage = (m.num_layers + (st.account_for_embedding_in_pipeline_split ? 1 : 0) +
+                     (st.account_for_loss_in_pipeline_split ? 1 : 0)) /
+                    st.pp;
     if (per_stage % per != 0)
       throw InputError("--num-layers-per-virtual-pipeline-stage",
                        std::to_string(per_stage) + " layers per stage do not divide into chunks of " +

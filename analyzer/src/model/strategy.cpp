@@ -153,6 +153,15 @@ std::vector<std::vector<int>> Strategy::layers_per_chunk(int num_layers) const {
   }
   const std::vector<int> per_stage = layers_per_stage(num_layers);
   std::vector<std::vector<int>> out(vpp, std::vector<int>(pp, 0));
+  const bool emb = account_for_embedding_in_pipeline_split, loss = account_for_loss_in_pipeline_split;
+  if (vpp > 1 && (emb || loss) && stage_layers.empty() && first_stage_layers < 0 && last_stage_layers < 0) {
+    // Each chunk holds the same number of slots; the embedding / loss take one of the first / last chunk's.
+    const int per_chunk = (num_layers + (emb ? 1 : 0) + (loss ? 1 : 0)) / (pp * vpp);
+    for (auto& row : out) std::fill(row.begin(), row.end(), per_chunk);
+    if (emb) out[0][0] -= 1;
+    if (loss) out[static_cast<std::size_t>(vpp - 1)][static_cast<std::size_t>(pp - 1)] -= 1;
+    return out;
+  }
   for (int v = 0; v < vpp; ++v)
     for (int r = 0; r < pp; ++r) out[v][r] = per_stage[r] / vpp;
   return out;
@@ -217,7 +226,18 @@ std::vector<int> Strategy::layers_per_stage(int num_layers) const {
     for (int s = 0; s < pp; ++s)
       if (out[s] < 0) throw InputError("--num-layers", "too few layers for " + num(pp) + " pipeline stages");
   }
-  if (vpp > 1) {
+  const int extra = (account_for_embedding_in_pipeline_split ? 1 : 0) + (account_for_loss_in_pipeline_split ? 1 : 0);
+  const bool accounted = extra > 0 && stage_layers.empty() && first_stage_layers < 0 && last_stage_layers < 0;
+  if (vpp > 1 && accounted) {
+    // Megatron (transformer_block.py get_num_layers_to_build): the embedding / loss count as a layer of the
+    // first chunk of the first stage / the last chunk of the last stage; every chunk holds
+    // (layers + extra) / (pp · vpp) slots.
+    const int per_stage = (num_layers + extra) / pp;
+    if (per_stage % vpp != 0)
+      throw InputError("--num-layers-per-virtual-pipeline-stage",
+                       num(per_stage) + " layer slots per stage (the embedding / loss counted) do not divide into " +
+                           num(vpp) + " virtual chunks");
+  } else if (vpp > 1) {
     for (int s = 0; s < pp; ++s)
       if (out[s] % vpp != 0)
         throw InputError("--num-layers-per-virtual-pipeline-stage",

@@ -165,6 +165,7 @@ LayerGraph unparallel(const LayerGraph& g) {
   st.etp = 0;
   st.vpp = 1;
   st.sequence_parallel = false;
+  st.tp_comm_overlap = false;
   st.first_stage_layers = st.last_stage_layers = -1;
   st.stage_layers.clear();
   st.chunk_layout.clear();
