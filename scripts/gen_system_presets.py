@@ -55,11 +55,11 @@ A100_FIT = (0.9645, 0.7658,
             "fitted on tests/data/time_corpus/a100_megatron_gpt.json and a100_megatron_gpt_sc21.json "
             "(Korthikanti et al. 2022 Table 5 and Narayanan et al. 2021 Table 1: GPT 1.7B-1T on Selene, 18 runs): "
             "largest |error| 6.5 %, leave one out 7.4 %")
-# Hopper: the compute scale only (networks kept at the spec sheet: the rows that would move them run context
-# parallelism with ring p2p, which the model prices as an exposed all-to-all).
+# Hopper: the compute scale only (networks kept at the spec sheet: six FP8 rows of two layouts cannot separate
+# them).
 HOPPER_FIT = (0.87, 1.0,
               "compute fitted on tests/data/time_corpus/h100_nemo_llama3.json (NeMo's published Llama-3-70B and "
-              "Llama-3.1-405B FP8 pre-training on 64 / 1024 H100s, 6 runs): largest |error| 7.4 %; H200 and H800 "
+              "Llama-3.1-405B FP8 pre-training on 64 / 1024 H100s, 6 runs): largest |error| 4.7 %; H200 and H800 "
               "take the H100's compute fit (same GPU)")
 FITTED = {
     "a100-sxm-40gb": A100_FIT,

@@ -405,3 +405,44 @@ TEST(CostModel, InterleavedStageRecomputesWhatItsChunksDo) {
     EXPECT_NEAR(physical, virtual_sum, 1e-9 * virtual_sum) << method;
   }
 }
+
+// Ring-p2p context parallelism (TransformerEngine's default for Megatron's --cp-comm-type p2p): each of the
+// cp − 1 k/v transfers hides behind one step of attention, so with long sequences little CP time is left,
+// while an all-to-all layout exposes its four collectives; the ring needs no head divisibility by cp.
+// --simumax-compat prices the ring as SimuMax does (all-to-all, with a warning).
+TEST(CostModel, RingContextParallelismOverlapsItsExchange) {
+  auto run = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --group-query-attention --num-query-groups 8 "
+        "--seq-length 65536 --max-position-embeddings 65536 --vocab-size 32000 --micro-batch-size 1 "
+        "--global-batch-size 1 --bf16 --use-flash-attn --hidden-dropout 0 --attention-dropout 0 "
+        "--context-parallel-size 8 --nproc_per_node 8 " +
+        extra));
+    return estimate(c.model, c.strategy, a100());
+  };
+  auto cp_net = [](const Estimate& e) {
+    const auto& l = e.chunks.front().layers;
+    double t = 0;
+    for (const auto& x : l) t += x.times.fwd_net_ms;
+    return t;
+  };
+  const Estimate ring = run("--cp-comm-type p2p");
+  const Estimate a2a = run("--cp-comm-type a2a");
+  EXPECT_LT(cp_net(ring), 0.25 * cp_net(a2a));
+  EXPECT_LT(ring.iteration_ms, a2a.iteration_ms);
+  bool warned = false;
+  for (const auto& w : ring.warnings) warned = warned || w.find("ring p2p") != std::string::npos;
+  EXPECT_FALSE(warned);
+  const Estimate compat = run("--cp-comm-type p2p --simumax-compat");
+  const Estimate compat_a2a = run("--cp-comm-type a2a --simumax-compat");
+  EXPECT_DOUBLE_EQ(compat.iteration_ms, compat_a2a.iteration_ms);
+  warned = false;
+  for (const auto& w : compat.warnings) warned = warned || w.find("ring p2p") != std::string::npos;
+  EXPECT_TRUE(warned);
+  // 6 query groups do not split over cp 4 for an all-to-all, but a ring exchanges whole k/v chunks.
+  MegatronConfig odd = parse_megatron_args(preflight::test::words(
+      "--num-layers 2 --hidden-size 3072 --num-attention-heads 24 --group-query-attention --num-query-groups 6 "
+      "--seq-length 8192 --max-position-embeddings 8192 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 1 "
+      "--bf16 --use-flash-attn --context-parallel-size 4 --cp-comm-type p2p --nproc_per_node 4"));
+  EXPECT_GT(estimate(odd.model, odd.strategy, a100()).iteration_ms, 0);
+}

@@ -140,20 +140,19 @@ TEST(TimeFit, TpCommOverlapHidesTpCollectivesBehindTheirGemms) {
   }
 }
 
-// NeMo's published Llama-3 FP8 runs on H100 (70B tp-comm-overlap pp 8 vp 5; 405B cp 2 pp 8 vp 8 with the
-// embedding and loss counted in the split): the h100-sxm preset's compute is fitted on them, within 8 %; the
-// 405B rows, whose ring-p2p context parallelism is priced as an exposed all-to-all, are the slow ones.
+// NeMo's published Llama-3 FP8 runs on H100 (70B tp-comm-overlap pp 8 vp 5; 405B ring-p2p cp 2 pp 8 vp 8 with
+// the embedding and loss counted in the split): the h100-sxm preset's compute is fitted on them, within 5 %
+// (the 405B rows were +15 … +19 % with the ring priced as an all-to-all); B200 within 11 %.
 TEST(TimeFit, H100NemoRows) {
   const auto runs = corpus_runs("h100_nemo_llama3.json");
   ASSERT_EQ(runs.size(), 6u);
   for (const auto& r : runs) ASSERT_TRUE(r.strategy.tp_comm_overlap) << r.name;
   const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
-  EXPECT_LT(fit.max_abs_before(), 0.08);
+  EXPECT_LT(fit.max_abs_before(), 0.05);
   EXPECT_LT(fit.max_abs_held_out(), 0.05);
-  for (std::size_t i = 3; i < runs.size(); ++i) EXPECT_GT(fit.runs[i].error_before(), 0.0) << runs[i].name;
   // NeMo's B200 405B FP8 rows on the b200 preset (fitted on BF16 runs, FP8 at the BF16 efficiencies): slow.
   const TimeFit b200 = fit_time(corpus_runs("b200_nemo_llama31.json"), cost::load_simumax_system("b200"));
-  EXPECT_LT(b200.max_abs_before(), 0.20);
+  EXPECT_LT(b200.max_abs_before(), 0.11);
   for (const auto& r : b200.runs) EXPECT_GT(r.error_before(), 0.0) << r.name;
 }
 

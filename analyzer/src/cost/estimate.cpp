@@ -615,10 +615,10 @@ void validate_for_cost(const ModelSpec& m, const Strategy& st, const SystemSpec&
                      "multi-latent attention is modelled with tp = 1 only (SimuMax asserts the same), got " +
                          std::to_string(st.tp));
   if (st.cp > 1) {
-    if (st.cp_comm_type == CpCommType::P2P)
+    if (st.cp_comm_type == CpCommType::P2P && st.simumax_compat)
       warnings.push_back(
           "context parallelism with ring p2p exchange is priced as all-to-all (SimuMax has no p2p model)");
-    if (st.cp_comm_type != CpCommType::AllGather) {
+    if (st.cp_comm_type == CpCommType::AllToAll || (st.cp_comm_type == CpCommType::P2P && st.simumax_compat)) {
       if (m.num_attention_heads % st.cp != 0 || (m.num_attention_heads / st.tp) % st.cp != 0)
         throw InputError("cp_size",
                          "all-to-all context parallelism needs the heads per tp rank divisible by cp = " +

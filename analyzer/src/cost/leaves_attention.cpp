@@ -45,8 +45,26 @@ CpPeaks cp_a2a_peaks(const Ctx& c, double q, double k, double v, double o, doubl
   return r;
 }
 
+/// Ring p2p context parallelism (TransformerEngine's `cp_comm_type p2p`, Megatron's default) priced as a ring;
+/// under --simumax-compat it is priced as all-to-all, as SimuMax does.
+bool cp_ring(const Ctx& c) {
+  return c.cp > 1 && c.st->cp_comm_type == CpCommType::P2P && !c.st->simumax_compat;
+}
+
 bool cp_a2a(const Ctx& c) {
-  return c.cp > 1 && c.st->cp_comm_type != CpCommType::AllGather;
+  return c.cp > 1 && c.st->cp_comm_type != CpCommType::AllGather && !cp_ring(c);
+}
+
+/// Ring attention (TransformerEngine AttnFuncWithCPAndKVP2P): cp steps, each attending the local queries to
+/// one k/v chunk while the next chunk travels to the neighbour; forward sends k/v cp − 1 times, backward k/v
+/// and their gradients.  A step's transfer hides behind the step's attention; what exceeds it is exposed.
+void add_ring_exchange(const Ctx& c, Leaf& l, double step_ms) {
+  Pass& p = l.pass;
+  const double steps = c.cp - 1;
+  const double fwd_step = p.fwd_ms / c.cp, bwd_step = p.bwd_act_ms / c.cp;
+  p.fwd_net_ms += steps * std::max(0.0, step_ms - fwd_step);
+  p.bwd_act_net_ms += steps * std::max(0.0, 2 * step_ms - bwd_step);
+  if (l.recompute && !l.variance) p.recompute_net_ms = p.fwd_net_ms;
 }
 
 bool math_dropout(const Ctx& c) {
@@ -99,6 +117,10 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
       CpPeaks pk = cp_a2a_peaks(c, q * e, k * e, v * e, out_mem, saved);
       l.fwd_peak = std::max({pk.fwd_pre, pk.fwd_fa, pk.fwd_post, qkv + l.cache});
       l.bwd_peak = std::max({pk.bwd_pre, pk.bwd_fa, pk.bwd_post}) - saved;
+    } else if (cp_ring(c)) {  // the chunk in flight next to the one being attended (double buffer)
+      double kv = (k + v) * e;
+      l.fwd_peak += kv;
+      l.bwd_peak += 2 * kv;  // k/v and their gradients travel
     } else if (c.cp > 1 && !mla) {  // all-gather of k/v
       double kv = (k + v) * e;
       l.fwd_peak += kv * (c.cp - 1);
@@ -153,7 +175,11 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
     p.bwd_act_bytes = 2 * (soft + vb + ob) * e + 2 * (qb + kb + soft) * e;
   }
   // Context-parallel collectives.
-  if (c.cp > 1) {
+  double ring_step_ms = 0;  // one k/v chunk to the next rank (the ring's overlap is applied after pricing)
+  if (cp_ring(c)) {
+    const double kv = (b * KV * s * d + b * KV * s * dv) * e;
+    ring_step_ms = net(c, Collective::SendRecv, kv, 2, c.nets.cp, CommGroup::Cp);
+  } else if (c.cp > 1) {
     if (cp_a2a(c)) {
       double qm = q * e, km = k * e, vm = v * e;
       double om = (mla ? b * H * s * dv : b * H * s * d) * e;
@@ -188,6 +214,7 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
                     ", qkv_contiguous=" + (contiguous ? "True" : "False");
   price_passes(c, l, "sdp_fwd", "sdp_bwd", "sdp_bwd", key, key, key);
   if (!c.flash && !c.st->simumax_compat) add_math_softmax_dropout(c, l);
+  if (ring_step_ms > 0) add_ring_exchange(c, l, ring_step_ms);
 }
 
 void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
