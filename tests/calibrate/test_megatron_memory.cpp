@@ -134,6 +134,15 @@ TEST(MegatronArgsDump, BackToTheCommandLine) {
   EXPECT_NE(std::find(ow.begin(), ow.end(), "--use-legacy-models"), ow.end());
   EXPECT_NE(std::find(ow.begin(), ow.end(), "2024-06-12"), ow.end());
   EXPECT_NE(std::find(ow.begin(), ow.end(), "unfused"), ow.end());  // no flash in the dump
+  // No overlap_p2p_comm key: a checkout before the overlapped interleaved p2p; its value when it is there.
+  EXPECT_NE(std::find(ow.begin(), ow.end(), "--no-overlap-p2p-communication"), ow.end());
+  EXPECT_FALSE(parse_megatron_args(ow).strategy.pp_comm_overlap);
+  EXPECT_EQ(std::find(w.begin(), w.end(), "--no-overlap-p2p-communication") != w.end(), true);  // key absent too
+  auto with_key = args;
+  with_key["overlap_p2p_comm"] = "True";
+  const Words kw = megatron_words_from_args_dump(with_key, "x.log");
+  EXPECT_EQ(std::find(kw.begin(), kw.end(), "--no-overlap-p2p-communication"), kw.end());
+  EXPECT_TRUE(parse_megatron_args(kw).strategy.pp_comm_overlap);
   // No dump: the run is unknown.
   try {
     megatron_words_from_args_dump({}, "bare.log");

@@ -111,6 +111,8 @@ std::vector<std::string> megatron_words_from_args_dump(const std::map<std::strin
   if ((get("use_legacy_models").empty() && get("use_mcore_models") != "True") || get("use_legacy_models") == "True")
     if (get("use_legacy_models") != "True") words.push_back("--use-legacy-models");
   if (get("overlap_p2p_comm") == "True") words.push_back("--overlap-p2p-communication");
+  // A checkout without the key predates the overlapped interleaved p2p (2023): blocking.
+  if (get("overlap_p2p_comm").empty()) words.push_back("--no-overlap-p2p-communication");
   // The checkout's age where memory behaviour changed: `cross_entropy_loss_fusion` arrived on 2024-06-14, a
   // day after the in-place cross entropy (Strategy::megatron_version).
   if (get("cross_entropy_loss_fusion").empty() && !args.count("megatron_version"))
