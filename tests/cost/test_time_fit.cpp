@@ -32,6 +32,18 @@ std::vector<TimedRun> b200_runs() {
   return corpus_runs("b200_llama3.json");
 }
 
+/// A corpus file's runs and their fit on a system preset.
+struct CorpusFit {
+  std::vector<TimedRun> runs;
+  TimeFit fit;
+};
+CorpusFit fit_corpus(const std::string& file, const std::string& preset) {
+  CorpusFit c;
+  c.runs = corpus_runs(file);
+  c.fit = fit_time(c.runs, cost::load_simumax_system(preset));
+  return c;
+}
+
 TEST(TimeFit, B200CorpusBeforeAndAfterTheFit) {
   const auto runs = b200_runs();
   ASSERT_EQ(runs.size(), 31u);
@@ -59,10 +71,8 @@ TEST(TimeFit, B200CorpusBeforeAndAfterTheFit) {
 // recompute against sequence parallelism + selective recompute as measured (the ratio, which no
 // calibration of the system can fix: dropout, math attention's kernels, the recomputed forward).
 TEST(TimeFit, A100MegatronGptTable) {
-  const auto runs = corpus_runs("a100_megatron_gpt.json");
+  const auto [runs, fit] = fit_corpus("a100_megatron_gpt.json", "a100-sxm-80gb");
   ASSERT_EQ(runs.size(), 8u);
-  const SystemSpec a100 = cost::load_simumax_system("a100-sxm-80gb");
-  const TimeFit fit = fit_time(runs, a100);
   EXPECT_LT(fit.max_abs_before(), 0.05);
   EXPECT_LT(fit.max_abs_fitted(), 0.05);
   EXPECT_LT(fit.max_abs_held_out(), 0.05);
@@ -78,10 +88,8 @@ TEST(TimeFit, A100MegatronGptTable) {
 // (--DDP-impl torch) and the interleaved schedule, every run within 7 % on the fitted preset and all but one
 // within 3 %.  Without the DDP overlap the data-parallel runs are priced slower.
 TEST(TimeFit, A100Sc21Table) {
-  const auto runs = corpus_runs("a100_megatron_gpt_sc21.json");
+  const auto [runs, fit] = fit_corpus("a100_megatron_gpt_sc21.json", "a100-sxm-80gb");
   ASSERT_EQ(runs.size(), 10u);
-  const SystemSpec a100 = cost::load_simumax_system("a100-sxm-80gb");
-  const TimeFit fit = fit_time(runs, a100);
   EXPECT_LT(fit.max_abs_before(), 0.07);
   int beyond = 0;
   for (const auto& r : fit.runs) beyond += std::fabs(r.error_before()) > 0.03;
@@ -90,7 +98,8 @@ TEST(TimeFit, A100Sc21Table) {
   ASSERT_TRUE(runs[0].strategy.overlap_grad_reduce);  // --DDP-impl torch
   auto exposed = runs[0].strategy;
   exposed.overlap_grad_reduce = false;
-  EXPECT_GT(cost::estimate(runs[0].model, exposed, a100).iteration_ms, fit.runs[0].predicted_ms * 1.02);
+  EXPECT_GT(cost::estimate(runs[0].model, exposed, cost::load_simumax_system("a100-sxm-80gb")).iteration_ms,
+            fit.runs[0].predicted_ms * 1.02);
 }
 
 // SimuMax's B200 DeepSeek-V2/V3 rows (MLA, MoE with ep 4/8, 4 layers): SimuMax's own calibration prices
