@@ -300,8 +300,8 @@ TEST(CostModel, MultiTokenPredictionIsPricedByHandCount) {
 }
 
 // An op the cost model has no formula for is named (path with the layer as *, role, why), and refused
-// under --strict.  Dropout is priced by default (bias-dropout-add, embedding dropout); under
-// --simumax-compat it is not, as in SimuMax.
+// under --strict.  By default a GPT layer is priced whole (learned positions, bias-dropout-add, embedding
+// dropout); under --simumax-compat those stay unpriced, as in SimuMax.
 TEST(CostModel, UnpricedOpsAreNamedAndRefusedWhenStrict) {
   const std::string args =
       "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
@@ -315,15 +315,34 @@ TEST(CostModel, UnpricedOpsAreNamedAndRefusedWhenStrict) {
         if (w.find(text) != std::string::npos) return true;
       return false;
     };
-    EXPECT_TRUE(has("not priced: embedding.position_embeddings (position_embedding)"));
+    EXPECT_EQ(has("not priced: embedding.position_embeddings (position_embedding)"), compat);
     EXPECT_EQ(has("not priced: decoder.layers.*.self_attn_bda (attn_bda): dropout"), compat);
     EXPECT_EQ(has("not priced: embedding.embedding_dropout (embedding_dropout)"), compat);
-    EXPECT_EQ(unpriced_ops(gpt.model, gpt.strategy, a100()).size(), compat ? 4u : 1u);  // + mlp_bda
+    EXPECT_EQ(unpriced_ops(gpt.model, gpt.strategy, a100()).size(), compat ? 4u : 0u);  // + mlp_bda
     EstimateOptions strict;
     strict.strict = true;
-    expect_input_error([&] { estimate(gpt.model, gpt.strategy, a100(), strict); }, "--strict",
-                       compat ? "does not price decoder.layers.*.mlp_bda" : "embedding.position_embeddings");
+    if (compat)
+      expect_input_error([&] { estimate(gpt.model, gpt.strategy, a100(), strict); }, "--strict",
+                         "does not price decoder.layers.*.mlp_bda");
+    else
+      EXPECT_NO_THROW(estimate(gpt.model, gpt.strategy, a100(), strict));
   }
+}
+
+// The learned position table by hand: max positions × hidden parameters on the first stage (replicated on the
+// tp ranks: not divided), 2 bytes each in bf16.
+TEST(CostModel, LearnedPositionTableByHand) {
+  auto first = [&](const std::string& pos) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 512 "
+        "--vocab-size 1024 --micro-batch-size 1 --global-batch-size 8 --bf16 --use-flash-attn --hidden-dropout 0 "
+        "--attention-dropout 0 --tensor-model-parallel-size 2 --nproc_per_node 2 " + pos));
+    return estimate(c.model, c.strategy, a100()).chunks.front();
+  };
+  const ChunkEstimate learned = first("");
+  const ChunkEstimate rope = first("--position-embedding-type rope");
+  EXPECT_DOUBLE_EQ(learned.memory.dense_weight_bytes - rope.memory.dense_weight_bytes, 512.0 * 256 * 2);
+  EXPECT_GT(learned.times.forward_ms(), rope.times.forward_ms());
 }
 
 // Megatron's dropout by hand: each layer's two bias-dropout-adds keep a 1-byte mask per residual element

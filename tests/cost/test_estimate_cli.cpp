@@ -116,17 +116,19 @@ TEST(EstimateCli, AnalyzerPresetsAndUnmodelledFeatures) {
                    "tp_size": 8, "pp_size": 1})");
   RunResult gpt = run_preflight("estimate --model gpt3-175b --strategy " + shell_quote(s2048.string()));
   EXPECT_EQ(gpt.exit_code, 1) << gpt.err;  // 175B on 8 GPUs does not fit
-  for (const char* what : {"linear biases", "LayerNorm", "learned position table", "tied embeddings"})
+  for (const char* what : {"linear biases", "LayerNorm", "tied embeddings"})
     EXPECT_NE(gpt.err.find(what), std::string::npos) << what << "\n" << gpt.err;
-  // --strict: the ops the cost model does not price are an error naming them (estimate and search).
-  RunResult strict =
-      run_preflight("estimate --strict --model gpt3-175b --strategy " + shell_quote(s2048.string()));
+  EXPECT_EQ(gpt.err.find("learned position table"), std::string::npos) << gpt.err;  // priced by default
+  // --strict: the ops the cost model does not price (here SimuMax's, without the position table) are an
+  // error naming them (estimate and search).
+  RunResult strict = run_preflight("estimate --strict --simumax-compat --model gpt3-175b --strategy " +
+                                   shell_quote(s2048.string()));
   EXPECT_EQ(strict.exit_code, 2) << strict.err;
   EXPECT_NE(strict.err.find("--strict: the cost model does not price "), std::string::npos) << strict.err;
   EXPECT_NE(strict.err.find("(position_embedding)"), std::string::npos) << strict.err;
   RunResult search = run_preflight(
-      "search --strict --quiet --model gpt3-175b --world-size 8 --global-batch-size 8 --tp 8 --pp 1 "
-      "--seq-length 2048");
+      "search --strict --simumax-compat --quiet --model gpt3-175b --world-size 8 --global-batch-size 8 --tp 8 "
+      "--pp 1 --seq-length 2048");
   EXPECT_EQ(search.exit_code, 2) << search.err;
   EXPECT_NE(search.err.find("--strict"), std::string::npos) << search.err;
 

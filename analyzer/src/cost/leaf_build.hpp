@@ -36,6 +36,7 @@ void price_linear(const Ctx& c, Leaf& l, bool column);        // leaves.cpp
 void price_norm(const Ctx& c, Leaf& l);                       // leaves.cpp
 void price_quantizer(const Ctx& c, Leaf& l);                  // leaves.cpp
 void price_bias_dropout_add(const Ctx& c, Leaf& l);           // leaves.cpp
+void price_position_embedding(const Ctx& c, Leaf& l);         // leaves_embedding_head.cpp
 void price_attention(const Ctx& c, Leaf& l, bool mla);        // leaves_attention.cpp
 void price_swiglu(const Ctx& c, Leaf& l);                     // leaves_mlp.cpp
 void price_gelu(const Ctx& c, Leaf& l);                       // leaves_mlp.cpp

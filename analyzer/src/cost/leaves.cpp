@@ -376,6 +376,9 @@ void price(const Ctx& c, Leaf& l) {
     case LeafKind::BiasDropoutAdd:
       price_bias_dropout_add(c, l);
       break;
+    case LeafKind::PositionEmbedding:
+      price_position_embedding(c, l);
+      break;
     case LeafKind::Rotary:
     case LeafKind::Split:
     case LeafKind::Concat:

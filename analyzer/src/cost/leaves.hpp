@@ -41,7 +41,8 @@ enum class LeafKind : std::uint8_t {
   GroupLinearCol,
   GroupLinearRow,
   Fp8Quantizer,
-  BiasDropoutAdd,  ///< Megatron's fused bias-dropout-add (hidden dropout > 0; not in SimuMax)
+  BiasDropoutAdd,     ///< Megatron's fused bias-dropout-add (hidden dropout > 0; not in SimuMax)
+  PositionEmbedding,  ///< learned absolute position table (GPT; not in SimuMax)
 };
 
 /// Everything the pricing needs besides the leaf: the run's sizes and switches.

@@ -26,6 +26,24 @@ void price_embedding(const Ctx& c, Leaf& l) {
   price_passes(c, l, "default", "default", "default");
 }
 
+// --- Learned absolute position embedding (Megatron's LanguageModelEmbedding, not SimuMax) ----------
+// Geometry: in = max positions, out = hidden, b·s = tokens looked up (the full sequence, before the
+// sequence-parallel scatter).  The table is replicated on the tp ranks (a plain torch Embedding); forward
+// reads the rows and adds them to the word embeddings (read both, write the sum); backward scatters the
+// output gradient into the table's fp32 main gradient.
+void price_position_embedding(const Ctx& c, Leaf& l) {
+  const double x = l.b * l.s * l.out * c.e, table = l.in * l.out;
+  l.cache = 0;
+  l.fwd_peak = x;
+  l.bwd_peak = table * c.e;
+  dense_params(c, l, table, c.e, table);
+  Pass& p = l.pass;
+  p.fwd_bytes = 3 * x;
+  p.bwd_w_bytes = x + table * c.e + 2 * table * 4;
+  finish_recompute(l);
+  price_passes(c, l, "default", "default", "default");
+}
+
 // --- ParallelCE ----------------------------------------------------------------------------------
 void price_ce(const Ctx& c, Leaf& l) {
   double b = l.b, s = l.s, V = l.in, L = b * s * V;
@@ -162,6 +180,18 @@ std::vector<Leaf> embedding_leaves(const Ctx& c, const std::vector<Op>& ops, Unp
   Builder bld{c, out, c.rc.variance};
   RoleCursor cur(ops);
   bld.push(embedding_leaf(c, cur.need(OpRole::WordEmbedding), "embedding", "Embedding"));
+  if (const Op* pos = c.st->simumax_compat ? nullptr : cur.find(OpRole::PositionEmbedding)) {
+    Leaf l;
+    l.kind = LeafKind::PositionEmbedding;
+    l.b = mbs(c);
+    l.s = static_cast<double>(pos->tokens) / l.b;
+    l.in = static_cast<double>(pos->in_features);
+    l.out = static_cast<double>(pos->out_features);
+    l.input_bytes = static_cast<double>(pos->tokens) * 8;
+    l.name = "position_embeddings";
+    l.path = Builder::idx(2, "PositionEmbedding");
+    bld.push(std::move(l));
+  }
   if (const Op* drop = c.st->simumax_compat ? nullptr : cur.find(OpRole::EmbeddingDropout)) {
     // Plain dropout, priced as a bias-dropout-add (one more read of the residual: within the noise).
     Leaf l;
@@ -172,7 +202,7 @@ std::vector<Leaf> embedding_leaves(const Ctx& c, const std::vector<Op>& ops, Unp
     l.path = Builder::idx(1, "Dropout");
     bld.push(std::move(l));
   }
-  cur.report_unpriced(unpriced);  // a learned position table
+  cur.report_unpriced(unpriced);  // under --simumax-compat: a learned position table, embedding dropout
   return out;
 }
 

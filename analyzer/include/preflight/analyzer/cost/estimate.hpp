@@ -176,7 +176,7 @@ struct EstimateOptions {
   bool names = true;               ///< build peak paths (off in searches for speed)
   bool per_layer = true;           ///< fill ChunkEstimate::layers
   EstimateCache* cache = nullptr;  ///< reuse priced layers (searches); see EstimateCache
-  /// An op of the layer graph that the cost model has no formula for (a learned position table, dropout
+  /// An op of the layer graph that the cost model has no formula for (a learned position table and dropout
   /// under simumax_compat, an op kind added to the graph but not to the cost model) is an InputError (where "--strict")
   /// instead of a "not priced: <op path> (<role>): <why>" line in Estimate::warnings.
   bool strict = false;
@@ -250,7 +250,7 @@ void refuse_unpriced(const std::vector<std::string>& lines);
 /// embeddings, no dropout) and is priced as the nearest Llama-style layer: one line per feature (linear
 /// biases, LayerNorm's bias, tied embeddings, attention dropout).  Empty for every SimuMax model config.
 /// estimate() adds these lines to Estimate::warnings.  Ops the cost model does not price at all (a
-/// learned position table) are named op by op instead (EstimateOptions::strict).  With a `strategy` that is
+/// learned position table and dropout under simumax_compat) are named op by op instead (EstimateOptions::strict).  With a `strategy` that is
 /// not --simumax-compat, attention dropout is modelled (math attention: its kernels and mask; flash: inside
 /// the kernel) and not listed.
 std::vector<std::string> unmodelled_features(const ModelSpec& model, const Strategy* strategy = nullptr);
