@@ -323,3 +323,18 @@ TEST(MegatronArgs, AccountedEmbeddingAndLossWithVirtualStages) {
   EXPECT_EQ(stages[3], 16);
   EXPECT_EQ(stages.back(), 15);
 }
+
+// Megatron features read past without modelling are named with what that does to the numbers.
+TEST(MegatronArgs, UnmodelledFeaturesAreNamed) {
+  const MegatronConfig c = parse_megatron_args(
+      with(base_args(), {"--use-torch-fsdp2", "--cpu-offloading", "--cpu-offloading-num-layers", "4",
+                         "--lr", "1e-4"}));
+  auto said = [&](const std::string& text) {
+    for (const auto& w : c.warnings)
+      if (w.find(text) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(said("--use-torch-fsdp2: FSDP shards weights"));
+  EXPECT_TRUE(said("--cpu-offloading: activation / weight offloading"));
+  EXPECT_FALSE(said("--lr"));
+}
