@@ -364,6 +364,20 @@ TEST(MindFormersYaml, RunMindformerArguments) {
   ASSERT_EQ(o.overrides.size(), 3u);
   EXPECT_EQ(o.overrides[0], (std::pair<std::string, std::string>{"runner_config.batch_size", "2"}));
   EXPECT_EQ(o.overrides[2], (std::pair<std::string, std::string>{"model.model_config.offset", "[1,0]"}));
+  // Other run_mindformer.py options and their values are passed over; --flag=value; the last one wins.
+  MindFormersOptions q;
+  EXPECT_EQ(read_run_mindformer_args({"--load_checkpoint", "/ckpt", "--config=b.yaml", "--auto_trans_ckpt", "False",
+                                      "--config", "c.yaml", "--use_parallel=0"},
+                                     q),
+            "c.yaml");
+  ASSERT_TRUE(q.use_parallel.has_value());
+  EXPECT_FALSE(*q.use_parallel);
+  EXPECT_TRUE(q.overrides.empty());
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--config"}, {"--options", "no_equals"}, {"--use_parallel", "maybe"}}) {
+    MindFormersOptions r;
+    EXPECT_THROW(read_run_mindformer_args(bad, r), InputError) << bad.back();
+  }
   // The overrides apply: dp 4 doubles the world and the global batch.
   MindFormersOptions p;
   p.overrides = {{"parallel_config.data_parallel", "2"}, {"runner_config.batch_size", "3"}};

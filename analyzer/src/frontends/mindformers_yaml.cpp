@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include <CLI/CLI.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "preflight/analyzer/frontends/hf_config.hpp"
@@ -762,46 +763,39 @@ std::vector<int> MindFormersConfig::full_recompute_per_stage() const {
 }
 
 std::string read_run_mindformer_args(const std::vector<std::string>& args, MindFormersOptions& options) {
-  std::string config;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string w = args[i];
-    std::optional<std::string> inline_value;
-    if (w.rfind("--", 0) == 0)
-      if (auto eq = w.find('='); eq != std::string::npos) {
-        inline_value = w.substr(eq + 1);
-        w = w.substr(0, eq);
-      }
-    auto value = [&]() -> std::string {
-      if (inline_value) return *inline_value;
-      if (i + 1 >= args.size()) throw InputError(w, "expects a value");
-      return args[++i];
-    };
-    if (w == "--config") {
-      config = value();
-    } else if (w == "--run_mode") {
-      options.run_mode = value();
-    } else if (w == "--use_parallel") {
-      std::string v = value();
-      for (auto& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      if (v != "true" && v != "false" && v != "1" && v != "0")
-        throw InputError("--use_parallel", "expected True or False, got '" + v + "'");
-      options.use_parallel = v == "true" || v == "1";
-    } else if (w == "--batch_size") {
-      options.overrides.emplace_back("runner_config.batch_size", value());
-    } else if (w == "--gradient_accumulation_steps") {
-      options.overrides.emplace_back("runner_config.gradient_accumulation_steps", value());
-    } else if (w == "--options") {
-      std::vector<std::string> items;
-      if (inline_value) items.push_back(*inline_value);
-      while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) items.push_back(args[++i]);
-      if (items.empty()) throw InputError("--options", "expects KEY=VALUE items");
-      for (const auto& item : items) {
-        auto eq = item.find('=');
-        if (eq == std::string::npos || eq == 0)
-          throw InputError("--options", "expected KEY=VALUE, got '" + item + "'");
-        options.overrides.emplace_back(item.substr(0, eq), item.substr(eq + 1));
-      }
-    }
+  // run_mindformer.py's argparse options that change the run; everything else is kept as CLI11 extras
+  // (argparse's parse_known_args), and a repeated option keeps its last value, as argparse does.
+  CLI::App app{"run_mindformer.py"};
+  app.allow_extras();
+  std::string config, run_mode, use_parallel, batch_size, accumulation;
+  std::vector<std::string> items;
+  auto last = CLI::MultiOptionPolicy::TakeLast;
+  app.add_option("--config", config)->multi_option_policy(last);
+  auto* mode = app.add_option("--run_mode", run_mode)->multi_option_policy(last);
+  auto* parallel = app.add_option("--use_parallel", use_parallel)->multi_option_policy(last);
+  auto* batch = app.add_option("--batch_size", batch_size)->multi_option_policy(last);
+  auto* ga = app.add_option("--gradient_accumulation_steps", accumulation)->multi_option_policy(last);
+  app.add_option("--options", items)->expected(1, CLI::detail::expected_max_vector_size);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw InputError("run_mindformer.py arguments", e.what());
+  }
+  if (*mode) options.run_mode = run_mode;
+  if (*parallel) {
+    std::string v = use_parallel;
+    for (auto& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (v != "true" && v != "false" && v != "1" && v != "0")
+      throw InputError("--use_parallel", "expected True or False, got '" + use_parallel + "'");
+    options.use_parallel = v == "true" || v == "1";
+  }
+  if (*batch) options.overrides.emplace_back("runner_config.batch_size", batch_size);
+  if (*ga) options.overrides.emplace_back("runner_config.gradient_accumulation_steps", accumulation);
+  for (const auto& item : items) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw InputError("--options", "expected KEY=VALUE, got '" + item + "'");
+    options.overrides.emplace_back(item.substr(0, eq), item.substr(eq + 1));
   }
   return config;
 }
