@@ -505,7 +505,7 @@ TEST(LayerGraph, EveryOpHasTheRoleOfItsModulePath) {
       "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
       // Multi-latent attention with and without a q latent (tp 1 as MLA allows).
       "--swiglu --normalization RMSNorm --no-position-embedding --multi-latent-attention --q-lora-rank 32 "
-      "--kv-lora-rank 16 --tensor-model-parallel-size 1 --mtp-num-layers 1",
+      "--kv-lora-rank 16 --tensor-model-parallel-size 1 --mtp-num-layers 1 --qk-layernorm",
       "--swiglu --normalization RMSNorm --no-position-embedding --multi-latent-attention --kv-lora-rank 16 "
       "--tensor-model-parallel-size 1",
   };
@@ -528,4 +528,47 @@ TEST(LayerGraph, EveryOpHasTheRoleOfItsModulePath) {
       }
   }
   EXPECT_EQ(seen.size(), suffix.size());  // every role is built by one of the variants
+}
+
+// Megatron's MLASelfAttention with tp 2 and sequence parallelism: the down projections (TELinear
+// "duplicated") run on the rank's T/2 tokens with the full weight and no collective, keep their T/2 input;
+// the latent norms are on T/2 rows; the up projections are column-parallel (all-gather of the latent in
+// forward, T·rank·2 bytes); the rotary key part (T·16·2 bytes) is gathered after kv_down.
+TEST(LayerGraph, TensorParallelMultiLatentAttention) {
+  const std::int64_t T = 128, h = 256;
+  LayerGraph g = graph_of(preflight::test::words(
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --multi-latent-attention --qk-layernorm "
+      "--q-lora-rank 64 --kv-lora-rank 32 --qk-head-dim 32 --qk-pos-emb-head-dim 16 --v-head-dim 32 "
+      "--swiglu --normalization RMSNorm --disable-bias-linear --position-embedding-type rope "
+      "--seq-length 128 --max-position-embeddings 128 --vocab-size 1024 --micro-batch-size 1 --bf16 "
+      "--tensor-model-parallel-size 2 --sequence-parallel --world-size 2"));
+  std::map<OpRole, const Op*> by_role;
+  for (const auto& c : g.chunks)
+    for (const auto& op : c.ops)
+      if (op.layer == 0) by_role[op.role] = &op;
+  auto gathered = [](const Op& op) {
+    std::int64_t bytes = 0;
+    for (const auto& cm : op.comms)
+      if (cm.kind == Collective::AllGather && cm.pass == Pass::Forward) bytes += cm.bytes;
+    return bytes;
+  };
+  const Op& qd = *by_role.at(OpRole::QDownProj);
+  EXPECT_EQ(qd.tokens, T / 2);
+  EXPECT_EQ(qd.params.at(0).numel(), h * 64);  // full weight on the rank
+  EXPECT_TRUE(qd.comms.empty());
+  EXPECT_EQ(qd.kept_bytes, T / 2 * h * 2);
+  EXPECT_DOUBLE_EQ(qd.fwd_flops, 2.0 * (T / 2) * h * 64);
+  EXPECT_EQ(by_role.at(OpRole::QDownNorm)->tokens, T / 2);
+  EXPECT_EQ(gathered(*by_role.at(OpRole::QUpProj)), T * 64 * 2);
+  EXPECT_EQ(by_role.at(OpRole::QUpProj)->out_features, 2 * 48);  // 2 of the 4 heads
+  EXPECT_EQ(gathered(*by_role.at(OpRole::KvDownProj)), T * 16 * 2);
+  EXPECT_EQ(gathered(*by_role.at(OpRole::KvUpProj)), T * 32 * 2);
+  // Without --qk-layernorm Megatron's spec has IdentityOp for the latent norms.
+  LayerGraph bare = graph_of(preflight::test::words(
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --multi-latent-attention --q-lora-rank 64 "
+      "--kv-lora-rank 32 --seq-length 128 --max-position-embeddings 128 --vocab-size 1024 --bf16 "
+      "--world-size 1"));
+  for (const auto& c : bare.chunks)
+    for (const auto& op : c.ops)
+      EXPECT_TRUE(op.role != OpRole::QDownNorm && op.role != OpRole::KvDownNorm) << op.path;
 }

@@ -248,6 +248,39 @@ TEST(CostModel, RefusesWhatItCannotModel) {
   expect_input_error([&] { estimate(m, vpp, a100()); }, "pp_comm_async", "async VPP");
 }
 
+// Megatron's tensor-parallel multi-latent attention (multi_latent_attention.py MLASelfAttention) by hand:
+// the down projections are replicated over tp and run on the rank's sequence shard, everything else splits
+// by tp.  h 256, 4 heads, q_lora 64, kv_lora 32, qk 32 + rope 16, v 32, ffn 512 (SwiGLU), T = 128 tokens.
+//   down projections D = 256·64 + 256·(32 + 16) = 28,672 (full on every rank); norms 256 + 64 + 32 + 256
+//   = 608 (replicated); split S = q_up 64·4·48 + kv_up 32·4·64 + proj 128·256 + fc1 256·1024 + fc2 512·256
+//   = 446,464.  Per rank at tp 2: D + 608 + S/2 = 252,512 parameters (2 bytes each).
+//   Forward FLOPs at tp 2 are half of tp 1's: the down projections on T/2 tokens, the rest on half the heads.
+//   SimuMax refuses it (kept under --simumax-compat).
+TEST(CostModel, TensorParallelMultiLatentAttentionByHand) {
+  auto layer = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --multi-latent-attention --qk-layernorm "
+        "--q-lora-rank 64 --kv-lora-rank 32 --qk-head-dim 32 --qk-pos-emb-head-dim 16 --v-head-dim 32 "
+        "--ffn-hidden-size 512 --swiglu --normalization RMSNorm --disable-bias-linear "
+        "--position-embedding-type rope --untie-embeddings-and-output-weights --attention-dropout 0 "
+        "--hidden-dropout 0 --vocab-size 1024 --seq-length 128 --max-position-embeddings 128 "
+        "--micro-batch-size 1 --global-batch-size 8 --bf16 --use-flash-attn " + extra));
+    Estimate e = estimate(c.model, c.strategy, a100());
+    return e.chunks.front().layers.front();
+  };
+  const LayerEstimate tp1 = layer("--nproc_per_node 1");
+  const LayerEstimate tp2 = layer("--tensor-model-parallel-size 2 --sequence-parallel --nproc_per_node 2");
+  EXPECT_DOUBLE_EQ(tp1.memory.dense_weight_bytes, (28672.0 + 608 + 446464) * 2);
+  EXPECT_DOUBLE_EQ(tp2.memory.dense_weight_bytes, (28672.0 + 608 + 446464 / 2) * 2);
+  EXPECT_NEAR(tp2.work.fwd_flops, tp1.work.fwd_flops / 2, 1);
+  EXPECT_GT(tp2.times.forward_ms(), tp1.times.forward_ms() / 2);  // plus its tp collectives
+  MegatronConfig compat = parse_megatron_args(preflight::test::words(
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --multi-latent-attention --kv-lora-rank 32 "
+      "--seq-length 128 --max-position-embeddings 128 --vocab-size 1024 --micro-batch-size 1 --bf16 "
+      "--tensor-model-parallel-size 2 --nproc_per_node 2 --simumax-compat"));
+  expect_input_error([&] { estimate(compat.model, compat.strategy, a100()); }, "tp_size", "--simumax-compat");
+}
+
 namespace {
 
 /// A Llama-style model the cost model prices completely (RMSNorm, SwiGLU, no biases, rotary, no dropout,

@@ -610,10 +610,11 @@ double straggler_ratio(const Strategy& st, const SystemSpec& sys, int dp, int ed
 
 void validate_for_cost(const ModelSpec& m, const Strategy& st, const SystemSpec& sys, const Ctx& c,
                        std::vector<std::string>& warnings) {
-  if (m.mla.enabled && st.tp != 1)
+  if (m.mla.enabled && st.tp != 1 && st.simumax_compat)
     throw InputError("tp_size",
-                     "multi-latent attention is modelled with tp = 1 only (SimuMax asserts the same), got " +
-                         std::to_string(st.tp));
+                     "multi-latent attention is modelled with tp = 1 only under --simumax-compat (SimuMax "
+                     "asserts the same), got " + std::to_string(st.tp) + "; drop --simumax-compat for Megatron's "
+                     "tensor-parallel MLA");
   if (st.cp > 1) {
     if (st.cp_comm_type == CpCommType::P2P && st.simumax_compat)
       warnings.push_back(

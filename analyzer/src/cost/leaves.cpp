@@ -223,14 +223,14 @@ void price_linear(const Ctx& c, Leaf& l, bool column) {
   double w = l.in * l.out * w_el, in_b = x * a_el, out_b = y * c.e;
   l.cache = x * a_el;
   if (column) {
-    if (c.sp && !c.fp8) l.cache /= c.tp;
+    if (c.sp && !c.fp8 && !l.duplicated) l.cache /= c.tp;
     if (l.has_cached_inputs) l.cache = 0;
   } else if (l.has_cached_inputs) {
     l.cache -= x * a_el;
   }
   double peak = in_b + out_b + (c.st->weight_in_linear_peak ? w : 0);
   l.fwd_peak = l.bwd_peak = peak;
-  dense_params(c, l, l.in * l.out, w_el, l.in * l.out * c.tp);
+  dense_params(c, l, l.in * l.out, w_el, l.in * l.out * (l.duplicated ? 1 : c.tp));
   te_dummy(c, l, false);
   Pass& p = l.pass;
   double base = 2 * x * l.out;
@@ -239,7 +239,12 @@ void price_linear(const Ctx& c, Leaf& l, bool column) {
   p.fwd_bytes = in_b + w + out_b;
   p.bwd_act_bytes = w + out_b + in_b;
   p.bwd_w_bytes = out_b + in_b + (column ? w : 0) + (c.st->gradient_accumulation_fusion ? main : 0);
-  if (column) {
+  if (l.duplicated) {
+    if (c.sp && c.tp > 1 && l.sp_gather_bytes > 0) {
+      p.fwd_net_ms += net(c, Collective::AllGather, l.sp_gather_bytes, c.tp, c.nets.tp, CommGroup::Tp);
+      p.bwd_act_net_ms += net(c, Collective::ReduceScatter, l.sp_gather_bytes, c.tp, c.nets.tp, CommGroup::Tp);
+    }
+  } else if (column) {
     double comm = x * c.e;
     if (c.sp && c.tp > 1) {
       p.fwd_net_ms += net(c, Collective::AllGather, comm, c.tp, c.nets.tp, CommGroup::Tp);
@@ -264,7 +269,7 @@ void price_linear(const Ctx& c, Leaf& l, bool column) {
   price_passes(c, l, op, op, op, gemm_key(l.b, M, l.in, l.out, "TN", false, "bf16"),
                gemm_key(l.b, M, l.out, l.in, "NN", false, "bf16"),
                gemm_key(1, l.out, l.b * M, l.in, "NT", true, grad_dtype));
-  if (c.tp > 1 && !c.st->simumax_compat) {
+  if (c.tp > 1 && !c.st->simumax_compat && !l.duplicated) {
     if (c.st->tp_comm_overlap && c.sp)
       hide_userbuffers_comm(l, column);
     else if (column)
@@ -479,12 +484,16 @@ Leaf quantizer_leaf(double numel, bool recompute, std::string name, std::string 
 
 /// A column/row linear, preceded by its fp8 quantizer when the strategy uses fp8 GEMMs.
 /// `tokens_full` = b·s_full, `in_tokens` = rows of the (un-gathered) input.
-void add_linear(Builder& bld, bool column, const std::string& name, const std::string& parent_path, int index,
-                double tokens_full, double in_tokens, double in, double out, bool recompute, bool has_cached,
-                bool is_last, bool use_var, bool breakpoint, bool fp8_allowed) {
+namespace {
+void push_linear(Builder& bld, bool column, const std::string& name, const std::string& parent_path, int index,
+                 double tokens_full, double in_tokens, double in, double out, bool recompute, bool has_cached,
+                 bool is_last, bool use_var, bool breakpoint, bool fp8_allowed, bool duplicated,
+                 double sp_gather_bytes) {
   const Ctx& c = bld.c;
   bool quantized = c.fp8 && fp8_allowed;
   Leaf l;
+  l.duplicated = duplicated;
+  l.sp_gather_bytes = sp_gather_bytes;
   l.kind = column ? LeafKind::LinearCol : LeafKind::LinearRow;
   l.b = mbs(c);
   l.s = tokens_full / l.b;
@@ -511,6 +520,21 @@ void add_linear(Builder& bld, bool column, const std::string& name, const std::s
     l.path = parent_path + Builder::idx(index, cls);
   }
   bld.push(std::move(l));
+}
+}  // namespace
+
+void add_linear(Builder& bld, bool column, const std::string& name, const std::string& parent_path, int index,
+                double tokens_full, double in_tokens, double in, double out, bool recompute, bool has_cached,
+                bool is_last, bool use_var, bool breakpoint, bool fp8_allowed) {
+  push_linear(bld, column, name, parent_path, index, tokens_full, in_tokens, in, out, recompute, has_cached,
+              is_last, use_var, breakpoint, fp8_allowed, false, 0);
+}
+
+void add_duplicated_linear(Builder& bld, const std::string& name, const std::string& parent_path, int index,
+                           double tokens, double in, double out, bool recompute, bool has_cached, bool is_last,
+                           bool use_var, bool breakpoint, double sp_gather_bytes) {
+  push_linear(bld, true, name, parent_path, index, tokens, tokens, in, out, recompute, has_cached, is_last, use_var,
+              breakpoint, true, true, sp_gather_bytes);
 }
 
 Leaf norm_leaf(double tokens, double width, bool recompute, std::string name, std::string path) {

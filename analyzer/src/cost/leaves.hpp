@@ -105,6 +105,12 @@ struct Leaf {
   double n_in = 0, n_out = 0;  // element counts (activation functions, quantizer)
   double input_bytes = 0;      // SimuMax all_input_element_num: bytes cached when a checkpoint starts here
   bool fp8_gemm = false;       // weights / inputs of this linear in fp8
+  // Linear replicated over tp (TE parallel_mode="duplicated": MLA's down projections): full weight,
+  // the rank's own tokens, no tp collective of its own.
+  bool duplicated = false;
+  // Bytes of a slice of this linear's output all-gathered over tp along the sequence after it (MLA's
+  // k_pos_emb with sequence parallelism): forward all-gather, backward reduce-scatter.
+  double sp_gather_bytes = 0;
   // Recompute and memory flags of the SimuMax module.
   bool recompute = false, has_cached_inputs = false, variance = false, breakpoint = false;
   bool offload_inputs = false, cache_outputs = false, weighted_silu = false;

@@ -256,7 +256,9 @@ void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     add_linear(bld, false, "attention.linear_out", ap, next, proj.tokens, proj.tokens, proj.in_features,
                proj.out_features, rc.out, false, false, false, false);
   } else {
-    // Multi-latent attention (dense_module.py MLAAttention.forward); TP is 1.
+    // Multi-latent attention (SimuMax dense_module.py MLAAttention.forward, tp 1 there).  With tp > 1 as
+    // Megatron's MLASelfAttention: the down projections are replicated over tp on the rank's own tokens,
+    // the up projections column-parallel (they gather the latents), k_pos_emb gathered on its own.
     std::string ap = Builder::idx(1, "MLAAttention");
     const MLASpec& mla = m.mla;
     double n = core.heads, qd = mla.qk_head_dim + mla.qk_pos_emb_head_dim, vd = mla.v_head_dim;
@@ -267,30 +269,31 @@ void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     int i = 0;
     if (mla.q_lora_rank > 0) {
       const Op& qd_op = ops.need(OpRole::QDownProj);
-      add_linear(bld, true, "attention.linear_q_down_proj", ap, i++, qd_op.tokens, tok, qd_op.in_features,
-                 qd_op.out_features, rc.q_down, rc.meg_ln, true, rc.meg_ln, bp_down);
-      const Op& qn = ops.need(OpRole::QDownNorm);
-      bld.push(norm_leaf(qn.tokens, qn.in_features, rc.q_ln, "attention.q_layernorm",
-                         ap + Builder::idx(i++, "LayerNorm")));
+      add_duplicated_linear(bld, "attention.linear_q_down_proj", ap, i++, qd_op.tokens, qd_op.in_features,
+                            qd_op.out_features, rc.q_down, rc.meg_ln, true, rc.meg_ln, bp_down);
+      if (const Op* qn = ops.find(OpRole::QDownNorm))
+        bld.push(norm_leaf(qn->tokens, qn->in_features, rc.q_ln, "attention.q_layernorm",
+                           ap + Builder::idx(i++, "LayerNorm")));
       const Op& qu = ops.need(OpRole::QUpProj);
-      add_linear(bld, true, "attention.linear_q_up_proj", ap, i++, qu.tokens, qu.tokens, qu.in_features,
+      add_linear(bld, true, "attention.linear_q_up_proj", ap, i++, qu.tokens, tok_in, qu.in_features,
                  qu.out_features, rc.q_up, false, false, false, false);
     } else {
       const Op& qp = ops.need(OpRole::QProj);
-      add_linear(bld, true, "attention.linear_q_proj", ap, i++, qp.tokens, tok, qp.in_features,
+      add_linear(bld, true, "attention.linear_q_proj", ap, i++, qp.tokens, tok_in, qp.in_features,
                  qp.out_features, rc.q_up, false, false, false, false);
     }
     const Op& kvd = ops.need(OpRole::KvDownProj);
-    add_linear(bld, true, "attention.linear_kv_down_proj", ap, i++, kvd.tokens, tok, kvd.in_features,
-               kvd.out_features, rc.kv_down, true, true, rc.meg_ln, bp_down);
+    add_duplicated_linear(bld, "attention.linear_kv_down_proj", ap, i++, kvd.tokens, kvd.in_features,
+                          kvd.out_features, rc.kv_down, true, true, rc.meg_ln, bp_down,
+                          tok * mla.qk_pos_emb_head_dim * c.e);
     double kv_comb = mla.kv_lora_rank + mla.qk_pos_emb_head_dim;
     bld.push(
-        layout_leaf(LeafKind::Split, tok * kv_comb * 2, rc.core, ap + Builder::idx(i++, ""), "SplitModule"));
-    const Op& kvn = ops.need(OpRole::KvDownNorm);
-    bld.push(norm_leaf(kvn.tokens, kvn.in_features, rc.kv_ln, "attention.kv_layernorm",
-                       ap + Builder::idx(i++, "LayerNorm")));
+        layout_leaf(LeafKind::Split, tok_in * kv_comb * 2, rc.core, ap + Builder::idx(i++, ""), "SplitModule"));
+    if (const Op* kvn = ops.find(OpRole::KvDownNorm))
+      bld.push(norm_leaf(kvn->tokens, kvn->in_features, rc.kv_ln, "attention.kv_layernorm",
+                         ap + Builder::idx(i++, "LayerNorm")));
     const Op& kvu = ops.need(OpRole::KvUpProj);
-    add_linear(bld, true, "attention.linear_kv_up_proj", ap, i++, kvu.tokens, kvu.tokens, kvu.in_features,
+    add_linear(bld, true, "attention.linear_kv_up_proj", ap, i++, kvu.tokens, tok_in, kvu.in_features,
                kvu.out_features, rc.kv_up, false, false, false, false);
     bld.push(layout_leaf(LeafKind::Split, tok * n * (mla.qk_head_dim + vd) * 2, rc.core,
                          ap + Builder::idx(i++, ""), "SplitModule"));

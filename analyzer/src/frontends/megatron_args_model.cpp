@@ -336,6 +336,7 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
     m.mla.qk_head_dim = f.int_or("--qk-head-dim", 128);
     m.mla.qk_pos_emb_head_dim = f.int_or("--qk-pos-emb-head-dim", 64);
     m.mla.v_head_dim = f.int_or("--v-head-dim", 128);
+    m.mla.latent_norms = f.has("--qk-layernorm");
   }
 }
 

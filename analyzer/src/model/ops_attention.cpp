@@ -15,29 +15,37 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
     qk_dim = m.mla.qk_head_dim + m.mla.qk_pos_emb_head_dim;
     v_dim = m.mla.v_head_dim;
     kv_heads = heads;
-    // Multi-latent attention (DeepSeek-V2 §2.1; Megatron `multi_latent_attention.py`): down projections
-    // are replicated over tp, up projections are column-parallel.
+    // Multi-latent attention (DeepSeek-V2 §2.1; Megatron `multi_latent_attention.py` MLASelfAttention): the
+    // down projections are TELinear(parallel_mode="duplicated"), replicated over tp and run on the rank's
+    // own tokens (its sequence shard with sequence parallelism); their latents are normalized there and
+    // gathered by the column-parallel up projections (TE gathers the input of a sequence-parallel column
+    // linear), which split the heads over tp; the rotary key part k_pos_emb is gathered on its own
+    // (gather_from_sequence_parallel_region).
     if (m.mla.q_lora_rank > 0) {
-      ops.push_back(make_column(c, pre + "linear_q_down_proj", OpRole::QDownProj, layer, c.h,
-                                m.mla.q_lora_rank, false, false));
-      ops.push_back(make_norm(c, pre + "q_layernorm", OpRole::QDownNorm, layer, c.tok, m.mla.q_lora_rank));
+      ops.push_back(make_duplicated(c, pre + "linear_q_down_proj", OpRole::QDownProj, layer, c.h,
+                                    m.mla.q_lora_rank));
+      if (m.mla.latent_norms) ops.push_back(make_norm(c, pre + "q_layernorm", OpRole::QDownNorm, layer, c.tok_sp, m.mla.q_lora_rank));
       ops.push_back(make_column(c, pre + "linear_q_up_proj", OpRole::QUpProj, layer, m.mla.q_lora_rank,
                                 static_cast<I64>(m.num_attention_heads) * qk_dim, false));
-      ops.back().input_bytes = c.tok * m.mla.q_lora_rank * c.a;
-      ops.back().saved = {{"input", c.tok * m.mla.q_lora_rank * c.lin_a}};
-      ops.back().comms.clear();
+      ops.back().saved = {{"input", c.tok_sp * m.mla.q_lora_rank * c.lin_a}};
     } else {
       ops.push_back(make_column(c, pre + "linear_q_proj", OpRole::QProj, layer, c.h,
                                 static_cast<I64>(m.num_attention_heads) * qk_dim, false));
     }
-    ops.push_back(make_column(c, pre + "linear_kv_down_proj", OpRole::KvDownProj, layer, c.h,
-                              m.mla.kv_lora_rank + m.mla.qk_pos_emb_head_dim, false, false));
-    ops.push_back(make_norm(c, pre + "kv_layernorm", OpRole::KvDownNorm, layer, c.tok, m.mla.kv_lora_rank));
+    ops.push_back(make_duplicated(c, pre + "linear_kv_down_proj", OpRole::KvDownProj, layer, c.h,
+                                  m.mla.kv_lora_rank + m.mla.qk_pos_emb_head_dim));
+    if (c.t > 1 && c.sp) {
+      I64 bytes = c.tok * m.mla.qk_pos_emb_head_dim * c.a;
+      ops.back().comms.push_back({Collective::AllGather, ParallelDim::TP, Pass::Forward, bytes, 1,
+                                  "all-gather of the rotary key part k_pos_emb"});
+      ops.back().comms.push_back({Collective::ReduceScatter, ParallelDim::TP, Pass::Backward, bytes, 1,
+                                  "reduce-scatter of the k_pos_emb gradient"});
+    }
+    if (m.mla.latent_norms) ops.push_back(make_norm(c, pre + "kv_layernorm", OpRole::KvDownNorm, layer, c.tok_sp, m.mla.kv_lora_rank));
     ops.push_back(
         make_column(c, pre + "linear_kv_up_proj", OpRole::KvUpProj, layer, m.mla.kv_lora_rank,
                     static_cast<I64>(m.num_attention_heads) * (m.mla.qk_head_dim + m.mla.v_head_dim), false));
-    ops.back().saved = {{"input", c.tok * m.mla.kv_lora_rank * c.lin_a}};
-    ops.back().comms.clear();
+    ops.back().saved = {{"input", c.tok_sp * m.mla.kv_lora_rank * c.lin_a}};
   } else {
     qk_dim = v_dim = m.kv_channels;
     kv_heads = m.num_query_groups / c.t;

@@ -55,6 +55,9 @@ Op make_norm(const Ctx& c, std::string path, OpRole role, int layer, I64 tokens,
 /// SP-sharded.
 Op make_column(const Ctx& c, std::string path, OpRole role, int layer, I64 in, I64 out_full, bool bias,
                bool split = true);
+/// A linear replicated over tp (TE `parallel_mode="duplicated"`, e.g. MLA's down projections): full
+/// weight on every tp rank, run on the rank's own tokens (tok_sp), no tp collective.
+Op make_duplicated(const Ctx& c, std::string path, OpRole role, int layer, I64 in, I64 out);
 /// Row-parallel linear: in_full (split over tp) → out, output reduced to the replicated / SP stream.
 Op make_row(const Ctx& c, std::string path, OpRole role, int layer, I64 in_full, I64 out, bool bias);
 /// Bias-dropout-add into the residual stream.

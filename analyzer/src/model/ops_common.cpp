@@ -138,6 +138,16 @@ Op make_column(const Ctx& c, std::string path, OpRole role, int layer, I64 in, I
   return op;
 }
 
+Op make_duplicated(const Ctx& c, std::string path, OpRole role, int layer, I64 in, I64 out) {
+  Op op = make_column(c, std::move(path), role, layer, in, out, false, false);
+  op.tokens = c.tok_sp;
+  op.input_bytes = c.tok_sp * in * c.a;
+  op.output_bytes = c.tok_sp * out * c.a;
+  op.saved = {{"input", c.tok_sp * in * c.lin_a, true}};
+  linear_flops(op, c.tok_sp, in, out);
+  return op;
+}
+
 Op make_row(const Ctx& c, std::string path, OpRole role, int layer, I64 in_full, I64 out, bool bias) {
   Op op;
   op.path = std::move(path);

@@ -45,6 +45,10 @@ struct MLASpec {
   std::int64_t qk_head_dim = 128;         ///< non-rotary part of q/k per head
   std::int64_t qk_pos_emb_head_dim = 64;  ///< rotary part of q/k per head
   std::int64_t v_head_dim = 128;
+  /// q_layernorm / kv_layernorm over the latents.  DeepSeek's models (Hugging Face, MindFormers, SimuMax)
+  /// always have them; Megatron builds them only with --qk-layernorm (IdentityOp otherwise,
+  /// gpt_layer_specs.py).
+  bool latent_norms = true;
 };
 
 /// Architecture of the network.  Sizes are element counts, not bytes.
