@@ -237,7 +237,8 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                      {"tflops_per_gpu", e.tflops_per_gpu},
                      {"tokens_per_second_per_gpu", e.tokens_per_second_per_gpu},
                      {"iteration_ms", e.iteration_ms},
-                     {"peak_gib", e.peak_gib}});
+                     {"peak_gib", e.peak_gib},
+                     {"memory_model", e.memory_model}});
     }
     nlohmann::ordered_json j{{"model", model.name},
                              {"system", system.name},
@@ -263,14 +264,20 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     t.column("tokens/s/GPU", TextTable::Align::Right).column("iter s", TextTable::Align::Right);
     t.column("peak GiB", TextTable::Align::Right);
     std::size_t row = 0;
+    bool simumax_rows = false;
     for (std::size_t i : top_rows(r, ranking, o.top)) {
       const auto& e = r.evaluations[i];
+      const bool simumax_memory = e.memory_model == "simumax" && !o.simumax_compat;
+      simumax_rows = simumax_rows || simumax_memory;
       t.row({std::to_string(++row), std::to_string(e.tp), std::to_string(e.pp), std::to_string(e.ep),
              std::to_string(e.dp), std::to_string(e.micro_batches), recompute_cell(e), fixed(e.mfu, 4),
              fixed(e.tflops_per_gpu, 1), fixed(e.tokens_per_second_per_gpu, 1),
-             fixed(e.iteration_ms / 1000, 3), fixed(e.peak_gib, 2)});
+             fixed(e.iteration_ms / 1000, 3), fixed(e.peak_gib, 2) + (simumax_memory ? "*" : "")});
     }
     std::cout << t.render();
+    if (simumax_rows)
+      std::cout << "* peak from SimuMax's memory model (its selective attn/mlp switches have no Megatron flags); "
+                   "the other rows walk Megatron's schedule as `preflight estimate` and `analyze` do\n";
     std::cout << r.evaluations.size() << " evaluations (" << ranking.size() << " fit) of "
               << r.evaluations.size() + 0 << " in " << fixed(r.seconds, 3) << " s, " << fixed(rate, 0)
               << " evaluations/s; " << r.skipped.size() << " layouts skipped as invalid\n";

@@ -261,6 +261,6 @@ TEST(Calibrate, ReadsTheCostModelsOwnSummary) {
   ASSERT_EQ(p.stages.size(), 2u);
   for (int s = 0; s < 2; ++s) {
     EXPECT_DOUBLE_EQ(p.stages[s].peak_bytes, e.stages[s].peak_bytes);
-    EXPECT_DOUBLE_EQ(p.stages[s].model_bytes, e.stages[s].memory.total_bytes());
+    EXPECT_DOUBLE_EQ(p.stages[s].model_bytes, e.stages[s].model_bytes);
   }
 }

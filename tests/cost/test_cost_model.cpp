@@ -3,6 +3,8 @@
 
 #include "pipeline.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/model/memory_timeline.hpp"
 #include "preflight/analyzer/cost/primitives.hpp"
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
@@ -279,6 +281,79 @@ TEST(CostModel, TensorParallelMultiLatentAttentionByHand) {
       "--seq-length 128 --max-position-embeddings 128 --vocab-size 1024 --micro-batch-size 1 --bf16 "
       "--tensor-model-parallel-size 2 --nproc_per_node 2 --simumax-compat"));
   expect_input_error([&] { estimate(compat.model, compat.strategy, a100()); }, "tp_size", "--simumax-compat");
+}
+
+// --moe-layer-recompute (deprecated in Megatron for --recompute-modules moe) adds "moe" to the selective
+// modules (TransformerConfig.__post_init__), so with --recompute-activations both the core attention and the
+// MoE layer are recomputed — a combination SimuMax cannot price (kept refused under --simumax-compat).
+// The two checkpoints are independent: the per-layer activation saving of both is the sum of each alone,
+// in the cost model and in the layer graph.
+TEST(CostModel, MoeLayerRecomputeWithCoreAttention) {
+  const std::string base =
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --ffn-hidden-size 512 --swiglu "
+      "--normalization RMSNorm --disable-bias-linear --position-embedding-type rope --attention-dropout 0 "
+      "--hidden-dropout 0 --num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 128 --vocab-size 1024 "
+      "--seq-length 128 --max-position-embeddings 128 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+      "--use-flash-attn --nproc_per_node 1 ";
+  auto cfg = [&](const std::string& extra) { return parse_megatron_args(preflight::test::words(base + extra)); };
+  const MegatronConfig both = cfg("--recompute-activations --moe-layer-recompute");
+  EXPECT_EQ(both.strategy.recompute_granularity, RecomputeGranularity::Selective);
+  EXPECT_EQ(both.strategy.recompute_modules, (std::vector<std::string>{"core_attn", "moe"}));
+  EXPECT_EQ(cfg("--moe-layer-recompute").strategy.recompute_modules,
+            (std::vector<std::string>{"core_attn", "moe"}));  // Megatron's default modules + moe
+  expect_input_error([&] { cfg("--recompute-granularity full --recompute-method uniform --moe-layer-recompute"); },
+                     "--moe-layer-recompute", "full");
+  auto layer_cache = [&](const MegatronConfig& c) {
+    return estimate(c.model, c.strategy, a100()).chunks.front().layers.front().activation_cache_bytes;
+  };
+  auto graph_cache = [&](const MegatronConfig& c) {
+    const LayerGraph g = build_layer_graph(c.model, c.strategy);
+    double kept = 0;
+    for (const auto& op : g.chunks.front().ops)
+      if (op.layer == 0) kept += static_cast<double>(op.kept_bytes);
+    return kept;
+  };
+  const MegatronConfig none = cfg(""), core = cfg("--recompute-activations"),
+                       moe = cfg("--recompute-granularity selective --recompute-modules moe");
+  EXPECT_LT(layer_cache(both), layer_cache(core));
+  EXPECT_LT(layer_cache(both), layer_cache(moe));
+  EXPECT_NEAR(layer_cache(none) - layer_cache(both),
+              (layer_cache(none) - layer_cache(core)) + (layer_cache(none) - layer_cache(moe)), 1);
+  EXPECT_NEAR(graph_cache(none) - graph_cache(both),
+              (graph_cache(none) - graph_cache(core)) + (graph_cache(none) - graph_cache(moe)), 1);
+  MegatronConfig compat = cfg("--recompute-activations --moe-layer-recompute --simumax-compat");
+  expect_input_error([&] { estimate(compat.model, compat.strategy, a100()); }, "--recompute-modules",
+                     "SimuMax cannot combine");
+}
+
+// A SimuMax-style recompute (a SimuMax strategy file, a search candidate) gets the Megatron memory model when
+// Megatron has the same flags (none, full block of N layers, core attention only) and keeps SimuMax's, with
+// a warning, for SimuMax's own selective attn/mlp switches.
+TEST(CostModel, SimuMaxRecomputeMapsToMegatronMemoryWhereMegatronHasIt) {
+  const ModelSpec m = load_cost_model("simumax:llama3-8b");
+  Strategy st = load_simumax_strategy("tp1_pp2_dp4_mbs1").strategy;
+  LayerRecompute rc;
+  rc.scope = RecomputeScope::FullBlock;
+  rc.layers = 3;
+  st.layer_recompute = rc;
+  const Estimate full = estimate(m, st, a100());
+  EXPECT_EQ(full.memory_model, "megatron");
+  Strategy block = st;
+  block.layer_recompute.reset();
+  block.recompute_granularity = RecomputeGranularity::Full;
+  block.recompute_method = RecomputeMethod::Block;
+  block.recompute_num_layers = 3;
+  const LayerGraph g = build_layer_graph(m, block);
+  EXPECT_DOUBLE_EQ(full.stages.front().peak_bytes, stage_peak(g, 0).bytes);
+  rc.scope = RecomputeScope::Selective;
+  rc.layers = 16;
+  rc.attn = rc.mlp = true;
+  st.layer_recompute = rc;
+  const Estimate sel = estimate(m, st, a100());
+  EXPECT_EQ(sel.memory_model, "simumax");
+  bool warned = false;
+  for (const auto& w : sel.warnings) warned = warned || w.find("memory from SimuMax's model") != std::string::npos;
+  EXPECT_TRUE(warned);
 }
 
 namespace {

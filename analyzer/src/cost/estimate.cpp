@@ -9,12 +9,15 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include "leaves.hpp"
 #include "pipeline.hpp"
 #include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/model/memory.hpp"
+#include "preflight/analyzer/model/memory_timeline.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::analyzer::cost {
@@ -740,6 +743,98 @@ Strategy cost_model_layout(const ModelSpec& model, const Strategy& strategy, std
 
 }  // namespace
 
+namespace {
+
+/// The stages' memory from the layer graph walked along Megatron's schedule (what `preflight analyze`
+/// prints), replacing SimuMax's; a stage kind standing for several ranks (SimuMax's middle stage) takes the
+/// highest of them.  Where the layer graph refuses the run, SimuMax's memory stays, with a warning.
+/// The Megatron flags of a SimuMax-style LayerRecompute (a SimuMax strategy file, a search candidate), when
+/// Megatron has them: none, full block of N layers, uniform full recompute of every layer, core attention
+/// only, Megatron's selective modules on every layer.  SimuMax's own attn/mlp switches have none.
+std::optional<Strategy> megatron_recompute(const ModelSpec& model, const Strategy& given) {
+  if (!given.layer_recompute) return given;
+  const LayerRecompute& rc = *given.layer_recompute;
+  Strategy st = given;
+  st.layer_recompute.reset();
+  st.per_layer_recompute.clear();
+  int most = 0;
+  for (const auto& row : given.layers_per_chunk(model.num_layers))
+    for (int n : row) most = std::max(most, n);
+  if (!rc.enabled || rc.scope == RecomputeScope::None || rc.layers <= 0) {
+    st.recompute_granularity = RecomputeGranularity::None;
+    return st;
+  }
+  if (rc.scope == RecomputeScope::FullBlock) {
+    st.recompute_granularity = RecomputeGranularity::Full;
+    if (rc.layers_per_checkpoint > 1 && rc.layers >= most) {
+      st.recompute_method = RecomputeMethod::Uniform;
+      st.recompute_num_layers = rc.layers_per_checkpoint;
+    } else {
+      st.recompute_method = RecomputeMethod::Block;
+      st.recompute_num_layers = rc.layers;
+    }
+    return st;
+  }
+  if (rc.layers < most || rc.variance) return std::nullopt;
+  if (rc.scope == RecomputeScope::SdpOnly) {
+    st.recompute_granularity = RecomputeGranularity::Selective;
+    st.recompute_modules = {"core_attn"};
+    return st;
+  }
+  if (rc.scope == RecomputeScope::Selective && !rc.megatron_modules.empty()) {
+    st.recompute_granularity = RecomputeGranularity::Selective;
+    st.recompute_modules = rc.megatron_modules;
+    return st;
+  }
+  return std::nullopt;
+}
+
+void megatron_stage_memory(const ModelSpec& model, const Strategy& given_strategy, Estimate& est) {
+  const std::optional<Strategy> mapped = megatron_recompute(model, given_strategy);
+  if (!mapped) {
+    est.warnings.push_back("memory from SimuMax's model: its " +
+                           std::string(to_string(given_strategy.layer_recompute->scope)) +
+                           " recompute switches have no Megatron flags");
+    return;
+  }
+  const Strategy& given = *mapped;
+  LayerGraph graph;
+  MemoryReport report;
+  try {
+    graph = build_layer_graph(model, given);
+    report = stage_memory(graph);
+  } catch (const InputError& e) {
+    est.warnings.push_back(std::string("memory from SimuMax's model: the Megatron memory model refuses this run (") +
+                           e.what() + ")");
+    return;
+  }
+  const int pp = given.pp;
+  for (auto& s : est.stages) {
+    int lo = s.pp_rank, hi = s.pp_rank;
+    if (s.key == "middle_stage") lo = 1, hi = pp - 2;
+    preflight::analyzer::PeakPoint best;
+    int best_rank = -1;
+    for (int r = lo; r <= hi; ++r) {
+      preflight::analyzer::PeakPoint p = stage_peak(graph, r);
+      if (best_rank < 0 || p.bytes > best.bytes) best = p, best_rank = r;
+    }
+    const StageMemory& m = report.stages[static_cast<std::size_t>(best_rank)];
+    s.model_bytes = m.static_bytes();
+    s.activation_cache_bytes = m.activation_bytes_per_microbatch;
+    s.cached_micro_batches = std::max(0, static_cast<int>(std::ceil(m.inflight_microbatches)) - 1);
+    // As SimuMax's columns add up: peak = model + cached micro batches × act/mb + the activation peak.
+    s.activation_peak_bytes =
+        std::max(0.0, best.bytes - m.static_bytes() - s.cached_micro_batches * m.activation_bytes_per_microbatch);
+    s.peak_bytes = best.bytes;
+    s.peak_path = best.phase + (best.op.empty() ? "" : " " + best.op) +
+                  (hi > lo ? " (pp rank " + std::to_string(best_rank) + ")" : "");
+    s.activation_cache_text = human_gib(m.activation_bytes_per_microbatch);
+  }
+  est.memory_model = "megatron";
+}
+
+}  // namespace
+
 Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpec& system,
                   const EstimateOptions& opt) {
   model.validate();
@@ -889,6 +984,8 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
         ch.memory.total_bytes() + (in_flight - 1) * ch.activation.cache_bytes + s.activation_peak_bytes;
     s.peak_path = ch.activation.peak_path() + ", stage=[" + ch.activation.peak_stage() + "]";
     s.activation_cache_text = human_gib(ch.activation.cache_bytes);
+    s.model_bytes = ch.memory.total_bytes();
+    s.activation_cache_bytes = ch.activation.cache_bytes;
     return s;
   };
   if (st.vpp > 1) {
@@ -939,6 +1036,8 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
       else
         std::snprintf(buf, sizeof buf, "%.4f ~ %.4f GB", caches.front(), caches.back());
       s.activation_cache_text = buf;
+      s.model_bytes = s.memory.total_bytes();
+      for (const auto* ch : cs) s.activation_cache_bytes = std::max(s.activation_cache_bytes, ch->activation.cache_bytes);
       est.stages.push_back(std::move(s));
     }
   } else if (pp == 1) {
@@ -948,6 +1047,7 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
     if (pp > 2) est.stages.push_back(make_stage("middle_stage", 1, idx_mid, pp - 1));
     est.stages.push_back(make_stage("last_stage", pp - 1, idx_last, 1));
   }
+  if (!st.simumax_compat && !opt.simumax_memory) megatron_stage_memory(model, given, est);
   for (auto& s : est.stages) {
     s.peak_with_reserved_bytes = s.peak_bytes / st.allocated_to_reserved_ratio;
     const ModelMemory& phys = est.chunks[s.physical_chunk].memory;

@@ -19,6 +19,7 @@ LayerRc layer_rc(const Ctx& c, int i) {
     r.meg_up = has("mla_up_proj");
     r.input_ln = r.q_down = r.kv_down = r.meg_ln;
     r.q_up = r.kv_up = r.q_ln = r.kv_ln = r.rope = r.core = r.meg_up;
+    r.core = r.core || has("core_attn");
     r.meg_moe = has("moe");
     r.meg_moe_act = has("moe_act") && !r.meg_moe;
     r.meg_mlp = has("mlp");

@@ -325,9 +325,8 @@ ojson summary_json(const Estimate& est) {
   for (const auto& s : est.stages) {
     stages.push_back({{"stage", s.key},
                       {"pp_rank", s.pp_rank},
-                      {"model_bytes", s.memory.total_bytes()},
-                      {"activation_cache_bytes_per_micro_batch",
-                       s.chunks.size() == 1 ? est.chunks[s.chunks[0]].activation.cache_bytes : 0.0},
+                      {"model_bytes", s.model_bytes},
+                      {"activation_cache_bytes_per_micro_batch", s.activation_cache_bytes},
                       {"cached_micro_batches", s.cached_micro_batches},
                       {"activation_peak_bytes", s.activation_peak_bytes},
                       {"peak_bytes", s.peak_bytes},
@@ -343,6 +342,7 @@ ojson summary_json(const Estimate& est) {
                {"system", est.system_name},
                {"parallelism", parallelism_text(est.strategy)},
                {"recompute", recompute_status_text(est.recompute)},
+               {"memory_model", est.memory_model},
                {"stages", stages},
                {"device_memory_bytes", est.device_memory_gib * 1024.0 * 1024.0 * 1024.0},
                {"iteration_ms", est.iteration_ms},
@@ -373,9 +373,7 @@ std::string summary_text(const Estimate& est) {
   t.column("peak GiB", TextTable::Align::Right).column("reserved GiB", TextTable::Align::Right);
   t.column("time s", TextTable::Align::Right);
   for (const auto& s : est.stages) {
-    double cache = 0;
-    for (int ci : s.chunks) cache = std::max(cache, est.chunks[ci].activation.cache_bytes);
-    t.row({s.key, fixed(to_gib(s.memory.total_bytes()), 2), fixed(to_gib(cache), 2),
+    t.row({s.key, fixed(to_gib(s.model_bytes), 2), fixed(to_gib(s.activation_cache_bytes), 2),
            std::to_string(s.cached_micro_batches), fixed(to_gib(s.activation_peak_bytes), 2),
            fixed(to_gib(s.peak_bytes), 2), fixed(to_gib(s.peak_with_reserved_bytes), 2),
            fixed(s.duration_ms / 1000.0, 3)});
@@ -391,6 +389,11 @@ std::string summary_text(const Estimate& est) {
   std::snprintf(buf, sizeof buf, "device memory %.1f GiB; highest peak with reserved %.2f GiB\n",
                 est.device_memory_gib, to_gib(est.max_peak_bytes(true)));
   out += buf;
+  out += est.memory_model == "megatron"
+             ? "memory: Megatron's schedule walked op by op (as `preflight analyze`); model = weights + grads + "
+               "optimizer + buffers; reserved = peak / " + fixed(est.strategy.allocated_to_reserved_ratio, 2) + "\n"
+             : "memory: SimuMax v1.2's model; reserved = peak / " +
+                   fixed(est.strategy.allocated_to_reserved_ratio, 2) + "\n";
   out += "networks: tp " + est.networks.tp + ", cp " + est.networks.cp + ", pp " + est.networks.pp + ", dp " +
          est.networks.dp + ", ep " + est.networks.ep + ", etp " + est.networks.etp + ", edp " +
          est.networks.edp + "\n";

@@ -80,6 +80,7 @@ SearchEvaluation evaluate(const ModelSpec& model, const Strategy& st, const Syst
       ev.peak_gib = std::max(ev.peak_gib, gib);
     }
     ev.feasible = ev.peak_gib <= limit_gib;
+    ev.memory_model = e.memory_model;
     ev.mfu = e.mfu;
     ev.tflops_per_gpu = e.tflops_per_gpu;
     ev.tokens_per_second_per_gpu = e.tokens_per_second_per_gpu;

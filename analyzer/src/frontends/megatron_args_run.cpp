@@ -57,6 +57,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--recompute-method", Arity::One},
       {"--recompute-num-layers", Arity::One},
       {"--recompute-activations", Arity::Switch},
+      {"--moe-layer-recompute", Arity::Switch},
       {"--recompute-modules", Arity::Many},
       {"--use-flash-attn", Arity::Switch},
       {"--transformer-impl", Arity::One},
@@ -273,6 +274,16 @@ void read_recompute(const Flags& f, Strategy& st) {
     std::istringstream in(f.get("--recompute-modules"));
     std::string mod;
     while (in >> mod) st.recompute_modules.push_back(mod);
+  }
+  // Deprecated --moe-layer-recompute: selective recompute with "moe" added to the modules
+  // (TransformerConfig.__post_init__).
+  if (f.has("--moe-layer-recompute")) {
+    if (st.recompute_granularity == RecomputeGranularity::Full)
+      throw InputError("--moe-layer-recompute",
+                       "cannot be combined with full recompute granularity (Megatron refuses it too)");
+    st.recompute_granularity = RecomputeGranularity::Selective;
+    if (std::find(st.recompute_modules.begin(), st.recompute_modules.end(), "moe") == st.recompute_modules.end())
+      st.recompute_modules.push_back("moe");
   }
 }
 

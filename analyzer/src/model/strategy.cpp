@@ -459,11 +459,14 @@ LayerRecompute Strategy::effective_layer_recompute(const ModelSpec& model) const
   }
   if (core_attn && r.megatron_modules.empty()) {
     r.scope = RecomputeScope::SdpOnly;
-  } else if (core_attn) {
+  } else if (core_attn && simumax_compat) {
     throw InputError(
         "--recompute-modules",
-        "the cost model cannot combine core_attn with other recompute modules (SimuMax cannot either); "
-        "choose core_attn alone or the other modules");
+        "SimuMax cannot combine core_attn with other recompute modules (--simumax-compat); choose core_attn "
+        "alone or the other modules, or drop --simumax-compat");
+  } else if (core_attn) {
+    r.megatron_modules.push_back("core_attn");  // its own checkpoint next to the others
+    r.scope = RecomputeScope::Selective;
   } else if (r.megatron_modules.empty()) {
     r.scope = RecomputeScope::None;
     r.layers = 0;

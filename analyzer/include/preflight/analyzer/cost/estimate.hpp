@@ -14,6 +14,11 @@
 /// (or --DDP-impl torch), and the column-parallel backward's TP communication by the system's
 /// tp_overlap_exposed (1 = exposed, the default).  Dropout kernels and masks are priced by default too.
 ///
+/// Memory: the stage summary (StageEstimate::peak_bytes and the columns next to it) is by default the layer
+/// graph walked along Megatron's schedule (memory.hpp, memory_timeline.hpp — what `preflight analyze` prints);
+/// SimuMax's memory model under simumax_compat (Estimate::memory_model).  Per-chunk ModelMemory and the
+/// activation cache of the leaves stay SimuMax's (SimuMax's mem_result.json detail).
+///
 /// Units: bytes (memory), milliseconds (time), FLOPs as counts, unless a name says otherwise.
 /// Differences from SimuMax (bugs fixed, each noted where it is implemented): context parallelism
 /// with `all_gather` is priced (SimuMax raises); ring `p2p` CP is priced as a2a with a warning.
@@ -154,6 +159,11 @@ struct StageEstimate {
   std::string peak_path;                ///< "<leaf>: <module path>, stage=[<phase>]"
   std::string
       activation_cache_text;  ///< fwd_activation_cache_per_micro_batch as SimuMax prints it ("8.5039 GB")
+  /// The memory columns of the summary, from Estimate::memory_model: static bytes (weights, gradients,
+  /// optimizer states, and with the Megatron model its persistent buffers) and the activations one micro
+  /// batch keeps (the largest chunk with an interleaved schedule).
+  double model_bytes = 0;
+  double activation_cache_bytes = 0;
   DpComm dp;
   OptimizerTime optimizer;
   double duration_ms = 0;  ///< straggler·T_pp + DP + optimizer
@@ -180,6 +190,8 @@ struct EstimateOptions {
   /// under simumax_compat, an op kind added to the graph but not to the cost model) is an InputError (where "--strict")
   /// instead of a "not priced: <op path> (<role>): <why>" line in Estimate::warnings.
   bool strict = false;
+  /// Memory from SimuMax's model even without simumax_compat (Estimate::memory_model).
+  bool simumax_memory = false;
   /// Record the simulated schedule (Estimate::schedule): 1F1B and interleaved pipelines, then each stage's
   /// DP synchronisation and optimizer step.
   bool schedule = false;
@@ -220,13 +232,20 @@ struct Estimate {
   double dense_params = 0, moe_params = 0;  ///< parameters (SimuMax statistic over all stages)
   std::vector<std::string> warnings;
   std::vector<ScheduleEvent> schedule;  ///< with EstimateOptions::schedule
+  /// Where the stages' memory (peak, model, activations, cached micro batches, peak path) comes from:
+  /// "megatron" — the layer graph walked along Megatron's schedule with its transients, the model
+  /// `preflight analyze` prints (memory.hpp, memory_timeline.hpp; validated on published runs,
+  /// docs/memory_fidelity.md), the default; "simumax" — SimuMax v1.2's (under simumax_compat, with
+  /// EstimateOptions::simumax_memory, or where the layer graph refuses the run, with a warning).
+  std::string memory_model = "simumax";
 
   /// Highest stage peak, bytes (with or without the reserved ratio).
   double max_peak_bytes(bool with_reserved) const;
 };
 
 /// Runs the model.  Validates the model and strategy (InputError for inconsistent sizes, as
-/// ModelSpec::validate / Strategy::validate) plus the cost model's own limits: MLA needs tp = 1;
+/// ModelSpec::validate / Strategy::validate) plus the cost model's own limits: MLA needs tp = 1 under
+/// simumax_compat;
 /// CP all-to-all needs heads (and kv heads) divisible by cp; under simumax_compat an interleaved schedule is
 /// timed only with pp_comm_overlap = false (SimuMax's sync VPP); the system file must have the chosen networks.
 /// @throws InputError naming the flag or field.

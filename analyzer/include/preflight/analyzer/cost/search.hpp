@@ -54,6 +54,7 @@ struct SearchEvaluation {
   bool feasible = false;
   double peak_gib = 0;  ///< highest stage peak compared with the limit (GiB)
   std::vector<std::pair<std::string, double>> stage_peaks_gib;  ///< (stage, peak GiB compared)
+  std::string memory_model;  ///< Estimate::memory_model of this evaluation ("megatron" or "simumax")
   double mfu = 0, tflops_per_gpu = 0, tokens_per_second_per_gpu = 0, iteration_ms = 0, straggler_ratio = 1;
   std::string error;  ///< the layout could not be evaluated (InputError text); not feasible
 };
