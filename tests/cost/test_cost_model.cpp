@@ -356,6 +356,30 @@ TEST(CostModel, SimuMaxRecomputeMapsToMegatronMemoryWhereMegatronHasIt) {
   EXPECT_TRUE(warned);
 }
 
+// Balanced routing need not give whole rows per local expert (Kimi-K2: 384 experts over ep 64): 12 experts
+// over ep 2 are 6 local experts for 128 tokens × top-2 = 256 rows.  Priced with the exact rows (FLOPs
+// proportional to them, so 3 experts of 128 rows each cost the same), refused under --simumax-compat.
+TEST(CostModel, ExpertRowsNeedNotDivideOverLocalExperts) {
+  auto cfg = [&](int experts, const std::string& extra) {
+    return parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --ffn-hidden-size 512 --swiglu "
+        "--normalization RMSNorm --disable-bias-linear --position-embedding-type rope --attention-dropout 0 "
+        "--hidden-dropout 0 --num-experts " + std::to_string(experts) + " --moe-router-topk 2 "
+        "--moe-ffn-hidden-size 128 --vocab-size 1024 --seq-length 128 --max-position-embeddings 128 "
+        "--micro-batch-size 1 --global-batch-size 8 --bf16 --use-flash-attn --expert-model-parallel-size 2 "
+        "--nproc_per_node 2 " + extra));
+  };
+  const MegatronConfig six = cfg(12, ""), four = cfg(8, "");
+  const Estimate e6 = estimate(six.model, six.strategy, a100());
+  const Estimate e4 = estimate(four.model, four.strategy, a100());
+  // The same 256 routed rows through the same expert shapes: the same layer FLOPs but the router's
+  // 2·T·h per extra expert (2·128·256·4).
+  EXPECT_NEAR(e6.chunks.front().layers.front().work.fwd_flops - e4.chunks.front().layers.front().work.fwd_flops,
+              2.0 * 128 * 256 * 4, 1);
+  const MegatronConfig compat = cfg(12, "--simumax-compat");
+  expect_input_error([&] { estimate(compat.model, compat.strategy, a100()); }, "moe", "do not divide");
+}
+
 namespace {
 
 /// A Llama-style model the cost model prices completely (RMSNorm, SwiGLU, no biases, rotary, no dropout,

@@ -160,10 +160,15 @@ void price_group_linear(const Ctx& c, Leaf& l, bool column) {
   p.bwd_w_bytes = out_b + in_b + w + (c.st->gradient_accumulation_fusion ? l.in * l.out * 4 : 0);
   finish_recompute(l);
   const char* op = c.fp8 ? "fp8_group_matmul" : "group_matmul";
-  if (std::fmod(l.tokens, l.local_experts) != 0)
+  // The efficiency tables are keyed by rows per expert; with balanced routing those need not be whole
+  // (e.g. Kimi-K2's 384 experts over ep 64: 6 local experts): the key takes the nearest whole count, the
+  // FLOPs and bytes the exact rows.  SimuMax refuses such a layout (kept under --simumax-compat).
+  if (std::fmod(l.tokens, l.local_experts) != 0 && c.st->simumax_compat)
     throw InputError("moe", "the " + fmt_int(l.tokens) + " expert tokens do not divide over " +
-                                fmt_int(l.local_experts) + " local experts");
-  std::string key = "ng=" + fmt_int(l.local_experts) + ", M=" + fmt_int(l.tokens / l.local_experts) +
+                                fmt_int(l.local_experts) + " local experts (SimuMax cannot price it; drop "
+                                "--simumax-compat)");
+  const double rows_per_expert = std::max(1.0, std::round(l.tokens / l.local_experts));
+  std::string key = "ng=" + fmt_int(l.local_experts) + ", M=" + fmt_int(rows_per_expert) +
                     ", N=" + fmt_int(l.out) + ", K=" + fmt_int(l.in) + ", dtype=" + (c.fp8 ? "fp8" : "bf16") +
                     ", out_dtype=bf16, main_grad_dtype=" + (c.st->grad_reduce_in_bf16 ? "bf16" : "fp32");
   price_passes(
