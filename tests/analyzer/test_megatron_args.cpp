@@ -168,6 +168,11 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
       {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16"},
       "--vocab-size");
   expect_error(with(base_args(), {"--bf16", "--fp16"}), "--bf16");
+  // A hybrid Mamba launch (examples/mamba/train.sh has no --num-layers) is refused by its family.
+  expect_error({"--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16", "--hybrid-layer-pattern",
+                "M-M*-", "--vocab-size", "10"},
+               "--hybrid-layer-pattern");
+  expect_error(with(base_args(), {"--is-hybrid-model"}), "--is-hybrid-model");
 }
 
 // A launch that starts fewer ranks than its layout needs (Megatron's train_gpt3_175b_distributed.sh: one
