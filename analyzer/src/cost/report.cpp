@@ -390,7 +390,7 @@ std::string summary_text(const Estimate& est) {
                 est.device_memory_gib, to_gib(est.max_peak_bytes(true)));
   out += buf;
   out += est.memory_model == "megatron"
-             ? "memory: Megatron's schedule walked op by op (as `preflight analyze`); model = weights + grads + "
+             ? "memory: the layer graph walked op by op along the pipeline schedule, as `preflight analyze` prints it; model = weights + grads + "
                "optimizer + buffers; reserved = peak / " + fixed(est.strategy.allocated_to_reserved_ratio, 2) + "\n"
              : "memory: SimuMax v1.2's model; reserved = peak / " +
                    fixed(est.strategy.allocated_to_reserved_ratio, 2) + "\n";
