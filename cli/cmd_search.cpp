@@ -276,8 +276,9 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     }
     std::cout << t.render();
     if (simumax_rows)
-      std::cout << "* peak from SimuMax's memory model (its selective attn/mlp switches have no Megatron flags); "
-                   "the other rows walk Megatron's schedule as `preflight estimate` and `analyze` do\n";
+      std::cout
+          << "* peak from SimuMax's memory model (its selective attn/mlp switches have no Megatron flags); "
+             "the other rows walk Megatron's schedule as `preflight estimate` and `analyze` do\n";
     std::cout << r.evaluations.size() << " evaluations (" << ranking.size() << " fit) of "
               << r.evaluations.size() + 0 << " in " << fixed(r.seconds, 3) << " s, " << fixed(rate, 0)
               << " evaluations/s; " << r.skipped.size() << " layouts skipped as invalid\n";

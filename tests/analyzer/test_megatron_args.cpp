@@ -169,8 +169,8 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
       "--vocab-size");
   expect_error(with(base_args(), {"--bf16", "--fp16"}), "--bf16");
   // A hybrid Mamba launch (examples/mamba/train.sh has no --num-layers) is refused by its family.
-  expect_error({"--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16", "--hybrid-layer-pattern",
-                "M-M*-", "--vocab-size", "10"},
+  expect_error({"--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16",
+                "--hybrid-layer-pattern", "M-M*-", "--vocab-size", "10"},
                "--hybrid-layer-pattern");
   expect_error(with(base_args(), {"--is-hybrid-model"}), "--is-hybrid-model");
 }

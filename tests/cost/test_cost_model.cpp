@@ -3,12 +3,12 @@
 
 #include "pipeline.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
-#include "preflight/analyzer/model/layer_graph.hpp"
-#include "preflight/analyzer/model/memory_timeline.hpp"
 #include "preflight/analyzer/cost/primitives.hpp"
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/model/memory_timeline.hpp"
 #include "preflight/common/error.hpp"
 #include "test_support.hpp"
 
@@ -266,7 +266,8 @@ TEST(CostModel, TensorParallelMultiLatentAttentionByHand) {
         "--ffn-hidden-size 512 --swiglu --normalization RMSNorm --disable-bias-linear "
         "--position-embedding-type rope --untie-embeddings-and-output-weights --attention-dropout 0 "
         "--hidden-dropout 0 --vocab-size 1024 --seq-length 128 --max-position-embeddings 128 "
-        "--micro-batch-size 1 --global-batch-size 8 --bf16 --use-flash-attn " + extra));
+        "--micro-batch-size 1 --global-batch-size 8 --bf16 --use-flash-attn " +
+        extra));
     Estimate e = estimate(c.model, c.strategy, a100());
     return e.chunks.front().layers.front();
   };
@@ -295,14 +296,17 @@ TEST(CostModel, MoeLayerRecomputeWithCoreAttention) {
       "--hidden-dropout 0 --num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 128 --vocab-size 1024 "
       "--seq-length 128 --max-position-embeddings 128 --micro-batch-size 1 --global-batch-size 8 --bf16 "
       "--use-flash-attn --nproc_per_node 1 ";
-  auto cfg = [&](const std::string& extra) { return parse_megatron_args(preflight::test::words(base + extra)); };
+  auto cfg = [&](const std::string& extra) {
+    return parse_megatron_args(preflight::test::words(base + extra));
+  };
   const MegatronConfig both = cfg("--recompute-activations --moe-layer-recompute");
   EXPECT_EQ(both.strategy.recompute_granularity, RecomputeGranularity::Selective);
   EXPECT_EQ(both.strategy.recompute_modules, (std::vector<std::string>{"core_attn", "moe"}));
   EXPECT_EQ(cfg("--moe-layer-recompute").strategy.recompute_modules,
             (std::vector<std::string>{"core_attn", "moe"}));  // Megatron's default modules + moe
-  expect_input_error([&] { cfg("--recompute-granularity full --recompute-method uniform --moe-layer-recompute"); },
-                     "--moe-layer-recompute", "full");
+  expect_input_error(
+      [&] { cfg("--recompute-granularity full --recompute-method uniform --moe-layer-recompute"); },
+      "--moe-layer-recompute", "full");
   auto layer_cache = [&](const MegatronConfig& c) {
     return estimate(c.model, c.strategy, a100()).chunks.front().layers.front().activation_cache_bytes;
   };
@@ -352,7 +356,8 @@ TEST(CostModel, SimuMaxRecomputeMapsToMegatronMemoryWhereMegatronHasIt) {
   const Estimate sel = estimate(m, st, a100());
   EXPECT_EQ(sel.memory_model, "simumax");
   bool warned = false;
-  for (const auto& w : sel.warnings) warned = warned || w.find("memory from SimuMax's model") != std::string::npos;
+  for (const auto& w : sel.warnings)
+    warned = warned || w.find("memory from SimuMax's model") != std::string::npos;
   EXPECT_TRUE(warned);
 }
 
@@ -364,18 +369,22 @@ TEST(CostModel, ExpertRowsNeedNotDivideOverLocalExperts) {
     return parse_megatron_args(preflight::test::words(
         "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --ffn-hidden-size 512 --swiglu "
         "--normalization RMSNorm --disable-bias-linear --position-embedding-type rope --attention-dropout 0 "
-        "--hidden-dropout 0 --num-experts " + std::to_string(experts) + " --moe-router-topk 2 "
+        "--hidden-dropout 0 --num-experts " +
+        std::to_string(experts) +
+        " --moe-router-topk 2 "
         "--moe-ffn-hidden-size 128 --vocab-size 1024 --seq-length 128 --max-position-embeddings 128 "
         "--micro-batch-size 1 --global-batch-size 8 --bf16 --use-flash-attn --expert-model-parallel-size 2 "
-        "--nproc_per_node 2 " + extra));
+        "--nproc_per_node 2 " +
+        extra));
   };
   const MegatronConfig six = cfg(12, ""), four = cfg(8, "");
   const Estimate e6 = estimate(six.model, six.strategy, a100());
   const Estimate e4 = estimate(four.model, four.strategy, a100());
   // The same 256 routed rows through the same expert shapes: the same layer FLOPs but the router's
   // 2·T·h per extra expert (2·128·256·4).
-  EXPECT_NEAR(e6.chunks.front().layers.front().work.fwd_flops - e4.chunks.front().layers.front().work.fwd_flops,
-              2.0 * 128 * 256 * 4, 1);
+  EXPECT_NEAR(
+      e6.chunks.front().layers.front().work.fwd_flops - e4.chunks.front().layers.front().work.fwd_flops,
+      2.0 * 128 * 256 * 4, 1);
   const MegatronConfig compat = cfg(12, "--simumax-compat");
   expect_input_error([&] { estimate(compat.model, compat.strategy, a100()); }, "moe", "do not divide");
 }

@@ -616,8 +616,8 @@ void validate_for_cost(const ModelSpec& m, const Strategy& st, const SystemSpec&
   if (m.mla.enabled && st.tp != 1 && st.simumax_compat)
     throw InputError("tp_size",
                      "multi-latent attention is modelled with tp = 1 only under --simumax-compat (SimuMax "
-                     "asserts the same), got " + std::to_string(st.tp) + "; drop --simumax-compat for Megatron's "
-                     "tensor-parallel MLA");
+                     "asserts the same), got " +
+                         std::to_string(st.tp) + "; drop --simumax-compat for Megatron's tensor-parallel MLA");
   if (st.cp > 1) {
     if (st.cp_comm_type == CpCommType::P2P && st.simumax_compat)
       warnings.push_back(
@@ -804,8 +804,9 @@ void megatron_stage_memory(const ModelSpec& model, const Strategy& given_strateg
     graph = build_layer_graph(model, given);
     report = stage_memory(graph);
   } catch (const InputError& e) {
-    est.warnings.push_back(std::string("memory from SimuMax's model: the Megatron memory model refuses this run (") +
-                           e.what() + ")");
+    est.warnings.push_back(
+        std::string("memory from SimuMax's model: the Megatron memory model refuses this run (") + e.what() +
+        ")");
     return;
   }
   const int pp = given.pp;
@@ -823,8 +824,8 @@ void megatron_stage_memory(const ModelSpec& model, const Strategy& given_strateg
     s.activation_cache_bytes = m.activation_bytes_per_microbatch;
     s.cached_micro_batches = std::max(0, static_cast<int>(std::ceil(m.inflight_microbatches)) - 1);
     // As SimuMax's columns add up: peak = model + cached micro batches × act/mb + the activation peak.
-    s.activation_peak_bytes =
-        std::max(0.0, best.bytes - m.static_bytes() - s.cached_micro_batches * m.activation_bytes_per_microbatch);
+    s.activation_peak_bytes = std::max(
+        0.0, best.bytes - m.static_bytes() - s.cached_micro_batches * m.activation_bytes_per_microbatch);
     s.peak_bytes = best.bytes;
     s.peak_path = best.phase + (best.op.empty() ? "" : " " + best.op) +
                   (hi > lo ? " (pp rank " + std::to_string(best_rank) + ")" : "");
@@ -1037,7 +1038,8 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
         std::snprintf(buf, sizeof buf, "%.4f ~ %.4f GB", caches.front(), caches.back());
       s.activation_cache_text = buf;
       s.model_bytes = s.memory.total_bytes();
-      for (const auto* ch : cs) s.activation_cache_bytes = std::max(s.activation_cache_bytes, ch->activation.cache_bytes);
+      for (const auto* ch : cs)
+        s.activation_cache_bytes = std::max(s.activation_cache_bytes, ch->activation.cache_bytes);
       est.stages.push_back(std::move(s));
     }
   } else if (pp == 1) {

@@ -93,8 +93,8 @@ void add_linear(Builder& bld, bool column, const std::string& name, const std::s
 /// A linear replicated over tp (Leaf::duplicated) on `tokens` rows of this rank, otherwise as add_linear
 /// (SimuMax's LinearCol name and path, which it is at tp 1).
 void add_duplicated_linear(Builder& bld, const std::string& name, const std::string& parent_path, int index,
-                           double tokens, double in, double out, bool recompute, bool has_cached, bool is_last,
-                           bool use_var, bool breakpoint, double sp_gather_bytes = 0);
+                           double tokens, double in, double out, bool recompute, bool has_cached,
+                           bool is_last, bool use_var, bool breakpoint, double sp_gather_bytes = 0);
 Leaf norm_leaf(double tokens, double width, bool recompute, std::string name, std::string path);
 Leaf layout_leaf(LeafKind kind, double input_bytes, bool recompute, const std::string& path, const char* cls);
 

@@ -242,7 +242,8 @@ void price_linear(const Ctx& c, Leaf& l, bool column) {
   if (l.duplicated) {
     if (c.sp && c.tp > 1 && l.sp_gather_bytes > 0) {
       p.fwd_net_ms += net(c, Collective::AllGather, l.sp_gather_bytes, c.tp, c.nets.tp, CommGroup::Tp);
-      p.bwd_act_net_ms += net(c, Collective::ReduceScatter, l.sp_gather_bytes, c.tp, c.nets.tp, CommGroup::Tp);
+      p.bwd_act_net_ms +=
+          net(c, Collective::ReduceScatter, l.sp_gather_bytes, c.tp, c.nets.tp, CommGroup::Tp);
     }
   } else if (column) {
     double comm = x * c.e;
@@ -485,10 +486,10 @@ Leaf quantizer_leaf(double numel, bool recompute, std::string name, std::string 
 /// A column/row linear, preceded by its fp8 quantizer when the strategy uses fp8 GEMMs.
 /// `tokens_full` = b·s_full, `in_tokens` = rows of the (un-gathered) input.
 namespace {
-void push_linear(Builder& bld, bool column, const std::string& name, const std::string& parent_path, int index,
-                 double tokens_full, double in_tokens, double in, double out, bool recompute, bool has_cached,
-                 bool is_last, bool use_var, bool breakpoint, bool fp8_allowed, bool duplicated,
-                 double sp_gather_bytes) {
+void push_linear(Builder& bld, bool column, const std::string& name, const std::string& parent_path,
+                 int index, double tokens_full, double in_tokens, double in, double out, bool recompute,
+                 bool has_cached, bool is_last, bool use_var, bool breakpoint, bool fp8_allowed,
+                 bool duplicated, double sp_gather_bytes) {
   const Ctx& c = bld.c;
   bool quantized = c.fp8 && fp8_allowed;
   Leaf l;
@@ -531,10 +532,10 @@ void add_linear(Builder& bld, bool column, const std::string& name, const std::s
 }
 
 void add_duplicated_linear(Builder& bld, const std::string& name, const std::string& parent_path, int index,
-                           double tokens, double in, double out, bool recompute, bool has_cached, bool is_last,
-                           bool use_var, bool breakpoint, double sp_gather_bytes) {
-  push_linear(bld, true, name, parent_path, index, tokens, tokens, in, out, recompute, has_cached, is_last, use_var,
-              breakpoint, true, true, sp_gather_bytes);
+                           double tokens, double in, double out, bool recompute, bool has_cached,
+                           bool is_last, bool use_var, bool breakpoint, double sp_gather_bytes) {
+  push_linear(bld, true, name, parent_path, index, tokens, tokens, in, out, recompute, has_cached, is_last,
+              use_var, breakpoint, true, true, sp_gather_bytes);
 }
 
 Leaf norm_leaf(double tokens, double width, bool recompute, std::string name, std::string path) {

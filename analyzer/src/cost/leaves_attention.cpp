@@ -287,8 +287,8 @@ void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
                           kvd.out_features, rc.kv_down, true, true, rc.meg_ln, bp_down,
                           tok * mla.qk_pos_emb_head_dim * c.e);
     double kv_comb = mla.kv_lora_rank + mla.qk_pos_emb_head_dim;
-    bld.push(
-        layout_leaf(LeafKind::Split, tok_in * kv_comb * 2, rc.core, ap + Builder::idx(i++, ""), "SplitModule"));
+    bld.push(layout_leaf(LeafKind::Split, tok_in * kv_comb * 2, rc.core, ap + Builder::idx(i++, ""),
+                         "SplitModule"));
     if (const Op* kvn = ops.find(OpRole::KvDownNorm))
       bld.push(norm_leaf(kvn->tokens, kvn->in_features, rc.kv_ln, "attention.kv_layernorm",
                          ap + Builder::idx(i++, "LayerNorm")));

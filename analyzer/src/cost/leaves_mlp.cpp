@@ -165,7 +165,8 @@ void price_group_linear(const Ctx& c, Leaf& l, bool column) {
   // FLOPs and bytes the exact rows.  SimuMax refuses such a layout (kept under --simumax-compat).
   if (std::fmod(l.tokens, l.local_experts) != 0 && c.st->simumax_compat)
     throw InputError("moe", "the " + fmt_int(l.tokens) + " expert tokens do not divide over " +
-                                fmt_int(l.local_experts) + " local experts (SimuMax cannot price it; drop "
+                                fmt_int(l.local_experts) +
+                                " local experts (SimuMax cannot price it; drop "
                                 "--simumax-compat)");
   const double rows_per_expert = std::max(1.0, std::round(l.tokens / l.local_experts));
   std::string key = "ng=" + fmt_int(l.local_experts) + ", M=" + fmt_int(rows_per_expert) +

@@ -390,8 +390,10 @@ std::string summary_text(const Estimate& est) {
                 est.device_memory_gib, to_gib(est.max_peak_bytes(true)));
   out += buf;
   out += est.memory_model == "megatron"
-             ? "memory: the layer graph walked op by op along the pipeline schedule, as `preflight analyze` prints it; model = weights + grads + "
-               "optimizer + buffers; reserved = peak / " + fixed(est.strategy.allocated_to_reserved_ratio, 2) + "\n"
+             ? "memory: the layer graph walked op by op along the pipeline schedule, as `preflight analyze` "
+               "prints it; model = weights + grads + "
+               "optimizer + buffers; reserved = peak / " +
+                   fixed(est.strategy.allocated_to_reserved_ratio, 2) + "\n"
              : "memory: SimuMax v1.2's model; reserved = peak / " +
                    fixed(est.strategy.allocated_to_reserved_ratio, 2) + "\n";
   out += "networks: tp " + est.networks.tp + ", cp " + est.networks.cp + ", pp " + est.networks.pp + ", dp " +

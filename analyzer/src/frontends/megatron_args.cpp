@@ -207,8 +207,10 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   };
   for (const auto& name : cfg.ignored)
     if (auto o = other_families.find(name); o != other_families.end())
-      throw InputError(name, o->second + " (Mamba / state-space layers) are not modelled: preflight prices transformer "
-                                          "layers (GPT, Llama, MoE, multi-latent attention)");
+      throw InputError(name,
+                       o->second +
+                           " (Mamba / state-space layers) are not modelled: preflight prices transformer "
+                           "layers (GPT, Llama, MoE, multi-latent attention)");
 
   megatron::Flags f(cfg.seen);
   if (base)

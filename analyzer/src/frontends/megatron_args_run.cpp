@@ -282,7 +282,8 @@ void read_recompute(const Flags& f, Strategy& st) {
       throw InputError("--moe-layer-recompute",
                        "cannot be combined with full recompute granularity (Megatron refuses it too)");
     st.recompute_granularity = RecomputeGranularity::Selective;
-    if (std::find(st.recompute_modules.begin(), st.recompute_modules.end(), "moe") == st.recompute_modules.end())
+    if (std::find(st.recompute_modules.begin(), st.recompute_modules.end(), "moe") ==
+        st.recompute_modules.end())
       st.recompute_modules.push_back("moe");
   }
 }

@@ -22,9 +22,11 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
     // linear), which split the heads over tp; the rotary key part k_pos_emb is gathered on its own
     // (gather_from_sequence_parallel_region).
     if (m.mla.q_lora_rank > 0) {
-      ops.push_back(make_duplicated(c, pre + "linear_q_down_proj", OpRole::QDownProj, layer, c.h,
-                                    m.mla.q_lora_rank));
-      if (m.mla.latent_norms) ops.push_back(make_norm(c, pre + "q_layernorm", OpRole::QDownNorm, layer, c.tok_sp, m.mla.q_lora_rank));
+      ops.push_back(
+          make_duplicated(c, pre + "linear_q_down_proj", OpRole::QDownProj, layer, c.h, m.mla.q_lora_rank));
+      if (m.mla.latent_norms)
+        ops.push_back(
+            make_norm(c, pre + "q_layernorm", OpRole::QDownNorm, layer, c.tok_sp, m.mla.q_lora_rank));
       ops.push_back(make_column(c, pre + "linear_q_up_proj", OpRole::QUpProj, layer, m.mla.q_lora_rank,
                                 static_cast<I64>(m.num_attention_heads) * qk_dim, false));
       ops.back().saved = {{"input", c.tok_sp * m.mla.q_lora_rank * c.lin_a}};
@@ -41,7 +43,9 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
       ops.back().comms.push_back({Collective::ReduceScatter, ParallelDim::TP, Pass::Backward, bytes, 1,
                                   "reduce-scatter of the k_pos_emb gradient"});
     }
-    if (m.mla.latent_norms) ops.push_back(make_norm(c, pre + "kv_layernorm", OpRole::KvDownNorm, layer, c.tok_sp, m.mla.kv_lora_rank));
+    if (m.mla.latent_norms)
+      ops.push_back(
+          make_norm(c, pre + "kv_layernorm", OpRole::KvDownNorm, layer, c.tok_sp, m.mla.kv_lora_rank));
     ops.push_back(
         make_column(c, pre + "linear_kv_up_proj", OpRole::KvUpProj, layer, m.mla.kv_lora_rank,
                     static_cast<I64>(m.num_attention_heads) * (m.mla.qk_head_dim + m.mla.v_head_dim), false));

@@ -10,14 +10,15 @@
 /// pipeline stage, one middle stage (standing for ranks 1…pp−2) and the last stage, plus each virtual
 /// chunk with an interleaved schedule.  Under Strategy::simumax_compat nothing is overlapped (TP/SP/CP/EP
 /// and DP collectives fully exposed, as in SimuMax); by default Megatron's overlaps are priced where it
-/// overlaps: the interleaved schedule's p2p (overlap_p2p_comm), --overlap-grad-reduce / --overlap-param-gather
-/// (or --DDP-impl torch), and the column-parallel backward's TP communication by the system's
-/// tp_overlap_exposed (1 = exposed, the default).  Dropout kernels and masks are priced by default too.
+/// overlaps: the interleaved schedule's p2p (overlap_p2p_comm), --overlap-grad-reduce /
+/// --overlap-param-gather (or --DDP-impl torch), and the column-parallel backward's TP communication by the
+/// system's tp_overlap_exposed (1 = exposed, the default).  Dropout kernels and masks are priced by default
+/// too.
 ///
 /// Memory: the stage summary (StageEstimate::peak_bytes and the columns next to it) is by default the layer
-/// graph walked along Megatron's schedule (memory.hpp, memory_timeline.hpp — what `preflight analyze` prints);
-/// SimuMax's memory model under simumax_compat (Estimate::memory_model).  Per-chunk ModelMemory and the
-/// activation cache of the leaves stay SimuMax's (SimuMax's mem_result.json detail).
+/// graph walked along Megatron's schedule (memory.hpp, memory_timeline.hpp — what `preflight analyze`
+/// prints); SimuMax's memory model under simumax_compat (Estimate::memory_model).  Per-chunk ModelMemory and
+/// the activation cache of the leaves stay SimuMax's (SimuMax's mem_result.json detail).
 ///
 /// Units: bytes (memory), milliseconds (time), FLOPs as counts, unless a name says otherwise.
 /// Differences from SimuMax (bugs fixed, each noted where it is implemented): context parallelism
@@ -247,7 +248,8 @@ struct Estimate {
 /// ModelSpec::validate / Strategy::validate) plus the cost model's own limits: MLA needs tp = 1 under
 /// simumax_compat;
 /// CP all-to-all needs heads (and kv heads) divisible by cp; under simumax_compat an interleaved schedule is
-/// timed only with pp_comm_overlap = false (SimuMax's sync VPP); the system file must have the chosen networks.
+/// timed only with pp_comm_overlap = false (SimuMax's sync VPP); the system file must have the chosen
+/// networks.
 /// @throws InputError naming the flag or field.
 Estimate estimate(const ModelSpec& model, const Strategy& strategy, const SystemSpec& system,
                   const EstimateOptions& options = {});
