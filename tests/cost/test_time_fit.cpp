@@ -150,19 +150,37 @@ TEST(TimeFit, TpCommOverlapHidesTpCollectivesBehindTheirGemms) {
 }
 
 // NeMo's published Llama-3 FP8 runs on H100 (70B tp-comm-overlap pp 8 vp 5; 405B ring-p2p cp 2 pp 8 vp 8 with
-// the embedding and loss counted in the split): the h100-sxm preset's compute is fitted on them, within 5 %
-// (the 405B rows were +15 … +19 % with the ring priced as an all-to-all); B200 within 11 %.
+// the embedding and loss counted in the split): the h100-sxm preset's compute is fitted on them, within 3 %
+// (the 405B rows were +15 … +19 % with the ring priced as an all-to-all, and up to 4.7 % with SimuMax's
+// straggler factor, which the Hopper and Blackwell presets drop); B200 within 6 % (10.2 % with it).
 TEST(TimeFit, H100NemoRows) {
   const auto runs = corpus_runs("h100_nemo_llama3.json");
   ASSERT_EQ(runs.size(), 6u);
   for (const auto& r : runs) ASSERT_TRUE(r.strategy.tp_comm_overlap) << r.name;
   const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
-  EXPECT_LT(fit.max_abs_before(), 0.05);
-  EXPECT_LT(fit.max_abs_held_out(), 0.05);
+  EXPECT_LT(fit.max_abs_before(), 0.03);
+  EXPECT_LT(fit.max_abs_held_out(), 0.03);
   // NeMo's B200 405B FP8 rows on the b200 preset (fitted on BF16 runs, FP8 at the BF16 efficiencies): slow.
   const TimeFit b200 = fit_time(corpus_runs("b200_nemo_llama31.json"), cost::load_simumax_system("b200"));
-  EXPECT_LT(b200.max_abs_before(), 0.11);
+  EXPECT_LT(b200.max_abs_before(), 0.06);
   for (const auto& r : b200.runs) EXPECT_GT(r.error_before(), 0.0) << r.name;
+}
+
+// SimuMax's straggler factor comes from the system: the A100 presets (fitted with it on 2021 Selene runs) keep
+// SimuMax's 0.09, the H100 preset has none; --simumax-compat always applies SimuMax's.  A run of dp 16 over
+// 16 nodes: 1 + l/(l+1)·0.09·√l with l = 4 is 1.144.
+TEST(TimeFit, StragglerFactorFollowsTheSystem) {
+  MegatronConfig c = parse_megatron_args(preflight::test::words(
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 "
+      "--vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 --tensor-model-parallel-size 8 --bf16 "
+      "--use-flash-attn --nproc_per_node 8 --nnodes 16"));
+  const double want = 1 + 4.0 / 5 * 0.09 * 2;
+  EXPECT_NEAR(cost::estimate(c.model, c.strategy, cost::load_simumax_system("a100-sxm-80gb")).straggler_ratio, want,
+              1e-12);
+  EXPECT_EQ(cost::estimate(c.model, c.strategy, cost::load_simumax_system("h100-sxm")).straggler_ratio, 1.0);
+  c.strategy.simumax_compat = true;
+  EXPECT_NEAR(cost::estimate(c.model, c.strategy, cost::load_simumax_system("h100-sxm")).straggler_ratio, want,
+              1e-12);
 }
 
 // FP8 on the spec-sheet presets: where the GPU has an FP8 rate the GEMMs run at it (with the BF16

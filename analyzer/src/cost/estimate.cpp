@@ -603,12 +603,14 @@ OptimizerTime optim_time(const Ctx& c, const ModelMemory& mem, const SystemSpec&
 
 double straggler_ratio(const Strategy& st, const SystemSpec& sys, int dp, int edp) {
   if (!st.straggler_model) return 1.0;
+  const double coefficient = st.simumax_compat ? 0.09 : sys.straggler_coefficient;
+  if (coefficient <= 0) return 1.0;
   int npn = std::max(1, sys.num_per_node);
   int nodes = std::max(1, static_cast<int>(std::ceil(static_cast<double>(st.world_size) / npn)));
   int n = std::max(1, std::min({nodes, dp, edp}));
   if (n <= 1) return 1.0;
   double l = std::log2(static_cast<double>(n));
-  return 1.0 + l / (l + 1.0) * 0.09 * std::sqrt(l);
+  return 1.0 + l / (l + 1.0) * coefficient * std::sqrt(l);
 }
 
 void validate_for_cost(const ModelSpec& m, const Strategy& st, const SystemSpec& sys, const Ctx& c,

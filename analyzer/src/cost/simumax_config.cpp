@@ -521,6 +521,9 @@ SystemSpec read_simumax_system(const json& j, const std::string& where) {
   sys.tp_overlap_exposed = f.number("tp_overlap_exposed", 1.0);
   if (!(sys.tp_overlap_exposed >= 0 && sys.tp_overlap_exposed <= 1))
     throw InputError(f.field("tp_overlap_exposed"), "must be in [0, 1]");
+  sys.straggler_coefficient = f.number("straggler_coefficient", 0.09);
+  if (!(sys.straggler_coefficient >= 0 && sys.straggler_coefficient <= 1))
+    throw InputError(f.field("straggler_coefficient"), "must be in [0, 1]");
   f.ignore({"real_comm_bw", "miss_efficiency", "hit_efficiency", "preflight"});  // preflight: a preset's sources
   const json* acc = f.object("accelerator", true);
   const json* nets = f.object("networks", true);

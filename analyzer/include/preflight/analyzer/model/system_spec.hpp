@@ -67,6 +67,12 @@ struct SystemSpec {
   /// with 1 the fitted network scales are 1.08 on A100 and B200); 0 = hidden whenever the GEMM is longer.
   /// `calibrate --fit-time --fit-overlap` fits it.
   double tp_overlap_exposed = 1.0;
+  /// SimuMax's straggler factor on the pipeline time, 1 + l/(l+1)·c·√l with l = log2(min(nodes, dp, edp))
+  /// (`perf_llm.py`): c here (top-level `straggler_coefficient`, a preflight extension; SimuMax's 0.09 when
+  /// absent, and always under --simumax-compat).  The presets fitted on 2021 Selene runs keep 0.09; those
+  /// fitted on 2024–25 H100/B200 runs have 0: with the factor their multi-node runs were 5–17 % slow
+  /// (analyzer/data/systems/README.md).
+  double straggler_coefficient = 0.09;
 
   /// Device memory in bytes.
   double mem_bytes() const;
