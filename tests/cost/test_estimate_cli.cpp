@@ -73,6 +73,7 @@ TEST(EstimateCli, OverwrittenNetworkBecomesAWarning) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("tp_net 'high_intra_node' is ignored"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("'intra_node_pcie_2x'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("tp_net"), std::string::npos) << r.out;  // said once, on stderr
 }
 
 TEST(EstimateCli, DoesNotFitExitsOne) {

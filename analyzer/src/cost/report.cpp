@@ -399,7 +399,6 @@ std::string summary_text(const Estimate& est) {
   out += "networks: tp " + est.networks.tp + ", cp " + est.networks.cp + ", pp " + est.networks.pp + ", dp " +
          est.networks.dp + ", ep " + est.networks.ep + ", etp " + est.networks.etp + ", edp " +
          est.networks.edp + "\n";
-  for (const auto& w : est.warnings) out += "warning: " + w + "\n";
   return out;
 }
 

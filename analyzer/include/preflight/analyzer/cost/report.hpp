@@ -26,7 +26,8 @@ nlohmann::ordered_json compute_result_json(const Estimate& est);
 nlohmann::ordered_json summary_json(const Estimate& est);
 
 /// The human summary: one table of stages (peak memory GiB, with reserved, model / activation parts)
-/// and the headline numbers (iteration time, MFU, TFLOP/s/GPU, tokens/s/GPU, straggler ratio).
+/// and the headline numbers (iteration time, MFU, TFLOP/s/GPU, tokens/s/GPU, straggler ratio).  Warnings are
+/// not in it: `preflight estimate` prints them on stderr (and in summary_json).
 std::string summary_text(const Estimate& est);
 
 /// SimuMax's strings: human_time("0.5" ms → "0.5000 ms", 1500 → "1.5000 s"), human_bytes, human_flops.
