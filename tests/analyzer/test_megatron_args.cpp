@@ -6,6 +6,7 @@
 
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/model/memory.hpp"
 #include "preflight/common/error.hpp"
 
 using namespace preflight::analyzer;
@@ -342,4 +343,38 @@ TEST(MegatronArgs, UnmodelledFeaturesAreNamed) {
   EXPECT_TRUE(said("--use-torch-fsdp2: FSDP shards weights"));
   EXPECT_TRUE(said("--cpu-offloading: activation / weight offloading"));
   EXPECT_FALSE(said("--lr"));
+}
+
+// --use-precision-aware-optimizer (NeMo's DeepSeek-V3 recipes: bf16 main grads and moments): 2-byte gradients
+// and 4 + 2 + 2 optimizer bytes per parameter instead of 4 and 4 + 4 + 4; the dtypes alone are refused, as
+// Megatron refuses them.
+TEST(MegatronArgs, PrecisionAwareOptimizerDtypes) {
+  const Words bf16 = with(base_args(), {"--bf16", "--use-distributed-optimizer"});
+  const BytesPerParam plain = bytes_per_param(parse_megatron_args(bf16).strategy);
+  EXPECT_EQ(plain.grad, 4);
+  EXPECT_EQ(plain.optimizer, 12);
+  const MegatronConfig aware =
+      parse_megatron_args(with(bf16, {"--use-precision-aware-optimizer", "--main-grads-dtype", "bf16",
+                                      "--exp-avg-dtype", "bf16", "--exp-avg-sq-dtype", "bf16"}));
+  const BytesPerParam b = bytes_per_param(aware.strategy);
+  EXPECT_EQ(b.grad, 2);
+  EXPECT_EQ(b.optimizer, 8);
+  EXPECT_TRUE(aware.strategy.grad_reduce_in_bf16);  // the DP reduce-scatter is bf16 too
+  EXPECT_EQ(bytes_per_param(parse_megatron_args(with(bf16, {"--use-precision-aware-optimizer", "--exp-avg-dtype",
+                                                            "fp8", "--main-params-dtype", "fp16"}))
+                                .strategy)
+                .optimizer,
+            2 + 1 + 4);
+  try {
+    parse_megatron_args(with(bf16, {"--exp-avg-dtype", "bf16"}));
+    ADD_FAILURE() << "accepted --exp-avg-dtype without --use-precision-aware-optimizer";
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), "--exp-avg-dtype");
+  }
+  try {
+    parse_megatron_args(with(bf16, {"--use-precision-aware-optimizer", "--main-grads-dtype", "fp16"}));
+    ADD_FAILURE() << "accepted an fp16 main grad";
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), "--main-grads-dtype");
+  }
 }

@@ -1,6 +1,8 @@
 // Unit tests of the cost model: primitives, readers, hand-computed memory, schedules, Megatron mapping.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "pipeline.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/primitives.hpp"
@@ -387,6 +389,49 @@ TEST(CostModel, ExpertRowsNeedNotDivideOverLocalExperts) {
       2.0 * 128 * 256 * 4, 1);
   const MegatronConfig compat = cfg(12, "--simumax-compat");
   expect_input_error([&] { estimate(compat.model, compat.strategy, a100()); }, "moe", "do not divide");
+}
+
+// The precision-aware optimizer's dtypes reach the cost model's per-chunk memory: bf16 moments make the
+// optimizer states 8 of 12 bytes per parameter, bf16 main grads 2 of 4.
+TEST(CostModel, PrecisionAwareOptimizerStates) {
+  auto chunk = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
+        "--vocab-size 1024 --micro-batch-size 1 --global-batch-size 8 --bf16 --use-flash-attn --nproc_per_node 1 "
+        "--use-distributed-optimizer " + extra));
+    return estimate(c.model, c.strategy, a100()).chunks.front().memory;
+  };
+  const ModelMemory plain = chunk("");
+  const ModelMemory aware = chunk(
+      "--use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16");
+  EXPECT_DOUBLE_EQ(aware.dense_state_bytes, plain.dense_state_bytes * 8 / 12);
+  EXPECT_DOUBLE_EQ(aware.dense_grad_bytes, plain.dense_grad_bytes / 2);
+}
+
+// Megatron's pipeline layouts with the embedding and loss in slots of their own give chunks of unequal size
+// (DeepSeek-V3's "Et|(tt|)*30mL"): the interleaved schedule is priced chunk by chunk.  6 layers, pp 2,
+// 2 virtual stages, "Et|tt|tt|tL": rank 0 holds chunks of 1 and 2 layers (layers 0 and 3-4), rank 1 of 2
+// and 1 (layers 1-2 and 5); every layer is priced once.
+TEST(CostModel, InterleavedChunksOfUnequalSize) {
+  MegatronConfig c = parse_megatron_args(preflight::test::words(
+      "--num-layers 6 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
+      "--vocab-size 1024 --micro-batch-size 1 --global-batch-size 8 --bf16 --use-flash-attn "
+      "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout Et|tt|tt|tL --nproc_per_node 2"));
+  ASSERT_EQ(c.strategy.vpp, 2);
+  const Estimate e = estimate(c.model, c.strategy, a100());
+  std::map<std::pair<int, int>, std::pair<int, int>> chunks;  // (rank, vchunk) -> (first layer, layers)
+  int priced = 0;
+  for (const auto& ch : e.chunks)
+    if (ch.vchunk >= 0) {
+      chunks[{ch.pp_rank, ch.vchunk}] = {ch.first_layer, ch.num_layers};
+      priced += ch.num_layers;
+    }
+  EXPECT_EQ(chunks[std::make_pair(0, 0)], std::make_pair(0, 1));
+  EXPECT_EQ(chunks[std::make_pair(0, 1)], std::make_pair(3, 2));
+  EXPECT_EQ(chunks[std::make_pair(1, 0)], std::make_pair(1, 2));
+  EXPECT_EQ(chunks[std::make_pair(1, 1)], std::make_pair(5, 1));
+  EXPECT_EQ(priced, 6);
+  for (const auto& w : e.warnings) EXPECT_EQ(w.find("even split"), std::string::npos) << w;
 }
 
 namespace {

@@ -218,6 +218,14 @@ PeakPoint activation_walk(const ChunkLeaves& ch, bool enable_recompute, int laye
 
 /// Layers per chunk, SimuMax PerfLLM.get_num_layers_to_build.  stage: 0 first, 1 middle, 2 last.
 int layers_to_build(const ModelSpec& m, const Strategy& st, int stage, int vrank) {
+  if (!st.chunk_layout.empty()) {
+    // An explicit per-chunk layout kept by cost_model_layout (its middle ranks are equal chunk by chunk).
+    const int rank = stage == 0 ? 0 : (stage == 2 ? st.pp - 1 : 1);
+    if (vrank >= 0) return st.chunk_layout[static_cast<std::size_t>(vrank)][static_cast<std::size_t>(rank)];
+    int n = 0;
+    for (const auto& row : st.chunk_layout) n += row[static_cast<std::size_t>(rank)];
+    return n;
+  }
   bool uneven = st.first_stage_layers >= 0 || st.last_stage_layers >= 0;
   int per_rank;
   if (uneven) {
@@ -722,6 +730,20 @@ Strategy cost_model_layout(const ModelSpec& model, const Strategy& strategy, std
       for (int s = 0; s < pp; ++s) chunks_even = chunks_even && row[s] * st.vpp == per_stage[s];
   std::string layout;
   for (int s = 0; s < pp; ++s) layout += (s ? "," : "") + std::to_string(per_stage[s]);
+  if (st.vpp > 1 && !chunks_even) {
+    // Chunks of unequal size (Megatron's layouts with the embedding / loss / MTP in a slot of their own,
+    // "Et|(tt|)*30mL"): priced chunk by chunk when the middle ranks are equal chunk by chunk.
+    const auto per_chunk = strategy.layers_per_chunk(model.num_layers);
+    bool middle_chunks_equal = true;
+    for (const auto& row : per_chunk)
+      for (int s = 2; s + 1 < pp; ++s) middle_chunks_equal = middle_chunks_equal && row[s] == row[1];
+    if (middle_chunks_equal) {
+      st.chunk_layout = per_chunk;
+      st.first_stage_layers = st.last_stage_layers = -1;
+      st.account_for_embedding_in_pipeline_split = st.account_for_loss_in_pipeline_split = false;
+      return st;
+    }
+  }
   if (middle_equal && chunks_even && (pp <= 2 || per_stage[1] % st.vpp == 0)) {
     if (pp == 1) return st;
     const bool even = std::all_of(per_stage.begin(), per_stage.end(), [&](int n) { return n == per_stage[0]; });
@@ -916,8 +938,15 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
           kind == 0 ? "first_stage_chunk" : (kind == 1 ? "middle_stage_chunk" : "last_stage_chunk");
       for (int v = 0; v < st.vpp; ++v) {
         int n = layers_to_build(model, st, kind, v);
-        int offset = v * per_round;
-        for (int q = 0; q < rank; ++q) offset += per_rank_chunk[q];
+        int offset = 0;
+        if (st.chunk_layout.empty()) {
+          offset = v * per_round;
+          for (int q = 0; q < rank; ++q) offset += per_rank_chunk[q];
+        } else {
+          for (int u = 0; u < v; ++u)
+            for (int q = 0; q < pp; ++q) offset += st.chunk_layout[static_cast<std::size_t>(u)][static_cast<std::size_t>(q)];
+          for (int q = 0; q < rank; ++q) offset += st.chunk_layout[static_cast<std::size_t>(v)][static_cast<std::size_t>(q)];
+        }
         bool emb = kind == 0 && v == 0;
         bool head = kind == 2 && v == st.vpp - 1;
         vchunks[kind].push_back(static_cast<int>(est.chunks.size()));

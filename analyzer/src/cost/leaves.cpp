@@ -90,6 +90,9 @@ Ctx Ctx::make(const ModelSpec& m, const Strategy& st, const SystemSpec& sys) {
   c.e = st.element_bytes();
   c.main_grad = st.fp32_grad_accumulation ? st.main_grad_bytes() : 2;
   c.zero = st.effective_zero_stage();
+  if (st.master_param_bytes != 4 || st.exp_avg_bytes != 4 || st.exp_avg_sq_bytes != 4)  // precision-aware optimizer
+    c.state_bytes = (st.precision == Precision::FP32 ? 0 : st.master_param_bytes) + st.exp_avg_bytes +
+                    (st.optimizer == Optimizer::Adam ? st.exp_avg_sq_bytes : 0);
   if (st.param_bytes > 0) {
     c.param_bytes = st.param_bytes;
     c.main_grad = st.param_bytes;

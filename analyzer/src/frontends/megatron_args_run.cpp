@@ -52,6 +52,11 @@ const std::vector<FlagSpec>& training_flags() {
       {"--use-distributed-optimizer", Arity::Switch},
       {"--optimizer", Arity::One},
       {"--grad-reduce-in-bf16", Arity::Switch},
+      {"--use-precision-aware-optimizer", Arity::Switch},
+      {"--main-grads-dtype", Arity::One},
+      {"--main-params-dtype", Arity::One},
+      {"--exp-avg-dtype", Arity::One},
+      {"--exp-avg-sq-dtype", Arity::One},
       {"--accumulate-allreduce-grads-in-fp32", Arity::Switch},
       {"--recompute-granularity", Arity::One},
       {"--recompute-method", Arity::One},
@@ -243,6 +248,32 @@ void read_numerics(const Flags& f, Strategy& st) {
   }
   st.grad_reduce_in_bf16 = f.has("--grad-reduce-in-bf16");
   st.accumulate_allreduce_grads_in_fp32 = f.has("--accumulate-allreduce-grads-in-fp32");
+  // --use-precision-aware-optimizer (TransformerEngine's FusedAdam keeps the master copy and moments in the
+  // dtypes given; bf16 main grads make the grad buffer and its reduce-scatter bf16 too).
+  auto dtype_bytes = [&](const char* flag, std::initializer_list<const char*> allowed) {
+    const std::string& v = f.get(flag);
+    bool ok = false;
+    std::string list;
+    for (const char* a : allowed) {
+      ok = ok || v == a;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!ok) throw InputError(flag, "unknown dtype '" + v + "' (" + list + ")");
+    return v == "fp32" ? 4 : (v == "fp8" ? 1 : 2);
+  };
+  const char* dtype_flags[] = {"--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype"};
+  if (!f.has("--use-precision-aware-optimizer")) {
+    for (const char* flag : dtype_flags)
+      if (f.has(flag) && f.get(flag) != "fp32")
+        throw InputError(flag, "takes effect only with --use-precision-aware-optimizer (Megatron refuses it too)");
+    return;
+  }
+  if (f.has("--main-grads-dtype") && dtype_bytes("--main-grads-dtype", {"fp32", "bf16"}) == 2)
+    st.grad_reduce_in_bf16 = true;
+  if (f.has("--main-params-dtype")) st.master_param_bytes = dtype_bytes("--main-params-dtype", {"fp32", "fp16"});
+  if (f.has("--exp-avg-dtype")) st.exp_avg_bytes = dtype_bytes("--exp-avg-dtype", {"fp32", "fp16", "bf16", "fp8"});
+  if (f.has("--exp-avg-sq-dtype"))
+    st.exp_avg_sq_bytes = dtype_bytes("--exp-avg-sq-dtype", {"fp32", "fp16", "bf16", "fp8"});
 }
 
 void read_recompute(const Flags& f, Strategy& st) {

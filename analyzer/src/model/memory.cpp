@@ -14,8 +14,8 @@ BytesPerParam bytes_per_param(const Strategy& st) {
   }
   b.weight = st.element_bytes();
   b.grad = st.main_grad_bytes();
-  double master = st.precision == Precision::FP32 ? 0 : 4;
-  double moments = st.optimizer == Optimizer::Adam ? 8 : 4;
+  double master = st.precision == Precision::FP32 ? 0 : st.master_param_bytes;
+  double moments = st.optimizer == Optimizer::Adam ? st.exp_avg_bytes + st.exp_avg_sq_bytes : st.exp_avg_bytes;
   b.optimizer = master + moments;
   return b;
 }

@@ -8,7 +8,8 @@
 ///                 --accumulate-allreduce-grads-in-fp32)
 ///   optimizer   = fp32 master copy (fp16/bf16 only, 4) + Adam moments (8) or SGD momentum (4),
 ///                 divided by the data-parallel size (dp·cp for dense, expert-dp for expert parameters)
-///                 with --use-distributed-optimizer.
+///                 with --use-distributed-optimizer; --use-precision-aware-optimizer's dtypes
+///                 (Strategy::master_param_bytes, exp_avg_bytes, exp_avg_sq_bytes) where given.
 ///   bf16 + Adam + distributed optimizer gives Megatron's 6 + 12/d bytes per parameter; without it 18.
 /// Activations: Σ kept_bytes of the stage's ops (one micro batch) times the micro batches in flight:
 ///   1F1B (Narayanan et al. 2021 §2.2; Megatron `forward_backward_pipelining_without_interleaving`):

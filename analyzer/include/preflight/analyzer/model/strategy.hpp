@@ -150,6 +150,10 @@ struct Strategy {
   bool distributed_optimizer = false;               ///< shard fp32 master weights + moments over DP (ZeRO-1)
   bool grad_reduce_in_bf16 = false;                 ///< `--grad-reduce-in-bf16`: bf16 main grads
   bool accumulate_allreduce_grads_in_fp32 = false;  ///< fp16 only; forced on for bf16 by Megatron
+  /// Optimizer state bytes per parameter: the master copy (16-bit training) and Adam's two moments (SGD:
+  /// the first only).  fp32 by default; `--use-precision-aware-optimizer` with `--main-params-dtype`,
+  /// `--exp-avg-dtype`, `--exp-avg-sq-dtype` (TransformerEngine FusedAdam) sets 16- or 8-bit ones.
+  int master_param_bytes = 4, exp_avg_bytes = 4, exp_avg_sq_bytes = 4;
 
   /// Parameter storage other than Megatron's (16-bit weights, fp32 main grads, fp32 master copy): the bytes
   /// of a stored parameter, gradients in the same dtype and no master copy (MindSpore's param_init_type:
