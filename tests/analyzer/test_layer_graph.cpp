@@ -572,3 +572,40 @@ TEST(LayerGraph, TensorParallelMultiLatentAttention) {
     for (const auto& op : c.ops)
       EXPECT_TRUE(op.role != OpRole::QDownNorm && op.role != OpRole::KvDownNorm) << op.path;
 }
+
+// Megatron's MoE layer takes the sequence-parallel shard: with expert tp 1 under tp 2 each rank's experts
+// process the top-k copies of its own T/2 tokens (NeMo's DeepSeek-V3 H100 layout: tp 2, etp 1, ep 64); with
+// etp = tp (Megatron's default) the etp group's T tokens.  And recompute of the MLA up projections
+// (`--recompute-modules mla_up_proj`, CheckpointWithoutOutput) discards the q, k, v the attention kernel
+// saved: the core attention keeps only its softmax statistics.
+TEST(LayerGraph, ExpertRowsFollowExpertTensorParallelAndMlaUpProjRecompute) {
+  const std::int64_t T = 128, h = 256, k = 2;
+  const std::string base =
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --multi-latent-attention --qk-layernorm "
+      "--q-lora-rank 64 --kv-lora-rank 32 --qk-head-dim 32 --qk-pos-emb-head-dim 16 --v-head-dim 32 "
+      "--swiglu --normalization RMSNorm --disable-bias-linear --position-embedding-type rope "
+      "--num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 64 "
+      "--seq-length 128 --max-position-embeddings 128 --vocab-size 1024 --micro-batch-size 1 --bf16 "
+      "--use-flash-attn --tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 2 "
+      "--world-size 4 ";
+  auto op_of = [](const LayerGraph& g, OpRole role) {
+    for (const auto& c : g.chunks)
+      for (const auto& op : c.ops)
+        if (op.layer == 0 && op.role == role) return op;
+    throw std::logic_error("no such op");
+  };
+  const LayerGraph etp1 = graph_of(preflight::test::words(base + "--expert-tensor-parallel-size 1"));
+  const LayerGraph etp2 = graph_of(preflight::test::words(base));
+  EXPECT_EQ(op_of(etp1, OpRole::ExpertsFc1).tokens, T / 2 * k);
+  EXPECT_EQ(op_of(etp2, OpRole::ExpertsFc1).tokens, T * k);
+  EXPECT_EQ(op_of(etp1, OpRole::ExpertsFc1).kept_bytes, T / 2 * k * h * 2);
+  const Op plain = op_of(etp2, OpRole::CoreAttention);
+  const Op up = op_of(
+      graph_of(preflight::test::words(base + "--recompute-granularity selective --recompute-modules mla_up_proj")),
+      OpRole::CoreAttention);
+  std::int64_t qkv = 0;
+  for (const auto& t : plain.kept)
+    if (t.name == "q" || t.name == "k" || t.name == "v") qkv += t.bytes;
+  EXPECT_GT(qkv, 0);
+  EXPECT_EQ(up.kept_bytes, plain.kept_bytes - qkv);
+}

@@ -191,6 +191,9 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--fp8-param-gather", "FP8 parameter all-gather is not modelled: weights and their gather are priced in "
                              "the training precision"},
       {"--moe-enable-deepep", "DeepEP token dispatch is priced as Megatron's all-to-all"},
+      {"--moe-flex-dispatcher-backend", "DeepEP / HybridEP token dispatch is priced as Megatron's all-to-all"},
+      {"--overlap-moe-expert-parallel-comm", "the expert-parallel all-to-all overlapped with another micro "
+                                             "batch's compute is not modelled: it is priced exposed (time high)"},
   };
   std::set<std::string> said;
   for (const auto& name : cfg.ignored)

@@ -48,8 +48,10 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   }
 
   // Tokens each rank's local experts process, balanced routing: every token goes to top-k experts; EP
-  // ranks exchange tokens so each handles b·s_loc·k rows (gathered over the expert-tp group).
-  I64 routed = c.tok * moe.router_topk;
+  // ranks exchange tokens so each handles the top-k copies of the tokens its expert-tp group holds — the
+  // sequence shards of etp ranks with sequence parallelism (Megatron's MoE layer takes the SP shard: with
+  // etp = tp that is b·s_loc, with etp 1 under tp 2 half of it).
+  I64 routed = (c.sp ? c.tok_sp * etp : c.tok) * moe.router_topk;
   if (moe.pad_expert_input_to_capacity) {
     // Megatron's capacity: ceil(tokens / experts · capacity_factor) rows per expert.
     const double per_expert = std::ceil(static_cast<double>(routed) / E * moe.capacity_factor);

@@ -95,6 +95,22 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops, const std::vector<std::
         set_kept(op, {});  // its input (the norm output) is kept by the router anyway
       }
   }
+  if (has("mla_up_proj") && c.m.mla.enabled) {
+    // Megatron MLASelfAttention with recompute_up_proj: the up projections and rope run under
+    // CheckpointWithoutOutput, whose outputs (query, key, value) are discarded once core attention has run
+    // (discard_output_and_register_recompute) and made again before its backward — the q, k, v the
+    // attention kernel saved cost nothing; the latents (the checkpoint's inputs) stay with their norms.
+    for (auto& op : ops) {
+      if (op.role == OpRole::QUpProj || op.role == OpRole::QProj || op.role == OpRole::KvUpProj)
+        op.recompute = true;
+      if (op.role == OpRole::CoreAttention) {
+        std::vector<SavedTensor> kept;
+        for (const auto& t : op.kept)
+          if (t.name != "q" && t.name != "k" && t.name != "v") kept.push_back(t);
+        set_kept(op, kept);
+      }
+    }
+  }
   if (has("layernorm")) {
     // CheckpointWithoutOutput on both norms: the norm output, saved as the next linear's input, is
     // discarded and recomputed in backward.
