@@ -163,6 +163,27 @@ TEST(Search, DeepSeekV2LiteMoESpace) {
   EXPECT_NEAR(r.evaluations[*r.best].mfu, 0.2240, 5e-5);
 }
 
+// tp sizes the user names are searched for MoE models too (MLA is priced with tp > 1); SimuMax searches MoE
+// models at tp 1 only, kept under --simumax-compat.
+TEST(Search, MoEModelsSearchTheTensorParallelSizesGiven) {
+  SearchSpace sp;
+  sp.world_size = 32;
+  sp.global_batch_size = 256;
+  sp.tp = {1, 2};
+  sp.ep = {4};
+  sp.pp = {1};
+  auto tps = [&](const Strategy& base) {
+    std::set<int> seen;
+    for (const auto& e : search(load_cost_model("simumax:deepseekv2-lite"), base, load_simumax_system("a100_pcie"), sp)
+                             .evaluations)
+      if (e.error.empty()) seen.insert(e.tp);
+    return seen;
+  };
+  Strategy base = load_simumax_strategy("ep8_pp1_dp8_mbs1").strategy;
+  EXPECT_EQ(tps(base), (std::set<int>{1, 2}));
+  EXPECT_EQ(tps(compat(base)), (std::set<int>{1}));
+}
+
 TEST(Search, SharedReferenceCsv) {
   if (!shared_data_available()) GTEST_SKIP() << shared_data_missing();
   // The original CSV has the same rows as the in-repo extract.

@@ -188,10 +188,11 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
   if (eps.empty()) eps = moe ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{1};
   if (pps.empty())
     for (int p = 1; p <= model.num_layers; ++p) pps.push_back(p);
-  // SimuMax: a dense model searches ep = 1 only, a MoE model tp = 1 only.
+  // SimuMax: a dense model searches ep = 1 only, a MoE model tp = 1 only.  Sizes the user names are searched
+  // as given (Megatron runs MoE models with tp > 1, and MLA with tp > 1 is priced), except under --simumax-compat.
   if (!moe)
     eps = {1};
-  else
+  else if (space.tp.empty() || base.simumax_compat)
     tps = {1};
 
   SearchResult result;

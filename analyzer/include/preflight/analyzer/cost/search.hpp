@@ -30,7 +30,9 @@ struct SearchSpace {
   int world_size = 8;
   int global_batch_size = 0;  ///< samples per iteration; micro batches = gbs / (dp · mbs)
   int micro_batch_size = 1;
-  std::vector<int> tp;   ///< empty: {1,2,4,8} for dense models, {1} for MoE (SimuMax's defaults)
+  /// empty: {1,2,4,8} for dense models, {1} for MoE (SimuMax's defaults); sizes given are searched for MoE
+  /// models too, except under simumax_compat (SimuMax searches MoE at tp 1 only).
+  std::vector<int> tp;
   std::vector<int> pp;   ///< empty: 1 … num_layers
   std::vector<int> ep;   ///< empty: {1,2,4,8} for MoE models, {1} for dense
   bool use_etp = false;  ///< expert tensor parallel = tp (else 1)
