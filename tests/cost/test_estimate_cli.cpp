@@ -83,6 +83,8 @@ TEST(EstimateCli, DoesNotFitExitsOne) {
   RunResult r = run_preflight("estimate --model simumax:llama3-70b --strategy " + shell_quote(s.string()));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("does not fit"), std::string::npos);
+  EXPECT_NE(r.out.find("GiB allocated / 0.94"), std::string::npos) << r.out;  // says which peak is compared
+  EXPECT_EQ(r.out.find("the allocated peak itself fits"), std::string::npos) << r.out;  // 70B on 8 GPUs: far over
 }
 
 TEST(EstimateCli, MegatronArguments) {
