@@ -37,6 +37,7 @@ struct CalibrateOptions {
   std::vector<std::string> runs;  // JSON files of runs with measured iteration times
   std::string system;
   bool fit_overlap = false;
+  bool per_group = false;
 };
 
 /// --fit-time: runs from JSON files (`{"runs": [{"name", "args", "measured_iteration_ms"}]}` or a bare list) and
@@ -71,7 +72,10 @@ int run_fit_time(const CalibrateOptions& o) {
     runs.push_back({path, cfg.model, cfg.strategy, *summary.steady.front().median_elapsed_ms});
   }
   const analyzer::SystemSpec system = analyzer::cost::load_simumax_system(o.system);
-  const analyzer::TimeFit fit = analyzer::fit_time(runs, system, o.fit_overlap);
+  if (o.per_group && o.fit_overlap)
+    throw InputError("--per-group", "cannot be combined with --fit-overlap (one or the other)");
+  const analyzer::TimeFit fit =
+      o.per_group ? analyzer::fit_time_groups(runs, system) : analyzer::fit_time(runs, system, o.fit_overlap);
   nlohmann::json base = fs::is_regular_file(o.system)
                             ? analyzer::cost::read_json_file(o.system)
                             : analyzer::cost::parse_json_text(analyzer::cost::system_preset_json(o.system), o.system);
@@ -348,6 +352,10 @@ Command calibrate_command() {
             sub.add_flag("--fit-overlap", o->fit_overlap,
                          "with --fit-time: also fit tp_overlap_exposed, the part of Megatron's overlapped "
                          "tensor-parallel backward communication that still costs time (0…1)");
+            sub.add_flag("--per-group", o->per_group,
+                         "with --fit-time: one scale per efficiency group — GEMMs, attention, memory-bound ops, "
+                         "and each collective (all_reduce, all_gather, reduce_scatter, all2all, p2p) — ridge least "
+                         "squares pulled towards the system's values, instead of one compute and one network scale");
             sub.add_option("--max-peak-error", o->max_peak_error,
                            "exit 1 when a rank's peak error exceeds this many percent");
             return std::function<int()>([o] { return run_calibrate(*o); });

@@ -173,7 +173,175 @@ TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system, bo
   return fit;
 }
 
+namespace {
+
+bool in_group(const std::string& group, const std::string& op) {
+  if (group == "gemm") return op == "matmul" || op == "fp8_matmul" || op == "group_matmul" || op == "fp8_group_matmul";
+  if (group == "attention") return op == "sdp_fwd" || op == "sdp_bwd";
+  if (group == "memory") return op != "matmul" && op != "fp8_matmul" && op != "group_matmul" &&
+                                op != "fp8_group_matmul" && op != "sdp_fwd" && op != "sdp_bwd";
+  return false;
+}
+
+double scale_of(const std::vector<std::pair<std::string, double>>& scales, const std::string& group) {
+  for (const auto& [g, v] : scales)
+    if (g == group) return v;
+  return 1.0;
+}
+
+/// Solves (A + λI) x = b for the small symmetric system of the ridge fit (Gaussian elimination).
+std::vector<double> solve_linear(std::vector<std::vector<double>> a, std::vector<double> b) {
+  const std::size_t n = b.size();
+  for (std::size_t col = 0; col < n; ++col) {
+    std::size_t piv = col;
+    for (std::size_t r = col + 1; r < n; ++r)
+      if (std::fabs(a[r][col]) > std::fabs(a[piv][col])) piv = r;
+    std::swap(a[col], a[piv]);
+    std::swap(b[col], b[piv]);
+    if (std::fabs(a[col][col]) < 1e-15) continue;
+    for (std::size_t r = 0; r < n; ++r) {
+      if (r == col) continue;
+      const double f = a[r][col] / a[col][col];
+      for (std::size_t k = col; k < n; ++k) a[r][k] -= f * a[col][k];
+      b[r] -= f * b[col];
+    }
+  }
+  std::vector<double> x(n, 1.0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::fabs(a[i][i]) >= 1e-15) x[i] = b[i] / a[i][i];
+  return x;
+}
+
+}  // namespace
+
+SystemSpec scaled_system_groups(const SystemSpec& system, const std::vector<std::pair<std::string, double>>& scales) {
+  SystemSpec s = system;
+  for (auto& [name, op] : s.op) {
+    const double k = in_group("gemm", name) ? scale_of(scales, "gemm")
+                                            : (in_group("attention", name) ? scale_of(scales, "attention")
+                                                                           : scale_of(scales, "memory"));
+    op.efficient_factor /= k;
+    for (auto& [shape, f] : op.accurate_efficient_factor) f /= k;
+  }
+  for (auto& [name, bw] : s.memory_bw) bw.efficient_factor /= scale_of(scales, "memory");
+  for (auto& [name, net] : s.networks)
+    for (auto& [coll, op] : net.op) {
+      const double k = scale_of(scales, coll);
+      if (k == 1.0) continue;
+      op.efficient_factor = (op.efficient_factor ? *op.efficient_factor : net.bandwidth.efficient_factor) / k;
+      for (auto& [n, bw] : op.dp_fixed_bw) bw /= k;
+    }
+  return s;
+}
+
+TimeFit fit_time_groups(const std::vector<TimedRun>& runs, const SystemSpec& system) {
+  if (runs.size() < 2) throw InputError("--fit-time", "needs at least two runs with measured iteration times");
+  for (const auto& r : runs)
+    if (!(r.measured_ms > 0)) throw InputError(r.name, "measured iteration time must be positive");
+  const std::size_t G = std::size(kTimeFitGroups);
+  // Per run: T, the group parts T_g and the rest R.
+  std::vector<double> t(runs.size()), rest(runs.size());
+  std::vector<std::vector<double>> part(runs.size(), std::vector<double>(G, 0));
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    t[i] = cost::estimate(runs[i].model, runs[i].strategy, system).iteration_ms;
+  for (std::size_t g = 0; g < G; ++g) {
+    const SystemSpec slow = scaled_system_groups(system, {{kTimeFitGroups[g], 2.0}});
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const double t2 = cost::estimate(runs[i].model, runs[i].strategy, slow).iteration_ms;
+      part[i][g] = std::clamp(t2 - t[i], 0.0, t[i]);
+    }
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    double sum = 0;
+    for (double p : part[i]) sum += p;
+    rest[i] = t[i] - sum;
+  }
+  const double lambda = 0.01;
+  auto fit_without = [&](std::size_t skip) {
+    std::vector<std::vector<double>> a(G, std::vector<double>(G, 0));
+    std::vector<double> b(G, 0);
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (i == skip) continue;
+      const double m = runs[i].measured_ms;
+      for (std::size_t g = 0; g < G; ++g) {
+        for (std::size_t h = 0; h < G; ++h) a[g][h] += part[i][g] / m * part[i][h] / m;
+        b[g] += part[i][g] / m * (1 - rest[i] / m);
+      }
+    }
+    for (std::size_t g = 0; g < G; ++g) {
+      a[g][g] += lambda;
+      b[g] += lambda;  // pulled towards 1
+    }
+    std::vector<double> x = solve_linear(a, b);
+    for (double& v : x) v = std::clamp(v, 0.2, 5.0);
+    return x;
+  };
+  auto model = [&](const std::vector<double>& x, std::size_t i) {
+    double v = rest[i];
+    for (std::size_t g = 0; g < G; ++g) v += x[g] * part[i][g];
+    return v;
+  };
+  TimeFit fit;
+  const std::vector<double> x = fit_without(static_cast<std::size_t>(-1));
+  for (std::size_t g = 0; g < G; ++g) fit.group_scales.emplace_back(kTimeFitGroups[g], x[g]);
+  fit.tp_overlap_exposed = system.tp_overlap_exposed;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    TimedRunResult r;
+    r.name = runs[i].name;
+    r.measured_ms = runs[i].measured_ms;
+    r.predicted_ms = t[i];
+    for (std::size_t g = 0; g < G; ++g) (g < 3 ? r.compute_ms : r.network_ms) += part[i][g];
+    r.fitted_ms = model(x, i);
+    r.held_out_ms = model(fit_without(i), i);
+    fit.runs.push_back(r);
+  }
+  return fit;
+}
+
 nlohmann::json scaled_system_json(const nlohmann::json& system, const TimeFit& fit) {
+  if (!fit.group_scales.empty()) {
+    nlohmann::json s = system;
+    if (s.contains("sys_name") && s["sys_name"].is_string())
+      s["sys_name"] = s["sys_name"].get<std::string>() + "_fitted";
+    auto& acc = s["accelerator"];
+    if (acc.contains("op"))
+      for (auto& [name, op] : acc["op"].items()) {
+        const double k = in_group("gemm", name) ? scale_of(fit.group_scales, "gemm")
+                                                : (in_group("attention", name) ? scale_of(fit.group_scales, "attention")
+                                                                               : scale_of(fit.group_scales, "memory"));
+        if (op.contains("efficient_factor")) op["efficient_factor"] = op["efficient_factor"].get<double>() / k;
+        if (op.contains("accurate_efficient_factor") && op["accurate_efficient_factor"].is_object())
+          for (auto& [shape, f] : op["accurate_efficient_factor"].items()) f = f.get<double>() / k;
+      }
+    if (acc.contains("bandwidth"))
+      for (auto& [name, bw] : acc["bandwidth"].items())
+        if (bw.contains("efficient_factor"))
+          bw["efficient_factor"] = bw["efficient_factor"].get<double>() / scale_of(fit.group_scales, "memory");
+    if (s.contains("networks"))
+      for (auto& [name, net] : s["networks"].items()) {
+        if (!net.is_object() || !net.contains("op")) continue;
+        const double base = net.contains("bandwidth") && net["bandwidth"].contains("efficient_factor")
+                                ? net["bandwidth"]["efficient_factor"].get<double>()
+                                : 1.0;
+        for (auto& [coll, op] : net["op"].items()) {
+          const double k = scale_of(fit.group_scales, coll);
+          if (k == 1.0) continue;
+          op["efficient_factor"] = (op.contains("efficient_factor") ? op["efficient_factor"].get<double>() : base) / k;
+          if (op.contains("dp_fixed_bw"))
+            for (auto& [n, bw] : op["dp_fixed_bw"].items()) bw = bw.get<double>() / k;
+        }
+      }
+    nlohmann::json runs = nlohmann::json::array();
+    for (const auto& r : fit.runs) runs.push_back(r.name);
+    nlohmann::json groups = nlohmann::json::object();
+    for (const auto& [g, v] : fit.group_scales) groups[g] = v;
+    s["preflight"]["time_fit"] = {{"group_scales", groups},
+                                  {"fitted_on", runs},
+                                  {"max_abs_error_before", fit.max_abs_before()},
+                                  {"max_abs_error_fitted", fit.max_abs_fitted()},
+                                  {"max_abs_error_held_out", fit.max_abs_held_out()}};
+    return s;
+  }
   nlohmann::json s = system;
   const double a = fit.compute_scale, b = fit.network_scale;
   if (s.contains("sys_name") && s["sys_name"].is_string()) s["sys_name"] = s["sys_name"].get<std::string>() + "_fitted";
@@ -226,6 +394,14 @@ nlohmann::json time_fit_json(const TimeFit& fit) {
                     {"error_before", r.error_before()},
                     {"error_fitted", r.error_fitted()},
                     {"error_held_out", r.error_held_out()}});
+  nlohmann::json groups = nlohmann::json::object();
+  for (const auto& [g, v] : fit.group_scales) groups[g] = v;
+  if (!fit.group_scales.empty())
+    return {{"group_scales", groups},
+            {"runs", runs},
+            {"max_abs_error_before", fit.max_abs_before()},
+            {"max_abs_error_fitted", fit.max_abs_fitted()},
+            {"max_abs_error_held_out", fit.max_abs_held_out()}};
   return {{"compute_scale", fit.compute_scale},
           {"network_scale", fit.network_scale},
           {"tp_overlap_exposed", fit.tp_overlap_exposed},
@@ -250,6 +426,13 @@ std::string render_time_fit(const TimeFit& fit) {
     t.row({r.name, fixed(r.measured_ms, 1), fixed(r.predicted_ms, 1), pct(r.error_before()), fixed(r.fitted_ms, 1),
            pct(r.error_fitted()), fixed(r.held_out_ms, 1), pct(r.error_held_out())});
   std::string out = t.render();
+  if (!fit.group_scales.empty()) {
+    for (const auto& [g, v] : fit.group_scales) out += g + " × " + fixed(v, 4) + ", ";
+    out += "largest |error|: as given " + fixed(100 * fit.max_abs_before(), 2) + " %, fitted " +
+           fixed(100 * fit.max_abs_fitted(), 2) + " %, held out (leave one out) " +
+           fixed(100 * fit.max_abs_held_out(), 2) + " %\n";
+    return out;
+  }
   out += "compute × " + fixed(fit.compute_scale, 4) + ", networks × " + fixed(fit.network_scale, 4) +
          (fit.overlap_fitted ? ", tp_overlap_exposed " + fixed(fit.tp_overlap_exposed, 1) + " (fitted)" : "") +
          "; largest |error|: as given " + fixed(100 * fit.max_abs_before(), 2) + " %, fitted " +

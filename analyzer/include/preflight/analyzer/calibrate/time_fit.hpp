@@ -16,6 +16,14 @@
 /// backward communication that still costs time) is fitted too: for each value of 0, 0.1, …, 1 the split
 /// and the two-factor fit are redone, and the value with the smallest sum of squared relative errors is
 /// kept (per left-out run for the held-out errors, so they stay honest).
+///
+/// Per group (`fit_time_groups`, `calibrate --fit-time --per-group`): the same split done for each of the
+/// efficiency groups of kTimeFitGroups — GEMMs (matmul, fp8_matmul, group_matmul, fp8_group_matmul),
+/// attention (sdp_fwd, sdp_bwd), memory-bound ops (default, accelerator.bandwidth), and each collective
+/// (all_reduce, all_gather, reduce_scatter, all2all, p2p on every network): T_g = T(group g 2× slower) − T,
+/// R = T − Σ T_g.  measured ≈ R + Σ s_g·T_g is fitted by ridge least squares on relative errors, pulled
+/// towards s_g = 1 with weight 0.01 per group so that a group the runs hardly exercise keeps the system's
+/// efficiency; s_g is kept in [0.2, 5].
 
 #include <string>
 #include <vector>
@@ -50,7 +58,13 @@ struct TimedRunResult {
   double error_held_out() const { return (held_out_ms - measured_ms) / measured_ms; }
 };
 
+/// Efficiency groups of the per-group fit, in its order.
+inline constexpr const char* kTimeFitGroups[] = {"gemm",           "attention", "memory", "all_reduce",
+                                                 "all_gather",     "reduce_scatter", "all2all", "p2p"};
+
 struct TimeFit {
+  /// Per-group fit: (group, scale) for each of kTimeFitGroups; empty for the two-factor fit.
+  std::vector<std::pair<std::string, double>> group_scales;
   double compute_scale = 1;  ///< a: predicted compute time is multiplied by it
   double network_scale = 1;  ///< b
   double tp_overlap_exposed = 1;  ///< SystemSpec::tp_overlap_exposed of the fitted system
@@ -65,6 +79,14 @@ struct TimeFit {
 /// @throws InputError for fewer than 2 runs, a non-positive measured time, or runs that cannot separate
 ///         the two parts (then a single scale is fitted: a = b).
 TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system, bool fit_overlap = false);
+
+/// The per-group fit (rules in the file comment); TimedRunResult::compute_ms / network_ms hold the
+/// accelerator / network parts of the split.
+/// @throws InputError for fewer than 2 runs or a non-positive measured time.
+TimeFit fit_time_groups(const std::vector<TimedRun>& runs, const SystemSpec& system);
+
+/// `system` with each group's efficiencies divided by its scale (groups as kTimeFitGroups; absent: 1).
+SystemSpec scaled_system_groups(const SystemSpec& system, const std::vector<std::pair<std::string, double>>& scales);
 
 /// `system` with its compute efficiencies divided by `compute_scale` and its network efficiencies by
 /// `network_scale` (what the fitted model prices); the fitted tp_overlap_exposed is set by the caller.
