@@ -114,14 +114,15 @@ int run(const EstimateOptions& o) {
     std::cout << cost::summary_text(est);
     if (!o.out.empty()) std::cout << "wrote " << o.out << "/mem_result.json and compute_result.json\n";
   }
-  bool fits = est.max_peak_bytes(true) <= system.mem_bytes();
+  const double device_gib = est.device_memory_gib;
+  bool fits = est.max_peak_bytes(true) <= device_gib * 1024.0 * 1024.0 * 1024.0;
   if (!fits && !o.json) {
     const double reserved = est.max_peak_bytes(true) / (1024.0 * 1024.0 * 1024.0);
     const double allocated = est.max_peak_bytes(false) / (1024.0 * 1024.0 * 1024.0);
     std::cout << "does not fit: a stage's peak with the reserved ratio, " << fixed(reserved, 2) << " GiB ("
               << fixed(allocated, 2) << " GiB allocated / " << fixed(est.strategy.allocated_to_reserved_ratio, 2)
-              << "), is more than the " << system.mem_gib << " GiB of device memory"
-              << (allocated <= system.mem_gib ? " — the allocated peak itself fits: with little fragmentation "
+              << "), is more than the " << device_gib << " GiB of device memory"
+              << (allocated <= device_gib ? " — the allocated peak itself fits: with little fragmentation "
                                                 "(PyTorch's expandable segments) the run may fit"
                                               : "")
               << "\n";

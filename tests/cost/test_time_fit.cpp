@@ -197,6 +197,21 @@ TEST(TimeFit, H100NemoRows) {
   EXPECT_LT(gb200.max_abs_before(), 0.05);
 }
 
+// SimuMax v1.2's B200 calibration file says 80 GB of device memory: every 70B/405B run of its own B200 table
+// (which ran) "did not fit".  A B200's 179.06 GiB are compared by default; --simumax-compat keeps the 80.
+TEST(TimeFit, SimuMaxB200FileHasTheB200sMemory) {
+  const auto runs = corpus_runs("b200_llama3.json");
+  const SystemSpec sys = cost::load_simumax_system("b200_bf16_ceperm");
+  for (const auto& r : runs) {
+    const cost::Estimate e = cost::estimate(r.model, r.strategy, sys);
+    EXPECT_NEAR(e.device_memory_gib, 183359.0 / 1024, 1e-9);
+    EXPECT_LE(e.max_peak_bytes(false), e.device_memory_gib * 1024 * 1024 * 1024) << r.name;  // they ran
+  }
+  Strategy compat = runs.front().strategy;
+  compat.simumax_compat = true;
+  EXPECT_EQ(cost::estimate(runs.front().model, compat, sys).device_memory_gib, 80);
+}
+
 // SimuMax's straggler factor comes from the system: the A100 presets (fitted with it on 2021 Selene runs) keep
 // SimuMax's 0.09, the H100 preset has none; --simumax-compat always applies SimuMax's.  A run of dp 16 over
 // 16 nodes: 1 + l/(l+1)·0.09·√l with l = 4 is 1.144.

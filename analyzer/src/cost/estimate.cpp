@@ -767,11 +767,15 @@ Strategy cost_model_layout(const ModelSpec& model, const Strategy& strategy, std
 
 }  // namespace
 
+double device_memory_gib(const SystemSpec& system, bool simumax_compat) {
+  // SimuMax v1.2's B200 calibration file says 80 GB (an 80 GB part's value); a B200 has 192 GB of HBM3e,
+  // 183,359 MiB usable.
+  if (system.name == "b200_bf16_ceperm" && system.mem_gib == 80 && !simumax_compat) return 183359.0 / 1024.0;
+  return system.mem_gib;
+}
+
 namespace {
 
-/// The stages' memory from the layer graph walked along Megatron's schedule (what `preflight analyze`
-/// prints), replacing SimuMax's; a stage kind standing for several ranks (SimuMax's middle stage) takes the
-/// highest of them.  Where the layer graph refuses the run, SimuMax's memory stays, with a warning.
 /// The Megatron flags of a SimuMax-style LayerRecompute (a SimuMax strategy file, a search candidate), when
 /// Megatron has them: none, full block of N layers, uniform full recompute of every layer, core attention
 /// only, Megatron's selective modules on every layer.  SimuMax's own attn/mlp switches have none.
@@ -813,6 +817,9 @@ std::optional<Strategy> megatron_recompute(const ModelSpec& model, const Strateg
   return std::nullopt;
 }
 
+/// The stages' memory from the layer graph walked along Megatron's schedule (what `preflight analyze`
+/// prints), replacing SimuMax's; a stage kind standing for several ranks (SimuMax's middle stage) takes the
+/// highest of them.  Where the layer graph refuses the run, SimuMax's memory stays, with a warning.
 void megatron_stage_memory(const ModelSpec& model, const Strategy& given_strategy, Estimate& est) {
   const std::optional<Strategy> mapped = megatron_recompute(model, given_strategy);
   if (!mapped) {
@@ -888,7 +895,10 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
     throw InputError((system.source.empty() ? system.name : system.source) + ": accelerator.op.default",
                      "is required");
   est.peak_tflops = def->second.tflops;
-  est.device_memory_gib = system.mem_gib;
+  est.device_memory_gib = device_memory_gib(system, strategy.simumax_compat);
+  if (est.device_memory_gib != system.mem_gib)
+    est.warnings.push_back("b200_bf16_ceperm: SimuMax's file says mem_gbs 80; a B200 has 179.06 GiB usable, which "
+                           "is compared here (--simumax-compat keeps 80)");
   est.padded_vocab = model.padded_vocab_size(strategy.tp);
   est.micro_batches = strategy.num_microbatches();
 

@@ -196,7 +196,7 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
     tps = {1};
 
   SearchResult result;
-  result.memory_limit_gib = system.mem_gib - space.mem_margin_gib;
+  result.memory_limit_gib = device_memory_gib(system, base.simumax_compat) - space.mem_margin_gib;
   std::vector<Layout> layouts;
   for (int tp : tps)
     for (int ep : eps)

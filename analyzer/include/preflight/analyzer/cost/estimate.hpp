@@ -244,6 +244,10 @@ struct Estimate {
   double max_peak_bytes(bool with_reserved) const;
 };
 
+/// Device memory compared with the stages' peaks, GiB: the system's `mem_gbs`, except SimuMax v1.2's
+/// `b200_bf16_ceperm` file, whose 80 is a bug (a B200 has 179.06 GiB usable), kept only under simumax_compat.
+double device_memory_gib(const SystemSpec& system, bool simumax_compat);
+
 /// Runs the model.  Validates the model and strategy (InputError for inconsistent sizes, as
 /// ModelSpec::validate / Strategy::validate) plus the cost model's own limits: MLA needs tp = 1 under
 /// simumax_compat;
