@@ -249,11 +249,11 @@ struct Estimate {
 double device_memory_gib(const SystemSpec& system, bool simumax_compat);
 
 /// Runs the model.  Validates the model and strategy (InputError for inconsistent sizes, as
-/// ModelSpec::validate / Strategy::validate) plus the cost model's own limits: MLA needs tp = 1 under
-/// simumax_compat;
-/// CP all-to-all needs heads (and kv heads) divisible by cp; under simumax_compat an interleaved schedule is
-/// timed only with pp_comm_overlap = false (SimuMax's sync VPP); the system file must have the chosen
-/// networks.
+/// ModelSpec::validate / Strategy::validate) plus the cost model's own limits: CP all-to-all needs heads
+/// (and kv heads) divisible by cp; a stage kind stands for equal middle stages (chunk by chunk with an
+/// interleaved schedule); the system file must have the chosen networks.  Under simumax_compat also SimuMax's:
+/// MLA with tp = 1 only, the interleaved schedule only with pp_comm_overlap = false (its sync VPP), expert rows
+/// divisible over the local experts, core_attn recompute not combined with other modules.
 /// @throws InputError naming the flag or field.
 Estimate estimate(const ModelSpec& model, const Strategy& strategy, const SystemSpec& system,
                   const EstimateOptions& options = {});
