@@ -105,7 +105,7 @@ TEST(TimeFit, A100Sc21Table) {
 
 // SimuMax's B200 DeepSeek-V2/V3 rows (MLA, MoE with ep 4/8, 4 layers): SimuMax's own calibration prices
 // them low (its table: -13.5 … +0.1 %; ours within 15 %, and within 8 % after the fit); the b200 preset,
-// fitted on all 43 B200 runs, within 10 % as given.
+// fitted per group on all 43 B200 runs, within 7.5 % as given.
 TEST(TimeFit, B200DeepSeekRows) {
   const auto runs = corpus_runs("b200_deepseek.json");
   ASSERT_EQ(runs.size(), 12u);
@@ -117,8 +117,8 @@ TEST(TimeFit, B200DeepSeekRows) {
   EXPECT_LT(simumax.max_abs_before(), 0.15);
   EXPECT_LT(simumax.max_abs_fitted(), 0.08);
   const TimeFit ours = fit_time(runs, cost::load_simumax_system("b200"));
-  EXPECT_LT(ours.max_abs_before(), 0.10);
-  EXPECT_LT(ours.max_abs_held_out(), 0.09);
+  EXPECT_LT(ours.max_abs_before(), 0.075);  // 9.4 % before the preset's per-group fit
+  EXPECT_LT(ours.max_abs_held_out(), 0.075);
 }
 
 // The per-group fit (GEMM, attention, memory-bound, each collective): on the DeepSeek rows it finds what the
