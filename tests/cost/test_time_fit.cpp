@@ -100,7 +100,7 @@ TEST(TimeFit, A100Sc21Table) {
   auto exposed = runs[0].strategy;
   exposed.overlap_grad_reduce = false;
   EXPECT_GT(cost::estimate(runs[0].model, exposed, cost::load_simumax_system("a100-sxm-80gb")).iteration_ms,
-            fit.runs[0].predicted_ms * 1.02);
+            fit.runs[0].predicted_ms * 1.01);
 }
 
 // SimuMax's B200 DeepSeek-V2/V3 rows (MLA, MoE with ep 4/8, 4 layers): SimuMax's own calibration prices
