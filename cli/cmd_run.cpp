@@ -213,6 +213,20 @@ int run_run(const RunCli& c) {
     if (c.mode == "analyze") return analyze_launch(c, *launch, env);
     return trace_launch(c, *launch, env, skip);
   }
+  // Analysis runs where the training runs not (a login node, a laptop): a script asking PyTorch how many GPUs
+  // the node has (`python -c "import torch; print(torch.cuda.device_count())"`, Pai-Megatron-Patch's and
+  // others' way of setting GPUS_PER_NODE) gets the node size it is analysed for — --gpus-per-node, else this
+  // machine's GPUs, else 8 — instead of 0 or a missing-module error.
+  if (!c.shim.empty() && c.mode == "analyze" && c.shim.rfind("python", 0) == 0 && argv.size() == 3 &&
+      argv[1] == "-c" && argv[2].find("device_count()") != std::string::npos &&
+      argv[2].find("print") != std::string::npos) {
+    int gpus = c.launch.gpus_per_node > 0 ? c.launch.gpus_per_node : wrap::count_local_gpus_nvidia_smi();
+    if (gpus <= 0) gpus = 8;
+    std::cerr << "preflight run: answered `" << argv[2] << "` with " << gpus
+              << " (analysis mode; --gpus-per-node N to say otherwise)\n";
+    std::cout << gpus << "\n";
+    return kExitOk;
+  }
   if (!c.shim.empty()) {  // not a training launch: the real program, untouched
     try {
       wrap::exec_program(argv, env, skip);

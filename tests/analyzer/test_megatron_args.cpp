@@ -77,6 +77,14 @@ TEST(MegatronArgs, MegatronDeepSpeedSpellings) {
   EXPECT_EQ(l.model.num_query_groups, 16);
 }
 
+// Pai-Megatron-Patch's DeepSeek scripts name the MLA head dimensions --qk-nope-head-dim / --qk-rope-head-dim.
+TEST(MegatronArgs, PaiMegatronPatchMlaSpellings) {
+  MegatronConfig c = parse_megatron_args(with(base_args(), {"--multi-latent-attention", "--kv-lora-rank", "32",
+                                                            "--qk-nope-head-dim", "96", "--qk-rope-head-dim", "32"}));
+  EXPECT_EQ(c.model.mla.qk_head_dim, 96);
+  EXPECT_EQ(c.model.mla.qk_pos_emb_head_dim, 32);
+}
+
 TEST(MegatronArgs, UnknownFlagsAndTheirValuesAreSkipped) {
   Words w = with(base_args(), {"--lr", "0.00015", "--data-path", "/x/y_text_document", "--split", "949,50,1",
                                "pretrain_gpt.py", "--rampup-batch-size", "16", "16", "5859375",

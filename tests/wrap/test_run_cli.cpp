@@ -86,6 +86,20 @@ TEST(RunCli, ShimsLeaveOtherCommandsAlone) {
   EXPECT_EQ(missing.exit_code, 127) << missing.err;
 }
 
+// A script that asks PyTorch for the node's GPU count (Pai-Megatron-Patch's GPUS_PER_NODE) is analysed for the
+// node size given (--gpus-per-node), not for this machine's 0 GPUs or its missing torch module.
+TEST(RunCli, TorchDeviceCountIsTheNodeSizeAnalysed) {
+  TempDir dir;
+  write_file(dir / "s.sh",
+             "GPUS_PER_NODE=`python -c \"import torch; print(torch.cuda.device_count())\"`\n"
+             "torchrun --nproc_per_node $GPUS_PER_NODE pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+             "--num-attention-heads 2 --seq-length 16 --vocab-size 100 --tensor-model-parallel-size 2\n");
+  RunResult r = run_in(dir.path(), preflight_bin() + " run --gpus-per-node 4 --analyze-arg=--json -- bash s.sh");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("with 4 (analysis mode"), std::string::npos) << r.err;
+  EXPECT_EQ(json_in(r.out)["strategy"]["world_size"].get<int>(), 4);
+}
+
 TEST(RunCli, ALaunchGivenDirectlyIsAnalysed) {
   TempDir dir;
   write_file(dir / "hostfile", "a slots=4\nb slots=4\nc slots=4\nd slots=4\n");

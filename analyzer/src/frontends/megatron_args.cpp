@@ -121,6 +121,9 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--checkpoint-activations", "--recompute-activations"},
       {"--model-parallel-size", "--tensor-model-parallel-size"},
       {"--num-virtual-stages-per-pipeline-rank", "--num-virtual-stages-per-pipeline-rank"},
+      // Pai-Megatron-Patch's names of the MLA head dimensions (its DeepSeek-V2/V3 scripts).
+      {"--qk-nope-head-dim", "--qk-head-dim"},
+      {"--qk-rope-head-dim", "--qk-pos-emb-head-dim"},
   };
 
   MegatronConfig cfg;
