@@ -78,6 +78,17 @@ TEST(MegatronArgs, MegatronDeepSpeedSpellings) {
 }
 
 // Pai-Megatron-Patch's DeepSeek scripts name the MLA head dimensions --qk-nope-head-dim / --qk-rope-head-dim.
+// Pai-Megatron-Patch's scripts pass the padded vocabulary (--padded-vocab-size 151936 for Qwen) and a tokenizer
+// of their own: taken as is, not padded again for tp.
+TEST(MegatronArgs, PaiMegatronPatchPaddedVocabulary) {
+  Words w = {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16",
+             "--padded-vocab-size", "151937", "--patch-tokenizer-type", "Qwen3Tokenizer",
+             "--tensor-model-parallel-size", "1"};
+  MegatronConfig c = parse_megatron_args(w);
+  EXPECT_EQ(c.model.vocab_size, 151937);
+  EXPECT_EQ(c.model.padded_vocab_size(1), 151937);
+}
+
 TEST(MegatronArgs, PaiMegatronPatchMlaSpellings) {
   MegatronConfig c = parse_megatron_args(with(base_args(), {"--multi-latent-attention", "--kv-lora-rank", "32",
                                                             "--qk-nope-head-dim", "96", "--qk-rope-head-dim", "32"}));

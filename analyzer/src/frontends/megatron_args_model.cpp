@@ -150,6 +150,7 @@ const std::vector<FlagSpec>& model_flags() {
       {"--attention-dropout", Arity::One},
       {"--hidden-dropout", Arity::One},
       {"--vocab-size", Arity::One},
+      {"--padded-vocab-size", Arity::One},
       {"--vocab-file", Arity::One},
       {"--tokenizer-type", Arity::One},
       {"--tokenizer-model", Arity::One},
@@ -296,6 +297,11 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
     if (f.has("--vocab-file") || f.has("--tokenizer-model"))
       warnings.push_back("tokenizer file not found on this machine; using --vocab-size " +
                          f.get("--vocab-size") + (eod ? " + 1 (NullTokenizer EOD)" : ""));
+  }
+  if (vocab == 0 && f.has("--padded-vocab-size")) {
+    // Pai-Megatron-Patch passes the padded size itself (its Qwen / Llama scripts): taken as is, not padded again.
+    vocab = parse_int("--padded-vocab-size", f.get("--padded-vocab-size"));
+    m.make_vocab_size_divisible_by = 1;
   }
   if (vocab == 0 && base && m.vocab_size > 0) vocab = m.vocab_size;
   if (vocab == 0 && known_tokenizer_vocab_size(tok_type) > 0) {
