@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "commands.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
@@ -33,6 +34,7 @@ void write_file(const std::filesystem::path& p, const std::string& text) {
 int run(const EstimateOptions& o) {
   using namespace preflight::analyzer;
   std::vector<std::string> warnings;
+  std::optional<double> yaml_device_gib;  // --config: context.max_device_memory
   ModelSpec model;
   Strategy strategy;
   if (!o.config.empty() || (!o.model.empty() && is_yaml_path(o.model))) {
@@ -52,6 +54,7 @@ int run(const EstimateOptions& o) {
     MindFormersConfig mc = load_mindformers_yaml(yaml, mf);
     model = mc.model;
     strategy = mc.strategy;
+    yaml_device_gib = mc.max_device_memory_gib;
     for (const auto& w : mc.warnings) warnings.push_back(w);
   } else if (!o.megatron.empty()) {
     ModelSpec base;
@@ -83,6 +86,12 @@ int run(const EstimateOptions& o) {
                            *names[key] + "' (SimuMax overwrites it silently)");
   }
   SystemSpec system = cost::load_simumax_system(o.system);
+  // MindSpore caps its memory pool at context.max_device_memory: that is the device memory a stage must fit.
+  if (yaml_device_gib && *yaml_device_gib < system.mem_gib) {
+    warnings.push_back("device memory: context.max_device_memory " + fixed(*yaml_device_gib, 1) +
+                       " GiB (MindSpore's memory pool) instead of the system's " + fixed(system.mem_gib, 1) + " GiB");
+    system.mem_gib = *yaml_device_gib;
+  }
   if (o.simumax_compat) strategy.simumax_compat = true;
   if (o.gpus_per_node > 0) {
     system.num_per_node = o.gpus_per_node;

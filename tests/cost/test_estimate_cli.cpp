@@ -141,3 +141,13 @@ TEST(EstimateCli, AnalyzerPresetsAndUnmodelledFeatures) {
   EXPECT_NE(unknown.err.find("llama3-8b"), std::string::npos) << unknown.err;
   EXPECT_NE(unknown.err.find("simumax:llama3-8b"), std::string::npos) << unknown.err;
 }
+
+// MindSpore caps its memory pool at context.max_device_memory: a yaml's stages must fit in that ("55GB" on the
+// 64 GB Ascend 910B here), as `analyze --config` already compares.
+TEST(EstimateCli, MindFormersMaxDeviceMemoryIsTheDeviceMemory) {
+  RunResult r = run_preflight("estimate --system ascend-910b --json --config " +
+                              shell_quote((preflight::test::data_dir() / "mindformers" / "finetune_qwen2_7b.yaml").string()));
+  ASSERT_LE(r.exit_code, 1) << r.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.out)["summary"]["device_memory_bytes"].get<double>(), 55.0 * (1 << 30));
+  EXPECT_NE(r.err.find("context.max_device_memory 55.0 GiB"), std::string::npos) << r.err;
+}
