@@ -30,6 +30,7 @@ struct SearchOptions {
   bool use_etp = false, no_reserved = false, json = false, quiet = false, strict = false, simumax_compat = false;
   bool mbs_default = true, seq_default = true;  // not given on the command line
   int gpus_per_node = 0;
+  double yaml_device_gib = 0;  // --config: context.max_device_memory (0: none)
 };
 
 int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Strategy base,
@@ -157,6 +158,7 @@ int run(const SearchOptions& o) {
     base.stage_layers.clear();
     base.per_layer_recompute.clear();
     base.vpp = 1;
+    if (mc.max_device_memory_gib) oo.yaml_device_gib = *mc.max_device_memory_gib;
     if (oo.world <= 0) oo.world = mc.world_size();
     if (oo.gbs <= 0) oo.gbs = mc.strategy.global_batch();
     if (oo.mbs_default) oo.mbs = mc.strategy.micro_batch_size;
@@ -173,8 +175,14 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                std::vector<std::string>& warnings) {
   using namespace analyzer;
   for (const auto& w : cost::unmodelled_features(model, &base)) warnings.push_back("model " + model.name + ": " + w);
-  for (const auto& w : warnings) std::cerr << "preflight: warning: " << w << "\n";
   SystemSpec system = cost::load_simumax_system(o.system);
+  // MindSpore caps its memory pool at context.max_device_memory: the limit searched under (as estimate).
+  if (o.yaml_device_gib > 0 && o.yaml_device_gib < system.mem_gib) {
+    warnings.push_back("device memory: context.max_device_memory " + fixed(o.yaml_device_gib, 1) +
+                       " GiB (MindSpore's memory pool) instead of the system's " + fixed(system.mem_gib, 1) + " GiB");
+    system.mem_gib = o.yaml_device_gib;
+  }
+  for (const auto& w : warnings) std::cerr << "preflight: warning: " << w << "\n";
   if (o.gpus_per_node > 0) system.num_per_node = o.gpus_per_node;
   if (!o.config.empty()) {
     // base comes from the yaml

@@ -253,3 +253,13 @@ TEST(SearchCli, PresetModelAndDistinctTopRows) {
   EXPECT_EQ(j["best"]["pp"], 2);
   EXPECT_EQ(j["best"]["recompute_layers"], 0);
 }
+
+// search --config searches under the yaml's context.max_device_memory (MindSpore's pool), as estimate compares:
+// 55 GiB less the 10 GiB margin.
+TEST(SearchCli, MindFormersMaxDeviceMemoryIsTheLimit) {
+  RunResult r = run_preflight("search --system ascend-910b --json --quiet --config " +
+                              shell_quote((preflight::test::data_dir() / "mindformers" / "finetune_qwen2_7b.yaml").string()));
+  ASSERT_LE(r.exit_code, 1) << r.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.out)["memory_limit_gib"].get<double>(), 45.0);
+  EXPECT_NE(r.err.find("context.max_device_memory 55.0 GiB"), std::string::npos) << r.err;
+}
