@@ -86,12 +86,7 @@ int run(const EstimateOptions& o) {
                            *names[key] + "' (SimuMax overwrites it silently)");
   }
   SystemSpec system = cost::load_simumax_system(o.system);
-  // MindSpore caps its memory pool at context.max_device_memory: that is the device memory a stage must fit.
-  if (yaml_device_gib && *yaml_device_gib < system.mem_gib) {
-    warnings.push_back("device memory: context.max_device_memory " + fixed(*yaml_device_gib, 1) +
-                       " GiB (MindSpore's memory pool) instead of the system's " + fixed(system.mem_gib, 1) + " GiB");
-    system.mem_gib = *yaml_device_gib;
-  }
+  if (yaml_device_gib) cap_device_memory(system.mem_gib, *yaml_device_gib, warnings);
   if (o.simumax_compat) strategy.simumax_compat = true;
   if (o.gpus_per_node > 0) {
     system.num_per_node = o.gpus_per_node;
@@ -140,6 +135,13 @@ int run(const EstimateOptions& o) {
 }
 
 }  // namespace
+
+void cap_device_memory(double& system_mem_gib, double max_device_memory_gib, std::vector<std::string>& warnings) {
+  if (!(max_device_memory_gib > 0) || max_device_memory_gib >= system_mem_gib) return;
+  warnings.push_back("device memory: context.max_device_memory " + fixed(max_device_memory_gib, 1) +
+                     " GiB (MindSpore's memory pool) instead of the system's " + fixed(system_mem_gib, 1) + " GiB");
+  system_mem_gib = max_device_memory_gib;
+}
 
 Command estimate_command() {
   return {

@@ -176,12 +176,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   using namespace analyzer;
   for (const auto& w : cost::unmodelled_features(model, &base)) warnings.push_back("model " + model.name + ": " + w);
   SystemSpec system = cost::load_simumax_system(o.system);
-  // MindSpore caps its memory pool at context.max_device_memory: the limit searched under (as estimate).
-  if (o.yaml_device_gib > 0 && o.yaml_device_gib < system.mem_gib) {
-    warnings.push_back("device memory: context.max_device_memory " + fixed(o.yaml_device_gib, 1) +
-                       " GiB (MindSpore's memory pool) instead of the system's " + fixed(system.mem_gib, 1) + " GiB");
-    system.mem_gib = o.yaml_device_gib;
-  }
+  cap_device_memory(system.mem_gib, o.yaml_device_gib, warnings);
   for (const auto& w : warnings) std::cerr << "preflight: warning: " << w << "\n";
   if (o.gpus_per_node > 0) system.num_per_node = o.gpus_per_node;
   if (!o.config.empty()) {

@@ -85,6 +85,9 @@ void check_command_after_dashes(const std::vector<std::string>& remaining, const
 Command estimate_command();
 /// `preflight search` (cmd_search.cpp).
 Command search_command();
+/// MindSpore caps its memory pool at a yaml's context.max_device_memory (GiB): below the system's device memory
+/// it becomes the memory `estimate`/`search --config` compare with, with a warning (cmd_estimate.cpp).
+void cap_device_memory(double& system_mem_gib, double max_device_memory_gib, std::vector<std::string>& warnings);
 /// `preflight calibrate`: predicted vs measured memory, least-squares fit (cmd_calibrate.cpp).
 Command calibrate_command();
 
