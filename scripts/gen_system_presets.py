@@ -84,8 +84,8 @@ FP8_FITTED = {
 
 
 # Per-group scales on top of FITTED (`preflight calibrate --fit-time --per-group`, ridge towards the two-factor
-# fit): GEMMs, attention, memory-bound ops, and each collective.  The same rule as time_fit.cpp's
-# scaled_system_json for a per-group fit; they must change together.
+# fit): GEMMs, attention, memory-bound ops, and each collective.  apply_groups is the rule of time_fit.cpp's
+# scaled_system_json (the generator runs before the binary exists); they must change together.
 A100_GROUPS = ({"gemm": 1.0223, "attention": 0.952, "memory": 0.9591, "all_reduce": 0.863, "all_gather": 1.0023, "reduce_scatter": 1.0018, "all2all": 1.0, "p2p": 1.0182},
                "per-group fit on the same 18 runs: largest |error| 6.6 % -> 5.5 %, leave one out 7.4 % -> 6.6 %")
 GROUP_FITTED = {
@@ -101,20 +101,24 @@ GEMM_OPS = ("matmul", "fp8_matmul", "group_matmul", "fp8_group_matmul")
 ATTENTION_OPS = ("sdp_fwd", "sdp_bwd")
 
 
-def apply_groups(s, groups):
+def apply_groups(s, groups, fp8=1.0):
+    """Each group's efficiencies divided by its scale; a collective without its own takes "network";
+    fp8 ops also by `fp8`."""
+    def op_group(key):
+        return "gemm" if key in GEMM_OPS else ("attention" if key in ATTENTION_OPS else "memory")
     for key, op in s["accelerator"]["op"].items():
-        k = groups["gemm"] if key in GEMM_OPS else (groups["attention"] if key in ATTENTION_OPS else groups["memory"])
+        k = groups.get(op_group(key), 1.0) * (fp8 if key.startswith("fp8") else 1.0)
         op["efficient_factor"] = op["efficient_factor"] / k
         for shape in op.get("accurate_efficient_factor", {}):
             op["accurate_efficient_factor"][shape] /= k
     for bw in s["accelerator"]["bandwidth"].values():
-        bw["efficient_factor"] = bw["efficient_factor"] / groups["memory"]
+        bw["efficient_factor"] = bw["efficient_factor"] / groups.get("memory", 1.0)
     for net in s["networks"].values():
         if not isinstance(net, dict):
             continue
         base = net["bandwidth"]["efficient_factor"]
         for coll, op in net.get("op", {}).items():
-            k = groups.get(coll, 1.0)
+            k = groups.get(coll, groups.get("network", 1.0))
             if k == 1.0:
                 continue
             op["efficient_factor"] = op.get("efficient_factor", base) / k
@@ -123,22 +127,7 @@ def apply_groups(s, groups):
 
 
 def apply_fit(s, compute, network, fp8=1.0):
-    for key, op in s["accelerator"]["op"].items():
-        scale = compute * (fp8 if key.startswith("fp8") else 1.0)
-        op["efficient_factor"] = op["efficient_factor"] / scale
-        for shape in op.get("accurate_efficient_factor", {}):
-            op["accurate_efficient_factor"][shape] /= scale
-    for bw in s["accelerator"]["bandwidth"].values():
-        bw["efficient_factor"] = bw["efficient_factor"] / compute
-    for net in s["networks"].values():
-        if not isinstance(net, dict):
-            continue
-        net["bandwidth"]["efficient_factor"] = net["bandwidth"]["efficient_factor"] / network
-        for op in net.get("op", {}).values():
-            if "efficient_factor" in op:
-                op["efficient_factor"] = op["efficient_factor"] / network
-            for n in op.get("dp_fixed_bw", {}):
-                op["dp_fixed_bw"][n] /= network
+    apply_groups(s, {"gemm": compute, "attention": compute, "memory": compute, "network": network}, fp8)
 
 
 def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from, source):

@@ -61,21 +61,56 @@ double TimeFit::max_abs_held_out() const {
   return max_abs(runs, &TimedRunResult::error_held_out);
 }
 
-SystemSpec scaled_system(const SystemSpec& system, double compute_scale, double network_scale) {
+namespace {
+
+/// The efficiency group of an accelerator op (SystemSpec::op key).
+const char* op_group(const std::string& op) {
+  if (op == "matmul" || op == "fp8_matmul" || op == "group_matmul" || op == "fp8_group_matmul") return "gemm";
+  if (op == "sdp_fwd" || op == "sdp_bwd") return "attention";
+  return "memory";
+}
+
+bool accelerator_group(const std::string& group) {
+  return group == "gemm" || group == "attention" || group == "memory";
+}
+
+/// A group's scale; a collective without a scale of its own takes "network" (the two-factor fit), else 1.
+double scale_of(const GroupScales& scales, const std::string& group) {
+  for (const auto& [g, v] : scales)
+    if (g == group) return v;
+  if (!accelerator_group(group))
+    for (const auto& [g, v] : scales)
+      if (g == "network") return v;
+  return 1.0;
+}
+
+/// The two-factor fit as group scales: `compute` on the accelerator's groups, `network` on every collective.
+GroupScales two_factor(double compute, double network) {
+  return {{"gemm", compute}, {"attention", compute}, {"memory", compute}, {"network", network}};
+}
+
+}  // namespace
+
+SystemSpec scaled_system_groups(const SystemSpec& system, const GroupScales& scales) {
   SystemSpec s = system;
   for (auto& [name, op] : s.op) {
-    op.efficient_factor /= compute_scale;
-    for (auto& [shape, f] : op.accurate_efficient_factor) f /= compute_scale;
+    const double k = scale_of(scales, op_group(name));
+    op.efficient_factor /= k;
+    for (auto& [shape, f] : op.accurate_efficient_factor) f /= k;
   }
-  for (auto& [name, bw] : s.memory_bw) bw.efficient_factor /= compute_scale;
-  for (auto& [name, net] : s.networks) {
-    net.bandwidth.efficient_factor /= network_scale;
+  for (auto& [name, bw] : s.memory_bw) bw.efficient_factor /= scale_of(scales, "memory");
+  for (auto& [name, net] : s.networks)
     for (auto& [coll, op] : net.op) {
-      if (op.efficient_factor) *op.efficient_factor /= network_scale;
-      for (auto& [n, bw] : op.dp_fixed_bw) bw /= network_scale;
+      const double k = scale_of(scales, coll);
+      if (k == 1.0) continue;
+      op.efficient_factor = (op.efficient_factor ? *op.efficient_factor : net.bandwidth.efficient_factor) / k;
+      for (auto& [n, bw] : op.dp_fixed_bw) bw /= k;
     }
-  }
   return s;
+}
+
+SystemSpec scaled_system(const SystemSpec& system, double compute_scale, double network_scale) {
+  return scaled_system_groups(system, two_factor(compute_scale, network_scale));
 }
 
 namespace {
@@ -175,20 +210,6 @@ TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system, bo
 
 namespace {
 
-bool in_group(const std::string& group, const std::string& op) {
-  if (group == "gemm") return op == "matmul" || op == "fp8_matmul" || op == "group_matmul" || op == "fp8_group_matmul";
-  if (group == "attention") return op == "sdp_fwd" || op == "sdp_bwd";
-  if (group == "memory") return op != "matmul" && op != "fp8_matmul" && op != "group_matmul" &&
-                                op != "fp8_group_matmul" && op != "sdp_fwd" && op != "sdp_bwd";
-  return false;
-}
-
-double scale_of(const std::vector<std::pair<std::string, double>>& scales, const std::string& group) {
-  for (const auto& [g, v] : scales)
-    if (g == group) return v;
-  return 1.0;
-}
-
 /// Solves (A + λI) x = b for the small symmetric system of the ridge fit (Gaussian elimination).
 std::vector<double> solve_linear(std::vector<std::vector<double>> a, std::vector<double> b) {
   const std::size_t n = b.size();
@@ -213,26 +234,6 @@ std::vector<double> solve_linear(std::vector<std::vector<double>> a, std::vector
 }
 
 }  // namespace
-
-SystemSpec scaled_system_groups(const SystemSpec& system, const std::vector<std::pair<std::string, double>>& scales) {
-  SystemSpec s = system;
-  for (auto& [name, op] : s.op) {
-    const double k = in_group("gemm", name) ? scale_of(scales, "gemm")
-                                            : (in_group("attention", name) ? scale_of(scales, "attention")
-                                                                           : scale_of(scales, "memory"));
-    op.efficient_factor /= k;
-    for (auto& [shape, f] : op.accurate_efficient_factor) f /= k;
-  }
-  for (auto& [name, bw] : s.memory_bw) bw.efficient_factor /= scale_of(scales, "memory");
-  for (auto& [name, net] : s.networks)
-    for (auto& [coll, op] : net.op) {
-      const double k = scale_of(scales, coll);
-      if (k == 1.0) continue;
-      op.efficient_factor = (op.efficient_factor ? *op.efficient_factor : net.bandwidth.efficient_factor) / k;
-      for (auto& [n, bw] : op.dp_fixed_bw) bw /= k;
-    }
-  return s;
-}
 
 TimeFit fit_time_groups(const std::vector<TimedRun>& runs, const SystemSpec& system) {
   if (runs.size() < 2) throw InputError("--fit-time", "needs at least two runs with measured iteration times");
@@ -290,7 +291,7 @@ TimeFit fit_time_groups(const std::vector<TimedRun>& runs, const SystemSpec& sys
     r.name = runs[i].name;
     r.measured_ms = runs[i].measured_ms;
     r.predicted_ms = t[i];
-    for (std::size_t g = 0; g < G; ++g) (g < 3 ? r.compute_ms : r.network_ms) += part[i][g];
+    for (std::size_t g = 0; g < G; ++g) (accelerator_group(kTimeFitGroups[g]) ? r.compute_ms : r.network_ms) += part[i][g];
     r.fitted_ms = model(x, i);
     r.held_out_ms = model(fit_without(i), i);
     fit.runs.push_back(r);
@@ -299,85 +300,53 @@ TimeFit fit_time_groups(const std::vector<TimedRun>& runs, const SystemSpec& sys
 }
 
 nlohmann::json scaled_system_json(const nlohmann::json& system, const TimeFit& fit) {
-  if (!fit.group_scales.empty()) {
-    nlohmann::json s = system;
-    if (s.contains("sys_name") && s["sys_name"].is_string())
-      s["sys_name"] = s["sys_name"].get<std::string>() + "_fitted";
-    auto& acc = s["accelerator"];
-    if (acc.contains("op"))
-      for (auto& [name, op] : acc["op"].items()) {
-        const double k = in_group("gemm", name) ? scale_of(fit.group_scales, "gemm")
-                                                : (in_group("attention", name) ? scale_of(fit.group_scales, "attention")
-                                                                               : scale_of(fit.group_scales, "memory"));
-        if (op.contains("efficient_factor")) op["efficient_factor"] = op["efficient_factor"].get<double>() / k;
-        if (op.contains("accurate_efficient_factor") && op["accurate_efficient_factor"].is_object())
-          for (auto& [shape, f] : op["accurate_efficient_factor"].items()) f = f.get<double>() / k;
-      }
-    if (acc.contains("bandwidth"))
-      for (auto& [name, bw] : acc["bandwidth"].items())
-        if (bw.contains("efficient_factor"))
-          bw["efficient_factor"] = bw["efficient_factor"].get<double>() / scale_of(fit.group_scales, "memory");
-    if (s.contains("networks"))
-      for (auto& [name, net] : s["networks"].items()) {
-        if (!net.is_object() || !net.contains("op")) continue;
-        const double base = net.contains("bandwidth") && net["bandwidth"].contains("efficient_factor")
-                                ? net["bandwidth"]["efficient_factor"].get<double>()
-                                : 1.0;
-        for (auto& [coll, op] : net["op"].items()) {
-          const double k = scale_of(fit.group_scales, coll);
-          if (k == 1.0) continue;
-          op["efficient_factor"] = (op.contains("efficient_factor") ? op["efficient_factor"].get<double>() : base) / k;
-          if (op.contains("dp_fixed_bw"))
-            for (auto& [n, bw] : op["dp_fixed_bw"].items()) bw = bw.get<double>() / k;
-        }
-      }
-    nlohmann::json runs = nlohmann::json::array();
-    for (const auto& r : fit.runs) runs.push_back(r.name);
-    nlohmann::json groups = nlohmann::json::object();
-    for (const auto& [g, v] : fit.group_scales) groups[g] = v;
-    s["preflight"]["time_fit"] = {{"group_scales", groups},
-                                  {"fitted_on", runs},
-                                  {"max_abs_error_before", fit.max_abs_before()},
-                                  {"max_abs_error_fitted", fit.max_abs_fitted()},
-                                  {"max_abs_error_held_out", fit.max_abs_held_out()}};
-    return s;
-  }
+  const GroupScales scales =
+      fit.group_scales.empty() ? two_factor(fit.compute_scale, fit.network_scale) : fit.group_scales;
   nlohmann::json s = system;
-  const double a = fit.compute_scale, b = fit.network_scale;
   if (s.contains("sys_name") && s["sys_name"].is_string()) s["sys_name"] = s["sys_name"].get<std::string>() + "_fitted";
   auto& acc = s["accelerator"];
   if (acc.contains("op"))
     for (auto& [name, op] : acc["op"].items()) {
-      if (op.contains("efficient_factor")) op["efficient_factor"] = op["efficient_factor"].get<double>() / a;
+      const double k = scale_of(scales, op_group(name));
+      if (op.contains("efficient_factor")) op["efficient_factor"] = op["efficient_factor"].get<double>() / k;
       if (op.contains("accurate_efficient_factor") && op["accurate_efficient_factor"].is_object())
-        for (auto& [shape, f] : op["accurate_efficient_factor"].items()) f = f.get<double>() / a;
+        for (auto& [shape, f] : op["accurate_efficient_factor"].items()) f = f.get<double>() / k;
     }
   if (acc.contains("bandwidth"))
     for (auto& [name, bw] : acc["bandwidth"].items())
-      if (bw.contains("efficient_factor")) bw["efficient_factor"] = bw["efficient_factor"].get<double>() / a;
+      if (bw.contains("efficient_factor"))
+        bw["efficient_factor"] = bw["efficient_factor"].get<double>() / scale_of(scales, "memory");
   if (s.contains("networks"))
     for (auto& [name, net] : s["networks"].items()) {
-      if (!net.is_object()) continue;
-      if (net.contains("bandwidth") && net["bandwidth"].contains("efficient_factor"))
-        net["bandwidth"]["efficient_factor"] = net["bandwidth"]["efficient_factor"].get<double>() / b;
-      if (net.contains("op"))
-        for (auto& [coll, op] : net["op"].items()) {
-          if (op.contains("efficient_factor")) op["efficient_factor"] = op["efficient_factor"].get<double>() / b;
-          if (op.contains("dp_fixed_bw"))
-            for (auto& [n, bw] : op["dp_fixed_bw"].items()) bw = bw.get<double>() / b;
-        }
+      if (!net.is_object() || !net.contains("op")) continue;
+      const double base = net.contains("bandwidth") && net["bandwidth"].contains("efficient_factor")
+                              ? net["bandwidth"]["efficient_factor"].get<double>()
+                              : 1.0;
+      for (auto& [coll, op] : net["op"].items()) {
+        const double k = scale_of(scales, coll);
+        if (k == 1.0) continue;
+        op["efficient_factor"] = (op.contains("efficient_factor") ? op["efficient_factor"].get<double>() : base) / k;
+        if (op.contains("dp_fixed_bw"))
+          for (auto& [n, bw] : op["dp_fixed_bw"].items()) bw = bw.get<double>() / k;
+      }
     }
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& r : fit.runs) runs.push_back(r.name);
   s["tp_overlap_exposed"] = fit.tp_overlap_exposed;
-  s["preflight"]["time_fit"] = {{"compute_scale", a},
-                                {"tp_overlap_exposed", fit.tp_overlap_exposed},
-                                {"tp_overlap_exposed_fitted", fit.overlap_fitted},
-                                {"network_scale", b},
-                                {"fitted_on", runs},
-                                {"max_abs_error_before", fit.max_abs_before()},
-                                {"max_abs_error_fitted", fit.max_abs_fitted()},
-                                {"max_abs_error_held_out", fit.max_abs_held_out()}};
+  nlohmann::json& record = s["preflight"]["time_fit"];
+  if (fit.group_scales.empty()) {
+    record = {{"compute_scale", fit.compute_scale},
+              {"tp_overlap_exposed", fit.tp_overlap_exposed},
+              {"tp_overlap_exposed_fitted", fit.overlap_fitted},
+              {"network_scale", fit.network_scale}};
+  } else {
+    record = {{"group_scales", nlohmann::json::object()}};
+    for (const auto& [g, v] : fit.group_scales) record["group_scales"][g] = v;
+  }
+  record["fitted_on"] = runs;
+  record["max_abs_error_before"] = fit.max_abs_before();
+  record["max_abs_error_fitted"] = fit.max_abs_fitted();
+  record["max_abs_error_held_out"] = fit.max_abs_held_out();
   return s;
 }
 

@@ -953,9 +953,7 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
           offset = v * per_round;
           for (int q = 0; q < rank; ++q) offset += per_rank_chunk[q];
         } else {
-          for (int u = 0; u < v; ++u)
-            for (int q = 0; q < pp; ++q) offset += st.chunk_layout[static_cast<std::size_t>(u)][static_cast<std::size_t>(q)];
-          for (int q = 0; q < rank; ++q) offset += st.chunk_layout[static_cast<std::size_t>(v)][static_cast<std::size_t>(q)];
+          offset = chunk_first_layer(st.chunk_layout, v, rank);
         }
         bool emb = kind == 0 && v == 0;
         bool head = kind == 2 && v == st.vpp - 1;
@@ -1090,7 +1088,7 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
     if (pp > 2) est.stages.push_back(make_stage("middle_stage", 1, idx_mid, pp - 1));
     est.stages.push_back(make_stage("last_stage", pp - 1, idx_last, 1));
   }
-  if (!st.simumax_compat && !opt.simumax_memory) megatron_stage_memory(model, given, est);
+  if (!st.simumax_compat) megatron_stage_memory(model, given, est);
   for (auto& s : est.stages) {
     s.peak_with_reserved_bytes = s.peak_bytes / st.allocated_to_reserved_ratio;
     const ModelMemory& phys = est.chunks[s.physical_chunk].memory;

@@ -156,10 +156,7 @@ LayerGraph build_layer_graph(const ModelSpec& model, const Strategy& strategy) {
   const std::vector<std::vector<int>> chunk_layers = st.layers_per_chunk(model.num_layers);
   for (int r = 0; r < st.pp; ++r) {
     for (int v = 0; v < st.vpp; ++v) {
-      int offset = 0;
-      for (int w = 0; w < v; ++w)
-        offset += std::accumulate(chunk_layers[w].begin(), chunk_layers[w].end(), 0);
-      for (int q = 0; q < r; ++q) offset += chunk_layers[v][q];
+      const int offset = chunk_first_layer(chunk_layers, v, r);
       bool emb = r == 0 && v == 0;
       bool head = r == st.pp - 1 && v == st.vpp - 1;
       graph.chunks.push_back(build_chunk(c, r, v, offset, chunk_layers[v][r], emb, head));

@@ -130,6 +130,15 @@ std::vector<std::vector<int>> parse_pipeline_layout(const std::string& layout, i
   return out;
 }
 
+int chunk_first_layer(const std::vector<std::vector<int>>& chunk_layers, int v, int r) {
+  int first = 0;
+  for (int w = 0; w < v; ++w)
+    first += std::accumulate(chunk_layers[static_cast<std::size_t>(w)].begin(),
+                             chunk_layers[static_cast<std::size_t>(w)].end(), 0);
+  for (int q = 0; q < r; ++q) first += chunk_layers[static_cast<std::size_t>(v)][static_cast<std::size_t>(q)];
+  return first;
+}
+
 std::vector<std::vector<int>> Strategy::layers_per_chunk(int num_layers) const {
   if (!chunk_layout.empty()) {
     if (static_cast<int>(chunk_layout.size()) != vpp)

@@ -58,13 +58,16 @@ struct TimedRunResult {
   double error_held_out() const { return (held_out_ms - measured_ms) / measured_ms; }
 };
 
+/// (group, scale) pairs: groups of kTimeFitGroups, or "network" for every collective without its own.
+using GroupScales = std::vector<std::pair<std::string, double>>;
+
 /// Efficiency groups of the per-group fit, in its order.
 inline constexpr const char* kTimeFitGroups[] = {"gemm",           "attention", "memory", "all_reduce",
                                                  "all_gather",     "reduce_scatter", "all2all", "p2p"};
 
 struct TimeFit {
   /// Per-group fit: (group, scale) for each of kTimeFitGroups; empty for the two-factor fit.
-  std::vector<std::pair<std::string, double>> group_scales;
+  GroupScales group_scales;
   double compute_scale = 1;  ///< a: predicted compute time is multiplied by it
   double network_scale = 1;  ///< b
   double tp_overlap_exposed = 1;  ///< SystemSpec::tp_overlap_exposed of the fitted system
@@ -85,11 +88,12 @@ TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system, bo
 /// @throws InputError for fewer than 2 runs or a non-positive measured time.
 TimeFit fit_time_groups(const std::vector<TimedRun>& runs, const SystemSpec& system);
 
-/// `system` with each group's efficiencies divided by its scale (groups as kTimeFitGroups; absent: 1).
-SystemSpec scaled_system_groups(const SystemSpec& system, const std::vector<std::pair<std::string, double>>& scales);
+/// `system` with each group's efficiencies divided by its scale (groups as kTimeFitGroups, a collective
+/// without its own scale taking "network"; absent: 1).
+SystemSpec scaled_system_groups(const SystemSpec& system, const GroupScales& scales);
 
 /// `system` with its compute efficiencies divided by `compute_scale` and its network efficiencies by
-/// `network_scale` (what the fitted model prices); the fitted tp_overlap_exposed is set by the caller.
+/// `network_scale` (scaled_system_groups with those two); the fitted tp_overlap_exposed is set by the caller.
 SystemSpec scaled_system(const SystemSpec& system, double compute_scale, double network_scale);
 
 /// The same change on a SimuMax system JSON document (what `--fit-time -o FILE` writes), with

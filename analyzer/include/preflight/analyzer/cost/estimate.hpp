@@ -191,8 +191,6 @@ struct EstimateOptions {
   /// under simumax_compat, an op kind added to the graph but not to the cost model) is an InputError (where "--strict")
   /// instead of a "not priced: <op path> (<role>): <why>" line in Estimate::warnings.
   bool strict = false;
-  /// Memory from SimuMax's model even without simumax_compat (Estimate::memory_model).
-  bool simumax_memory = false;
   /// Record the simulated schedule (Estimate::schedule): 1F1B and interleaved pipelines, then each stage's
   /// DP synchronisation and optimizer step.
   bool schedule = false;
@@ -236,8 +234,8 @@ struct Estimate {
   /// Where the stages' memory (peak, model, activations, cached micro batches, peak path) comes from:
   /// "megatron" — the layer graph walked along Megatron's schedule with its transients, the model
   /// `preflight analyze` prints (memory.hpp, memory_timeline.hpp; validated on published runs,
-  /// docs/memory_fidelity.md), the default; "simumax" — SimuMax v1.2's (under simumax_compat, with
-  /// EstimateOptions::simumax_memory, or where the layer graph refuses the run, with a warning).
+  /// docs/memory_fidelity.md), the default; "simumax" — SimuMax v1.2's (under simumax_compat, for SimuMax's
+  /// own selective recompute switches, or where the layer graph refuses the run, with a warning).
   std::string memory_model = "simumax";
 
   /// Highest stage peak, bytes (with or without the reserved ratio).

@@ -108,6 +108,10 @@ std::vector<std::vector<int>> parse_pipeline_layout(const std::string& layout, i
 /// segments are written `(seg|)*k,`.
 std::string format_pipeline_layout(const std::vector<std::vector<int>>& chunk_layers);
 
+/// First transformer layer (global index) of virtual chunk `v` of pipeline rank `r` in a [vpp][pp] table of
+/// layers per chunk (Strategy::layers_per_chunk): chunk 0 of every rank first, then ranks < r of chunk v.
+int chunk_first_layer(const std::vector<std::vector<int>>& chunk_layers, int v, int r);
+
 /// What would make `num_layers` split over `pp` stages when they do not divide: the pipeline sizes that
 /// divide them, a --decoder-first/last-pipeline-num-layers pair, and a layout as even as possible (one
 /// sentence, for error messages).
