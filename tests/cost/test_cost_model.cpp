@@ -651,3 +651,55 @@ TEST(CostModel, RingContextParallelismOverlapsItsExchange) {
       "--bf16 --use-flash-attn --context-parallel-size 4 --cp-comm-type p2p --nproc_per_node 4"));
   EXPECT_GT(estimate(odd.model, odd.strategy, a100()).iteration_ms, 0);
 }
+
+// The three token dispatchers over an expert-parallel group of 16 on two 8-GPU nodes, by hand from the
+// collective primitives: all-to-all sends every routed copy (tokens · top-k rows), allgather gathers the
+// group's tokens whole, DeepEP / HybridEP (flex) sends a token once per other node holding one of its
+// experts and forwards it over NVLink.
+TEST(CostModel, MoeTokenDispatchersByHand) {
+  const SystemSpec h100 = load_simumax_system("h100-sxm");
+  auto run = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 1 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 16 --bf16 "
+        "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
+        "--num-experts 128 --moe-ffn-hidden-size 768 --moe-router-topk 8 --moe-grouped-gemm "
+        "--expert-model-parallel-size 16 --nproc_per_node 8 --nnodes 2 " +
+        extra));
+    const Estimate e = estimate(c.model, c.strategy, h100);
+    double net = 0;
+    for (const auto& l : e.chunks.front().layers) net += l.times.fwd_net_ms;
+    return net;
+  };
+  const double tokens = 4096 * 2048 * 2.0, routed = 8 * tokens;  // bytes, bf16
+  const double a2a = collective_time_ms(h100, Collective::AllToAll, routed, 16, "inter_node", CommGroup::Ep);
+  EXPECT_NEAR(run("--moe-token-dispatcher-type alltoall"), 2 * a2a, 1e-9);
+  // Megatron's default dispatcher is allgather: gather forward in the dispatch, reduce-scatter in the combine.
+  const double ag = collective_time_ms(h100, Collective::AllGather, 16 * tokens, 16, "inter_node", CommGroup::Ep) +
+                    collective_time_ms(h100, Collective::ReduceScatter, 16 * tokens, 16, "inter_node", CommGroup::Ep);
+  EXPECT_NEAR(run(""), ag, 1e-9);
+  EXPECT_NEAR(run("--moe-token-dispatcher-type allgather"), ag, 1e-9);
+  // Flex: P(the other node holds none of a token's 8 experts) = C(64, 8) / C(128, 8).
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (64.0 - i) / (128.0 - i);
+  auto flex = [&](double remote) {
+    // collective_time_ms prices the half of an inter-node all-to-all that leaves the node (k = 2).
+    const double rdma = collective_time_ms(h100, Collective::AllToAll, 2 * tokens * remote, 16, "inter_node",
+                                           CommGroup::Ep);
+    const double nvl = collective_time_ms(h100, Collective::AllToAll, routed, 8, "high_intra_node", CommGroup::Ep);
+    return 2 * std::max(rdma, nvl);
+  };
+  const double deepep = run("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep");
+  EXPECT_NEAR(deepep, flex(1 - miss), 1e-9);
+  EXPECT_NEAR(run("--moe-token-dispatcher-type flex --moe-enable-deepep"), deepep, 1e-9);
+  EXPECT_LT(deepep, 0.6 * run("--moe-token-dispatcher-type alltoall"));
+  // Node-limited routing, 2 groups (one per node) and 1 chosen: half the tokens cross.
+  EXPECT_NEAR(run("--moe-token-dispatcher-type flex --moe-router-num-groups 2 --moe-router-group-topk 1"),
+              flex(0.5), 1e-9);
+  // SimuMax prices all-to-all whatever the flag says.
+  EXPECT_NEAR(run("--moe-token-dispatcher-type flex --simumax-compat"),
+              run("--moe-token-dispatcher-type alltoall --simumax-compat"), 1e-9);
+  expect_input_error([&] { run("--moe-token-dispatcher-type nccl"); }, "--moe-token-dispatcher-type", "unknown");
+  expect_input_error([&] { run("--moe-router-num-groups 3 --moe-router-group-topk 1"); }, "--moe-router-num-groups",
+                     "do not divide");
+}

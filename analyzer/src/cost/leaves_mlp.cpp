@@ -70,6 +70,62 @@ void price_router(const Ctx& c, Leaf& l) {
 }
 
 // --- Permutation / UnPermutation -----------------------------------------------------------------
+namespace {
+
+/// Expected number of other nodes one token's routed copies reach when the ep group spans `nodes` nodes
+/// with the experts spread evenly: (nodes − 1) · P(a given node holds one of its experts).  Without group
+/// limits the top-k experts are k of E; with group-limited routing (G groups aligned to nodes, g chosen)
+/// the node is missed when none of the g groups lies on it.  P(miss) = C(n − n/nodes, r) / C(n, r).
+double remote_nodes_per_token(const MoESpec& moe, int nodes) {
+  if (nodes <= 1) return 0;
+  auto miss = [&](int n, int r) {
+    const double per_node = static_cast<double>(n) / nodes;
+    double p = 1;
+    for (int i = 0; i < r; ++i) p *= std::max(0.0, (n - per_node - i) / (n - i));
+    return p;
+  };
+  const bool grouped = moe.router_num_groups > 1 && moe.router_group_topk > 0 &&
+                       moe.router_num_groups % nodes == 0;
+  const double p_miss = grouped ? miss(moe.router_num_groups, moe.router_group_topk)
+                                : miss(moe.num_experts, std::min(moe.router_topk, moe.num_experts));
+  return (nodes - 1) * (1 - p_miss);
+}
+
+/// One token exchange over the expert-parallel group (a dispatch or a combine, forward or backward):
+/// `routed` = bytes of this rank's routed copies (tokens · top-k rows), `local` = bytes of its tokens before
+/// routing, `gather` = the all-gather side of the allgather dispatcher (dispatch forward / combine
+/// backward; the other side reduce-scatters).  Strategy::moe_dispatcher says how each one moves.
+double ep_exchange_ms(const Ctx& c, double routed, double local, bool gather) {
+  switch (c.st->moe_dispatcher) {
+    case MoeDispatcher::AllGather:
+      // MoEAllGatherTokenDispatcher: the ep group's tokens are gathered whole (ep · local bytes) and the
+      // combine reduce-scatters them; top-k does not change the volume.
+      return net(c, gather ? Collective::AllGather : Collective::ReduceScatter, local * c.ep, c.ep, c.nets.ep,
+                 CommGroup::Ep);
+    case MoeDispatcher::AllToAll:
+      return net(c, Collective::AllToAll, routed, c.ep, c.nets.ep, CommGroup::Ep);
+    case MoeDispatcher::Flex:
+      break;
+  }
+  // DeepEP / HybridEP: inside a node the NVLink all-to-all of every routed copy; across nodes a token goes
+  // once per other node holding any of its experts (RDMA) and is forwarded there over NVLink.  The two
+  // phases are pipelined: the slower one is the exchange's time.
+  const int per_node = std::max(1, c.sys->num_per_node / std::max(1, c.etp));
+  const int nodes = (c.ep + per_node - 1) / per_node;
+  if (c.nets.ep != "inter_node" || nodes <= 1)
+    return net(c, Collective::AllToAll, routed, c.ep, c.nets.ep, CommGroup::Ep);
+  const double rdma = local * remote_nodes_per_token(c.m->moe, nodes);
+  // collective_time_ms prices the (k − 1)/k of an inter-node all-to-all that leaves the node, per GPU.
+  const int k = (c.ep + c.sys->num_per_node - 1) / c.sys->num_per_node;
+  const double rdma_ms =
+      k > 1 ? net(c, Collective::AllToAll, rdma * k / (k - 1), c.ep, "inter_node", CommGroup::Ep) : 0;
+  const double nvl_ms = net(c, Collective::AllToAll, routed, std::min(c.ep, per_node), "high_intra_node",
+                            CommGroup::Ep);
+  return std::max(rdma_ms, nvl_ms);
+}
+
+}  // namespace
+
 // Permutation geometry: b, s local tokens, in = hidden, tokens = permuted rows (SimuMax
 // permuted_act_size / hidden), experts.  UnPermutation: tokens = rows before combine, b·s after.
 void price_permute(const Ctx& c, Leaf& l, bool un) {
@@ -83,9 +139,10 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
     first = (input_act + permuted) * e;
     second = 2 * permuted * e;
     if (c.ep > 1) {
-      p.fwd_net_ms += net(c, Collective::AllToAll, permuted * e, c.ep, c.nets.ep, CommGroup::Ep);
-      p.bwd_act_net_ms += net(c, Collective::AllToAll, permuted * e, c.ep, c.nets.ep, CommGroup::Ep);
-      if (c.st->moe_dispatch_probs) {
+      p.fwd_net_ms += ep_exchange_ms(c, permuted * e, input_act * e, true);
+      p.bwd_act_net_ms += ep_exchange_ms(c, permuted * e, input_act * e, false);
+      // The probabilities travel in their own all-to-all (DeepEP sends them with the tokens).
+      if (c.st->moe_dispatch_probs && c.st->moe_dispatcher == MoeDispatcher::AllToAll) {
         double probs = l.b * l.s * l.experts * e;
         p.fwd_net_ms += net(c, Collective::AllToAll, probs, c.ep, c.nets.ep, CommGroup::Ep);
         p.bwd_act_net_ms += net(c, Collective::AllToAll, probs, c.ep, c.nets.ep, CommGroup::Ep);
@@ -114,8 +171,8 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
       p.bwd_act_net_ms += net(c, Collective::AllGather, sz, c.etp, c.nets.etp, CommGroup::Etp);
     }
     if (c.ep > 1) {
-      p.fwd_net_ms += net(c, Collective::AllToAll, before * e, c.ep, c.nets.ep, CommGroup::Ep);
-      p.bwd_act_net_ms += net(c, Collective::AllToAll, before * e, c.ep, c.nets.ep, CommGroup::Ep);
+      p.fwd_net_ms += ep_exchange_ms(c, before * e, after * e, false);
+      p.bwd_act_net_ms += ep_exchange_ms(c, before * e, after * e, true);
     }
   }
   p.fwd_bytes = first + second;

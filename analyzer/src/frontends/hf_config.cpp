@@ -276,6 +276,12 @@ void read_deepseek_moe(const Fields& f, ModelSpec& m, std::vector<std::string>* 
   check_topk(f, m, "n_routed_experts");
   m.moe.ffn_hidden_size = f.positive("moe_intermediate_size");
   m.moe.shared_expert_ffn_hidden_size = f.non_negative_or("n_shared_experts", 0) * m.moe.ffn_hidden_size;
+  // Group-limited routing (DeepSeek-V3: n_group 8, topk_group 4); V2-Lite's n_group 1 is no limit.
+  I64 groups = f.non_negative_or("n_group", 0), group_topk = f.non_negative_or("topk_group", 0);
+  if (groups > 1 && group_topk > 0 && group_topk < groups && m.moe.num_experts % groups == 0) {
+    m.moe.router_num_groups = static_cast<int>(groups);
+    m.moe.router_group_topk = static_cast<int>(group_topk);
+  }
   I64 first_dense = f.non_negative_or("first_k_dense_replace", 0);
   if (first_dense > m.num_layers)
     throw f.error("first_k_dense_replace",

@@ -163,6 +163,8 @@ const std::vector<FlagSpec>& model_flags() {
       {"--moe-layer-freq", Arity::One},
       {"--moe-pad-expert-input-to-capacity", Arity::Switch},
       {"--moe-expert-capacity-factor", Arity::One},
+      {"--moe-router-num-groups", Arity::One},
+      {"--moe-router-group-topk", Arity::One},
       {"--multi-latent-attention", Arity::Switch},
       {"--q-lora-rank", Arity::One},
       {"--kv-lora-rank", Arity::One},
@@ -334,6 +336,17 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
       m.moe.layer_is_moe = parse_moe_layer_freq(f.get("--moe-layer-freq"), m.num_layers);
     if (f.has("--moe-pad-expert-input-to-capacity")) m.moe.pad_expert_input_to_capacity = true;
     m.moe.capacity_factor = f.float_or("--moe-expert-capacity-factor", m.moe.capacity_factor);
+    m.moe.router_num_groups = static_cast<int>(f.int_or("--moe-router-num-groups", m.moe.router_num_groups));
+    m.moe.router_group_topk = static_cast<int>(f.int_or("--moe-router-group-topk", m.moe.router_group_topk));
+    if (m.moe.router_num_groups > 0) {
+      if (m.moe.num_experts % m.moe.router_num_groups != 0)
+        throw InputError("--moe-router-num-groups", std::to_string(m.moe.router_num_groups) +
+                                                        " groups do not divide the " +
+                                                        std::to_string(m.moe.num_experts) + " experts");
+      if (m.moe.router_group_topk <= 0 || m.moe.router_group_topk > m.moe.router_num_groups)
+        throw InputError("--moe-router-group-topk", "must be 1 … --moe-router-num-groups (" +
+                                                        std::to_string(m.moe.router_num_groups) + ")");
+    }
   }
   if (f.has("--multi-latent-attention")) {
     m.mla.enabled = true;

@@ -63,6 +63,9 @@ const std::vector<FlagSpec>& training_flags() {
       {"--recompute-num-layers", Arity::One},
       {"--recompute-activations", Arity::Switch},
       {"--moe-layer-recompute", Arity::Switch},
+      {"--moe-token-dispatcher-type", Arity::One},
+      {"--moe-flex-dispatcher-backend", Arity::One},
+      {"--moe-enable-deepep", Arity::Switch},
       {"--recompute-modules", Arity::Many},
       {"--use-flash-attn", Arity::Switch},
       {"--transformer-impl", Arity::One},
@@ -400,6 +403,29 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   }
   st.overlap_param_gather = f.has("--overlap-param-gather");
   st.simumax_compat = f.has("--simumax-compat");
+  // Token dispatcher: Megatron's default is allgather (transformer_config.py); flex = DeepEP / HybridEP
+  // (`--moe-enable-deepep` is the older spelling).  SimuMax prices all-to-all only.
+  st.moe_dispatcher = MoeDispatcher::AllGather;
+  if (f.has("--moe-token-dispatcher-type")) {
+    const std::string t = f.get("--moe-token-dispatcher-type");
+    if (t == "alltoall" || t == "alltoall_seq")
+      st.moe_dispatcher = MoeDispatcher::AllToAll;
+    else if (t == "flex")
+      st.moe_dispatcher = MoeDispatcher::Flex;
+    else if (t != "allgather")
+      throw InputError("--moe-token-dispatcher-type", "unknown type '" + t + "' (allgather, alltoall, flex)");
+  }
+  if (f.has("--moe-enable-deepep")) {
+    if (f.has("--moe-token-dispatcher-type") && st.moe_dispatcher != MoeDispatcher::Flex)
+      throw InputError("--moe-enable-deepep", "needs --moe-token-dispatcher-type flex (Megatron asserts it)");
+    st.moe_dispatcher = MoeDispatcher::Flex;
+  }
+  if (f.has("--moe-flex-dispatcher-backend")) {
+    const std::string b = f.get("--moe-flex-dispatcher-backend");
+    if (b != "deepep" && b != "hybridep" && b != "ncclep")
+      throw InputError("--moe-flex-dispatcher-backend", "unknown backend '" + b + "' (deepep, hybridep, ncclep)");
+  }
+  if (st.simumax_compat) st.moe_dispatcher = MoeDispatcher::AllToAll;
   if (f.has("--cp-comm-type")) {
     const std::string t = f.get("--cp-comm-type");
     if (t == "p2p")

@@ -72,9 +72,17 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   dispatch.input_bytes = c.tok_sp * c.h * c.a;
   dispatch.output_bytes = routed * c.h * c.a;
   dispatch.saved.push_back({"permutation_indices", routed * 8});
-  if (st.ep > 1) {
+  if (st.ep > 1 && st.moe_dispatcher == MoeDispatcher::AllGather) {
+    const I64 gathered = c.tok_sp * c.h * c.a * st.ep;
+    dispatch.comms.push_back({Collective::AllGather, ParallelDim::EP, Pass::Forward, gathered, 1,
+                              "all-gather of the expert-parallel group's tokens (allgather dispatcher)"});
+    dispatch.comms.push_back({Collective::ReduceScatter, ParallelDim::EP, Pass::Backward, gathered, 1,
+                              "reduce-scatter of their gradients"});
+  } else if (st.ep > 1) {
+    const bool flex = st.moe_dispatcher == MoeDispatcher::Flex;
     dispatch.comms.push_back({Collective::AllToAll, ParallelDim::EP, Pass::Forward, routed * c.h * c.a, 1,
-                              "all-to-all of tokens to their experts"});
+                              flex ? "DeepEP/HybridEP dispatch of tokens to their experts"
+                                   : "all-to-all of tokens to their experts"});
     dispatch.comms.push_back({Collective::AllToAll, ParallelDim::EP, Pass::Backward, routed * c.h * c.a, 1,
                               "all-to-all of token gradients back"});
   }
@@ -147,7 +155,13 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   // permutation.py).  Measured on SimuMax's B200 DeepSeek-V2/V3 runs (tests/data/memory_corpus): without it
   // the first stage of pp 2 was 1.6-2.1 % short, one such tensor per micro batch in flight.
   if (!c.torch_cpu) combine.saved.push_back({"expert_output", routed * c.h * c.a});
-  if (st.ep > 1) {
+  if (st.ep > 1 && st.moe_dispatcher == MoeDispatcher::AllGather) {
+    const I64 gathered = c.tok_sp * c.h * c.a * st.ep;
+    combine.comms.push_back({Collective::ReduceScatter, ParallelDim::EP, Pass::Forward, gathered, 1,
+                             "reduce-scatter of expert outputs to their tokens' ranks (allgather dispatcher)"});
+    combine.comms.push_back({Collective::AllGather, ParallelDim::EP, Pass::Backward, gathered, 1,
+                             "all-gather of output gradients"});
+  } else if (st.ep > 1) {
     combine.comms.push_back({Collective::AllToAll, ParallelDim::EP, Pass::Forward, routed * c.h * c.a, 1,
                              "all-to-all of expert outputs back"});
     combine.comms.push_back({Collective::AllToAll, ParallelDim::EP, Pass::Backward, routed * c.h * c.a, 1,

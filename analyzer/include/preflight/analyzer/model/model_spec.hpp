@@ -33,6 +33,11 @@ struct MoESpec {
   std::vector<bool> layer_is_moe;
   bool pad_expert_input_to_capacity = false;  ///< `--moe-pad-expert-input-to-capacity`
   double capacity_factor = 1.0;               ///< `--moe-expert-capacity-factor` (only with padding)
+  /// Group-limited routing (`--moe-router-num-groups` / `--moe-router-group-topk`; HF `n_group` /
+  /// `topk_group`: DeepSeek-V3 8 / 4): experts split into num_groups equal groups, each token's top-k taken
+  /// within its group_topk best groups.  0 = not limited.  Only the flex dispatcher's inter-node volume
+  /// depends on it (a token reaches at most group_topk groups' nodes).
+  int router_num_groups = 0, router_group_topk = 0;
 
   bool enabled() const { return num_experts > 0; }
 };

@@ -44,6 +44,16 @@ enum class PipelineSchedule { OneFOneB, Interleaved };
 /// default), all-to-all of heads (Ulysses-style; SimuMax `cp_comm_type: a2a`), or all-gather of k/v.
 enum class CpCommType { P2P, AllToAll, AllGather };
 
+/// How MoE tokens reach their experts over expert parallelism (`--moe-token-dispatcher-type`):
+/// - AllGather: Megatron's default — every rank all-gathers the ep group's tokens and keeps those routed to
+///   its experts; the combine reduce-scatters (volume per rank: (ep − 1)/ep of ep · tokens · h, whatever
+///   top-k is).
+/// - AllToAll: each routed copy (tokens · top-k rows) is sent to the rank of its expert (SimuMax's only one).
+/// - Flex: DeepEP / HybridEP (`flex` with `--moe-flex-dispatcher-backend`, or `--moe-enable-deepep`): as
+///   AllToAll inside a node, but a token crosses to another node once per node hosting any of its experts
+///   and is forwarded there over NVLink (DeepSeek-V3 report §3.2.2; deepseek-ai/DeepEP "normal kernels").
+enum class MoeDispatcher { AllGather, AllToAll, Flex };
+
 /// Which parts of a transformer layer are recomputed, at the granularity of SimuMax v1.2
 /// (`StrategyConfig.recompute_granularity`, notes/simumax.md §4.2).  Megatron's
 /// `--recompute-granularity/--recompute-method/--recompute-modules` map onto it
@@ -228,6 +238,9 @@ struct Strategy {
       false;  ///< count a weight copy in linear transient peaks (SimuMax !use_accm_weight)
   double attention_sparse_ratio = 0.0;  ///< fraction of the s² attention skipped (0.5 ≈ causal kernel)
   bool moe_dispatch_probs = false;      ///< Megatron ≥ 0.14 probs path: probs all-to-all + weighted SiLU
+  /// Token dispatcher; AllToAll for SimuMax strategies and under `--simumax-compat`, Megatron's default
+  /// (AllGather) for launch arguments without `--moe-token-dispatcher-type`.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   bool cache_grouped_gemm_fp8_inputs = false;  ///< fp8: keep fc1 expert inputs in fp8
   bool offload_grouped_gemm_inputs = false;    ///< fc1 expert inputs offloaded (not kept on device)
   int microbatch_group_size_per_vp_stage = 0;  ///< interleaved schedule grouping; 0 = pp
