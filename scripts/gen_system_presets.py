@@ -62,6 +62,9 @@ HOPPER_FIT = (0.96, 1.0,
               "Llama-3.1-405B FP8 pre-training on 64 / 1024 H100s, 6 runs, no straggler factor): largest |error| 2.5 %; H200 and H800 "
               "take the H100's compute fit (same GPU)")
 STRAGGLER = {"a100-sxm-40gb": 0.09, "a100-sxm-80gb": 0.09}
+# Streaming multiprocessors per device (spec sheets / whitepapers; MI300X: compute units); Ascend unknown (0).
+SM_COUNT = {"a100-sxm-40gb": 108, "a100-sxm-80gb": 108, "h100-sxm": 132, "h800": 132, "h200": 132,
+            "b200": 148, "gb200": 148, "mi300x": 304}
 FITTED = {
     "a100-sxm-40gb": A100_FIT,
     "a100-sxm-80gb": A100_FIT,
@@ -164,6 +167,8 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
     # SimuMax's straggler factor (0.09): kept where the fit was made with it (the A100s, on 2021 Selene runs);
     # 0 elsewhere — the 2024-25 H100 / B200 multi-node runs were 5-17 % slow with it.
     s["straggler_coefficient"] = STRAGGLER.get(name, 0.0)
+    if name in SM_COUNT:
+        s["sm_count"] = SM_COUNT[name]
     s["preflight"] = {
         "source": source,
         "efficiencies": "compute from SimuMax's calibrated %s system, collectives from its B200 system; peak "

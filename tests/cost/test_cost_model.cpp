@@ -703,3 +703,47 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
   expect_input_error([&] { run("--moe-router-num-groups 3 --moe-router-group-topk 1"); }, "--moe-router-num-groups",
                      "do not divide");
 }
+
+// --overlap-moe-expert-parallel-comm (Megatron's combined 1F1B): every forward but the first runs beside a
+// backward, each of the four exchange/compute pairs of a MoE layer saving the shorter side, the exchange
+// slowed by the SMs its kernels hold.  pp 1: the iteration loses (micro batches − 1) · the chunk's saving.
+TEST(CostModel, ExpertParallelOverlapHidesExchangesBehindTheOtherMicroBatch) {
+  const SystemSpec h100 = load_simumax_system("h100-sxm");
+  auto parse = [&](const std::string& extra) {
+    return parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 --bf16 "
+        "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
+        "--num-experts 64 --moe-ffn-hidden-size 1024 --moe-router-topk 8 --moe-grouped-gemm "
+        "--expert-model-parallel-size 16 --moe-token-dispatcher-type alltoall --nproc_per_node 8 --nnodes 2 " +
+        extra));
+  };
+  EstimateOptions per_layer;
+  per_layer.per_layer = true;
+  const MegatronConfig base = parse("");
+  const MegatronConfig over = parse("--overlap-moe-expert-parallel-comm --delay-wgrad-compute");
+  const Estimate plain = estimate(base.model, base.strategy, h100, per_layer);
+  const Estimate ov = estimate(over.model, over.strategy, h100, per_layer);
+  const ChunkEstimate& ch = ov.chunks.front();
+  const double exchanges = ch.times.fwd_ep_net_ms + ch.times.bwd_ep_net_ms;
+  ASSERT_GT(exchanges, 0);
+  EXPECT_GT(ch.ep_overlap_saving_ms, 0);
+  EXPECT_LE(ch.ep_overlap_saving_ms, (1 - 20.0 / 132) * exchanges + 1e-9);  // 20 of the H100's 132 SMs
+  const int mbc = ov.micro_batches;  // 64 / dp 16 = 4
+  EXPECT_EQ(mbc, 4);
+  EXPECT_NEAR(plain.pipeline_ms - ov.pipeline_ms, (mbc - 1) * ch.ep_overlap_saving_ms, 1e-6);
+  // More SMs for the exchanges: less saved.
+  const MegatronConfig greedy = parse("--overlap-moe-expert-parallel-comm --moe-flex-dispatcher-num-sms 66");
+  EXPECT_LT(estimate(greedy.model, greedy.strategy, h100, per_layer).chunks.front().ep_overlap_saving_ms,
+            ch.ep_overlap_saving_ms);
+  // Megatron's asserts.
+  expect_input_error([&] { parse("--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type allgather"); },
+                     "--overlap-moe-expert-parallel-comm", "alltoall or flex");
+  expect_input_error([&] { parse("--delay-wgrad-compute"); }, "--delay-wgrad-compute", "needs");
+  expect_input_error(
+      [&] {
+        const MegatronConfig c = parse("--overlap-moe-expert-parallel-comm --pipeline-model-parallel-size 2");
+        estimate(c.model, c.strategy, h100);
+      },
+      "--overlap-moe-expert-parallel-comm", "virtual pipeline");
+}

@@ -312,12 +312,41 @@ void add_pass(PassTimes& t, PassWork& w, const detail::Pass& p) {
   t.bwd_grad_act_net_ms += p.bwd_act_net_ms;
   t.bwd_grad_w_net_ms += p.bwd_w_net_ms;
   t.recompute_net_ms += p.recompute_net_ms;
+  t.fwd_ep_net_ms += p.fwd_ep_net_ms;
+  t.bwd_ep_net_ms += p.bwd_ep_net_ms;
   w.fwd_flops += p.fwd_flops;
   w.bwd_flops += p.bwd_act_flops + p.bwd_w_flops;
   w.recompute_flops += p.recompute_flops;
   w.fwd_bytes += p.fwd_bytes;
   w.bwd_bytes += p.bwd_act_bytes + p.bwd_w_bytes;
   w.recompute_bytes += p.recompute_bytes;
+}
+
+/// ChunkEstimate::ep_overlap_saving_ms of one MoE layer's leaves: compute between the dispatch and the
+/// combine is the experts', the rest the attention's; the exchanges are the dispatch's and the combine's.
+/// While an exchange of m ms runs, its kernels hold a fraction `sm_share` of the SMs and the compute c beside
+/// it runs on the rest: the pair takes max(m, c + sm_share·m), saving min(c, (1 − sm_share)·m).
+double ep_overlap_saving(const std::vector<Leaf>& layer, double sm_share) {
+  double f_attn = 0, b_attn = 0, f_mlp = 0, b_mlp = 0, f_disp = 0, b_disp = 0, f_comb = 0, b_comb = 0;
+  bool inside = false;
+  for (const auto& l : layer) {
+    const detail::Pass& p = l.pass;
+    if (l.kind == detail::LeafKind::Permutation) {
+      f_disp += p.fwd_ep_net_ms;
+      b_disp += p.bwd_ep_net_ms;
+      inside = true;
+    } else if (l.kind == detail::LeafKind::UnPermutation) {
+      f_comb += p.fwd_ep_net_ms;
+      b_comb += p.bwd_ep_net_ms;
+      inside = false;
+    }
+    const double f = p.fwd_ms, b = p.bwd_act_ms + p.bwd_w_ms + p.recompute_ms;
+    (inside ? f_mlp : f_attn) += f;
+    (inside ? b_mlp : b_attn) += b;
+  }
+  const double k = 1 - sm_share;
+  return std::min(f_attn, k * b_comb) + std::min(b_mlp, k * f_disp) + std::min(f_mlp, k * b_disp) +
+         std::min(b_attn, k * f_comb);
 }
 
 bool same_rc(const detail::LayerRc& a, const detail::LayerRc& b) {
@@ -361,6 +390,10 @@ class Builder {
       : m_(m), st_(st), sys_(sys), opt_(opt) {
     ctx_ = Ctx::make(m, st, sys);
     ctx_.search_mode = !opt.names;
+    // SMs of the overlapped token exchanges: 20 (DeepEP's default) unless given, of the device's (132 when
+    // the system file does not say).
+    ep_sm_share_ = std::min(0.9, (st.moe_comm_sms > 0 ? st.moe_comm_sms : 20) /
+                                     static_cast<double>(sys.sm_count > 0 ? sys.sm_count : 132));
     cache_ = opt.cache ? opt.cache->impl_.get() : &own_;
     emb_ = &get(2, detail::LayerRc{}, [&](detail::Unpriced* u) {
       return detail::embedding_leaves(ctx_, build_embedding_ops(m, st), u);
@@ -422,6 +455,7 @@ class Builder {
       const std::vector<Leaf>& tpl =
           layer_template(m_.is_moe_layer(global), detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]));
       for (const auto& l : tpl) take(l, i);
+      if (st_.overlap_moe_expert_parallel_comm && m_.is_moe_layer(global)) ce.ep_overlap_saving_ms += ep_overlap_saving(tpl, ep_sm_share_);
       if (opt_.per_layer) {
         LayerEstimate& le = ce.layers[i];
         le.layer = global;
@@ -550,6 +584,7 @@ class Builder {
   const SystemSpec& sys_;
   EstimateOptions opt_;
   Ctx ctx_;
+  double ep_sm_share_ = 0;
   EstimateCache::Impl own_;
   EstimateCache::Impl* cache_ = nullptr;
   const std::vector<Leaf>* emb_ = nullptr;
@@ -644,6 +679,17 @@ void validate_for_cost(const ModelSpec& m, const Strategy& st, const SystemSpec&
   }
   for (const auto& s : unmodelled_features(m, &st))
     warnings.push_back("model " + (m.name.empty() ? std::string("spec") : m.name) + ": " + s);
+  if (st.overlap_moe_expert_parallel_comm) {
+    if (st.ep <= 1 || !m.moe.enabled())
+      throw InputError("--overlap-moe-expert-parallel-comm",
+                       "needs expert parallelism (ep > 1 with MoE layers; Megatron asserts it)");
+    if (st.pp > 1 && st.vpp <= 1)
+      throw InputError("--overlap-moe-expert-parallel-comm",
+                       "with pp > 1 needs virtual pipeline stages (Megatron asserts it)");
+    if (st.simumax_compat)
+      warnings.push_back("--overlap-moe-expert-parallel-comm: SimuMax prices the expert-parallel exchanges "
+                         "exposed (--simumax-compat)");
+  }
   if (st.vpp > 1 && st.pp_comm_overlap && st.simumax_compat)
     throw InputError("pp_comm_async",
                      "the interleaved schedule is timed only with pp_comm_async: false "
@@ -970,9 +1016,24 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
 
   // Pipeline time.
   std::vector<detail::StagePhases> phases;
+  // --overlap-moe-expert-parallel-comm: a forward paired with a backward saves the chunk's
+  // ep_overlap_saving_ms.  Of a rank's mbc·vpp backwards, all but the warm-up forwards' count are paired
+  // (Megatron's warm-up: 2·(pp − 1 − rank) + (vpp − 1)·group, rank 0 taken; pp 1: all but one); the saving
+  // is spread over every backward of the chunk.
+  const bool ep_overlap = st.overlap_moe_expert_parallel_comm && !st.simumax_compat;
+  double paired_fraction = 0;
+  if (ep_overlap) {
+    const int vpp = std::max(1, st.vpp);
+    const int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : pp;
+    const double steps = static_cast<double>(est.micro_batches) * vpp;
+    const double warmup = pp == 1 ? 1 : std::min(steps, 2.0 * (pp - 1) + (vpp - 1.0) * group);
+    paired_fraction = std::max(0.0, steps - warmup) / steps;
+  }
   auto phase_of = [&](const ChunkEstimate& ch) {
-    return detail::StagePhases{ch.fwd_recv_ms, ch.times.forward_ms(),  ch.fwd_send_ms,
-                               ch.bwd_recv_ms, ch.times.backward_ms(), ch.bwd_send_ms};
+    double bwd = ch.times.backward_ms();
+    if (ep_overlap) bwd -= paired_fraction * ch.ep_overlap_saving_ms;
+    return detail::StagePhases{ch.fwd_recv_ms, ch.times.forward_ms(), ch.fwd_send_ms,
+                               ch.bwd_recv_ms, bwd,                   ch.bwd_send_ms};
   };
   if (st.vpp > 1) {
     std::vector<std::vector<detail::StagePhases>> per_rank(pp);

@@ -31,6 +31,8 @@ Pass& Pass::operator+=(const Pass& o) {
   bwd_act_net_ms += o.bwd_act_net_ms;
   bwd_w_net_ms += o.bwd_w_net_ms;
   recompute_net_ms += o.recompute_net_ms;
+  fwd_ep_net_ms += o.fwd_ep_net_ms;
+  bwd_ep_net_ms += o.bwd_ep_net_ms;
   return *this;
 }
 

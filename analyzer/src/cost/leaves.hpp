@@ -77,6 +77,7 @@ struct Pass {
   double fwd_bytes = 0, bwd_act_bytes = 0, bwd_w_bytes = 0, recompute_bytes = 0;
   double fwd_ms = 0, bwd_act_ms = 0, bwd_w_ms = 0, recompute_ms = 0;
   double fwd_net_ms = 0, bwd_act_net_ms = 0, bwd_w_net_ms = 0, recompute_net_ms = 0;
+  double fwd_ep_net_ms = 0, bwd_ep_net_ms = 0;  // the expert-parallel exchanges inside the two above
   Pass& operator+=(const Pass& o);
 };
 

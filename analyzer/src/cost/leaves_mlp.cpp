@@ -139,14 +139,16 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
     first = (input_act + permuted) * e;
     second = 2 * permuted * e;
     if (c.ep > 1) {
-      p.fwd_net_ms += ep_exchange_ms(c, permuted * e, input_act * e, true);
-      p.bwd_act_net_ms += ep_exchange_ms(c, permuted * e, input_act * e, false);
+      p.fwd_ep_net_ms += ep_exchange_ms(c, permuted * e, input_act * e, true);
+      p.bwd_ep_net_ms += ep_exchange_ms(c, permuted * e, input_act * e, false);
       // The probabilities travel in their own all-to-all (DeepEP sends them with the tokens).
       if (c.st->moe_dispatch_probs && c.st->moe_dispatcher == MoeDispatcher::AllToAll) {
         double probs = l.b * l.s * l.experts * e;
-        p.fwd_net_ms += net(c, Collective::AllToAll, probs, c.ep, c.nets.ep, CommGroup::Ep);
-        p.bwd_act_net_ms += net(c, Collective::AllToAll, probs, c.ep, c.nets.ep, CommGroup::Ep);
+        p.fwd_ep_net_ms += net(c, Collective::AllToAll, probs, c.ep, c.nets.ep, CommGroup::Ep);
+        p.bwd_ep_net_ms += net(c, Collective::AllToAll, probs, c.ep, c.nets.ep, CommGroup::Ep);
       }
+      p.fwd_net_ms += p.fwd_ep_net_ms;
+      p.bwd_act_net_ms += p.bwd_ep_net_ms;
     }
     if (c.etp > 1) {
       double sz = permuted * e * c.etp;
@@ -171,8 +173,10 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
       p.bwd_act_net_ms += net(c, Collective::AllGather, sz, c.etp, c.nets.etp, CommGroup::Etp);
     }
     if (c.ep > 1) {
-      p.fwd_net_ms += ep_exchange_ms(c, before * e, after * e, false);
-      p.bwd_act_net_ms += ep_exchange_ms(c, before * e, after * e, true);
+      p.fwd_ep_net_ms += ep_exchange_ms(c, before * e, after * e, false);
+      p.bwd_ep_net_ms += ep_exchange_ms(c, before * e, after * e, true);
+      p.fwd_net_ms += p.fwd_ep_net_ms;
+      p.bwd_act_net_ms += p.bwd_ep_net_ms;
     }
   }
   p.fwd_bytes = first + second;

@@ -2,6 +2,7 @@
 #include "preflight/analyzer/cost/simumax_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -524,6 +525,10 @@ SystemSpec read_simumax_system(const json& j, const std::string& where) {
   sys.straggler_coefficient = f.number("straggler_coefficient", 0.09);
   if (!(sys.straggler_coefficient >= 0 && sys.straggler_coefficient <= 1))
     throw InputError(f.field("straggler_coefficient"), "must be in [0, 1]");
+  const double sms = f.number("sm_count", 0);
+  if (!(sms >= 0 && sms <= 100000 && sms == std::floor(sms)))
+    throw InputError(f.field("sm_count"), "must be a whole number of streaming multiprocessors (0: unknown)");
+  sys.sm_count = static_cast<int>(sms);
   f.ignore({"real_comm_bw", "miss_efficiency", "hit_efficiency", "preflight"});  // preflight: a preset's sources
   const json* acc = f.object("accelerator", true);
   const json* nets = f.object("networks", true);

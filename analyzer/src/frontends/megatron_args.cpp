@@ -193,8 +193,6 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--cuda-graph-impl", "CUDA graphs are not modelled (launch overheads are not in the time anyway)"},
       {"--fp8-param-gather", "FP8 parameter all-gather is not modelled: weights and their gather are priced in "
                              "the training precision"},
-      {"--overlap-moe-expert-parallel-comm", "the expert-parallel all-to-all overlapped with another micro "
-                                             "batch's compute is not modelled: it is priced exposed (time high)"},
   };
   std::set<std::string> said;
   for (const auto& name : cfg.ignored)

@@ -66,6 +66,11 @@ const std::vector<FlagSpec>& training_flags() {
       {"--moe-token-dispatcher-type", Arity::One},
       {"--moe-flex-dispatcher-backend", Arity::One},
       {"--moe-enable-deepep", Arity::Switch},
+      {"--overlap-moe-expert-parallel-comm", Arity::Switch},
+      {"--delay-wgrad-compute", Arity::Switch},
+      {"--moe-flex-dispatcher-num-sms", Arity::One},
+      {"--moe-deepep-num-sms", Arity::One},
+      {"--moe-hybridep-num-sms", Arity::One},
       {"--recompute-modules", Arity::Many},
       {"--use-flash-attn", Arity::Switch},
       {"--transformer-impl", Arity::One},
@@ -426,6 +431,23 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
       throw InputError("--moe-flex-dispatcher-backend", "unknown backend '" + b + "' (deepep, hybridep, ncclep)");
   }
   if (st.simumax_compat) st.moe_dispatcher = MoeDispatcher::AllToAll;
+  st.overlap_moe_expert_parallel_comm = f.has("--overlap-moe-expert-parallel-comm");
+  for (const char* flag : {"--moe-deepep-num-sms", "--moe-hybridep-num-sms", "--moe-flex-dispatcher-num-sms"})
+    if (f.has(flag)) {  // the unified flag wins (Megatron routes the older ones to it)
+      const auto sms = parse_int(flag, f.get(flag));
+      if (sms <= 0) throw InputError(flag, "must be positive");
+      st.moe_comm_sms = static_cast<int>(sms);
+    }
+  if (f.has("--delay-wgrad-compute") && !st.overlap_moe_expert_parallel_comm)
+    throw InputError("--delay-wgrad-compute", "needs --overlap-moe-expert-parallel-comm (Megatron asserts it)");
+  if (st.overlap_moe_expert_parallel_comm) {
+    // Megatron's own checks (transformer_config.py); the sizes are checked once they are known.
+    if (st.moe_dispatcher == MoeDispatcher::AllGather)
+      throw InputError("--overlap-moe-expert-parallel-comm",
+                       "needs --moe-token-dispatcher-type alltoall or flex (Megatron asserts it)");
+    if (f.has("--recompute-granularity") && f.get("--recompute-granularity") == "full")
+      throw InputError("--overlap-moe-expert-parallel-comm", "cannot run with full recompute (Megatron asserts it)");
+  }
   if (f.has("--cp-comm-type")) {
     const std::string t = f.get("--cp-comm-type");
     if (t == "p2p")

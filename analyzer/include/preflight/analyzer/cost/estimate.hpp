@@ -61,6 +61,9 @@ struct ModelMemory {
 struct PassTimes {
   double fwd_compute_ms = 0, bwd_grad_act_ms = 0, bwd_grad_w_ms = 0, recompute_compute_ms = 0;
   double fwd_net_ms = 0, bwd_grad_act_net_ms = 0, bwd_grad_w_net_ms = 0, recompute_net_ms = 0;
+  /// The expert-parallel token exchanges (dispatch and combine) inside fwd_net_ms / bwd_grad_act_net_ms:
+  /// what `--overlap-moe-expert-parallel-comm` hides behind another micro batch's compute.
+  double fwd_ep_net_ms = 0, bwd_ep_net_ms = 0;
   double bwd_compute_ms() const { return bwd_grad_act_ms + bwd_grad_w_ms; }
   double bwd_net_ms() const { return bwd_grad_act_net_ms + bwd_grad_w_net_ms; }
   /// Forward phase as the pipeline sees it: compute + its collectives.
@@ -116,6 +119,12 @@ struct ChunkEstimate {
   ActivationPeak activation;
   /// Pipeline phases of one micro batch (SimuMax _compute_single_batch_phase_inputs), ms.
   double fwd_recv_ms = 0, fwd_send_ms = 0, bwd_recv_ms = 0, bwd_send_ms = 0;
+  /// `--overlap-moe-expert-parallel-comm`: time a forward paired with a backward of this chunk saves, ms.
+  /// Per MoE layer Megatron's fine-grained schedule (combined_1f1b.py, schedule_layer_1f1b) runs four
+  /// pairs side by side — backward combine ‖ forward attention, forward dispatch ‖ backward experts,
+  /// backward dispatch ‖ forward experts, forward combine ‖ backward attention — so each pair saves the
+  /// shorter of its two; "attention" is everything of the layer outside the experts.
+  double ep_overlap_saving_ms = 0;
   PassTimes embedding_times;  ///< SAPP "head": the embedding
   PassTimes head_times;       ///< SAPP "tail": final norm + output layer + loss
   std::vector<LayerEstimate> layers;

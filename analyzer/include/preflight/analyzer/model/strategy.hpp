@@ -241,6 +241,16 @@ struct Strategy {
   /// Token dispatcher; AllToAll for SimuMax strategies and under `--simumax-compat`, Megatron's default
   /// (AllGather) for launch arguments without `--moe-token-dispatcher-type`.
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
+  /// `--overlap-moe-expert-parallel-comm` (Megatron's combined 1F1B, pipeline_parallel/combined_1f1b.py):
+  /// in the steady state one micro batch's forward runs layer by layer with another's backward, each one's
+  /// expert-parallel token exchanges hidden behind the other's compute; the first forward and the last
+  /// backward of a rank run alone.  Needs ep > 1, the alltoall or flex dispatcher, and virtual pipeline
+  /// stages when pp > 1 (Megatron asserts all three).
+  bool overlap_moe_expert_parallel_comm = false;
+  /// SMs the token exchanges' kernels occupy while they overlap compute (`--moe-flex-dispatcher-num-sms`,
+  /// older `--moe-deepep-num-sms` / `--moe-hybridep-num-sms`); 0 = 20, DeepEP's default (NCCL's
+  /// all-to-all takes a similar number of channels).  The overlapped compute runs on the rest.
+  int moe_comm_sms = 0;
   bool cache_grouped_gemm_fp8_inputs = false;  ///< fp8: keep fc1 expert inputs in fp8
   bool offload_grouped_gemm_inputs = false;    ///< fc1 expert inputs offloaded (not kept on device)
   int microbatch_group_size_per_vp_stage = 0;  ///< interleaved schedule grouping; 0 = pp

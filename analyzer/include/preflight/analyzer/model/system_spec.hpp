@@ -73,6 +73,11 @@ struct SystemSpec {
   /// fitted on 2024–25 H100/B200 runs have 0: with the factor their multi-node runs were 5–17 % slow
   /// (analyzer/data/systems/README.md).
   double straggler_coefficient = 0.09;
+  /// Streaming multiprocessors (compute units) per device (top-level `sm_count`, a preflight extension;
+  /// the presets give the spec sheet's: A100 108, H100/H800/H200 132, B200/GB200 148, MI300X 304).  0 =
+  /// unknown.  Communication kernels overlapped with compute take some of them (estimate.hpp,
+  /// `--overlap-moe-expert-parallel-comm`).
+  int sm_count = 0;
 
   /// Device memory in bytes.
   double mem_bytes() const;
