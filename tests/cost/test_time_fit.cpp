@@ -219,6 +219,29 @@ TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   EXPECT_GT(with, 0.9 * h100.back().measured_ms);
 }
 
+// NeMo's Llama-3.1-405B layout on 256 GB200 ran with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: with
+// SimuMax's reserve (allocated / 0.94) it "did not fit"; the launch's allocator setting makes it 0.99.
+TEST(TimeFit, ExpandableSegmentsShrinkTheReserve) {
+  const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / "gb200_nemo_llama.json"));
+  const auto args = j["runs"][2]["args"].get<std::vector<std::string>>();
+  const SystemSpec gb200 = cost::load_simumax_system("gb200");
+  auto worst_reserved = [&](const std::map<std::string, std::string>& env) {
+    const auto cfg = parse_megatron_args(args, env);
+    const auto est = cost::estimate(cfg.model, cfg.strategy, gb200);
+    double worst = 0;
+    for (const auto& s : est.stages) worst = std::max(worst, s.peak_with_reserved_bytes);
+    return std::make_pair(cfg.strategy.allocated_to_reserved_ratio, worst);
+  };
+  const auto plain = worst_reserved({});
+  const auto expandable = worst_reserved({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
+  EXPECT_DOUBLE_EQ(plain.first, 0.94);
+  EXPECT_DOUBLE_EQ(expandable.first, 0.99);
+  EXPECT_GT(plain.second, gb200.mem_bytes());
+  EXPECT_LT(expandable.second, gb200.mem_bytes());
+  EXPECT_DOUBLE_EQ(worst_reserved({{"PYTORCH_CUDA_ALLOC_CONF", "garbage_collection_threshold:0.6, Expandable_Segments: True"}}).first, 0.99);
+  EXPECT_DOUBLE_EQ(worst_reserved({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"}}).first, 0.94);
+}
+
 // SimuMax v1.2's B200 calibration file says 80 GB of device memory: every 70B/405B run of its own B200 table
 // (which ran) "did not fit".  A B200's 179.06 GiB are compared by default; --simumax-compat keeps the 80.
 TEST(TimeFit, SimuMaxB200FileHasTheB200sMemory) {
