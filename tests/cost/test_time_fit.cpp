@@ -219,6 +219,25 @@ TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   EXPECT_GT(with, 0.9 * h100.back().measured_ms);
 }
 
+// NeMo 24.07's H100 FP8 table (held out, 9 dense runs from 5B on 64 GPUs to 175B on 512): all within 8 % but
+// GPT-3 20B, whose fp32 reduce-scatter of 41 GB over dp 32 cannot hide under one micro batch's backward of
+// the four it has (+23 %; +4 % if the run reduced bf16 gradients — the table does not say).
+TEST(TimeFit, NemoH100Fp8TableOf2024) {
+  const auto runs = corpus_runs("h100_nemo_2407.json");
+  ASSERT_EQ(runs.size(), 9u);
+  const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
+  int within = 0;
+  for (const auto& r : fit.runs) {
+    if (r.name.find("gpt3-20b") != std::string::npos) {
+      EXPECT_GT(r.error_before(), 0.15) << r.name;  // the known gap above: it should not pass silently
+      continue;
+    }
+    EXPECT_LT(std::abs(r.error_before()), 0.08) << r.name;
+    within += std::abs(r.error_before()) < 0.05;
+  }
+  EXPECT_GE(within, 6);
+}
+
 // NeMo's Llama-3.1-405B layout on 256 GB200 ran with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: with
 // SimuMax's reserve (allocated / 0.94) it "did not fit"; the launch's allocator setting makes it 0.99.
 TEST(TimeFit, ExpandableSegmentsShrinkTheReserve) {
