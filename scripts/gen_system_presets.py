@@ -62,6 +62,7 @@ HOPPER_FIT = (0.96, 1.0,
               "Llama-3.1-405B FP8 pre-training on 64 / 1024 H100s, 6 runs, no straggler factor): largest |error| 2.5 %; H200 and H800 "
               "take the H100's compute fit (same GPU)")
 STRAGGLER = {"a100-sxm-40gb": 0.09, "a100-sxm-80gb": 0.09}
+RING_STEP_LATENCY_US = 8
 # Streaming multiprocessors per device (spec sheets / whitepapers; MI300X: compute units); Ascend unknown (0).
 SM_COUNT = {"a100-sxm-40gb": 108, "a100-sxm-80gb": 108, "h100-sxm": 132, "h800": 132, "h200": 132,
             "b200": 148, "gb200": 148, "mi300x": 304}
@@ -164,6 +165,13 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
     # SimuMax's inter_node bandwidth is the node's (it divides it among the concurrent groups of a node:
     # p2p by num_per_node, data-parallel collectives by min(num_per_node, tp·cp)): NIC per GPU × GPUs.
     s["networks"]["inter_node"]["bandwidth"]["gbps"] = nic * per_domain
+    # Latency per ring step of NCCL's all-reduce / all-gather / reduce-scatter across nodes: a few µs over
+    # InfiniBand / RoCE (LL / LL128 protocols).  SimuMax's B200 file has 35 µs per step, which its one-node runs
+    # never exercise; it made Megatron's bucketed gradient reduce-scatter latency-bound at large dp (NeMo 24.07's
+    # GPT-3 20B on 64 H100s, dp 32: 258 buckets × 31 steps, +23 %; with 8 µs +0.2 %).  The all-to-all and p2p
+    # keep 35 µs per peer (tests/data/time_corpus/h100_nemo_moe.json: the MoE rows are unchanged by this).
+    for op in ("all_reduce", "all_gather", "reduce_scatter"):
+        s["networks"]["inter_node"]["op"][op]["latency_us"] = RING_STEP_LATENCY_US
     # SimuMax's straggler factor (0.09): kept where the fit was made with it (the A100s, on 2021 Selene runs);
     # 0 elsewhere — the 2024-25 H100 / B200 multi-node runs were 5-17 % slow with it.
     s["straggler_coefficient"] = STRAGGLER.get(name, 0.0)

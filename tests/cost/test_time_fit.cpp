@@ -100,7 +100,7 @@ TEST(TimeFit, A100Sc21Table) {
   auto exposed = runs[0].strategy;
   exposed.overlap_grad_reduce = false;
   EXPECT_GT(cost::estimate(runs[0].model, exposed, cost::load_simumax_system("a100-sxm-80gb")).iteration_ms,
-            fit.runs[0].predicted_ms * 1.01);
+            fit.runs[0].predicted_ms * 1.005);
 }
 
 // SimuMax's B200 DeepSeek-V2/V3 rows (MLA, MoE with ep 4/8, 4 layers): SimuMax's own calibration prices
@@ -219,23 +219,26 @@ TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   EXPECT_GT(with, 0.9 * h100.back().measured_ms);
 }
 
-// NeMo 24.07's H100 FP8 table (held out, 9 dense runs from 5B on 64 GPUs to 175B on 512): all within 8 % but
-// GPT-3 20B, whose fp32 reduce-scatter of 41 GB over dp 32 cannot hide under one micro batch's backward of
-// the four it has (+23 %; +4 % if the run reduced bf16 gradients — the table does not say).
+// NeMo 24.07's H100 FP8 table (held out, 9 dense runs from 5B on 64 GPUs to 175B on 512): all within 8 %, 7
+// within 5 %.  GPT-3 20B (dp 32, four micro batches) was +23 % with SimuMax's 35 µs per inter-node ring step:
+// its 258 gradient buckets' reduce-scatters were latency-bound; the presets' 8 µs (NCCL over InfiniBand)
+// gives +0.2 %.
 TEST(TimeFit, NemoH100Fp8TableOf2024) {
   const auto runs = corpus_runs("h100_nemo_2407.json");
   ASSERT_EQ(runs.size(), 9u);
-  const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
+  const SystemSpec h100 = cost::load_simumax_system("h100-sxm");
+  const TimeFit fit = fit_time(runs, h100);
   int within = 0;
   for (const auto& r : fit.runs) {
-    if (r.name.find("gpt3-20b") != std::string::npos) {
-      EXPECT_GT(r.error_before(), 0.15) << r.name;  // the known gap above: it should not pass silently
-      continue;
-    }
     EXPECT_LT(std::abs(r.error_before()), 0.08) << r.name;
     within += std::abs(r.error_before()) < 0.05;
   }
-  EXPECT_GE(within, 6);
+  EXPECT_GE(within, 7);
+  SystemSpec slow_steps = h100;
+  for (const char* op : {"all_reduce", "all_gather", "reduce_scatter"})
+    slow_steps.networks.at("inter_node").op.at(op).latency_us = 35.0;
+  const double slow = cost::estimate(runs[1].model, runs[1].strategy, slow_steps).iteration_ms;
+  EXPECT_GT(slow, 1.15 * runs[1].measured_ms) << runs[1].name;
 }
 
 // NeMo's Llama-3.1-405B layout on 256 GB200 ran with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: with
