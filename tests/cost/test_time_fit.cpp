@@ -197,16 +197,17 @@ TEST(TimeFit, H100NemoRows) {
   EXPECT_LT(gb200.max_abs_before(), 0.05);
 }
 
-// NeMo's published Qwen3 MoE rows (held out: no preset was fitted on them): the HybridEP flex dispatcher
-// across two H100 nodes, the alltoall dispatcher with Megatron's expert-parallel overlap on 256 H100s, and
-// HybridEP with the overlap on 8 B200s.  Priced as Megatron's all-to-all, fully exposed, the first two were
-// +30 % and +55 %; within 8 % now.
+// NeMo's published Qwen3 MoE rows: the HybridEP flex dispatcher across two H100 nodes, the alltoall dispatcher
+// with Megatron's expert-parallel overlap on 256 H100s, and HybridEP with the overlap on 8 B200s (held out).
+// Priced as Megatron's all-to-all, fully exposed, the first two were +30 % and +55 %; within 8 % with the
+// dispatchers and the overlap, and within 4 % with the Hopper presets' grouped-GEMM scale (1.4, fitted on
+// these rows — on either model alone it predicts the other within 3.6 %).
 TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   const auto h100 = corpus_runs("h100_nemo_moe.json");
   ASSERT_EQ(h100.size(), 7u);
   for (const auto& r : h100) ASSERT_NE(r.strategy.moe_dispatcher, MoeDispatcher::AllGather) << r.name;
   const TimeFit fit = fit_time(h100, cost::load_simumax_system("h100-sxm"));
-  EXPECT_LT(fit.max_abs_before(), 0.08);
+  EXPECT_LT(fit.max_abs_before(), 0.04);
   EXPECT_LT(fit.max_abs_held_out(), 0.05);
   const TimeFit b200 = fit_time(corpus_runs("b200_nemo_moe.json"), cost::load_simumax_system("b200"));
   EXPECT_LT(b200.max_abs_before(), 0.04);
@@ -398,6 +399,22 @@ TEST(TimeFit, ScaledSystemJsonMatchesScaledSystem) {
                    *b.networks.at("high_intra_node").op.at("all_reduce").efficient_factor);
   EXPECT_DOUBLE_EQ(b.op.at("matmul").efficient_factor * 1.25,
                    cost::read_simumax_system(base, "b200").op.at("matmul").efficient_factor);
+  // The experts' grouped GEMMs follow the GEMMs' scale unless a scale of their own is given (the Hopper
+  // presets' 1.4), which leaves the dense GEMMs alone.
+  const SystemSpec raw = cost::read_simumax_system(base, "b200");
+  EXPECT_DOUBLE_EQ(b.op.at("group_matmul").efficient_factor * 1.25, raw.op.at("group_matmul").efficient_factor);
+  const SystemSpec grouped = scaled_system_groups(raw, {{"grouped_gemm", 1.4}});
+  EXPECT_DOUBLE_EQ(grouped.op.at("group_matmul").efficient_factor * 1.4, raw.op.at("group_matmul").efficient_factor);
+  EXPECT_DOUBLE_EQ(grouped.op.at("matmul").efficient_factor, raw.op.at("matmul").efficient_factor);
+  TimeFit g;
+  g.group_scales = {{"grouped_gemm", 1.4}};
+  const SystemSpec from_json = cost::read_simumax_system(scaled_system_json(base, g), "fitted");
+  EXPECT_DOUBLE_EQ(from_json.op.at("group_matmul").efficient_factor, grouped.op.at("group_matmul").efficient_factor);
+  EXPECT_DOUBLE_EQ(from_json.op.at("matmul").efficient_factor, raw.op.at("matmul").efficient_factor);
+  // The h100-sxm preset carries it: its grouped GEMMs 1.4x slower than the GEMMs' transfer from B200.
+  const SystemSpec h100 = cost::load_simumax_system("h100-sxm");
+  EXPECT_NEAR(h100.op.at("matmul").efficient_factor / h100.op.at("group_matmul").efficient_factor,
+              1.4 * raw.op.at("matmul").efficient_factor / raw.op.at("group_matmul").efficient_factor, 1e-9);
 }
 
 TEST(TimeFit, CalibrateFitTimeWritesAUsableSystem) {

@@ -65,19 +65,22 @@ namespace {
 
 /// The efficiency group of an accelerator op (SystemSpec::op key).
 const char* op_group(const std::string& op) {
-  if (op == "matmul" || op == "fp8_matmul" || op == "group_matmul" || op == "fp8_group_matmul") return "gemm";
+  if (op == "matmul" || op == "fp8_matmul") return "gemm";
+  if (op == "group_matmul" || op == "fp8_group_matmul") return "grouped_gemm";
   if (op == "sdp_fwd" || op == "sdp_bwd") return "attention";
   return "memory";
 }
 
 bool accelerator_group(const std::string& group) {
-  return group == "gemm" || group == "attention" || group == "memory";
+  return group == "gemm" || group == "grouped_gemm" || group == "attention" || group == "memory";
 }
 
-/// A group's scale; a collective without a scale of its own takes "network" (the two-factor fit), else 1.
+/// A group's scale; a collective without a scale of its own takes "network" (the two-factor fit), grouped
+/// GEMMs without one take the GEMMs' (fits made before they were a group of their own), else 1.
 double scale_of(const GroupScales& scales, const std::string& group) {
   for (const auto& [g, v] : scales)
     if (g == group) return v;
+  if (group == "grouped_gemm") return scale_of(scales, "gemm");
   if (!accelerator_group(group))
     for (const auto& [g, v] : scales)
       if (g == "network") return v;
