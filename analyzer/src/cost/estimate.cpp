@@ -455,7 +455,8 @@ class Builder {
       const std::vector<Leaf>& tpl =
           layer_template(m_.is_moe_layer(global), detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]));
       for (const auto& l : tpl) take(l, i);
-      if (st_.overlap_moe_expert_parallel_comm && m_.is_moe_layer(global)) ce.ep_overlap_saving_ms += ep_overlap_saving(tpl, ep_sm_share_);
+      if (st_.overlap_moe_expert_parallel_comm && m_.is_moe_layer(global))
+        ce.ep_overlap_saving_ms += ep_overlap_saving(tpl, ep_sm_share_);
       if (opt_.per_layer) {
         LayerEstimate& le = ce.layers[i];
         le.layer = global;
