@@ -123,14 +123,15 @@ int run(const EstimateOptions& o) {
   if (!fits && !o.json) {
     const double reserved = est.max_peak_bytes(true) / (1024.0 * 1024.0 * 1024.0);
     const double allocated = est.max_peak_bytes(false) / (1024.0 * 1024.0 * 1024.0);
-    std::cout << "does not fit: a stage's peak with the reserved ratio, " << fixed(reserved, 2) << " GiB ("
-              << fixed(allocated, 2) << " GiB allocated / " << fixed(est.strategy.allocated_to_reserved_ratio, 2)
-              << "), is more than the " << device_gib << " GiB of device memory"
-              << (allocated <= device_gib && est.strategy.allocated_to_reserved_ratio < 0.99
-                      ? " — the allocated peak itself fits: a launch with "
-                        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (priced at allocated / 0.99) may fit"
-                      : "")
-              << "\n";
+    std::cout
+        << "does not fit: a stage's peak with the reserved ratio, " << fixed(reserved, 2) << " GiB ("
+        << fixed(allocated, 2) << " GiB allocated / " << fixed(est.strategy.allocated_to_reserved_ratio, 2)
+        << "), is more than the " << device_gib << " GiB of device memory"
+        << (allocated <= device_gib && est.strategy.allocated_to_reserved_ratio < 0.99
+                ? " — the allocated peak itself fits: a launch with "
+                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (priced at allocated / 0.99) may fit"
+                : "")
+        << "\n";
   }
   return fits ? kExitOk : kExitDoesNotFit;
 }

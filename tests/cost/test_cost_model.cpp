@@ -661,7 +661,8 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
   auto run = [&](const std::string& extra) {
     MegatronConfig c = parse_megatron_args(preflight::test::words(
         "--num-layers 1 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
-        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 16 --bf16 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 16 "
+        "--bf16 "
         "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
         "--num-experts 128 --moe-ffn-hidden-size 768 --moe-router-topk 8 --moe-grouped-gemm "
         "--expert-model-parallel-size 16 --nproc_per_node 8 --nnodes 2 " +
@@ -674,9 +675,11 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
   const double tokens = 4096 * 2048 * 2.0, routed = 8 * tokens;  // bytes, bf16
   const double a2a = collective_time_ms(h100, Collective::AllToAll, routed, 16, "inter_node", CommGroup::Ep);
   EXPECT_NEAR(run("--moe-token-dispatcher-type alltoall"), 2 * a2a, 1e-9);
-  // Megatron's default dispatcher is allgather: gather forward in the dispatch, reduce-scatter in the combine.
-  const double ag = collective_time_ms(h100, Collective::AllGather, 16 * tokens, 16, "inter_node", CommGroup::Ep) +
-                    collective_time_ms(h100, Collective::ReduceScatter, 16 * tokens, 16, "inter_node", CommGroup::Ep);
+  // Megatron's default dispatcher is allgather: gather forward in the dispatch, reduce-scatter in the
+  // combine.
+  const double ag =
+      collective_time_ms(h100, Collective::AllGather, 16 * tokens, 16, "inter_node", CommGroup::Ep) +
+      collective_time_ms(h100, Collective::ReduceScatter, 16 * tokens, 16, "inter_node", CommGroup::Ep);
   EXPECT_NEAR(run(""), ag, 1e-9);
   EXPECT_NEAR(run("--moe-token-dispatcher-type allgather"), ag, 1e-9);
   // Flex: P(the other node holds none of a token's 8 experts) = C(64, 8) / C(128, 8).
@@ -684,9 +687,10 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
   for (int i = 0; i < 8; ++i) miss *= (64.0 - i) / (128.0 - i);
   auto flex = [&](double remote) {
     // collective_time_ms prices the half of an inter-node all-to-all that leaves the node (k = 2).
-    const double rdma = collective_time_ms(h100, Collective::AllToAll, 2 * tokens * remote, 16, "inter_node",
-                                           CommGroup::Ep);
-    const double nvl = collective_time_ms(h100, Collective::AllToAll, routed, 8, "high_intra_node", CommGroup::Ep);
+    const double rdma =
+        collective_time_ms(h100, Collective::AllToAll, 2 * tokens * remote, 16, "inter_node", CommGroup::Ep);
+    const double nvl =
+        collective_time_ms(h100, Collective::AllToAll, routed, 8, "high_intra_node", CommGroup::Ep);
     return 2 * std::max(rdma, nvl);
   };
   const double deepep = run("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep");
@@ -699,9 +703,10 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
   // SimuMax prices all-to-all whatever the flag says.
   EXPECT_NEAR(run("--moe-token-dispatcher-type flex --simumax-compat"),
               run("--moe-token-dispatcher-type alltoall --simumax-compat"), 1e-9);
-  expect_input_error([&] { run("--moe-token-dispatcher-type nccl"); }, "--moe-token-dispatcher-type", "unknown");
-  expect_input_error([&] { run("--moe-router-num-groups 3 --moe-router-group-topk 1"); }, "--moe-router-num-groups",
-                     "do not divide");
+  expect_input_error([&] { run("--moe-token-dispatcher-type nccl"); }, "--moe-token-dispatcher-type",
+                     "unknown");
+  expect_input_error([&] { run("--moe-router-num-groups 3 --moe-router-group-topk 1"); },
+                     "--moe-router-num-groups", "do not divide");
 }
 
 // --overlap-moe-expert-parallel-comm (Megatron's combined 1F1B): every forward but the first runs beside a
@@ -712,10 +717,12 @@ TEST(CostModel, ExpertParallelOverlapHidesExchangesBehindTheOtherMicroBatch) {
   auto parse = [&](const std::string& extra) {
     return parse_megatron_args(preflight::test::words(
         "--num-layers 2 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
-        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 --bf16 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 "
+        "--bf16 "
         "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
         "--num-experts 64 --moe-ffn-hidden-size 1024 --moe-router-topk 8 --moe-grouped-gemm "
-        "--expert-model-parallel-size 16 --moe-token-dispatcher-type alltoall --nproc_per_node 8 --nnodes 2 " +
+        "--expert-model-parallel-size 16 --moe-token-dispatcher-type alltoall --nproc_per_node 8 --nnodes "
+        "2 " +
         extra));
   };
   EstimateOptions per_layer;
@@ -729,7 +736,7 @@ TEST(CostModel, ExpertParallelOverlapHidesExchangesBehindTheOtherMicroBatch) {
   ASSERT_GT(exchanges, 0);
   EXPECT_GT(ch.ep_overlap_saving_ms, 0);
   EXPECT_LE(ch.ep_overlap_saving_ms, (1 - 20.0 / 132) * exchanges + 1e-9);  // 20 of the H100's 132 SMs
-  const int mbc = ov.micro_batches;  // 64 / dp 16 = 4
+  const int mbc = ov.micro_batches;                                         // 64 / dp 16 = 4
   EXPECT_EQ(mbc, 4);
   EXPECT_NEAR(plain.pipeline_ms - ov.pipeline_ms, (mbc - 1) * ch.ep_overlap_saving_ms, 1e-6);
   // More SMs for the exchanges: less saved.
@@ -737,8 +744,9 @@ TEST(CostModel, ExpertParallelOverlapHidesExchangesBehindTheOtherMicroBatch) {
   EXPECT_LT(estimate(greedy.model, greedy.strategy, h100, per_layer).chunks.front().ep_overlap_saving_ms,
             ch.ep_overlap_saving_ms);
   // Megatron's asserts.
-  expect_input_error([&] { parse("--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type allgather"); },
-                     "--overlap-moe-expert-parallel-comm", "alltoall or flex");
+  expect_input_error(
+      [&] { parse("--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type allgather"); },
+      "--overlap-moe-expert-parallel-comm", "alltoall or flex");
   expect_input_error([&] { parse("--delay-wgrad-compute"); }, "--delay-wgrad-compute", "needs");
   expect_input_error(
       [&] {

@@ -197,11 +197,11 @@ TEST(TimeFit, H100NemoRows) {
   EXPECT_LT(gb200.max_abs_before(), 0.05);
 }
 
-// NeMo's published Qwen3 MoE rows: the HybridEP flex dispatcher across two H100 nodes, the alltoall dispatcher
-// with Megatron's expert-parallel overlap on 256 H100s, and HybridEP with the overlap on 8 B200s (held out).
-// Priced as Megatron's all-to-all, fully exposed, the first two were +30 % and +55 %; within 8 % with the
-// dispatchers and the overlap, and within 4 % with the Hopper presets' grouped-GEMM scale (1.4, fitted on
-// these rows — on either model alone it predicts the other within 3.6 %).
+// NeMo's published Qwen3 MoE rows: the HybridEP flex dispatcher across two H100 nodes, the alltoall
+// dispatcher with Megatron's expert-parallel overlap on 256 H100s, and HybridEP with the overlap on 8 B200s
+// (held out). Priced as Megatron's all-to-all, fully exposed, the first two were +30 % and +55 %; within 8 %
+// with the dispatchers and the overlap, and within 4 % with the Hopper presets' grouped-GEMM scale (1.4,
+// fitted on these rows — on either model alone it predicts the other within 3.6 %).
 TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   const auto h100 = corpus_runs("h100_nemo_moe.json");
   ASSERT_EQ(h100.size(), 7u);
@@ -214,8 +214,11 @@ TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   // Without the overlap the 235B rows are priced with every exchange exposed: far too slow.
   auto exposed = h100.back();
   exposed.strategy.overlap_moe_expert_parallel_comm = false;
-  const double with = cost::estimate(h100.back().model, h100.back().strategy, cost::load_simumax_system("h100-sxm")).iteration_ms;
-  const double without = cost::estimate(exposed.model, exposed.strategy, cost::load_simumax_system("h100-sxm")).iteration_ms;
+  const double with =
+      cost::estimate(h100.back().model, h100.back().strategy, cost::load_simumax_system("h100-sxm"))
+          .iteration_ms;
+  const double without =
+      cost::estimate(exposed.model, exposed.strategy, cost::load_simumax_system("h100-sxm")).iteration_ms;
   EXPECT_GT(without, 1.4 * with);
   EXPECT_GT(with, 0.9 * h100.back().measured_ms);
 }
@@ -245,7 +248,8 @@ TEST(TimeFit, NemoH100Fp8TableOf2024) {
 // NeMo's Llama-3.1-405B layout on 256 GB200 ran with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: with
 // SimuMax's reserve (allocated / 0.94) it "did not fit"; the launch's allocator setting makes it 0.99.
 TEST(TimeFit, ExpandableSegmentsShrinkTheReserve) {
-  const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / "gb200_nemo_llama.json"));
+  const auto j =
+      nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / "gb200_nemo_llama.json"));
   const auto args = j["runs"][2]["args"].get<std::vector<std::string>>();
   const SystemSpec gb200 = cost::load_simumax_system("gb200");
   auto worst_reserved = [&](const std::map<std::string, std::string>& env) {
@@ -261,7 +265,10 @@ TEST(TimeFit, ExpandableSegmentsShrinkTheReserve) {
   EXPECT_DOUBLE_EQ(expandable.first, 0.99);
   EXPECT_GT(plain.second, gb200.mem_bytes());
   EXPECT_LT(expandable.second, gb200.mem_bytes());
-  EXPECT_DOUBLE_EQ(worst_reserved({{"PYTORCH_CUDA_ALLOC_CONF", "garbage_collection_threshold:0.6, Expandable_Segments: True"}}).first, 0.99);
+  EXPECT_DOUBLE_EQ(worst_reserved({{"PYTORCH_CUDA_ALLOC_CONF",
+                                    "garbage_collection_threshold:0.6, Expandable_Segments: True"}})
+                       .first,
+                   0.99);
   EXPECT_DOUBLE_EQ(worst_reserved({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"}}).first, 0.94);
 }
 
@@ -402,14 +409,17 @@ TEST(TimeFit, ScaledSystemJsonMatchesScaledSystem) {
   // The experts' grouped GEMMs follow the GEMMs' scale unless a scale of their own is given (the Hopper
   // presets' 1.4), which leaves the dense GEMMs alone.
   const SystemSpec raw = cost::read_simumax_system(base, "b200");
-  EXPECT_DOUBLE_EQ(b.op.at("group_matmul").efficient_factor * 1.25, raw.op.at("group_matmul").efficient_factor);
+  EXPECT_DOUBLE_EQ(b.op.at("group_matmul").efficient_factor * 1.25,
+                   raw.op.at("group_matmul").efficient_factor);
   const SystemSpec grouped = scaled_system_groups(raw, {{"grouped_gemm", 1.4}});
-  EXPECT_DOUBLE_EQ(grouped.op.at("group_matmul").efficient_factor * 1.4, raw.op.at("group_matmul").efficient_factor);
+  EXPECT_DOUBLE_EQ(grouped.op.at("group_matmul").efficient_factor * 1.4,
+                   raw.op.at("group_matmul").efficient_factor);
   EXPECT_DOUBLE_EQ(grouped.op.at("matmul").efficient_factor, raw.op.at("matmul").efficient_factor);
   TimeFit g;
   g.group_scales = {{"grouped_gemm", 1.4}};
   const SystemSpec from_json = cost::read_simumax_system(scaled_system_json(base, g), "fitted");
-  EXPECT_DOUBLE_EQ(from_json.op.at("group_matmul").efficient_factor, grouped.op.at("group_matmul").efficient_factor);
+  EXPECT_DOUBLE_EQ(from_json.op.at("group_matmul").efficient_factor,
+                   grouped.op.at("group_matmul").efficient_factor);
   EXPECT_DOUBLE_EQ(from_json.op.at("matmul").efficient_factor, raw.op.at("matmul").efficient_factor);
   // The h100-sxm preset carries it: its grouped GEMMs 1.4x slower than the GEMMs' transfer from B200.
   const SystemSpec h100 = cost::load_simumax_system("h100-sxm");

@@ -688,8 +688,9 @@ void validate_for_cost(const ModelSpec& m, const Strategy& st, const SystemSpec&
       throw InputError("--overlap-moe-expert-parallel-comm",
                        "with pp > 1 needs virtual pipeline stages (Megatron asserts it)");
     if (st.simumax_compat)
-      warnings.push_back("--overlap-moe-expert-parallel-comm: SimuMax prices the expert-parallel exchanges "
-                         "exposed (--simumax-compat)");
+      warnings.push_back(
+          "--overlap-moe-expert-parallel-comm: SimuMax prices the expert-parallel exchanges "
+          "exposed (--simumax-compat)");
   }
   if (st.vpp > 1 && st.pp_comm_overlap && st.simumax_compat)
     throw InputError("pp_comm_async",
@@ -1033,8 +1034,8 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   auto phase_of = [&](const ChunkEstimate& ch) {
     double bwd = ch.times.backward_ms();
     if (ep_overlap) bwd -= paired_fraction * ch.ep_overlap_saving_ms;
-    return detail::StagePhases{ch.fwd_recv_ms, ch.times.forward_ms(), ch.fwd_send_ms,
-                               ch.bwd_recv_ms, bwd,                   ch.bwd_send_ms};
+    return detail::StagePhases{ch.fwd_recv_ms, ch.times.forward_ms(), ch.fwd_send_ms, ch.bwd_recv_ms, bwd,
+                               ch.bwd_send_ms};
   };
   if (st.vpp > 1) {
     std::vector<std::vector<detail::StagePhases>> per_rank(pp);

@@ -84,8 +84,8 @@ double remote_nodes_per_token(const MoESpec& moe, int nodes) {
     for (int i = 0; i < r; ++i) p *= std::max(0.0, (n - per_node - i) / (n - i));
     return p;
   };
-  const bool grouped = moe.router_num_groups > 1 && moe.router_group_topk > 0 &&
-                       moe.router_num_groups % nodes == 0;
+  const bool grouped =
+      moe.router_num_groups > 1 && moe.router_group_topk > 0 && moe.router_num_groups % nodes == 0;
   const double p_miss = grouped ? miss(moe.router_num_groups, moe.router_group_topk)
                                 : miss(moe.num_experts, std::min(moe.router_topk, moe.num_experts));
   return (nodes - 1) * (1 - p_miss);
@@ -119,8 +119,8 @@ double ep_exchange_ms(const Ctx& c, double routed, double local, bool gather) {
   const int k = (c.ep + c.sys->num_per_node - 1) / c.sys->num_per_node;
   const double rdma_ms =
       k > 1 ? net(c, Collective::AllToAll, rdma * k / (k - 1), c.ep, "inter_node", CommGroup::Ep) : 0;
-  const double nvl_ms = net(c, Collective::AllToAll, routed, std::min(c.ep, per_node), "high_intra_node",
-                            CommGroup::Ep);
+  const double nvl_ms =
+      net(c, Collective::AllToAll, routed, std::min(c.ep, per_node), "high_intra_node", CommGroup::Ep);
   return std::max(rdma_ms, nvl_ms);
 }
 

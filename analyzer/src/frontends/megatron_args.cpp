@@ -184,15 +184,19 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
 
   // Megatron features the analysis reads past without modelling: say what that does to the numbers.
   static const std::map<std::string, std::string> unmodelled = {
-      {"--use-torch-fsdp2", "FSDP shards weights and gradients over data parallel: memory here is DDP's (high)"},
-      {"--use-custom-fsdp", "FSDP shards weights and gradients over data parallel: memory here is DDP's (high)"},
-      {"--use-megatron-fsdp", "FSDP shards weights and gradients over data parallel: memory here is DDP's (high)"},
+      {"--use-torch-fsdp2",
+       "FSDP shards weights and gradients over data parallel: memory here is DDP's (high)"},
+      {"--use-custom-fsdp",
+       "FSDP shards weights and gradients over data parallel: memory here is DDP's (high)"},
+      {"--use-megatron-fsdp",
+       "FSDP shards weights and gradients over data parallel: memory here is DDP's (high)"},
       {"--cpu-offloading", "activation / weight offloading to the CPU is not modelled: memory here is high"},
       {"--optimizer-cpu-offload", "optimizer states on the CPU are not modelled: memory here is high"},
       {"--enable-cuda-graph", "CUDA graphs are not modelled (launch overheads are not in the time anyway)"},
       {"--cuda-graph-impl", "CUDA graphs are not modelled (launch overheads are not in the time anyway)"},
-      {"--fp8-param-gather", "FP8 parameter all-gather is not modelled: weights and their gather are priced in "
-                             "the training precision"},
+      {"--fp8-param-gather",
+       "FP8 parameter all-gather is not modelled: weights and their gather are priced in "
+       "the training precision"},
   };
   std::set<std::string> said;
   for (const auto& name : cfg.ignored)

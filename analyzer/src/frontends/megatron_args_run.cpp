@@ -442,7 +442,8 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   if (f.has("--moe-flex-dispatcher-backend")) {
     const std::string b = f.get("--moe-flex-dispatcher-backend");
     if (b != "deepep" && b != "hybridep" && b != "ncclep")
-      throw InputError("--moe-flex-dispatcher-backend", "unknown backend '" + b + "' (deepep, hybridep, ncclep)");
+      throw InputError("--moe-flex-dispatcher-backend",
+                       "unknown backend '" + b + "' (deepep, hybridep, ncclep)");
   }
   if (st.simumax_compat) st.moe_dispatcher = MoeDispatcher::AllToAll;
   st.overlap_moe_expert_parallel_comm = f.has("--overlap-moe-expert-parallel-comm");
@@ -453,14 +454,16 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
       st.moe_comm_sms = static_cast<int>(sms);
     }
   if (f.has("--delay-wgrad-compute") && !st.overlap_moe_expert_parallel_comm)
-    throw InputError("--delay-wgrad-compute", "needs --overlap-moe-expert-parallel-comm (Megatron asserts it)");
+    throw InputError("--delay-wgrad-compute",
+                     "needs --overlap-moe-expert-parallel-comm (Megatron asserts it)");
   if (st.overlap_moe_expert_parallel_comm) {
     // Megatron's own checks (transformer_config.py); the sizes are checked once they are known.
     if (st.moe_dispatcher == MoeDispatcher::AllGather)
       throw InputError("--overlap-moe-expert-parallel-comm",
                        "needs --moe-token-dispatcher-type alltoall or flex (Megatron asserts it)");
     if (f.has("--recompute-granularity") && f.get("--recompute-granularity") == "full")
-      throw InputError("--overlap-moe-expert-parallel-comm", "cannot run with full recompute (Megatron asserts it)");
+      throw InputError("--overlap-moe-expert-parallel-comm",
+                       "cannot run with full recompute (Megatron asserts it)");
   }
   if (f.has("--cp-comm-type")) {
     const std::string t = f.get("--cp-comm-type");

@@ -19,27 +19,29 @@ void add_dense_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
 namespace {
 
 /// The expert-parallel exchange of a dispatch (tokens to their experts) or a combine (outputs back), as
-/// Strategy::moe_dispatcher moves it: `gathered` = the ep group's tokens (allgather dispatcher), `routed` = the
-/// rank's routed copies (all-to-all; DeepEP / HybridEP move them too, across nodes once per node).
+/// Strategy::moe_dispatcher moves it: `gathered` = the ep group's tokens (allgather dispatcher), `routed` =
+/// the rank's routed copies (all-to-all; DeepEP / HybridEP move them too, across nodes once per node).
 void add_ep_exchange(Op& op, const Strategy& st, I64 gathered, I64 routed, bool dispatch) {
   if (st.ep <= 1) return;
   if (st.moe_dispatcher == MoeDispatcher::AllGather) {
-    op.comms.push_back({dispatch ? Collective::AllGather : Collective::ReduceScatter, ParallelDim::EP,
-                        Pass::Forward, gathered, 1,
-                        dispatch ? "all-gather of the expert-parallel group's tokens (allgather dispatcher)"
-                                 : "reduce-scatter of expert outputs to their tokens' ranks (allgather dispatcher)"});
+    op.comms.push_back(
+        {dispatch ? Collective::AllGather : Collective::ReduceScatter, ParallelDim::EP, Pass::Forward,
+         gathered, 1,
+         dispatch ? "all-gather of the expert-parallel group's tokens (allgather dispatcher)"
+                  : "reduce-scatter of expert outputs to their tokens' ranks (allgather dispatcher)"});
     op.comms.push_back({dispatch ? Collective::ReduceScatter : Collective::AllGather, ParallelDim::EP,
                         Pass::Backward, gathered, 1,
                         dispatch ? "reduce-scatter of their gradients" : "all-gather of output gradients"});
     return;
   }
   const std::string how = st.moe_dispatcher == MoeDispatcher::Flex ? " (DeepEP/HybridEP)" : "";
-  op.comms.push_back({Collective::AllToAll, ParallelDim::EP, Pass::Forward, routed, 1,
-                      (dispatch ? "all-to-all of tokens to their experts" : "all-to-all of expert outputs back") +
-                          how});
+  op.comms.push_back(
+      {Collective::AllToAll, ParallelDim::EP, Pass::Forward, routed, 1,
+       (dispatch ? "all-to-all of tokens to their experts" : "all-to-all of expert outputs back") + how});
   op.comms.push_back(
       {Collective::AllToAll, ParallelDim::EP, Pass::Backward, routed, 1,
-       (dispatch ? "all-to-all of token gradients back" : "all-to-all of output gradients to the experts") + how});
+       (dispatch ? "all-to-all of token gradients back" : "all-to-all of output gradients to the experts") +
+           how});
 }
 
 }  // namespace
