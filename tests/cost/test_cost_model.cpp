@@ -739,6 +739,12 @@ TEST(CostModel, ExpertParallelOverlapHidesExchangesBehindTheOtherMicroBatch) {
   const int mbc = ov.micro_batches;                                         // 64 / dp 16 = 4
   EXPECT_EQ(mbc, 4);
   EXPECT_NEAR(plain.pipeline_ms - ov.pipeline_ms, (mbc - 1) * ch.ep_overlap_saving_ms, 1e-6);
+  // The summary says how the exchanges were priced.
+  EXPECT_NE(summary_text(ov).find("alltoall token dispatcher, exchanges overlapped"), std::string::npos);
+  EXPECT_NE(summary_text(plain).find("exchanges exposed"), std::string::npos);
+  EXPECT_EQ(summary_json(ov)["moe_token_dispatcher"], "alltoall");
+  EXPECT_EQ(summary_json(ov)["expert_parallel_overlap"], true);
+  EXPECT_EQ(summary_json(plain)["expert_parallel_overlap"], false);
   // More SMs for the exchanges: less saved.
   const MegatronConfig greedy = parse("--overlap-moe-expert-parallel-comm --moe-flex-dispatcher-num-sms 66");
   EXPECT_LT(estimate(greedy.model, greedy.strategy, h100, per_layer).chunks.front().ep_overlap_saving_ms,

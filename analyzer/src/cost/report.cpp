@@ -343,6 +343,11 @@ ojson summary_json(const Estimate& est) {
                {"parallelism", parallelism_text(est.strategy)},
                {"recompute", recompute_status_text(est.recompute)},
                {"memory_model", est.memory_model},
+               {"moe_token_dispatcher", est.strategy.moe_dispatcher == MoeDispatcher::AllGather ? "allgather"
+                                        : est.strategy.moe_dispatcher == MoeDispatcher::Flex    ? "flex"
+                                                                                                : "alltoall"},
+               {"expert_parallel_overlap", est.strategy.overlap_moe_expert_parallel_comm && !est.strategy.simumax_compat},
+               {"allocated_to_reserved_ratio", est.strategy.allocated_to_reserved_ratio},
                {"stages", stages},
                {"device_memory_bytes", est.device_memory_gib * 1024.0 * 1024.0 * 1024.0},
                {"iteration_ms", est.iteration_ms},
@@ -364,7 +369,19 @@ ojson summary_json(const Estimate& est) {
 
 std::string summary_text(const Estimate& est) {
   std::string out = est.model.name + " on " + est.system_name + ": " + parallelism_text(est.strategy) + "\n";
-  out += "recompute: " + recompute_status_text(est.recompute) + "\n\n";
+  out += "recompute: " + recompute_status_text(est.recompute) + "\n";
+  const Strategy& st = est.strategy;
+  if (est.model.moe.enabled() && st.ep > 1) {
+    const char* how = st.moe_dispatcher == MoeDispatcher::AllGather ? "allgather (Megatron's default)"
+                      : st.moe_dispatcher == MoeDispatcher::Flex    ? "flex (DeepEP / HybridEP)"
+                                                                    : "alltoall";
+    out += std::string("expert parallel: ") + how + " token dispatcher, exchanges " +
+           (st.overlap_moe_expert_parallel_comm && !st.simumax_compat
+                ? "overlapped with another micro batch's compute"
+                : "exposed") +
+           "\n";
+  }
+  out += "\n";
   TextTable t;
   t.column("stage")
       .column("model GiB", TextTable::Align::Right)
