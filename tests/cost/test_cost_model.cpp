@@ -761,3 +761,54 @@ TEST(CostModel, ExpertParallelOverlapHidesExchangesBehindTheOtherMicroBatch) {
       },
       "--overlap-moe-expert-parallel-comm", "virtual pipeline");
 }
+
+// GPT-OSS's attention (Megatron's examples/gptoss): a 128-key window on every layer but each 2nd
+// (--window-attn-skip-freq 2: 1-based layer numbers 2, 4, … attend the whole sequence).  The window layers'
+// attention FLOPs are the window's; the others the sequence's.
+TEST(CostModel, SlidingWindowOnEveryOtherLayer) {
+  auto run = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 4096 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 1 --bf16 "
+        "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --nproc_per_node 1 " +
+        extra));
+    EstimateOptions per_layer;
+    per_layer.per_layer = true;
+    return std::make_pair(c.model, estimate(c.model, c.strategy, a100(), per_layer));
+  };
+  const auto [full_model, full] = run("");
+  const auto [all_model, all_window] = run("--window-size 127,0");
+  const auto [gptoss, skip] = run("--window-size 127,0 --window-attn-skip-freq 2");
+  EXPECT_TRUE(gptoss.is_window_layer(0));
+  EXPECT_FALSE(gptoss.is_window_layer(1));
+  EXPECT_TRUE(gptoss.is_window_layer(2));
+  EXPECT_FALSE(gptoss.is_window_layer(3));
+  auto flops = [](const Estimate& e, int layer) { return e.chunks.front().layers[layer].work.fwd_flops; };
+  EXPECT_DOUBLE_EQ(flops(skip, 0), flops(all_window, 0));
+  EXPECT_DOUBLE_EQ(flops(skip, 1), flops(full, 1));
+  EXPECT_DOUBLE_EQ(flops(skip, 2), flops(all_window, 2));
+  EXPECT_DOUBLE_EQ(flops(skip, 3), flops(full, 3));
+  EXPECT_LT(flops(all_window, 1), flops(full, 1));
+  EXPECT_LT(all_window.iteration_ms, skip.iteration_ms);
+  EXPECT_LT(skip.iteration_ms, full.iteration_ms);
+  // A list pattern (1 = window), as Megatron takes it, and one of the wrong length.
+  const auto [listed, list_est] = run("--window-size 127,0 --window-attn-skip-freq ([1]+[0])*2");
+  EXPECT_EQ(listed.layer_has_window, gptoss.layer_has_window);
+  EXPECT_DOUBLE_EQ(list_est.iteration_ms, skip.iteration_ms);
+  expect_input_error([&] { run("--window-size 127,0 --window-attn-skip-freq [1,0,1]"); },
+                     "--window-attn-skip-freq", "3 layers");
+}
+
+// --quick-geglu (GPT-OSS) is a gated MLP like SwiGLU: fc1 has 2·ffn outputs; its ffn default stays 4·h.
+TEST(CostModel, QuickGegluIsGated) {
+  const auto geglu = parse_megatron_args(preflight::test::words(
+      "--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --max-position-embeddings 1024 "
+      "--vocab-size 32000 --micro-batch-size 1 --global-batch-size 1 --quick-geglu"));
+  EXPECT_TRUE(geglu.model.gated());
+  EXPECT_EQ(geglu.model.ffn_hidden_size, 4 * 1024);
+  const auto swiglu = parse_megatron_args(preflight::test::words(
+      "--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --max-position-embeddings 1024 "
+      "--vocab-size 32000 --micro-batch-size 1 --global-batch-size 1 --swiglu --ffn-hidden-size 4096"));
+  EXPECT_EQ(estimate(geglu.model, geglu.strategy, a100()).chunks.front().memory.weight_numel,
+            estimate(swiglu.model, swiglu.strategy, a100()).chunks.front().memory.weight_numel);
+}

@@ -453,7 +453,8 @@ class Builder {
     for (int i = 0; i < num_layers; ++i) {
       int global = first_layer + i;
       const std::vector<Leaf>& tpl =
-          layer_template(m_.is_moe_layer(global), detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]));
+          layer_template(m_.is_moe_layer(global), m_.is_window_layer(global),
+                         detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]));
       for (const auto& l : tpl) take(l, i);
       if (st_.overlap_moe_expert_parallel_comm && m_.is_moe_layer(global))
         ce.ep_overlap_saving_ms += ep_overlap_saving(tpl, ep_sm_share_);
@@ -536,7 +537,7 @@ class Builder {
                                  st_.micro_batch_size,
                                  st_.seq_length,
                                  kind,
-                                 kind < 2 ? cache_->variant_of(rc) : -1};
+                                 kind == 2 || kind == 3 ? -1 : cache_->variant_of(rc)};
     auto it = cache_->templates.find(key);
     if (it == cache_->templates.end()) {
       detail::Unpriced u;
@@ -547,11 +548,14 @@ class Builder {
     return it->second;
   }
 
-  const std::vector<Leaf>& layer_template(bool moe, const detail::LayerRc& rc) {
-    return get(moe ? 1 : 0, rc, [&](detail::Unpriced* u) {
+  /// Priced leaves of a layer kind: dense or MoE, sliding-window attention or not (kinds 0/1 the layers like
+  /// layer 0's attention, 4/5 the others; 2, 3 are the embedding and the head).
+  const std::vector<Leaf>& layer_template(bool moe, bool window, const detail::LayerRc& rc) {
+    const bool like_first = window == m_.is_window_layer(0);
+    return get((moe ? 1 : 0) + (like_first ? 0 : 4), rc, [&](detail::Unpriced* u) {
       int rep = 0;
       for (int l = 0; l < m_.num_layers; ++l)
-        if (m_.is_moe_layer(l) == moe) {
+        if (m_.is_moe_layer(l) == moe && m_.is_window_layer(l) == window) {
           rep = l;
           break;
         }

@@ -14,24 +14,26 @@ namespace preflight::analyzer::megatron {
 
 namespace {
 
-/// Megatron `--moe-layer-freq`: an int k (every k-th layer is MoE) or a Python list expression
-/// such as "[0]*3+[1]*58" or "([0]+[1]*2)*4".
-std::vector<bool> parse_moe_layer_freq(const std::string& v, int num_layers) {
+/// A per-layer pattern flag: an int k or a Python list expression such as "[0]*3+[1]*58" or
+/// "([0]+[1]*2)*4".  `--moe-layer-freq` k: layers 0, k, 2k, … are MoE; `--window-attn-skip-freq` k: every
+/// k-th layer (1-based numbers k, 2k, …) has full attention, the others the sliding window
+/// (megatron/core/transformer/utils.py is_layer_window_attention).
+std::vector<bool> parse_layer_pattern(const char* flag, const std::string& v, int num_layers, bool window) {
   std::string s;
   for (char ch : v)
     if (!std::isspace(static_cast<unsigned char>(ch))) s += ch;
   if (!s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return std::isdigit(ch); })) {
-    I64 k = parse_int("--moe-layer-freq", s);
-    if (k <= 0) throw InputError("--moe-layer-freq", "must be positive");
+    I64 k = parse_int(flag, s);
+    if (k <= 0) throw InputError(flag, "must be positive");
     std::vector<bool> out(num_layers);
-    for (int i = 0; i < num_layers; ++i) out[i] = i % k == 0;
+    for (int i = 0; i < num_layers; ++i) out[i] = window ? (i + 1) % k != 0 : i % k == 0;
     return out;
   }
   // Tiny recursive-descent evaluator for sums of (list | (expr)) * int.
   std::size_t pos = 0;
   std::function<std::vector<bool>()> expr, term;
   auto fail = [&]() -> std::vector<bool> {
-    throw InputError("--moe-layer-freq", "cannot read '" + v + "' (expected an int or e.g. [0]*3+[1]*58)");
+    throw InputError(flag, "cannot read '" + v + "' (expected an int or e.g. [0]*3+[1]*58)");
   };
   auto atom = [&]() -> std::vector<bool> {
     std::vector<bool> out;
@@ -66,7 +68,7 @@ std::vector<bool> parse_moe_layer_freq(const std::string& v, int num_layers) {
       std::size_t start = pos;
       while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) ++pos;
       if (start == pos) return fail();
-      I64 times = parse_int("--moe-layer-freq", s.substr(start, pos - start));
+      I64 times = parse_int(flag, s.substr(start, pos - start));
       std::vector<bool> rep;
       for (I64 i = 0; i < times; ++i) rep.insert(rep.end(), base.begin(), base.end());
       base = rep;
@@ -135,8 +137,10 @@ const std::vector<FlagSpec>& model_flags() {
       {"--seq-length", Arity::One},
       {"--max-position-embeddings", Arity::One},
       {"--window-size", Arity::One},
+      {"--window-attn-skip-freq", Arity::One},
       {"--swiglu", Arity::Switch},
       {"--squared-relu", Arity::Switch},
+      {"--quick-geglu", Arity::Switch},
       {"--untie-embeddings-and-output-weights", Arity::Switch},
       {"--disable-bias-linear", Arity::Switch},
       {"--add-qkv-bias", Arity::Switch},
@@ -194,7 +198,9 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
   }
   st.seq_length = f.require_int("--seq-length");
 
-  if (f.has("--swiglu"))
+  // `--quick-geglu` (GPT-OSS): gated like SwiGLU (fc1 of 2·ffn), x·σ(1.702·x) in place of x·σ(x) — the same
+  // kernels and bytes, so it is priced as SwiGLU; Megatron keeps the 4·h default ffn for it.
+  if (f.has("--swiglu") || f.has("--quick-geglu"))
     m.activation = Activation::SwiGLU;
   else if (f.has("--squared-relu"))
     m.activation = Activation::SquaredReLU;
@@ -202,8 +208,9 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
   if (f.has("--ffn-hidden-size")) {
     m.ffn_hidden_size = parse_int("--ffn-hidden-size", f.get("--ffn-hidden-size"));
   } else if (!base || old_hidden != m.hidden_size || f.has("--swiglu")) {
-    m.ffn_hidden_size =
-        m.gated() ? static_cast<I64>((4.0 * m.hidden_size * 2 / 3) / 64) * 64 : 4 * m.hidden_size;
+    m.ffn_hidden_size = m.gated() && !f.has("--quick-geglu")
+                            ? static_cast<I64>((4.0 * m.hidden_size * 2 / 3) / 64) * 64
+                            : 4 * m.hidden_size;
   }
   if (f.has("--kv-channels"))
     m.kv_channels = parse_int("--kv-channels", f.get("--kv-channels"));
@@ -259,6 +266,13 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
       throw InputError("--window-size",
                        "expected (left, right) with left ≥ -1, got '" + f.get("--window-size") + "'");
     m.sliding_window = l > 0 ? l + 1 : 0;
+  }
+  if (f.has("--window-attn-skip-freq") && m.sliding_window > 0) {
+    m.layer_has_window =
+        parse_layer_pattern("--window-attn-skip-freq", f.get("--window-attn-skip-freq"), m.num_layers, true);
+    if (static_cast<int>(m.layer_has_window.size()) != m.num_layers)
+      throw InputError("--window-attn-skip-freq", "gives " + std::to_string(m.layer_has_window.size()) +
+                                                      " layers but the model has " + std::to_string(m.num_layers));
   }
   if (f.has("--untie-embeddings-and-output-weights")) m.untie_embeddings_and_output_weights = true;
   if (f.has("--disable-bias-linear")) m.add_bias_linear = false;
@@ -333,7 +347,7 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
     m.moe.shared_expert_ffn_hidden_size =
         f.int_or("--moe-shared-expert-intermediate-size", m.moe.shared_expert_ffn_hidden_size);
     if (f.has("--moe-layer-freq"))
-      m.moe.layer_is_moe = parse_moe_layer_freq(f.get("--moe-layer-freq"), m.num_layers);
+      m.moe.layer_is_moe = parse_layer_pattern("--moe-layer-freq", f.get("--moe-layer-freq"), m.num_layers, false);
     if (f.has("--moe-pad-expert-input-to-capacity")) m.moe.pad_expert_input_to_capacity = true;
     m.moe.capacity_factor = f.float_or("--moe-expert-capacity-factor", m.moe.capacity_factor);
     m.moe.router_num_groups = static_cast<int>(f.int_or("--moe-router-num-groups", m.moe.router_num_groups));

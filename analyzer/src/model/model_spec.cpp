@@ -10,6 +10,12 @@ bool ModelSpec::is_moe_layer(int layer) const {
   return layer >= 0 && layer < static_cast<int>(moe.layer_is_moe.size()) && moe.layer_is_moe[layer];
 }
 
+bool ModelSpec::is_window_layer(int layer) const {
+  if (sliding_window <= 0) return false;
+  if (layer_has_window.empty()) return true;
+  return layer >= 0 && layer < static_cast<int>(layer_has_window.size()) && layer_has_window[layer];
+}
+
 std::int64_t ModelSpec::padded_vocab_size(int tp) const {
   // Megatron `_vocab_size_with_padding`: multiple = make_vocab_size_divisible_by * tp.
   std::int64_t multiple = static_cast<std::int64_t>(make_vocab_size_divisible_by) * tp;
@@ -66,6 +72,9 @@ void ModelSpec::validate() const {
   if (hidden_dropout < 0 || hidden_dropout >= 1) throw InputError("--hidden-dropout", "must be in [0, 1)");
   if (mtp_num_layers < 0) throw InputError("--mtp-num-layers", "must be ≥ 0");
   if (sliding_window < 0) throw InputError("sliding_window", "must be ≥ 0 (0: no window)");
+  if (!layer_has_window.empty() && static_cast<int>(layer_has_window.size()) != num_layers)
+    throw InputError("--window-attn-skip-freq", "gives " + std::to_string(layer_has_window.size()) +
+                                                    " layers but the model has " + std::to_string(num_layers));
   if (moe.enabled()) {
     require_positive(moe.router_topk, "--moe-router-topk");
     require_positive(moe.ffn_hidden_size, "--moe-ffn-hidden-size");

@@ -77,7 +77,7 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
   at.seq = c.s_loc;
   // Keys each query attends: the sequence, or the sliding window (the graph's attention FLOPs count every
   // query against every attended key, Megatron's and SimuMax's non-causal convention).
-  at.kv_seq = m.sliding_window > 0 ? std::min(c.s, m.sliding_window) : c.s;
+  at.kv_seq = m.is_window_layer(layer) ? std::min(c.s, m.sliding_window) : c.s;
   at.in_features = static_cast<I64>(heads) * qk_dim;
   at.out_features = static_cast<I64>(heads) * v_dim;
   I64 q = c.tok * heads * qk_dim * c.a;

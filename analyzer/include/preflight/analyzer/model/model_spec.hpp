@@ -69,6 +69,9 @@ struct ModelSpec {
   /// Sliding-window attention: keys each query attends (itself and the window − 1 before it); 0 = the
   /// whole sequence.  Changes the attention FLOPs only (Mistral `sliding_window`; Megatron --window-size).
   std::int64_t sliding_window = 0;
+  /// Per layer (0-based): whether it attends the sliding window; empty = every layer does (when
+  /// sliding_window > 0).  Megatron `--window-attn-skip-freq` (GPT-OSS: every 2nd layer full attention).
+  std::vector<bool> layer_has_window;
   std::int64_t vocab_size = 0;               ///< tokenizer size before padding
   int make_vocab_size_divisible_by =
       128;  ///< padding unit, multiplied by tp (Megatron `_vocab_size_with_padding`)
@@ -106,6 +109,8 @@ struct ModelSpec {
   bool fc2_bias() const { return add_bias_linear || add_fc2_bias; }
   /// Whether transformer layer `layer` (0-based, global) has a MoE MLP.
   bool is_moe_layer(int layer) const;
+  /// Whether transformer layer `layer` (0-based, global) attends a sliding window (not the whole sequence).
+  bool is_window_layer(int layer) const;
   /// Vocabulary padded as Megatron does: up to a multiple of make_vocab_size_divisible_by · tp.
   std::int64_t padded_vocab_size(int tp) const;
 
