@@ -59,8 +59,10 @@ A100_FIT = (0.9645, 0.7658,
 # them).
 HOPPER_FIT = (0.96, 1.0,
               "compute fitted on tests/data/time_corpus/h100_nemo_llama3.json (NeMo's published Llama-3-70B and "
-              "Llama-3.1-405B FP8 pre-training on 64 / 1024 H100s, 6 runs, no straggler factor): largest |error| 2.5 %; H200 and H800 "
-              "take the H100's compute fit (same GPU)")
+              "Llama-3.1-405B FP8 pre-training on 64 / 1024 H100s, 6 runs, no straggler factor): largest |error| 2.5 % "
+              "with fp32 gradient reduction; with the recipes' bf16 reduction the 405B rows are -3 … -7 % (the 70B "
+              "rows +1 … +2 %), and a compute refit that centres them moves NeMo 24.07's held-out H100 table and the "
+              "MoE rows further off, so 0.96 is kept; H200 and H800 take the H100's compute fit (same GPU)")
 STRAGGLER = {"a100-sxm-40gb": 0.09, "a100-sxm-80gb": 0.09}
 RING_STEP_LATENCY_US = 8
 # Streaming multiprocessors per device (spec sheets / whitepapers; MI300X: compute units); Ascend unknown (0).
@@ -80,10 +82,11 @@ FITTED = {
 # FP8 GEMMs take the BF16 efficiencies (no FP8 kernel in the source calibrations); where published FP8 runs
 # say otherwise, an extra scale on the fp8 ops only (times the compute scale), with its source.
 FP8_FITTED = {
-    "b200": (0.91,
+    "b200": (0.95,
              "fitted on tests/data/time_corpus/b200_nemo_llama3_8b.json and b200_nemo_llama31.json (NeMo's "
-             "published Llama-3-8B and 3.1-405B FP8-CS runs on DGX-B200, 4 runs of 2 models, FP8 GEMMs only): "
-             "largest |error| 2 % (was 8.0 % / 5.9 %); fitted on one model, the other stays within 3.5 %"),
+             "published Llama-3-8B and 3.1-405B FP8-CS runs on DGX-B200, 4 runs of 2 models, FP8 GEMMs only, "
+             "gradients reduced in bf16 as the recipes set): largest |error| 4.7 % (was 8.0 % / 9.5 % at the "
+             "BF16 efficiencies); the two models pull apart (8B alone wants 0.90, 405B alone 0.99)"),
 }
 
 
@@ -102,16 +105,18 @@ GROUP_FITTED = {
              "memory-bound ops 15 % faster"),
 }
 # Hopper's grouped (expert) GEMMs: their efficiencies are transferred from SimuMax's B200 measurements, and
-# NeMo's H100 MoE rows (tests/data/time_corpus/h100_nemo_moe.json: Qwen3-30B-A3B and Qwen3-235B-A22B FP8) were
-# all 2-8 % fast with them.  One scale on group_matmul / fp8_group_matmul, fitted on one model, predicts the
-# other: on Qwen3-30B alone 1.4 gives the 235B rows -2.5 … +3.6 %; on 235B alone ~1.37 gives the 30B rows
-# -0.1 … -2.4 %.  1.4 minimises the rms over all seven (2.0 %).
-HOPPER_GROUPED = ({"grouped_gemm": 1.4},
-                  "grouped-GEMM scale fitted on NeMo's H100 Qwen3 MoE rows (7 runs, 2 models, cross-checked model "
-                  "against model): largest |error| 7.8 % -> 3.6 %")
+# NeMo's H100 MoE rows (tests/data/time_corpus/h100_nemo_moe.json) were all fast with them.  FP8 ones
+# (fp8_group_matmul; Qwen3-30B-A3B and Qwen3-235B-A22B FP8, 7 runs): 1.4x slower, fitted on one model it predicts
+# the other (on Qwen3-30B alone 1.4 gives the 235B rows -2.5 … +3.6 %; on 235B alone ~1.37 the 30B rows -0.1 …
+# -2.4 %).  BF16 ones (group_matmul; GPT-OSS-120B BF16, 4 runs of one model, -6 … -9 % before): 1.17.
+HOPPER_GROUPED = ({"grouped_gemm": 1.17, "fp8_grouped_gemm": 1.4},
+                  "grouped-GEMM scales fitted on NeMo's H100 MoE rows (FP8: Qwen3-30B-A3B and Qwen3-235B-A22B, 7 "
+                  "runs, cross-checked model against model; BF16: GPT-OSS-120B, 4 runs): largest |error| 11.1 % -> "
+                  "3.6 %")
 GROUP_FITTED.update({"h100-sxm": HOPPER_GROUPED, "h200": HOPPER_GROUPED, "h800": HOPPER_GROUPED})
 GEMM_OPS = ("matmul", "fp8_matmul")
-GROUPED_GEMM_OPS = ("group_matmul", "fp8_group_matmul")
+GROUPED_GEMM_OPS = ("group_matmul",)
+FP8_GROUPED_GEMM_OPS = ("fp8_group_matmul",)
 ATTENTION_OPS = ("sdp_fwd", "sdp_bwd")
 
 
@@ -123,12 +128,18 @@ def apply_groups(s, groups, fp8=1.0):
             return "gemm"
         if key in GROUPED_GEMM_OPS:
             return "grouped_gemm"
+        if key in FP8_GROUPED_GEMM_OPS:
+            return "fp8_grouped_gemm"
         return "attention" if key in ATTENTION_OPS else "memory"
 
-    def scale(group):  # grouped GEMMs without a scale take the GEMMs' (time_fit.cpp scale_of)
-        if group == "grouped_gemm" and group not in groups:
+    def scale(group):  # fallbacks as time_fit.cpp scale_of: fp8 grouped -> grouped -> GEMMs
+        if group in groups:
+            return groups[group]
+        if group == "fp8_grouped_gemm":
+            return scale("grouped_gemm")
+        if group == "grouped_gemm":
             return groups.get("gemm", 1.0)
-        return groups.get(group, 1.0)
+        return 1.0
     for key, op in s["accelerator"]["op"].items():
         k = scale(op_group(key)) * (fp8 if key.startswith("fp8") else 1.0)
         op["efficient_factor"] = op["efficient_factor"] / k

@@ -173,23 +173,24 @@ TEST(TimeFit, TpCommOverlapHidesTpCollectivesBehindTheirGemms) {
 }
 
 // NeMo's published Llama-3 FP8 runs on H100 (70B tp-comm-overlap pp 8 vp 5; 405B ring-p2p cp 2 pp 8 vp 8 with
-// the embedding and loss counted in the split): the h100-sxm preset's compute is fitted on them, within 3 %
-// (the 405B rows were +15 … +19 % with the ring priced as an all-to-all, and up to 4.7 % with SimuMax's
-// straggler factor, which the Hopper and Blackwell presets drop).  NeMo's B200 FP8 rows (Llama-3-8B and
-// 3.1-405B) within 3 % with the b200 preset's FP8 GEMM scale (10.2 % / 8.0 % at the BF16 efficiencies with
-// the straggler factor); NeMo's GB200 rows (Llama-3-8B, 3.1-405B on 256 GPUs over six releases) within 5 % on the
-// gb200 preset, which no GB200 run was fitted on.
+// the embedding and loss counted in the split), gradients reduced in bf16 as the recipes set: the 70B rows
+// within 2.5 %, the 405B rows on 1024 GPUs 3 … 7 % fast (the ring priced as an all-to-all made them +15 … +19 %;
+// with fp32 gradient reduction, which the recipes do not use, all six were within 2.7 %).  NeMo's B200 FP8 rows
+// (Llama-3-8B and 3.1-405B) within 5 % with the b200 preset's FP8 GEMM scale fitted on them (8.0 / 9.5 % at
+// the BF16 efficiencies); NeMo's GB200 rows (Llama-3-8B, 3.1-405B on 256 GPUs over six releases) within 5 % on
+// the gb200 preset, which no GB200 run was fitted on.
 TEST(TimeFit, H100NemoRows) {
   const auto runs = corpus_runs("h100_nemo_llama3.json");
   ASSERT_EQ(runs.size(), 6u);
   for (const auto& r : runs) ASSERT_TRUE(r.strategy.tp_comm_overlap) << r.name;
+  for (const auto& r : runs) ASSERT_TRUE(r.strategy.grad_reduce_in_bf16) << r.name;
   const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
-  EXPECT_LT(fit.max_abs_before(), 0.03);
-  EXPECT_LT(fit.max_abs_held_out(), 0.03);
-  // NeMo's B200 405B FP8 rows on the b200 preset (fitted on BF16 runs, FP8 at the BF16 efficiencies): slow.
+  for (const auto& r : fit.runs)
+    EXPECT_LT(std::abs(r.error_before()), r.name.find("70b") != std::string::npos ? 0.025 : 0.075) << r.name;
+  EXPECT_LT(fit.max_abs_held_out(), 0.035);
   for (const char* corpus : {"b200_nemo_llama31.json", "b200_nemo_llama3_8b.json"}) {
     const TimeFit b200 = fit_time(corpus_runs(corpus), cost::load_simumax_system("b200"));
-    EXPECT_LT(b200.max_abs_before(), 0.03) << corpus;
+    EXPECT_LT(b200.max_abs_before(), 0.05) << corpus;
   }
   const auto gb = corpus_runs("gb200_nemo_llama.json");
   ASSERT_EQ(gb.size(), 8u);
@@ -204,23 +205,31 @@ TEST(TimeFit, H100NemoRows) {
 // fitted on these rows — on either model alone it predicts the other within 3.6 %).
 TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   const auto h100 = corpus_runs("h100_nemo_moe.json");
-  ASSERT_EQ(h100.size(), 7u);
+  ASSERT_EQ(h100.size(), 11u);
   for (const auto& r : h100) ASSERT_NE(r.strategy.moe_dispatcher, MoeDispatcher::AllGather) << r.name;
   const TimeFit fit = fit_time(h100, cost::load_simumax_system("h100-sxm"));
   EXPECT_LT(fit.max_abs_before(), 0.04);
   EXPECT_LT(fit.max_abs_held_out(), 0.05);
+  // B200: Qwen3-30B-A3B within 4 %, GPT-OSS-120B BF16 (held out) -2.4 … -7.3 % (its 26.04 release ran 5 %
+  // slower than the two around it).
   const TimeFit b200 = fit_time(corpus_runs("b200_nemo_moe.json"), cost::load_simumax_system("b200"));
-  EXPECT_LT(b200.max_abs_before(), 0.04);
+  EXPECT_LT(b200.max_abs_before(), 0.08);
+  for (const auto& r : b200.runs) {
+    if (r.name.find("qwen3") != std::string::npos) {
+      EXPECT_LT(std::abs(r.error_before()), 0.04) << r.name;
+    }
+  }
   // Without the overlap the 235B rows are priced with every exchange exposed: far too slow.
-  auto exposed = h100.back();
+  const auto q235 = std::find_if(h100.begin(), h100.end(),
+                                 [](const TimedRun& r) { return r.name.find("235b") != std::string::npos; });
+  ASSERT_NE(q235, h100.end());
+  auto exposed = *q235;
   exposed.strategy.overlap_moe_expert_parallel_comm = false;
-  const double with =
-      cost::estimate(h100.back().model, h100.back().strategy, cost::load_simumax_system("h100-sxm"))
-          .iteration_ms;
-  const double without =
-      cost::estimate(exposed.model, exposed.strategy, cost::load_simumax_system("h100-sxm")).iteration_ms;
+  const SystemSpec h100_sys = cost::load_simumax_system("h100-sxm");
+  const double with = cost::estimate(q235->model, q235->strategy, h100_sys).iteration_ms;
+  const double without = cost::estimate(exposed.model, exposed.strategy, h100_sys).iteration_ms;
   EXPECT_GT(without, 1.4 * with);
-  EXPECT_GT(with, 0.9 * h100.back().measured_ms);
+  EXPECT_GT(with, 0.9 * q235->measured_ms);
 }
 
 // NeMo 24.07's H100 FP8 table (held out, 9 dense runs from 5B on 64 GPUs to 175B on 512): all within 8 %, 7
@@ -245,31 +254,37 @@ TEST(TimeFit, NemoH100Fp8TableOf2024) {
   EXPECT_GT(slow, 1.15 * runs[1].measured_ms) << runs[1].name;
 }
 
-// NeMo's Llama-3.1-405B layout on 256 GB200 ran with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: with
-// SimuMax's reserve (allocated / 0.94) it "did not fit"; the launch's allocator setting makes it 0.99.
+// The allocator's reserve: SimuMax's allocated / 0.94, or allocated / 0.99 when the launch's environment sets
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (NeMo's recipes do).  On NeMo's Llama-3.1-405B layout on
+// 256 GB200s (which ran) the reserved peak shrinks by 0.94 / 0.99 and fits either way; with fp32 gradient
+// reduction (not the recipe's) only the expandable-segments reserve fits — SimuMax's ratio alone would
+// refuse a run of that kind.
 TEST(TimeFit, ExpandableSegmentsShrinkTheReserve) {
-  const auto j =
-      nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / "gb200_nemo_llama.json"));
-  const auto args = j["runs"][2]["args"].get<std::vector<std::string>>();
+  const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / "gb200_nemo_llama.json"));
+  auto args = j["runs"][2]["args"].get<std::vector<std::string>>();
   const SystemSpec gb200 = cost::load_simumax_system("gb200");
-  auto worst_reserved = [&](const std::map<std::string, std::string>& env) {
-    const auto cfg = parse_megatron_args(args, env);
+  auto worst_reserved = [&](const std::vector<std::string>& a, const std::map<std::string, std::string>& env) {
+    const auto cfg = parse_megatron_args(a, env);
     const auto est = cost::estimate(cfg.model, cfg.strategy, gb200);
     double worst = 0;
     for (const auto& s : est.stages) worst = std::max(worst, s.peak_with_reserved_bytes);
     return std::make_pair(cfg.strategy.allocated_to_reserved_ratio, worst);
   };
-  const auto plain = worst_reserved({});
-  const auto expandable = worst_reserved({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
+  const std::map<std::string, std::string> expandable_env = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}};
+  const auto plain = worst_reserved(args, {});
+  const auto expandable = worst_reserved(args, expandable_env);
   EXPECT_DOUBLE_EQ(plain.first, 0.94);
   EXPECT_DOUBLE_EQ(expandable.first, 0.99);
-  EXPECT_GT(plain.second, gb200.mem_bytes());
-  EXPECT_LT(expandable.second, gb200.mem_bytes());
-  EXPECT_DOUBLE_EQ(worst_reserved({{"PYTORCH_CUDA_ALLOC_CONF",
-                                    "garbage_collection_threshold:0.6, Expandable_Segments: True"}})
-                       .first,
-                   0.99);
-  EXPECT_DOUBLE_EQ(worst_reserved({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"}}).first, 0.94);
+  EXPECT_NEAR(expandable.second, plain.second * 0.94 / 0.99, 1.0);
+  EXPECT_LT(plain.second, gb200.mem_bytes());
+  std::erase(args, std::string("--grad-reduce-in-bf16"));
+  EXPECT_GT(worst_reserved(args, {}).second, gb200.mem_bytes());
+  EXPECT_LT(worst_reserved(args, expandable_env).second, gb200.mem_bytes());
+  EXPECT_DOUBLE_EQ(
+      worst_reserved(args, {{"PYTORCH_CUDA_ALLOC_CONF", "garbage_collection_threshold:0.6, Expandable_Segments: True"}})
+          .first,
+      0.99);
+  EXPECT_DOUBLE_EQ(worst_reserved(args, {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"}}).first, 0.94);
 }
 
 // SimuMax v1.2's B200 calibration file says 80 GB of device memory: every 70B/405B run of its own B200 table
@@ -421,10 +436,16 @@ TEST(TimeFit, ScaledSystemJsonMatchesScaledSystem) {
   EXPECT_DOUBLE_EQ(from_json.op.at("group_matmul").efficient_factor,
                    grouped.op.at("group_matmul").efficient_factor);
   EXPECT_DOUBLE_EQ(from_json.op.at("matmul").efficient_factor, raw.op.at("matmul").efficient_factor);
-  // The h100-sxm preset carries it: its grouped GEMMs 1.4x slower than the GEMMs' transfer from B200.
+  // The h100-sxm preset carries them: grouped GEMMs 1.17x slower than the GEMMs' transfer from B200, FP8 ones
+  // 1.4x; an FP8 grouped scale absent falls back to the grouped one.
   const SystemSpec h100 = cost::load_simumax_system("h100-sxm");
   EXPECT_NEAR(h100.op.at("matmul").efficient_factor / h100.op.at("group_matmul").efficient_factor,
-              1.4 * raw.op.at("matmul").efficient_factor / raw.op.at("group_matmul").efficient_factor, 1e-9);
+              1.17 * raw.op.at("matmul").efficient_factor / raw.op.at("group_matmul").efficient_factor, 1e-9);
+  EXPECT_NEAR(h100.op.at("fp8_matmul").efficient_factor / h100.op.at("fp8_group_matmul").efficient_factor,
+              1.4 * h100.op.at("matmul").efficient_factor / h100.op.at("group_matmul").efficient_factor / 1.17, 1e-9);
+  const SystemSpec only_grouped = scaled_system_groups(raw, {{"grouped_gemm", 1.3}});
+  EXPECT_DOUBLE_EQ(only_grouped.op.at("fp8_group_matmul").efficient_factor * 1.3,
+                   raw.op.at("fp8_group_matmul").efficient_factor);
 }
 
 TEST(TimeFit, CalibrateFitTimeWritesAUsableSystem) {

@@ -66,20 +66,24 @@ namespace {
 /// The efficiency group of an accelerator op (SystemSpec::op key).
 const char* op_group(const std::string& op) {
   if (op == "matmul" || op == "fp8_matmul") return "gemm";
-  if (op == "group_matmul" || op == "fp8_group_matmul") return "grouped_gemm";
+  if (op == "group_matmul") return "grouped_gemm";
+  if (op == "fp8_group_matmul") return "fp8_grouped_gemm";
   if (op == "sdp_fwd" || op == "sdp_bwd") return "attention";
   return "memory";
 }
 
 bool accelerator_group(const std::string& group) {
-  return group == "gemm" || group == "grouped_gemm" || group == "attention" || group == "memory";
+  return group == "gemm" || group == "grouped_gemm" || group == "fp8_grouped_gemm" || group == "attention" ||
+         group == "memory";
 }
 
-/// A group's scale; a collective without a scale of its own takes "network" (the two-factor fit), grouped
-/// GEMMs without one take the GEMMs' (fits made before they were a group of their own), else 1.
+/// A group's scale; a collective without a scale of its own takes "network" (the two-factor fit); FP8 grouped
+/// GEMMs without one take the grouped GEMMs', grouped GEMMs without one the GEMMs' (fits made before they
+/// were groups of their own); else 1.
 double scale_of(const GroupScales& scales, const std::string& group) {
   for (const auto& [g, v] : scales)
     if (g == group) return v;
+  if (group == "fp8_grouped_gemm") return scale_of(scales, "grouped_gemm");
   if (group == "grouped_gemm") return scale_of(scales, "gemm");
   if (!accelerator_group(group))
     for (const auto& [g, v] : scales)

@@ -63,8 +63,9 @@ struct TimedRunResult {
 using GroupScales = std::vector<std::pair<std::string, double>>;
 
 /// Efficiency groups of the per-group fit, in its order.
-/// ("grouped_gemm", the experts' grouped GEMMs, is a scale a system file may carry — the Hopper presets do —
-/// but not one fitted here: it follows "gemm".  Fitted separately on the B200 DeepSeek rows it moved far from
+/// ("grouped_gemm" and "fp8_grouped_gemm", the experts' grouped GEMMs in 16 bits and in FP8, are scales a
+/// system file may carry — the Hopper presets do — but not ones fitted here: the FP8 one follows the other,
+/// which follows "gemm".  Fitted separately on the B200 DeepSeek rows it moved far from
 /// 1, where the linear split no longer predicts the re-estimate.)
 inline constexpr const char* kTimeFitGroups[] = {"gemm",           "attention", "memory", "all_reduce",
                                                  "all_gather",     "reduce_scatter", "all2all", "p2p"};
