@@ -416,3 +416,32 @@ TEST(HfConfigErrors, FilesAndFolders) {
   ModelSpec m = load_hf_config((preflight::test::frontends_data() / "hf" / "mixtral-8x7b").string());
   EXPECT_EQ(m.name, "mixtral-8x7b");
 }
+
+// GPT-OSS-120B (openai/gpt-oss-120b config.json, Apache-2.0): every layer MoE, a 128-key window on the
+// layers `layer_types` marks sliding_attention (every other one).  Hand count: embedding and output
+// 2·201088·2880; per layer q/k/v with biases (4096 + 2·512 outputs of 2880) and o (4096 → 2880, its bias not
+// counted), router 2880·128, 128 experts of 2880·5760 + 2880·2880, two norms → 3,211,971,200 · 36, plus the
+// final norm: 116,789,232,960 (the model card's 116.83 B counts the expert and o_proj biases and the sinks too).
+TEST(HfConfig, GptOss120bWindowOnEveryOtherLayer) {
+  const std::string text = R"({"architectures":["GptOssForCausalLM"],"attention_bias":true,"attention_dropout":0.0,"eos_token_id":200002,"experts_per_token":4,"head_dim":64,"hidden_act":"silu","hidden_size":2880,"initial_context_length":4096,"initializer_range":0.02,"intermediate_size":2880,"layer_types":["sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention"],"max_position_embeddings":131072,"model_type":"gpt_oss","num_attention_heads":64,"num_experts_per_tok":4,"num_hidden_layers":36,"num_key_value_heads":8,"num_local_experts":128,"output_router_logits":false,"pad_token_id":199999,"rms_norm_eps":1e-05,"rope_scaling":{"beta_fast":32.0,"beta_slow":1.0,"factor":32.0,"original_max_position_embeddings":4096,"rope_type":"yarn","truncate":false},"rope_theta":150000,"router_aux_loss_coef":0.9,"sliding_window":128,"swiglu_limit":7.0,"tie_word_embeddings":false,"transformers_version":"4.55.0.dev0","use_cache":true,"vocab_size":201088})";
+  std::vector<std::string> warnings;
+  const ModelSpec m = parse_hf_config(text, "config.json", &warnings);
+  EXPECT_EQ(m.num_layers, 36);
+  EXPECT_EQ(m.kv_channels, 64);
+  EXPECT_EQ(m.num_query_groups, 8);
+  EXPECT_EQ(m.moe.num_experts, 128);
+  EXPECT_EQ(m.moe.router_topk, 4);
+  EXPECT_EQ(m.sliding_window, 128);
+  for (int l = 0; l < m.num_layers; ++l) {
+    EXPECT_TRUE(m.is_moe_layer(l));
+    EXPECT_EQ(m.is_window_layer(l), l % 2 == 0) << l;
+  }
+  EXPECT_EQ(count_parameters(m), 116'789'232'960);
+  // layer_types must name every layer, with known types.
+  std::string short_types = text;
+  short_types.replace(short_types.find("[\"sliding_attention\","), 21, "[");
+  EXPECT_TRUE(contains(parse_error(short_types).what(), "35 entries for 36 layers"));
+  std::string odd = text;
+  odd.replace(odd.find("full_attention"), 14, "chunked_attention");
+  EXPECT_TRUE(contains(parse_error(odd).what(), "unknown layer type 'chunked_attention'"));
+}

@@ -31,7 +31,8 @@ enum class Family {
   DeepSeek,
   DeepSeekV2,
   DeepSeekV3,
-  Gpt2
+  Gpt2,
+  GptOss
 };
 
 const std::map<std::string, Family>& families() {
@@ -47,6 +48,7 @@ const std::map<std::string, Family>& families() {
       {"deepseek_v2", Family::DeepSeekV2},
       {"deepseek_v3", Family::DeepSeekV3},
       {"gpt2", Family::Gpt2},
+      {"gpt_oss", Family::GptOss},
   };
   return f;
 }
@@ -132,6 +134,17 @@ class Fields {
   }
 
   /// The raw JSON text of a field (for messages).
+  /// A list of strings (`layer_types`).
+  std::vector<std::string> string_list(const std::string& field) const {
+    const json& v = j_.at(field);
+    std::vector<std::string> out;
+    if (!v.is_array()) throw error(field, "must be a list of strings");
+    for (const auto& e : v) {
+      if (!e.is_string()) throw error(field, "must be a list of strings");
+      out.push_back(e.get<std::string>());
+    }
+    return out;
+  }
   std::string dump(const std::string& field) const {
     return j_.contains(field) ? j_.at(field).dump() : "null";
   }
@@ -236,14 +249,28 @@ void read_biases(const Fields& f, ModelSpec& m, std::vector<std::string>* warnin
   }
 }
 
-/// Sliding-window attention (Mistral: on when `sliding_window` is set; Qwen: only with
+/// Sliding-window attention (Mistral, GPT-OSS: on when `sliding_window` is set; Qwen: only with
 /// `use_sliding_window`) changes neither parameters nor saved activations of flash attention; only the
-/// attention FLOPs (ModelSpec::sliding_window).  Qwen's `max_window_layers` (layers below it use full
-/// attention) is not modelled: every layer gets the window, with a warning.
+/// attention FLOPs (ModelSpec::sliding_window).  `layer_types` ("sliding_attention" / "full_attention" per
+/// layer; GPT-OSS alternates) says which layers; without it Qwen's `max_window_layers` is not modelled:
+/// every layer gets the window, with a warning.
 void read_sliding_window(const Fields& f, bool used_by_default, ModelSpec& m,
                          std::vector<std::string>* warnings, const std::string& source) {
   if (!f.present("sliding_window") || !f.boolean_or("use_sliding_window", used_by_default)) return;
   m.sliding_window = f.positive("sliding_window");
+  if (f.present("layer_types")) {
+    const auto types = f.string_list("layer_types");
+    if (static_cast<int>(types.size()) != m.num_layers)
+      throw f.error("layer_types", std::to_string(types.size()) + " entries for " + std::to_string(m.num_layers) +
+                                       " layers (num_hidden_layers)");
+    m.layer_has_window.clear();
+    for (const auto& t : types) {
+      if (t != "sliding_attention" && t != "full_attention")
+        throw f.error("layer_types", "unknown layer type '" + t + "' (sliding_attention, full_attention)");
+      m.layer_has_window.push_back(t == "sliding_attention");
+    }
+    return;
+  }
   if (f.present("max_window_layers") && warnings)
     warnings->push_back(source + ": max_window_layers is not modelled: every layer attends a window of " +
                         std::to_string(m.sliding_window) + " keys");
@@ -429,6 +456,16 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       m.qk_layernorm = true;  // Qwen3Attention: q_norm / k_norm over head_dim
       if (fam->second == Family::Qwen3Moe) read_qwen_moe(f, m, /*shared=*/false, warnings, source);
       break;
+    case Family::GptOss:
+      // GPT-OSS: every layer MoE (num_local_experts of intermediate_size, top num_experts_per_tok), gated
+      // clamped SwiGLU (priced as SwiGLU), attention biases and sinks (one scalar per head, not counted).
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      m.moe.num_experts = static_cast<int>(f.positive("num_local_experts"));
+      m.moe.router_topk = static_cast<int>(f.positive("num_experts_per_tok"));
+      check_topk(f, m, "num_local_experts");
+      m.moe.ffn_hidden_size = m.ffn_hidden_size;
+      break;
     case Family::Mixtral:
       read_llama_like(f, m);
       m.moe.num_experts = static_cast<int>(f.positive("num_local_experts"));
@@ -449,7 +486,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
                             "--mtp-num-layers N includes them as Megatron trains them");
       break;
   }
-  if (fam->second == Family::Mistral || fam->second == Family::Mixtral)
+  if (fam->second == Family::Mistral || fam->second == Family::Mixtral || fam->second == Family::GptOss)
     read_sliding_window(f, /*used_by_default=*/true, m, warnings, source);
   else if (fam->second != Family::Gpt2)
     read_sliding_window(f, /*used_by_default=*/false, m, warnings, source);  // Qwen: `use_sliding_window`

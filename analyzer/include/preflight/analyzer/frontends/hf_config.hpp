@@ -14,6 +14,10 @@
 ///    (ModelSpec::qk_layernorm).
 ///  - `mixtral`: `num_local_experts`, `num_experts_per_tok`; `intermediate_size` is the expert FFN; every
 ///    layer is MoE.
+///  - `gpt_oss`: as mixtral, with `attention_bias`; `sliding_window` on the layers `layer_types` marks
+///    "sliding_attention" (every other one).  Expert and router biases and the attention sinks are not counted.
+///  - `sliding_window` (Mistral, Mixtral, GPT-OSS; Qwen with `use_sliding_window`), per layer by `layer_types`
+///    when given (ModelSpec::layer_has_window).
 ///  - `qwen2_moe`, `qwen3_moe`: `num_experts`, `num_experts_per_tok`, `moe_intermediate_size`,
 ///    `shared_expert_intermediate_size` (qwen2_moe), `decoder_sparse_step`, `mlp_only_layers`; layer i is MoE
 ///    when i ∉ mlp_only_layers and (i + 1) % decoder_sparse_step == 0 (Qwen2MoeDecoderLayer).  The
