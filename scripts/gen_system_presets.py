@@ -102,7 +102,10 @@ GROUP_FITTED = {
               "reduce_scatter": 0.9039, "all2all": 1.4544, "p2p": 1.0044},
              "per-group fit on the same 43 runs: largest |error| 9.4 % -> 7.0 % (DeepSeek 9.4 % -> 7.0 %, Llama-3 "
              "6.4 % unchanged), leave one out 9.5 % -> 7.6 %; the expert all-to-all came out 1.45x slower, "
-             "memory-bound ops 15 % faster"),
+             "memory-bound ops 15 % faster; the collectives' scales apply inside the node only, where those "
+             "one-node runs measured them (the NVLink all-to-all's 1.45 on InfiniBand made NeMo's DeepSeek-V3 on 256 "
+             "B200s +26 %, +10 % without)",
+             ("high_intra_node", "low_intra_node")),
 }
 # Hopper's grouped (expert) GEMMs: their efficiencies are transferred from SimuMax's B200 measurements, and
 # NeMo's H100 MoE rows (tests/data/time_corpus/h100_nemo_moe.json) were all fast with them.  FP8 ones
@@ -120,9 +123,10 @@ FP8_GROUPED_GEMM_OPS = ("fp8_group_matmul",)
 ATTENTION_OPS = ("sdp_fwd", "sdp_bwd")
 
 
-def apply_groups(s, groups, fp8=1.0):
+def apply_groups(s, groups, fp8=1.0, networks=None):
     """Each group's efficiencies divided by its scale; a collective without its own takes "network";
-    fp8 ops also by `fp8`."""
+    fp8 ops also by `fp8`.  `networks`: the only networks whose collectives are scaled (those the fitted runs
+    used); None = all."""
     def op_group(key):
         if key in GEMM_OPS:
             return "gemm"
@@ -147,8 +151,8 @@ def apply_groups(s, groups, fp8=1.0):
             op["accurate_efficient_factor"][shape] /= k
     for bw in s["accelerator"]["bandwidth"].values():
         bw["efficient_factor"] = bw["efficient_factor"] / groups.get("memory", 1.0)
-    for net in s["networks"].values():
-        if not isinstance(net, dict):
+    for net_name, net in s["networks"].items():
+        if not isinstance(net, dict) or (networks is not None and net_name not in networks):
             continue
         base = net["bandwidth"]["efficient_factor"]
         for coll, op in net.get("op", {}).items():
@@ -222,10 +226,13 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
             s["preflight"]["time_fit"]["fp8_compute_scale"] = fp8
             s["preflight"]["time_fit"]["fp8_source"] = fp8_note
         if name in GROUP_FITTED:
-            groups, group_note = GROUP_FITTED[name]
-            apply_groups(s, groups)
+            groups, group_note = GROUP_FITTED[name][:2]
+            networks = GROUP_FITTED[name][2] if len(GROUP_FITTED[name]) > 2 else None
+            apply_groups(s, groups, networks=networks)
             s["preflight"]["time_fit"]["group_scales"] = groups
             s["preflight"]["time_fit"]["group_source"] = group_note
+            if networks:
+                s["preflight"]["time_fit"]["group_networks"] = list(networks)
     else:
         s["preflight"]["time_fit"] = "none: no published measurement on this system in tests/data/time_corpus"
     return s

