@@ -705,6 +705,7 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
               run("--moe-token-dispatcher-type alltoall --simumax-compat"), 1e-9);
   expect_input_error([&] { run("--moe-token-dispatcher-type nccl"); }, "--moe-token-dispatcher-type",
                      "unknown");
+  expect_input_error([&] { run("--moe-router-group-topk 2"); }, "--moe-router-group-topk", "needs");
   expect_input_error([&] { run("--moe-router-num-groups 3 --moe-router-group-topk 1"); },
                      "--moe-router-num-groups", "do not divide");
 }

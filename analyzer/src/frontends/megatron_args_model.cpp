@@ -352,6 +352,8 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
     m.moe.capacity_factor = f.float_or("--moe-expert-capacity-factor", m.moe.capacity_factor);
     m.moe.router_num_groups = static_cast<int>(f.int_or("--moe-router-num-groups", m.moe.router_num_groups));
     m.moe.router_group_topk = static_cast<int>(f.int_or("--moe-router-group-topk", m.moe.router_group_topk));
+    if (m.moe.router_group_topk > 0 && m.moe.router_num_groups <= 0)
+      throw InputError("--moe-router-group-topk", "needs --moe-router-num-groups (the groups it chooses among)");
     if (m.moe.router_num_groups > 0) {
       if (m.moe.num_experts % m.moe.router_num_groups != 0)
         throw InputError("--moe-router-num-groups", std::to_string(m.moe.router_num_groups) +
