@@ -235,13 +235,13 @@ TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   EXPECT_GT(with, 0.9 * q235->measured_ms);
 }
 
-// NeMo 24.07's H100 FP8 table (held out, 9 dense runs from 5B on 64 GPUs to 175B on 512): all within 8 %, 7
-// within 5 %.  GPT-3 20B (dp 32, four micro batches) was +23 % with SimuMax's 35 µs per inter-node ring step:
+// NeMo 24.07's H100 FP8 table (held out, 12 dense runs from 5B on 64 GPUs to 340B on 128 and 175B on 512): all
+// within 8 %, 9 within 5 %.  GPT-3 20B (dp 32, four micro batches) was +23 % with SimuMax's 35 µs per inter-node ring step:
 // its 258 gradient buckets' reduce-scatters were latency-bound; the presets' 8 µs (NCCL over InfiniBand)
 // gives +0.2 %.
 TEST(TimeFit, NemoH100Fp8TableOf2024) {
   const auto runs = corpus_runs("h100_nemo_2407.json");
-  ASSERT_EQ(runs.size(), 9u);
+  ASSERT_EQ(runs.size(), 12u);
   const SystemSpec h100 = cost::load_simumax_system("h100-sxm");
   const TimeFit fit = fit_time(runs, h100);
   int within = 0;
@@ -249,7 +249,7 @@ TEST(TimeFit, NemoH100Fp8TableOf2024) {
     EXPECT_LT(std::abs(r.error_before()), 0.08) << r.name;
     within += std::abs(r.error_before()) < 0.05;
   }
-  EXPECT_GE(within, 7);
+  EXPECT_GE(within, 9);
   SystemSpec slow_steps = h100;
   for (const char* op : {"all_reduce", "all_gather", "reduce_scatter"})
     slow_steps.networks.at("inter_node").op.at(op).latency_us = 35.0;
