@@ -813,3 +813,30 @@ TEST(CostModel, QuickGegluIsGated) {
   EXPECT_EQ(estimate(geglu.model, geglu.strategy, a100()).chunks.front().memory.weight_numel,
             estimate(swiglu.model, swiglu.strategy, a100()).chunks.front().memory.weight_numel);
 }
+
+// An ep group strided by expert tp (or a cp group by tp) spans more nodes than its size says: ep 8 with
+// expert tp 2 covers 16 ranks, two 8-GPU nodes, so half its all-to-all leaves the node.  Counted by the
+// group's size (SimuMax's rule, kept under --simumax-compat) it was one node: no bytes across, latency only.
+TEST(CostModel, AllToAllOfAStridedGroupCrossesNodes) {
+  const SystemSpec h100 = load_simumax_system("h100-sxm");
+  const double one_node = collective_time_ms(h100, Collective::AllToAll, 1e9, 8, "inter_node", CommGroup::Ep);
+  const double two_nodes =
+      collective_time_ms(h100, Collective::AllToAll, 1e9, 8, "inter_node", CommGroup::Ep, nullptr, 16);
+  // The 7/8 of 1 GB that leaves the rank (all-to-all offset −1), half of it to the other node, at one NIC per
+  // GPU (400 GiB/s per node / 8).
+  EXPECT_NEAR(two_nodes - one_node, 1e9 * 7 / 8 / 2 / (50.0 * kGiB) * 1e3, 1e-9);
+  auto ep_net = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 1 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+        "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
+        "--num-experts 64 --moe-ffn-hidden-size 768 --moe-router-topk 8 --moe-grouped-gemm "
+        "--tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 8 "
+        "--expert-tensor-parallel-size 2 --moe-token-dispatcher-type alltoall --nproc_per_node 8 --nnodes 2 " +
+        extra));
+    double t = 0;
+    for (const auto& l : estimate(c.model, c.strategy, h100).chunks.front().layers) t += l.times.fwd_ep_net_ms;
+    return t;
+  };
+  EXPECT_GT(ep_net(""), 2 * ep_net("--simumax-compat"));
+}

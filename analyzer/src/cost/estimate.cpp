@@ -548,11 +548,10 @@ class Builder {
     return it->second;
   }
 
-  /// Priced leaves of a layer kind: dense or MoE, sliding-window attention or not (kinds 0/1 the layers like
-  /// layer 0's attention, 4/5 the others; 2, 3 are the embedding and the head).
+  /// Priced leaves of a layer kind: dense (0) or MoE (1), + 4 with sliding-window attention (2 and 3 are the
+  /// embedding and the head).
   const std::vector<Leaf>& layer_template(bool moe, bool window, const detail::LayerRc& rc) {
-    const bool like_first = window == m_.is_window_layer(0);
-    return get((moe ? 1 : 0) + (like_first ? 0 : 4), rc, [&](detail::Unpriced* u) {
+    return get((moe ? 1 : 0) + (window ? 4 : 0), rc, [&](detail::Unpriced* u) {
       int rep = 0;
       for (int l = 0; l < m_.num_layers; ++l)
         if (m_.is_moe_layer(l) == moe && m_.is_window_layer(l) == window) {

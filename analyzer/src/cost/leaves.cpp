@@ -158,7 +158,11 @@ void finish_recompute(Leaf& l) {
 }
 
 double net(const Ctx& c, Collective op, double bytes, int n, const std::string& network, CommGroup g) {
-  return collective_time_ms(*c.sys, op, bytes, n, network, g);
+  // Megatron's rank order (tp, cp, ep, dp, pp; experts etp, ep, …): a cp group is strided by tp, an ep group
+  // by expert tp.  SimuMax counts the group's own size (--simumax-compat).
+  int span = 0;
+  if (!c.st->simumax_compat) span = g == CommGroup::Ep ? n * c.etp : (g == CommGroup::Cp ? n * c.tp : 0);
+  return collective_time_ms(*c.sys, op, bytes, n, network, g, nullptr, span);
 }
 
 /// Weight / grad / optimizer bytes of `numel` parameters, before ZeRO sharding (applied per chunk by

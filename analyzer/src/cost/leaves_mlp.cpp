@@ -110,17 +110,15 @@ double ep_exchange_ms(const Ctx& c, double routed, double local, bool gather) {
   // DeepEP / HybridEP: inside a node the NVLink all-to-all of every routed copy; across nodes a token goes
   // once per other node holding any of its experts (RDMA) and is forwarded there over NVLink.  The two
   // phases are pipelined: the slower one is the exchange's time.
-  const int per_node = std::max(1, c.sys->num_per_node / std::max(1, c.etp));
-  const int nodes = (c.ep + per_node - 1) / per_node;
+  const int node = std::max(1, c.sys->num_per_node);
+  const int nodes = (c.ep * c.etp + node - 1) / node;  // the ep group is strided by expert tp
   if (c.nets.ep != "inter_node" || nodes <= 1)
     return net(c, Collective::AllToAll, routed, c.ep, c.nets.ep, CommGroup::Ep);
-  const double rdma = local * remote_nodes_per_token(c.m->moe, nodes);
-  // collective_time_ms prices the (k − 1)/k of an inter-node all-to-all that leaves the node, per GPU.
-  const int k = (c.ep + c.sys->num_per_node - 1) / c.sys->num_per_node;
-  const double rdma_ms =
-      k > 1 ? net(c, Collective::AllToAll, rdma * k / (k - 1), c.ep, "inter_node", CommGroup::Ep) : 0;
-  const double nvl_ms =
-      net(c, Collective::AllToAll, routed, std::min(c.ep, per_node), "high_intra_node", CommGroup::Ep);
+  // The inter-node all-to-all is priced on the (nodes − 1)/nodes of its bytes that leave the node.
+  const double rdma = local * remote_nodes_per_token(c.m->moe, nodes) * nodes / (nodes - 1);
+  const double rdma_ms = net(c, Collective::AllToAll, rdma, c.ep, "inter_node", CommGroup::Ep);
+  const double nvl_ms = net(c, Collective::AllToAll, routed, std::min(c.ep, std::max(1, node / c.etp)),
+                            "high_intra_node", CommGroup::Ep);
   return std::max(rdma_ms, nvl_ms);
 }
 

@@ -95,7 +95,7 @@ double end_to_end_ms(const SystemSpec& sys, double compute_ms, double memory_ms)
 }
 
 double collective_time_ms(const SystemSpec& sys, Collective kind, double size, int n, const std::string& net,
-                          CommGroup group, const Strategy* st) {
+                          CommGroup group, const Strategy* st, int span) {
   auto nit = sys.networks.find(net);
   if (nit == sys.networks.end())
     throw InputError(sys.name + ": networks", "has no network '" + net + "' (needed for a " +
@@ -122,7 +122,7 @@ double collective_time_ms(const SystemSpec& sys, Collective kind, double size, i
   if (net == "inter_node") {
     if (kind == Collective::SendRecv) bw /= sys.num_per_node;
     if (kind == Collective::AllToAll && (group == CommGroup::Ep || group == CommGroup::Cp)) {
-      double k = std::max(1.0, std::ceil(static_cast<double>(n) / sys.num_per_node));
+      double k = std::max(1.0, std::ceil(static_cast<double>(span > 0 ? span : n) / sys.num_per_node));
       actual = (k - 1) / k * actual;
       bw /= sys.num_per_node;
     }

@@ -343,9 +343,7 @@ ojson summary_json(const Estimate& est) {
                {"parallelism", parallelism_text(est.strategy)},
                {"recompute", recompute_status_text(est.recompute)},
                {"memory_model", est.memory_model},
-               {"moe_token_dispatcher", est.strategy.moe_dispatcher == MoeDispatcher::AllGather ? "allgather"
-                                        : est.strategy.moe_dispatcher == MoeDispatcher::Flex    ? "flex"
-                                                                                                : "alltoall"},
+               {"moe_token_dispatcher", to_string(est.strategy.moe_dispatcher)},
                {"expert_parallel_overlap", est.strategy.overlap_moe_expert_parallel_comm && !est.strategy.simumax_compat},
                {"allocated_to_reserved_ratio", est.strategy.allocated_to_reserved_ratio},
                {"stages", stages},
@@ -372,10 +370,10 @@ std::string summary_text(const Estimate& est) {
   out += "recompute: " + recompute_status_text(est.recompute) + "\n";
   const Strategy& st = est.strategy;
   if (est.model.moe.enabled() && st.ep > 1) {
-    const char* how = st.moe_dispatcher == MoeDispatcher::AllGather ? "allgather (Megatron's default)"
-                      : st.moe_dispatcher == MoeDispatcher::Flex    ? "flex (DeepEP / HybridEP)"
-                                                                    : "alltoall";
-    out += std::string("expert parallel: ") + how + " token dispatcher, exchanges " +
+    const char* note = st.moe_dispatcher == MoeDispatcher::AllGather ? " (Megatron's default)"
+                       : st.moe_dispatcher == MoeDispatcher::Flex    ? " (DeepEP / HybridEP)"
+                                                                     : "";
+    out += std::string("expert parallel: ") + to_string(st.moe_dispatcher) + note + " token dispatcher, exchanges " +
            (st.overlap_moe_expert_parallel_comm && !st.simumax_compat
                 ? "overlapped with another micro batch's compute"
                 : "exposed") +

@@ -267,13 +267,9 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
                        "expected (left, right) with left ≥ -1, got '" + f.get("--window-size") + "'");
     m.sliding_window = l > 0 ? l + 1 : 0;
   }
-  if (f.has("--window-attn-skip-freq") && m.sliding_window > 0) {
+  if (f.has("--window-attn-skip-freq") && m.sliding_window > 0)  // its length is checked by ModelSpec::validate
     m.layer_has_window =
         parse_layer_pattern("--window-attn-skip-freq", f.get("--window-attn-skip-freq"), m.num_layers, true);
-    if (static_cast<int>(m.layer_has_window.size()) != m.num_layers)
-      throw InputError("--window-attn-skip-freq", "gives " + std::to_string(m.layer_has_window.size()) +
-                                                      " layers but the model has " + std::to_string(m.num_layers));
-  }
   if (f.has("--untie-embeddings-and-output-weights")) m.untie_embeddings_and_output_weights = true;
   if (f.has("--disable-bias-linear")) m.add_bias_linear = false;
   if (f.has("--add-qkv-bias")) m.add_qkv_bias = true;

@@ -485,6 +485,18 @@ LayerRecompute Strategy::effective_layer_recompute(const ModelSpec& model) const
   return r;
 }
 
+const char* to_string(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::AllGather:
+      return "allgather";
+    case MoeDispatcher::AllToAll:
+      return "alltoall";
+    case MoeDispatcher::Flex:
+      return "flex";
+  }
+  return "?";
+}
+
 const char* to_string(CpCommType c) {
   switch (c) {
     case CpCommType::P2P:

@@ -332,6 +332,7 @@ const char* to_string(RecomputeGranularity g);
 const char* to_string(RecomputeMethod m);
 const char* to_string(AttentionBackend b);
 const char* to_string(CpCommType c);
+const char* to_string(MoeDispatcher d);  ///< Megatron's name: allgather, alltoall, flex
 const char* to_string(RecomputeScope s);
 const char* to_string(TransformerImpl i);
 
