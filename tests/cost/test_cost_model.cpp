@@ -682,24 +682,28 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
       collective_time_ms(h100, Collective::ReduceScatter, 16 * tokens, 16, "inter_node", CommGroup::Ep);
   EXPECT_NEAR(run(""), ag, 1e-9);
   EXPECT_NEAR(run("--moe-token-dispatcher-type allgather"), ag, 1e-9);
-  // Flex: P(the other node holds none of a token's 8 experts) = C(64, 8) / C(128, 8).
-  double miss = 1;
-  for (int i = 0; i < 8; ++i) miss *= (64.0 - i) / (128.0 - i);
-  auto flex = [&](double remote) {
-    // collective_time_ms prices the half of an inter-node all-to-all that leaves the node (k = 2).
-    const double rdma =
-        collective_time_ms(h100, Collective::AllToAll, 2 * tokens * remote, 16, "inter_node", CommGroup::Ep);
-    const double nvl =
-        collective_time_ms(h100, Collective::AllToAll, routed, 8, "high_intra_node", CommGroup::Ep);
+  // Flex: a token crosses to the other node unless it holds none of the token's 8 experts,
+  // P = C(64, 8) / C(128, 8), in one RDMA kernel (one latency); it reaches 16 · (1 − C(120, 8) / C(128, 8))
+  // ranks (8 experts each), forwarded over NVLink at DeepEP's 145 GB/s.  Either phase may bound it.
+  auto miss = [](double n, double per, int k) {
+    double p = 1;
+    for (int i = 0; i < k; ++i) p *= (n - per - i) / (n - i);
+    return p;
+  };
+  auto flex = [&](double remote, double ranks) {
+    const double rdma = one_shot_exchange_ms(h100, tokens * remote);
+    const double nvl = tokens * ranks / 145e9 * 1e3;
     return 2 * std::max(rdma, nvl);
   };
+  const double ranks = 16 * (1 - miss(128, 8, 8));
   const double deepep = run("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep");
-  EXPECT_NEAR(deepep, flex(1 - miss), 1e-9);
+  EXPECT_NEAR(deepep, flex(1 - miss(128, 64, 8), ranks), 1e-9);
   EXPECT_NEAR(run("--moe-token-dispatcher-type flex --moe-enable-deepep"), deepep, 1e-9);
   EXPECT_LT(deepep, 0.6 * run("--moe-token-dispatcher-type alltoall"));
-  // Node-limited routing, 2 groups (one per node) and 1 chosen: half the tokens cross.
+  // Node-limited routing, 2 groups (one per node) and 1 chosen: half the tokens cross, and a token's 8
+  // experts lie among the 64 of its group's 8 ranks.
   EXPECT_NEAR(run("--moe-token-dispatcher-type flex --moe-router-num-groups 2 --moe-router-group-topk 1"),
-              flex(0.5), 1e-9);
+              flex(0.5, 8 * (1 - miss(64, 8, 8))), 1e-9);
   // SimuMax prices all-to-all whatever the flag says.
   EXPECT_NEAR(run("--moe-token-dispatcher-type flex --simumax-compat"),
               run("--moe-token-dispatcher-type alltoall --simumax-compat"), 1e-9);
@@ -708,6 +712,49 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
   expect_input_error([&] { run("--moe-router-group-topk 2"); }, "--moe-router-group-topk", "needs");
   expect_input_error([&] { run("--moe-router-num-groups 3 --moe-router-group-topk 1"); },
                      "--moe-router-num-groups", "do not divide");
+}
+
+// DeepEP's published internode rates (deepseek-ai/DeepEP docs/legacy.md, H800 with one 400 Gb/s CX7 NIC per
+// GPU, 4096 tokens of hidden 7168, 256 experts, top 8, tokens grouped by node and sent to at most 4 nodes):
+// 43 GB/s "logical" RDMA at EP 16 (bytes counted to every node hit, own included), 58 at EP 32, 51 at EP 64.
+// EP 16 is bound by the NVLink forwarding, which no efficiency of the system file enters; EP 32 and EP 64 by
+// the NICs: given the efficiency EP 32 implies, EP 64 follows from the routing alone.
+TEST(CostModel, FlexExchangeReproducesDeepEpsPublishedRates) {
+  SystemSpec h800 = load_simumax_system("h800");
+  auto exchange_ms = [&](int nodes) {
+    std::string groups =
+        nodes > 4 ? " --moe-router-num-groups " + std::to_string(nodes) + " --moe-router-group-topk 4" : "";
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 1 --hidden-size 7168 --num-attention-heads 56 --seq-length 4096 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size " +
+        std::to_string(8 * nodes) +
+        " --bf16 --use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
+        "--num-experts 256 --moe-ffn-hidden-size 2048 --moe-router-topk 8 --moe-grouped-gemm "
+        "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep "
+        "--expert-model-parallel-size " +
+        std::to_string(8 * nodes) + " --nproc_per_node 8 --nnodes " + std::to_string(nodes) + groups));
+    const Estimate e = estimate(c.model, c.strategy, h800);
+    double net = 0;
+    for (const auto& l : e.chunks.front().layers) net += l.times.fwd_net_ms;
+    return net / 2;  // dispatch and combine
+  };
+  const double bytes = 4096 * 7168 * 2.0;
+  auto logical_gbs = [&](int nodes, double nodes_hit) {
+    return bytes * nodes_hit / exchange_ms(nodes) / 1e6;
+  };
+  auto hit = [](double n, double per, int k, double units) {
+    double p = 1;
+    for (int i = 0; i < k; ++i) p *= (n - per - i) / (n - i);
+    return units * (1 - p);
+  };
+  EXPECT_NEAR(logical_gbs(2, hit(256, 128, 8, 2)), 43, 43 * 0.05);
+  // The NIC efficiency EP 32 implies (H800's preset carries none: 1).
+  const double eff = 58 / logical_gbs(4, hit(256, 64, 8, 4));
+  EXPECT_GT(eff, 0.7);
+  EXPECT_LT(eff, 0.9);
+  h800.networks.at("inter_node").op.at("all2all").efficient_factor = eff;
+  EXPECT_NEAR(logical_gbs(4, hit(256, 64, 8, 4)), 58, 58 * 0.02);
+  EXPECT_NEAR(logical_gbs(8, 4), 51, 51 * 0.05);  // 4 of 8 node groups chosen
 }
 
 // --overlap-moe-expert-parallel-comm (Megatron's combined 1F1B): every forward but the first runs beside a

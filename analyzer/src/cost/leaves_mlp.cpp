@@ -72,24 +72,45 @@ void price_router(const Ctx& c, Leaf& l) {
 // --- Permutation / UnPermutation -----------------------------------------------------------------
 namespace {
 
-/// Expected number of other nodes one token's routed copies reach when the ep group spans `nodes` nodes
-/// with the experts spread evenly: (nodes − 1) · P(a given node holds one of its experts).  Without group
-/// limits the top-k experts are k of E; with group-limited routing (G groups aligned to nodes, g chosen)
-/// the node is missed when none of the g groups lies on it.  P(miss) = C(n − n/nodes, r) / C(n, r).
+/// Expected number of the `units` equal parts of the expert set (nodes, or the ep ranks) that hold at least
+/// one of a token's top-k experts, the experts spread evenly.  Without group limits the top-k are k of E and
+/// a unit is missed with P = C(E − E/units, k) / C(E, k).  With group-limited routing (G groups, g chosen;
+/// --moe-router-num-groups / --moe-router-group-topk): when a unit holds whole groups it is missed when none
+/// of the g groups lies on it (the same formula over groups); when a group spans several units the token's k
+/// experts lie among the g·E/G experts of g·units/G units.
+double units_hit_per_token(const MoESpec& moe, int units) {
+  if (units <= 1) return 1;
+  auto hit = [](double n, int r, double units_of_n) {  // units_of_n units share n items; r drawn
+    const double per = n / units_of_n;
+    double miss = 1;
+    for (int i = 0; i < r; ++i) miss *= std::max(0.0, (n - per - i) / (n - i));
+    return units_of_n * (1 - miss);
+  };
+  const int k = std::min(moe.router_topk, moe.num_experts);
+  const int G = moe.router_num_groups, g = moe.router_group_topk;
+  if (G > 1 && g > 0 && g < G) {
+    if (G % units == 0) return hit(G, g, units);
+    if (units % G == 0) {
+      const double experts = static_cast<double>(g) * moe.num_experts / G;
+      return hit(experts, k, static_cast<double>(g) * units / G);
+    }
+  }
+  return hit(moe.num_experts, k, units);
+}
+
+/// Expected number of other nodes one token's routed copies reach when the ep group spans `nodes` nodes:
+/// by symmetry the token's own node is among the nodes hit with probability hits / nodes.
 double remote_nodes_per_token(const MoESpec& moe, int nodes) {
   if (nodes <= 1) return 0;
-  auto miss = [&](int n, int r) {
-    const double per_node = static_cast<double>(n) / nodes;
-    double p = 1;
-    for (int i = 0; i < r; ++i) p *= std::max(0.0, (n - per_node - i) / (n - i));
-    return p;
-  };
-  const bool grouped =
-      moe.router_num_groups > 1 && moe.router_group_topk > 0 && moe.router_num_groups % nodes == 0;
-  const double p_miss = grouped ? miss(moe.router_num_groups, moe.router_group_topk)
-                                : miss(moe.num_experts, std::min(moe.router_topk, moe.num_experts));
-  return (nodes - 1) * (1 - p_miss);
+  return units_hit_per_token(moe, nodes) * (nodes - 1) / nodes;
 }
+
+/// Rate (bytes/s) at which DeepEP's internode kernels forward tokens over NVLink inside the destination
+/// node: 133 … 145 GB/s on H200 at EP 16 with 24 SMs (deepseek-ai/DeepEP issue 493), 140 GB/s on H800
+/// (its legacy README's EP 16 row is NVLink-bound at 43 GB/s logical RDMA: 2 × 21.5 GB/s on the wire; a
+/// maintainer's answer in issue 285).  The same on both NVLink generations: the kernels' SMs, not the links,
+/// bound it; capped at the link's bandwidth.  No Blackwell figure is published for these kernels.
+constexpr double kFlexForwardBytesPerS = 145e9;
 
 /// One token exchange over the expert-parallel group (a dispatch or a combine, forward or backward):
 /// `routed` = bytes of this rank's routed copies (tokens · top-k rows), `local` = bytes of its tokens before
@@ -107,18 +128,20 @@ double ep_exchange_ms(const Ctx& c, double routed, double local, bool gather) {
     case MoeDispatcher::Flex:
       break;
   }
-  // DeepEP / HybridEP: inside a node the NVLink all-to-all of every routed copy; across nodes a token goes
-  // once per other node holding any of its experts (RDMA) and is forwarded there over NVLink.  The two
-  // phases are pipelined: the slower one is the exchange's time.
+  // DeepEP / HybridEP.  Inside one node: the NVLink all-to-all of every routed copy at the NCCL all-to-all's
+  // efficiency.  (The kernels send a token once per destination rank; priced that way NeMo's Qwen3-30B-A3B on
+  // one B200 node, HybridEP on 64 SMs, comes out 8 … 9 % fast, as it is −1 … −3 % now.)  Across nodes a
+  // token goes once per other node holding any of its experts (RDMA, one kernel streaming to every peer)
+  // and is forwarded there, once per destination rank, over NVLink at kFlexForwardBytesPerS;
+  // the two phases are pipelined: the slower one is the exchange's time.  This reproduces DeepEP's published
+  // internode rates (NVLink-bound at EP 16, RDMA-bound at EP 32 / 64).
   const int node = std::max(1, c.sys->num_per_node);
   const int nodes = (c.ep * c.etp + node - 1) / node;  // the ep group is strided by expert tp
   if (c.nets.ep != "inter_node" || nodes <= 1)
     return net(c, Collective::AllToAll, routed, c.ep, c.nets.ep, CommGroup::Ep);
-  // The inter-node all-to-all is priced on the (nodes − 1)/nodes of its bytes that leave the node.
-  const double rdma = local * remote_nodes_per_token(c.m->moe, nodes) * nodes / (nodes - 1);
-  const double rdma_ms = net(c, Collective::AllToAll, rdma, c.ep, "inter_node", CommGroup::Ep);
-  const double nvl_ms = net(c, Collective::AllToAll, routed, std::min(c.ep, std::max(1, node / c.etp)),
-                            "high_intra_node", CommGroup::Ep);
+  const double per_rank = local * units_hit_per_token(c.m->moe, c.ep);
+  const double rdma_ms = one_shot_exchange_ms(*c.sys, local * remote_nodes_per_token(c.m->moe, nodes));
+  const double nvl_ms = forward_ms(*c.sys, per_rank, kFlexForwardBytesPerS);
   return std::max(rdma_ms, nvl_ms);
 }
 

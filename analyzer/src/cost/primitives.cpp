@@ -152,4 +152,29 @@ double collective_time_ms(const SystemSpec& sys, Collective kind, double size, i
   return actual / (bw * kGiB * eff) * 1e3 + (latency + fixed) / 1e3;
 }
 
+double one_shot_exchange_ms(const SystemSpec& sys, double bytes) {
+  auto nit = sys.networks.find("inter_node");
+  if (nit == sys.networks.end())
+    throw InputError(sys.name + ": networks",
+                     "has no network 'inter_node' (needed for an inter-node token exchange)");
+  const Network& nw = nit->second;
+  auto oit = nw.op.find(simumax_key(Collective::AllToAll));
+  if (oit == nw.op.end()) throw InputError(sys.name + ": networks.inter_node.op", "has no 'all2all'");
+  if (bytes <= 0) return 0;
+  const NetOp& op = oit->second;
+  const double eff = op.efficient_factor ? *op.efficient_factor : nw.bandwidth.efficient_factor;
+  const double bw = nw.bandwidth.gbps / std::max(1, sys.num_per_node);
+  const double latency = op.latency_us ? *op.latency_us : nw.bandwidth.latency_us;
+  return bytes * op.scale / (bw * kGiB * eff) * 1e3 + latency / 1e3;
+}
+
+double forward_ms(const SystemSpec& sys, double bytes, double rate) {
+  auto nit = sys.networks.find("high_intra_node");
+  if (nit == sys.networks.end())
+    throw InputError(sys.name + ": networks",
+                     "has no network 'high_intra_node' (needed for a token exchange)");
+  if (bytes <= 0) return 0;
+  return bytes / std::min(rate, nit->second.bandwidth.gbps * kGiB) * 1e3;
+}
+
 }  // namespace preflight::analyzer::cost

@@ -66,4 +66,19 @@ double end_to_end_ms(const SystemSpec& sys, double compute_ms, double memory_ms)
 double collective_time_ms(const SystemSpec& sys, Collective op, double bytes, int n, const std::string& net,
                           CommGroup group, const Strategy* st = nullptr, int span = 0);
 
+/// Time of the RDMA phase of a DeepEP / HybridEP token exchange: `bytes` (bytes that leave this rank's
+/// node) go over the rank's share of the node's NICs (`inter_node` bandwidth / num_per_node, the
+/// network's all-to-all efficiency) to every peer at once — one kernel whose channels stream to all peers
+/// concurrently, so one network latency (`bandwidth.latency_us`), not one per peer as NCCL's all-to-all is
+/// priced (DeepEP's README: normal internode kernels reach the NIC's bandwidth at 4096 tokens).  0 when
+/// bytes is 0.
+/// @throws InputError when the system has no `inter_node` all-to-all.
+double one_shot_exchange_ms(const SystemSpec& sys, double bytes);
+
+/// Time to move `bytes` inside a node at `rate` bytes/s, at most the `high_intra_node` bandwidth, no
+/// latency: bytes / min(rate, gbps·2^30) · 10^3 ms.  For copies bound by the few SMs of the kernels making
+/// them (DeepEP's forwarding).
+/// @throws InputError when the system has no `high_intra_node` network.
+double forward_ms(const SystemSpec& sys, double bytes, double rate);
+
 }  // namespace preflight::analyzer::cost
