@@ -205,10 +205,16 @@ TEST(TimeFit, H100NemoRows) {
 // fitted on these rows — on either model alone it predicts the other within 3.6 %).
 TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   const auto h100 = corpus_runs("h100_nemo_moe.json");
-  ASSERT_EQ(h100.size(), 11u);
+  ASSERT_EQ(h100.size(), 12u);
   for (const auto& r : h100) ASSERT_NE(r.strategy.moe_dispatcher, MoeDispatcher::AllGather) << r.name;
   const TimeFit fit = fit_time(h100, cost::load_simumax_system("h100-sxm"));
   EXPECT_LT(fit.max_abs_before(), 0.04);
+  // DeepSeek-V3 on 1024 H100s (DeepEP across 8 nodes), added after the flex model and every fit: +2.0 %.
+  for (const auto& r : fit.runs) {
+    if (r.name.find("deepseek") != std::string::npos) {
+      EXPECT_LT(std::abs(r.error_before()), 0.03) << r.name;
+    }
+  }
   // Held out: the 235B rows spread 6 % over four releases of the same layout.
   EXPECT_LT(fit.max_abs_held_out(), 0.06);
   // B200 (held out): Qwen3-30B-A3B within 4 %, GPT-OSS-120B BF16 -3 … -8 % (its 26.04 release ran 5 % slower
@@ -577,7 +583,7 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 6 + 2 + 2 + 8 + 11 + 7 + 12);
+  EXPECT_EQ(checked, 6 + 2 + 2 + 8 + 12 + 7 + 12);
 }
 
 }  // namespace
