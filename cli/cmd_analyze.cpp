@@ -6,6 +6,9 @@
 
 #include "commands.hpp"
 #include "preflight/analyzer/calibrate/calibrate.hpp"
+#include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/cost/report.hpp"
+#include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/compat/compat_get_training_info.hpp"
 #include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
@@ -43,6 +46,9 @@ const char* kAnalyzeHelp =
     "  --device-memory GIB      device memory; exit 1 when a stage does not fit\n"
     "                           (default with --config: context.max_device_memory)\n"
     "  --calibration FILE       apply coefficients fitted by `preflight calibrate --fit`\n"
+    "  --system NAME|FILE       also price the iteration on this system (a preset such as h100-sxm,\n"
+    "                           or a system JSON): time, MFU and per-stage peak of `preflight\n"
+    "                           estimate` after the tables (under \"estimate\" with --json)\n"
     "  --compat get_training_info\n"
     "                           print exactly what Megatron-LM PR 482's get_training_info.py prints\n"
     "  -h, --help               this text\n";
@@ -54,6 +60,7 @@ struct AnalyzeCli {
   std::optional<std::string> compat;
   std::optional<std::string> calibration;
   std::optional<std::string> config;
+  std::optional<std::string> system;
   int worker_num = 0;
   Words rest;
 };
@@ -90,6 +97,8 @@ AnalyzeCli take_options(const Words& words) {
       } catch (const std::exception&) {
         throw InputError("--worker_num", "expected a positive number of workers, got '" + v + "'");
       }
+    } else if (w == "--system" || w.rfind("--system=", 0) == 0) {
+      cli.system = value("--system");
     } else if (w == "--calibration" || w.rfind("--calibration=", 0) == 0) {
       cli.calibration = value("--calibration");
     } else if (w == "--compat" || w.rfind("--compat=", 0) == 0) {
@@ -159,10 +168,24 @@ int run_analyze(const Words& words) {
     opts.warnings.push_back("calibrated with " + *cli.calibration);
   }
   opts.device_memory_gib = cli.device_memory_gib;
-  if (cli.json)
-    std::cout << analyzer::analysis_json(graph, opts).dump(2) << "\n";
-  else
+  // --system: the cost model on the same model and layout (loaded first: a bad name fails before printing).
+  std::optional<analyzer::cost::Estimate> est;
+  if (cli.system) {
+    const analyzer::SystemSpec sys = analyzer::cost::load_simumax_system(*cli.system);
+    est = analyzer::cost::estimate(model, strategy, sys);
+  }
+  if (cli.json) {
+    nlohmann::ordered_json j = analyzer::analysis_json(graph, opts);
+    if (est) j["estimate"] = analyzer::cost::summary_json(*est);
+    std::cout << j.dump(2) << "\n";
+  } else {
     std::cout << analyzer::render_analysis_text(graph, opts);
+    if (est) {
+      std::cout << "\n*** Iteration time on " << *cli.system << " (preflight estimate) ***\n"
+                << analyzer::cost::summary_text(*est);
+      for (const auto& w : est->warnings) std::cerr << "preflight: warning: " << w << "\n";
+    }
+  }
   return analyzer::analysis_fits(graph, opts) ? kExitOk : kExitDoesNotFit;
 }
 

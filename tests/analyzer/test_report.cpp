@@ -120,6 +120,28 @@ TEST(AnalyzeCli, DeviceMemoryVerdictSetsExitStatus) {
   EXPECT_NE(tight.out.find("DOES NOT FIT"), std::string::npos);
 }
 
+// --system: the same launch priced by the cost model after the tables — what `preflight estimate` gives for
+// the same arguments, not a second reading of them.
+TEST(AnalyzeCli, SystemAddsTheEstimateOfTheSameLaunch) {
+  const std::string launch = kSmall + " --pipeline-model-parallel-size 2 --nproc_per_node 8";
+  auto j = run_preflight("analyze --json --system h100-sxm " + launch);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto e = run_preflight("estimate --json --system h100-sxm -- " + launch);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const double analyzed = nlohmann::json::parse(j.out)["estimate"]["iteration_ms"].get<double>();
+  EXPECT_GT(analyzed, 0);
+  EXPECT_DOUBLE_EQ(analyzed, nlohmann::json::parse(e.out)["summary"]["iteration_ms"].get<double>());
+  auto text = run_preflight("analyze --system=h100-sxm " + launch);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("*** Iteration time on h100-sxm (preflight estimate) ***"), std::string::npos);
+  EXPECT_NE(text.out.find("Memory on each GPU, by pipeline stage"), std::string::npos);
+  EXPECT_EQ(run_preflight("analyze " + launch).out.find("Iteration time"), std::string::npos);
+  auto bad = run_preflight("analyze --system h999 " + launch);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("h999"), std::string::npos) << bad.err;
+  EXPECT_TRUE(bad.out.empty()) << bad.out;  // nothing printed before the error
+}
+
 TEST(AnalyzeCli, BadInputExitsTwoWithTheFlagNamed) {
   auto r =
       run_preflight("analyze --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size 10");

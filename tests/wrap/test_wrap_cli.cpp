@@ -279,6 +279,28 @@ TEST(WrapSharedScripts, EveryMegatronScriptReachesAnalyzeWithItsOwnValues) {
   }
 }
 
+// Megatron-LM's own Llama-3-8B FP8 script, with the layout of the table its README publishes for it
+// (examples/llama/README.md, "FP8 Performance": 8 H100s, cp 2, 13812 tokens/s/GPU, i.e. an iteration of
+// 128 · 8192 / (13812 · 8) = 9.49 s), run through the analysis mode with --system: within 5 % of it.
+TEST(WrapSharedScripts, Llama3ScriptIsPricedWithinFivePercentOfItsPublishedThroughput) {
+  if (!shared_data_available()) GTEST_SKIP() << shared_data_missing();
+  std::string text = read_file(shared_script("megatron/train_llama3_8b_h100_fp8.sh"));
+  auto at = text.find("\nCP_SIZE=1");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 10, "\nCP_SIZE=2");
+  TempDir dir;
+  write_file(dir / "pretrain_gpt.py", "");
+  write_file(dir / "train_cp2.sh", text);
+  RunResult r = wrap_and_run(dir, dir / "train_cp2.sh", "", "",
+                             "--analyze-arg=--json --analyze-arg=--system=h100-sxm");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = json_in(r.out);
+  EXPECT_EQ(j["strategy"]["cp"], 2);
+  const double measured_ms = 128.0 * 8192 / (13812.0 * 8) * 1000;
+  const double predicted_ms = j["estimate"]["iteration_ms"].get<double>();
+  EXPECT_NEAR(predicted_ms / measured_ms, 1.0, 0.05) << predicted_ms << " vs " << measured_ms;
+}
+
 TEST(WrapSharedScripts, Gpt3ScriptIsForSixteenNodes) {
   if (!shared_data_available()) GTEST_SKIP() << shared_data_missing();
   const std::string args = "ckpt tb gpt2-vocab.json gpt2-merges.txt data";
