@@ -190,5 +190,48 @@ TEST(MegatronTransients, MoeCombineKeepsTheExpertOutputs) {
   EXPECT_EQ(kept, per_expert * 8 * g.model.hidden_size * 2);
 }
 
+// The token exchanges' transients (megatron/core/transformer/moe/token_dispatcher.py), T = 256 tokens of
+// h 256 bf16 on each rank, 8 experts top 2.  All-to-all: the tensor sent lives beside the one received.
+// Allgather (Megatron's default): the expert-tp × ep group's hidden states gathered into the global memory
+// buffer, its routing map and probabilities as new tensors, the combine's unpermuted output of the gathered
+// size; no expert-tp exchange of its own (its gather spans expert tp).
+TEST(MegatronTransients, TokenExchangesByDispatcher) {
+  const I64 T = 256, h = 256, E = 8, routed = T * 2;
+  auto ops = [&](const std::string& dispatcher, Words extra) {
+    Words w = {"--num-experts", "8", "--moe-router-topk", "2", "--moe-token-dispatcher-type", dispatcher};
+    w.insert(w.end(), extra.begin(), extra.end());
+    const LayerGraph g = graph(small(w));
+    return std::make_pair(g,
+                          std::pair<Op, Op>{op_of(g, OpKind::TokenDispatch), op_of(g, OpKind::TokenCombine)});
+  };
+  const auto [a2a_graph, a2a] =
+      ops("alltoall", {"--expert-model-parallel-size", "2", "--nproc_per_node", "2"});
+  EXPECT_EQ(a2a.first.fwd_transient_bytes, routed * h * 2);
+  EXPECT_EQ(a2a.second.fwd_transient_bytes, routed * h * 2);
+  EXPECT_EQ(a2a.first.bwd_transient_bytes, routed * h * 2 + a2a.first.input_bytes);
+  // ep 2 × expert tp 2 on 4 ranks (tp 2 with sequence parallelism: T / 2 tokens each, 4 gathered).
+  const auto [ag_graph, ag] =
+      ops("allgather", {"--expert-model-parallel-size", "2", "--expert-tensor-parallel-size", "2",
+                        "--tensor-model-parallel-size", "2", "--sequence-parallel", "--nproc_per_node", "4"});
+  const I64 gathered_tokens = T / 2 * 4;
+  EXPECT_EQ(ag.first.fwd_transient_bytes, gathered_tokens * E * 3);  // bool map + bf16 probabilities
+  EXPECT_EQ(ag.second.fwd_transient_bytes, gathered_tokens * h * 2);
+  EXPECT_EQ(ag.second.bwd_transient_bytes, gathered_tokens * h * 2 + ag.second.input_bytes);
+  EXPECT_GE(stage_memory(ag_graph).stages[0].buffer_bytes, static_cast<double>(gathered_tokens * h * 2));
+  I64 gather_volume = 0;
+  for (const auto& comm : ag.first.comms) {
+    EXPECT_NE(comm.group, ParallelDim::ETP) << comm.what;
+    if (comm.group == ParallelDim::EP && comm.pass == Pass::Forward) gather_volume = comm.bytes;
+  }
+  EXPECT_EQ(gather_volume, gathered_tokens * h * 2);
+  // The all-to-all dispatcher exchanges over expert tp on top.
+  const auto [a2a_etp_graph, a2a_etp] =
+      ops("alltoall", {"--expert-model-parallel-size", "2", "--expert-tensor-parallel-size", "2",
+                       "--tensor-model-parallel-size", "2", "--sequence-parallel", "--nproc_per_node", "4"});
+  bool etp = false;
+  for (const auto& comm : a2a_etp.first.comms) etp = etp || comm.group == ParallelDim::ETP;
+  EXPECT_TRUE(etp);
+}
+
 }  // namespace
 }  // namespace preflight::analyzer

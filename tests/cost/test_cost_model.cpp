@@ -682,6 +682,9 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
       collective_time_ms(h100, Collective::ReduceScatter, 16 * tokens, 16, "inter_node", CommGroup::Ep);
   EXPECT_NEAR(run(""), ag, 1e-9);
   EXPECT_NEAR(run("--moe-token-dispatcher-type allgather"), ag, 1e-9);
+  // Its group is Megatron's tp_ep, expert tp included: ep 8 × expert tp 2 gathers 16 ranks' tokens, with no
+  // expert-tp exchange of its own.
+  EXPECT_NEAR(run("--expert-model-parallel-size 8 --expert-tensor-parallel-size 2"), ag, 1e-9);
   // Flex: a token crosses to the other node unless it holds none of the token's 8 experts,
   // P = C(64, 8) / C(128, 8), in one RDMA kernel (one latency); it reaches 16 · (1 − C(120, 8) / C(128, 8))
   // ranks (8 experts each), forwarded over NVLink at DeepEP's 145 GB/s.  Either phase may bound it.

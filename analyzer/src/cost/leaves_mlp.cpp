@@ -119,10 +119,10 @@ constexpr double kFlexForwardBytesPerS = 145e9;
 double ep_exchange_ms(const Ctx& c, double routed, double local, bool gather) {
   switch (c.st->moe_dispatcher) {
     case MoeDispatcher::AllGather:
-      // MoEAllGatherTokenDispatcher: the ep group's tokens are gathered whole (ep · local bytes) and the
-      // combine reduce-scatters them; top-k does not change the volume.
-      return net(c, gather ? Collective::AllGather : Collective::ReduceScatter, local * c.ep, c.ep, c.nets.ep,
-                 CommGroup::Ep);
+      // MoEAllGatherTokenDispatcher: the tokens of the expert-tp × ep group (`tp_ep`) are gathered whole
+      // (ep · etp · local bytes) and the combine reduce-scatters them; top-k does not change the volume.
+      return net(c, gather ? Collective::AllGather : Collective::ReduceScatter, local * c.ep * c.etp,
+                 c.ep * c.etp, c.nets.ep, CommGroup::Ep);
     case MoeDispatcher::AllToAll:
       return net(c, Collective::AllToAll, routed, c.ep, c.nets.ep, CommGroup::Ep);
     case MoeDispatcher::Flex:
@@ -147,6 +147,12 @@ double ep_exchange_ms(const Ctx& c, double routed, double local, bool gather) {
 
 }  // namespace
 
+/// Whether a dispatch / combine exchanges tokens: over ep, or for the allgather dispatcher over its
+/// expert-tp × ep group (Megatron's `tp_ep`).
+bool ep_exchanges(const Ctx& c) {
+  return c.ep > 1 || (c.etp > 1 && c.st->moe_dispatcher == MoeDispatcher::AllGather);
+}
+
 // Permutation geometry: b, s local tokens, in = hidden, tokens = permuted rows (SimuMax
 // permuted_act_size / hidden), experts.  UnPermutation: tokens = rows before combine, b·s after.
 void price_permute(const Ctx& c, Leaf& l, bool un) {
@@ -159,7 +165,7 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
     l.fwd_peak = l.bwd_peak = 0;
     first = (input_act + permuted) * e;
     second = 2 * permuted * e;
-    if (c.ep > 1) {
+    if (ep_exchanges(c)) {
       p.fwd_ep_net_ms += ep_exchange_ms(c, permuted * e, input_act * e, true);
       p.bwd_ep_net_ms += ep_exchange_ms(c, permuted * e, input_act * e, false);
       // The probabilities travel in their own all-to-all (DeepEP sends them with the tokens).
@@ -171,7 +177,7 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
       p.fwd_net_ms += p.fwd_ep_net_ms;
       p.bwd_act_net_ms += p.bwd_ep_net_ms;
     }
-    if (c.etp > 1) {
+    if (c.etp > 1 && c.st->moe_dispatcher != MoeDispatcher::AllGather) {  // allgather: within tp_ep
       double sz = permuted * e * c.etp;
       p.fwd_net_ms += net(c, Collective::AllGather, sz, c.etp, c.nets.etp, CommGroup::Etp);
       p.bwd_act_net_ms += net(c, Collective::ReduceScatter, sz, c.etp, c.nets.etp, CommGroup::Etp);
@@ -188,12 +194,12 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
     }
     first = 2 * before * e;
     second = (before + after) * e;
-    if (c.etp > 1) {
+    if (c.etp > 1 && c.st->moe_dispatcher != MoeDispatcher::AllGather) {
       double sz = before * e * c.etp;
       p.fwd_net_ms += net(c, Collective::ReduceScatter, sz, c.etp, c.nets.etp, CommGroup::Etp);
       p.bwd_act_net_ms += net(c, Collective::AllGather, sz, c.etp, c.nets.etp, CommGroup::Etp);
     }
-    if (c.ep > 1) {
+    if (ep_exchanges(c)) {
       p.fwd_ep_net_ms += ep_exchange_ms(c, before * e, after * e, false);
       p.bwd_ep_net_ms += ep_exchange_ms(c, before * e, after * e, true);
       p.fwd_net_ms += p.fwd_ep_net_ms;

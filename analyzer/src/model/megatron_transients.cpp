@@ -117,6 +117,33 @@ void set_megatron_transients(const Ctx& c, StageGraph& g) {
         op.bwd_transient_bytes = dropout ? grad_in : 0;
         break;
       }
+      case OpKind::TokenDispatch:
+      case OpKind::TokenCombine: {
+        // megatron/core/transformer/moe/token_dispatcher.py.  Allgather dispatcher: the dispatch gathers the
+        // expert-tp × ep group's hidden states into the global memory buffer (`use_global_buffer=True`) and
+        // its routing map (bool) and probabilities as new tensors; the combine unpermutes into a tensor of
+        // the gathered size before the reduce-scatter; backward, each makes the gathered size again (the
+        // dispatch unpermutes its gradient before the reduce-scatter, the combine all-gathers the output
+        // gradient).  All-to-all: the tensor sent (permuted tokens, expert outputs) lives beside the one
+        // received.  DeepEP / HybridEP receive into their own preallocated buffers (not priced here).
+        const bool dispatch = op.kind == OpKind::TokenDispatch;
+        const int etp = c.st.expert_tp();
+        if (c.st.moe_dispatcher == MoeDispatcher::AllGather && c.st.ep * etp > 1) {
+          const I64 gathered_tokens = c.tok_sp * c.st.ep * etp;
+          const I64 gathered = gathered_tokens * c.h * e;
+          if (dispatch) buffer = std::max(buffer, gathered);
+          op.fwd_transient_bytes =
+              dispatch ? gathered_tokens * static_cast<I64>(c.m.moe.num_experts) * (1 + e) : gathered;
+          op.bwd_transient_bytes = grad_in + gathered;
+        } else if (c.st.moe_dispatcher == MoeDispatcher::AllToAll && c.st.ep > 1) {
+          const I64 sent = dispatch ? op.output_bytes : op.input_bytes;  // the routed rows
+          op.fwd_transient_bytes = sent;
+          op.bwd_transient_bytes = grad_in + sent;
+        } else {
+          op.bwd_transient_bytes = grad_in;
+        }
+        break;
+      }
       case OpKind::CrossEntropy: {
         // The logits (the output layer's output, alive until the loss returns) and their fp32 copy
         // (`.float()`, which becomes the kept softmax); before 2024-06-13 one more fp32 tensor.  Backward:

@@ -19,21 +19,23 @@ void add_dense_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
 namespace {
 
 /// The expert-parallel exchange of a dispatch (tokens to their experts) or a combine (outputs back), as
-/// Strategy::moe_dispatcher moves it: `gathered` = the ep group's tokens (allgather dispatcher), `routed` =
-/// the rank's routed copies (all-to-all; DeepEP / HybridEP move them too, across nodes once per node).
+/// Strategy::moe_dispatcher moves it: `gathered` = the tokens of the expert-tp × ep group (allgather
+/// dispatcher: MoEAllGatherTokenDispatcher gathers over `tp_ep`, expert tp included), `routed` = the rank's
+/// routed copies (all-to-all; DeepEP / HybridEP move them too, across nodes once per node).
 void add_ep_exchange(Op& op, const Strategy& st, I64 gathered, I64 routed, bool dispatch) {
-  if (st.ep <= 1) return;
   if (st.moe_dispatcher == MoeDispatcher::AllGather) {
+    if (st.ep * st.expert_tp() <= 1) return;
     op.comms.push_back(
         {dispatch ? Collective::AllGather : Collective::ReduceScatter, ParallelDim::EP, Pass::Forward,
          gathered, 1,
-         dispatch ? "all-gather of the expert-parallel group's tokens (allgather dispatcher)"
+         dispatch ? "all-gather of the expert-tp × ep group's tokens (allgather dispatcher)"
                   : "reduce-scatter of expert outputs to their tokens' ranks (allgather dispatcher)"});
     op.comms.push_back({dispatch ? Collective::ReduceScatter : Collective::AllGather, ParallelDim::EP,
                         Pass::Backward, gathered, 1,
                         dispatch ? "reduce-scatter of their gradients" : "all-gather of output gradients"});
     return;
   }
+  if (st.ep <= 1) return;
   const std::string how = st.moe_dispatcher == MoeDispatcher::Flex ? " (DeepEP/HybridEP)" : "";
   op.comms.push_back(
       {Collective::AllToAll, ParallelDim::EP, Pass::Forward, routed, 1,
@@ -102,8 +104,11 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   dispatch.input_bytes = c.tok_sp * c.h * c.a;
   dispatch.output_bytes = routed * c.h * c.a;
   dispatch.saved.push_back({"permutation_indices", routed * 8});
-  add_ep_exchange(dispatch, st, c.tok_sp * c.h * c.a * st.ep, routed * c.h * c.a, true);
-  if (etp > 1) {
+  // The allgather dispatcher's gather spans expert tp too: no expert-tp exchange of its own.
+  const bool allgather = st.moe_dispatcher == MoeDispatcher::AllGather;
+  const I64 gathered = c.tok_sp * c.h * c.a * st.ep * etp;
+  add_ep_exchange(dispatch, st, gathered, routed * c.h * c.a, true);
+  if (etp > 1 && !allgather) {
     dispatch.comms.push_back({Collective::AllGather, ParallelDim::ETP, Pass::Forward, routed * c.h * c.a, 1,
                               "all-gather of routed tokens over expert-tp"});
     dispatch.comms.push_back({Collective::ReduceScatter, ParallelDim::ETP, Pass::Backward, routed * c.h * c.a,
@@ -172,8 +177,8 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   // permutation.py).  Measured on SimuMax's B200 DeepSeek-V2/V3 runs (tests/data/memory_corpus): without it
   // the first stage of pp 2 was 1.6-2.1 % short, one such tensor per micro batch in flight.
   if (!c.torch_cpu) combine.saved.push_back({"expert_output", routed * c.h * c.a});
-  add_ep_exchange(combine, st, c.tok_sp * c.h * c.a * st.ep, routed * c.h * c.a, false);
-  if (etp > 1) {
+  add_ep_exchange(combine, st, gathered, routed * c.h * c.a, false);
+  if (etp > 1 && !allgather) {
     combine.comms.push_back({Collective::ReduceScatter, ParallelDim::ETP, Pass::Forward, routed * c.h * c.a,
                              1, "reduce-scatter of partial expert outputs"});
     combine.comms.push_back({Collective::AllGather, ParallelDim::ETP, Pass::Backward, routed * c.h * c.a, 1,
