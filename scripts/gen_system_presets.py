@@ -59,7 +59,8 @@ A100_FIT = (0.9645, 0.7658,
 # them).
 HOPPER_FIT = (0.96, 1.0,
               "compute fitted on tests/data/time_corpus/h100_nemo_llama3.json (NeMo's published Llama-3-70B and "
-              "Llama-3.1-405B FP8 pre-training on 64 / 1024 H100s, 6 runs, no straggler factor): largest |error| 2.5 % "
+              "Llama-3.1-405B FP8 pre-training on 64 / 1024 H100s, its first 6 runs, no straggler factor; the 5 "
+              "later releases added after it): largest |error| 2.5 % "
               "with fp32 gradient reduction; with the recipes' bf16 reduction the 405B rows are -3 … -7 % (the 70B "
               "rows +1 … +2 %), and a compute refit that centres them moves NeMo 24.07's held-out H100 table and the "
               "MoE rows further off, so 0.96 is kept; H200 and H800 take the H100's compute fit (same GPU)")

@@ -173,21 +173,23 @@ TEST(TimeFit, TpCommOverlapHidesTpCollectivesBehindTheirGemms) {
 }
 
 // NeMo's published Llama-3 FP8 runs on H100 (70B tp-comm-overlap pp 8 vp 5; 405B ring-p2p cp 2 pp 8 vp 8 with
-// the embedding and loss counted in the split), gradients reduced in bf16 as the recipes set: the 70B rows
-// within 2.5 %, the 405B rows on 1024 GPUs 3 … 7 % fast (the ring priced as an all-to-all made them +15 … +19 %;
-// with fp32 gradient reduction, which the recipes do not use, all six were within 2.7 %).  NeMo's B200 FP8 rows
+// the embedding and loss counted in the split), gradients reduced in bf16 as the recipes set, over every
+// release that published them: the 70B rows (six releases, 2.6 % apart) +1.3 … +4.0 %, the 405B rows on 1024
+// GPUs (five releases, 292 … 328 tokens/s/GPU: 12 % apart) −7.0 … +2.0 % (the ring priced as an all-to-all
+// made them +15 … +19 %).  NeMo's B200 FP8 rows
 // (Llama-3-8B and 3.1-405B) within 5 % with the b200 preset's FP8 GEMM scale fitted on them (8.0 / 9.5 % at
 // the BF16 efficiencies); NeMo's GB200 rows (Llama-3-8B, 3.1-405B on 256 GPUs over six releases) within 5 % on
 // the gb200 preset, which no GB200 run was fitted on.
 TEST(TimeFit, H100NemoRows) {
   const auto runs = corpus_runs("h100_nemo_llama3.json");
-  ASSERT_EQ(runs.size(), 6u);
+  ASSERT_EQ(runs.size(), 11u);
   for (const auto& r : runs) ASSERT_TRUE(r.strategy.tp_comm_overlap) << r.name;
   for (const auto& r : runs) ASSERT_TRUE(r.strategy.grad_reduce_in_bf16) << r.name;
   const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
   for (const auto& r : fit.runs)
-    EXPECT_LT(std::abs(r.error_before()), r.name.find("70b") != std::string::npos ? 0.025 : 0.075) << r.name;
-  EXPECT_LT(fit.max_abs_held_out(), 0.035);
+    EXPECT_LT(std::abs(r.error_before()), r.name.find("70b") != std::string::npos ? 0.045 : 0.075) << r.name;
+  // One layout per model: leave-one-out cannot be better than the releases' own spread.
+  EXPECT_LT(fit.max_abs_held_out(), 0.06);
   for (const char* corpus : {"b200_nemo_llama31.json", "b200_nemo_llama3_8b.json"}) {
     const TimeFit b200 = fit_time(corpus_runs(corpus), cost::load_simumax_system("b200"));
     EXPECT_LT(b200.max_abs_before(), 0.05) << corpus;
@@ -583,7 +585,7 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 6 + 2 + 2 + 8 + 12 + 7 + 12);
+  EXPECT_EQ(checked, 11 + 2 + 2 + 8 + 12 + 7 + 12);
 }
 
 }  // namespace
