@@ -91,6 +91,16 @@ FP8_FITTED = {
 }
 
 
+# MXFP8 GEMMs (`--fp8-recipe mxfp8`, Blackwell only): time over the same GEMM with per-tensor FP8, fitted on
+# NeMo's published pairs of FP8-CS / MXFP8 rows with one layout (docs/performance-summary-archive.md, 25.09 and
+# 25.11: Llama-3.1-405B on 128 B200s, Llama-3-8B on 8 B200s and 8 GB200s; the MXFP8 rows 2.1 ... 6.8 % slower),
+# least squares on the predicted iteration ratio: 1.075, each pair within 2.4 %.
+MXFP8_SCALE = {"b200": (1.075, "fitted on NeMo's six published FP8-CS / MXFP8 pairs of one layout (Llama-3.1-405B "
+                        "on 128 B200s, Llama-3-8B on 8 B200s and 8 GB200s; 25.09, 25.11): each pair's iteration "
+                        "ratio within 2.4 %")}
+MXFP8_SCALE["gb200"] = MXFP8_SCALE["b200"]
+
+
 # Per-group scales on top of FITTED (`preflight calibrate --fit-time --per-group`, ridge towards the two-factor
 # fit): GEMMs, attention, memory-bound ops, and each collective.  apply_groups is the rule of time_fit.cpp's
 # scaled_system_json (the generator runs before the binary exists); they must change together.
@@ -212,12 +222,16 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
     s["straggler_coefficient"] = STRAGGLER.get(name, 0.0)
     if name in SM_COUNT:
         s["sm_count"] = SM_COUNT[name]
+    if name in MXFP8_SCALE:
+        s["mxfp8_gemm_scale"] = MXFP8_SCALE[name][0]
     s["preflight"] = {
         "source": source,
         "efficiencies": "compute from SimuMax's calibrated %s system, collectives from its B200 system; peak "
                         "rates from the spec sheet%s" % ("A100-PCIe" if compute_from == "a100" else "B200",
                                                           "; FP8 GEMMs at the BF16 GEMMs' efficiencies" if fp8 else ""),
     }
+    if name in MXFP8_SCALE:
+        s["preflight"]["mxfp8_gemm_scale_source"] = MXFP8_SCALE[name][1]
     if name in FITTED:
         compute, network, note = FITTED[name]
         fp8, fp8_note = FP8_FITTED.get(name, (1.0, ""))

@@ -194,10 +194,81 @@ TEST(TimeFit, H100NemoRows) {
     const TimeFit b200 = fit_time(corpus_runs(corpus), cost::load_simumax_system("b200"));
     EXPECT_LT(b200.max_abs_before(), 0.05) << corpus;
   }
+  // GB200 (never fitted on): the FP8 rows within 5 %; the Llama-3-70B MXFP8 rows (added after every fit,
+  // priced with the Blackwell MXFP8 GEMM scale) within 7 % — their 26.02 release ran 6 % slower than the
+  // three after it (−0.9 … −4.2 %); at the FP8 rate they were −6 … −12 %.
   const auto gb = corpus_runs("gb200_nemo_llama.json");
-  ASSERT_EQ(gb.size(), 8u);
+  ASSERT_EQ(gb.size(), 12u);
   const TimeFit gb200 = fit_time(gb, cost::load_simumax_system("gb200"));
-  EXPECT_LT(gb200.max_abs_before(), 0.05);
+  for (const auto& r : gb200.runs) {
+    const bool mx = r.name.find("mxfp8") != std::string::npos;
+    EXPECT_LT(std::abs(r.error_before()), mx ? 0.07 : 0.05) << r.name;
+  }
+}
+
+// MXFP8 GEMMs (`--fp8-recipe mxfp8`) against per-tensor FP8 on the same layout: NeMo's tables published both
+// for six rows (docs/performance-summary-archive.md of NVIDIA-NeMo/Megatron-Bridge, 25.09 and 25.11,
+// tokens/s/GPU FP8-CS vs FP8-MX): Llama-3.1-405B on 128 B200s 664 / 622 and 661 / 624, Llama-3-8B on 8 B200s
+// 29994 / 29388 and 30624 / 29521, on 8 GB200s 31357 / 29925 and 31508 / 29789.  The Blackwell presets'
+// mxfp8_gemm_scale (1.075, fitted on them) gives each pair's slow-down within 2.5 %.
+TEST(TimeFit, Mxfp8RowsAgainstTheirFp8TwinsOnTheSameLayout) {
+  struct Pair {
+    const char* file;
+    const char* release;
+    const char* system;
+    double cs, mx;
+  };
+  const Pair pairs[] = {{"b200_nemo_llama31.json", "25.09", "b200", 664, 622},
+                        {"b200_nemo_llama31.json", "25.11", "b200", 661, 624},
+                        {"b200_nemo_llama3_8b.json", "25.09", "b200", 29994, 29388},
+                        {"b200_nemo_llama3_8b.json", "25.11", "b200", 30624, 29521},
+                        {"gb200_nemo_llama.json", "25.09", "gb200", 31357, 29925},
+                        {"gb200_nemo_llama.json", "25.11", "gb200", 31508, 29789}};
+  for (const Pair& p : pairs) {
+    const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / p.file));
+    const nlohmann::json* row = nullptr;
+    for (const auto& r : j["runs"])
+      if (r["name"].get<std::string>().find(std::string("(NeMo ") + p.release + ")") != std::string::npos)
+        row = &r;
+    ASSERT_NE(row, nullptr) << p.file << " " << p.release;
+    auto args = (*row)["args"].get<std::vector<std::string>>();
+    const SystemSpec sys = cost::load_simumax_system(p.system);
+    EXPECT_GT(sys.mxfp8_gemm_scale, 1.0) << p.system;
+    const auto cs = parse_megatron_args(args);
+    args.insert(args.end(), {"--fp8-recipe", "mxfp8"});
+    const auto mx = parse_megatron_args(args);
+    ASSERT_EQ(mx.strategy.fp8_recipe, Fp8Recipe::Mxfp8);
+    const double predicted = cost::estimate(mx.model, mx.strategy, sys).iteration_ms /
+                             cost::estimate(cs.model, cs.strategy, sys).iteration_ms;
+    EXPECT_NEAR(predicted, p.cs / p.mx, 0.025 * p.cs / p.mx) << p.file << " " << p.release;
+  }
+  // Megatron's recipes, and nothing else.
+  std::vector<std::string> bad = {"--num-layers",
+                                  "2",
+                                  "--hidden-size",
+                                  "256",
+                                  "--num-attention-heads",
+                                  "4",
+                                  "--seq-length",
+                                  "128",
+                                  "--max-position-embeddings",
+                                  "128",
+                                  "--vocab-size",
+                                  "1000",
+                                  "--micro-batch-size",
+                                  "1",
+                                  "--bf16",
+                                  "--fp8-format",
+                                  "hybrid",
+                                  "--fp8-recipe",
+                                  "nvfp4"};
+  try {
+    parse_megatron_args(bad);
+    ADD_FAILURE() << "--fp8-recipe nvfp4 accepted";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--fp8-recipe"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("mxfp8"), std::string::npos) << e.what();
+  }
 }
 
 // NeMo's published Qwen3 MoE rows: the HybridEP flex dispatcher across two H100 nodes, the alltoall
@@ -585,7 +656,7 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 11 + 2 + 2 + 8 + 12 + 7 + 12);
+  EXPECT_EQ(checked, 11 + 2 + 2 + 12 + 12 + 7 + 12);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string_view>
 
 #include "leaf_build.hpp"
 #include "preflight/common/error.hpp"
@@ -139,6 +140,14 @@ void price_passes(const Ctx& c, Leaf& l, const char* fwd_op, const char* bwd_op,
   p.fwd_ms = pass_time(c, fwd_op, p.fwd_flops, p.fwd_bytes, k_fwd);
   p.bwd_act_ms = pass_time(c, bwd_op, p.bwd_act_flops, p.bwd_act_bytes, k_act);
   p.bwd_w_ms = pass_time(c, w_op, p.bwd_w_flops, p.bwd_w_bytes, k_w);
+  // MXFP8 GEMMs (a scale per 32 elements) at the system's factor over per-tensor FP8.
+  if (c.st->fp8_recipe == Fp8Recipe::Mxfp8 && !c.st->simumax_compat) {
+    const double k = c.sys->mxfp8_gemm_scale;
+    auto mx = [](const char* op) { return std::string_view(op).rfind("fp8_", 0) == 0; };
+    if (mx(fwd_op)) p.fwd_ms *= k;
+    if (mx(bwd_op)) p.bwd_act_ms *= k;
+    if (mx(w_op)) p.bwd_w_ms *= k;
+  }
   p.recompute_ms = l.recompute ? p.fwd_ms : 0;
   if (l.recompute && l.variance) p.recompute_ms = 0;
 }

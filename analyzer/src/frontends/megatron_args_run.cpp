@@ -1,5 +1,6 @@
 // Megatron arguments, run group: launcher and parallel sizes, pipeline split, numerics, recompute, kernels.
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "megatron_flags.hpp"
@@ -49,6 +50,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--fp16", Arity::Switch},
       {"--bf16", Arity::Switch},
       {"--fp8-format", Arity::One},
+      {"--fp8-recipe", Arity::One},
       {"--use-distributed-optimizer", Arity::Switch},
       {"--optimizer", Arity::One},
       {"--grad-reduce-in-bf16", Arity::Switch},
@@ -257,6 +259,19 @@ void read_numerics(const Flags& f, Strategy& st) {
       st.fp8 = Fp8Format::Hybrid;
     else
       throw InputError("--fp8-format", "unknown format '" + format + "' (e4m3 or hybrid)");
+  }
+  if (f.has("--fp8-recipe")) {
+    const auto& recipe = f.get("--fp8-recipe");
+    static const std::map<std::string, Fp8Recipe> recipes = {{"delayed", Fp8Recipe::Delayed},
+                                                             {"tensorwise", Fp8Recipe::Tensorwise},
+                                                             {"mxfp8", Fp8Recipe::Mxfp8},
+                                                             {"blockwise", Fp8Recipe::Blockwise},
+                                                             {"custom", Fp8Recipe::Custom}};
+    auto it = recipes.find(recipe);
+    if (it == recipes.end())
+      throw InputError("--fp8-recipe",
+                       "unknown recipe '" + recipe + "' (tensorwise, delayed, mxfp8, blockwise or custom)");
+    st.fp8_recipe = it->second;
   }
   st.distributed_optimizer = f.has("--use-distributed-optimizer");
   if (f.has("--optimizer")) {

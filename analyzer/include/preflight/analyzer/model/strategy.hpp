@@ -17,6 +17,11 @@ namespace preflight::analyzer {
 enum class Precision { FP32, FP16, BF16 };
 /// FP8 GEMMs (`--fp8-format`); None = off.
 enum class Fp8Format { None, E4M3, Hybrid };
+/// How FP8 tensors are scaled (`--fp8-recipe`, Megatron's default delayed): per tensor (delayed or
+/// current, `tensorwise`), per 32-element block (`mxfp8`, Blackwell), per 128-element block (`blockwise`),
+/// or a user's quantizer factory (`custom`).  The cost model prices MXFP8 GEMMs with the system's
+/// `mxfp8_gemm_scale` (system_spec.hpp); the others as FP8.
+enum class Fp8Recipe { Delayed, Tensorwise, Mxfp8, Blockwise, Custom };
 /// `--recompute-granularity`.
 enum class RecomputeGranularity { None, Full, Selective };
 /// `--recompute-method` (only with full recompute).
@@ -160,6 +165,7 @@ struct Strategy {
   // --- numerics and optimizer ---
   Precision precision = Precision::FP32;
   Fp8Format fp8 = Fp8Format::None;
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< `--fp8-recipe` (only with fp8)
   Optimizer optimizer = Optimizer::Adam;
   bool distributed_optimizer = false;               ///< shard fp32 master weights + moments over DP (ZeRO-1)
   bool grad_reduce_in_bf16 = false;                 ///< `--grad-reduce-in-bf16`: bf16 main grads

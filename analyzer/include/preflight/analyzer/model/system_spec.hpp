@@ -78,6 +78,11 @@ struct SystemSpec {
   /// unknown.  Communication kernels overlapped with compute take some of them (estimate.hpp,
   /// `--overlap-moe-expert-parallel-comm`).
   int sm_count = 0;
+  /// Time of an MXFP8 GEMM (`--fp8-recipe mxfp8`: a scale per 32 elements) over the same GEMM with FP8
+  /// per-tensor scaling, ≥ 1 (top-level `mxfp8_gemm_scale`, a preflight extension; 1 when absent).  The
+  /// Blackwell presets carry one fitted on NeMo's published pairs of FP8-CS / MXFP8 rows of one layout
+  /// (analyzer/data/systems/README.md).
+  double mxfp8_gemm_scale = 1.0;
 
   /// Device memory in bytes.
   double mem_bytes() const;
