@@ -290,14 +290,15 @@ TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   }
   // Held out: the 235B rows spread 6 % over four releases of the same layout.
   EXPECT_LT(fit.max_abs_held_out(), 0.06);
-  // B200 (held out): Qwen3-30B-A3B within 4 %, GPT-OSS-120B BF16 -3 … -8 % (its 26.04 release ran 5 % slower
-  // than the two around it), DeepSeek-V3 on 256 B200s (DeepEP across 4 nodes, expert-parallel overlap) within
+  // B200: Qwen3-30B-A3B MXFP8 within 4 % (held out), GPT-OSS-120B BF16 within 4 % with the b200 preset's scale
+  // on unmeasured grouped-GEMM shapes (1.12, fitted on these three rows; −3 … −8 % without, the H100 rows' own
+  // fit gives 1.17), DeepSeek-V3 on 256 B200s (DeepEP across 4 nodes, expert-parallel overlap; held out) within
   // 3 % — +26 % when the b200 preset's all-to-all scale, fitted on one-node NVLink runs, was applied to
   // InfiniBand, +9.6 % with every RDMA peer paying its own latency (NCCL's all-to-all, not DeepEP's kernel).
   const auto b200_runs = corpus_runs("b200_nemo_moe.json");
   ASSERT_EQ(b200_runs.size(), 7u);
   const TimeFit b200 = fit_time(b200_runs, cost::load_simumax_system("b200"));
-  EXPECT_LT(b200.max_abs_before(), 0.085);
+  EXPECT_LT(b200.max_abs_before(), 0.04);
   for (const auto& r : b200.runs) {
     if (r.name.find("qwen3") != std::string::npos) {
       EXPECT_LT(std::abs(r.error_before()), 0.04) << r.name;
