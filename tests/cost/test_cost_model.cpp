@@ -212,6 +212,13 @@ TEST(SimuMaxConfig, RejectsWhatSimuMaxRejects) {
   sys["accelerator"]["op"].erase("default");
   expect_input_error([&] { read_simumax_system(sys, "y.json"); }, "y.json: accelerator.op.default",
                      "required");
+  // preflight's own top-level keys are range-checked (an MXFP8 GEMM is never faster than FP8's).
+  auto sys_mx = nlohmann::json::parse(preflight::test::read_file(
+      std::string(PREFLIGHT_SOURCE_DIR) + "/analyzer/data/simumax/system/a100_pcie.json"));
+  sys_mx["mxfp8_gemm_scale"] = 0.5;
+  expect_input_error([&] { read_simumax_system(sys_mx, "z.json"); }, "z.json: mxfp8_gemm_scale", "[1, 10]");
+  sys_mx["mxfp8_gemm_scale"] = 1.2;
+  EXPECT_DOUBLE_EQ(read_simumax_system(sys_mx, "z.json").mxfp8_gemm_scale, 1.2);
   expect_input_error([] { parse_json_text("{\n \"a\": 1,\n oops\n}", "m.json"); }, "m.json:3",
                      "malformed JSON");
   auto model = nlohmann::json{{"hidden_size", 64}, {"head_num", 4}, {"layer_num", 2}, {"vocab_size", 100}};
