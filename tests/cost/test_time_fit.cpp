@@ -9,6 +9,7 @@
 
 #include "preflight/analyzer/calibrate/time_fit.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/common/error.hpp"
@@ -238,8 +239,10 @@ TEST(TimeFit, Mxfp8RowsAgainstTheirFp8TwinsOnTheSameLayout) {
     args.insert(args.end(), {"--fp8-recipe", "mxfp8"});
     const auto mx = parse_megatron_args(args);
     ASSERT_EQ(mx.strategy.fp8_recipe, Fp8Recipe::Mxfp8);
-    const double predicted = cost::estimate(mx.model, mx.strategy, sys).iteration_ms /
-                             cost::estimate(cs.model, cs.strategy, sys).iteration_ms;
+    const cost::Estimate mx_est = cost::estimate(mx.model, mx.strategy, sys);
+    const double predicted = mx_est.iteration_ms / cost::estimate(cs.model, cs.strategy, sys).iteration_ms;
+    EXPECT_EQ(cost::summary_json(mx_est)["fp8_recipe"], "mxfp8");
+    EXPECT_NE(cost::summary_text(mx_est).find("mxfp8 scaling"), std::string::npos);
     EXPECT_NEAR(predicted, p.cs / p.mx, 0.025 * p.cs / p.mx) << p.file << " " << p.release;
   }
   // Megatron's recipes, and nothing else.

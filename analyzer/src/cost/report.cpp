@@ -343,8 +343,11 @@ ojson summary_json(const Estimate& est) {
                {"parallelism", parallelism_text(est.strategy)},
                {"recompute", recompute_status_text(est.recompute)},
                {"memory_model", est.memory_model},
+               {"fp8", to_string(est.strategy.fp8)},
+               {"fp8_recipe", to_string(est.strategy.fp8_recipe)},
                {"moe_token_dispatcher", to_string(est.strategy.moe_dispatcher)},
-               {"expert_parallel_overlap", est.strategy.overlap_moe_expert_parallel_comm && !est.strategy.simumax_compat},
+               {"expert_parallel_overlap",
+                est.strategy.overlap_moe_expert_parallel_comm && !est.strategy.simumax_compat},
                {"allocated_to_reserved_ratio", est.strategy.allocated_to_reserved_ratio},
                {"stages", stages},
                {"device_memory_bytes", est.device_memory_gib * 1024.0 * 1024.0 * 1024.0},
@@ -369,6 +372,13 @@ std::string summary_text(const Estimate& est) {
   std::string out = est.model.name + " on " + est.system_name + ": " + parallelism_text(est.strategy) + "\n";
   out += "recompute: " + recompute_status_text(est.recompute) + "\n";
   const Strategy& st = est.strategy;
+  if (st.fp8 != Fp8Format::None)
+    out +=
+        std::string("precision: ") + to_string(st.precision) + " with fp8 GEMMs (" + to_string(st.fp8) +
+        " format, " + to_string(st.fp8_recipe) + " scaling" +
+        (st.fp8_recipe == Fp8Recipe::Mxfp8 && !st.simumax_compat ? ": GEMMs at the system's mxfp8_gemm_scale"
+                                                                 : "") +
+        ")\n";
   if (est.model.moe.enabled() && st.ep > 1) {
     const char* note = st.moe_dispatcher == MoeDispatcher::AllGather ? " (Megatron's default)"
                        : st.moe_dispatcher == MoeDispatcher::Flex    ? " (DeepEP / HybridEP)"

@@ -497,6 +497,34 @@ const char* to_string(MoeDispatcher d) {
   return "?";
 }
 
+const char* to_string(Fp8Format f) {
+  switch (f) {
+    case Fp8Format::None:
+      return "none";
+    case Fp8Format::E4M3:
+      return "e4m3";
+    case Fp8Format::Hybrid:
+      return "hybrid";
+  }
+  return "?";
+}
+
+const char* to_string(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::Delayed:
+      return "delayed";
+    case Fp8Recipe::Tensorwise:
+      return "tensorwise";
+    case Fp8Recipe::Mxfp8:
+      return "mxfp8";
+    case Fp8Recipe::Blockwise:
+      return "blockwise";
+    case Fp8Recipe::Custom:
+      return "custom";
+  }
+  return "?";
+}
+
 const char* to_string(CpCommType c) {
   switch (c) {
     case CpCommType::P2P:

@@ -339,6 +339,8 @@ const char* to_string(RecomputeMethod m);
 const char* to_string(AttentionBackend b);
 const char* to_string(CpCommType c);
 const char* to_string(MoeDispatcher d);  ///< Megatron's name: allgather, alltoall, flex
+const char* to_string(Fp8Format f);      ///< none, e4m3, hybrid
+const char* to_string(Fp8Recipe r);      ///< Megatron's name: delayed, tensorwise, mxfp8, blockwise, custom
 const char* to_string(RecomputeScope s);
 const char* to_string(TransformerImpl i);
 
