@@ -246,25 +246,9 @@ TEST(TimeFit, Mxfp8RowsAgainstTheirFp8TwinsOnTheSameLayout) {
     EXPECT_NEAR(predicted, p.cs / p.mx, 0.025 * p.cs / p.mx) << p.file << " " << p.release;
   }
   // Megatron's recipes, and nothing else.
-  std::vector<std::string> bad = {"--num-layers",
-                                  "2",
-                                  "--hidden-size",
-                                  "256",
-                                  "--num-attention-heads",
-                                  "4",
-                                  "--seq-length",
-                                  "128",
-                                  "--max-position-embeddings",
-                                  "128",
-                                  "--vocab-size",
-                                  "1000",
-                                  "--micro-batch-size",
-                                  "1",
-                                  "--bf16",
-                                  "--fp8-format",
-                                  "hybrid",
-                                  "--fp8-recipe",
-                                  "nvfp4"};
+  const auto bad = preflight::test::words(
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
+      "--vocab-size 1000 --micro-batch-size 1 --bf16 --fp8-format hybrid --fp8-recipe nvfp4");
   try {
     parse_megatron_args(bad);
     ADD_FAILURE() << "--fp8-recipe nvfp4 accepted";
