@@ -139,6 +139,7 @@ int run_analyze(const Words& words) {
   }
   if (cli.config) yaml = *cli.config;
   std::optional<analyzer::ModelSpec> base;
+  std::optional<double> yaml_device_gib;  // --config: context.max_device_memory, for --system too
   std::vector<std::string> model_warnings;
   if (cli.model) base = analyzer::load_model(*cli.model, &model_warnings);
   analyzer::AnalyzeOptions opts;
@@ -154,6 +155,7 @@ int run_analyze(const Words& words) {
     strategy = mc.strategy;
     opts.warnings.insert(opts.warnings.end(), mc.warnings.begin(), mc.warnings.end());
     if (!cli.device_memory_gib && mc.max_device_memory_gib) cli.device_memory_gib = mc.max_device_memory_gib;
+    yaml_device_gib = mc.max_device_memory_gib;
   } else {
     if (cli.worker_num) throw InputError("--worker_num", "is for MindFormers launches (give --config X.yaml)");
     analyzer::MegatronConfig cfg =
@@ -171,8 +173,11 @@ int run_analyze(const Words& words) {
   // --system: the cost model on the same model and layout (loaded first: a bad name fails before printing).
   std::optional<analyzer::cost::Estimate> est;
   if (cli.system) {
-    const analyzer::SystemSpec sys = analyzer::cost::load_simumax_system(*cli.system);
+    analyzer::SystemSpec sys = analyzer::cost::load_simumax_system(*cli.system);
+    std::vector<std::string> cap_warnings;
+    if (yaml_device_gib) cap_device_memory(sys.mem_gib, *yaml_device_gib, cap_warnings);
     est = analyzer::cost::estimate(model, strategy, sys);
+    est->warnings.insert(est->warnings.begin(), cap_warnings.begin(), cap_warnings.end());
   }
   if (cli.json) {
     nlohmann::ordered_json j = analyzer::analysis_json(graph, opts);

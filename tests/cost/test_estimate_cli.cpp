@@ -150,4 +150,13 @@ TEST(EstimateCli, MindFormersMaxDeviceMemoryIsTheDeviceMemory) {
   ASSERT_LE(r.exit_code, 1) << r.err;
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.out)["summary"]["device_memory_bytes"].get<double>(), 55.0 * (1 << 30));
   EXPECT_NE(r.err.find("context.max_device_memory 55.0 GiB"), std::string::npos) << r.err;
+  // `analyze --system` prices the same launch the same way, with the same cap.
+  RunResult a = run_preflight(
+      "analyze --system ascend-910b --json --config " +
+      shell_quote((preflight::test::data_dir() / "mindformers" / "finetune_qwen2_7b.yaml").string()));
+  ASSERT_LE(a.exit_code, 1) << a.err;
+  const auto est = nlohmann::json::parse(a.out)["estimate"];
+  EXPECT_DOUBLE_EQ(est["device_memory_bytes"].get<double>(), 55.0 * (1 << 30));
+  EXPECT_DOUBLE_EQ(est["iteration_ms"].get<double>(),
+                   nlohmann::json::parse(r.out)["summary"]["iteration_ms"].get<double>());
 }
