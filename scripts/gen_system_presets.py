@@ -99,6 +99,11 @@ MXFP8_SCALE = {"b200": (1.075, "fitted on NeMo's six published FP8-CS / MXFP8 pa
                         "on 128 B200s, Llama-3-8B on 8 B200s and 8 GB200s; 25.09, 25.11): each pair's iteration "
                         "ratio within 2.4 %")}
 MXFP8_SCALE["gb200"] = MXFP8_SCALE["b200"]
+# GB200 carries B200's fits (the same Blackwell GPU at its own peak rates): no GB200 run is fitted on, and its
+# published rows stay held out (tests/data/time_corpus/gb200_nemo_llama.json: largest |error| 6.7 % with
+# SimuMax's raw B200 calibration, 5.3 % with B200's fits).
+FITTED["gb200"] = FITTED["b200"][:2] + ("the b200 preset's fit, transferred (same Blackwell GPU); " + FITTED["b200"][2],)
+FP8_FITTED["gb200"] = (FP8_FITTED["b200"][0], "the b200 preset's, transferred: " + FP8_FITTED["b200"][1])
 
 
 # B200's BF16 grouped GEMMs at shapes SimuMax's B200 file did not measure (its default group_matmul efficiency,
@@ -108,6 +113,7 @@ MXFP8_SCALE["gb200"] = MXFP8_SCALE["b200"]
 UNMEASURED_GROUPED = {"b200": (1.12, "default (unmeasured-shape) BF16 grouped-GEMM efficiency / 1.12, fitted on "
                                      "NeMo's GPT-OSS-120B BF16 rows on 64 B200s (3 releases): -3.3 ... -8.1 % -> "
                                      "-3.2 ... +1.8 %; the H100 rows of the same model gave 1.17")}
+UNMEASURED_GROUPED["gb200"] = (UNMEASURED_GROUPED["b200"][0], "the b200 preset's, transferred: " + UNMEASURED_GROUPED["b200"][1])
 
 
 # Per-group scales on top of FITTED (`preflight calibrate --fit-time --per-group`, ridge towards the two-factor
@@ -137,6 +143,7 @@ HOPPER_GROUPED = ({"grouped_gemm": 1.17, "fp8_grouped_gemm": 1.4},
                   "runs, cross-checked model against model; BF16: GPT-OSS-120B, 4 runs): largest |error| 11.1 % -> "
                   "3.6 %")
 GROUP_FITTED.update({"h100-sxm": HOPPER_GROUPED, "h200": HOPPER_GROUPED, "h800": HOPPER_GROUPED})
+GROUP_FITTED["gb200"] = (GROUP_FITTED["b200"][0], "the b200 preset's, transferred: " + GROUP_FITTED["b200"][1], GROUP_FITTED["b200"][2])
 GEMM_OPS = ("matmul", "fp8_matmul")
 GROUPED_GEMM_OPS = ("group_matmul",)
 FP8_GROUPED_GEMM_OPS = ("fp8_group_matmul",)

@@ -195,16 +195,13 @@ TEST(TimeFit, H100NemoRows) {
     const TimeFit b200 = fit_time(corpus_runs(corpus), cost::load_simumax_system("b200"));
     EXPECT_LT(b200.max_abs_before(), 0.05) << corpus;
   }
-  // GB200 (never fitted on): the FP8 rows within 5 %; the Llama-3-70B MXFP8 rows (added after every fit,
-  // priced with the Blackwell MXFP8 GEMM scale) within 7 % — their 26.02 release ran 6 % slower than the
-  // three after it (−0.9 … −4.2 %); at the FP8 rate they were −6 … −12 %.
+  // GB200 (never fitted on; the gb200 preset carries the b200 preset's fits): every row within 5.5 % — the 405B
+  // rows' six releases spread 56.9 … 62.0 s, the Llama-3-70B MXFP8 rows' four 8.5 … 9.1 s (added after every fit;
+  // at the FP8 rate they were −6 … −12 %).  With SimuMax's raw B200 calibration on GB200 peaks: up to 6.7 %.
   const auto gb = corpus_runs("gb200_nemo_llama.json");
   ASSERT_EQ(gb.size(), 12u);
   const TimeFit gb200 = fit_time(gb, cost::load_simumax_system("gb200"));
-  for (const auto& r : gb200.runs) {
-    const bool mx = r.name.find("mxfp8") != std::string::npos;
-    EXPECT_LT(std::abs(r.error_before()), mx ? 0.07 : 0.05) << r.name;
-  }
+  EXPECT_LT(gb200.max_abs_before(), 0.055);
 }
 
 // Megatron-LM's own published Llama-3 FP8 table (examples/llama/README.md: 8B cp 2 on 8 H100s, 70B and 405B
