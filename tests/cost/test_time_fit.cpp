@@ -251,6 +251,16 @@ TEST(TimeFit, Mxfp8RowsAgainstTheirFp8TwinsOnTheSameLayout) {
     EXPECT_NE(cost::summary_text(mx_est).find("mxfp8 scaling"), std::string::npos);
     EXPECT_NEAR(predicted, p.cs / p.mx, 0.025 * p.cs / p.mx) << p.file << " " << p.release;
   }
+  // A system without the scale (MXFP8 needs Blackwell) prices it as per-tensor FP8, and says so.
+  {
+    auto args = corpus_runs("b200_nemo_llama3_8b.json").front();
+    args.strategy.fp8_recipe = Fp8Recipe::Mxfp8;
+    const cost::Estimate h100 =
+        cost::estimate(args.model, args.strategy, cost::load_simumax_system("h100-sxm"));
+    bool warned = false;
+    for (const auto& w : h100.warnings) warned = warned || w.find("no mxfp8_gemm_scale") != std::string::npos;
+    EXPECT_TRUE(warned);
+  }
   // Megatron's recipes, and nothing else.
   const auto bad = preflight::test::words(
       "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "

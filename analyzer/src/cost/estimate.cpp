@@ -950,6 +950,11 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   if (est.device_memory_gib != system.mem_gib)
     est.warnings.push_back("b200_bf16_ceperm: SimuMax's file says mem_gbs 80; a B200 has 179.06 GiB usable, which "
                            "is compared here (--simumax-compat keeps 80)");
+  if (strategy.fp8 != Fp8Format::None && strategy.fp8_recipe == Fp8Recipe::Mxfp8 &&
+      system.mxfp8_gemm_scale == 1.0 && !strategy.simumax_compat)
+    est.warnings.push_back(system.name +
+                           " has no mxfp8_gemm_scale: MXFP8 GEMMs priced as per-tensor FP8 "
+                           "(MXFP8 needs Blackwell; the b200 / gb200 presets carry a fitted one)");
   est.padded_vocab = model.padded_vocab_size(strategy.tp);
   est.micro_batches = strategy.num_microbatches();
 
