@@ -130,7 +130,7 @@ double ep_exchange_ms(const Ctx& c, double routed, double local, bool gather) {
   }
   // DeepEP / HybridEP.  Inside one node: the NVLink all-to-all of every routed copy at the NCCL all-to-all's
   // efficiency.  (The kernels send a token once per destination rank; priced that way NeMo's Qwen3-30B-A3B on
-  // one B200 node, HybridEP on 64 SMs, comes out 8 … 9 % fast, as it is −1 … −3 % now.)  Across nodes a
+  // one B200 node, HybridEP on 64 SMs, came out 8 … 9 % fast, this way within 3 %.)  Across nodes a
   // token goes once per other node holding any of its experts (RDMA, one kernel streaming to every peer)
   // and is forwarded there, once per destination rank, over NVLink at kFlexForwardBytesPerS;
   // the two phases are pipelined: the slower one is the exchange's time.  This reproduces DeepEP's published
