@@ -179,8 +179,15 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
     wrap::EntryPatterns entries;
     entries.globs.insert(entries.globs.end(), c.launch.entries.begin(), c.launch.entries.end());
     std::cerr << "preflight run: no launch of a training entry point (" << entries.describe()
-              << ") reached the shims; launchers called by absolute path (/usr/bin/torchrun) bypass them — "
-                 "`preflight wrap` rewrites such scripts, and --entry NAME adds an entry point\n";
+              << ") reached the shims";
+    if (code != 0)
+      std::cerr << "; the script exited with status " << code
+                << " before any — see its output above (a check for a file it expects, e.g. pretrain_gpt.py "
+                   "when not run from the Megatron-LM checkout, or a missing argument)";
+    std::cerr
+        << ". Launchers called by absolute path (/usr/bin/torchrun) or through a runner that picks its own "
+           "python (uv run, conda run) bypass the shims — `preflight wrap` rewrites such scripts — and "
+           "--entry NAME adds an entry point\n";
     if (!run_dir.empty()) {
       std::error_code ec;
       fs::remove(run_dir, ec);

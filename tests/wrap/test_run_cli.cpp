@@ -80,6 +80,14 @@ TEST(RunCli, ShimsLeaveOtherCommandsAlone) {
   RunResult none = run_in(dir.path(), preflight_bin() + " run -- bash -c 'echo no launch here'");
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.err.find("no launch of a training entry point"), std::string::npos) << none.err;
+  EXPECT_EQ(none.err.find("exited with status"), std::string::npos) << none.err;
+  // A script that stops before its launch (Megatron-LM's examples check for pretrain_gpt.py in the working
+  // directory): its status is passed on and said, not blamed on the launcher's path.
+  RunResult stopped =
+      run_in(dir.path(), preflight_bin() +
+                             " run -- bash -c '[ -f pretrain_gpt.py ] || exit 3; torchrun pretrain_gpt.py'");
+  EXPECT_EQ(stopped.exit_code, 3) << stopped.err;
+  EXPECT_NE(stopped.err.find("the script exited with status 3 before any"), std::string::npos) << stopped.err;
   // Unknown commands behave as in the shell.
   RunResult missing =
       run_in(dir.path(), "PATH=/bin " + preflight_bin() + " run -- /bin/sh -c 'deepspeed --help'");

@@ -439,6 +439,10 @@ TEST(WrapStyles, PrefixesBeforeTheLauncher) {
                 "$VENV_PREFIX \"${PROFILE_CMD[@]}\" torchrun");
   expect_layout(analyzed("prefix_style.sh", "PROFILE=1 VENV_PREFIX=env"), {2, 1, 8, 1024, 4},
                 "with the prefix set");
+  expect_layout(analyzed("prefix_style.sh", "STYLE=branches"), {1, 4, 8, 1024, 4},
+                "$UV_PREFIX set to \"uv run\" or \"\" on two branches");
+  expect_layout(analyzed("prefix_style.sh", "STYLE=branches USE_UV=0"), {1, 4, 8, 1024, 4},
+                "$UV_PREFIX empty");
   expect_layout(analyzed("prefix_style.sh", "STYLE=uv"), {4, 1, 8, 1024, 4}, "uv run torchrun");
   expect_layout(analyzed("prefix_style.sh", "STYLE=nsys"), {1, 2, 8, 1024, 2}, "nsys profile torchrun");
 }

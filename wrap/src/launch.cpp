@@ -110,7 +110,14 @@ std::optional<LaunchMatch> match_launch(const std::vector<WordView>& words, cons
   }
   // A prefix that runs the launcher: a runner (nsys profile …, uv run …) or words only known at run time
   // ($VENV_PREFIX "${PROFILE_CMD[@]}"): the launch is the first launcher after it.
-  if (words[i].value && !is_runner(basename_of(*words[i].value))) return std::nullopt;
+  // A value known to be blank or several fields (`$UV_PREFIX` set to "uv run" or "" on two branches: the last
+  // literal assignment is what is known) is split by the shell: its first field, if any, is what runs.
+  if (words[i].value) {
+    const std::string& v = *words[i].value;
+    const std::size_t b = v.find_first_not_of(" \t\n");
+    if (b != std::string::npos && !is_runner(basename_of(v.substr(b, v.find_first_of(" \t\n", b) - b))))
+      return std::nullopt;
+  }
   for (std::size_t k = i + 1; k < n; ++k) {
     if (!words[k].value) continue;
     if (auto m = match_at(words, k, entries)) {
