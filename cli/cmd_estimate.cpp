@@ -159,7 +159,8 @@ Command estimate_command() {
                        "arguments may follow --)");
         sub.add_option("--system", o->system,
                        "SimuMax system JSON or preset: a100_pcie, b200_bf16_ceperm (SimuMax's calibrations), "
-                       "a100-sxm-40gb, a100-sxm-80gb, h100-sxm, h800, h200, b200, gb200, mi300x, ascend-910b")
+                       "a100-sxm-40gb, a100-sxm-80gb, h100-sxm, h800, h200, b200, gb200, b300, gb300, "
+                       "mi300x, ascend-910b")
             ->capture_default_str();
         sub.add_option("--gpus-per-node", o->gpus_per_node,
                        "devices per node (the fast intra-node domain); default: the system's");

@@ -40,6 +40,15 @@ SYSTEMS = {
     "gb200": (2500, 5000, 184, 8000, 900, 72, 100, "b200",
               "NVIDIA GB200 NVL72 (per GPU: 2.5 PFLOPS BF16 dense, 5 FP8, 186 GB, 8 TB/s, NVLink 1.8 TB/s in one "
               "72-GPU domain); ConnectX-8 800 Gb/s per GPU"),
+    # Blackwell Ultra: the same tensor-core rates as Blackwell for BF16 / FP8 (HGX B300) or GB300's higher
+    # clocks (NVL72: 360 PF dense FP8 over 72 GPUs), 288 GB of HBM3e (taken as 288e9 bytes = 268 GiB until a
+    # driver-reported figure is published: a fit check errs on the safe side), ConnectX-8 at 800 Gb/s per GPU.
+    "b300": (2250, 4500, 268, 8000, 900, 8, 100, "b200",
+             "NVIDIA HGX / DGX B300, Blackwell Ultra (per GPU: 2.25 PFLOPS BF16 dense, 4.5 FP8, 288 GB HBM3e, "
+             "8 TB/s, NVLink 1.8 TB/s); 8x ConnectX-8 800 Gb/s"),
+    "gb300": (2500, 5000, 268, 8000, 900, 72, 100, "b200",
+              "NVIDIA GB300 NVL72, Blackwell Ultra (per GPU: 2.5 PFLOPS BF16 dense, 5 FP8 — 360 PF FP8 per 72-GPU "
+              "rack —, 288 GB HBM3e, 8 TB/s, NVLink 1.8 TB/s in one 72-GPU domain); ConnectX-8 800 Gb/s per GPU"),
     "mi300x": (1307, 2615, 192, 5300, 448, 8, 50, "b200",
                "AMD Instinct MI300X datasheet (1,307 TFLOPS BF16 dense, 2,615 FP8, 192 GB, 5.3 TB/s, Infinity "
                "Fabric 7x 128 GB/s peer links, 896 GB/s aggregate); 8x 400 Gb/s per node"),
@@ -68,7 +77,7 @@ STRAGGLER = {"a100-sxm-40gb": 0.09, "a100-sxm-80gb": 0.09}
 RING_STEP_LATENCY_US = 8
 # Streaming multiprocessors per device (spec sheets / whitepapers; MI300X: compute units); Ascend unknown (0).
 SM_COUNT = {"a100-sxm-40gb": 108, "a100-sxm-80gb": 108, "h100-sxm": 132, "h800": 132, "h200": 132,
-            "b200": 148, "gb200": 148, "mi300x": 304}
+            "b200": 148, "gb200": 148, "b300": 160, "gb300": 160, "mi300x": 304}
 FITTED = {
     "a100-sxm-40gb": A100_FIT,
     "a100-sxm-80gb": A100_FIT,
@@ -104,6 +113,22 @@ MXFP8_SCALE["gb200"] = MXFP8_SCALE["b200"]
 # SimuMax's raw B200 calibration, 5.3 % with B200's fits).
 FITTED["gb200"] = FITTED["b200"][:2] + ("the b200 preset's fit, transferred (same Blackwell GPU); " + FITTED["b200"][2],)
 FP8_FITTED["gb200"] = (FP8_FITTED["b200"][0], "the b200 preset's, transferred: " + FP8_FITTED["b200"][1])
+# Blackwell Ultra (B300 / GB300) carries B200's fits the same way (its doubled attention-softmax rate, SFU
+# exponentials, is not in the transferred attention efficiencies); GB300's compute scale is refitted below.
+BLACKWELL_ULTRA = ("b300", "gb300")
+for _n in BLACKWELL_ULTRA:
+    MXFP8_SCALE[_n] = MXFP8_SCALE["b200"]
+    FITTED[_n] = FITTED["b200"][:2] + ("the b200 preset's fit, transferred (Blackwell Ultra); " + FITTED["b200"][2],)
+    FP8_FITTED[_n] = (FP8_FITTED["b200"][0], "the b200 preset's, transferred: " + FP8_FITTED["b200"][1])
+# GB300 ran NeMo's Llama rows 1.25x faster than B200's fits at GB300's peak rates predict (+20 ... +29 %): its
+# compute scale is B200's times 0.80, fitted on the five Llama-3.1-405B FP8-CS rows alone (0.796); the 70B and
+# 405B MXFP8 rows of the same tables, held out, are then within 3.6 % (each group alone wants 0.79 ... 0.81).
+GB300_COMPUTE = 0.80
+FITTED["gb300"] = (round(FITTED["b200"][0] * GB300_COMPUTE, 4), FITTED["b200"][1],
+                   "the b200 preset's fit with its compute scale times %.2f, fitted on NeMo's five published "
+                   "Llama-3.1-405B FP8-CS rows on 256 GB300s (tests/data/time_corpus/gb300_nemo_llama.json; "
+                   "26.02 ... 26.06): its Llama-3-70B and 405B MXFP8 rows, held out, are then within 3.6 %% (B200's "
+                   "fit as transferred: +20 ... +29 %%); b200 fit: " % GB300_COMPUTE + FITTED["b200"][2])
 
 
 # B200's BF16 grouped GEMMs at shapes SimuMax's B200 file did not measure (its default group_matmul efficiency,
@@ -113,7 +138,9 @@ FP8_FITTED["gb200"] = (FP8_FITTED["b200"][0], "the b200 preset's, transferred: "
 UNMEASURED_GROUPED = {"b200": (1.12, "default (unmeasured-shape) BF16 grouped-GEMM efficiency / 1.12, fitted on "
                                      "NeMo's GPT-OSS-120B BF16 rows on 64 B200s (3 releases): -3.3 ... -8.1 % -> "
                                      "-3.2 ... +1.8 %; the H100 rows of the same model gave 1.17")}
-UNMEASURED_GROUPED["gb200"] = (UNMEASURED_GROUPED["b200"][0], "the b200 preset's, transferred: " + UNMEASURED_GROUPED["b200"][1])
+for _n in ("gb200",) + BLACKWELL_ULTRA:
+    UNMEASURED_GROUPED[_n] = (UNMEASURED_GROUPED["b200"][0],
+                              "the b200 preset's, transferred: " + UNMEASURED_GROUPED["b200"][1])
 
 
 # Per-group scales on top of FITTED (`preflight calibrate --fit-time --per-group`, ridge towards the two-factor
@@ -143,7 +170,9 @@ HOPPER_GROUPED = ({"grouped_gemm": 1.17, "fp8_grouped_gemm": 1.4},
                   "runs, cross-checked model against model; BF16: GPT-OSS-120B, 4 runs): largest |error| 11.1 % -> "
                   "3.6 %")
 GROUP_FITTED.update({"h100-sxm": HOPPER_GROUPED, "h200": HOPPER_GROUPED, "h800": HOPPER_GROUPED})
-GROUP_FITTED["gb200"] = (GROUP_FITTED["b200"][0], "the b200 preset's, transferred: " + GROUP_FITTED["b200"][1], GROUP_FITTED["b200"][2])
+for _n in ("gb200",) + BLACKWELL_ULTRA:
+    GROUP_FITTED[_n] = (GROUP_FITTED["b200"][0], "the b200 preset's, transferred: " + GROUP_FITTED["b200"][1],
+                        GROUP_FITTED["b200"][2])
 GEMM_OPS = ("matmul", "fp8_matmul")
 GROUPED_GEMM_OPS = ("group_matmul",)
 FP8_GROUPED_GEMM_OPS = ("fp8_group_matmul",)
