@@ -662,7 +662,7 @@ TEST(CostModel, RingContextParallelismOverlapsItsExchange) {
 // The three token dispatchers over an expert-parallel group of 16 on two 8-GPU nodes, by hand from the
 // collective primitives: all-to-all sends every routed copy (tokens · top-k rows), allgather gathers the
 // group's tokens whole, DeepEP / HybridEP (flex) sends a token once per other node holding one of its
-// experts and forwards it over NVLink.
+// experts and forwards it over NVLink; inside one node, once per other rank holding one.
 TEST(CostModel, MoeTokenDispatchersByHand) {
   const SystemSpec h100 = load_simumax_system("h100-sxm");
   auto run = [&](const std::string& extra) {
@@ -715,6 +715,14 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
   // experts lie among the 64 of its group's 8 ranks.
   EXPECT_NEAR(run("--moe-token-dispatcher-type flex --moe-router-num-groups 2 --moe-router-group-topk 1"),
               flex(0.5, 8 * (1 - miss(64, 8, 8))), 1e-9);
+  // Inside one node (ep 8 of 8 GPUs): one kernel writes a token once to each other rank holding one of its
+  // experts (8 ranks, 16 experts each) at half the NVLink bandwidth per direction, one latency.
+  const Network& nvl = h100.networks.at("high_intra_node");
+  const double nvl_latency_ms = *nvl.op.at("all2all").latency_us / 1e3;
+  const double leaving = tokens * 8 * (1 - miss(128, 16, 8)) * 7 / 8;
+  EXPECT_NEAR(run("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep "
+                  "--expert-model-parallel-size 8 --nnodes 1"),
+              2 * (leaving / (0.5 * nvl.bandwidth.gbps * (1 << 30)) * 1e3 + nvl_latency_ms), 1e-9);
   // SimuMax prices all-to-all whatever the flag says.
   EXPECT_NEAR(run("--moe-token-dispatcher-type flex --simumax-compat"),
               run("--moe-token-dispatcher-type alltoall --simumax-compat"), 1e-9);

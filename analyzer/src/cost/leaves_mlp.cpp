@@ -112,6 +112,13 @@ double remote_nodes_per_token(const MoESpec& moe, int nodes) {
 /// bound it; capped at the link's bandwidth.  No Blackwell figure is published for these kernels.
 constexpr double kFlexForwardBytesPerS = 145e9;
 
+/// Fraction of the intra-node link (`high_intra_node` bandwidth per direction) at which DeepEP / HybridEP's
+/// intranode kernels move the copies of a token exchange that leave the GPU (each token once per destination
+/// rank).  Fitted on NeMo's Qwen3-30B-A3B MXFP8 rows on one DGX-B200 node as those releases ran them
+/// (HybridEP on 32 SMs, exchanges exposed: no expert-parallel overlap; 26.02.01 … 26.04.01):
+/// tests/data/time_corpus/b200_nemo_moe.json.  About 480 GB/s on NVLink 5.
+constexpr double kFlexIntraNodeLinkFraction = 0.5;
+
 /// One token exchange over the expert-parallel group (a dispatch or a combine, forward or backward):
 /// `routed` = bytes of this rank's routed copies (tokens · top-k rows), `local` = bytes of its tokens before
 /// routing, `gather` = the all-gather side of the allgather dispatcher (dispatch forward / combine
@@ -128,17 +135,21 @@ double ep_exchange_ms(const Ctx& c, double routed, double local, bool gather) {
     case MoeDispatcher::Flex:
       break;
   }
-  // DeepEP / HybridEP.  Inside one node: the NVLink all-to-all of every routed copy at the NCCL all-to-all's
-  // efficiency.  (The kernels send a token once per destination rank; priced that way NeMo's Qwen3-30B-A3B on
-  // one B200 node, HybridEP on 64 SMs, came out 8 … 9 % fast, this way within 3 %.)  Across nodes a
+  // DeepEP / HybridEP.  Inside one node: every token once to each other rank holding any of its experts, one
+  // kernel (one latency) at kFlexIntraNodeLinkFraction of the NVLink bandwidth.  Across nodes a
   // token goes once per other node holding any of its experts (RDMA, one kernel streaming to every peer)
   // and is forwarded there, once per destination rank, over NVLink at kFlexForwardBytesPerS;
   // the two phases are pipelined: the slower one is the exchange's time.  This reproduces DeepEP's published
   // internode rates (NVLink-bound at EP 16, RDMA-bound at EP 32 / 64).
   const int node = std::max(1, c.sys->num_per_node);
   const int nodes = (c.ep * c.etp + node - 1) / node;  // the ep group is strided by expert tp
-  if (c.nets.ep != "inter_node" || nodes <= 1)
-    return net(c, Collective::AllToAll, routed, c.ep, c.nets.ep, CommGroup::Ep);
+  if (c.nets.ep != "inter_node" || nodes <= 1) {
+    if (c.nets.ep != "high_intra_node")  // a PCIe or other intra-node network: NCCL's all-to-all
+      return net(c, Collective::AllToAll, routed, c.ep, c.nets.ep, CommGroup::Ep);
+    // One kernel writes each token once to every other rank holding any of its experts.
+    const double leaving = local * units_hit_per_token(c.m->moe, c.ep) * (c.ep - 1) / c.ep;
+    return one_shot_intra_node_ms(*c.sys, leaving, kFlexIntraNodeLinkFraction);
+  }
   const double per_rank = local * units_hit_per_token(c.m->moe, c.ep);
   const double rdma_ms = one_shot_exchange_ms(*c.sys, local * remote_nodes_per_token(c.m->moe, nodes));
   const double nvl_ms = forward_ms(*c.sys, per_rank, kFlexForwardBytesPerS);

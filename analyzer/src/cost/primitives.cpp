@@ -168,6 +168,19 @@ double one_shot_exchange_ms(const SystemSpec& sys, double bytes) {
   return bytes * op.scale / (bw * kGiB * eff) * 1e3 + latency / 1e3;
 }
 
+double one_shot_intra_node_ms(const SystemSpec& sys, double bytes, double efficiency) {
+  auto nit = sys.networks.find("high_intra_node");
+  if (nit == sys.networks.end())
+    throw InputError(sys.name + ": networks",
+                     "has no network 'high_intra_node' (needed for a token exchange)");
+  if (bytes <= 0) return 0;
+  const Network& nw = nit->second;
+  auto oit = nw.op.find(simumax_key(Collective::AllToAll));
+  const double latency =
+      oit != nw.op.end() && oit->second.latency_us ? *oit->second.latency_us : nw.bandwidth.latency_us;
+  return bytes / (nw.bandwidth.gbps * kGiB * efficiency) * 1e3 + latency / 1e3;
+}
+
 double forward_ms(const SystemSpec& sys, double bytes, double rate) {
   auto nit = sys.networks.find("high_intra_node");
   if (nit == sys.networks.end())
