@@ -233,17 +233,20 @@ TEST(TimeFit, Gb300RowsHeldOutFromItsComputeFit) {
 }
 
 // B300 (Blackwell Ultra, the b200 preset's fits transferred; no run fitted on): NeMo's Qwen3-30B-A3B MXFP8
-// (micro batch 8, HybridEP inside the node, exchanges exposed) and GPT-OSS-120B BF16 (HybridEP, ep 8) rows,
-// held out: the intra-node HybridEP rate fitted on the B200 Qwen3 rows (micro batch 4) prices the B300 Qwen3
-// rows +5.5 … +10 % (+32 … +37 % as NCCL's all-to-all of every routed copy) and GPT-OSS −3.7 … −5.0 %.
+// (micro batch 8, HybridEP inside the node, exchanges exposed), GPT-OSS-120B BF16 (HybridEP, ep 8) and
+// DeepSeek-V3 MXFP8 (256 GPUs, ep 8 inside the node, pp 16 / pp 8) rows, held out: the intra-node HybridEP rate
+// fitted on the B200 Qwen3 rows (micro batch 4) prices the B300 Qwen3 rows +5.5 … +10 % (+32 … +37 % as NCCL's
+// all-to-all of every routed copy), GPT-OSS −3.7 … −5.0 %, DeepSeek-V3 −7.1 … +7.1 % (its three pp 16 releases
+// 5 % apart).
 TEST(TimeFit, B300MoeRowsHeldOut) {
   const auto runs = corpus_runs("b300_nemo_moe.json");
-  ASSERT_EQ(runs.size(), 7u);
+  ASSERT_EQ(runs.size(), 11u);
   for (const auto& r : runs) ASSERT_EQ(r.strategy.moe_dispatcher, MoeDispatcher::Flex) << r.name;
   const TimeFit fit = fit_time(runs, cost::load_simumax_system("b300"));
   for (const auto& r : fit.runs) {
     const bool qwen = r.name.find("qwen3") != std::string::npos;
-    EXPECT_LT(std::abs(r.error_before()), qwen ? 0.105 : 0.055) << r.name;
+    const bool deepseek = r.name.find("deepseek") != std::string::npos;
+    EXPECT_LT(std::abs(r.error_before()), qwen ? 0.105 : deepseek ? 0.075 : 0.055) << r.name;
   }
 }
 
@@ -708,7 +711,7 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 11 + 2 + 2 + 12 + 12 + 7 + 12 + 3 + 13 + 7);
+  EXPECT_EQ(checked, 11 + 2 + 2 + 12 + 12 + 7 + 12 + 3 + 13 + 11);
 }
 
 }  // namespace
