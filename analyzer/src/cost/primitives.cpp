@@ -168,13 +168,20 @@ double one_shot_exchange_ms(const SystemSpec& sys, double bytes) {
   return bytes * op.scale / (bw * kGiB * eff) * 1e3 + latency / 1e3;
 }
 
-double one_shot_intra_node_ms(const SystemSpec& sys, double bytes, double efficiency) {
+namespace {
+/// The system's `high_intra_node` network; InputError naming the system when it has none.
+const Network& intra_node_network(const SystemSpec& sys) {
   auto nit = sys.networks.find("high_intra_node");
   if (nit == sys.networks.end())
     throw InputError(sys.name + ": networks",
                      "has no network 'high_intra_node' (needed for a token exchange)");
+  return nit->second;
+}
+}  // namespace
+
+double one_shot_intra_node_ms(const SystemSpec& sys, double bytes, double efficiency) {
+  const Network& nw = intra_node_network(sys);
   if (bytes <= 0) return 0;
-  const Network& nw = nit->second;
   auto oit = nw.op.find(simumax_key(Collective::AllToAll));
   const double latency =
       oit != nw.op.end() && oit->second.latency_us ? *oit->second.latency_us : nw.bandwidth.latency_us;
@@ -182,12 +189,9 @@ double one_shot_intra_node_ms(const SystemSpec& sys, double bytes, double effici
 }
 
 double forward_ms(const SystemSpec& sys, double bytes, double rate) {
-  auto nit = sys.networks.find("high_intra_node");
-  if (nit == sys.networks.end())
-    throw InputError(sys.name + ": networks",
-                     "has no network 'high_intra_node' (needed for a token exchange)");
+  const Network& nw = intra_node_network(sys);
   if (bytes <= 0) return 0;
-  return bytes / std::min(rate, nit->second.bandwidth.gbps * kGiB) * 1e3;
+  return bytes / std::min(rate, nw.bandwidth.gbps * kGiB) * 1e3;
 }
 
 }  // namespace preflight::analyzer::cost
