@@ -204,6 +204,63 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
   return code;
 }
 
+/// An nvidia-smi call that only lists the GPUs: `-L` / `--list-gpus`, or `--query-gpu=F,…` of the fields
+/// name, index, uuid, count with `--format=csv` (noheader / nounits allowed).  Its answer for GPU i.
+struct GpuListing {
+  std::vector<std::string> fields;  ///< empty: the `-L` form
+  bool header = false;
+  std::string line(int i, int gpus) const {
+    auto field = [&](const std::string& f) -> std::string {
+      if (f == "name") return "NVIDIA GPU (preflight analysis)";
+      if (f == "index") return std::to_string(i);
+      if (f == "uuid") return "GPU-preflight-" + std::to_string(i);
+      return std::to_string(gpus);  // count
+    };
+    if (fields.empty())
+      return "GPU " + std::to_string(i) + ": NVIDIA GPU (preflight analysis) (UUID: GPU-preflight-" +
+             std::to_string(i) + ")\n";
+    std::string out = i == 0 && header ? join_fields(fields) + "\n" : "";
+    for (std::size_t k = 0; k < fields.size(); ++k) out += (k ? ", " : "") + field(fields[k]);
+    return out + "\n";
+  }
+  static std::string join_fields(const std::vector<std::string>& f) {
+    std::string s;
+    for (const auto& x : f) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  }
+};
+
+std::optional<GpuListing> gpu_listing(const std::vector<std::string>& argv) {
+  GpuListing g;
+  bool list = false, query = false, csv = false;
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "-L" || a == "--list-gpus") {
+      list = true;
+    } else if (a.rfind("--query-gpu=", 0) == 0) {
+      query = true;
+      std::string rest = a.substr(12);
+      for (std::size_t b = 0; b <= rest.size();) {
+        std::size_t e = rest.find(',', b);
+        if (e == std::string::npos) e = rest.size();
+        std::string f = rest.substr(b, e - b);
+        if (f != "name" && f != "index" && f != "uuid" && f != "count") return std::nullopt;
+        g.fields.push_back(f);
+        b = e + 1;
+      }
+    } else if (a.rfind("--format=", 0) == 0) {
+      const std::string fmt = a.substr(9);
+      csv = fmt.rfind("csv", 0) == 0;
+      g.header = fmt.find("noheader") == std::string::npos;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (list && !query) return g;
+  if (query && csv && !g.fields.empty()) return g;
+  return std::nullopt;
+}
+
 int run_run(const RunCli& c) {
   wrap::Environment env = wrap::current_environment();
   std::vector<std::string> argv = c.command;
@@ -233,6 +290,20 @@ int run_run(const RunCli& c) {
               << " (analysis mode; --gpus-per-node N to say otherwise)\n";
     std::cout << gpus << "\n";
     return kExitOk;
+  }
+  // The same for `nvidia-smi --query-gpu=name --format=csv,noheader | wc -l` and `nvidia-smi -L` (Megatron-
+  // DeepSpeed's examples): with --gpus-per-node, or on a machine without nvidia-smi, the query is answered
+  // for that many GPUs (8 by default); other queries, and machines with GPUs, get the real nvidia-smi.
+  if (c.shim == "nvidia-smi" && c.mode == "analyze") {
+    const std::string path = wrap::env_get(env, "PATH");
+    const bool real = wrap::find_program("nvidia-smi", path, skip).has_value();
+    if (auto listing = gpu_listing(argv); listing && (c.launch.gpus_per_node > 0 || !real)) {
+      const int gpus = c.launch.gpus_per_node > 0 ? c.launch.gpus_per_node : 8;
+      std::cerr << "preflight run: answered `" << join(argv) << "` for " << gpus << " GPUs (analysis mode; "
+                << "--gpus-per-node N to say otherwise)\n";
+      for (int i = 0; i < gpus; ++i) std::cout << listing->line(i, gpus);
+      return kExitOk;
+    }
   }
   if (!c.shim.empty()) {  // not a training launch: the real program, untouched
     try {

@@ -103,6 +103,23 @@ TEST(MegatronArgs, UnknownFlagsAndTheirValuesAreSkipped) {
   MegatronConfig c = parse_megatron_args(w);
   EXPECT_EQ(c.strategy.tp, 2);
   EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), "--rampup-batch-size"), c.ignored.end());
+  // Of the flags read past, those whose names say they may change memory or time are named in one warning
+  // (a batch-size ramp-up changes the iteration); the learning rate, data and logging are not.
+  std::string unread;
+  for (const auto& warning : c.warnings)
+    if (warning.find("read past") != std::string::npos) unread = warning;
+  EXPECT_NE(unread.find("--rampup-batch-size"), std::string::npos) << unread;
+  EXPECT_EQ(unread.find("--lr"), std::string::npos) << unread;
+  EXPECT_EQ(unread.find("--data-path"), std::string::npos) << unread;
+  MegatronConfig newer =
+      parse_megatron_args(with(base_args(), {"--hierarchical-context-parallel-sizes", "2", "4",
+                                             "--log-params-norm", "--save-interval", "100"}));
+  unread.clear();
+  for (const auto& warning : newer.warnings)
+    if (warning.find("read past") != std::string::npos) unread = warning;
+  EXPECT_NE(unread.find("--hierarchical-context-parallel-sizes"), std::string::npos) << unread;
+  EXPECT_EQ(unread.find("--log-params-norm"), std::string::npos) << unread;
+  EXPECT_EQ(unread.find("--save-interval"), std::string::npos) << unread;
 }
 
 TEST(MegatronArgs, ArrayItemsHoldingFlagAndValueInOneWord) {

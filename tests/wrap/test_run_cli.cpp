@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "preflight/wrap/process.hpp"
 #include "wrap_test_util.hpp"
 
 using namespace preflight::test;
@@ -106,6 +107,30 @@ TEST(RunCli, TorchDeviceCountIsTheNodeSizeAnalysed) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("with 4 (analysis mode"), std::string::npos) << r.err;
   EXPECT_EQ(json_in(r.out)["strategy"]["world_size"].get<int>(), 4);
+}
+
+// The same for nvidia-smi's GPU listings (Megatron-DeepSpeed's examples count `--query-gpu=name` lines): the
+// node size given; other nvidia-smi queries are not answered (the real program, absent here: 127).
+TEST(RunCli, NvidiaSmiGpuListingIsTheNodeSizeAnalysed) {
+  TempDir dir;
+  write_file(dir / "s.sh",
+             "GPUS=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)\n"
+             "L=$(nvidia-smi -L | wc -l)\n"
+             "[ \"$GPUS\" = \"$L\" ] || exit 9\n"
+             "torchrun --nproc_per_node $GPUS pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+             "--num-attention-heads 2 --seq-length 16 --vocab-size 100 --tensor-model-parallel-size 2\n");
+  RunResult r =
+      run_in(dir.path(), preflight_bin() + " run --gpus-per-node 4 --analyze-arg=--json -- bash s.sh");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("for 4 GPUs (analysis mode"), std::string::npos) << r.err;
+  EXPECT_EQ(json_in(r.out)["strategy"]["world_size"].get<int>(), 4);
+  if (!preflight::wrap::find_program("nvidia-smi", std::getenv("PATH") ? std::getenv("PATH") : "")) {
+    RunResult other =
+        run_in(dir.path(), preflight_bin() +
+                               " run --gpus-per-node 4 -- sh -c 'nvidia-smi --query-gpu=memory.total "
+                               "--format=csv'");
+    EXPECT_EQ(other.exit_code, 127) << other.err;
+  }
 }
 
 TEST(RunCli, ALaunchGivenDirectlyIsAnalysed) {

@@ -207,6 +207,48 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
     if (auto u = unmodelled.find(name); u != unmodelled.end() && said.insert(u->second).second)
       cfg.warnings.push_back(name + ": " + u->second);
 
+  // Other flags read past whose names say they may change memory or time (a newer Megatron's, or a feature
+  // not modelled): named in one warning, so that a number which ignores them is not taken silently.  Flags of
+  // logging, data, checkpoints and the learning-rate schedule are not named.
+  static constexpr std::string_view kCostWords[] = {"parallel",
+                                                    "overlap",
+                                                    "recompute",
+                                                    "offload",
+                                                    "fsdp",
+                                                    "shard",
+                                                    "graph",
+                                                    "zero",
+                                                    "pipeline",
+                                                    "expert-model",
+                                                    "context",
+                                                    "batch",
+                                                    "layers",
+                                                    "hidden",
+                                                    "heads",
+                                                    "vocab",
+                                                    "mtp",
+                                                    "window",
+                                                    "dispatcher",
+                                                    "fp4",
+                                                    "checkpoint-activations",
+                                                    "activation-offload",
+                                                    "memory-efficient"};
+  static constexpr std::string_view kNotCost[] = {"log",  "tensorboard", "wandb", "save",    "load", "eval",
+                                                  "data", "tokenizer",   "seed",  "profile", "timer"};
+  std::vector<std::string> unread;
+  for (const auto& name : cfg.ignored) {
+    if (unmodelled.count(name) || name.rfind("--", 0) != 0) continue;
+    auto has = [&](std::string_view w) { return name.find(w) != std::string::npos; };
+    if (!std::any_of(std::begin(kCostWords), std::end(kCostWords), has)) continue;
+    if (std::any_of(std::begin(kNotCost), std::end(kNotCost), has)) continue;
+    if (std::find(unread.begin(), unread.end(), name) == unread.end()) unread.push_back(name);
+  }
+  if (!unread.empty()) {
+    std::string list;
+    for (const auto& n : unread) list += (list.empty() ? "" : ", ") + n;
+    cfg.warnings.push_back("read past, not modelled (they may change memory or time): " + list);
+  }
+
   // Model families whose layers are not transformer layers: refused by name, not as a missing size.
   static const std::map<std::string, std::string> other_families = {
       {"--hybrid-layer-pattern", "hybrid Mamba models"},

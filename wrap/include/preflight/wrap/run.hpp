@@ -64,7 +64,7 @@ std::vector<std::string> short_run_args(const LaunchCommand& launch, const Trace
                                         std::vector<std::string>& notes);
 
 /// Names the PATH shims cover: the launchers' shims (launchers(): torchrun, deepspeed, msrun, python,
-/// python3, srun, mpirun, mpiexec) and any python3.N on `path_var`.
+/// python3, srun, mpirun, mpiexec), any python3.N on `path_var`, and nvidia-smi (a script's GPU-count query).
 std::vector<std::string> shim_names(const std::string& path_var);
 
 /// Writes one executable `/bin/sh` shim per name into `dir`; each runs
