@@ -464,6 +464,31 @@ TEST(TimeFit, StragglerFactorFollowsTheSystem) {
               1e-12);
 }
 
+// Systems by the names people write: case, '_' / '-', vendor and form-factor words aside; an ambiguous
+// product (A100: 40 or 80 GB) is refused naming both.
+TEST(TimeFit, SystemPresetsByProductName) {
+  EXPECT_EQ(cost::system_preset_for("h100-sxm"), "h100-sxm");
+  EXPECT_EQ(cost::system_preset_for("H100"), "h100-sxm");
+  EXPECT_EQ(cost::system_preset_for("NVIDIA_H100_SXM5"), "h100-sxm");
+  EXPECT_EQ(cost::system_preset_for("DGX-B200"), "b200");
+  EXPECT_EQ(cost::system_preset_for("GB200-NVL72"), "gb200");
+  EXPECT_EQ(cost::system_preset_for("gb300_nvl72"), "gb300");
+  EXPECT_EQ(cost::system_preset_for("A100_80GB"), "a100-sxm-80gb");
+  EXPECT_EQ(cost::system_preset_for("a100-pcie"), "a100_pcie");
+  EXPECT_EQ(cost::system_preset_for("910B"), "ascend-910b");
+  EXPECT_EQ(cost::system_preset_for("MI300"), "mi300x");
+  EXPECT_EQ(cost::system_preset_for("h100-pcie"), "");  // no preset for the PCIe card
+  EXPECT_EQ(cost::system_preset_for("a100"), "");
+  EXPECT_EQ(cost::system_preset_choices("A100").size(), 2u);
+  EXPECT_EQ(cost::load_simumax_system("DGX-H100").mem_gib, cost::load_simumax_system("h100-sxm").mem_gib);
+  try {
+    cost::load_simumax_system("a100");
+    ADD_FAILURE() << "an ambiguous system name was accepted";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("a100-sxm-40gb, a100-sxm-80gb"), std::string::npos) << e.what();
+  }
+}
+
 // FP8 on the spec-sheet presets: where the GPU has an FP8 rate the GEMMs run at it (with the BF16
 // efficiencies), so an FP8 run is priced faster than the BF16 one; the A100 has none and says so.
 TEST(TimeFit, Fp8OnPresetsWithAnFp8Rate) {

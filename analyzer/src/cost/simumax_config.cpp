@@ -1,5 +1,6 @@
 // SimuMax v1.2 JSON configs → ModelSpec / Strategy / SystemSpec.  See simumax_config.hpp.
 #include "preflight/analyzer/cost/simumax_config.hpp"
+#include <cctype>
 
 #include <algorithm>
 #include <cmath>
@@ -633,9 +634,75 @@ std::string strategy_preset_json(const std::string& name) {
     if (name == p.name) return p.json;
   return "";
 }
-std::string system_preset_json(const std::string& name) {
+namespace {
+
+/// Lower case, '_' as '-', without vendor and form-factor words: "NVIDIA_H100-SXM5" → "h100".
+std::string product_of(const std::string& name) {
+  std::string s;
+  for (char ch : name) s += ch == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  std::vector<std::string> parts, kept;
+  for (std::size_t b = 0; b <= s.size();) {
+    std::size_t e = s.find('-', b);
+    if (e == std::string::npos) e = s.size();
+    if (e > b) parts.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  for (const auto& w : parts)
+    if (w != "nvidia" && w != "dgx" && w != "hgx" && w != "sxm" && w != "sxm4" && w != "sxm5" &&
+        w != "nvl72" && w != "nvl" && w != "huawei" && w != "amd" && w != "instinct" && w != "gpu")
+      kept.push_back(w);
+  std::string out;
+  for (const auto& w : kept) out += (out.empty() ? "" : "-") + w;
+  return out;
+}
+
+const std::map<std::string, std::vector<std::string>>& product_presets() {
+  static const std::map<std::string, std::vector<std::string>> m = {
+      {"a100", {"a100-sxm-40gb", "a100-sxm-80gb"}},
+      {"a100-40gb", {"a100-sxm-40gb"}},
+      {"a100-80gb", {"a100-sxm-80gb"}},
+      {"a100-pcie", {"a100_pcie"}},
+      {"h100", {"h100-sxm"}},
+      {"h100-80gb", {"h100-sxm"}},
+      {"h800", {"h800"}},
+      {"h200", {"h200"}},
+      {"h200-141gb", {"h200"}},
+      {"b200", {"b200"}},
+      {"gb200", {"gb200"}},
+      {"b300", {"b300"}},
+      {"gb300", {"gb300"}},
+      {"mi300x", {"mi300x"}},
+      {"mi300", {"mi300x"}},
+      {"910b", {"ascend-910b"}},
+      {"ascend910b", {"ascend-910b"}},
+      {"ascend-910b", {"ascend-910b"}},
+  };
+  return m;
+}
+
+}  // namespace
+
+std::string system_preset_for(const std::string& name) {
   for (const auto& p : presets::systems())
-    if (name == p.name) return p.json;
+    if (name == p.name) return p.name;
+  const std::string product = product_of(name);
+  for (const auto& p : presets::systems())
+    if (product == product_of(p.name) && product != "a100") return p.name;
+  auto it = product_presets().find(product);
+  if (it != product_presets().end() && it->second.size() == 1) return it->second.front();
+  return "";
+}
+
+std::vector<std::string> system_preset_choices(const std::string& name) {
+  auto it = product_presets().find(product_of(name));
+  if (it != product_presets().end() && it->second.size() > 1) return it->second;
+  return {};
+}
+
+std::string system_preset_json(const std::string& name) {
+  const std::string preset = system_preset_for(name);
+  for (const auto& p : presets::systems())
+    if (preset == p.name) return p.json;
   return "";
 }
 
@@ -682,13 +749,19 @@ SimuMaxStrategy load_simumax_strategy(const std::string& path_or_name) {
 SystemSpec load_simumax_system(const std::string& path_or_name) {
   if (std::filesystem::is_regular_file(path_or_name))
     return read_simumax_system(read_json_file(path_or_name), path_or_name);
-  std::string text = system_preset_json(path_or_name);
-  if (text.empty())
+  const std::string preset = system_preset_for(path_or_name);
+  if (preset.empty()) {
+    const auto choices = system_preset_choices(path_or_name);
+    if (!choices.empty())
+      throw InputError("--system",
+                       "'" + path_or_name + "' fits several presets: " + join(choices) + " (say which)");
     throw InputError("--system", "'" + path_or_name + "' is neither a file nor a system preset (presets: " +
                                      join(system_preset_names()) + ")");
-  SystemSpec s = read_simumax_system(parse_json_text(text, "system preset " + path_or_name),
-                                     "system preset " + path_or_name);
-  s.source = path_or_name;
+  }
+  std::string text = system_preset_json(preset);
+  SystemSpec s =
+      read_simumax_system(parse_json_text(text, "system preset " + preset), "system preset " + preset);
+  s.source = preset;
   return s;
 }
 

@@ -62,9 +62,19 @@ SystemSpec read_simumax_system(const nlohmann::json& j, const std::string& where
 std::vector<std::string> strategy_preset_names();
 /// Names of the bundled system presets (SimuMax's `configs/system/*.json`: `a100_pcie`, `b200_bf16_ceperm`).
 std::vector<std::string> system_preset_names();
-/// The JSON text of a bundled preset; empty when there is none of that name.
+/// The JSON text of a bundled preset; empty when there is none of that name (system presets: any spelling
+/// system_preset_for() resolves).
 std::string strategy_preset_json(const std::string& name);
 std::string system_preset_json(const std::string& name);
+
+/// The system preset a name means: the exact name; else, case and '_' / '-' aside and without a vendor or
+/// form-factor word (nvidia, dgx, hgx, sxm, sxm4, sxm5, nvl72, nvl, amd, instinct, huawei, gpu), the product
+/// (`H100` and `h100_80gb` → h100-sxm, `DGX-B200` → b200, `GB200-NVL72` → gb200, `910B` → ascend-910b,
+/// `a100-80gb` → a100-sxm-80gb, `a100-pcie` → SimuMax's a100_pcie, `MI300` → mi300x).  "" when none; a name
+/// that fits several presets (`a100`: 40 or 80 GB) is "" too — system_preset_choices() lists them.
+std::string system_preset_for(const std::string& name);
+/// The presets an ambiguous name could mean (`a100` → a100-sxm-40gb, a100-sxm-80gb); empty otherwise.
+std::vector<std::string> system_preset_choices(const std::string& name);
 
 /// Names of the bundled SimuMax model configs (`configs/models/*.json`), used as `simumax:<name>`.
 std::vector<std::string> simumax_model_preset_names();
