@@ -121,7 +121,7 @@ namespace {
 /// SimuMax MetaModule._comp_cost_info_impl for one pass: roofline of the op's compute time (with the
 /// per-shape efficiency) and the memory-bound time of the bytes it moves (bandwidth of the same name).
 double pass_time(const Ctx& c, const char* op, double flops, double bytes, const std::string& key) {
-  double t_compute = compute_time_ms(*c.sys, op, flops, key);
+  double t_compute = compute_time_ms(*c.sys, op, flops, key, !c.st->simumax_compat);
   double t_mem = memory_time_ms(*c.sys, op, bytes);
   return end_to_end_ms(*c.sys, t_compute, t_mem);
 }

@@ -1,6 +1,9 @@
 // SimuMax v1.2 primitive costs (simumax/core/config.py SystemConfig) and network choice
 // (simumax/core/perf_llm.py analysis_net).  See primitives.hpp.
 #include "preflight/analyzer/cost/primitives.hpp"
+#include <iterator>
+#include <map>
+#include <optional>
 
 #include <algorithm>
 #include <cmath>
@@ -54,8 +57,65 @@ NetworkChoice choose_networks(const Strategy& st, const SystemSpec& sys) {
   return n;
 }
 
+namespace {
+
+/// A grouped-GEMM key's fields: "ng=8, M=512, N=4096, …" → {"ng": "8", "M": "512", …}.
+std::map<std::string, std::string> key_fields(std::string_view key) {
+  std::map<std::string, std::string> f;
+  std::size_t b = 0;
+  while (b < key.size()) {
+    std::size_t e = key.find(", ", b);
+    if (e == std::string_view::npos) e = key.size();
+    std::string_view item = key.substr(b, e - b);
+    if (auto eq = item.find('='); eq != std::string_view::npos)
+      f[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+    b = e + 2;
+  }
+  return f;
+}
+
+/// The efficiency of a grouped GEMM at rows per expert M from the measured shapes of its N, K and stage
+/// (compute_time_ms); nullopt when none was measured.
+std::optional<double> grouped_by_rows(const ComputeOp& op, std::string_view key) {
+  const auto want = key_fields(key);
+  auto get = [](const std::map<std::string, std::string>& f, const char* k) {
+    auto it = f.find(k);
+    return it == f.end() ? std::string() : it->second;
+  };
+  const std::string m = get(want, "M");
+  if (m.empty()) return std::nullopt;
+  auto same_but_rows = [&](std::map<std::string, std::string> f) {
+    if (get(f, "M").empty()) return false;
+    f.erase("M");
+    f.erase("ng");
+    auto w = want;
+    w.erase("M");
+    w.erase("ng");
+    return f == w;
+  };
+  std::map<double, std::pair<double, int>> by_m;  // M → (sum, count)
+  for (const auto& [shape, eff] : op.accurate_efficient_factor) {
+    const auto f = key_fields(shape);
+    if (!same_but_rows(f)) continue;
+    auto& acc = by_m[std::stod(get(f, "M"))];
+    acc.first += eff;
+    acc.second += 1;
+  }
+  if (by_m.empty()) return std::nullopt;
+  const double rows = std::stod(m);
+  auto mean = [](const std::pair<double, int>& a) { return a.first / a.second; };
+  auto hi = by_m.lower_bound(rows);
+  if (hi == by_m.end()) return mean(std::prev(hi)->second);
+  if (hi->first == rows || hi == by_m.begin()) return mean(hi->second);
+  auto lo = std::prev(hi);
+  const double t = std::log(rows / lo->first) / std::log(hi->first / lo->first);
+  return mean(lo->second) + t * (mean(hi->second) - mean(lo->second));
+}
+
+}  // namespace
+
 double compute_time_ms(const SystemSpec& sys, std::string_view op_name, double flops,
-                       std::string_view shape_key) {
+                       std::string_view shape_key, bool grouped_rows) {
   if (flops == 0) return 0;
   auto it = sys.op.find(std::string(op_name));
   if (it == sys.op.end()) {
@@ -68,7 +128,11 @@ double compute_time_ms(const SystemSpec& sys, std::string_view op_name, double f
   double eff = op.efficient_factor;
   if (!shape_key.empty() && !op.accurate_efficient_factor.empty()) {
     auto hit = op.accurate_efficient_factor.find(std::string(shape_key));
-    if (hit != op.accurate_efficient_factor.end()) eff = hit->second;
+    if (hit != op.accurate_efficient_factor.end()) {
+      eff = hit->second;
+    } else if (grouped_rows && shape_key.rfind("ng=", 0) == 0) {
+      if (auto e = grouped_by_rows(op, shape_key)) eff = *e;
+    }
   }
   if (eff <= 0)
     throw InputError((sys.source.empty() ? sys.name : sys.source) + ": accelerator.op." + it->first,

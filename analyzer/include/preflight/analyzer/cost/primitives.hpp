@@ -43,8 +43,15 @@ enum class CommGroup {
 /// Compute time of `flops` on op kind `op` (`matmul`, `sdp_fwd`, `group_matmul`, …; unknown kinds use
 /// `default`), with the per-shape efficiency `shape_key` when the system file has one:
 /// flops / (tflops·10^12·eff) · 10^3.  0 when flops is 0.
+/// With `grouped_by_rows` a grouped-GEMM key (`ng=…, M=…, N=…, K=…, dtype=…, stage=…, …`) the file did not
+/// measure takes the efficiency of the measured keys that differ from it only in rows per expert M and the
+/// experts' count ng — interpolated in log M between the nearest measured M below and above, the nearest one
+/// outside their range — and the op's flat default only when no such key was measured (SimuMax's B200 file:
+/// DeepSeek-V2/V3 widths, BF16; its grouped-GEMM efficiency rises ~2.5× from M 128 to 1024).  SimuMax
+/// (false) takes the flat default for every unmeasured key.
 /// @throws InputError when neither the op nor `default` exists in the system file.
-double compute_time_ms(const SystemSpec& sys, std::string_view op, double flops, std::string_view shape_key);
+double compute_time_ms(const SystemSpec& sys, std::string_view op, double flops, std::string_view shape_key,
+                       bool grouped_by_rows = false);
 
 /// Memory-bound time of moving `bytes` through bandwidth model `name` (`default`, `permute_fwd`, `ce`, …;
 /// unknown names use `default`): bytes / (gbps·2^30·eff) · 10^3 + latency_us / 10^3.  0 when bytes is 0.
