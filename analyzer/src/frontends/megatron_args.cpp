@@ -233,8 +233,9 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                                                     "checkpoint-activations",
                                                     "activation-offload",
                                                     "memory-efficient"};
-  static constexpr std::string_view kNotCost[] = {"log",  "tensorboard", "wandb", "save",    "load", "eval",
-                                                  "data", "tokenizer",   "seed",  "profile", "timer"};
+  static constexpr std::string_view kNotCost[] = {"log",     "tensorboard", "wandb",     "save",
+                                                  "load",    "eval",        "tokenizer", "seed",
+                                                  "profile", "timer",       "dataloader"};
   std::vector<std::string> unread;
   for (const auto& name : cfg.ignored) {
     if (unmodelled.count(name) || name.rfind("--", 0) != 0) continue;
