@@ -92,6 +92,7 @@ TEST(CostPrimitives, GroupedGemmEfficiencyByRowsPerExpert) {
   op.accurate_efficient_factor["ng=16, M=1024" + rest] = 0.4;
   op.accurate_efficient_factor["ng=16, M=1024, N=2048" + rest.substr(rest.find(", K="))] =
       0.9;  // other widths
+  op.accurate_efficient_factor["ng=16, M=lots" + rest] = 0.9;  // a key whose M is no number: skipped
   s.op["group_matmul"] = op;
   auto eff = [&](const std::string& key, bool by_rows) {
     return 1e12 / (compute_time_ms(s, "group_matmul", 1e12, key, by_rows) / 1e3) / 1000e12;

@@ -1,6 +1,7 @@
 // SimuMax v1.2 primitive costs (simumax/core/config.py SystemConfig) and network choice
 // (simumax/core/perf_llm.py analysis_net).  See primitives.hpp.
 #include "preflight/analyzer/cost/primitives.hpp"
+#include <cstdlib>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -93,22 +94,31 @@ std::optional<double> grouped_by_rows(const ComputeOp& op, std::string_view key)
     w.erase("ng");
     return f == w;
   };
-  std::map<double, std::pair<double, int>> by_m;  // M → (sum, count)
+  auto rows_of = [](const std::string& v) -> std::optional<double> {  // a positive number, else nullopt
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || *end != '\0' || !(x > 0)) return std::nullopt;
+    return x;
+  };
+  const auto rows = rows_of(m);
+  if (!rows) return std::nullopt;
+  std::map<double, std::pair<double, int>> by_m;  // M → (sum, count); keys whose M is no number are skipped
   for (const auto& [shape, eff] : op.accurate_efficient_factor) {
     const auto f = key_fields(shape);
     if (!same_but_rows(f)) continue;
-    auto& acc = by_m[std::stod(get(f, "M"))];
+    const auto at = rows_of(get(f, "M"));
+    if (!at || !(eff > 0)) continue;
+    auto& acc = by_m[*at];
     acc.first += eff;
     acc.second += 1;
   }
   if (by_m.empty()) return std::nullopt;
-  const double rows = std::stod(m);
   auto mean = [](const std::pair<double, int>& a) { return a.first / a.second; };
-  auto hi = by_m.lower_bound(rows);
+  auto hi = by_m.lower_bound(*rows);
   if (hi == by_m.end()) return mean(std::prev(hi)->second);
-  if (hi->first == rows || hi == by_m.begin()) return mean(hi->second);
+  if (hi->first == *rows || hi == by_m.begin()) return mean(hi->second);
   auto lo = std::prev(hi);
-  const double t = std::log(rows / lo->first) / std::log(hi->first / lo->first);
+  const double t = std::log(*rows / lo->first) / std::log(hi->first / lo->first);
   return mean(lo->second) + t * (mean(hi->second) - mean(lo->second));
 }
 
