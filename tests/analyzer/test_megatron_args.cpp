@@ -111,14 +111,17 @@ TEST(MegatronArgs, UnknownFlagsAndTheirValuesAreSkipped) {
   EXPECT_NE(unread.find("--rampup-batch-size"), std::string::npos) << unread;
   EXPECT_EQ(unread.find("--lr"), std::string::npos) << unread;
   EXPECT_EQ(unread.find("--data-path"), std::string::npos) << unread;
-  MegatronConfig newer = parse_megatron_args(with(
-      base_args(), {"--hierarchical-context-parallel-sizes", "2", "4", "--log-params-norm", "--save-interval",
-                    "100", "--data-parallel-sharding-strategy", "optim_grads_params"}));
+  MegatronConfig newer = parse_megatron_args(
+      with(base_args(), {"--hierarchical-context-parallel-sizes", "2", "4", "--log-params-norm",
+                         "--save-interval", "100", "--data-parallel-sharding-strategy", "optim_grads_params",
+                         "--fp8-dot-product-attention", "--moe-paged-stash"}));
   unread.clear();
   for (const auto& warning : newer.warnings)
     if (warning.find("read past") != std::string::npos) unread = warning;
   EXPECT_NE(unread.find("--hierarchical-context-parallel-sizes"), std::string::npos) << unread;
   EXPECT_NE(unread.find("--data-parallel-sharding-strategy"), std::string::npos) << unread;
+  EXPECT_NE(unread.find("--fp8-dot-product-attention"), std::string::npos) << unread;
+  EXPECT_NE(unread.find("--moe-paged-stash"), std::string::npos) << unread;
   EXPECT_EQ(unread.find("--log-params-norm"), std::string::npos) << unread;
   EXPECT_EQ(unread.find("--save-interval"), std::string::npos) << unread;
 }

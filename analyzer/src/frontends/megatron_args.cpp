@@ -232,7 +232,10 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                                                     "fp4",
                                                     "checkpoint-activations",
                                                     "activation-offload",
-                                                    "memory-efficient"};
+                                                    "memory-efficient",
+                                                    "dot-product-attention",
+                                                    "capacity",
+                                                    "stash"};
   static constexpr std::string_view kNotCost[] = {"log",     "tensorboard", "wandb",     "save",
                                                   "load",    "eval",        "tokenizer", "seed",
                                                   "profile", "timer",       "dataloader"};
