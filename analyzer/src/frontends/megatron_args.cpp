@@ -186,7 +186,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   static constexpr const char* kCudaGraphNote =
       "CUDA graphs are not modelled: the efficiencies were measured without them and include the kernel-launch "
       "gaps they remove, so a run of many small kernels (MoE) may be faster than priced (NeMo's Qwen3-30B-A3B "
-      "with full-iteration graphs on GB200: priced +25 %)";
+      "with full-iteration graphs on GB200: priced +20 %)";
   static const std::map<std::string, std::string> unmodelled = {
       {"--use-torch-fsdp2",
        "FSDP shards weights and gradients over data parallel: memory here is DDP's (high)"},
