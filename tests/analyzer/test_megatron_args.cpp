@@ -126,6 +126,20 @@ TEST(MegatronArgs, UnknownFlagsAndTheirValuesAreSkipped) {
   EXPECT_EQ(unread.find("--save-interval"), std::string::npos) << unread;
 }
 
+// Megatron's T5 gives encoder and decoder depths instead of --num-layers: refused as a model family, not as a
+// missing size.
+TEST(MegatronArgs, EncoderDecoderModelsAreRefusedByName) {
+  try {
+    parse_megatron_args(Words{"--encoder-num-layers", "12", "--decoder-num-layers", "12", "--hidden-size",
+                              "768", "--num-attention-heads", "12", "--seq-length", "512", "--vocab-size",
+                              "30000"});
+    ADD_FAILURE() << "a T5 command line was accepted";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--encoder-num-layers"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("encoder-decoder"), std::string::npos) << e.what();
+  }
+}
+
 TEST(MegatronArgs, ArrayItemsHoldingFlagAndValueInOneWord) {
   MegatronConfig c = parse_megatron_args(
       with(base_args(), {"--bf16", "--fp8-format hybrid", "--tokenizer-type NullTokenizer"}));

@@ -267,6 +267,14 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                        o->second +
                            " (Mamba / state-space layers) are not modelled: preflight prices transformer "
                            "layers (GPT, Llama, MoE, multi-latent attention)");
+  // Encoder-decoder models (Megatron's T5: --encoder-num-layers / --decoder-num-layers instead of
+  // --num-layers).
+  if (!cfg.seen.count("--num-layers"))
+    for (const char* name : {"--encoder-num-layers", "--decoder-num-layers"})
+      if (std::find(cfg.ignored.begin(), cfg.ignored.end(), name) != cfg.ignored.end())
+        throw InputError(name,
+                         "encoder-decoder models (T5) are not modelled: preflight prices decoder-only "
+                         "transformer layers (GPT, Llama, MoE, multi-latent attention)");
 
   megatron::Flags f(cfg.seen);
   if (base)
