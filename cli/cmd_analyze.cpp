@@ -172,8 +172,10 @@ int run_analyze(const Words& words) {
   opts.device_memory_gib = cli.device_memory_gib;
   // --system: the cost model on the same model and layout (loaded first: a bad name fails before printing).
   std::optional<analyzer::cost::Estimate> est;
+  std::string system_name;
   if (cli.system) {
     analyzer::SystemSpec sys = analyzer::cost::load_simumax_system(*cli.system);
+    system_name = sys.source.empty() ? *cli.system : sys.source;  // the preset a product name resolved to
     std::vector<std::string> cap_warnings;
     if (yaml_device_gib) cap_device_memory(sys.mem_gib, *yaml_device_gib, cap_warnings);
     est = analyzer::cost::estimate(model, strategy, sys);
@@ -186,7 +188,7 @@ int run_analyze(const Words& words) {
   } else {
     std::cout << analyzer::render_analysis_text(graph, opts);
     if (est) {
-      std::cout << "\n*** Iteration time on " << *cli.system << " (preflight estimate) ***\n"
+      std::cout << "\n*** Iteration time on " << system_name << " (preflight estimate) ***\n"
                 << analyzer::cost::summary_text(*est);
       for (const auto& w : est->warnings) std::cerr << "preflight: warning: " << w << "\n";
     }

@@ -133,6 +133,27 @@ TEST(RunCli, NvidiaSmiGpuListingIsTheNodeSizeAnalysed) {
   }
 }
 
+// A torchrun size flag left without its value by an unset cluster variable (Pai-Megatron-Patch's dlc mode:
+// GPUS_PER_NODE=${KUBERNETES_CONTAINER_RESOURCE_GPU}) takes --gpus-per-node, with a note; without it the
+// error names the flag and the way out.
+TEST(RunCli, EmptyNprocPerNodeTakesGpusPerNode) {
+  TempDir dir;
+  write_file(
+      dir / "s.sh",
+      "GPUS_PER_NODE=${NO_SUCH_VARIABLE}\n"
+      "torchrun --nproc_per_node $GPUS_PER_NODE --nnodes 2 pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+      "--num-attention-heads 2 --seq-length 16 --vocab-size 100 --tensor-model-parallel-size 2\n");
+  RunResult r =
+      run_in(dir.path(), preflight_bin() + " run --gpus-per-node 4 --analyze-arg=--json -- bash s.sh");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("--nproc_per_node has no value in the launch"), std::string::npos) << r.err;
+  EXPECT_EQ(json_in(r.out)["strategy"]["world_size"].get<int>(), 8);
+  RunResult bare = run_in(dir.path(), preflight_bin() + " run -- bash s.sh");
+  EXPECT_EQ(bare.exit_code, 2) << bare.err;
+  EXPECT_NE(bare.err.find("--nproc-per-node: expects a value (an empty variable"), std::string::npos)
+      << bare.err;
+}
+
 TEST(RunCli, ALaunchGivenDirectlyIsAnalysed) {
   TempDir dir;
   write_file(dir / "hostfile", "a slots=4\nb slots=4\nc slots=4\nd slots=4\n");

@@ -548,6 +548,28 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
   std::vector<std::string> out;
   if (is_torch_launcher(launch.launcher) || launch.recipe_tool) {
     out = launch.launcher_args;
+    // A size flag left without its value by an empty variable (`--nproc_per_node $GPUS_PER_NODE` with the
+    // cluster's variable unset where the analysis runs) takes preflight's --gpus-per-node / --nnodes.
+    auto fill = [&](std::initializer_list<const char*> names, const std::optional<int>& given,
+                    const char* ours) {
+      if (!given) return;
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        for (const char* name : names) {
+          const std::string eq = std::string(name) + "=";
+          if (out[i] == eq) {
+            out[i] = eq + std::to_string(*given);
+          } else if (out[i] == name && (i + 1 == out.size() || out[i + 1].rfind("-", 0) == 0)) {
+            out.insert(out.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::to_string(*given));
+          } else {
+            continue;
+          }
+          notes.push_back(std::string(name) + " has no value in the launch (an empty variable?): " +
+                          std::to_string(*given) + " from preflight's " + ours);
+        }
+      }
+    };
+    fill({"--nproc_per_node", "--nproc-per-node"}, hints.gpus_per_node, "--gpus-per-node");
+    fill({"--nnodes"}, hints.nnodes, "--nnodes");
   } else {
     WorldSize w = *launch_world_size(launch, hints, env);
     notes.insert(notes.end(), w.notes.begin(), w.notes.end());

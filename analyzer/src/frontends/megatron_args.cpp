@@ -165,6 +165,10 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                                      " has no value (an empty variable in the launch script?); ignored");
               break;
             }
+            if (name == "--nproc-per-node" || name == "--nnodes")
+              throw InputError(name,
+                               "expects a value (an empty variable in the launch script? `preflight run "
+                               "--gpus-per-node N --nnodes M` fills it)");
             throw InputError(name, "expects a value");
           }
           value = args[++i];
