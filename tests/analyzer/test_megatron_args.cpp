@@ -184,6 +184,47 @@ TEST(MegatronArgs, VocabFileIsCountedWhenPresentElseTokenizerDefault) {
   EXPECT_NE(c.warnings[0].find("GPT2BPETokenizer"), std::string::npos);
 }
 
+// Pai-Megatron-Patch's scripts load the tokenizer from the --load checkpoint (a Hugging Face folder): its
+// config.json's vocab_size is the vocabulary, taken as the embedding size; an empty --load is tolerated.
+TEST(MegatronArgs, VocabularyFromTheLoadedCheckpoint) {
+  auto dir = std::filesystem::temp_directory_path() / "preflight_load_vocab_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"vocab_size": 129280, "hidden_size": 7168})";
+  Words a = {"--num-layers",
+             "2",
+             "--hidden-size",
+             "64",
+             "--num-attention-heads",
+             "4",
+             "--seq-length",
+             "16",
+             "--patch-tokenizer-type",
+             "DeepSeekV2Tokenizer",
+             "--tensor-model-parallel-size",
+             "2",
+             "--load",
+             dir.string()};
+  MegatronConfig c = parse_megatron_args(a);
+  EXPECT_EQ(c.model.vocab_size, 129280);
+  EXPECT_EQ(c.model.padded_vocab_size(2), 129280);
+  bool said = false;
+  for (const auto& w : c.warnings) said = said || w.find("config.json") != std::string::npos;
+  EXPECT_TRUE(said);
+  // --vocab-size still wins; a folder without config.json says nothing.
+  EXPECT_EQ(parse_megatron_args(with(a, {"--vocab-size", "32000"})).model.vocab_size, 32000);
+  std::filesystem::remove(dir / "config.json");
+  try {
+    parse_megatron_args(a);
+    ADD_FAILURE() << "no vocabulary source, yet parsed";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--vocab-size"), std::string::npos) << e.what();
+  }
+  Words empty_load = {"--num-layers",          "2",    "--hidden-size", "64",
+                      "--num-attention-heads", "4",    "--seq-length",  "16",
+                      "--vocab-size",          "1000", "--load"};
+  EXPECT_EQ(parse_megatron_args(empty_load).model.vocab_size, 1000);
+}
+
 TEST(MegatronArgs, RecomputeAndVirtualPipeline) {
   MegatronConfig c = parse_megatron_args(with(
       base_args(),

@@ -90,6 +90,26 @@ std::vector<bool> parse_layer_pattern(const char* flag, const std::string& v, in
 }
 
 /// Number of entries of a vocab file: JSON object (GPT-2 `vocab.json`) or one token per line (BERT).
+/// `vocab_size` of a Hugging Face checkpoint's config.json in `dir` (Pai-Megatron-Patch loads the tokenizer
+/// from the --load checkpoint and pads the vocabulary to that model's size); 0 when there is none to read.
+I64 checkpoint_vocab_size(const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path cfg = std::filesystem::path(dir) / "config.json";
+  if (!std::filesystem::is_regular_file(cfg, ec)) return 0;
+  std::ifstream in(cfg);
+  try {
+    nlohmann::json j = nlohmann::json::parse(in);
+    if (!j.is_object()) return 0;
+    const nlohmann::json* v = j.contains("vocab_size") ? &j["vocab_size"] : nullptr;
+    if (!v && j.contains("text_config") && j["text_config"].is_object() &&
+        j["text_config"].contains("vocab_size"))
+      v = &j["text_config"]["vocab_size"];
+    return v && v->is_number_integer() && v->get<I64>() > 0 ? v->get<I64>() : 0;
+  } catch (const nlohmann::json::exception&) {
+    return 0;  // not a Hugging Face config: the other sources decide
+  }
+}
+
 I64 count_vocab_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) return 0;
@@ -155,6 +175,8 @@ const std::vector<FlagSpec>& model_flags() {
       {"--hidden-dropout", Arity::One},
       {"--vocab-size", Arity::One},
       {"--padded-vocab-size", Arity::One},
+      {"--load", Arity::One},
+      {"--pretrained-checkpoint", Arity::One},
       {"--vocab-file", Arity::One},
       {"--tokenizer-type", Arity::One},
       {"--tokenizer-model", Arity::One},
@@ -316,6 +338,15 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
     m.make_vocab_size_divisible_by = 1;
   }
   if (vocab == 0 && base && m.vocab_size > 0) vocab = m.vocab_size;
+  for (const char* flag : {"--load", "--pretrained-checkpoint"}) {
+    if (vocab != 0 || !f.has(flag)) continue;
+    if (const I64 v = checkpoint_vocab_size(f.get(flag)); v > 0) {
+      vocab = v;
+      m.make_vocab_size_divisible_by = 1;  // the checkpoint's embedding size, padded already
+      warnings.push_back(std::string("vocabulary ") + std::to_string(v) + " from " + flag + " " +
+                         f.get(flag) + "/config.json (the checkpoint's embedding size)");
+    }
+  }
   if (vocab == 0 && known_tokenizer_vocab_size(tok_type) > 0) {
     vocab = known_tokenizer_vocab_size(tok_type);
     std::string from = f.has("--vocab-file") ? "vocab file '" + f.get("--vocab-file") + "' not found"
