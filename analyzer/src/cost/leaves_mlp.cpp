@@ -148,7 +148,7 @@ double ep_exchange_ms(const Ctx& c, double routed, double local, bool gather) {
       return net(c, Collective::AllToAll, routed, c.ep, c.nets.ep, CommGroup::Ep);
     // One kernel writes each token once to every other rank holding any of its experts.
     const double leaving = local * units_hit_per_token(c.m->moe, c.ep) * (c.ep - 1) / c.ep;
-    return one_shot_intra_node_ms(*c.sys, leaving, kFlexIntraNodeLinkFraction);
+    return one_shot_intra_node_ms(*c.sys, c.nets.ep, leaving, kFlexIntraNodeLinkFraction);
   }
   const double per_rank = local * units_hit_per_token(c.m->moe, c.ep);
   const double rdma_ms = one_shot_exchange_ms(*c.sys, local * remote_nodes_per_token(c.m->moe, nodes));

@@ -168,14 +168,20 @@ double end_to_end_ms(const SystemSpec& sys, double compute_ms, double memory_ms)
   return std::max(compute_ms, memory_ms);
 }
 
-double collective_time_ms(const SystemSpec& sys, Collective kind, double size, int n, const std::string& net,
-                          CommGroup group, const Strategy* st, int span) {
+namespace {
+/// The system's network `net`; InputError naming the system and what needed it when there is none.
+const Network& network_named(const SystemSpec& sys, const std::string& net, const std::string& needed_for) {
   auto nit = sys.networks.find(net);
   if (nit == sys.networks.end())
-    throw InputError(sys.name + ": networks", "has no network '" + net + "' (needed for a " +
-                                                  simumax_key(kind) + " among " + std::to_string(n) +
-                                                  " ranks)");
-  const Network& nw = nit->second;
+    throw InputError(sys.name + ": networks", "has no network '" + net + "' (needed for " + needed_for + ")");
+  return nit->second;
+}
+}  // namespace
+
+double collective_time_ms(const SystemSpec& sys, Collective kind, double size, int n, const std::string& net,
+                          CommGroup group, const Strategy* st, int span) {
+  const Network& nw = network_named(
+      sys, net, std::string("a ") + simumax_key(kind) + " among " + std::to_string(n) + " ranks");
   auto oit = nw.op.find(simumax_key(kind));
   if (oit == nw.op.end())
     throw InputError(sys.name + ": networks." + net + ".op",
@@ -227,11 +233,7 @@ double collective_time_ms(const SystemSpec& sys, Collective kind, double size, i
 }
 
 double one_shot_exchange_ms(const SystemSpec& sys, double bytes) {
-  auto nit = sys.networks.find("inter_node");
-  if (nit == sys.networks.end())
-    throw InputError(sys.name + ": networks",
-                     "has no network 'inter_node' (needed for an inter-node token exchange)");
-  const Network& nw = nit->second;
+  const Network& nw = network_named(sys, "inter_node", "an inter-node token exchange");
   auto oit = nw.op.find(simumax_key(Collective::AllToAll));
   if (oit == nw.op.end()) throw InputError(sys.name + ": networks.inter_node.op", "has no 'all2all'");
   if (bytes <= 0) return 0;
@@ -242,19 +244,9 @@ double one_shot_exchange_ms(const SystemSpec& sys, double bytes) {
   return bytes * op.scale / (bw * kGiB * eff) * 1e3 + latency / 1e3;
 }
 
-namespace {
-/// The system's `high_intra_node` network; InputError naming the system when it has none.
-const Network& intra_node_network(const SystemSpec& sys) {
-  auto nit = sys.networks.find("high_intra_node");
-  if (nit == sys.networks.end())
-    throw InputError(sys.name + ": networks",
-                     "has no network 'high_intra_node' (needed for a token exchange)");
-  return nit->second;
-}
-}  // namespace
-
-double one_shot_intra_node_ms(const SystemSpec& sys, double bytes, double efficiency) {
-  const Network& nw = intra_node_network(sys);
+double one_shot_intra_node_ms(const SystemSpec& sys, const std::string& net, double bytes,
+                              double efficiency) {
+  const Network& nw = network_named(sys, net, "a token exchange");
   if (bytes <= 0) return 0;
   auto oit = nw.op.find(simumax_key(Collective::AllToAll));
   const double latency =
@@ -263,7 +255,7 @@ double one_shot_intra_node_ms(const SystemSpec& sys, double bytes, double effici
 }
 
 double forward_ms(const SystemSpec& sys, double bytes, double rate) {
-  const Network& nw = intra_node_network(sys);
+  const Network& nw = network_named(sys, "high_intra_node", "a token exchange");
   if (bytes <= 0) return 0;
   return bytes / std::min(rate, nw.bandwidth.gbps * kGiB) * 1e3;
 }

@@ -656,26 +656,16 @@ std::string product_of(const std::string& name) {
   return out;
 }
 
+/// Product names that are no preset's product_of(): the ambiguous A100 (40 or 80 GB), memory-size and vendor
+/// spellings.  A preset's own product (h100, b200, a100-40gb, a100-pcie, ascend-910b, …) needs no entry.
 const std::map<std::string, std::vector<std::string>>& product_presets() {
   static const std::map<std::string, std::vector<std::string>> m = {
       {"a100", {"a100-sxm-40gb", "a100-sxm-80gb"}},
-      {"a100-40gb", {"a100-sxm-40gb"}},
-      {"a100-80gb", {"a100-sxm-80gb"}},
-      {"a100-pcie", {"a100_pcie"}},
-      {"h100", {"h100-sxm"}},
       {"h100-80gb", {"h100-sxm"}},
-      {"h800", {"h800"}},
-      {"h200", {"h200"}},
       {"h200-141gb", {"h200"}},
-      {"b200", {"b200"}},
-      {"gb200", {"gb200"}},
-      {"b300", {"b300"}},
-      {"gb300", {"gb300"}},
-      {"mi300x", {"mi300x"}},
       {"mi300", {"mi300x"}},
       {"910b", {"ascend-910b"}},
       {"ascend910b", {"ascend-910b"}},
-      {"ascend-910b", {"ascend-910b"}},
   };
   return m;
 }
@@ -687,7 +677,7 @@ std::string system_preset_for(const std::string& name) {
     if (name == p.name) return p.name;
   const std::string product = product_of(name);
   for (const auto& p : presets::systems())
-    if (product == product_of(p.name) && product != "a100") return p.name;
+    if (product == product_of(p.name)) return p.name;
   auto it = product_presets().find(product);
   if (it != product_presets().end() && it->second.size() == 1) return it->second.front();
   return "";

@@ -83,12 +83,11 @@ double collective_time_ms(const SystemSpec& sys, Collective op, double bytes, in
 double one_shot_exchange_ms(const SystemSpec& sys, double bytes);
 
 /// Time of an intra-node token exchange made by one kernel (DeepEP / HybridEP intranode): `bytes` (this
-/// rank's bytes that leave the GPU) over the `high_intra_node` bandwidth per direction times `efficiency`,
-/// plus one latency (the network's all-to-all `latency_us`, else the network's): bytes /
-/// (gbps·2^30·efficiency) · 10^3
-/// + latency / 10^3 ms.  0 when bytes is 0.
-/// @throws InputError when the system has no `high_intra_node` network.
-double one_shot_intra_node_ms(const SystemSpec& sys, double bytes, double efficiency);
+/// rank's bytes that leave the GPU) over network `net`'s bandwidth per direction times `efficiency`, plus
+/// one latency (the network's all-to-all `latency_us`, else the network's):
+/// bytes / (gbps·2^30·efficiency) · 10^3 + latency / 10^3 ms.  0 when bytes is 0.
+/// @throws InputError when the system has no network `net`.
+double one_shot_intra_node_ms(const SystemSpec& sys, const std::string& net, double bytes, double efficiency);
 
 /// Time to move `bytes` inside a node at `rate` bytes/s, at most the `high_intra_node` bandwidth, no
 /// latency: bytes / min(rate, gbps·2^30) · 10^3 ms.  For copies bound by the few SMs of the kernels making
