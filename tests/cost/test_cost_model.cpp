@@ -770,6 +770,42 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
 // 43 GB/s "logical" RDMA at EP 16 (bytes counted to every node hit, own included), 58 at EP 32, 51 at EP 64.
 // EP 16 is bound by the NVLink forwarding, which no efficiency of the system file enters; EP 32 and EP 64 by
 // the NICs: given the efficiency EP 32 implies, EP 64 follows from the routing alone.
+// Without --moe-grouped-gemm Megatron runs SequentialMLP: a dense GEMM per local expert, priced at the dense
+// GEMM efficiency of its rows (it was priced as a grouped GEMM: NeMo 25.02 / 25.04's Mixtral rows, which run
+// this way, were +14 … +36 % slow).  Efficiencies set by hand: dense 0.5, grouped 0.25.
+TEST(CostModel, SequentialExpertsArePricedAsDenseGemms) {
+  SystemSpec sys = load_simumax_system("b200");
+  for (const char* op : {"matmul", "group_matmul"}) {
+    sys.op.at(op).accurate_efficient_factor.clear();
+    sys.op.at(op).efficient_factor = std::string(op) == "matmul" ? 0.5 : 0.25;
+  }
+  auto layer_fwd_ms = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 1 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --seq-length "
+        "4096 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+        "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
+        "--num-experts 8 --moe-router-topk 2 --moe-token-dispatcher-type alltoall "
+        "--expert-model-parallel-size 8 --nproc_per_node 8 --nnodes 1" +
+        extra));
+    EXPECT_EQ(c.strategy.moe_grouped_gemm, !extra.empty());
+    const Estimate e = estimate(c.model, c.strategy, sys);
+    return e.chunks.front().layers.front().times.fwd_compute_ms;
+  };
+  const double sequential = layer_fwd_ms(""), grouped = layer_fwd_ms(" --moe-grouped-gemm");
+  // The rank's one expert takes 4096 tokens × top-2 = 8192 rows: fc1 2·8192·4096·28672, fc2 2·8192·14336·4096
+  // (both compute-bound at these efficiencies).
+  const double flops = 2.0 * 8192 * 4096 * 28672 + 2.0 * 8192 * 14336 * 4096;
+  const double peak = sys.op.at("matmul").tflops * 1e12;
+  EXPECT_NEAR(grouped - sequential, flops / peak * 1e3 * (1 / 0.25 - 1 / 0.5), 1e-9);
+  // --simumax-compat keeps SimuMax's grouped GEMM.
+  MegatronConfig compat = parse_megatron_args(preflight::test::words(
+      "--num-layers 1 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 --vocab-size 32000 "
+      "--micro-batch-size 1 --global-batch-size 8 --num-experts 8 --expert-model-parallel-size 8 "
+      "--nproc_per_node 8 --nnodes 1 --simumax-compat"));
+  EXPECT_TRUE(compat.strategy.moe_grouped_gemm);
+}
+
 TEST(CostModel, FlexExchangeReproducesDeepEpsPublishedRates) {
   SystemSpec h800 = load_simumax_system("h800");
   auto exchange_ms = [&](int nodes) {

@@ -258,6 +258,17 @@ void price_group_linear(const Ctx& c, Leaf& l, bool column) {
   // SimuMax counts the fp32 main grad of one expert only here (not × local experts).
   p.bwd_w_bytes = out_b + in_b + w + (c.st->gradient_accumulation_fusion ? l.in * l.out * 4 : 0);
   finish_recompute(l);
+  const double rows_per_expert = std::max(1.0, std::round(l.tokens / l.local_experts));
+  if (!c.st->moe_grouped_gemm && !c.st->simumax_compat) {
+    // Megatron's SequentialMLP (no --moe-grouped-gemm): one TransformerEngine Linear per local expert, a
+    // dense GEMM of its own rows each — priced at the dense GEMM's efficiency for that shape.
+    const char* dense = c.fp8 ? "fp8_matmul" : "matmul";
+    const char* grad_dtype = c.st->grad_reduce_in_bf16 ? "bf16" : "fp32";
+    price_passes(c, l, dense, dense, dense, gemm_key(1, rows_per_expert, l.in, l.out, "TN", false, "bf16"),
+                 gemm_key(1, rows_per_expert, l.out, l.in, "NN", false, "bf16"),
+                 gemm_key(1, l.out, rows_per_expert, l.in, "NT", true, grad_dtype));
+    return;
+  }
   const char* op = c.fp8 ? "fp8_group_matmul" : "group_matmul";
   // The efficiency tables are keyed by rows per expert; with balanced routing those need not be whole
   // (e.g. Kimi-K2's 384 experts over ep 64: 6 local experts): the key takes the nearest whole count, the
@@ -267,7 +278,6 @@ void price_group_linear(const Ctx& c, Leaf& l, bool column) {
                                 fmt_int(l.local_experts) +
                                 " local experts (SimuMax cannot price it; drop "
                                 "--simumax-compat)");
-  const double rows_per_expert = std::max(1.0, std::round(l.tokens / l.local_experts));
   std::string key = "ng=" + fmt_int(l.local_experts) + ", M=" + fmt_int(rows_per_expert) +
                     ", N=" + fmt_int(l.out) + ", K=" + fmt_int(l.in) + ", dtype=" + (c.fp8 ? "fp8" : "bf16") +
                     ", out_dtype=bf16, main_grad_dtype=" + (c.st->grad_reduce_in_bf16 ? "bf16" : "fp32");

@@ -66,6 +66,8 @@ const std::vector<FlagSpec>& training_flags() {
       {"--recompute-activations", Arity::Switch},
       {"--moe-layer-recompute", Arity::Switch},
       {"--moe-token-dispatcher-type", Arity::One},
+      {"--moe-grouped-gemm", Arity::Switch},
+      {"--moe-use-legacy-grouped-gemm", Arity::Switch},
       {"--moe-flex-dispatcher-backend", Arity::One},
       {"--moe-enable-deepep", Arity::Switch},
       {"--overlap-moe-expert-parallel-comm", Arity::Switch},
@@ -461,6 +463,10 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
                        "unknown backend '" + b + "' (deepep, hybridep, ncclep)");
   }
   if (st.simumax_compat) st.moe_dispatcher = MoeDispatcher::AllToAll;
+  // Experts: Megatron's default is SequentialMLP (a GEMM per local expert); --moe-grouped-gemm selects
+  // TEGroupedMLP (--moe-use-legacy-grouped-gemm the older GroupedMLP).  SimuMax prices grouped GEMMs only.
+  st.moe_grouped_gemm =
+      f.has("--moe-grouped-gemm") || f.has("--moe-use-legacy-grouped-gemm") || st.simumax_compat;
   st.overlap_moe_expert_parallel_comm = f.has("--overlap-moe-expert-parallel-comm");
   for (const char* flag : {"--moe-deepep-num-sms", "--moe-hybridep-num-sms", "--moe-flex-dispatcher-num-sms"})
     if (f.has(flag)) {  // the unified flag wins (Megatron routes the older ones to it)

@@ -257,6 +257,10 @@ struct Strategy {
   /// older `--moe-deepep-num-sms` / `--moe-hybridep-num-sms`); 0 = 20, DeepEP's default (NCCL's
   /// all-to-all takes a similar number of channels).  The overlapped compute runs on the rest.
   int moe_comm_sms = 0;
+  /// Experts as one grouped GEMM per linear (`--moe-grouped-gemm`: TEGroupedMLP; SimuMax's and MindSpore's
+  /// only form).  false: Megatron's default SequentialMLP, one dense GEMM per local expert, each priced at
+  /// the dense GEMM efficiency of its own rows (Megatron launch arguments without the flag).
+  bool moe_grouped_gemm = true;
   bool cache_grouped_gemm_fp8_inputs = false;  ///< fp8: keep fc1 expert inputs in fp8
   bool offload_grouped_gemm_inputs = false;    ///< fc1 expert inputs offloaded (not kept on device)
   int microbatch_group_size_per_vp_stage = 0;  ///< interleaved schedule grouping; 0 = pp
