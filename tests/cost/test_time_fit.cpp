@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -253,6 +254,50 @@ TEST(TimeFit, B300MoeRowsHeldOut) {
     const bool deepseek = r.name.find("deepseek") != std::string::npos;
     EXPECT_LT(std::abs(r.error_before()), qwen ? 0.105 : deepseek ? 0.075 : 0.055) << r.name;
   }
+}
+
+// NeMo 2.0's early-2025 tables (25.02 on DGX-B200, 25.04 on DGX-GB200; GPT-3 175B, Llama-3 8B / 70B / 405B,
+// Nemotron-4 15B / 340B, Mixtral 8x7B / 8x22B), held out from every fit.  Mixtral ran Megatron's
+// SequentialMLP (NeMo's Mixtral config sets no moe_grouped_gemm): priced as dense GEMMs per expert the four
+// rows are −13 … +12 %, as one grouped GEMM at its unmeasured-shape default the 8x7B rows were +30 … +36 %.
+// The rest are regression guards of measured misses: the 25.02 software ran Llama-3-8B 13 % below 25.09 on
+// the same layout (those rows −9 … −13 %); Nemotron-4 (256k vocabulary: its bf16 output layer priced at the
+// FP8 rate, see docs/time_fidelity.md) −11 … −22 %; GB200's 405B −16.5 % (it ran no faster than B200's 25.09
+// row).
+TEST(TimeFit, NemoFramework2025RowsHeldOut) {
+  for (const auto& [file, preset, rows] :
+       {std::tuple{"b200_nemo2_2502.json", "b200", 8u}, std::tuple{"gb200_nemo2_2504.json", "gb200", 7u}}) {
+    auto runs = corpus_runs(file);
+    ASSERT_EQ(runs.size(), rows) << file;
+    const SystemSpec sys = cost::load_simumax_system(preset);
+    const TimeFit fit = fit_time(runs, sys);
+    for (const auto& r : fit.runs) {
+      const bool mixtral = r.name.find("mixtral") != std::string::npos;
+      EXPECT_LT(std::abs(r.error_before()), mixtral ? 0.135 : 0.225) << r.name;
+    }
+    for (auto& r : runs) {
+      if (r.name.find("mixtral-8x7b") == std::string::npos) continue;
+      ASSERT_FALSE(r.strategy.moe_grouped_gemm) << r.name;
+      r.strategy.moe_grouped_gemm = true;  // priced as TEGroupedMLP: the old miss
+      const double grouped = cost::estimate(r.model, r.strategy, sys).iteration_ms;
+      EXPECT_GT(grouped / r.measured_ms - 1, 0.25) << r.name;
+    }
+  }
+}
+
+// NeMo's long-context table (Llama-2-7B FP8 on H100, 4K … 1M tokens, context parallel 1 … 32; NeMo 24.03),
+// held out: priced fast throughout, more as the context grows (−1.8 % at 16K without CP, −11.3 % at 1M over
+// cp 32) — attention and ring exchanges at these lengths, on 2024 software, run slower than the transferred
+// efficiencies say (a per-group fit puts attention 1.11x slower and fits every row within 2.6 %).
+TEST(TimeFit, LongContextRowsHeldOut) {
+  const auto runs = corpus_runs("h100_nemo_long_context.json");
+  ASSERT_EQ(runs.size(), 9u);
+  const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
+  for (const auto& r : fit.runs) {
+    EXPECT_LT(r.error_before(), 0) << r.name;
+    EXPECT_GT(r.error_before(), -0.12) << r.name;
+  }
+  EXPECT_LT(fit.runs.back().error_before(), fit.runs[2].error_before());  // 1M over cp 32 vs 16K without CP
 }
 
 // Megatron-LM's own published Llama-3 FP8 table (examples/llama/README.md: 8B cp 2 on 8 H100s, 70B and 405B
@@ -723,10 +768,13 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
   for (const char* file : {"h100_nemo_llama3.json", "b200_nemo_llama31.json", "b200_nemo_llama3_8b.json",
                            "gb200_nemo_llama.json", "h100_nemo_moe.json", "b200_nemo_moe.json",
                            "h100_nemo_2407.json", "h100_megatron_lm_readme.json", "gb300_nemo_llama.json",
-                           "b300_nemo_moe.json", "gb300_nemo_moe.json", "gb200_nemo_moe.json"}) {
+                           "b300_nemo_moe.json", "gb300_nemo_moe.json", "gb200_nemo_moe.json",
+                           "b200_nemo2_2502.json", "gb200_nemo2_2504.json", "h100_nemo_long_context.json"}) {
     const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
     const SystemSpec sys = cost::load_simumax_system(j["system"].get<std::string>());
-    const bool bridge = std::string(file) != "h100_nemo_2407.json" && std::string(file) != "h100_megatron_lm_readme.json";
+    const bool bridge = std::string(file).find("_nemo_") != std::string::npos &&
+                        std::string(file) != "h100_nemo_2407.json" &&
+                        std::string(file) != "h100_nemo_long_context.json";
     for (const auto& r : j["runs"]) {
       const auto cfg = parse_megatron_args(r["args"].get<std::vector<std::string>>(),
                                            bridge ? expandable : std::map<std::string, std::string>{});
@@ -741,7 +789,7 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 11 + 2 + 2 + 12 + 12 + 7 + 12 + 3 + 13 + 11 + 4 + 4);
+  EXPECT_EQ(checked, 11 + 2 + 2 + 12 + 12 + 7 + 12 + 3 + 13 + 11 + 4 + 4 + 8 + 7 + 9);
 }
 
 }  // namespace
