@@ -781,9 +781,9 @@ TEST(CostModel, SequentialExpertsArePricedAsDenseGemms) {
   }
   auto layer_fwd_ms = [&](const std::string& extra) {
     MegatronConfig c = parse_megatron_args(preflight::test::words(
-        "--num-layers 1 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --seq-length "
-        "4096 "
-        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+        "--num-layers 1 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
+        "--seq-length 4096 --max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 "
+        "--global-batch-size 8 --bf16 "
         "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
         "--num-experts 8 --moe-router-topk 2 --moe-token-dispatcher-type alltoall "
         "--expert-model-parallel-size 8 --nproc_per_node 8 --nnodes 1" +
