@@ -298,6 +298,12 @@ TEST(TimeFit, LongContextRowsHeldOut) {
     EXPECT_GT(r.error_before(), -0.12) << r.name;
   }
   EXPECT_LT(fit.runs.back().error_before(), fit.runs[2].error_before());  // 1M over cp 32 vs 16K without CP
+  const TimeFit groups = fit_time_groups(runs, cost::load_simumax_system("h100-sxm"));
+  double attention = 0;
+  for (const auto& [group, scale] : groups.group_scales)
+    if (group == "attention") attention = scale;
+  EXPECT_GT(attention, 1.05);
+  EXPECT_LT(groups.max_abs_fitted(), 0.03);
 }
 
 // Megatron-LM's own published Llama-3 FP8 table (examples/llama/README.md: 8B cp 2 on 8 H100s, 70B and 405B

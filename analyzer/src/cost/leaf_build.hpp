@@ -30,6 +30,9 @@ void dense_params(const Ctx& c, Leaf& l, double numel, double w_bytes, double st
 void te_dummy(const Ctx& c, Leaf& l, bool grouped);
 /// The efficiency-table key of a GEMM.
 std::string gemm_key(double b, double m, double k, double n, const char* layout, bool acc, const char* dtype);
+/// The three passes of a dense linear's GEMMs (`matmul`, `fp8_matmul` under fp8) with their efficiency keys:
+/// `b` × `m` rows of l.in → l.out (forward TN, activation gradient NN, weight gradient NT).
+void price_gemm_passes(const Ctx& c, Leaf& l, double b, double m);
 
 // Formulas per leaf kind; price() dispatches on LeafKind.
 void price_linear(const Ctx& c, Leaf& l, bool column);        // leaves.cpp

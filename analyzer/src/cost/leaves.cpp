@@ -234,6 +234,14 @@ void hide_userbuffers_comm(Leaf& l, bool column) {
 
 // --- LinearCol / LinearRow (dense_module.py) -----------------------------------------------------
 // Geometry: x = elements of the (gathered) input b·s_full·in; out local; B = micro batch, M = s_full.
+void price_gemm_passes(const Ctx& c, Leaf& l, double b, double m) {
+  const char* op = c.fp8 ? "fp8_matmul" : "matmul";
+  const char* grad_dtype = c.st->grad_reduce_in_bf16 ? "bf16" : "fp32";
+  price_passes(c, l, op, op, op, gemm_key(b, m, l.in, l.out, "TN", false, "bf16"),
+               gemm_key(b, m, l.out, l.in, "NN", false, "bf16"),
+               gemm_key(1, l.out, b * m, l.in, "NT", true, grad_dtype));
+}
+
 void price_linear(const Ctx& c, Leaf& l, bool column) {
   double w_el = l.fp8_gemm ? 1 : c.e, a_el = l.fp8_gemm ? 1 : c.e;
   double x = l.b * l.s * l.in;
@@ -282,12 +290,7 @@ void price_linear(const Ctx& c, Leaf& l, bool column) {
     }
   }
   finish_recompute(l);
-  const char* op = c.fp8 ? "fp8_matmul" : "matmul";
-  const char* grad_dtype = c.st->grad_reduce_in_bf16 ? "bf16" : "fp32";
-  double M = l.s;
-  price_passes(c, l, op, op, op, gemm_key(l.b, M, l.in, l.out, "TN", false, "bf16"),
-               gemm_key(l.b, M, l.out, l.in, "NN", false, "bf16"),
-               gemm_key(1, l.out, l.b * M, l.in, "NT", true, grad_dtype));
+  price_gemm_passes(c, l, l.b, l.s);
   if (c.tp > 1 && !c.st->simumax_compat && !l.duplicated) {
     if (c.st->tp_comm_overlap && c.sp)
       hide_userbuffers_comm(l, column);

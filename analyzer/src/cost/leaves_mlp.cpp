@@ -262,11 +262,7 @@ void price_group_linear(const Ctx& c, Leaf& l, bool column) {
   if (!c.st->moe_grouped_gemm && !c.st->simumax_compat) {
     // Megatron's SequentialMLP (no --moe-grouped-gemm): one TransformerEngine Linear per local expert, a
     // dense GEMM of its own rows each — priced at the dense GEMM's efficiency for that shape.
-    const char* dense = c.fp8 ? "fp8_matmul" : "matmul";
-    const char* grad_dtype = c.st->grad_reduce_in_bf16 ? "bf16" : "fp32";
-    price_passes(c, l, dense, dense, dense, gemm_key(1, rows_per_expert, l.in, l.out, "TN", false, "bf16"),
-                 gemm_key(1, rows_per_expert, l.out, l.in, "NN", false, "bf16"),
-                 gemm_key(1, l.out, rows_per_expert, l.in, "NT", true, grad_dtype));
+    price_gemm_passes(c, l, 1, rows_per_expert);
     return;
   }
   const char* op = c.fp8 ? "fp8_group_matmul" : "group_matmul";
