@@ -7,6 +7,7 @@
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/model/memory.hpp"
+#include "preflight/analyzer/model/rank_groups.hpp"
 #include "preflight/common/error.hpp"
 
 using namespace preflight::analyzer;
@@ -236,6 +237,77 @@ TEST(MegatronArgs, RecomputeAndVirtualPipeline) {
   EXPECT_EQ(c.strategy.recompute_num_layers, 3);
 }
 
+// --microbatch-group-size-per-virtual-pipeline-stage (Megatron's functional test
+// gpt3_mcore_te_tp1_pp4_vp1_tunable_overlap: pp 4, 5 micro batches in one group of 5) is read, and the
+// rules of schedules.py hold: the group lies in [pp, micro batches], the last group has 0 or >= pp.
+// TikTokenizer (Megatron's functional tests, Nemotron recipes): --vocab-size, else Megatron's fallback of
+// 2^17 = 131072 entries whatever the tokenizer file holds; padded to a multiple of 128·tp as usual.
+TEST(MegatronArgs, TikTokenizerVocabularyIsItsFixedSize) {
+  Words tik = {"--num-layers",          "2",
+               "--hidden-size",         "64",
+               "--num-attention-heads", "4",
+               "--seq-length",          "16",
+               "--tokenizer-type",      "TikTokenizer",
+               "--tokenizer-model",     "/nonexistent/multiMixV8.gpt4o_nc_sd.json",
+               "--tiktoken-pattern",    "v2"};
+  EXPECT_EQ(parse_megatron_args(tik).model.vocab_size, 131072);
+  EXPECT_EQ(parse_megatron_args(with(tik, {"--vocab-size", "100000"})).model.vocab_size, 100000);
+}
+
+TEST(MegatronArgs, MicrobatchGroupPerVirtualStage) {
+  auto cfg = [](const std::string& gbs, Words more) {
+    return parse_megatron_args(with(
+        with(base_args(), {"--pipeline-model-parallel-size", "4", "--num-layers-per-virtual-pipeline-stage",
+                           "2", "--global-batch-size", gbs, "--nproc_per_node", "4"}),
+        more));
+  };
+  MegatronConfig c = cfg("5", {"--microbatch-group-size-per-virtual-pipeline-stage", "5"});
+  EXPECT_EQ(c.strategy.microbatch_group_size_per_vp_stage, 5);
+  EXPECT_NO_THROW(build_layer_graph(c.model, c.strategy));
+  auto expect_refused = [&](const std::string& gbs, Words more, const std::string& what) {
+    try {
+      cfg(gbs, std::move(more));
+      FAIL() << "expected an InputError: " << what;
+    } catch (const preflight::InputError& e) {
+      EXPECT_EQ(e.where(), "--microbatch-group-size-per-virtual-pipeline-stage");
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  expect_refused("8", {"--microbatch-group-size-per-virtual-pipeline-stage", "3"},
+                 "outside [pp, micro batches]");
+  expect_refused("4", {"--microbatch-group-size-per-virtual-pipeline-stage", "5"},
+                 "outside [pp, micro batches]");
+  expect_refused("6", {"--microbatch-group-size-per-virtual-pipeline-stage", "4"}, "has 2 < pp = 4");
+  expect_refused("5", {}, "has 1 < pp = 4");  // the default group is pp
+  EXPECT_NO_THROW(build_layer_graph(cfg("12", {}).model, cfg("12", {}).strategy));
+  // No --global-batch-size (one micro batch per step): analysed as before, not refused.
+  EXPECT_NO_THROW(parse_megatron_args(
+      with(base_args(), {"--pipeline-model-parallel-size", "4", "--num-layers-per-virtual-pipeline-stage",
+                         "2", "--nproc_per_node", "4"})));
+}
+
+// --use-tp-pp-dp-mapping: Megatron's 'tp-cp-ep-pp-dp' order (training/initialize.py), which allows cp and
+// ep; 16 ranks of tp 2, cp 2, pp 2, dp 2: rank = t + 2·c + 4·p + 8·d (default: t + 2·c + 4·d + 8·p).
+TEST(MegatronArgs, TpPpDpMappingKeepsContextAndExpertParallel) {
+  Words layout =
+      with(base_args(), {"--tensor-model-parallel-size", "2", "--context-parallel-size", "2",
+                         "--pipeline-model-parallel-size", "2", "--num-experts", "4",
+                         "--expert-model-parallel-size", "2", "--nproc_per_node", "8", "--nnodes", "2"});
+  MegatronConfig mapped = parse_megatron_args(with(layout, {"--use-tp-pp-dp-mapping"}));
+  EXPECT_EQ(mapped.strategy.order, "tp-cp-ep-pp-dp");
+  RankGroups g = megatron_rank_groups(mapped.strategy, true);
+  EXPECT_EQ(g.pp[0], (std::vector<int>{0, 4}));
+  EXPECT_EQ(g.dp[0], (std::vector<int>{0, 8}));
+  EXPECT_EQ(g.cp[0], (std::vector<int>{0, 2}));
+  // experts: etp 2, ep 2, edp 2 in the order tp-ep-pp-dp: rank = t + 2·e + 4·p + 8·d.
+  EXPECT_EQ(g.ep[0], (std::vector<int>{0, 2}));
+  EXPECT_EQ(g.edp[0], (std::vector<int>{0, 8}));
+  EXPECT_NO_THROW(build_layer_graph(mapped.model, mapped.strategy));
+  RankGroups d = megatron_rank_groups(parse_megatron_args(layout).strategy, true);
+  EXPECT_EQ(d.pp[0], (std::vector<int>{0, 8}));
+  EXPECT_EQ(d.dp[0], (std::vector<int>{0, 4}));
+}
+
 TEST(MegatronArgs, MoeLayerFrequencyPattern) {
   MegatronConfig c = parse_megatron_args(
       with(base_args(), {"--num-layers", "5", "--num-experts", "8", "--moe-layer-freq", "[0]*2+[1]*3"}));
@@ -269,6 +341,14 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
                 "--hybrid-layer-pattern", "M-M*-", "--vocab-size", "10"},
                "--hybrid-layer-pattern");
   expect_error(with(base_args(), {"--is-hybrid-model"}), "--is-hybrid-model");
+  // Megatron's emerging optimizers are named as not modelled, not as a typo.
+  try {
+    parse_megatron_args(with(base_args(), {"--optimizer", "muon"}));
+    ADD_FAILURE() << "accepted --optimizer muon";
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), "--optimizer");
+    EXPECT_NE(std::string(e.what()).find("muon optimizer is not modelled"), std::string::npos) << e.what();
+  }
 }
 
 // A launch that starts fewer ranks than its layout needs (Megatron's train_gpt3_175b_distributed.sh: one

@@ -170,6 +170,13 @@ TEST(MegatronRankOrder, TpFastestPipelineOutermost) {
   EXPECT_EQ(pp, 0);
   EXPECT_EQ(dp, 3);
   EXPECT_THROW(megatron_rank_coords(st, 16, tp, pp, dp), InputError);
+  // --use-tp-pp-dp-mapping in a current Megatron: tp-cp-ep-pp-dp; with cp 2, 13 = 1 + 2·(0 + 2·(1 + 2·1)).
+  st.order = "tp-cp-ep-pp-dp";
+  st.cp = 2;
+  megatron_rank_coords(st, 13, tp, pp, dp);
+  EXPECT_EQ(tp, 1);
+  EXPECT_EQ(pp, 1);
+  EXPECT_EQ(dp, 1);
 }
 
 // The token combine keeps the expert outputs for the probabilities' gradient: one routed-tokens × hidden

@@ -218,6 +218,31 @@ TEST(CostSchedule, InterleavedWithOneChunkPerRankEqualsOneFOneBShape) {
   EXPECT_DOUBLE_EQ(detail::interleaved_sync_time(4, 2, 8, 4, chunks, 0.0), (8 * 2 + 4 - 1) * 3.0);
 }
 
+TEST(CostSchedule, InterleavedAsyncAgreesWithBlockingAndRunsLargerGroups) {
+  // Full groups, identical chunks, free p2p: the asynchronous schedule has Megatron's bubble too.
+  std::vector<std::vector<detail::StagePhases>> chunks(
+      4, std::vector<detail::StagePhases>(2, {0, 1.0, 0, 0, 2.0, 0}));
+  EXPECT_DOUBLE_EQ(detail::interleaved_async_time(4, 2, 8, 4, chunks, 0.0), (8 * 2 + 4 - 1) * 3.0);
+  // A slower last rank: both schedules are set by it (its 16 passes of F + B plus the others' head/tail).
+  for (auto& c : chunks[3]) c = {0, 2.0, 0, 0, 4.0, 0};
+  EXPECT_DOUBLE_EQ(detail::interleaved_async_time(4, 2, 8, 4, chunks, 0.0),
+                   detail::interleaved_sync_time(4, 2, 8, 4, chunks, 0.0));
+  // Megatron's functional test gpt3_mcore_te_tp1_pp4_vp1_tunable_overlap: pp 4, vpp 3, 5 micro batches in
+  // one group of 5.  The blocking pairing has no schedule; the asynchronous one runs every pass once, so
+  // it takes at least a rank's 15 forwards and 15 backwards plus the pipeline fill and drain, (pp − 1)·(F +
+  // B).
+  std::vector<std::vector<detail::StagePhases>> three(
+      4, std::vector<detail::StagePhases>(3, {0, 1.0, 0, 0, 2.0, 0}));
+  EXPECT_THROW(detail::interleaved_sync_time(4, 3, 5, 5, three, 0.0), std::runtime_error);
+  std::vector<ScheduleEvent> events;
+  const double t = detail::interleaved_async_time(4, 3, 5, 5, three, 0.0, &events);
+  EXPECT_EQ(events.size(), 4u * 3 * 5 * 2);
+  EXPECT_GE(t, 15 * 3.0 + 3 * 3.0);
+  EXPECT_LT(t, 2 * (15 * 3.0 + 3 * 3.0));
+  // The p2p time lies on the critical path of every virtual-stage hop: a costlier transfer is slower.
+  EXPECT_GT(detail::interleaved_async_time(4, 3, 5, 5, three, 0.5), t);
+}
+
 TEST(SimuMaxConfig, RejectsWhatSimuMaxRejects) {
   auto strategy_json = [] {
     return nlohmann::json::parse(preflight::test::read_file(

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "preflight/common/error.hpp"
 #include "preflight/common/table.hpp"
@@ -27,13 +28,21 @@ void megatron_rank_coords(const Strategy& st, int rank, int& tp_rank, int& pp_ra
     throw InputError("rank " + std::to_string(rank),
                      "outside the world of " + std::to_string(st.world_size) + " ranks");
   const int dp = st.dp();
-  tp_rank = rank % st.tp;
-  if (st.order == "tp-pp-dp") {
-    pp_rank = (rank / st.tp) % st.pp;
-    dp_rank = rank / (st.tp * st.pp);
-  } else {
-    dp_rank = (rank / (st.tp * st.cp)) % dp;
-    pp_rank = rank / (st.tp * st.cp * dp);
+  // The dense rank generator's order (rank_groups.cpp): the first token varies fastest; ep is 1 there.
+  int stride = 1;
+  std::stringstream order(st.order);
+  std::string token;
+  while (std::getline(order, token, '-')) {
+    const int size = token == "tp"   ? st.tp
+                     : token == "cp" ? st.cp
+                     : token == "dp" ? dp
+                     : token == "pp" ? st.pp
+                                     : 1;
+    const int coord = (rank / stride) % size;
+    if (token == "tp") tp_rank = coord;
+    if (token == "dp") dp_rank = coord;
+    if (token == "pp") pp_rank = coord;
+    stride *= size;
   }
 }
 

@@ -1064,11 +1064,22 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
       est.pipeline_ms = detail::interleaved_sync_time(pp, st.vpp, est.micro_batches, group, per_rank, p2p,
                                                       opt.schedule ? &est.schedule : nullptr);
     } catch (const std::runtime_error&) {
-      throw InputError("microbatch_group_size_per_vp_stage",
-                       "the blocking interleaved schedule deadlocks for pp " + std::to_string(pp) + ", vpp " +
-                           std::to_string(st.vpp) + ", " + std::to_string(est.micro_batches) +
-                           " micro batches and groups of " + std::to_string(group) +
-                           " (SimuMax's scheduler deadlocks too); use groups of pp");
+      // The blocking pairing has no schedule for these groups; Megatron runs them with its asynchronous
+      // transfers (overlap_p2p_comm, the default), which the dependency-driven schedule follows.
+      if (st.pp_comm_overlap && !st.simumax_compat) {
+        est.schedule.clear();
+        est.pipeline_ms = detail::interleaved_async_time(pp, st.vpp, est.micro_batches, group, per_rank, p2p,
+                                                         opt.schedule ? &est.schedule : nullptr);
+        est.warnings.push_back("interleaved schedule with groups of " + std::to_string(group) +
+                               " micro batches: priced with asynchronous p2p (each pass waits only for the "
+                               "pass feeding it), the blocking pairing has no schedule for them");
+      } else {
+        throw InputError("microbatch_group_size_per_vp_stage",
+                         "the blocking interleaved schedule deadlocks for pp " + std::to_string(pp) +
+                             ", vpp " + std::to_string(st.vpp) + ", " + std::to_string(est.micro_batches) +
+                             " micro batches and groups of " + std::to_string(group) +
+                             " (SimuMax's scheduler deadlocks too); use groups of pp");
+      }
     }
   } else {
     phases.push_back(phase_of(est.chunks[0]));

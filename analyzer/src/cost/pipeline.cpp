@@ -426,18 +426,13 @@ double interleaved_sync_time(int pp, int vp, int mbc, int group,
   return *std::max_element(t.begin(), t.end());
 }
 
-VppMemory interleaved_memory(int pp, int vp, int rank, int mbc, int group,
-                             const std::vector<const ChunkEstimate*>& ch) {
-  VppMemory out;
-  int total = mbc * vp;
-  int warmup = interleaved_warmup(pp, vp, rank, group, total);
-  int remaining = total - warmup;
-  std::vector<std::pair<int, int>> table = interleaved_order(mbc, vp, group);
-  struct Item {
-    bool fwd;
-    int mb, chunk;
-  };
-  std::vector<Item> seq;
+std::vector<PassItem> interleaved_program(int pp, int vp, int rank, int mbc, int group) {
+  const int total = mbc * vp;
+  const int warmup = interleaved_warmup(pp, vp, rank, group, total);
+  const int remaining = total - warmup;
+  const std::vector<std::pair<int, int>> table = interleaved_order(mbc, vp, group);
+  std::vector<PassItem> seq;
+  seq.reserve(2 * static_cast<std::size_t>(total));
   auto fwd = [&](int k) { seq.push_back({true, table[k].first, table[k].second}); };
   auto bwd = [&](int k) { seq.push_back({false, table[k].first, vp - 1 - table[k].second}); };
   for (int k = 0; k < warmup; ++k) fwd(k);
@@ -446,10 +441,77 @@ VppMemory interleaved_memory(int pp, int vp, int rank, int mbc, int group,
     bwd(k);
   }
   for (int k = remaining; k < total; ++k) bwd(k);
+  return seq;
+}
 
+double interleaved_async_time(int pp, int vp, int mbc, int group,
+                              const std::vector<std::vector<StagePhases>>& chunks, double p2p,
+                              std::vector<ScheduleEvent>* events) {
+  // Finish time of each pass: [fwd/bwd][virtual stage c·pp + rank][micro batch]; < 0 = not run yet.
+  const int stages = pp * vp;
+  std::vector<std::vector<std::vector<double>>> done(
+      2, std::vector<std::vector<double>>(static_cast<std::size_t>(stages), std::vector<double>(mbc, -1.0)));
+  auto finished = [&](bool fwd, int chunk, int rank, int mb) {
+    return done[fwd ? 0 : 1][static_cast<std::size_t>(chunk * pp + rank)][static_cast<std::size_t>(mb)];
+  };
+  std::vector<std::vector<PassItem>> prog(pp);
+  for (int r = 0; r < pp; ++r) prog[r] = interleaved_program(pp, vp, r, mbc, group);
+  std::vector<std::size_t> next(pp, 0);
+  std::vector<double> t(pp, 0.0);
+  // The pass that feeds this one (virtual stage before it in the forward order, after it in the backward),
+  // or none: the first virtual stage's forward, and the last one's backward (after its own forward).
+  auto ready = [&](int rank, const PassItem& it, double& at) {
+    const int vs = it.chunk * pp + rank;
+    if (it.fwd) {
+      if (vs == 0) return at = 0, true;
+      const int prev = vs - 1;
+      const double f = finished(true, prev / pp, prev % pp, it.mb);
+      return f < 0 ? false : (at = f + p2p, true);
+    }
+    if (vs == stages - 1) {
+      const double f = finished(true, it.chunk, rank, it.mb);
+      return f < 0 ? false : (at = f, true);
+    }
+    const int nxt = vs + 1;
+    const double f = finished(false, nxt / pp, nxt % pp, it.mb);
+    return f < 0 ? false : (at = f + p2p, true);
+  };
+  std::size_t left = 0;
+  for (const auto& p : prog) left += p.size();
+  while (left > 0) {
+    bool progressed = false;
+    for (int r = 0; r < pp; ++r) {
+      while (next[r] < prog[r].size()) {
+        const PassItem& it = prog[r][next[r]];
+        double at = 0;
+        if (!ready(r, it, at)) break;
+        const StagePhases& ph = chunks[static_cast<std::size_t>(r)][static_cast<std::size_t>(it.chunk)];
+        const double dur = it.fwd ? ph.fwd_compute : ph.bwd_compute;
+        const double start = std::max(t[r], at);
+        t[r] = start + dur;
+        done[it.fwd ? 0 : 1][static_cast<std::size_t>(it.chunk * pp + r)][static_cast<std::size_t>(it.mb)] =
+            t[r];
+        if (events)
+          events->push_back({r, (it.fwd ? "F" : "B") + std::to_string(it.mb) + "." + std::to_string(it.chunk),
+                             "compute", it.mb, start, dur});
+        ++next[r];
+        --left;
+        progressed = true;
+      }
+    }
+    if (!progressed)
+      throw std::runtime_error("interleaved async scheduler: the ranks' orders wait on each other");
+  }
+  return *std::max_element(t.begin(), t.end());
+}
+
+VppMemory interleaved_memory(int pp, int vp, int rank, int mbc, int group,
+                             const std::vector<const ChunkEstimate*>& ch) {
+  VppMemory out;
+  const std::vector<PassItem> seq = interleaved_program(pp, vp, rank, mbc, group);
   double live = 0, peak = 0;
   int entries = 0;
-  for (const Item& it : seq) {
+  for (const PassItem& it : seq) {
     const ChunkEstimate& c = *ch[it.chunk];
     const ActivationPeak& a = c.activation;
     double cache = a.cache_bytes, in_chunk, delta;

@@ -32,6 +32,26 @@ double interleaved_sync_time(int pp, int vpp, int micro_batches, int group_size,
                              const std::vector<std::vector<StagePhases>>& chunks, double p2p_ms,
                              std::vector<ScheduleEvent>* events = nullptr);
 
+/// One pass of a rank's interleaved program: forward or backward of micro batch `mb` on its virtual chunk.
+struct PassItem {
+  bool fwd = true;
+  int mb = 0, chunk = 0;
+};
+/// Megatron's per-rank order of passes (schedules.py forward_backward_pipelining_with_interleaving): the
+/// warm-up forwards (2·(pp − rank − 1) + (vpp − 1)·group, at most all), then one forward and one backward
+/// at a time, then the cool-down backwards; micro batches in groups of `group_size` through every chunk.
+std::vector<PassItem> interleaved_program(int pp, int vpp, int rank, int micro_batches, int group_size);
+
+/// Interleaved schedule with asynchronous p2p (Megatron's `overlap_p2p_comm`): each rank runs its program
+/// order, a pass starting when the rank is free and the pass feeding it (previous virtual stage's forward,
+/// next virtual stage's backward, of the same micro batch) has finished plus `p2p_ms`; no send waits for its
+/// receiver.  Used where the blocking pairing of interleaved_sync_time has no schedule (groups of more
+/// than pp micro batches, which Megatron runs with its asynchronous transfers).
+/// @throws std::runtime_error when the ranks' orders wait on each other (a bug, not an input problem).
+double interleaved_async_time(int pp, int vpp, int micro_batches, int group_size,
+                              const std::vector<std::vector<StagePhases>>& chunks, double p2p_ms,
+                              std::vector<ScheduleEvent>* events = nullptr);
+
 struct VppMemory {
   double peak_bytes = 0;  ///< activation peak over the local interleaved order
   int max_live_entries = 0;

@@ -295,6 +295,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::read_recompute(f, cfg.strategy);
   megatron::read_kernels(f, cfg);
   megatron::fit_world_size(f, env, cfg);
+  megatron::check_interleaved_groups(cfg.strategy);
   return cfg;
 }
 

@@ -347,6 +347,12 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
                          f.get(flag) + "/config.json (the checkpoint's embedding size)");
     }
   }
+  if (vocab == 0 && tok_type == "TikTokenizer") {
+    // Megatron's TikTokenizer is --vocab-size or 2^17 whatever its file holds (the file must reach it):
+    // core/tokenizers/text/libraries/tiktoken_tokenizer.py DEFAULT_TIKTOKEN_MAX_VOCAB, and the legacy
+    // training/tokenizer/tokenizer.py CustomTikTokenizer's fallback.
+    vocab = I64{1} << 17;
+  }
   if (vocab == 0 && known_tokenizer_vocab_size(tok_type) > 0) {
     vocab = known_tokenizer_vocab_size(tok_type);
     std::string from = f.has("--vocab-file") ? "vocab file '" + f.get("--vocab-file") + "' not found"

@@ -31,6 +31,7 @@ const std::vector<FlagSpec>& parallel_flags() {
       {"--pipeline-model-parallel-size", Arity::One},
       {"--num-layers-per-virtual-pipeline-stage", Arity::One},
       {"--num-virtual-stages-per-pipeline-rank", Arity::One},
+      {"--microbatch-group-size-per-virtual-pipeline-stage", Arity::One},
       {"--pipeline-model-parallel-layout", Arity::One},
       {"--decoder-first-pipeline-num-layers", Arity::One},
       {"--decoder-last-pipeline-num-layers", Arity::One},
@@ -201,6 +202,28 @@ void fit_world_size(const Flags& f, const std::map<std::string, std::string>& en
                          " GPUs (dp = 1); the run needs " + fix);
 }
 
+void check_interleaved_groups(const Strategy& st) {
+  // Without --global-batch-size (one micro batch per step) the layout is still analysed, as before.
+  if (st.vpp <= 1 || st.global_batch_size <= 0) return;
+  if (st.tp * st.pp * st.cp <= 0 || st.world_size % (st.tp * st.pp * st.cp) != 0) return;
+  const std::int64_t per_step = static_cast<std::int64_t>(st.micro_batch_size) * st.dp();
+  if (per_step <= 0 || st.global_batch() % per_step != 0) return;  // validate() names that
+  const std::int64_t m = st.global_batch() / per_step, pp = st.pp;
+  const std::int64_t g =
+      st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : pp;
+  auto num = [](std::int64_t v) { return std::to_string(v); };
+  // megatron/core/pipeline_parallel/schedules.py (forward_backward_pipelining_with_interleaving).
+  if (g < pp || g > m)
+    throw InputError("--microbatch-group-size-per-virtual-pipeline-stage",
+                     num(g) + " is outside [pp, micro batches] = [" + num(pp) + ", " + num(m) +
+                         "] (Megatron refuses it too)");
+  if (m % g != 0 && m % g < pp)
+    throw InputError("--microbatch-group-size-per-virtual-pipeline-stage",
+                     "the last group of " + num(m) + " micro batches in groups of " + num(g) + " has " +
+                         num(m % g) + " < pp = " + num(pp) +
+                         " (Megatron refuses it too: dependency bubbles)");
+}
+
 void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
   const ModelSpec& m = cfg.model;
   Strategy& st = cfg.strategy;
@@ -211,7 +234,16 @@ void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
     st.sequence_parallel = false;
     cfg.warnings.push_back("--sequence-parallel has no effect with tp = 1 (Megatron disables it too)");
   }
-  if (f.has("--use-tp-pp-dp-mapping")) st.order = "tp-pp-dp";
+  // Megatron (training/initialize.py): order 'tp-cp-ep-pp-dp' with the mapping, 'tp-cp-ep-dp-pp' without;
+  // older releases used 'tp-pp-dp' and asserted cp = ep = 1, where the two orders give the same groups.
+  if (f.has("--use-tp-pp-dp-mapping")) st.order = "tp-cp-ep-pp-dp";
+  if (f.has("--microbatch-group-size-per-virtual-pipeline-stage")) {
+    st.microbatch_group_size_per_vp_stage =
+        static_cast<int>(parse_int("--microbatch-group-size-per-virtual-pipeline-stage",
+                                   f.get("--microbatch-group-size-per-virtual-pipeline-stage")));
+    if (st.microbatch_group_size_per_vp_stage <= 0)
+      throw InputError("--microbatch-group-size-per-virtual-pipeline-stage", "must be positive");
+  }
   st.first_stage_layers = static_cast<int>(f.int_or("--decoder-first-pipeline-num-layers", -1));
   st.last_stage_layers = static_cast<int>(f.int_or("--decoder-last-pipeline-num-layers", -1));
   st.account_for_embedding_in_pipeline_split = f.has("--account-for-embedding-in-pipeline-split");
@@ -282,6 +314,13 @@ void read_numerics(const Flags& f, Strategy& st) {
       st.optimizer = Optimizer::Adam;
     else if (o == "sgd")
       st.optimizer = Optimizer::SGD;
+    else if (o == "muon" || o == "dist_muon" || o == "adaptive_muon" || o == "lion" || o == "soap")
+      // Megatron's emerging optimizers (core/optimizer/__init__.py): other states per parameter, a scalar
+      // optimizer for the non-matrix parameters, Newton-Schulz steps for Muon; none is modelled.
+      throw InputError("--optimizer",
+                       "the " + o +
+                           " optimizer is not modelled (its states and step differ from Adam's); "
+                           "preflight models adam and sgd");
     else
       throw InputError("--optimizer", "unknown optimizer '" + o + "' (adam or sgd)");
   }

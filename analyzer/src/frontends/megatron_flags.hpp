@@ -66,6 +66,9 @@ void read_launcher_and_sizes(const Flags& f, const std::map<std::string, std::st
 /// fewest it runs on (dp = 1), with a warning naming the flag to set and its value (`--nnodes 16`); no
 /// launcher sizes at all: the same, as an assumption.
 void fit_world_size(const Flags& f, const std::map<std::string, std::string>& env, MegatronConfig& cfg);
+/// Megatron's rules for the interleaved schedule's micro-batch groups (schedules.py): the group lies in
+/// [pp, micro batches] and the last group has 0 or >= pp micro batches.  @throws InputError otherwise.
+void check_interleaved_groups(const Strategy& st);
 /// Micro/global batch, sequence parallel, rank order, uneven and virtual pipeline splits, the layout.
 void read_pipeline_split(const Flags& f, MegatronConfig& cfg);
 /// Precision, fp8, optimizer and gradient reduction.

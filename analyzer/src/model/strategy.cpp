@@ -372,10 +372,11 @@ void Strategy::validate(const ModelSpec& model) const {
             m != "shared_experts" && m != "mla_up_proj" && m != "mlp_act")
           throw InputError("per-layer recompute", "unknown module '" + m + "'");
   }
-  if (order != "tp-cp-ep-dp-pp" && order != "tp-pp-dp")
-    throw InputError("rank order", "unknown order '" + order + "' (known: tp-cp-ep-dp-pp, tp-pp-dp)");
+  if (order != "tp-cp-ep-dp-pp" && order != "tp-cp-ep-pp-dp" && order != "tp-pp-dp")
+    throw InputError("rank order",
+                     "unknown order '" + order + "' (known: tp-cp-ep-dp-pp, tp-cp-ep-pp-dp, tp-pp-dp)");
   if (order == "tp-pp-dp" && (cp != 1 || ep != 1))
-    throw InputError("--use-tp-pp-dp-mapping", "the tp-pp-dp order needs cp = ep = 1");
+    throw InputError("rank order", "the tp-pp-dp order (Megatron before 'tp-cp-ep-pp-dp') needs cp = ep = 1");
   if (transformer_impl == TransformerImpl::TorchCpu) validate_torch_cpu(*this, model);
   layers_per_stage(model.num_layers);  // throws when the split is impossible
 }

@@ -143,7 +143,8 @@ struct Strategy {
   int etp = 0;            ///< expert tensor-parallel size; 0 = same as tp (Megatron default)
   int vpp = 1;            ///< virtual pipeline chunks per rank (interleaved 1F1B when > 1)
   bool sequence_parallel = false;
-  /// Megatron's rank order; "tp-cp-ep-dp-pp" (default) or "tp-pp-dp" (`--use-tp-pp-dp-mapping`).
+  /// Megatron's rank order; "tp-cp-ep-dp-pp" (default), "tp-cp-ep-pp-dp" (`--use-tp-pp-dp-mapping`), or the
+  /// older releases' "tp-pp-dp" (cp = ep = 1 only, the same groups).
   std::string order = "tp-cp-ep-dp-pp";
   /// Transformer layers on the first / last pipeline stage (`--decoder-first/last-pipeline-num-layers`);
   /// -1 = even split of what remains.
