@@ -340,6 +340,36 @@ TEST(MindFormersYaml, UnknownAndInconsistentFields) {
   EXPECT_NE(e.find("x.yaml:6: model.model_config.num_heads | expected an integer, got 'many'"), std::string::npos) << e;
 }
 
+// Models the layer model does not describe are refused by family, at their key, rather than read with
+// LlamaConfig's names and defaults (which would price a 7B decoder): multimodal configs nest their towers
+// (MllamaConfig's vision_model / text_model), encoder-decoder ones have two stacks (WhisperConfig), and the
+// encoder / vision families are named by their type (BertConfig, ViTConfig…).
+TEST(MindFormersYaml, NonDecoderModelsAreRefusedByFamily) {
+  std::string t = small("[0, 1, 1, 0]");
+  std::string mm = t;
+  mm.replace(mm.find("    type: LlamaConfig\n"), 22,
+             "    type: MllamaConfig\n    vision_model:\n      arch: {type: MllamaVisionModel}\n"
+             "    text_model:\n      arch: {type: MllamaForCausalLM}\n");
+  std::string e = error_of(mm);
+  EXPECT_NE(e.find("x.yaml:5: model.model_config.vision_model"), std::string::npos) << e;
+  EXPECT_NE(e.find("multimodal model"), std::string::npos) << e;
+  std::string ed = t;
+  ed.replace(ed.find("    type: LlamaConfig\n"), 22,
+             "    type: Seq2SeqAudioConfig\n    is_encoder_decoder: True\n");
+  e = error_of(ed);
+  EXPECT_NE(e.find("model.model_config.is_encoder_decoder"), std::string::npos) << e;
+  EXPECT_NE(e.find("encoder-decoder model"), std::string::npos) << e;
+  std::string bert = t;
+  bert.replace(bert.find("LlamaConfig"), 11, "BertConfig");
+  e = error_of(bert);
+  EXPECT_NE(e.find("x.yaml:3: model.model_config.type"), std::string::npos) << e;
+  EXPECT_NE(e.find("BertConfig is an encoder or vision model"), std::string::npos) << e;
+  // A decoder under another type name is still read, with a note.
+  std::string internlm = t;
+  internlm.replace(internlm.find("LlamaConfig"), 11, "InternLM2Config");
+  EXPECT_EQ(error_of(internlm), "no error");
+}
+
 TEST(MindFormersYaml, NewStyleWithoutArchitectureNeedsAModel) {
   std::string e;
   try {

@@ -283,6 +283,28 @@ void read_legacy_model(const Doc& doc, const Section& mc, const Section& moe, co
   const bool deepseek = type.rfind("Deepseek", 0) == 0 || type.rfind("DeepSeek", 0) == 0;
   const bool telechat = type.rfind("Telechat", 0) == 0 || type.rfind("TeleChat", 0) == 0;
   const bool llama_names = !glm;
+  // Multimodal configs (MllamaConfig, LlavaNextConfig, QwenVLConfig, CogVLM2Config…) nest their language and
+  // vision towers as sub-models, and encoder-decoder ones (WhisperConfig) have two stacks: read with
+  // LlamaConfig's names they would be priced as a default 7B decoder, a number about another model.
+  // MindFormers' encoder and vision families (configs/bert, vit, swin, mae, clip, sam, blip2, t5, whisper).
+  for (const char* family :
+       {"Bert", "ViT", "Swin", "Clip", "CLIP", "Sam", "SAM", "Blip", "T5", "Whisper", "Mae", "MAE"})
+    if (type.rfind(family, 0) == 0)
+      throw mc.error("type",
+                     type +
+                         " is an encoder or vision model: not modelled; preflight prices decoder-only "
+                         "language models");
+  for (const char* tower :
+       {"vision_model", "text_model", "llm_model", "audio_model", "vision_config", "text_config"})
+    if (mc.has(tower))
+      throw mc.error(tower, type +
+                                " is a multimodal model (its towers are sub-models): not modelled; preflight "
+                                "prices decoder-only language models");
+  if (mc.bool_or("is_encoder_decoder", false) || mc.has("encoder_layers"))
+    throw mc.error(mc.has("encoder_layers") ? "encoder_layers" : "is_encoder_decoder",
+                   type +
+                       " is an encoder-decoder model: not modelled; preflight prices decoder-only language "
+                       "models");
   if (!glm && !deepseek && !telechat && type != "LlamaConfig")
     warnings.push_back(mc.key_path("type") + " " + type +
                        ": read with LlamaConfig's field names (num_layers, num_heads, n_kv_heads, …)");
