@@ -289,10 +289,10 @@ TEST(MegatronArgs, MicrobatchGroupPerVirtualStage) {
 // --use-tp-pp-dp-mapping: Megatron's 'tp-cp-ep-pp-dp' order (training/initialize.py), which allows cp and
 // ep; 16 ranks of tp 2, cp 2, pp 2, dp 2: rank = t + 2·c + 4·p + 8·d (default: t + 2·c + 4·d + 8·p).
 TEST(MegatronArgs, TpPpDpMappingKeepsContextAndExpertParallel) {
-  Words layout =
-      with(base_args(), {"--tensor-model-parallel-size", "2", "--context-parallel-size", "2",
-                         "--pipeline-model-parallel-size", "2", "--num-experts", "4",
-                         "--expert-model-parallel-size", "2", "--nproc_per_node", "8", "--nnodes", "2"});
+  Words layout = with(base_args(),
+                      {"--tensor-model-parallel-size", "2", "--sequence-parallel", "--context-parallel-size",
+                       "2", "--pipeline-model-parallel-size", "2", "--num-experts", "4",
+                       "--expert-model-parallel-size", "2", "--nproc_per_node", "8", "--nnodes", "2"});
   MegatronConfig mapped = parse_megatron_args(with(layout, {"--use-tp-pp-dp-mapping"}));
   EXPECT_EQ(mapped.strategy.order, "tp-cp-ep-pp-dp");
   RankGroups g = megatron_rank_groups(mapped.strategy, true);
@@ -341,6 +341,9 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
                 "--hybrid-layer-pattern", "M-M*-", "--vocab-size", "10"},
                "--hybrid-layer-pattern");
   expect_error(with(base_args(), {"--is-hybrid-model"}), "--is-hybrid-model");
+  // MoE with tp > 1 trains only with sequence parallelism (Megatron's moe_layer.py).
+  expect_error(with(base_args(), {"--num-experts", "8", "--tensor-model-parallel-size", "2"}),
+               "--sequence-parallel");
   // Megatron's emerging optimizers are named as not modelled, not as a typo.
   try {
     parse_megatron_args(with(base_args(), {"--optimizer", "muon"}));

@@ -790,6 +790,41 @@ TEST(CostModel, MoeTokenDispatchersByHand) {
                      "--moe-router-num-groups", "do not divide");
 }
 
+// Without sequence parallelism (MindFormers' use_seq_parallel: False) every tp rank holds the same tokens,
+// and the experts (expert tp = tp 2) run as a tensor-parallel MLP on them: the forward pass of the layer
+// exchanges the attention projection's all-reduce over tp, the two all-to-alls over ep and the fc2 sum
+// over expert tp, all of the 4096 · top-2 routed rows; no gather of the expert-tp group's tokens.
+TEST(CostModel, ExpertsOnReplicatedTokensSumOverExpertTp) {
+  const SystemSpec h100 = load_simumax_system("h100-sxm");
+  auto fwd_net = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 1 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 16 "
+        "--bf16 --use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
+        "--num-experts 8 --moe-ffn-hidden-size 768 --moe-router-topk 2 --moe-grouped-gemm "
+        "--moe-token-dispatcher-type alltoall --tensor-model-parallel-size 2 --expert-model-parallel-size 2 "
+        "--sequence-parallel --nproc_per_node 4 --nnodes 1 " +
+        extra));
+    c.strategy.sequence_parallel = false;  // as MindFormers' use_seq_parallel: False (Megatron refuses it)
+    const Estimate e = estimate(c.model, c.strategy, h100);
+    double net = 0;
+    for (const auto& l : e.chunks.front().layers) net += l.times.fwd_net_ms;
+    return net;
+  };
+  const double tokens = 4096 * 2048 * 2.0, routed = 2 * tokens;  // bytes, bf16
+  auto coll = [&](Collective k, double bytes) {
+    return collective_time_ms(h100, k, bytes, 2, "high_intra_node", CommGroup::Tp);
+  };
+  const double a2a =
+      collective_time_ms(h100, Collective::AllToAll, routed, 2, "high_intra_node", CommGroup::Ep);
+  const double expected =
+      coll(Collective::AllReduce, tokens) + 2 * a2a +
+      collective_time_ms(h100, Collective::AllReduce, routed, 2, "high_intra_node", CommGroup::Etp);
+  EXPECT_NEAR(fwd_net(""), expected, 1e-9);
+  // SimuMax v1.2 gathers the expert-tp group's (identical) rows: twice the rows through a reduce-scatter.
+  EXPECT_GT(fwd_net("--simumax-compat"), fwd_net(""));
+}
+
 // DeepEP's published internode rates (deepseek-ai/DeepEP docs/legacy.md, H800 with one 400 Gb/s CX7 NIC per
 // GPU, 4096 tokens of hidden 7168, 256 experts, top 8, tokens grouped by node and sent to at most 4 nodes):
 // 43 GB/s "logical" RDMA at EP 16 (bytes counted to every node hit, own included), 58 at EP 32, 51 at EP 64.

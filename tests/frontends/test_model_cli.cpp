@@ -53,12 +53,12 @@ TEST(AnalyzeModel, ArchitectureFlagsOverrideThePreset) {
 }
 
 TEST(AnalyzeModel, ConfigJsonFileAndWarnings) {
-  nlohmann::json j =
-      analyze_json("--model " + shell_quote(hf_config_path("deepseek-v3")) +
-                   " --seq-length 4096 --tensor-model-parallel-size 2 --expert-tensor-parallel-size 1 "
-                   "--expert-model-parallel-size 8 --pipeline-model-parallel-size 8 "
-                   "--decoder-first-pipeline-num-layers 5 --decoder-last-pipeline-num-layers 8 "
-                   "--nproc_per_node 8 --nnodes 8 --bf16");
+  nlohmann::json j = analyze_json(
+      "--model " + shell_quote(hf_config_path("deepseek-v3")) +
+      " --seq-length 4096 --tensor-model-parallel-size 2 --sequence-parallel --expert-tensor-parallel-size 1 "
+      "--expert-model-parallel-size 8 --pipeline-model-parallel-size 8 "
+      "--decoder-first-pipeline-num-layers 5 --decoder-last-pipeline-num-layers 8 "
+      "--nproc_per_node 8 --nnodes 8 --bf16");
   EXPECT_EQ(j["model"]["name"], "deepseek-v3");
   EXPECT_EQ(j["model"]["parameters"], 671'026'404'352);
   ASSERT_EQ(j["memory"]["stages"].size(), 8u);

@@ -164,6 +164,16 @@ bool ep_exchanges(const Ctx& c) {
   return c.ep > 1 || (c.etp > 1 && c.st->moe_dispatcher == MoeDispatcher::AllGather);
 }
 
+/// Without sequence parallelism every rank of the expert-tp group (= tp) holds the same tokens (MindFormers'
+/// use_seq_parallel: False; Megatron requires sequence parallelism for MoE with tp > 1): the experts run as a
+/// tensor-parallel MLP on them, with no token gather and scatter over expert tp, only the sums of a column /
+/// row-parallel pair.  SimuMax v1.2 prices the gather of `permuted · etp` rows either way (kept with
+/// --simumax-compat).
+bool tokens_replicated_over_etp(const Ctx& c) {
+  return !c.sp && c.etp > 1 && c.etp == c.tp && !c.st->simumax_compat &&
+         c.st->moe_dispatcher != MoeDispatcher::AllGather;
+}
+
 // Permutation geometry: b, s local tokens, in = hidden, tokens = permuted rows (SimuMax
 // permuted_act_size / hidden), experts.  UnPermutation: tokens = rows before combine, b·s after.
 void price_permute(const Ctx& c, Leaf& l, bool un) {
@@ -188,7 +198,11 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
       p.fwd_net_ms += p.fwd_ep_net_ms;
       p.bwd_act_net_ms += p.bwd_ep_net_ms;
     }
-    if (c.etp > 1 && c.st->moe_dispatcher != MoeDispatcher::AllGather) {  // allgather: within tp_ep
+    if (tokens_replicated_over_etp(c)) {
+      // The expert fc1 is column-parallel on tokens every expert-tp rank holds: its input gradient is
+      // summed over the group in the backward pass.
+      p.bwd_act_net_ms += net(c, Collective::AllReduce, permuted * e, c.etp, c.nets.etp, CommGroup::Etp);
+    } else if (c.etp > 1 && c.st->moe_dispatcher != MoeDispatcher::AllGather) {  // allgather: within tp_ep
       double sz = permuted * e * c.etp;
       p.fwd_net_ms += net(c, Collective::AllGather, sz, c.etp, c.nets.etp, CommGroup::Etp);
       p.bwd_act_net_ms += net(c, Collective::ReduceScatter, sz, c.etp, c.nets.etp, CommGroup::Etp);
@@ -205,7 +219,10 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
     }
     first = 2 * before * e;
     second = (before + after) * e;
-    if (c.etp > 1 && c.st->moe_dispatcher != MoeDispatcher::AllGather) {
+    if (tokens_replicated_over_etp(c)) {
+      // The row-parallel expert fc2's partial outputs are summed over the group in the forward pass.
+      p.fwd_net_ms += net(c, Collective::AllReduce, before * e, c.etp, c.nets.etp, CommGroup::Etp);
+    } else if (c.etp > 1 && c.st->moe_dispatcher != MoeDispatcher::AllGather) {
       double sz = before * e * c.etp;
       p.fwd_net_ms += net(c, Collective::ReduceScatter, sz, c.etp, c.nets.etp, CommGroup::Etp);
       p.bwd_act_net_ms += net(c, Collective::AllGather, sz, c.etp, c.nets.etp, CommGroup::Etp);

@@ -230,6 +230,12 @@ void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
   st.micro_batch_size = static_cast<int>(f.int_or("--micro-batch-size", 1));
   st.global_batch_size = static_cast<int>(f.int_or("--global-batch-size", 0));
   st.sequence_parallel = f.has("--sequence-parallel");
+  // megatron/core/transformer/moe/moe_layer.py (older releases: training/arguments.py) refuses to train MoE
+  // with tensor parallelism but no sequence parallelism.
+  if (cfg.model.moe.num_experts > 0 && st.tp > 1 && !st.sequence_parallel)
+    throw InputError("--sequence-parallel",
+                     "MoE with tp = " + std::to_string(st.tp) +
+                         " needs sequence parallelism (Megatron refuses to train without it)");
   if (st.sequence_parallel && st.tp == 1) {
     st.sequence_parallel = false;
     cfg.warnings.push_back("--sequence-parallel has no effect with tp = 1 (Megatron disables it too)");
