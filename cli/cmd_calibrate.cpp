@@ -40,25 +40,13 @@ struct CalibrateOptions {
   bool per_group = false;
 };
 
-/// --fit-time: runs from JSON files (`{"runs": [{"name", "args", "measured_iteration_ms"}]}` or a bare list) and
+/// --fit-time: runs from JSON files (read_time_corpus: Megatron command lines or MindFormers yamls) and
 /// from Megatron logs (argument dump + the steady median of `elapsed time per iteration`).
 int run_fit_time(const CalibrateOptions& o) {
   if (o.system.empty()) throw InputError("--system", "is required with --fit-time (the system the runs ran on)");
   std::vector<analyzer::TimedRun> runs;
-  for (const auto& file : o.runs) {
-    nlohmann::json j = analyzer::cost::read_json_file(file);
-    const nlohmann::json& list = j.is_object() && j.contains("runs") ? j["runs"] : j;
-    if (!list.is_array()) throw InputError(file, "expected a list of runs (or {\"runs\": [...]})");
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const auto& r = list[i];
-      const std::string where = file + ": runs[" + std::to_string(i) + "]";
-      if (!r.contains("args") || !r["args"].is_array() || !r.contains("measured_iteration_ms") ||
-          !r["measured_iteration_ms"].is_number())
-        throw InputError(where, "needs \"args\" (the Megatron command line) and \"measured_iteration_ms\"");
-      const auto cfg = analyzer::parse_megatron_args(r["args"].get<std::vector<std::string>>());
-      runs.push_back({r.value("name", where), cfg.model, cfg.strategy, r["measured_iteration_ms"].get<double>()});
-    }
-  }
+  for (const auto& file : o.runs)
+    for (auto& run : analyzer::read_time_corpus(file)) runs.push_back(std::move(run));
   for (const auto& path : o.measured) {
     log_parse::MegatronLog log = log_parse::read_megatron_log(path);
     std::vector<log_parse::MegatronLog> one{log};

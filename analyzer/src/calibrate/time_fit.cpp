@@ -3,9 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/frontends/mindformers_yaml.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/common/table.hpp"
 #include "preflight/common/units.hpp"
@@ -152,6 +157,50 @@ double sq_error(const std::vector<Sample>& s, std::pair<double, double> ab, std:
 }
 
 }  // namespace
+
+std::vector<TimedRun> read_time_corpus(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file, "cannot read");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(file, std::string("malformed JSON: ") + e.what());
+  }
+  const nlohmann::json& list = j.is_object() && j.contains("runs") ? j["runs"] : j;
+  if (!list.is_array()) throw InputError(file, "expected a list of runs (or {\"runs\": [...]})");
+  std::vector<TimedRun> runs;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& r = list[i];
+    const std::string where = file + ": runs[" + std::to_string(i) + "]";
+    if (!r.is_object() || !r.contains("measured_iteration_ms") || !r["measured_iteration_ms"].is_number())
+      throw InputError(where, "needs \"measured_iteration_ms\" (a number) and \"args\" or \"config\"");
+    if (r.value("skip", false)) continue;
+    const std::string name =
+        r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : where;
+    const double measured = r["measured_iteration_ms"].get<double>();
+    if (r.contains("args") && r["args"].is_array()) {
+      const auto cfg = parse_megatron_args(r["args"].get<std::vector<std::string>>());
+      runs.push_back({name, cfg.model, cfg.strategy, measured});
+    } else if (r.contains("config") && r["config"].is_string()) {
+      MindFormersOptions options;
+      if (r.contains("run_mindformer")) {
+        if (!r["run_mindformer"].is_array())
+          throw InputError(where + ".run_mindformer", "expected a list of run_mindformer.py arguments");
+        read_run_mindformer_args(r["run_mindformer"].get<std::vector<std::string>>(), options);
+      }
+      const auto yaml = std::filesystem::path(file).parent_path() / r["config"].get<std::string>();
+      const MindFormersConfig cfg = load_mindformers_yaml(yaml, options);
+      runs.push_back({name, cfg.model, cfg.strategy, measured});
+    } else {
+      throw InputError(where,
+                       "needs \"args\" (the Megatron command line) or \"config\" (a MindFormers yaml)");
+    }
+  }
+  return runs;
+}
 
 TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system, bool fit_overlap) {
   if (runs.size() < 2) throw InputError("--fit-time", "needs at least two runs with measured iteration times");

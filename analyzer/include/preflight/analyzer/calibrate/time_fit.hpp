@@ -45,6 +45,13 @@ struct TimedRun {
   double measured_ms = 0;  ///< steady iteration time (Megatron's `elapsed time per iteration`), ms
 };
 
+/// Runs of a time corpus file: `{"runs": [...]}` or a bare list, each with "name", "measured_iteration_ms"
+/// and either "args" (the Megatron command line, torchrun's sizes included) or "config" (a MindFormers
+/// training yaml, relative to the corpus file's folder, with optional "run_mindformer" arguments as
+/// run_mindformer.py takes them: --use_parallel, --options KEY=VALUE…).  Runs with "skip" set are left out.
+/// @throws InputError naming the file and run for a missing field, and the front ends' errors.
+std::vector<TimedRun> read_time_corpus(const std::string& file);
+
 /// One run after the fit.
 struct TimedRunResult {
   std::string name;
