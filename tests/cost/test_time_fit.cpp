@@ -2,9 +2,8 @@
 // `calibrate --fit-time`, and the simulated schedule `estimate --trace` writes.
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <tuple>
 
