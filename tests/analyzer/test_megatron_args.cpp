@@ -112,15 +112,14 @@ TEST(MegatronArgs, UnknownFlagsAndTheirValuesAreSkipped) {
   EXPECT_NE(unread.find("--rampup-batch-size"), std::string::npos) << unread;
   EXPECT_EQ(unread.find("--lr"), std::string::npos) << unread;
   EXPECT_EQ(unread.find("--data-path"), std::string::npos) << unread;
-  MegatronConfig newer = parse_megatron_args(
-      with(base_args(), {"--hierarchical-context-parallel-sizes", "2", "4", "--log-params-norm",
-                         "--save-interval", "100", "--data-parallel-sharding-strategy", "optim_grads_params",
-                         "--fp8-dot-product-attention", "--moe-paged-stash"}));
+  MegatronConfig newer = parse_megatron_args(with(
+      base_args(), {"--hierarchical-context-parallel-sizes", "2", "4", "--log-params-norm", "--save-interval",
+                    "100", "--fsdp-double-buffer", "--fp8-dot-product-attention", "--moe-paged-stash"}));
   unread.clear();
   for (const auto& warning : newer.warnings)
     if (warning.find("read past") != std::string::npos) unread = warning;
   EXPECT_NE(unread.find("--hierarchical-context-parallel-sizes"), std::string::npos) << unread;
-  EXPECT_NE(unread.find("--data-parallel-sharding-strategy"), std::string::npos) << unread;
+  EXPECT_NE(unread.find("--fsdp-double-buffer"), std::string::npos) << unread;
   EXPECT_NE(unread.find("--fp8-dot-product-attention"), std::string::npos) << unread;
   EXPECT_NE(unread.find("--moe-paged-stash"), std::string::npos) << unread;
   EXPECT_EQ(unread.find("--log-params-norm"), std::string::npos) << unread;
@@ -518,8 +517,10 @@ TEST(MegatronArgs, UnmodelledFeaturesAreNamed) {
       if (w.find(text) != std::string::npos) return true;
     return false;
   };
-  EXPECT_TRUE(said("--use-torch-fsdp2: FSDP shards weights"));
   EXPECT_TRUE(said("--cpu-offloading: activation / weight offloading"));
+  // FSDP is modelled (MegatronMemory.FsdpShardsWhatItsStrategySaysAndHoldsOneUnitUnsharded), not named.
+  EXPECT_TRUE(c.strategy.fsdp);
+  EXPECT_FALSE(said("--use-torch-fsdp2"));
   EXPECT_FALSE(said("--lr"));
 }
 

@@ -98,6 +98,39 @@ TEST(MegatronMemory, LegacyModelKeepsSiluOutputAndFlashOutput) {
   EXPECT_DOUBLE_EQ(old - core, 2.0 * (256.0 * 640 * 2 + 256.0 * 256 * 2));
 }
 
+// Megatron-FSDP on 8 ranks, by hand: optim_grads_params (the default) keeps an eighth of the bf16 weights
+// and of the fp32 main grads, and the unsharded copies of its largest unit — a transformer layer of 789,760
+// parameters (qkv 256·768 + 768, proj 256·256 + 256, fc1 256·1024 + 1024, fc2 1024·256 + 256, two norms
+// 2·512; the embedding unit holds 294,912) — twice in bf16 (the layer computed and the one prefetched) and
+// once as its fp32 gradient before the reduce-scatter; optim_grads shards the gradients only.
+TEST(MegatronMemory, FsdpShardsWhatItsStrategySaysAndHoldsOneUnitUnsharded) {
+  auto stage = [](Words extra) {
+    Words w = small({"--nproc_per_node", "8", "--global-batch-size", "16"});
+    w.insert(w.end(), extra.begin(), extra.end());
+    return stage_memory(graph(w)).stages.front();
+  };
+  const StageMemory dist = stage({"--use-distributed-optimizer"});
+  const StageMemory full = stage({"--use-megatron-fsdp"});
+  const StageMemory grads =
+      stage({"--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads"});
+  const double p = static_cast<double>(dist.params), unit = 789'760;
+  ASSERT_EQ(full.params, dist.params);
+  EXPECT_DOUBLE_EQ(dist.weight_bytes, 2 * p);
+  EXPECT_DOUBLE_EQ(full.weight_bytes, 2 * p / 8);
+  EXPECT_DOUBLE_EQ(full.grad_bytes, 4 * p / 8);
+  EXPECT_DOUBLE_EQ(full.optimizer_bytes, dist.optimizer_bytes);
+  EXPECT_DOUBLE_EQ(full.buffer_bytes - dist.buffer_bytes, 2 * unit * 2 + unit * 4);
+  EXPECT_DOUBLE_EQ(grads.weight_bytes, 2 * p);
+  EXPECT_DOUBLE_EQ(grads.grad_bytes, 4 * p / 8);
+  EXPECT_DOUBLE_EQ(grads.buffer_bytes - dist.buffer_bytes, unit * 4);
+  const MegatronConfig fsdp2 = parse_megatron_args(small({"--nproc_per_node", "8", "--use-torch-fsdp2"}));
+  EXPECT_TRUE(fsdp2.strategy.fsdp);
+  EXPECT_EQ(fsdp2.strategy.effective_zero_stage(), 3);
+  EXPECT_THROW(
+      parse_megatron_args(small({"--use-megatron-fsdp", "--data-parallel-sharding-strategy", "zero3"})),
+      InputError);
+}
+
 TEST(MegatronArgsDump, BackToTheCommandLine) {
   std::map<std::string, std::string> args = {
       {"world_size", "16"},          {"num_layers", "4"},          {"hidden_size", "512"},

@@ -825,6 +825,40 @@ TEST(CostModel, ExpertsOnReplicatedTokensSumOverExpertTp) {
   EXPECT_GT(fwd_net("--simumax-compat"), fwd_net(""));
 }
 
+// Megatron-FSDP (optim_grads_params) on 2 nodes: each micro batch gathers the chunk's parameters for its
+// forward and again for its backward and reduce-scatters its fp32 gradients over dp 16, overlapped with the
+// neighbouring layers' compute — exposed: the first of its 4 units (2 layers, the embedding, the output
+// layer), or what exceeds the pass's compute — and nothing is left for the iteration's end.
+TEST(CostModel, FsdpGathersEveryMicroBatchBehindTheCompute) {
+  const SystemSpec h100 = load_simumax_system("h100-sxm");
+  auto run = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 "
+        "--bf16 "
+        "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
+        "--nproc_per_node 8 --nnodes 2 " +
+        extra));
+    return estimate(c.model, c.strategy, h100);
+  };
+  const Estimate dist = run("--use-distributed-optimizer");
+  const Estimate fsdp = run("--use-megatron-fsdp");
+  EXPECT_DOUBLE_EQ(fsdp.stages.front().dp.dense.reduce_scatter_ms, 0);
+  EXPECT_DOUBLE_EQ(fsdp.stages.front().dp.dense.all_gather_ms, 0);
+  EXPECT_GT(dist.stages.front().dp.dense.reduce_scatter_ms, 0);
+  const auto& a = dist.chunks.front();
+  const auto& b = fsdp.chunks.front();
+  const double weights = b.memory.dense_weight_bytes * 16, grads = weights / 2 * 4;
+  const double gather =
+      collective_time_ms(h100, Collective::AllGather, weights, 16, fsdp.networks.dp, CommGroup::DpCp);
+  const double reduce =
+      collective_time_ms(h100, Collective::ReduceScatter, grads, 16, fsdp.networks.dp, CommGroup::DpCp);
+  EXPECT_NEAR(b.times.fwd_net_ms - a.times.fwd_net_ms, std::max(gather / 4, gather - a.times.forward_ms()),
+              1e-9);
+  EXPECT_NEAR(b.times.backward_ms() - a.times.backward_ms(),
+              std::max((gather + reduce) / 4, gather + reduce - a.times.backward_ms()), 1e-9);
+}
+
 // DeepEP's published internode rates (deepseek-ai/DeepEP docs/legacy.md, H800 with one 400 Gb/s CX7 NIC per
 // GPU, 4096 tokens of hidden 7168, 256 experts, top 8, tokens grouped by node and sent to at most 4 nodes):
 // 43 GB/s "logical" RDMA at EP 16 (bytes counted to every node hit, own included), 58 at EP 32, 51 at EP 64.

@@ -608,11 +608,17 @@ DpComm dp_time(const Estimate& est, const Ctx& c, const ModelMemory& mem, const 
     double n_ag = std::floor((ag - 1) / bucket) + 1;
     if (moe_model) n_ag *= 2;
     g.sharded = c.zero >= 1;
+    // FSDP: the gradients were reduce-scattered every micro batch (zero >= 2) and the parameters are
+    // gathered on use (zero 3): neither waits for the iteration's end (the chunk times carry them).
+    const bool fsdp = est.strategy.fsdp && !est.strategy.simumax_compat;
     if (c.zero >= 1) {
-      g.reduce_scatter_ms = n_rs * collective_time_ms(sys, Collective::ReduceScatter, bucket, group, netname,
-                                                      stage, &est.strategy);
-      g.all_gather_ms =
-          n_ag * collective_time_ms(sys, Collective::AllGather, bucket, group, netname, stage, &est.strategy);
+      g.reduce_scatter_ms = fsdp && c.zero >= 2
+                                ? 0
+                                : n_rs * collective_time_ms(sys, Collective::ReduceScatter, bucket, group,
+                                                            netname, stage, &est.strategy);
+      g.all_gather_ms = fsdp && c.zero >= 3 ? 0
+                                            : n_ag * collective_time_ms(sys, Collective::AllGather, bucket,
+                                                                        group, netname, stage, &est.strategy);
       g.time_ms = g.all_gather_ms + g.reduce_scatter_ms;
     } else {
       g.time_ms =
@@ -700,7 +706,7 @@ void validate_for_cost(const ModelSpec& m, const Strategy& st, const SystemSpec&
                      "the interleaved schedule is timed only with pp_comm_async: false "
                      "(SimuMax's sync VPP); async VPP timing is not modelled (drop --simumax-compat: "
                      "Megatron's overlapped p2p is then priced as hidden behind compute)");
-  if (st.effective_zero_stage() >= 2)
+  if (st.effective_zero_stage() >= 2 && (!st.fsdp || st.simumax_compat))
     warnings.push_back("zero_state " + std::to_string(st.effective_zero_stage()) +
                        ": gradients/weights are divided over the DP group but the communication stays ZeRO-1 "
                        "(as in SimuMax)");
@@ -1023,6 +1029,40 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   // Ops of the layer graph the cost model has no formula for.
   if (opt.strict) refuse_unpriced({b.unpriced().begin(), b.unpriced().end()});
   for (const auto& line : b.unpriced()) est.warnings.push_back("not priced: " + line);
+
+  // Fully sharded data parallel (Megatron-FSDP, FSDP2): every micro batch gathers each layer's parameters
+  // for its forward and again for its backward (zero 3) and reduce-scatters its gradients (zero >= 2),
+  // prefetched and overlapped with the compute of the neighbouring layers: what is exposed is the first
+  // unit's transfer, or the transfer beyond the pass's compute when the network is the slower.
+  if (st.fsdp && c.zero >= 2 && !st.simumax_compat) {
+    const double group = static_cast<double>(c.dp) * c.cp;
+    for (auto& ch : est.chunks) {
+      const ModelMemory& mm = ch.memory;
+      const double wd = mm.dense_weight_bytes * (c.zero >= 3 ? group : 1.0);
+      const double we = mm.moe_weight_bytes * (c.zero >= 3 ? c.edp : 1.0);
+      auto coll = [&](Collective k, double dense_bytes, double moe_bytes) {
+        double t = 0;
+        if (group > 1 && dense_bytes > 0)
+          t += collective_time_ms(system, k, dense_bytes, static_cast<int>(group), c.nets.dp, CommGroup::DpCp,
+                                  &st);
+        if (c.edp > 1 && moe_bytes > 0)
+          t += collective_time_ms(system, k, moe_bytes, c.edp, c.nets.edp, CommGroup::Edp, &st);
+        return t;
+      };
+      const double gather = c.zero >= 3 ? coll(Collective::AllGather, wd, we) : 0;
+      const double reduce = coll(Collective::ReduceScatter, wd / c.e * c.main_grad, we / c.e * c.main_grad);
+      const double units = std::max(1, ch.num_layers + (ch.embedding ? 1 : 0) + (ch.head ? 1 : 0));
+      const double fwd = ch.times.forward_ms(), bwd = ch.times.backward_ms();
+      ch.times.fwd_net_ms += std::max(gather / units, gather - fwd);
+      ch.times.bwd_grad_w_net_ms += std::max((gather + reduce) / units, gather + reduce - bwd);
+    }
+    est.warnings.push_back(
+        "FSDP: per micro batch " +
+        std::string(c.zero >= 3 ? "parameter all-gathers (forward and "
+                                  "backward) and "
+                                : "") +
+        "gradient reduce-scatters over dp, overlapped with the neighbouring layers' compute");
+  }
 
   // Pipeline time.
   std::vector<detail::StagePhases> phases;

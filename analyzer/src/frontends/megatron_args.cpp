@@ -193,12 +193,6 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       "gaps they remove, so a run of many small kernels (MoE) may be faster than priced (NeMo's Qwen3-30B-A3B "
       "with full-iteration graphs on GB200: priced +20 %)";
   static const std::map<std::string, std::string> unmodelled = {
-      {"--use-torch-fsdp2",
-       "FSDP shards weights and gradients over data parallel: memory here is DDP's (high)"},
-      {"--use-custom-fsdp",
-       "FSDP shards weights and gradients over data parallel: memory here is DDP's (high)"},
-      {"--use-megatron-fsdp",
-       "FSDP shards weights and gradients over data parallel: memory here is DDP's (high)"},
       {"--cpu-offloading", "activation / weight offloading to the CPU is not modelled: memory here is high"},
       {"--optimizer-cpu-offload", "optimizer states on the CPU are not modelled: memory here is high"},
       {"--enable-cuda-graph", kCudaGraphNote},

@@ -53,6 +53,10 @@ const std::vector<FlagSpec>& training_flags() {
       {"--fp8-format", Arity::One},
       {"--fp8-recipe", Arity::One},
       {"--use-distributed-optimizer", Arity::Switch},
+      {"--use-megatron-fsdp", Arity::Switch},
+      {"--use-custom-fsdp", Arity::Switch},
+      {"--use-torch-fsdp2", Arity::Switch},
+      {"--data-parallel-sharding-strategy", Arity::One},
       {"--optimizer", Arity::One},
       {"--grad-reduce-in-bf16", Arity::Switch},
       {"--use-precision-aware-optimizer", Arity::Switch},
@@ -314,6 +318,24 @@ void read_numerics(const Flags& f, Strategy& st) {
     st.fp8_recipe = it->second;
   }
   st.distributed_optimizer = f.has("--use-distributed-optimizer");
+  // Fully sharded data parallel: Megatron-FSDP (`--use-megatron-fsdp`, before it `--use-custom-fsdp`) shards
+  // what --data-parallel-sharding-strategy says (training/arguments.py default optim_grads_params); torch's
+  // FSDP2 shards parameters, gradients and optimizer states.
+  if (f.has("--use-megatron-fsdp") || f.has("--use-custom-fsdp") || f.has("--use-torch-fsdp2")) {
+    st.fsdp = true;
+    st.zero_stage = 3;
+    if (!f.has("--use-torch-fsdp2") && f.has("--data-parallel-sharding-strategy")) {
+      static const std::map<std::string, int> levels = {
+          {"no_shard", 0}, {"optim", 1}, {"optim_grads", 2}, {"optim_grads_params", 3}};
+      const auto& v = f.get("--data-parallel-sharding-strategy");
+      const auto it = levels.find(v);
+      if (it == levels.end())
+        throw InputError("--data-parallel-sharding-strategy",
+                         "unknown strategy '" + v + "' (no_shard, optim, optim_grads, optim_grads_params)");
+      st.zero_stage = it->second;
+    }
+    st.distributed_optimizer = st.zero_stage >= 1;
+  }
   if (f.has("--optimizer")) {
     const auto& o = f.get("--optimizer");
     if (o == "adam")

@@ -1,6 +1,8 @@
 #include "preflight/analyzer/model/memory.hpp"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 namespace preflight::analyzer {
 
@@ -20,10 +22,35 @@ BytesPerParam bytes_per_param(const Strategy& st) {
   return b;
 }
 
+namespace {
+/// Parameters of the largest unit FSDP gathers at once on this chunk: a transformer layer (its ops with
+/// one layer index), an MTP layer, or the embedding / output layer on their own.  Expert parameters
+/// (sharded over the expert dp) and dense ones are returned apart: {dense, expert}.
+std::pair<double, double> largest_fsdp_unit(const StageGraph& chunk) {
+  std::map<std::pair<int, int>, std::pair<double, double>> units;
+  int loose = 0;
+  for (const auto& op : chunk.ops) {
+    if (op.params.empty()) continue;
+    const std::pair<int, int> key = op.layer >= 0       ? std::pair{0, op.layer}
+                                    : op.mtp_layer >= 0 ? std::pair{1, op.mtp_layer}
+                                                        : std::pair{2, loose++};
+    for (const auto& p : op.params)
+      (p.expert ? units[key].second : units[key].first) += static_cast<double>(p.numel());
+  }
+  std::pair<double, double> best{0, 0};
+  for (const auto& [key, u] : units)
+    if (u.first + u.second > best.first + best.second) best = u;
+  return best;
+}
+}  // namespace
+
 MemoryReport stage_memory(const LayerGraph& graph) {
   const Strategy& st = graph.strategy;
   BytesPerParam bpp = bytes_per_param(st);
   const bool sharded = st.distributed_optimizer || st.shard_weights;
+  const int zero = st.effective_zero_stage();
+  const bool shard_params = st.shard_weights || (st.fsdp && zero >= 3);
+  const bool shard_grads = st.fsdp && zero >= 2;
   double dense_shard = sharded ? static_cast<double>(st.dp()) * st.cp : 1.0;
   double expert_shard = sharded ? static_cast<double>(st.expert_dp()) : 1.0;
   int m = st.num_microbatches();
@@ -36,20 +63,31 @@ MemoryReport stage_memory(const LayerGraph& graph) {
     s.first_layer = chunks.front()->first_layer;
     s.overhead_bytes = chunks.front()->overhead_bytes;
     std::vector<double> chunk_act;
+    double fsdp_buffer = 0;
     for (const StageGraph* c : chunks) {
       s.buffer_bytes = std::max(s.buffer_bytes, static_cast<double>(c->runtime_buffer_bytes));
       s.num_layers += c->num_layers;
       s.params += c->param_numel();
       s.expert_params += c->expert_param_numel();
+      if (st.fsdp) {
+        // The unsharded copies of one unit: parameters gathered for the unit computed and the one prefetched
+        // (zero 3), its full gradient before the reduce-scatter (zero >= 2).
+        const auto [ud, ue] = largest_fsdp_unit(*c);
+        const double unit = ud + ue;
+        const double gathered = (zero >= 3 ? 2 * unit * bpp.weight : 0) + (zero >= 2 ? unit * bpp.grad : 0);
+        fsdp_buffer = std::max(fsdp_buffer, gathered);
+      }
       double act = static_cast<double>(c->kept_activation_bytes());
       chunk_act.push_back(act);
       s.activation_bytes_per_microbatch += act;
     }
     double dense = static_cast<double>(s.params - s.expert_params);
     double expert = static_cast<double>(s.expert_params);
-    s.weight_bytes = dense * bpp.weight / (st.shard_weights ? dense_shard : 1.0) +
-                     expert * bpp.weight / (st.shard_weights ? expert_shard : 1.0);
-    s.grad_bytes = (dense + expert) * bpp.grad;
+    s.weight_bytes = dense * bpp.weight / (shard_params ? dense_shard : 1.0) +
+                     expert * bpp.weight / (shard_params ? expert_shard : 1.0);
+    s.grad_bytes = dense * bpp.grad / (shard_grads ? dense_shard : 1.0) +
+                   expert * bpp.grad / (shard_grads ? expert_shard : 1.0);
+    s.buffer_bytes += fsdp_buffer;
     s.optimizer_bytes = dense * bpp.optimizer / dense_shard + expert * bpp.optimizer / expert_shard;
 
     if (st.vpp <= 1) {

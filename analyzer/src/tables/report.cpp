@@ -262,12 +262,20 @@ std::string header(const LayerGraph& g, const AnalyzeOptions& opts) {
          " tokens, global batch " + num(st.global_batch()) + " → " + num(st.num_microbatches()) +
          " micro batches per iteration; " + to_string(st.precision) +
          (st.fp8 != Fp8Format::None ? "+fp8" : "") +
-         (st.param_bytes > 0 ? ", parameters and gradients in " + std::string(st.param_bytes == 4 ? "fp32" : "16 bit")
-                             : std::string()) +
-         (st.distributed_optimizer ? ", distributed optimizer" : "") +
+         (st.param_bytes > 0
+              ? ", parameters and gradients in " + std::string(st.param_bytes == 4 ? "fp32" : "16 bit")
+              : std::string()) +
+         (st.fsdp ? ", FSDP sharding " +
+                        std::string(st.effective_zero_stage() >= 3   ? "parameters, gradients and optimizer"
+                                    : st.effective_zero_stage() == 2 ? "gradients and optimizer"
+                                    : st.effective_zero_stage() == 1 ? "the optimizer"
+                                                                     : "nothing") +
+                        " over dp"
+          : st.distributed_optimizer ? ", distributed optimizer"
+                                     : "") +
          (st.shard_weights ? ", weights and optimizer sharded over dp" : "") +
-         (st.sequence_parallel && st.tp > 1 ? ", sequence parallel" : "") + ", recompute " + recompute + ", " +
-         to_string(st.attention_backend) + " attention, " +
+         (st.sequence_parallel && st.tp > 1 ? ", sequence parallel" : "") + ", recompute " + recompute +
+         ", " + to_string(st.attention_backend) + " attention, " +
          (st.vpp > 1 ? "interleaved 1F1B (vpp " + num(st.vpp) + ")" : std::string("1F1B")) + "\n";
   for (const auto& w : opts.warnings) out += "note: " + w + "\n";
   return out;
@@ -455,6 +463,13 @@ std::string data_parallel_section(const LayerGraph& g, const CommReport& comm, c
   BytesPerParam bpp = bytes_per_param(st);
   std::string out = "\n*** Data parallel communication (once per iteration, after " +
                     num(st.num_microbatches()) + " micro batches) ***\n";
+  if (st.fsdp && st.effective_zero_stage() >= 2)
+    out += "FSDP: the gradient reduce-scatter runs every micro batch" +
+           std::string(st.effective_zero_stage() >= 3
+                           ? ", and each layer's parameters are all-gathered for its forward "
+                             "and again for its backward"
+                           : "") +
+           " (the table gives one of each)\n";
   TextTable t;
   t.column("stage").column("parameters", A::Right).column("gradient sync").column("GiB/GPU", A::Right);
   t.column("parameter gather").column("GiB/GPU", A::Right);
@@ -681,6 +696,8 @@ nlohmann::json strategy_json(const Strategy& st) {
           {"precision", to_string(st.precision)},
           {"fp8", st.fp8 != Fp8Format::None},
           {"distributed_optimizer", st.distributed_optimizer},
+          {"fsdp", st.fsdp},
+          {"zero_stage", st.effective_zero_stage()},
           {"recompute_granularity", to_string(st.recompute_granularity)},
           {"recompute_method", to_string(st.recompute_method)},
           {"recompute_num_layers", st.recompute_num_layers},

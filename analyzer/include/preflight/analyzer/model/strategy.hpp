@@ -182,6 +182,11 @@ struct Strategy {
   int param_bytes = 0;
   /// Weights sliced over dp·cp like the optimizer states (MindSpore's optimizer parallel).
   bool shard_weights = false;
+  /// Fully sharded data parallel (`--use-megatron-fsdp`, `--use-torch-fsdp2`): what is sharded over dp·cp
+  /// (experts over their dp) is zero_stage — 1 optimizer states, 2 and gradients (reduce-scattered each micro
+  /// batch), 3 and parameters (gathered layer by layer for each forward and backward, two layers' worth
+  /// resident: the one computed and the one prefetched).
+  bool fsdp = false;
   /// Word embedding, output layer and loss split over tp (Megatron always; MindFormers not with
   /// vocab_emb_dp on one stage, or when tp does not divide the vocabulary).
   bool vocab_parallel = true;
