@@ -510,14 +510,13 @@ TEST(MegatronArgs, AccountedEmbeddingAndLossWithVirtualStages) {
 // Megatron features read past without modelling are named with what that does to the numbers.
 TEST(MegatronArgs, UnmodelledFeaturesAreNamed) {
   const MegatronConfig c = parse_megatron_args(
-      with(base_args(), {"--use-torch-fsdp2", "--cpu-offloading", "--cpu-offloading-num-layers", "4",
-                         "--lr", "1e-4"}));
+      with(base_args(), {"--use-torch-fsdp2", "--cpu-offloading-weights", "--lr", "1e-4"}));
   auto said = [&](const std::string& text) {
     for (const auto& w : c.warnings)
       if (w.find(text) != std::string::npos) return true;
     return false;
   };
-  EXPECT_TRUE(said("--cpu-offloading: activation / weight offloading"));
+  EXPECT_TRUE(said("--cpu-offloading-weights: weight offloading to the CPU is not modelled"));
   // FSDP is modelled (MegatronMemory.FsdpShardsWhatItsStrategySaysAndHoldsOneUnitUnsharded), not named.
   EXPECT_TRUE(c.strategy.fsdp);
   EXPECT_FALSE(said("--use-torch-fsdp2"));

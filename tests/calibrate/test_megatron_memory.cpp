@@ -131,6 +131,30 @@ TEST(MegatronMemory, FsdpShardsWhatItsStrategySaysAndHoldsOneUnitUnsharded) {
       InputError);
 }
 
+// Megatron's CPU offloading of the first layer of two: its kept activations leave the device, and two layers'
+// worth of it stay as the double buffer; Megatron's refusals (pp > 1, recompute, N >= layers) are ours.
+TEST(MegatronMemory, CpuOffloadingMovesTheFirstLayersActivationsToTheHost) {
+  const LayerGraph plain = graph(small({}));
+  const LayerGraph off = graph(small({"--cpu-offloading", "--cpu-offloading-num-layers", "1"}));
+  I64 layer0 = 0;
+  for (const auto& op : plain.chunks.front().ops)
+    if (op.layer == 0) layer0 += op.kept_bytes;
+  ASSERT_GT(layer0, 0);
+  for (const auto& op : off.chunks.front().ops)
+    if (op.layer == 0) {
+      EXPECT_EQ(op.kept_bytes, 0) << op.path;
+    }
+  EXPECT_EQ(off.chunks.front().kept_activation_bytes(),
+            plain.chunks.front().kept_activation_bytes() - layer0);
+  EXPECT_EQ(off.chunks.front().runtime_buffer_bytes, plain.chunks.front().runtime_buffer_bytes + 2 * layer0);
+  EXPECT_THROW(parse_megatron_args(small({"--cpu-offloading-num-layers", "2"})), InputError);
+  EXPECT_THROW(
+      parse_megatron_args(small({"--cpu-offloading-num-layers", "1", "--pipeline-model-parallel-size", "2"})),
+      InputError);
+  EXPECT_THROW(parse_megatron_args(small({"--cpu-offloading-num-layers", "1", "--recompute-activations"})),
+               InputError);
+}
+
 TEST(MegatronArgsDump, BackToTheCommandLine) {
   std::map<std::string, std::string> args = {
       {"world_size", "16"},          {"num_layers", "4"},          {"hidden_size", "512"},

@@ -193,7 +193,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       "gaps they remove, so a run of many small kernels (MoE) may be faster than priced (NeMo's Qwen3-30B-A3B "
       "with full-iteration graphs on GB200: priced +20 %)";
   static const std::map<std::string, std::string> unmodelled = {
-      {"--cpu-offloading", "activation / weight offloading to the CPU is not modelled: memory here is high"},
+      {"--cpu-offloading-weights", "weight offloading to the CPU is not modelled: memory here is high"},
       {"--optimizer-cpu-offload", "optimizer states on the CPU are not modelled: memory here is high"},
       {"--enable-cuda-graph", kCudaGraphNote},
       {"--cuda-graph-impl", kCudaGraphNote},
@@ -290,6 +290,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::read_kernels(f, cfg);
   megatron::fit_world_size(f, env, cfg);
   megatron::check_interleaved_groups(cfg.strategy);
+  megatron::read_cpu_offloading(f, cfg);
   return cfg;
 }
 

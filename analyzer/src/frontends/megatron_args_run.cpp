@@ -54,6 +54,8 @@ const std::vector<FlagSpec>& training_flags() {
       {"--fp8-recipe", Arity::One},
       {"--use-distributed-optimizer", Arity::Switch},
       {"--use-megatron-fsdp", Arity::Switch},
+      {"--cpu-offloading", Arity::Switch},
+      {"--cpu-offloading-num-layers", Arity::One},
       {"--use-custom-fsdp", Arity::Switch},
       {"--use-torch-fsdp2", Arity::Switch},
       {"--data-parallel-sharding-strategy", Arity::One},
@@ -226,6 +228,32 @@ void check_interleaved_groups(const Strategy& st) {
                      "the last group of " + num(m) + " micro batches in groups of " + num(g) + " has " +
                          num(m % g) + " < pp = " + num(pp) +
                          " (Megatron refuses it too: dependency bubbles)");
+}
+
+void read_cpu_offloading(const Flags& f, MegatronConfig& cfg) {
+  Strategy& st = cfg.strategy;
+  const I64 n = f.has("--cpu-offloading-num-layers")
+                    ? parse_int("--cpu-offloading-num-layers", f.get("--cpu-offloading-num-layers"))
+                    : 0;
+  if (!f.has("--cpu-offloading") && n <= 0) return;
+  const char* flag =
+      f.has("--cpu-offloading-num-layers") ? "--cpu-offloading-num-layers" : "--cpu-offloading";
+  if (n < 0 || n >= cfg.model.num_layers)
+    throw InputError(flag, "offloads the activations of 0 … " + std::to_string(cfg.model.num_layers - 1) +
+                               " layers (Megatron refuses " + std::to_string(n) + ")");
+  if (st.pp > 1)
+    throw InputError(flag, "Megatron has no CPU offloading with pipeline parallelism (pp = " +
+                               std::to_string(st.pp) + ")");
+  if (st.recompute_granularity != RecomputeGranularity::None)
+    throw InputError(flag, "Megatron's CPU offloading does not work with activation recomputation");
+  st.cpu_offload_layers = static_cast<int>(n);
+  if (n == 0)
+    cfg.warnings.push_back("--cpu-offloading without --cpu-offloading-num-layers offloads nothing");
+  else
+    cfg.warnings.push_back(
+        "--cpu-offloading-num-layers " + std::to_string(n) +
+        ": those layers' activations are held on the host; the transfers are taken as hidden "
+        "behind compute (not priced)");
 }
 
 void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {

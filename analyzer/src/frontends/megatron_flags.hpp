@@ -69,6 +69,11 @@ void fit_world_size(const Flags& f, const std::map<std::string, std::string>& en
 /// Megatron's rules for the interleaved schedule's micro-batch groups (schedules.py): the group lies in
 /// [pp, micro batches] and the last group has 0 or >= pp micro batches.  @throws InputError otherwise.
 void check_interleaved_groups(const Strategy& st);
+/// `--cpu-offloading` / `--cpu-offloading-num-layers N` (N > 0 turns it on, as Megatron does), with
+/// Megatron's rules (core/transformer/transformer_config.py): 0 <= N < layers, no pipeline parallelism, no
+/// recompute.
+/// @throws InputError naming the flag otherwise.
+void read_cpu_offloading(const Flags& f, MegatronConfig& cfg);
 /// Micro/global batch, sequence parallel, rank order, uneven and virtual pipeline splits, the layout.
 void read_pipeline_split(const Flags& f, MegatronConfig& cfg);
 /// Precision, fp8, optimizer and gradient reduction.

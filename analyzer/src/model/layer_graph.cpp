@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "ops_build.hpp"
@@ -113,6 +114,21 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
     set_torch_cpu_transients(c, g);
   else
     set_megatron_transients(c, g);
+
+  if (st.cpu_offload_layers > 0) {
+    // Megatron's CPU offloading (TransformerEngine's double-buffered group offload): the first N layers'
+    // saved activations leave the device after their forward and return for their backward; two layers'
+    // worth stay resident (the one being offloaded or reloaded and the one computed).
+    std::map<int, I64> offloaded;
+    for (auto& op : g.ops)
+      if (op.layer >= 0 && op.layer < st.cpu_offload_layers) {
+        offloaded[op.layer] += op.kept_bytes;
+        set_kept(op, {});
+      }
+    I64 largest = 0;
+    for (const auto& [layer, bytes] : offloaded) largest = std::max(largest, bytes);
+    g.runtime_buffer_bytes += 2 * largest;
+  }
 
   if (st.pp > 1) {
     I64 bytes = c.tok_sp * c.h * c.a;

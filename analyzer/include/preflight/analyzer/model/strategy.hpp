@@ -187,6 +187,10 @@ struct Strategy {
   /// batch), 3 and parameters (gathered layer by layer for each forward and backward, two layers' worth
   /// resident: the one computed and the one prefetched).
   bool fsdp = false;
+  /// `--cpu-offloading-num-layers N` (Megatron's layer-level CPU offloading, pp 1 and no recompute only): the
+  /// activations of the first N transformer layers go to host memory after their forward and come back for
+  /// their backward, double-buffered (two layers' worth on the device); 0 = none.
+  int cpu_offload_layers = 0;
   /// Word embedding, output layer and loss split over tp (Megatron always; MindFormers not with
   /// vocab_emb_dp on one stage, or when tp does not divide the vocabulary).
   bool vocab_parallel = true;
