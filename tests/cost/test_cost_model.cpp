@@ -720,21 +720,34 @@ TEST(CostModel, RingContextParallelismOverlapsItsExchange) {
 // collective primitives: all-to-all sends every routed copy (tokens · top-k rows), allgather gathers the
 // group's tokens whole, DeepEP / HybridEP (flex) sends a token once per other node holding one of its
 // experts and forwards it over NVLink; inside one node, once per other rank holding one.
+namespace {
+// One MoE layer of hidden 2048 (16 heads, experts of 768, grouped GEMM) over 4096 tokens, bf16; the tests add
+// the experts, top-k and layout.
+constexpr const char* kMoeLayer =
+    "--num-layers 1 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 --max-position-embeddings "
+    "4096 "
+    "--vocab-size 32000 --micro-batch-size 1 --global-batch-size 16 --bf16 --use-flash-attn --hidden-dropout "
+    "0 "
+    "--attention-dropout 0 --disable-bias-linear --swiglu --moe-ffn-hidden-size 768 --moe-grouped-gemm ";
+
+/// The forward collectives of the first chunk's layers, ms.
+double layers_fwd_net_ms(const MegatronConfig& c, const SystemSpec& sys) {
+  const Estimate e = estimate(c.model, c.strategy, sys);
+  double net = 0;
+  for (const auto& l : e.chunks.front().layers) net += l.times.fwd_net_ms;
+  return net;
+}
+}  // namespace
+
 TEST(CostModel, MoeTokenDispatchersByHand) {
   const SystemSpec h100 = load_simumax_system("h100-sxm");
   auto run = [&](const std::string& extra) {
-    MegatronConfig c = parse_megatron_args(preflight::test::words(
-        "--num-layers 1 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
-        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 16 "
-        "--bf16 "
-        "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
-        "--num-experts 128 --moe-ffn-hidden-size 768 --moe-router-topk 8 --moe-grouped-gemm "
-        "--expert-model-parallel-size 16 --nproc_per_node 8 --nnodes 2 " +
-        extra));
-    const Estimate e = estimate(c.model, c.strategy, h100);
-    double net = 0;
-    for (const auto& l : e.chunks.front().layers) net += l.times.fwd_net_ms;
-    return net;
+    return layers_fwd_net_ms(parse_megatron_args(preflight::test::words(
+                                 std::string(kMoeLayer) +
+                                 "--num-experts 128 --moe-router-topk 8 --expert-model-parallel-size 16 "
+                                 "--nproc_per_node 8 --nnodes 2 " +
+                                 extra)),
+                             h100);
   };
   const double tokens = 4096 * 2048 * 2.0, routed = 8 * tokens;  // bytes, bf16
   const double a2a = collective_time_ms(h100, Collective::AllToAll, routed, 16, "inter_node", CommGroup::Ep);
@@ -798,18 +811,13 @@ TEST(CostModel, ExpertsOnReplicatedTokensSumOverExpertTp) {
   const SystemSpec h100 = load_simumax_system("h100-sxm");
   auto fwd_net = [&](const std::string& extra) {
     MegatronConfig c = parse_megatron_args(preflight::test::words(
-        "--num-layers 1 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
-        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 16 "
-        "--bf16 --use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
-        "--num-experts 8 --moe-ffn-hidden-size 768 --moe-router-topk 2 --moe-grouped-gemm "
-        "--moe-token-dispatcher-type alltoall --tensor-model-parallel-size 2 --expert-model-parallel-size 2 "
-        "--sequence-parallel --nproc_per_node 4 --nnodes 1 " +
+        std::string(kMoeLayer) +
+        "--num-experts 8 --moe-router-topk 2 --moe-token-dispatcher-type alltoall "
+        "--tensor-model-parallel-size 2 "
+        "--expert-model-parallel-size 2 --sequence-parallel --nproc_per_node 4 --nnodes 1 " +
         extra));
     c.strategy.sequence_parallel = false;  // as MindFormers' use_seq_parallel: False (Megatron refuses it)
-    const Estimate e = estimate(c.model, c.strategy, h100);
-    double net = 0;
-    for (const auto& l : e.chunks.front().layers) net += l.times.fwd_net_ms;
-    return net;
+    return layers_fwd_net_ms(c, h100);
   };
   const double tokens = 4096 * 2048 * 2.0, routed = 2 * tokens;  // bytes, bf16
   auto coll = [&](Collective k, double bytes) {
