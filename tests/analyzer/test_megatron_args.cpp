@@ -1,6 +1,7 @@
 // The Megatron/torchrun front end: defaults, spellings, launcher sizes and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -305,6 +306,66 @@ TEST(MegatronArgs, TpPpDpMappingKeepsContextAndExpertParallel) {
   RankGroups d = megatron_rank_groups(parse_megatron_args(layout).strategy, true);
   EXPECT_EQ(d.pp[0], (std::vector<int>{0, 8}));
   EXPECT_EQ(d.dp[0], (std::vector<int>{0, 4}));
+}
+
+// Megatron-DeepSpeed's dialect (microsoft/Megatron-DeepSpeed megatron/arguments.py, examples_deepspeed):
+// experts in every --expert-interval-th layer (default 2) over --moe-expert-parallel-size ranks, top --topk
+// (default 1), capacity-padded unless --disable-moe-token-dropping; --checkpoint-activations is full, uniform
+// recompute; DeepSpeed-Ulysses (--ds-sequence-parallel-size) is all-to-all context parallelism; the ZeRO
+// stage comes from the DeepSpeed config when it can be read, else --zero-stage.
+TEST(MegatronArgs, MegatronDeepSpeedDialect) {
+  const Words ds = with(base_args(), {"--deepspeed", "--num-layers", "4", "--num-experts", "8",
+                                      "--moe-expert-parallel-size", "4", "--nproc_per_node", "8"});
+  MegatronConfig c = parse_megatron_args(ds);
+  EXPECT_EQ(c.model.moe.num_experts, 8);
+  EXPECT_EQ(c.model.moe.router_topk, 1);
+  EXPECT_EQ(c.model.moe.layer_is_moe, (std::vector<bool>{false, true, false, true}));
+  EXPECT_TRUE(c.model.moe.pad_expert_input_to_capacity);
+  EXPECT_DOUBLE_EQ(c.model.moe.capacity_factor, 1.0);
+  EXPECT_EQ(c.strategy.ep, 4);
+  EXPECT_EQ(c.strategy.effective_zero_stage(), 1);  // --zero-stage's default
+  EXPECT_TRUE(c.strategy.distributed_optimizer);
+  EXPECT_FALSE(c.strategy.fsdp);
+  EXPECT_EQ(parse_megatron_args(with(ds, {"--num-experts", "8", "8", "--topk", "2"})).model.moe.router_topk,
+            2);
+  EXPECT_FALSE(
+      parse_megatron_args(with(ds, {"--disable-moe-token-dropping"})).model.moe.pad_expert_input_to_capacity);
+  EXPECT_THROW(parse_megatron_args(with(ds, {"--num-experts", "8", "16"})), preflight::InputError);
+  EXPECT_THROW(parse_megatron_args(with(ds, {"--mlp-type", "residual"})), preflight::InputError);
+  // The ZeRO stage of the DeepSpeed config file wins over --zero-stage; a malformed file is named.
+  const auto dir = std::filesystem::temp_directory_path() / "preflight_ds_config_test";
+  std::filesystem::create_directories(dir);
+  const auto config = (dir / "ds.json").string();
+  std::ofstream(config) << R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}})";
+  MegatronConfig z3 = parse_megatron_args(with(ds, {"--zero-stage", "1", "--deepspeed_config", config}));
+  EXPECT_EQ(z3.strategy.effective_zero_stage(), 3);
+  EXPECT_TRUE(z3.strategy.fsdp);
+  std::ofstream(config, std::ios::trunc) << "";  // a script whose template was missing wrote nothing
+  MegatronConfig empty = parse_megatron_args(with(ds, {"--zero-stage", "2", "--deepspeed_config", config}));
+  EXPECT_EQ(empty.strategy.effective_zero_stage(), 2);
+  EXPECT_TRUE(std::any_of(empty.warnings.begin(), empty.warnings.end(), [](const std::string& w) {
+    return w.find("is empty: ZeRO stage 2") != std::string::npos;
+  }));
+  std::ofstream(config, std::ios::trunc) << "{";
+  try {
+    parse_megatron_args(with(ds, {"--deepspeed_config", config}));
+    ADD_FAILURE() << "accepted a malformed DeepSpeed config";
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), config);
+  }
+  std::filesystem::remove_all(dir);
+  // Recompute and Ulysses.
+  MegatronConfig ck =
+      parse_megatron_args(with(base_args(), {"--checkpoint-activations", "--checkpoint-num-layers", "2"}));
+  EXPECT_EQ(ck.strategy.recompute_granularity, RecomputeGranularity::Full);
+  EXPECT_EQ(ck.strategy.recompute_method, RecomputeMethod::Uniform);
+  EXPECT_EQ(ck.strategy.recompute_num_layers, 2);
+  MegatronConfig sp =
+      parse_megatron_args(with(base_args(), {"--ds-sequence-parallel-size", "4", "--nproc_per_node", "8",
+                                             "--global-batch-size", "2"}));
+  EXPECT_EQ(sp.strategy.cp, 4);
+  EXPECT_EQ(sp.strategy.cp_comm_type, CpCommType::AllToAll);
+  EXPECT_EQ(sp.strategy.dp(), 2);
 }
 
 TEST(MegatronArgs, MoeLayerFrequencyPattern) {

@@ -118,8 +118,8 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   // Megatron spellings that differ from our canonical names.
   static const std::map<std::string, std::string> aliases = {
       {"--nproc_per_node", "--nproc-per-node"},
-      {"--checkpoint-activations", "--recompute-activations"},
       {"--model-parallel-size", "--tensor-model-parallel-size"},
+      {"--deepspeed_config", "--deepspeed-config"},
       {"--num-virtual-stages-per-pipeline-rank", "--num-virtual-stages-per-pipeline-rank"},
       // Pai-Megatron-Patch's names of the MLA head dimensions (its DeepSeek-V2/V3 scripts).
       {"--qk-nope-head-dim", "--qk-head-dim"},
@@ -286,6 +286,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::read_launcher_and_sizes(f, env, cfg);
   megatron::read_pipeline_split(f, cfg);
   megatron::read_numerics(f, cfg.strategy);
+  megatron::read_deepspeed(f, cfg);
   megatron::read_recompute(f, cfg.strategy);
   megatron::read_kernels(f, cfg);
   megatron::fit_world_size(f, env, cfg);

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -182,7 +183,13 @@ const std::vector<FlagSpec>& model_flags() {
       {"--tokenizer-model", Arity::One},
       {"--make-vocab-size-divisible-by", Arity::One},
       {"--megatron-version", Arity::One},
-      {"--num-experts", Arity::One},
+      {"--num-experts", Arity::Many},  // Megatron-DeepSpeed: a list, one count per MoE layer
+      {"--topk", Arity::One},
+      {"--expert-interval", Arity::One},
+      {"--mlp-type", Arity::One},
+      {"--moe-train-capacity-factor", Arity::One},
+      {"--disable-moe-token-dropping", Arity::Switch},
+      {"--deepspeed", Arity::Switch},
       {"--moe-router-topk", Arity::One},
       {"--moe-ffn-hidden-size", Arity::One},
       {"--moe-shared-expert-intermediate-size", Arity::One},
@@ -368,9 +375,67 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
   m.vocab_size = vocab;
 }
 
+namespace {
+void read_mla(const Flags& f, const ModelSpec* /*base*/, ModelSpec& m) {
+  if (f.has("--multi-latent-attention")) {
+    m.mla.enabled = true;
+    m.mla.q_lora_rank = f.int_or("--q-lora-rank", 0);
+    m.mla.kv_lora_rank = f.int_or("--kv-lora-rank", 32);
+    m.mla.qk_head_dim = f.int_or("--qk-head-dim", 128);
+    m.mla.qk_pos_emb_head_dim = f.int_or("--qk-pos-emb-head-dim", 64);
+    m.mla.v_head_dim = f.int_or("--v-head-dim", 128);
+    m.mla.latent_norms = f.has("--qk-layernorm");
+  }
+}
+
+/// Megatron-DeepSpeed's MoE (megatron/arguments.py, model/transformer.py get_num_experts_per_layer): experts
+/// in every --expert-interval-th layer (default 2: layers 2, 4, …), top --topk (default 1), DeepSpeed's gate
+/// with capacity --moe-train-capacity-factor (default 1, tokens dropped beyond it unless
+/// --disable-moe-token-dropping); `--num-experts` may list one count per MoE layer (PR-MoE).
+void read_deepspeed_moe(const Flags& f, ModelSpec& m, const std::vector<I64>& counts) {
+  if (f.has("--mlp-type") && f.get("--mlp-type") != "standard")
+    throw InputError("--mlp-type",
+                     "'" + f.get("--mlp-type") +
+                         "' (Megatron-DeepSpeed's residual MoE, a dense MLP beside the experts) is "
+                         "not modelled");
+  const I64 interval = f.int_or("--expert-interval", 2);
+  if (interval <= 0) throw InputError("--expert-interval", "must be positive");
+  const I64 moe_layers = m.num_layers / interval;
+  if (counts.size() != 1 && static_cast<I64>(counts.size()) != moe_layers)
+    throw InputError("--num-experts", "lists " + std::to_string(counts.size()) + " counts for " +
+                                          std::to_string(moe_layers) +
+                                          " MoE layers (one, or one per MoE layer)");
+  for (I64 n : counts)
+    if (n != counts.front())
+      throw InputError("--num-experts",
+                       "different expert counts per layer (Megatron-DeepSpeed's PR-MoE) are not "
+                       "modelled: one count for every MoE layer");
+  if (counts.front() <= 1) return;  // DeepSpeed's default [1]: a dense model
+  m.moe.num_experts = static_cast<int>(counts.front());
+  if (m.moe.ffn_hidden_size <= 0) m.moe.ffn_hidden_size = m.ffn_hidden_size;
+  m.moe.router_topk = static_cast<int>(f.int_or("--topk", 1));
+  m.moe.layer_is_moe.assign(static_cast<std::size_t>(m.num_layers), false);
+  for (I64 i = interval - 1; i < m.num_layers; i += interval)
+    m.moe.layer_is_moe[static_cast<std::size_t>(i)] = true;
+  if (!f.has("--disable-moe-token-dropping")) {
+    m.moe.pad_expert_input_to_capacity = true;
+    m.moe.capacity_factor = f.float_or("--moe-train-capacity-factor", 1.0);
+  }
+}
+}  // namespace
+
 void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
   if (f.has("--num-experts")) {
-    m.moe.num_experts = static_cast<int>(parse_int("--num-experts", f.get("--num-experts")));
+    std::vector<I64> counts;
+    std::istringstream in(f.get("--num-experts"));
+    for (std::string w; in >> w;) counts.push_back(parse_int("--num-experts", w));
+    if (counts.empty()) throw InputError("--num-experts", "expects a value");
+    const bool deepspeed = f.has("--deepspeed") || f.has("--moe-expert-parallel-size") || counts.size() > 1;
+    if (deepspeed) {
+      read_deepspeed_moe(f, m, counts);
+      return read_mla(f, base, m);
+    }
+    m.moe.num_experts = static_cast<int>(counts.front());
     if (m.moe.ffn_hidden_size <= 0) m.moe.ffn_hidden_size = m.ffn_hidden_size;
   }
   if (m.moe.enabled()) {
@@ -397,15 +462,7 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
                                                         std::to_string(m.moe.router_num_groups) + ")");
     }
   }
-  if (f.has("--multi-latent-attention")) {
-    m.mla.enabled = true;
-    m.mla.q_lora_rank = f.int_or("--q-lora-rank", 0);
-    m.mla.kv_lora_rank = f.int_or("--kv-lora-rank", 32);
-    m.mla.qk_head_dim = f.int_or("--qk-head-dim", 128);
-    m.mla.qk_pos_emb_head_dim = f.int_or("--qk-pos-emb-head-dim", 64);
-    m.mla.v_head_dim = f.int_or("--v-head-dim", 128);
-    m.mla.latent_norms = f.has("--qk-layernorm");
-  }
+  read_mla(f, base, m);
 }
 
 }  // namespace preflight::analyzer::megatron

@@ -1,6 +1,8 @@
 // Megatron arguments, run group: launcher and parallel sizes, pipeline split, numerics, recompute, kernels.
 #include <algorithm>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "megatron_flags.hpp"
@@ -39,6 +41,8 @@ const std::vector<FlagSpec>& parallel_flags() {
       {"--account-for-loss-in-pipeline-split", Arity::Switch},
       {"--context-parallel-size", Arity::One},
       {"--expert-model-parallel-size", Arity::One},
+      {"--moe-expert-parallel-size", Arity::One},
+      {"--ds-sequence-parallel-size", Arity::One},
       {"--expert-tensor-parallel-size", Arity::One},
       {"--sequence-parallel", Arity::Switch},
       {"--use-tp-pp-dp-mapping", Arity::Switch},
@@ -54,6 +58,8 @@ const std::vector<FlagSpec>& training_flags() {
       {"--fp8-recipe", Arity::One},
       {"--use-distributed-optimizer", Arity::Switch},
       {"--use-megatron-fsdp", Arity::Switch},
+      {"--zero-stage", Arity::One},
+      {"--deepspeed-config", Arity::One},
       {"--cpu-offloading", Arity::Switch},
       {"--cpu-offloading-num-layers", Arity::One},
       {"--use-custom-fsdp", Arity::Switch},
@@ -68,6 +74,8 @@ const std::vector<FlagSpec>& training_flags() {
       {"--exp-avg-sq-dtype", Arity::One},
       {"--accumulate-allreduce-grads-in-fp32", Arity::Switch},
       {"--recompute-granularity", Arity::One},
+      {"--checkpoint-activations", Arity::Switch},
+      {"--checkpoint-num-layers", Arity::One},
       {"--recompute-method", Arity::One},
       {"--recompute-num-layers", Arity::One},
       {"--recompute-activations", Arity::Switch},
@@ -137,6 +145,18 @@ void read_launcher_and_sizes(const Flags& f, const std::map<std::string, std::st
   st.pp = static_cast<int>(f.int_or("--pipeline-model-parallel-size", 1));
   st.cp = static_cast<int>(f.int_or("--context-parallel-size", 1));
   st.ep = static_cast<int>(f.int_or("--expert-model-parallel-size", 1));
+  // Megatron-DeepSpeed: experts over --moe-expert-parallel-size ranks, and DeepSpeed-Ulysses sequence
+  // parallelism (--ds-sequence-parallel-size: the sequence split over ranks, all-to-all around attention) —
+  // Megatron's context parallelism with the a2a exchange.
+  if (f.has("--moe-expert-parallel-size"))
+    st.ep = static_cast<int>(parse_int("--moe-expert-parallel-size", f.get("--moe-expert-parallel-size")));
+  if (f.has("--ds-sequence-parallel-size")) {
+    if (f.has("--context-parallel-size"))
+      throw InputError("--ds-sequence-parallel-size",
+                       "given with --context-parallel-size (one or the other)");
+    st.cp = static_cast<int>(parse_int("--ds-sequence-parallel-size", f.get("--ds-sequence-parallel-size")));
+    st.cp_comm_type = CpCommType::AllToAll;
+  }
   st.etp = static_cast<int>(f.int_or("--expert-tensor-parallel-size", 0));
   if (f.has("--world-size")) {
     st.world_size = static_cast<int>(parse_int("--world-size", f.get("--world-size")));
@@ -254,6 +274,34 @@ void read_cpu_offloading(const Flags& f, MegatronConfig& cfg) {
         "--cpu-offloading-num-layers " + std::to_string(n) +
         ": those layers' activations are held on the host; the transfers are taken as hidden "
         "behind compute (not priced)");
+}
+
+void read_deepspeed(const Flags& f, MegatronConfig& cfg) {
+  if (!f.has("--deepspeed")) return;
+  Strategy& st = cfg.strategy;
+  int zero = static_cast<int>(f.int_or("--zero-stage", 1));
+  if (f.has("--deepspeed-config")) {
+    const std::string path = f.get("--deepspeed-config");
+    std::ifstream in(path);
+    std::stringstream text;
+    if (in) text << in.rdbuf();
+    if (text.str().find_first_not_of(" \t\r\n") == std::string::npos) {
+      cfg.warnings.push_back("DeepSpeed config '" + path + "' " + (in ? "is empty" : "not found") +
+                             ": ZeRO stage " + std::to_string(zero) + " from --zero-stage");
+    } else {
+      try {
+        const auto j = nlohmann::json::parse(text.str());
+        if (j.contains("zero_optimization") && j["zero_optimization"].contains("stage"))
+          zero = j["zero_optimization"]["stage"].get<int>();
+      } catch (const std::exception& e) {
+        throw InputError(path, std::string("DeepSpeed config: ") + e.what());
+      }
+    }
+  }
+  if (zero < 0 || zero > 3) throw InputError("--zero-stage", "must be 0 … 3, got " + std::to_string(zero));
+  st.zero_stage = zero;
+  st.distributed_optimizer = zero >= 1;
+  st.fsdp = zero >= 2;
 }
 
 void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
@@ -412,6 +460,14 @@ void read_numerics(const Flags& f, Strategy& st) {
 
 void read_recompute(const Flags& f, Strategy& st) {
   if (f.has("--recompute-activations")) st.recompute_granularity = RecomputeGranularity::Selective;
+  // --checkpoint-activations (Megatron-LM before 2022, Megatron-DeepSpeed's DeepSpeed checkpointing): every
+  // layer is a checkpoint, --checkpoint-num-layers of them per call (default 1): full, uniform.
+  if (f.has("--checkpoint-activations") && !f.has("--recompute-granularity")) {
+    st.recompute_granularity = RecomputeGranularity::Full;
+    st.recompute_method = RecomputeMethod::Uniform;
+    st.recompute_num_layers = static_cast<int>(f.int_or("--checkpoint-num-layers", 1));
+    return read_recompute_modules(f, st);
+  }
   if (f.has("--recompute-granularity")) {
     const auto& g = f.get("--recompute-granularity");
     if (g == "full")
@@ -434,6 +490,10 @@ void read_recompute(const Flags& f, Strategy& st) {
       throw InputError("--recompute-method", "unknown method '" + meth + "' (uniform or block)");
     st.recompute_num_layers = static_cast<int>(f.int_or("--recompute-num-layers", 1));
   }
+  read_recompute_modules(f, st);
+}
+
+void read_recompute_modules(const Flags& f, Strategy& st) {
   if (f.has("--recompute-modules")) {
     st.recompute_modules.clear();
     std::istringstream in(f.get("--recompute-modules"));

@@ -74,6 +74,14 @@ void check_interleaved_groups(const Strategy& st);
 /// recompute.
 /// @throws InputError naming the flag otherwise.
 void read_cpu_offloading(const Flags& f, MegatronConfig& cfg);
+/// Megatron-DeepSpeed (--deepspeed): DeepSpeed's ZeRO stage from the --deepspeed_config file (its
+/// zero_optimization.stage) when it can be read, else --zero-stage (default 1), with a note when the file is
+/// missing or empty.  ZeRO-1 is the distributed optimizer; ZeRO-2 / 3 shard gradients / parameters as FSDP
+/// does.
+/// @throws InputError naming the file when it is not JSON.
+void read_deepspeed(const Flags& f, MegatronConfig& cfg);
+/// --recompute-modules and the deprecated --moe-layer-recompute (part of read_recompute).
+void read_recompute_modules(const Flags& f, Strategy& st);
 /// Micro/global batch, sequence parallel, rank order, uneven and virtual pipeline splits, the layout.
 void read_pipeline_split(const Flags& f, MegatronConfig& cfg);
 /// Precision, fp8, optimizer and gradient reduction.

@@ -265,7 +265,7 @@ std::string header(const LayerGraph& g, const AnalyzeOptions& opts) {
          (st.param_bytes > 0
               ? ", parameters and gradients in " + std::string(st.param_bytes == 4 ? "fp32" : "16 bit")
               : std::string()) +
-         (st.fsdp ? ", FSDP sharding " +
+         (st.fsdp ? ", ZeRO-" + std::to_string(st.effective_zero_stage()) + " / FSDP sharding " +
                         std::string(st.effective_zero_stage() >= 3   ? "parameters, gradients and optimizer"
                                     : st.effective_zero_stage() == 2 ? "gradients and optimizer"
                                     : st.effective_zero_stage() == 1 ? "the optimizer"
