@@ -406,10 +406,10 @@ std::string summary_text(const Estimate& est) {
   out += t.render();
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "\niteration %.4f s  (pipeline %.4f s × straggler %.4f)\nMFU %.4f   %.2f TFLOP/s/GPU   %.1f "
-                "tokens/s/GPU\n",
+                "\niteration %.4f s  (pipeline %.4f s × straggler %.4f)\nMFU %.4f (of the %.0f TFLOP/s "
+                "16-bit peak)   %.2f TFLOP/s/GPU   %.1f tokens/s/GPU\n",
                 est.iteration_ms / 1000.0, est.pipeline_ms / 1000.0, est.straggler_ratio, est.mfu,
-                est.tflops_per_gpu, est.tokens_per_second_per_gpu);
+                est.peak_tflops, est.tflops_per_gpu, est.tokens_per_second_per_gpu);
   out += buf;
   std::snprintf(buf, sizeof buf, "device memory %.1f GiB; highest peak with reserved %.2f GiB\n",
                 est.device_memory_gib, to_gib(est.max_peak_bytes(true)));
