@@ -305,6 +305,28 @@ int run_run(const RunCli& c) {
       return kExitOk;
     }
   }
+  // DeepSpeed's `ds_ssh nvidia-smi --query-gpu=name --format=csv,noheader | wc -l` − 2 (Megatron-DeepSpeed's
+  // examples count the cluster's GPUs so: ds_ssh prints `command -v pdsh` and a line of its own before the
+  // hosts' output).  Outside a DeepSpeed cluster (no ds_ssh) or with --gpus-per-node, answered for --nnodes
+  // nodes (1 by default) of that many GPUs, with the two lines first, so that the script's count comes out.
+  if (c.shim == "ds_ssh" && c.mode == "analyze" && argv.size() > 1 && argv[1] == "nvidia-smi") {
+    const std::string path = wrap::env_get(env, "PATH");
+    const bool real = wrap::find_program("ds_ssh", path, skip).has_value();
+    const std::vector<std::string> remote(argv.begin() + 1, argv.end());
+    if (auto listing = gpu_listing(remote); listing && (c.launch.gpus_per_node > 0 || !real)) {
+      const int gpus = c.launch.gpus_per_node > 0 ? c.launch.gpus_per_node : 8;
+      const int nodes = std::max(1, c.launch.nnodes);
+      std::cerr << "preflight run: answered `" << join(argv) << "` for " << nodes << " node"
+                << (nodes > 1 ? "s" : "") << " of " << gpus
+                << " GPUs (analysis mode; --nnodes N --gpus-per-node M to say otherwise)\n";
+      std::cout << "/usr/bin/pdsh\nhosts=";
+      for (int n = 0; n < nodes; ++n) std::cout << (n ? "," : "") << "node" << n;
+      std::cout << "\n";
+      for (int n = 0; n < nodes; ++n)
+        for (int i = 0; i < gpus; ++i) std::cout << "node" << n << ": " << listing->line(i, gpus);
+      return kExitOk;
+    }
+  }
   if (!c.shim.empty()) {  // not a training launch: the real program, untouched
     try {
       wrap::exec_program(argv, env, skip);

@@ -133,6 +133,22 @@ TEST(RunCli, NvidiaSmiGpuListingIsTheNodeSizeAnalysed) {
   }
 }
 
+// DeepSpeed's cluster-wide count, `ds_ssh nvidia-smi --query-gpu=name … | wc -l` − 2 (Megatron-DeepSpeed's
+// MoE examples): --nnodes nodes of --gpus-per-node GPUs, after ds_ssh's two lines of its own.
+TEST(RunCli, DsSshGpuListingIsTheClusterAnalysed) {
+  TempDir dir;
+  write_file(dir / "s.sh",
+             "NUM_GPUS=$(($(ds_ssh nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)-2))\n"
+             "[ \"$NUM_GPUS\" = 16 ] || exit 9\n"
+             "torchrun --nproc_per_node 8 --nnodes $((NUM_GPUS / 8)) pretrain_gpt.py --num-layers 2 "
+             "--hidden-size 64 --num-attention-heads 2 --seq-length 16 --vocab-size 100\n");
+  RunResult r = run_in(
+      dir.path(), preflight_bin() + " run --gpus-per-node 8 --nnodes 2 --analyze-arg=--json -- bash s.sh");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("for 2 nodes of 8 GPUs"), std::string::npos) << r.err;
+  EXPECT_EQ(json_in(r.out)["strategy"]["world_size"].get<int>(), 16);
+}
+
 // A torchrun size flag left without its value by an unset cluster variable (Pai-Megatron-Patch's dlc mode:
 // GPUS_PER_NODE=${KUBERNETES_CONTAINER_RESOURCE_GPU}) takes --gpus-per-node, with a note; without it the
 // error names the flag and the way out.

@@ -111,6 +111,7 @@ std::vector<std::string> shim_names(const std::string& path_var) {
   for (const LauncherInfo& l : launchers())
     for (const char* shim : l.shims) names.push_back(shim);
   names.push_back("nvidia-smi");  // a script's GPU count, answered in analyze mode (cmd_run.cpp)
+  names.push_back("ds_ssh");      // DeepSpeed's cluster-wide form of it (Megatron-DeepSpeed's examples)
   for (int minor = 6; minor <= 20; ++minor) {
     std::string n = "python3." + std::to_string(minor);
     if (find_program(n, path_var)) names.push_back(n);
