@@ -1056,11 +1056,9 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
       ch.times.fwd_net_ms += std::max(gather / units, gather - fwd);
       ch.times.bwd_grad_w_net_ms += std::max((gather + reduce) / units, gather + reduce - bwd);
     }
+    const std::string gathers = c.zero >= 3 ? "parameter all-gathers (forward and backward) and " : "";
     est.warnings.push_back(
-        "FSDP: per micro batch " +
-        std::string(c.zero >= 3 ? "parameter all-gathers (forward and "
-                                  "backward) and "
-                                : "") +
+        "FSDP: per micro batch " + gathers +
         "gradient reduce-scatters over dp, overlapped with the neighbouring layers' compute");
   }
 
