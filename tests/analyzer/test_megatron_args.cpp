@@ -354,6 +354,21 @@ TEST(MegatronArgs, MegatronDeepSpeedDialect) {
     EXPECT_EQ(e.where(), config);
   }
   std::filesystem::remove_all(dir);
+  // The DeepSpeed-MoE paper's sizes (Rajbhandari et al. 2022, Table 1) of Megatron-DeepSpeed's MoE examples
+  // (examples_deepspeed/MoE: 125M+MoE-64, 350M+MoE-128, 1.3B+MoE-128; GPT, seq 2048, vocab 50257): 1.9 B,
+  // 13 B and 52 B parameters.
+  auto moe_params = [](const std::string& layers, const std::string& hidden, const std::string& heads,
+                       const std::string& experts) {
+    return static_cast<double>(count_parameters(
+        parse_megatron_args({"--deepspeed", "--num-layers", layers, "--hidden-size", hidden,
+                             "--num-attention-heads", heads, "--seq-length", "2048",
+                             "--max-position-embeddings", "2048", "--vocab-size", "50257", "--num-experts",
+                             experts, "--moe-expert-parallel-size", "8", "--nproc_per_node", "8"})
+            .model));
+  };
+  EXPECT_NEAR(moe_params("12", "768", "12", "64") / 1e9, 1.9, 0.05);
+  EXPECT_NEAR(moe_params("24", "1024", "16", "128") / 1e9, 13, 0.3);
+  EXPECT_NEAR(moe_params("24", "2048", "16", "128") / 1e9, 52, 1);
   // Recompute and Ulysses.
   MegatronConfig ck =
       parse_megatron_args(with(base_args(), {"--checkpoint-activations", "--checkpoint-num-layers", "2"}));
