@@ -376,7 +376,7 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
 }
 
 namespace {
-void read_mla(const Flags& f, const ModelSpec* /*base*/, ModelSpec& m) {
+void read_mla(const Flags& f, ModelSpec& m) {
   if (f.has("--multi-latent-attention")) {
     m.mla.enabled = true;
     m.mla.q_lora_rank = f.int_or("--q-lora-rank", 0);
@@ -433,7 +433,7 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
     const bool deepspeed = f.has("--deepspeed") || f.has("--moe-expert-parallel-size") || counts.size() > 1;
     if (deepspeed) {
       read_deepspeed_moe(f, m, counts);
-      return read_mla(f, base, m);
+      return read_mla(f, m);
     }
     m.moe.num_experts = static_cast<int>(counts.front());
     if (m.moe.ffn_hidden_size <= 0) m.moe.ffn_hidden_size = m.ffn_hidden_size;
@@ -462,7 +462,7 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
                                                         std::to_string(m.moe.router_num_groups) + ")");
     }
   }
-  read_mla(f, base, m);
+  read_mla(f, m);
 }
 
 }  // namespace preflight::analyzer::megatron
