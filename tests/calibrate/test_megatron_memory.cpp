@@ -155,6 +155,27 @@ TEST(MegatronMemory, CpuOffloadingMovesTheFirstLayersActivationsToTheHost) {
                InputError);
 }
 
+// --num-distributed-optimizer-instances 2 on dp 8: the optimizer states are sharded over 4 ranks, not 8;
+// Megatron's conditions (the distributed optimizer, instances dividing dp) are ours.
+TEST(MegatronMemory, DistributedOptimizerInstancesShardOverTheirPart) {
+  auto stage = [](Words extra) {
+    Words w = small({"--nproc_per_node", "8", "--global-batch-size", "16", "--use-distributed-optimizer"});
+    w.insert(w.end(), extra.begin(), extra.end());
+    return stage_memory(graph(w)).stages.front();
+  };
+  const StageMemory whole = stage({});
+  const StageMemory two = stage({"--num-distributed-optimizer-instances", "2"});
+  const double p = static_cast<double>(whole.params);
+  EXPECT_DOUBLE_EQ(whole.optimizer_bytes, 12 * p / 8);
+  EXPECT_DOUBLE_EQ(two.optimizer_bytes, 12 * p / 4);
+  EXPECT_DOUBLE_EQ(two.weight_bytes, whole.weight_bytes);
+  EXPECT_THROW(graph(small({"--nproc_per_node", "8", "--num-distributed-optimizer-instances", "2"})),
+               InputError);
+  EXPECT_THROW(graph(small({"--nproc_per_node", "8", "--use-distributed-optimizer",
+                            "--num-distributed-optimizer-instances", "3"})),
+               InputError);
+}
+
 TEST(MegatronArgsDump, BackToTheCommandLine) {
   std::map<std::string, std::string> args = {
       {"world_size", "16"},          {"num_layers", "4"},          {"hidden_size", "512"},

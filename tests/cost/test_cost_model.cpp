@@ -867,6 +867,34 @@ TEST(CostModel, FsdpGathersEveryMicroBatchBehindTheCompute) {
               std::max((gather + reduce) / 4, gather + reduce - a.times.backward_ms()), 1e-9);
 }
 
+// --num-distributed-optimizer-instances 2 over dp 16: each gradient bucket (SimuMax's 4·max(4e7, 1e6·16)
+// bytes) is reduce-scattered inside an instance of 8 ranks and its shard all-reduced across the 2 instances;
+// the parameters are gathered inside the instance.
+TEST(CostModel, DistributedOptimizerInstancesReduceInsideThenAcross) {
+  const SystemSpec h100 = load_simumax_system("h100-sxm");
+  auto run = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 "
+        "--bf16 "
+        "--use-flash-attn --disable-bias-linear --swiglu --use-distributed-optimizer --nproc_per_node 8 "
+        "--nnodes 2 " +
+        extra));
+    return estimate(c.model, c.strategy, h100);
+  };
+  const Estimate two = run("--num-distributed-optimizer-instances 2");
+  const auto& g = two.stages.front().dp.dense;
+  const double bucket = 4 * 4e7;  // 4 · max(4e7, 1e6 · 16) bytes
+  const std::string& net = two.networks.dp;
+  ASSERT_GT(g.buckets, 0);
+  EXPECT_NEAR(
+      g.reduce_scatter_ms,
+      g.buckets * (collective_time_ms(h100, Collective::ReduceScatter, bucket, 8, net, CommGroup::DpCp) +
+                   collective_time_ms(h100, Collective::AllReduce, bucket / 8, 2, net, CommGroup::DpCp)),
+      1e-9);
+  EXPECT_GT(two.stages.front().memory.dense_state_bytes, run("").stages.front().memory.dense_state_bytes);
+}
+
 // DeepEP's published internode rates (deepseek-ai/DeepEP docs/legacy.md, H800 with one 400 Gb/s CX7 NIC per
 // GPU, 4096 tokens of hidden 7168, 256 experts, top 8, tokens grouped by node and sent to at most 4 nodes):
 // 43 GB/s "logical" RDMA at EP 16 (bytes counted to every node hit, own included), 58 at EP 32, 51 at EP 64.

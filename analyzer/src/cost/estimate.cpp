@@ -611,14 +611,21 @@ DpComm dp_time(const Estimate& est, const Ctx& c, const ModelMemory& mem, const 
     // FSDP: the gradients were reduce-scattered every micro batch (zero >= 2) and the parameters are
     // gathered on use (zero 3): neither waits for the iteration's end (the chunk times carry them).
     const bool fsdp = est.strategy.fsdp && !est.strategy.simumax_compat;
+    // --num-distributed-optimizer-instances: reduce-scatter and gather inside an instance's part of the
+    // group, and the reduced shard all-reduced across the instances.
+    const int instances = est.strategy.simumax_compat ? 1 : std::max(1, est.strategy.dist_opt_instances);
+    const int inner = std::max(1, group / instances);
     if (c.zero >= 1) {
       g.reduce_scatter_ms = fsdp && c.zero >= 2
                                 ? 0
-                                : n_rs * collective_time_ms(sys, Collective::ReduceScatter, bucket, group,
+                                : n_rs * collective_time_ms(sys, Collective::ReduceScatter, bucket, inner,
                                                             netname, stage, &est.strategy);
+      if (instances > 1 && !(fsdp && c.zero >= 2))
+        g.reduce_scatter_ms += n_rs * collective_time_ms(sys, Collective::AllReduce, bucket / inner,
+                                                         instances, netname, stage, &est.strategy);
       g.all_gather_ms = fsdp && c.zero >= 3 ? 0
                                             : n_ag * collective_time_ms(sys, Collective::AllGather, bucket,
-                                                                        group, netname, stage, &est.strategy);
+                                                                        inner, netname, stage, &est.strategy);
       g.time_ms = g.all_gather_ms + g.reduce_scatter_ms;
     } else {
       g.time_ms =

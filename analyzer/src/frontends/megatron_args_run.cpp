@@ -59,6 +59,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--use-distributed-optimizer", Arity::Switch},
       {"--use-megatron-fsdp", Arity::Switch},
       {"--zero-stage", Arity::One},
+      {"--num-distributed-optimizer-instances", Arity::One},
       {"--deepspeed-config", Arity::One},
       {"--cpu-offloading", Arity::Switch},
       {"--cpu-offloading-num-layers", Arity::One},
@@ -394,6 +395,12 @@ void read_numerics(const Flags& f, Strategy& st) {
     st.fp8_recipe = it->second;
   }
   st.distributed_optimizer = f.has("--use-distributed-optimizer");
+  if (f.has("--num-distributed-optimizer-instances")) {
+    st.dist_opt_instances = static_cast<int>(
+        parse_int("--num-distributed-optimizer-instances", f.get("--num-distributed-optimizer-instances")));
+    if (st.dist_opt_instances < 1)
+      throw InputError("--num-distributed-optimizer-instances", "must be positive");
+  }
   // Fully sharded data parallel: Megatron-FSDP (`--use-megatron-fsdp`, before it `--use-custom-fsdp`) shards
   // what --data-parallel-sharding-strategy says (training/arguments.py default optim_grads_params); torch's
   // FSDP2 shards parameters, gradients and optimizer states.

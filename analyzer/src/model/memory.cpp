@@ -51,8 +51,8 @@ MemoryReport stage_memory(const LayerGraph& graph) {
   const int zero = st.effective_zero_stage();
   const bool shard_params = st.shard_weights || (st.fsdp && zero >= 3);
   const bool shard_grads = st.fsdp && zero >= 2;
-  double dense_shard = sharded ? static_cast<double>(st.dp()) * st.cp : 1.0;
-  double expert_shard = sharded ? static_cast<double>(st.expert_dp()) : 1.0;
+  double dense_shard = sharded ? static_cast<double>(st.dense_shard_group()) : 1.0;
+  double expert_shard = sharded ? static_cast<double>(st.expert_shard_group()) : 1.0;
   int m = st.num_microbatches();
 
   MemoryReport report;

@@ -205,8 +205,8 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
     const bool sharded = st.distributed_optimizer || st.effective_zero_stage() >= 1;
     const double dense = static_cast<double>(sm.params - sm.expert_params);
     const double expert = static_cast<double>(sm.expert_params);
-    const double copies = 4.0 * (dense / (sharded ? static_cast<double>(st.dp()) * st.cp : 1.0) +
-                                 expert / (sharded ? static_cast<double>(st.expert_dp()) : 1.0));
+    const double copies = 4.0 * (dense / (sharded ? static_cast<double>(st.dense_shard_group()) : 1.0) +
+                                 expert / (sharded ? static_cast<double>(st.expert_shard_group()) : 1.0));
     t.candidate(copies, "optimizer", "fp32 gradient copies");
   }
   if (torch_cpu) {

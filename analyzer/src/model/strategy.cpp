@@ -372,6 +372,16 @@ void Strategy::validate(const ModelSpec& model) const {
             m != "shared_experts" && m != "mla_up_proj" && m != "mlp_act")
           throw InputError("per-layer recompute", "unknown module '" + m + "'");
   }
+  if (dist_opt_instances > 1) {
+    // megatron/core/parallel_state.py: the partial distributed optimizer divides the dp·cp group (and the
+    // expert dp group) into instances.
+    if (!distributed_optimizer)
+      throw InputError("--num-distributed-optimizer-instances", "needs --use-distributed-optimizer");
+    if ((dp() * cp) % dist_opt_instances != 0 || expert_dp() % dist_opt_instances != 0)
+      throw InputError("--num-distributed-optimizer-instances",
+                       num(dist_opt_instances) + " instances do not divide dp·cp = " + num(dp() * cp) +
+                           (model.moe.enabled() ? " and the expert dp " + num(expert_dp()) : std::string()));
+  }
   if (order != "tp-cp-ep-dp-pp" && order != "tp-cp-ep-pp-dp" && order != "tp-pp-dp")
     throw InputError("rank order",
                      "unknown order '" + order + "' (known: tp-cp-ep-dp-pp, tp-cp-ep-pp-dp, tp-pp-dp)");

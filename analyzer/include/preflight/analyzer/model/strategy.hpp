@@ -4,6 +4,7 @@
 /// recompute and kernels.  Megatron-LM semantics throughout (`megatron/training/arguments.py`,
 /// `megatron/core/parallel_state.py`, `megatron/core/transformer/transformer_block.py`).
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -191,6 +192,15 @@ struct Strategy {
   /// activations of the first N transformer layers go to host memory after their forward and come back for
   /// their backward, double-buffered (two layers' worth on the device); 0 = none.
   int cpu_offload_layers = 0;
+  /// `--num-distributed-optimizer-instances N` (Megatron's partial distributed optimizer): the optimizer
+  /// states are sharded over dp·cp / N ranks (experts: their dp / N) and replicated over the N instances;
+  /// gradients are reduce-scattered inside an instance and all-reduced across them.  1 = over the whole dp
+  /// group.
+  int dist_opt_instances = 1;
+  /// dp·cp ranks the sharded states are divided over (dp·cp / dist_opt_instances).
+  int dense_shard_group() const { return dp() * cp / std::max(1, dist_opt_instances); }
+  /// expert dp ranks the sharded expert states are divided over (expert_dp / dist_opt_instances).
+  int expert_shard_group() const { return expert_dp() / std::max(1, dist_opt_instances); }
   /// Word embedding, output layer and loss split over tp (Megatron always; MindFormers not with
   /// vocab_emb_dp on one stage, or when tp does not divide the vocabulary).
   bool vocab_parallel = true;
