@@ -837,18 +837,23 @@ TEST(CostModel, ExpertsOnReplicatedTokensSumOverExpertTp) {
 // forward and again for its backward and reduce-scatters its fp32 gradients over dp 16, overlapped with the
 // neighbouring layers' compute — exposed: the first of its 4 units (2 layers, the embedding, the output
 // layer), or what exceeds the pass's compute — and nothing is left for the iteration's end.
+namespace {
+/// Two dense layers of hidden 4096 over 4096 tokens on 2 nodes of 8 H100s (dp 16), bf16, with `extra`.
+Estimate two_layers_on_two_nodes(const SystemSpec& h100, const std::string& extra) {
+  MegatronConfig c = parse_megatron_args(preflight::test::words(
+      "--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
+      "--max-position-embeddings 4096 "
+      "--vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 --bf16 --use-flash-attn "
+      "--hidden-dropout 0 "
+      "--attention-dropout 0 --disable-bias-linear --swiglu --nproc_per_node 8 --nnodes 2 " +
+      extra));
+  return estimate(c.model, c.strategy, h100);
+}
+}  // namespace
+
 TEST(CostModel, FsdpGathersEveryMicroBatchBehindTheCompute) {
   const SystemSpec h100 = load_simumax_system("h100-sxm");
-  auto run = [&](const std::string& extra) {
-    MegatronConfig c = parse_megatron_args(preflight::test::words(
-        "--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
-        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 "
-        "--bf16 "
-        "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
-        "--nproc_per_node 8 --nnodes 2 " +
-        extra));
-    return estimate(c.model, c.strategy, h100);
-  };
+  auto run = [&](const std::string& extra) { return two_layers_on_two_nodes(h100, extra); };
   const Estimate dist = run("--use-distributed-optimizer");
   const Estimate fsdp = run("--use-megatron-fsdp");
   EXPECT_DOUBLE_EQ(fsdp.stages.front().dp.dense.reduce_scatter_ms, 0);
@@ -873,14 +878,7 @@ TEST(CostModel, FsdpGathersEveryMicroBatchBehindTheCompute) {
 TEST(CostModel, DistributedOptimizerInstancesReduceInsideThenAcross) {
   const SystemSpec h100 = load_simumax_system("h100-sxm");
   auto run = [&](const std::string& extra) {
-    MegatronConfig c = parse_megatron_args(preflight::test::words(
-        "--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
-        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 "
-        "--bf16 "
-        "--use-flash-attn --disable-bias-linear --swiglu --use-distributed-optimizer --nproc_per_node 8 "
-        "--nnodes 2 " +
-        extra));
-    return estimate(c.model, c.strategy, h100);
+    return two_layers_on_two_nodes(h100, "--use-distributed-optimizer " + extra);
   };
   const Estimate two = run("--num-distributed-optimizer-instances 2");
   const auto& g = two.stages.front().dp.dense;
