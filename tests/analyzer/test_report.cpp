@@ -1,6 +1,8 @@
 // preflight analyze end to end: communication counts, DP volumes, groups, verdicts and bad input.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "preflight/analyzer/tables/communication.hpp"
@@ -85,6 +87,25 @@ TEST(Communication, DistributedOptimizerDataParallelVolume) {
   // cluster: 2 ranks per stage
   EXPECT_DOUBLE_EQ(c.cluster_per_iteration.at(ParallelDim::DP).bytes,
                    2 * 6.0 * static_cast<double>(mem.stages[0].params + mem.stages[1].params));
+}
+
+TEST(Communication, FsdpDataParallelVolumeRunsEveryMicroBatch) {
+  // dp = 2, 4 micro batches: optim_grads_params reduce-scatters the fp32 grads (4 B/param) and gathers the
+  // bf16 params (2 B/param) twice in every micro batch; optim_grads gathers the params once, after the step.
+  auto dp_of = [](const std::string& strategy) {
+    LayerGraph g =
+        graph_of({"--num-layers", "4", "--hidden-size", "256", "--num-attention-heads", "4", "--seq-length",
+                  "128", "--vocab-size", "1000", "--bf16", "--world-size", "2", "--global-batch-size", "8",
+                  "--use-megatron-fsdp", "--data-parallel-sharding-strategy", strategy});
+    const double p = static_cast<double>(stage_memory(g).stages[0].params);
+    return std::pair{communication(g).stages[0].per_iteration.at(ParallelDim::DP), p};
+  };
+  const auto [full, p] = dp_of("optim_grads_params");
+  EXPECT_DOUBLE_EQ(full.count, 4 + 8);
+  EXPECT_DOUBLE_EQ(full.bytes, 4 * 4 * p + 8 * 2 * p);
+  const auto [grads, p2] = dp_of("optim_grads");
+  EXPECT_DOUBLE_EQ(grads.count, 4 + 1);
+  EXPECT_DOUBLE_EQ(grads.bytes, 4 * 4 * p2 + 2 * p2);
 }
 
 TEST(AnalyzeCli, PrintsEverySectionAndGroupsByDeviceName) {

@@ -32,7 +32,14 @@ CommReport communication(const LayerGraph& graph) {
     auto dp_sync = [&](ParallelDim dim, std::int64_t params, int group) {
       if (group <= 1 || params == 0) return;
       double grads = static_cast<double>(params) * bpp.grad;
-      if (st.distributed_optimizer)
+      const int zero = st.effective_zero_stage();
+      if (st.fsdp && zero >= 2) {
+        // FSDP: the gradients reduce-scattered every micro batch; the parameters gathered for each forward
+        // and backward (zero 3), else once after the optimizer step.
+        const double weights = static_cast<double>(params) * bpp.weight;
+        sc.per_iteration[dim] +=
+            {m + (zero >= 3 ? 2.0 * m : 1.0), grads * m + weights * (zero >= 3 ? 2.0 * m : 1.0)};
+      } else if (st.distributed_optimizer)
         sc.per_iteration[dim] += {2, grads + static_cast<double>(params) * bpp.weight};
       else
         sc.per_iteration[dim] += {1, grads};
