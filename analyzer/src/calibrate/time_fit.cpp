@@ -4,11 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/mindformers_yaml.hpp"
 #include "preflight/common/error.hpp"
@@ -159,16 +158,7 @@ double sq_error(const std::vector<Sample>& s, std::pair<double, double> ab, std:
 }  // namespace
 
 std::vector<TimedRun> read_time_corpus(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file, "cannot read");
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(file, std::string("malformed JSON: ") + e.what());
-  }
+  const nlohmann::json j = cost::read_json_file(file);
   const nlohmann::json& list = j.is_object() && j.contains("runs") ? j["runs"] : j;
   if (!list.is_array()) throw InputError(file, "expected a list of runs (or {\"runs\": [...]})");
   std::vector<TimedRun> runs;

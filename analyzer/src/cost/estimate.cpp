@@ -1096,34 +1096,26 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
       int kind = r == 0 ? 0 : (r == pp - 1 ? 2 : 1);
       for (int ci : vchunks[kind]) per_rank[r].push_back(phase_of(est.chunks[ci]));
     }
-    double p2p = est.chunks[0].fwd_send_ms;
-    // Megatron's default interleaved schedule overlaps its p2p with compute (`overlap_p2p_comm`): the
-    // blocking schedule with the transfers hidden.
+    int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : pp;
     if (st.pp_comm_overlap && !st.simumax_compat) {
-      p2p = 0;
+      // Megatron's default interleaved schedule overlaps its p2p with compute (`overlap_p2p_comm`): each pass
+      // waits only for the pass feeding it, the transfers hidden.
       for (auto& rank : per_rank)
         for (auto& ph : rank) ph.fwd_recv = ph.fwd_send = ph.bwd_recv = ph.bwd_send = 0;
-    }
-    int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : pp;
-    try {
-      est.pipeline_ms = detail::interleaved_sync_time(pp, st.vpp, est.micro_batches, group, per_rank, p2p,
-                                                      opt.schedule ? &est.schedule : nullptr);
-    } catch (const std::runtime_error&) {
-      // The blocking pairing has no schedule for these groups; Megatron runs them with its asynchronous
-      // transfers (overlap_p2p_comm, the default), which the dependency-driven schedule follows.
-      if (st.pp_comm_overlap && !st.simumax_compat) {
-        est.schedule.clear();
-        est.pipeline_ms = detail::interleaved_async_time(pp, st.vpp, est.micro_batches, group, per_rank, p2p,
-                                                         opt.schedule ? &est.schedule : nullptr);
-        est.warnings.push_back("interleaved schedule with groups of " + std::to_string(group) +
-                               " micro batches: priced with asynchronous p2p (each pass waits only for the "
-                               "pass feeding it), the blocking pairing has no schedule for them");
-      } else {
+      est.pipeline_ms = detail::interleaved_async_time(pp, st.vpp, est.micro_batches, group, per_rank, 0.0,
+                                                       opt.schedule ? &est.schedule : nullptr);
+    } else {
+      try {
+        est.pipeline_ms =
+            detail::interleaved_sync_time(pp, st.vpp, est.micro_batches, group, per_rank,
+                                          est.chunks[0].fwd_send_ms, opt.schedule ? &est.schedule : nullptr);
+      } catch (const std::runtime_error&) {
         throw InputError("microbatch_group_size_per_vp_stage",
                          "the blocking interleaved schedule deadlocks for pp " + std::to_string(pp) +
                              ", vpp " + std::to_string(st.vpp) + ", " + std::to_string(est.micro_batches) +
                              " micro batches and groups of " + std::to_string(group) +
-                             " (SimuMax's scheduler deadlocks too); use groups of pp");
+                             " (SimuMax's scheduler deadlocks too); use groups of pp, or Megatron's "
+                             "overlapped p2p");
       }
     }
   } else {

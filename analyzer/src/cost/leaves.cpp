@@ -53,10 +53,11 @@ Mem& Mem::operator+=(const Mem& o) {
 void shard(const Ctx& c, Mem& m) {
   // SimuMax divides each leaf's bytes (Embedding/LinearCol/... _comp_leaf_model_info_impl); dividing
   // the chunk's sums is the same up to rounding.
-  // --num-distributed-optimizer-instances: each instance shards over its part of the group.
-  const double instances = c.st->simumax_compat ? 1.0 : std::max(1, c.st->dist_opt_instances);
-  double group = static_cast<double>(c.dp) * c.cp / instances;
-  const double edp = c.edp / instances;
+  // --num-distributed-optimizer-instances: each instance shards over its part of the group (SimuMax: the
+  // whole group).
+  const bool whole = c.st->simumax_compat;
+  const double group = whole ? static_cast<double>(c.dp) * c.cp : c.st->dense_shard_group();
+  const double edp = whole ? c.edp : c.st->expert_shard_group();
   if (c.zero >= 1) m.dense_s /= group, m.moe_s /= edp;
   if (c.zero >= 2) m.dense_g /= group, m.moe_g /= edp;
   if (c.zero >= 3 || c.shard_weights) m.dense_w /= group, m.moe_w /= edp;

@@ -45,8 +45,8 @@ std::vector<PassItem> interleaved_program(int pp, int vpp, int rank, int micro_b
 /// Interleaved schedule with asynchronous p2p (Megatron's `overlap_p2p_comm`): each rank runs its program
 /// order, a pass starting when the rank is free and the pass feeding it (previous virtual stage's forward,
 /// next virtual stage's backward, of the same micro batch) has finished plus `p2p_ms`; no send waits for its
-/// receiver.  Used where the blocking pairing of interleaved_sync_time has no schedule (groups of more
-/// than pp micro batches, which Megatron runs with its asynchronous transfers).
+/// receiver.  The schedule of Megatron's default interleaving; interleaved_sync_time is the blocking one
+/// (`--no-overlap-p2p-communication`, SimuMax), which has no schedule for groups of more than pp micro batches.
 /// @throws std::runtime_error when the ranks' orders wait on each other (a bug, not an input problem).
 double interleaved_async_time(int pp, int vpp, int micro_batches, int group_size,
                               const std::vector<std::vector<StagePhases>>& chunks, double p2p_ms,
