@@ -378,6 +378,30 @@ TEST(TimeFit, DgxcH100Bf16RowsOnTheBf16GemmScale) {
   }
 }
 
+// The recipes' NeMo 25.04 tables (held out, added after the BF16 GEMM fit): BF16 / FP8 pairs of
+// Llama-3.1-405B and Nemotron-4 on H100 and GB200.  BF16 holds on both systems (within 7 %); FP8 of that
+// release is priced fast on GB200 (−16 … −22 %: it ran 1.44 … 1.52× faster than BF16 where the model, fitted
+// on 2025-26 releases, says 1.7 … 1.9×; the same 405B layout on B200 with NeMo 25.09 is within 0.5 %) —
+// bounded as a measured miss.
+TEST(TimeFit, DgxcNemo2504Bf16HoldsFp8OfThatReleaseIsSlower) {
+  for (const char* file : {"h100_dgxc_nemo2504.json", "gb200_dgxc_nemo2504.json"}) {
+    const auto runs = corpus_runs(file);
+    ASSERT_EQ(runs.size(), std::string(file).rfind("h100", 0) == 0 ? 6u : 8u) << file;
+    const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
+    const TimeFit fit = fit_time(runs, cost::load_simumax_system(j["system"].get<std::string>()));
+    for (const auto& r : fit.runs) {
+      if (r.name.find(" bf16 ") != std::string::npos) {
+        EXPECT_LT(std::abs(r.error_before()), 0.07) << r.name;
+      } else if (std::string(file).rfind("gb200", 0) == 0) {
+        EXPECT_LT(r.error_before(), -0.14) << r.name;
+        EXPECT_GT(r.error_before(), -0.24) << r.name;
+      } else {
+        EXPECT_LT(std::abs(r.error_before()), 0.07) << r.name;
+      }
+    }
+  }
+}
+
 // NeMo's Llama-3-70B FP8 rows with Megatron-FSDP (optim_grads_params over 64 GPUs, tp 1 pp 1, 4 releases each
 // on GB200 and GB300; held out): within 7 % (the GB200 releases spread 8 %), with no data-parallel
 // synchronisation left at the iteration's end (the gathers and reduce-scatters run every micro batch).
