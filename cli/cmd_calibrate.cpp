@@ -340,10 +340,12 @@ Command calibrate_command() {
             sub.add_flag("--fit-overlap", o->fit_overlap,
                          "with --fit-time: also fit tp_overlap_exposed, the part of Megatron's overlapped "
                          "tensor-parallel backward communication that still costs time (0…1)");
-            sub.add_flag("--per-group", o->per_group,
-                         "with --fit-time: one scale per efficiency group — GEMMs, attention, memory-bound ops, "
-                         "and each collective (all_reduce, all_gather, reduce_scatter, all2all, p2p) — ridge least "
-                         "squares pulled towards the system's values, instead of one compute and one network scale");
+            sub.add_flag(
+                "--per-group", o->per_group,
+                "with --fit-time: one scale per efficiency group — GEMMs, FP8 GEMMs (when a run has them), "
+                "attention, memory-bound ops, and each collective (all_reduce, all_gather, reduce_scatter, "
+                "all2all, p2p) — ridge least "
+                "squares pulled towards the system's values, instead of one compute and one network scale");
             sub.add_option("--max-peak-error", o->max_peak_error,
                            "exit 1 when a rank's peak error exceeds this many percent");
             return std::function<int()>([o] { return run_calibrate(*o); });

@@ -200,7 +200,8 @@ HOPPER_BF16_GEMM = (0.89, "fitted on the five smallest-scale BF16 rows of tests/
                           "Nemotron-4 15B, GPT-3 175B): largest |error| 10.8 % -> 2.7 %; the BF16 rows at 128 ... 2304 "
                           "GPUs held out")
 BF16_GEMM_FITTED = {"h100-sxm": HOPPER_BF16_GEMM, "h200": HOPPER_BF16_GEMM, "h800": HOPPER_BF16_GEMM}
-GEMM_OPS = ("matmul", "fp8_matmul")
+GEMM_OPS = ("matmul",)
+FP8_GEMM_OPS = ("fp8_matmul",)
 GROUPED_GEMM_OPS = ("group_matmul",)
 FP8_GROUPED_GEMM_OPS = ("fp8_group_matmul",)
 ATTENTION_OPS = ("sdp_fwd", "sdp_bwd")
@@ -213,15 +214,19 @@ def apply_groups(s, groups, fp8=1.0, networks=None):
     def op_group(key):
         if key in GEMM_OPS:
             return "gemm"
+        if key in FP8_GEMM_OPS:
+            return "fp8_gemm"
         if key in GROUPED_GEMM_OPS:
             return "grouped_gemm"
         if key in FP8_GROUPED_GEMM_OPS:
             return "fp8_grouped_gemm"
         return "attention" if key in ATTENTION_OPS else "memory"
 
-    def scale(group):  # fallbacks as time_fit.cpp scale_of: fp8 grouped -> grouped -> GEMMs
+    def scale(group):  # fallbacks as time_fit.cpp scale_of: fp8 GEMMs -> GEMMs, fp8 grouped -> grouped -> GEMMs
         if group in groups:
             return groups[group]
+        if group == "fp8_gemm":
+            return groups.get("gemm", 1.0)
         if group == "fp8_grouped_gemm":
             return scale("grouped_gemm")
         if group == "grouped_gemm":

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
@@ -69,7 +71,8 @@ namespace {
 
 /// The efficiency group of an accelerator op (SystemSpec::op key).
 const char* op_group(const std::string& op) {
-  if (op == "matmul" || op == "fp8_matmul") return "gemm";
+  if (op == "matmul") return "gemm";
+  if (op == "fp8_matmul") return "fp8_gemm";
   if (op == "group_matmul") return "grouped_gemm";
   if (op == "fp8_group_matmul") return "fp8_grouped_gemm";
   if (op == "sdp_fwd" || op == "sdp_bwd") return "attention";
@@ -77,16 +80,17 @@ const char* op_group(const std::string& op) {
 }
 
 bool accelerator_group(const std::string& group) {
-  return group == "gemm" || group == "grouped_gemm" || group == "fp8_grouped_gemm" || group == "attention" ||
-         group == "memory";
+  return group == "gemm" || group == "fp8_gemm" || group == "grouped_gemm" || group == "fp8_grouped_gemm" ||
+         group == "attention" || group == "memory";
 }
 
-/// A group's scale; a collective without a scale of its own takes "network" (the two-factor fit); FP8 grouped
-/// GEMMs without one take the grouped GEMMs', grouped GEMMs without one the GEMMs' (fits made before they
-/// were groups of their own); else 1.
+/// A group's scale; a collective without a scale of its own takes "network" (the two-factor fit); FP8 GEMMs
+/// without one take the GEMMs', FP8 grouped GEMMs without one the grouped GEMMs', grouped GEMMs without one
+/// the GEMMs' (fits made before they were groups of their own); else 1.
 double scale_of(const GroupScales& scales, const std::string& group) {
   for (const auto& [g, v] : scales)
     if (g == group) return v;
+  if (group == "fp8_gemm") return scale_of(scales, "gemm");
   if (group == "fp8_grouped_gemm") return scale_of(scales, "grouped_gemm");
   if (group == "grouped_gemm") return scale_of(scales, "gemm");
   if (!accelerator_group(group))
@@ -292,7 +296,10 @@ TimeFit fit_time_groups(const std::vector<TimedRun>& runs, const SystemSpec& sys
   for (std::size_t i = 0; i < runs.size(); ++i)
     t[i] = cost::estimate(runs[i].model, runs[i].strategy, system).iteration_ms;
   for (std::size_t g = 0; g < G; ++g) {
-    const SystemSpec slow = scaled_system_groups(system, {{kTimeFitGroups[g], 2.0}});
+    // The GEMMs' part leaves the FP8 GEMMs out: they are a group of their own here.
+    GroupScales slower{{kTimeFitGroups[g], 2.0}};
+    if (std::string_view(kTimeFitGroups[g]) == "gemm") slower.emplace_back("fp8_gemm", 1.0);
+    const SystemSpec slow = scaled_system_groups(system, slower);
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const double t2 = cost::estimate(runs[i].model, runs[i].strategy, slow).iteration_ms;
       part[i][g] = std::clamp(t2 - t[i], 0.0, t[i]);
@@ -330,7 +337,14 @@ TimeFit fit_time_groups(const std::vector<TimedRun>& runs, const SystemSpec& sys
   };
   TimeFit fit;
   const std::vector<double> x = fit_without(static_cast<std::size_t>(-1));
-  for (std::size_t g = 0; g < G; ++g) fit.group_scales.emplace_back(kTimeFitGroups[g], x[g]);
+  for (std::size_t g = 0; g < G; ++g) {
+    // A group no run exercises is not fitted (the ridge leaves it at 1): it is not written, so that it keeps
+    // its fallback — FP8 GEMMs of a BF16-only fit follow the fitted GEMMs.
+    bool used = false;
+    for (std::size_t i = 0; i < runs.size(); ++i) used = used || part[i][g] > 0;
+    if (used || std::string_view(kTimeFitGroups[g]) != "fp8_gemm")
+      fit.group_scales.emplace_back(kTimeFitGroups[g], x[g]);
+  }
   fit.tp_overlap_exposed = system.tp_overlap_exposed;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     TimedRunResult r;
