@@ -155,6 +155,35 @@ TEST(MegatronMemory, CpuOffloadingMovesTheFirstLayersActivationsToTheHost) {
                InputError);
 }
 
+// --defer-embedding-wgrad-compute on pp 2 (4 micro batches of 2 × 128 tokens, tp 1, vocabulary 1024, hidden
+// 256, bf16): the last stage keeps each deferred call's output-layer input (256 × 256 × 2 bytes) and output
+// gradient (256 × 1024 × 2) — all four calls by default, two with --wgrad-deferral-limit 2; the first stage
+// holds nothing more.  Megatron's refusals (pp 1, no gradient-accumulation fusion, a negative limit) are
+// ours.
+TEST(MegatronMemory, DeferredOutputLayerWgradsKeepTheirInputsOnTheLastStage) {
+  const Words pp2 = {
+      "--pipeline-model-parallel-size", "2", "--nproc_per_node", "2", "--global-batch-size", "8"};
+  auto with = [&](Words extra) {
+    Words w = pp2;
+    w.insert(w.end(), extra.begin(), extra.end());
+    return stage_memory(graph(small(w))).stages;
+  };
+  const auto plain = with({});
+  const auto all = with({"--defer-embedding-wgrad-compute"});
+  const auto two = with({"--defer-embedding-wgrad-compute", "--wgrad-deferral-limit", "2"});
+  const double per_call = 256.0 * 256 * 2 + 256.0 * 1024 * 2;
+  EXPECT_DOUBLE_EQ(all[1].buffer_bytes - plain[1].buffer_bytes, 4 * per_call);
+  EXPECT_DOUBLE_EQ(two[1].buffer_bytes - plain[1].buffer_bytes, 2 * per_call);
+  EXPECT_DOUBLE_EQ(all[0].buffer_bytes, plain[0].buffer_bytes);
+  EXPECT_THROW(parse_megatron_args(small({"--defer-embedding-wgrad-compute"})), InputError);
+  Words no_fusion = pp2;
+  no_fusion.insert(no_fusion.end(), {"--defer-embedding-wgrad-compute", "--no-gradient-accumulation-fusion"});
+  EXPECT_THROW(parse_megatron_args(small(no_fusion)), InputError);
+  Words negative = pp2;
+  negative.insert(negative.end(), {"--defer-embedding-wgrad-compute", "--wgrad-deferral-limit", "-1"});
+  EXPECT_THROW(parse_megatron_args(small(negative)), InputError);
+}
+
 // --num-distributed-optimizer-instances 2 on dp 8: the optimizer states are sharded over 4 ranks, not 8;
 // Megatron's conditions (the distributed optimizer, instances dividing dp) are ours.
 TEST(MegatronMemory, DistributedOptimizerInstancesShardOverTheirPart) {

@@ -210,6 +210,62 @@ TEST(CostSchedule, OneFOneBWithoutCommIsMbcPlusPpMinusOneChunks) {
   EXPECT_DOUBLE_EQ(detail::one_f_one_b_time(4, 8, stages), 3 * 3.0 + 8 * 16.0 + 3 * 5.0);
 }
 
+// Work a rank runs after its last pass (the deferred output-layer weight gradients of
+// --defer-embedding-wgrad-compute on the last rank) is free while the other ranks finish their backwards:
+// with uniform stages the last rank's last backward ends (pp − 1)·B = 15 before the first rank's.
+TEST(CostSchedule, OneFOneBTailOnTheLastRankHidesInTheFlush) {
+  std::vector<preflight::analyzer::cost::detail::StagePhases> stages(4, {0, 3.0, 0, 0, 5.0, 0});
+  const double plain = (8 + 4 - 1) * 8.0;
+  std::vector<double> tail{0, 0, 0, 15.0};
+  EXPECT_DOUBLE_EQ(detail::one_f_one_b_time(4, 8, stages, nullptr, &tail), plain);
+  tail[3] = 20.0;
+  std::vector<preflight::analyzer::cost::ScheduleEvent> events;
+  EXPECT_DOUBLE_EQ(detail::one_f_one_b_time(4, 8, stages, &events, &tail), plain + 5.0);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().name, "deferred wgrad");
+  EXPECT_EQ(events.back().pp_rank, 3);
+  EXPECT_DOUBLE_EQ(events.back().start_ms, plain - 15.0);
+}
+
+// --defer-embedding-wgrad-compute on a run whose last stage (4 layers and a 128k-vocabulary head) is the
+// slowest: its per-micro-batch backward loses the output layer's wgrad GEMM, which runs after its last pass —
+// the iteration is shorter, by at most the deferred GEMMs' time, and the schedule shows them.
+TEST(CostSchedule, DeferredOutputLayerWgradsShortenAHeadHeavyLastStage) {
+  const std::string base =
+      "--num-layers 16 --hidden-size 8192 --ffn-hidden-size 28672 --num-attention-heads 64 "
+      "--group-query-attention --num-query-groups 8 --seq-length 8192 --max-position-embeddings 8192 "
+      "--swiglu "
+      "--normalization RMSNorm --untie-embeddings-and-output-weights --disable-bias-linear "
+      "--position-embedding-type rope --vocab-size 128256 --micro-batch-size 1 --global-batch-size 32 "
+      "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 4 --sequence-parallel "
+      "--use-distributed-optimizer --bf16 --use-flash-attn --transformer-impl transformer_engine "
+      "--use-mcore-models --nproc_per_node 8 --nnodes 2";
+  const SystemSpec sys = load_simumax_system("h100-sxm");
+  EstimateOptions opt;
+  opt.schedule = true;
+  auto run = [&](const std::string& extra) {
+    const MegatronConfig c = parse_megatron_args(preflight::test::words(base + extra));
+    return estimate(c.model, c.strategy, sys, opt);
+  };
+  const Estimate plain = run("");
+  const Estimate deferred = run(" --defer-embedding-wgrad-compute");
+  const double w = plain.chunks.back().output_wgrad_ms;
+  ASSERT_GT(w, 0);
+  EXPECT_LT(deferred.pipeline_ms, plain.pipeline_ms - 1.0);
+  EXPECT_GT(deferred.pipeline_ms, plain.pipeline_ms - 32 * w);
+  bool shown = false;
+  for (const auto& e : deferred.schedule)
+    if (e.name == "deferred wgrad") shown = e.pp_rank == 3 && std::abs(e.duration_ms - 32 * w) < 1e-6;
+  EXPECT_TRUE(shown);
+  bool said = false;
+  for (const auto& m : deferred.warnings)
+    said = said || m.find("32 output-layer weight gradients") != std::string::npos;
+  EXPECT_TRUE(said);
+  // SimuMax has no deferral: --simumax-compat prices it as without.
+  EXPECT_DOUBLE_EQ(run(" --defer-embedding-wgrad-compute --simumax-compat").pipeline_ms,
+                   run(" --simumax-compat").pipeline_ms);
+}
+
 TEST(CostSchedule, InterleavedWithOneChunkPerRankEqualsOneFOneBShape) {
   // With identical chunks and no p2p cost, the sync interleaved schedule of pp ranks × vpp chunks of
   // F, B takes (mbc·vpp + pp − 1)·(F + B) when the groups are full (Megatron's interleaved bubble).

@@ -476,6 +476,8 @@ class Builder {
       for (const auto& l : *head_) {
         take(l, -2);
         add_pass(ce.head_times, scratch_, l.pass);
+        if (l.kind == detail::LeafKind::LinearCol)
+          ce.output_wgrad_ms += l.pass.bwd_w_ms + l.pass.bwd_w_net_ms;
       }
     }
     detail::shard(ctx_, raw);
@@ -1084,9 +1086,17 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
     const double warmup = pp == 1 ? 1 : std::min(steps, 2.0 * (pp - 1) + (vpp - 1.0) * group);
     paired_fraction = std::max(0.0, steps - warmup) / steps;
   }
+  // --defer-embedding-wgrad-compute: the deferred output-layer weight gradients leave the head chunk's
+  // backwards (spread over its micro batches) and run after the last rank's last pass, in the flush.
+  const int deferred = st.simumax_compat ? 0 : st.deferred_output_wgrads(model.mtp_num_layers);
+  std::vector<double> rank_tail(static_cast<std::size_t>(pp), 0.0);
   auto phase_of = [&](const ChunkEstimate& ch) {
     double bwd = ch.times.backward_ms();
     if (ep_overlap) bwd -= paired_fraction * ch.ep_overlap_saving_ms;
+    if (deferred > 0 && ch.head) {
+      bwd -= ch.output_wgrad_ms * deferred / est.micro_batches;
+      rank_tail[static_cast<std::size_t>(pp - 1)] = ch.output_wgrad_ms * deferred;
+    }
     return detail::StagePhases{ch.fwd_recv_ms, ch.times.forward_ms(), ch.fwd_send_ms, ch.bwd_recv_ms, bwd,
                                ch.bwd_send_ms};
   };
@@ -1103,12 +1113,12 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
       for (auto& rank : per_rank)
         for (auto& ph : rank) ph.fwd_recv = ph.fwd_send = ph.bwd_recv = ph.bwd_send = 0;
       est.pipeline_ms = detail::interleaved_async_time(pp, st.vpp, est.micro_batches, group, per_rank, 0.0,
-                                                       opt.schedule ? &est.schedule : nullptr);
+                                                       opt.schedule ? &est.schedule : nullptr, &rank_tail);
     } else {
       try {
-        est.pipeline_ms =
-            detail::interleaved_sync_time(pp, st.vpp, est.micro_batches, group, per_rank,
-                                          est.chunks[0].fwd_send_ms, opt.schedule ? &est.schedule : nullptr);
+        est.pipeline_ms = detail::interleaved_sync_time(pp, st.vpp, est.micro_batches, group, per_rank,
+                                                        est.chunks[0].fwd_send_ms,
+                                                        opt.schedule ? &est.schedule : nullptr, &rank_tail);
       } catch (const std::runtime_error&) {
         throw InputError("microbatch_group_size_per_vp_stage",
                          "the blocking interleaved schedule deadlocks for pp " + std::to_string(pp) +
@@ -1122,8 +1132,17 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
     phases.push_back(phase_of(est.chunks[0]));
     for (int r = 1; r + 1 < pp; ++r) phases.push_back(phase_of(est.chunks[idx_mid]));
     if (pp > 1) phases.push_back(phase_of(est.chunks[idx_last]));
-    est.pipeline_ms =
-        detail::one_f_one_b_time(pp, est.micro_batches, phases, opt.schedule ? &est.schedule : nullptr);
+    est.pipeline_ms = detail::one_f_one_b_time(pp, est.micro_batches, phases,
+                                               opt.schedule ? &est.schedule : nullptr, &rank_tail);
+  }
+  if (deferred > 0) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "%d output-layer weight gradients (%.1f ms) run on the last stage after its last "
+                  "backward, in the pipeline flush",
+                  deferred, rank_tail[static_cast<std::size_t>(pp - 1)]);
+    est.warnings.push_back(std::string("--defer-embedding-wgrad-compute: ") + buf +
+                           "; their inputs and output gradients stay on the device until then");
   }
   est.straggler_ratio = straggler_ratio(st, system, c.dp, c.edp);
   double t_pp = est.straggler_ratio * est.pipeline_ms;

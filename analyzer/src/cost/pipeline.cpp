@@ -31,8 +31,24 @@ struct SubOp {
 // SimuMax only issues a transfer whose time is > 0, so with free transfers the stages stop waiting for
 // each other and the bubble disappears; every transfer between neighbours is issued here (identical
 // results whenever transfers cost anything, as they always do with a latency).
+namespace {
+/// The slowest rank's finish once each rank has run its tail (`tails`, optional) after its last pass; the
+/// tails go into `events` as "deferred wgrad".
+double with_tails(std::vector<double>& t, const std::vector<double>* tails,
+                  std::vector<ScheduleEvent>* events) {
+  if (tails)
+    for (std::size_t r = 0; r < t.size() && r < tails->size(); ++r) {
+      const double d = (*tails)[r];
+      if (!(d > 0)) continue;
+      if (events) events->push_back({static_cast<int>(r), "deferred wgrad", "compute", -1, t[r], d});
+      t[r] += d;
+    }
+  return *std::max_element(t.begin(), t.end());
+}
+}  // namespace
+
 double one_f_one_b_time(int pp, int mbc, const std::vector<StagePhases>& stages,
-                        std::vector<ScheduleEvent>* events) {
+                        std::vector<ScheduleEvent>* events, const std::vector<double>* rank_tail_ms) {
   // Each rank's program is generated block by block (at most 7 ops: one micro batch of warmup,
   // steady state or cooldown), so no op list is materialised.  A transfer is identified by
   // (direction, micro batch, sender): the pair is the send of one rank and the recv of its neighbour.
@@ -170,7 +186,7 @@ double one_f_one_b_time(int pp, int mbc, const std::vector<StagePhases>& stages,
     }
     if (!progressed) throw std::runtime_error("1F1B phase scheduler deadlock");
   }
-  return *std::max_element(t.begin(), t.end());
+  return with_tails(t, rank_tail_ms, events);
 }
 
 namespace {
@@ -346,7 +362,7 @@ std::vector<Job> interleaved_jobs(int pp, int vp, int rank, int mbc, int group,
 
 double interleaved_sync_time(int pp, int vp, int mbc, int group,
                              const std::vector<std::vector<StagePhases>>& chunks, double p2p,
-                             std::vector<ScheduleEvent>* events) {
+                             std::vector<ScheduleEvent>* events, const std::vector<double>* rank_tail_ms) {
   std::vector<std::deque<Job>> q(pp);
   for (int r = 0; r < pp; ++r) {
     auto jobs = interleaved_jobs(pp, vp, r, mbc, group, chunks[r], p2p);
@@ -423,7 +439,7 @@ double interleaved_sync_time(int pp, int vp, int mbc, int group,
       push(rank);
     }
   }
-  return *std::max_element(t.begin(), t.end());
+  return with_tails(t, rank_tail_ms, events);
 }
 
 std::vector<PassItem> interleaved_program(int pp, int vp, int rank, int mbc, int group) {
@@ -446,7 +462,7 @@ std::vector<PassItem> interleaved_program(int pp, int vp, int rank, int mbc, int
 
 double interleaved_async_time(int pp, int vp, int mbc, int group,
                               const std::vector<std::vector<StagePhases>>& chunks, double p2p,
-                              std::vector<ScheduleEvent>* events) {
+                              std::vector<ScheduleEvent>* events, const std::vector<double>* rank_tail_ms) {
   // Finish time of each pass: [fwd/bwd][virtual stage c·pp + rank][micro batch]; < 0 = not run yet.
   const int stages = pp * vp;
   std::vector<std::vector<std::vector<double>>> done(
@@ -502,7 +518,7 @@ double interleaved_async_time(int pp, int vp, int mbc, int group,
     if (!progressed)
       throw std::runtime_error("interleaved async scheduler: the ranks' orders wait on each other");
   }
-  return *std::max_element(t.begin(), t.end());
+  return with_tails(t, rank_tail_ms, events);
 }
 
 VppMemory interleaved_memory(int pp, int vp, int rank, int mbc, int group,

@@ -20,8 +20,11 @@ struct StagePhases {
 /// max(start_a, start_b) + max(dur_a, dur_b)); odd ranks send before receiving in the steady state.
 /// Returns the finish time of the slowest rank.  `stages` has pp entries.
 /// `events` (optional) receives every compute block and transfer with its start and duration.
+/// `rank_tail_ms` (optional, pp entries): work a rank runs after its last pass (the deferred output-layer
+/// weight gradients on the last rank), ms — in the schedule's events as "deferred wgrad".
 double one_f_one_b_time(int pp, int micro_batches, const std::vector<StagePhases>& stages,
-                        std::vector<ScheduleEvent>* events = nullptr);
+                        std::vector<ScheduleEvent>* events = nullptr,
+                        const std::vector<double>* rank_tail_ms = nullptr);
 
 /// Interleaved (virtual pipeline) schedule with blocking, batched p2p (Megatron's sync VPP):
 /// `chunks[rank][v]` gives the compute phases of virtual chunk v on that rank; `p2p_ms` each
@@ -30,7 +33,8 @@ double one_f_one_b_time(int pp, int micro_batches, const std::vector<StagePhases
 /// @throws std::runtime_error on a schedule deadlock (a bug, not an input problem).
 double interleaved_sync_time(int pp, int vpp, int micro_batches, int group_size,
                              const std::vector<std::vector<StagePhases>>& chunks, double p2p_ms,
-                             std::vector<ScheduleEvent>* events = nullptr);
+                             std::vector<ScheduleEvent>* events = nullptr,
+                             const std::vector<double>* rank_tail_ms = nullptr);
 
 /// One pass of a rank's interleaved program: forward or backward of micro batch `mb` on its virtual chunk.
 struct PassItem {
@@ -50,7 +54,8 @@ std::vector<PassItem> interleaved_program(int pp, int vpp, int rank, int micro_b
 /// @throws std::runtime_error when the ranks' orders wait on each other (a bug, not an input problem).
 double interleaved_async_time(int pp, int vpp, int micro_batches, int group_size,
                               const std::vector<std::vector<StagePhases>>& chunks, double p2p_ms,
-                              std::vector<ScheduleEvent>* events = nullptr);
+                              std::vector<ScheduleEvent>* events = nullptr,
+                              const std::vector<double>* rank_tail_ms = nullptr);
 
 struct VppMemory {
   double peak_bytes = 0;  ///< activation peak over the local interleaved order

@@ -292,6 +292,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::fit_world_size(f, env, cfg);
   megatron::check_interleaved_groups(cfg.strategy);
   megatron::read_cpu_offloading(f, cfg);
+  megatron::read_embedding_wgrad_deferral(f, cfg);
   return cfg;
 }
 

@@ -63,6 +63,8 @@ const std::vector<FlagSpec>& training_flags() {
       {"--deepspeed-config", Arity::One},
       {"--cpu-offloading", Arity::Switch},
       {"--cpu-offloading-num-layers", Arity::One},
+      {"--defer-embedding-wgrad-compute", Arity::Switch},
+      {"--wgrad-deferral-limit", Arity::One},
       {"--use-custom-fsdp", Arity::Switch},
       {"--use-torch-fsdp2", Arity::Switch},
       {"--data-parallel-sharding-strategy", Arity::One},
@@ -275,6 +277,27 @@ void read_cpu_offloading(const Flags& f, MegatronConfig& cfg) {
         "--cpu-offloading-num-layers " + std::to_string(n) +
         ": those layers' activations are held on the host; the transfers are taken as hidden "
         "behind compute (not priced)");
+}
+
+void read_embedding_wgrad_deferral(const Flags& f, MegatronConfig& cfg) {
+  if (!f.has("--defer-embedding-wgrad-compute")) return;
+  Strategy& st = cfg.strategy;
+  const char* flag = "--defer-embedding-wgrad-compute";
+  // megatron/core/model_parallel_config.py __post_init__.
+  if (st.pp == 1)
+    throw InputError(flag,
+                     "needs pipeline parallelism (Megatron: cannot defer embedding wgrad compute when "
+                     "pipeline model parallel is not used)");
+  if (!st.gradient_accumulation_fusion)
+    throw InputError(flag,
+                     "needs gradient-accumulation fusion (Megatron refuses it with "
+                     "--no-gradient-accumulation-fusion)");
+  const I64 limit = f.has("--wgrad-deferral-limit")
+                        ? parse_int("--wgrad-deferral-limit", f.get("--wgrad-deferral-limit"))
+                        : 0;
+  if (limit < 0) throw InputError("--wgrad-deferral-limit", "must be >= 0 (0: every micro batch)");
+  st.defer_embedding_wgrad = true;
+  st.wgrad_deferral_limit = static_cast<int>(limit);
 }
 
 void read_deepspeed(const Flags& f, MegatronConfig& cfg) {

@@ -74,6 +74,10 @@ void check_interleaved_groups(const Strategy& st);
 /// recompute.
 /// @throws InputError naming the flag otherwise.
 void read_cpu_offloading(const Flags& f, MegatronConfig& cfg);
+/// `--defer-embedding-wgrad-compute` with `--wgrad-deferral-limit N` (Megatron's rules,
+/// core/model_parallel_config.py: pp > 1, gradient-accumulation fusion on, N >= 0).
+/// @throws InputError naming the flag otherwise.
+void read_embedding_wgrad_deferral(const Flags& f, MegatronConfig& cfg);
 /// Megatron-DeepSpeed (--deepspeed): DeepSpeed's ZeRO stage from the --deepspeed_config file (its
 /// zero_optimization.stage) when it can be read, else --zero-stage (default 1), with a note when the file is
 /// missing or empty.  ZeRO-1 is the distributed optimizer; ZeRO-2 / 3 shard gradients / parameters as FSDP

@@ -115,6 +115,13 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
   else
     set_megatron_transients(c, g);
 
+  if (head && st.defer_embedding_wgrad) {
+    // --defer-embedding-wgrad-compute: each deferred call keeps the output layer's input (sequence-parallel
+    // shard) and its output gradient (the logits' gradient, vocabulary split over tp) until the flush.
+    const I64 calls = st.deferred_output_wgrads(c.m.mtp_num_layers);
+    g.runtime_buffer_bytes += calls * (c.tok_sp * c.h * c.a + c.tok * (c.vocab / c.vt) * c.a);
+  }
+
   if (st.cpu_offload_layers > 0) {
     // Megatron's CPU offloading (TransformerEngine's double-buffered group offload): the first N layers'
     // saved activations leave the device after their forward and return for their backward; two layers'

@@ -125,6 +125,9 @@ struct ChunkEstimate {
   /// backward dispatch ‖ forward experts, forward combine ‖ backward attention — so each pair saves the
   /// shorter of its two; "attention" is everything of the layer outside the experts.
   double ep_overlap_saving_ms = 0;
+  /// The output layer's weight-gradient GEMM of one micro batch (with its sequence-parallel gather), ms; 0
+  /// on a chunk without the output layer (what `--defer-embedding-wgrad-compute` moves to the flush).
+  double output_wgrad_ms = 0;
   PassTimes embedding_times;  ///< SAPP "head": the embedding
   PassTimes head_times;       ///< SAPP "tail": final norm + output layer + loss
   std::vector<LayerEstimate> layers;

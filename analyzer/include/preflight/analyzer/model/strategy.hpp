@@ -192,6 +192,20 @@ struct Strategy {
   /// activations of the first N transformer layers go to host memory after their forward and come back for
   /// their backward, double-buffered (two layers' worth on the device); 0 = none.
   int cpu_offload_layers = 0;
+  /// `--defer-embedding-wgrad-compute` (Megatron, pp > 1 with gradient-accumulation fusion): the output
+  /// layer's weight-gradient GEMMs of its first `wgrad_deferral_limit` calls in an iteration (0: all) are
+  /// held back and run on the last pipeline stage after its last backward, in the pipeline flush
+  /// (schedules.py finish_embedding_wgrad_compute); until then each keeps its input and output gradient on
+  /// the device (tensor_parallel/layers.py: embedding_activation_buffer, grad_output_buffer).
+  bool defer_embedding_wgrad = false;
+  int wgrad_deferral_limit = 0;  ///< `--wgrad-deferral-limit`, calls deferred per iteration; 0 = all
+  /// Output-layer weight gradients deferred per iteration: min(limit, calls), calls = micro batches ×
+  /// (1 + `mtp_layers`) — the multi-token-prediction heads call the same output layer; 0 without deferral.
+  int deferred_output_wgrads(int mtp_layers) const {
+    if (!defer_embedding_wgrad) return 0;
+    const int calls = num_microbatches() * (1 + mtp_layers);
+    return wgrad_deferral_limit > 0 ? std::min(wgrad_deferral_limit, calls) : calls;
+  }
   /// `--num-distributed-optimizer-instances N` (Megatron's partial distributed optimizer): the optimizer
   /// states are sharded over dp·cp / N ranks (experts: their dp / N) and replicated over the N instances;
   /// gradients are reduce-scattered inside an instance and all-reduced across them.  1 = over the whole dp
