@@ -266,6 +266,69 @@ TEST(CostSchedule, DeferredOutputLayerWgradsShortenAHeadHeavyLastStage) {
                    run(" --simumax-compat").pipeline_ms);
 }
 
+// --first-last-layers-bf16 (tensorwise FP8, 4 layers, one stage): layers 0 and 3 are priced and kept as in
+// the BF16 run, layers 1 and 2 as in the FP8 run; --num-layers-at-start/end-in-bf16 move the bounds; delayed
+// scaling is refused as Megatron asserts.
+TEST(CostModel, FirstLastLayersBf16PriceTheirLayersIn16Bits) {
+  const std::string base =
+      "--num-layers 4 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
+      "--group-query-attention --num-query-groups 8 --seq-length 4096 --max-position-embeddings 4096 "
+      "--swiglu "
+      "--normalization RMSNorm --untie-embeddings-and-output-weights --disable-bias-linear "
+      "--position-embedding-type rope --vocab-size 32000 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+      "--use-flash-attn --transformer-impl transformer_engine --use-mcore-models --nproc_per_node 1";
+  const SystemSpec sys = load_simumax_system("h100-sxm");
+  auto run = [&](const std::string& extra) {
+    const MegatronConfig c = parse_megatron_args(preflight::test::words(base + extra));
+    return estimate(c.model, c.strategy, sys);
+  };
+  const Estimate bf16 = run("");
+  const Estimate fp8 = run(" --fp8-format hybrid --fp8-recipe tensorwise");
+  const Estimate mixed = run(" --fp8-format hybrid --fp8-recipe tensorwise --first-last-layers-bf16");
+  const auto& b = bf16.chunks.front().layers;
+  const auto& f = fp8.chunks.front().layers;
+  const auto& m = mixed.chunks.front().layers;
+  ASSERT_EQ(m.size(), 4u);
+  ASSERT_GT(b[1].times.fwd_compute_ms, f[1].times.fwd_compute_ms);
+  for (int i : {0, 3}) {
+    EXPECT_DOUBLE_EQ(m[i].times.fwd_compute_ms, b[i].times.fwd_compute_ms) << i;
+    EXPECT_DOUBLE_EQ(m[i].times.bwd_grad_w_ms, b[i].times.bwd_grad_w_ms) << i;
+    EXPECT_DOUBLE_EQ(m[i].activation_cache_bytes, b[i].activation_cache_bytes) << i;
+  }
+  for (int i : {1, 2}) {
+    EXPECT_DOUBLE_EQ(m[i].times.fwd_compute_ms, f[i].times.fwd_compute_ms) << i;
+    EXPECT_DOUBLE_EQ(m[i].activation_cache_bytes, f[i].activation_cache_bytes) << i;
+  }
+  // The memory model (the layer graph `analyze` prints) keeps their linears' inputs in 16 bits too.
+  auto kept = [&](const std::string& extra, int layer) {
+    const MegatronConfig c = parse_megatron_args(preflight::test::words(base + extra));
+    const LayerGraph g = build_layer_graph(c.model, c.strategy);
+    std::int64_t bytes = 0;
+    for (const auto& op : g.chunks.front().ops)
+      if (op.layer == layer) bytes += op.kept_bytes;
+    return bytes;
+  };
+  const std::string mixed_args = " --fp8-format hybrid --fp8-recipe tensorwise --first-last-layers-bf16";
+  EXPECT_EQ(kept(mixed_args, 0), kept("", 0));
+  EXPECT_EQ(kept(mixed_args, 1), kept(" --fp8-format hybrid --fp8-recipe tensorwise", 1));
+  EXPECT_LT(kept(mixed_args, 1), kept(mixed_args, 0));
+  const MegatronConfig two = parse_megatron_args(preflight::test::words(
+      base +
+      " --fp8-format hybrid --fp8-recipe mxfp8 --first-last-layers-bf16 --num-layers-at-start-in-bf16 2 "
+      "--num-layers-at-end-in-bf16 0"));
+  EXPECT_TRUE(two.strategy.layer_in_bf16(1, 4));
+  EXPECT_FALSE(two.strategy.layer_in_bf16(2, 4));
+  EXPECT_FALSE(two.strategy.layer_in_bf16(3, 4));
+  // A BF16 run has no fp8 layers to keep out; delayed scaling (Megatron's default recipe) is refused.
+  EXPECT_FALSE(parse_megatron_args(preflight::test::words(base + " --first-last-layers-bf16"))
+                   .strategy.layer_in_bf16(0, 4));
+  expect_input_error(
+      [&] {
+        parse_megatron_args(preflight::test::words(base + " --fp8-format hybrid --first-last-layers-bf16"));
+      },
+      "--first-last-layers-bf16", "delayed scaling");
+}
+
 TEST(CostSchedule, InterleavedWithOneChunkPerRankEqualsOneFOneBShape) {
   // With identical chunks and no p2p cost, the sync interleaved schedule of pp ranks × vpp chunks of
   // F, B takes (mbc·vpp + pp − 1)·(F + B) when the groups are full (Megatron's interleaved bubble).

@@ -452,9 +452,9 @@ class Builder {
     }
     for (int i = 0; i < num_layers; ++i) {
       int global = first_layer + i;
-      const std::vector<Leaf>& tpl =
-          layer_template(m_.is_moe_layer(global), m_.is_window_layer(global),
-                         detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]));
+      const std::vector<Leaf>& tpl = layer_template(
+          m_.is_moe_layer(global), m_.is_window_layer(global), st_.layer_in_bf16(global, m_.num_layers),
+          detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]));
       for (const auto& l : tpl) take(l, i);
       if (st_.overlap_moe_expert_parallel_comm && m_.is_moe_layer(global))
         ce.ep_overlap_saving_ms += ep_overlap_saving(tpl, ep_sm_share_);
@@ -550,16 +550,21 @@ class Builder {
     return it->second;
   }
 
-  /// Priced leaves of a layer kind: dense (0) or MoE (1), + 4 with sliding-window attention (2 and 3 are the
-  /// embedding and the head).
-  const std::vector<Leaf>& layer_template(bool moe, bool window, const detail::LayerRc& rc) {
-    return get((moe ? 1 : 0) + (window ? 4 : 0), rc, [&](detail::Unpriced* u) {
+  /// Priced leaves of a layer kind: dense (0) or MoE (1), + 4 with sliding-window attention, + 8 for a layer
+  /// of an fp8 run kept in 16 bits (`--first-last-layers-bf16`) (2 and 3 are the embedding and the head).
+  const std::vector<Leaf>& layer_template(bool moe, bool window, bool bf16, const detail::LayerRc& rc) {
+    return get((moe ? 1 : 0) + (window ? 4 : 0) + (bf16 ? 8 : 0), rc, [&](detail::Unpriced* u) {
       int rep = 0;
       for (int l = 0; l < m_.num_layers; ++l)
         if (m_.is_moe_layer(l) == moe && m_.is_window_layer(l) == window) {
           rep = l;
           break;
         }
+      if (bf16) {
+        Ctx sixteen = ctx_;
+        sixteen.fp8 = false;
+        return detail::layer_leaves(sixteen, build_layer_ops(m_, st_, rep), rc, u);
+      }
       return detail::layer_leaves(ctx_, build_layer_ops(m_, st_, rep), rc, u);
     });
   }

@@ -56,6 +56,9 @@ const std::vector<FlagSpec>& training_flags() {
       {"--bf16", Arity::Switch},
       {"--fp8-format", Arity::One},
       {"--fp8-recipe", Arity::One},
+      {"--first-last-layers-bf16", Arity::Switch},
+      {"--num-layers-at-start-in-bf16", Arity::One},
+      {"--num-layers-at-end-in-bf16", Arity::One},
       {"--use-distributed-optimizer", Arity::Switch},
       {"--use-megatron-fsdp", Arity::Switch},
       {"--zero-stage", Arity::One},
@@ -416,6 +419,21 @@ void read_numerics(const Flags& f, Strategy& st) {
       throw InputError("--fp8-recipe",
                        "unknown recipe '" + recipe + "' (tensorwise, delayed, mxfp8, blockwise or custom)");
     st.fp8_recipe = it->second;
+  }
+  if (f.has("--first-last-layers-bf16") && st.fp8 != Fp8Format::None) {
+    // megatron/core/fp8_utils.py: entering and leaving fp8 per layer breaks delayed scaling's amax reduction.
+    if (st.fp8_recipe == Fp8Recipe::Delayed)
+      throw InputError(
+          "--first-last-layers-bf16",
+          "does not work with delayed scaling (Megatron's default --fp8-recipe; it asserts): use "
+          "--fp8-recipe tensorwise, mxfp8 or blockwise");
+    auto count = [&](const char* flag) {
+      const I64 n = f.has(flag) ? parse_int(flag, f.get(flag)) : 1;
+      if (n < 0) throw InputError(flag, "must be >= 0");
+      return static_cast<int>(n);
+    };
+    st.bf16_layers_at_start = count("--num-layers-at-start-in-bf16");
+    st.bf16_layers_at_end = count("--num-layers-at-end-in-bf16");
   }
   st.distributed_optimizer = f.has("--use-distributed-optimizer");
   if (f.has("--num-distributed-optimizer-instances")) {

@@ -81,7 +81,15 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
 
   int selective_checkpoints = 0;
   for (int i = 0; i < num_layers; ++i) {
-    std::vector<Op> ops = build_layer(c, first_layer + i);
+    std::vector<Op> ops;
+    if (st.layer_in_bf16(first_layer + i, c.m.num_layers)) {
+      // --first-last-layers-bf16: this layer's linears keep 16-bit inputs.
+      Ctx sixteen = c;
+      sixteen.lin_a = c.a;
+      ops = build_layer(sixteen, first_layer + i);
+    } else {
+      ops = build_layer(c, first_layer + i);
+    }
     finish_kept(ops);
     if (!st.per_layer_recompute.empty()) {
       // The layer's own choice: a full checkpoint of its own (keeping its input), or selective modules.

@@ -168,6 +168,16 @@ struct Strategy {
   Precision precision = Precision::FP32;
   Fp8Format fp8 = Fp8Format::None;
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< `--fp8-recipe` (only with fp8)
+  /// `--first-last-layers-bf16` with `--num-layers-at-start-in-bf16` / `--num-layers-at-end-in-bf16`
+  /// (Megatron's defaults 1 / 1; fp8 runs other than delayed scaling): that many transformer layers at each
+  /// end of the model (global indices) run outside fp8 (core/fp8_utils.py is_first_last_bf16_layer); 0 / 0
+  /// otherwise.
+  int bf16_layers_at_start = 0, bf16_layers_at_end = 0;
+  /// Transformer layer `layer` (global, of `num_layers`) runs its GEMMs in 16 bits although the run is fp8.
+  bool layer_in_bf16(int layer, int num_layers) const {
+    return fp8 != Fp8Format::None &&
+           (layer < bf16_layers_at_start || layer >= num_layers - bf16_layers_at_end);
+  }
   Optimizer optimizer = Optimizer::Adam;
   bool distributed_optimizer = false;               ///< shard fp32 master weights + moments over DP (ZeRO-1)
   bool grad_reduce_in_bf16 = false;                 ///< `--grad-reduce-in-bf16`: bf16 main grads
