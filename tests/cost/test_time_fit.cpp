@@ -419,8 +419,8 @@ TEST(TimeFit, DgxcH100Bf16RowsOnTheBf16GemmScale) {
 //
 // Their DeepSeek-V3 BF16 rows (MTP, alltoall dispatcher, token drop): on H100 (ep 64 across nodes) +5 … +11
 // %; on GB200 −53 %: that release ran DeepSeek-V3 at 1.4× H100's per-GPU throughput where it ran the dense
-// 405B at 2.1×, so something of its MoE path on GB200 (host-synchronising dispatch, kernels) that the model
-// does not price took half the step — bounded as a measured miss.
+// 405B at 2.1×, so something of its MoE path on GB200 (kernels; not a host-synchronising dispatch:
+// drop-and-pad has none) that the model does not price took half the step — bounded as a measured miss.
 TEST(TimeFit, DgxcNemo2504Bf16HoldsFp8OfThatReleaseIsSlower) {
   for (const char* file : {"h100_dgxc_nemo2504.json", "gb200_dgxc_nemo2504.json"}) {
     const auto runs = corpus_runs(file);
