@@ -319,6 +319,11 @@ TEST(CostModel, FirstLastLayersBf16PriceTheirLayersIn16Bits) {
   EXPECT_TRUE(two.strategy.layer_in_bf16(1, 4));
   EXPECT_FALSE(two.strategy.layer_in_bf16(2, 4));
   EXPECT_FALSE(two.strategy.layer_in_bf16(3, 4));
+  // SimuMax has no such switch: --simumax-compat prices every layer in fp8.
+  EXPECT_DOUBLE_EQ(
+      run(" --fp8-format hybrid --fp8-recipe tensorwise --first-last-layers-bf16 --simumax-compat")
+          .iteration_ms,
+      run(" --fp8-format hybrid --fp8-recipe tensorwise --simumax-compat").iteration_ms);
   // A BF16 run has no fp8 layers to keep out; delayed scaling (Megatron's default recipe) is refused.
   EXPECT_FALSE(parse_megatron_args(preflight::test::words(base + " --first-last-layers-bf16"))
                    .strategy.layer_in_bf16(0, 4));

@@ -452,9 +452,10 @@ class Builder {
     }
     for (int i = 0; i < num_layers; ++i) {
       int global = first_layer + i;
-      const std::vector<Leaf>& tpl = layer_template(
-          m_.is_moe_layer(global), m_.is_window_layer(global), st_.layer_in_bf16(global, m_.num_layers),
-          detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]));
+      const std::vector<Leaf>& tpl =
+          layer_template(m_.is_moe_layer(global), m_.is_window_layer(global),
+                         !st_.simumax_compat && st_.layer_in_bf16(global, m_.num_layers),
+                         detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]));
       for (const auto& l : tpl) take(l, i);
       if (st_.overlap_moe_expert_parallel_comm && m_.is_moe_layer(global))
         ce.ep_overlap_saving_ms += ep_overlap_saving(tpl, ep_sm_share_);
