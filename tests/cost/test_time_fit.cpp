@@ -286,7 +286,7 @@ TEST(TimeFit, NemoFramework2025RowsHeldOut) {
 // 1.25× slower than the one fitted (and nothing else changed) give back ~1.25 for them (1.22: the split is
 // linear around the system as given, and the ridge pulls towards 1) and 1 for the GEMMs; on NVIDIA's DGX
 // Cloud H100 rows (BF16 and FP8 pairs of 2024 software, the preset's FP8 fitted on 2025-26) the fit finds the
-// FP8 GEMMs 1.13× slower where the BF16 ones stay at 1.02, and the held-out error drops from 15.1 % to 12.1
+// FP8 GEMMs 1.13× slower where the BF16 ones stay at 1.02, and the held-out error drops from 15.0 % to 12.0
 // %.
 TEST(TimeFit, PerGroupFitSeparatesFp8GemmsFromBf16) {
   const auto all = corpus_runs("h100_dgxc_nemo.json");
