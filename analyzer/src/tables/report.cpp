@@ -400,13 +400,20 @@ std::string memory_section(const LayerGraph& g, const MemoryReport& mem, const A
   }
   double buffers = 0;
   for (const auto& s : mem.stages) buffers = std::max(buffers, s.buffer_bytes);
-  out += "\n(* = largest stage; in flight = micro batches whose activations are alive at the peak, " +
-         std::string(g.strategy.vpp > 1 ? "interleaved schedule" : "1F1B: min(pp − stage, micro batches)") +
-         "; total = weights + grads + optimizer + activations" +
-         (buffers > 0 ? " + runtime buffers (" + mib(buffers) + " MiB)" : std::string()) +
-         "; peak = the highest allocated memory along the schedule, transients included (what Megatron's "
-         "`max allocated` reports), and where it falls; not counted: allocator fragmentation, CUDA context, "
-         "NCCL buffers)\n";
+  // --defer-embedding-wgrad-compute: what the last stage holds for its deferred output-layer weight
+  // gradients.
+  std::string deferred;
+  if (const int calls = g.strategy.deferred_output_wgrads(g.model.mtp_num_layers); calls > 0)
+    deferred = ", the last stage's including " + num(calls) +
+               " deferred output-layer wgrad inputs and output gradients (--defer-embedding-wgrad-compute)";
+  out +=
+      "\n(* = largest stage; in flight = micro batches whose activations are alive at the peak, " +
+      std::string(g.strategy.vpp > 1 ? "interleaved schedule" : "1F1B: min(pp − stage, micro batches)") +
+      "; total = weights + grads + optimizer + activations" +
+      (buffers > 0 ? " + runtime buffers (up to " + mib(buffers) + " MiB" + deferred + ")" : std::string()) +
+      "; peak = the highest allocated memory along the schedule, transients included (what Megatron's "
+      "`max allocated` reports), and where it falls; not counted: allocator fragmentation, CUDA context, "
+      "NCCL buffers)\n";
   return out;
 }
 
