@@ -120,6 +120,23 @@ TEST(AnalyzeCli, PrintsEverySectionAndGroupsByDeviceName) {
   EXPECT_EQ(r.out.find("Context parallel"), std::string::npos);  // cp = 1
 }
 
+// --defer-embedding-wgrad-compute: the memory table's last stage grows by the deferred calls' buffers, and
+// the footnote says whose they are.
+TEST(AnalyzeCli, DeferredOutputLayerWgradsAreNamedInTheMemoryTable) {
+  const std::string launch = kSmall + " --pipeline-model-parallel-size 2 --nproc_per_node 8";
+  auto plain = run_preflight("analyze --json " + launch);
+  auto deferred = run_preflight("analyze --json " + launch + " --defer-embedding-wgrad-compute");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(deferred.exit_code, 0) << deferred.err;
+  const auto p = nlohmann::json::parse(plain.out)["memory"]["stages"];
+  const auto d = nlohmann::json::parse(deferred.out)["memory"]["stages"];
+  EXPECT_DOUBLE_EQ(d[0]["total_bytes"].get<double>(), p[0]["total_bytes"].get<double>());
+  EXPECT_GT(d[1]["total_bytes"].get<double>(), p[1]["total_bytes"].get<double>());
+  auto text = run_preflight("analyze " + launch + " --defer-embedding-wgrad-compute");
+  EXPECT_NE(text.out.find("deferred output-layer wgrad inputs and output gradients"), std::string::npos);
+  EXPECT_EQ(run_preflight("analyze " + launch).out.find("deferred output-layer"), std::string::npos);
+}
+
 TEST(AnalyzeCli, JsonCarriesGroupsAndPerStageMemory) {
   auto r = run_preflight("analyze --json " + kSmall + " --context-parallel-size 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
