@@ -207,6 +207,13 @@ FP8_GROUPED_GEMM_OPS = ("fp8_group_matmul",)
 ATTENTION_OPS = ("sdp_fwd", "sdp_bwd")
 
 
+def divide_op(op, k):
+    """An accelerator op's efficiencies (its default and every measured shape's) divided by k."""
+    op["efficient_factor"] = op["efficient_factor"] / k
+    for shape in op.get("accurate_efficient_factor", {}):
+        op["accurate_efficient_factor"][shape] /= k
+
+
 def apply_groups(s, groups, fp8=1.0, networks=None):
     """Each group's efficiencies divided by its scale; a collective without its own takes "network";
     fp8 ops also by `fp8`.  `networks`: the only networks whose collectives are scaled (those the fitted runs
@@ -233,10 +240,7 @@ def apply_groups(s, groups, fp8=1.0, networks=None):
             return groups.get("gemm", 1.0)
         return 1.0
     for key, op in s["accelerator"]["op"].items():
-        k = scale(op_group(key)) * (fp8 if key.startswith("fp8") else 1.0)
-        op["efficient_factor"] = op["efficient_factor"] / k
-        for shape in op.get("accurate_efficient_factor", {}):
-            op["accurate_efficient_factor"][shape] /= k
+        divide_op(op, scale(op_group(key)) * (fp8 if key.startswith("fp8") else 1.0))
     for bw in s["accelerator"]["bandwidth"].values():
         bw["efficient_factor"] = bw["efficient_factor"] / groups.get("memory", 1.0)
     for net_name, net in s["networks"].items():
@@ -326,10 +330,7 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
                 s["preflight"]["time_fit"]["group_networks"] = list(networks)
         if name in BF16_GEMM_FITTED:
             k, note = BF16_GEMM_FITTED[name]
-            op = s["accelerator"]["op"]["matmul"]
-            op["efficient_factor"] /= k
-            for shape in op.get("accurate_efficient_factor", {}):
-                op["accurate_efficient_factor"][shape] /= k
+            divide_op(s["accelerator"]["op"]["matmul"], k)
             s["preflight"]["time_fit"]["bf16_gemm_scale"] = k
             s["preflight"]["time_fit"]["bf16_gemm_source"] = note
         if name in UNMEASURED_GROUPED:

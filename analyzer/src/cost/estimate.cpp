@@ -19,6 +19,7 @@
 #include "preflight/analyzer/model/memory.hpp"
 #include "preflight/analyzer/model/memory_timeline.hpp"
 #include "preflight/common/error.hpp"
+#include "preflight/common/units.hpp"
 
 namespace preflight::analyzer::cost {
 
@@ -1096,13 +1097,12 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   // backwards (spread over its micro batches) and run after the last rank's last pass, in the flush.
   const int deferred = st.simumax_compat ? 0 : st.deferred_output_wgrads(model.mtp_num_layers);
   std::vector<double> rank_tail(static_cast<std::size_t>(pp), 0.0);
+  for (const auto& ch : est.chunks)
+    if (ch.head) rank_tail.back() = ch.output_wgrad_ms * deferred;
   auto phase_of = [&](const ChunkEstimate& ch) {
     double bwd = ch.times.backward_ms();
     if (ep_overlap) bwd -= paired_fraction * ch.ep_overlap_saving_ms;
-    if (deferred > 0 && ch.head) {
-      bwd -= ch.output_wgrad_ms * deferred / est.micro_batches;
-      rank_tail[static_cast<std::size_t>(pp - 1)] = ch.output_wgrad_ms * deferred;
-    }
+    if (ch.head) bwd -= ch.output_wgrad_ms * deferred / est.micro_batches;
     return detail::StagePhases{ch.fwd_recv_ms, ch.times.forward_ms(), ch.fwd_send_ms, ch.bwd_recv_ms, bwd,
                                ch.bwd_send_ms};
   };
@@ -1141,15 +1141,11 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
     est.pipeline_ms = detail::one_f_one_b_time(pp, est.micro_batches, phases,
                                                opt.schedule ? &est.schedule : nullptr, &rank_tail);
   }
-  if (deferred > 0) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf,
-                  "%d output-layer weight gradients (%.1f ms) run on the last stage after its last "
-                  "backward, in the pipeline flush",
-                  deferred, rank_tail[static_cast<std::size_t>(pp - 1)]);
-    est.warnings.push_back(std::string("--defer-embedding-wgrad-compute: ") + buf +
-                           "; their inputs and output gradients stay on the device until then");
-  }
+  if (deferred > 0)
+    est.warnings.push_back("--defer-embedding-wgrad-compute: " + std::to_string(deferred) +
+                           " output-layer weight gradients (" + fixed(rank_tail.back(), 1) +
+                           " ms) run on the last stage after its last backward, in the pipeline flush; their "
+                           "inputs and output gradients stay on the device until then");
   est.straggler_ratio = straggler_ratio(st, system, c.dp, c.edp);
   double t_pp = est.straggler_ratio * est.pipeline_ms;
 
