@@ -266,6 +266,59 @@ TEST(CostSchedule, DeferredOutputLayerWgradsShortenAHeadHeavyLastStage) {
                    run(" --simumax-compat").pipeline_ms);
 }
 
+// Tied embeddings (Megatron's default: no --untie-embeddings-and-output-weights).  One stage holding both
+// ends keeps one weight: its gradients reduced over dp and its optimizer step lose the output layer's
+// vocabulary × hidden parameters.  Across a pipeline the first and the last stage each keep a copy and
+// all-reduce its gradient over the two of them after the data-parallel sync (finalize_model_grads), exposed:
+// padded vocabulary / tp × hidden fp32 main grads on the pipeline's network, one NIC's share per GPU — on
+// neither middle stage, and not with untied embeddings.  --simumax-compat prices tied as untied.
+TEST(CostModel, TiedEmbeddingsShareOneWeightAndSyncItAcrossThePipeline) {
+  const std::string base =
+      "--num-layers 8 --hidden-size 2048 --ffn-hidden-size 8192 --num-attention-heads 16 "
+      "--seq-length 4096 --max-position-embeddings 4096 --swiglu --normalization RMSNorm "
+      "--disable-bias-linear --position-embedding-type rope --vocab-size 128256 --micro-batch-size 1 "
+      "--global-batch-size 64 --bf16 --use-distributed-optimizer --use-flash-attn "
+      "--transformer-impl transformer_engine --use-mcore-models --nproc_per_node 8 --nnodes 4";
+  const SystemSpec sys = load_simumax_system("h100-sxm");
+  auto run = [&](const std::string& extra) {
+    const MegatronConfig c = parse_megatron_args(preflight::test::words(base + extra));
+    return estimate(c.model, c.strategy, sys);
+  };
+  const double vocab_x_hidden = 128256.0 * 2048;  // 128256 pads to itself (a multiple of 128)
+  // pp = 1: the dp reduce-scatter carries one vocabulary × hidden table less (fp32 main grads).
+  const Estimate tied = run(""), untied = run(" --untie-embeddings-and-output-weights");
+  EXPECT_DOUBLE_EQ(untied.stages[0].dp.dense.rs_bytes - tied.stages[0].dp.dense.rs_bytes, vocab_x_hidden * 4);
+  EXPECT_LT(tied.stages[0].optimizer.total_ms(), untied.stages[0].optimizer.total_ms());
+  EXPECT_LT(tied.iteration_ms, untied.iteration_ms);
+  EXPECT_EQ(tied.stages[0].dp.embedding_sync_ms, 0);
+  const Estimate compat = run(" --simumax-compat");
+  EXPECT_DOUBLE_EQ(
+      compat.stages[0].dp.dense.rs_bytes,
+      run(" --simumax-compat --untie-embeddings-and-output-weights").stages[0].dp.dense.rs_bytes);
+  // pp = 4, tp 2: first and last stage sync 128256 / 2 × 2048 fp32 gradients between two nodes.
+  const Estimate piped = run(" --pipeline-model-parallel-size 4 --tensor-model-parallel-size 2");
+  ASSERT_EQ(piped.stages.size(), 3u);
+  Strategy st;
+  st.tp = 2;
+  st.pp = 4;
+  const double sync = collective_time_ms(sys, Collective::AllReduce, vocab_x_hidden / 2 * 4, 2, "inter_node",
+                                         CommGroup::Pp, &st);
+  EXPECT_NEAR(sync, vocab_x_hidden / 2 * 4 / (sys.networks.at("inter_node").bandwidth.gbps / 8 * kGiB) * 1e3,
+              0.15 * sync);  // a NIC's share (8 per node), at about the network's efficiency
+  EXPECT_DOUBLE_EQ(piped.stages.front().dp.embedding_sync_ms, sync);
+  EXPECT_DOUBLE_EQ(piped.stages.back().dp.embedding_sync_ms, sync);
+  EXPECT_EQ(piped.stages[1].dp.embedding_sync_ms, 0);
+  EXPECT_EQ(run(" --pipeline-model-parallel-size 4 --tensor-model-parallel-size 2 "
+                "--untie-embeddings-and-output-weights")
+                .stages.front()
+                .dp.embedding_sync_ms,
+            0);
+  EXPECT_EQ(run(" --pipeline-model-parallel-size 4 --tensor-model-parallel-size 2 --simumax-compat")
+                .stages.back()
+                .dp.embedding_sync_ms,
+            0);
+}
+
 // --first-last-layers-bf16 (tensorwise FP8, 4 layers, one stage): layers 0 and 3 are priced and kept as in
 // the BF16 run, layers 1 and 2 as in the FP8 run; --num-layers-at-start/end-in-bf16 move the bounds; delayed
 // scaling is refused as Megatron asserts.

@@ -422,10 +422,10 @@ class Builder {
     detail::Mem raw;
     ch.leaves.reserve(static_cast<std::size_t>(num_layers) * 16 + 8);
     ch.layer_of.reserve(ch.leaves.capacity());
-    auto take = [&](const Leaf& l, int layer) {
+    auto take = [&](const Leaf& l, int layer, bool own_weights = true) {
       ch.leaves.push_back(&l);
       ch.layer_of.push_back(layer);
-      add_raw(raw, l.mem);
+      if (own_weights) add_raw(raw, l.mem);
       add_pass(ce.times, ce.work, l.pass);
       if (!l.mem.te_shapes.empty()) te.insert(l.mem.te_shapes.begin(), l.mem.te_shapes.end());
     };
@@ -475,8 +475,13 @@ class Builder {
       }
     }
     if (head) {
+      // Tied embeddings on a chunk that also holds the embedding (pp = 1): the output layer multiplies by the
+      // word-embedding weight, so its weight, gradient and optimizer state are the embedding's (Megatron
+      // LanguageModule.setup_embeddings_and_output_layer; the layer graph's OutputLayer has no parameters
+      // then).  SimuMax prices tied embeddings as untied (--simumax-compat).
+      const bool shares_embedding = emb && !m_.untie_embeddings_and_output_weights && !st_.simumax_compat;
       for (const auto& l : *head_) {
-        take(l, -2);
+        take(l, -2, !(shares_embedding && l.kind == detail::LeafKind::LinearCol && l.name == "linear_out"));
         add_pass(ce.head_times, scratch_, l.pass);
         if (l.kind == detail::LeafKind::LinearCol)
           ce.output_wgrad_ms += l.pass.bwd_w_ms + l.pass.bwd_w_net_ms;
@@ -773,7 +778,7 @@ std::vector<std::string> unmodelled_features(const ModelSpec& m, const Strategy*
   if (m.qkv_bias() || m.add_bias_linear) out.push_back(std::string("linear biases are not counted") + tail);
   if (m.normalization == Normalization::LayerNorm)
     out.push_back(std::string("LayerNorm is priced as RMSNorm, its bias not counted") + tail);
-  if (!m.untie_embeddings_and_output_weights)
+  if (!m.untie_embeddings_and_output_weights && (!st || st->simumax_compat))
     out.push_back(std::string("tied embeddings are priced as untied (output weights counted separately)") +
                   tail);
   if (m.attention_dropout > 0 && (!st || st->simumax_compat))
@@ -1233,6 +1238,22 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
     s.peak_with_reserved_bytes = s.peak_bytes / st.allocated_to_reserved_ratio;
     const ModelMemory& phys = est.chunks[s.physical_chunk].memory;
     s.dp = dp_time(est, c, phys, system);
+    // A word embedding held by the first and the last stage (tied embeddings, or the last stage's copy for
+    // the MTP layers' lookups): after the data-parallel sync both stages all-reduce its gradient over the
+    // embedding group (Megatron finalize_model_grads._allreduce_word_embedding_grads), exposed.  Its shard:
+    // padded vocabulary / tp × hidden main-grad elements.
+    if (!st.simumax_compat && pp > 1 &&
+        (!model.untie_embeddings_and_output_weights ||
+         (model.mtp_num_layers > 0 && model.mtp_embedding_copy))) {
+      bool holds = false;
+      for (int ci : s.chunks.empty() ? std::vector<int>{s.physical_chunk} : s.chunks)
+        holds = holds || est.chunks[ci].embedding || est.chunks[ci].head;
+      if (holds)
+        s.dp.embedding_sync_ms =
+            collective_time_ms(system, Collective::AllReduce,
+                               static_cast<double>(est.padded_vocab) / c.tp * model.hidden_size * c.main_grad,
+                               2, c.nets.pp, CommGroup::Pp, &st);
+    }
     if (!st.simumax_compat && (st.overlap_grad_reduce || st.overlap_param_gather)) {
       // The windows: the backward (forward) of one micro batch of every chunk of the stage.
       double bwd = 0, fwd = 0;

@@ -213,6 +213,8 @@ double collective_time_ms(const SystemSpec& sys, Collective kind, double size, i
         bw /= std::min(sys.num_per_node, st->tp);
       else if (group == CommGroup::Edp)
         bw /= std::min(sys.num_per_node, st->ep * st->expert_tp());
+      else if (group == CommGroup::Pp)  // one pair per GPU of the stage, all at once: a NIC's share each
+        bw /= sys.num_per_node;
     }
   }
   double base_latency = op.latency_us ? *op.latency_us : nw.bandwidth.latency_us;

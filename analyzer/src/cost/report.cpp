@@ -151,6 +151,8 @@ StageCost stage_cost(const Estimate& est, const ChunkEstimate& ch, const DpComm&
                    {"inter_comm_time",
                     {{"inter_exposed_time_per_batch", simumax_time(inter)},
                      {"inter_exposed_time", simumax_time(inter * mbc)}}}};
+  if (dp.embedding_sync_ms > 0)
+    out.comm["dp_comm_time"]["embedding_grad_all_reduce"] = simumax_time(dp.embedding_sync_ms);
   double recompute_time = rc_on ? t.recompute_compute_ms : 0;
   ojson batch{{"compute_info",
                {{"fwd_flops", simumax_flops(w.fwd_flops)},

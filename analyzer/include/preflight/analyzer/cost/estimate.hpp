@@ -148,7 +148,13 @@ struct DpComm {
   Group dense, moe;
   /// Hidden under compute by --overlap-grad-reduce / --overlap-param-gather (0 with simumax_compat).
   double overlapped_ms = 0;
-  double exposed_ms() const { return std::max(0.0, dense.time_ms + moe.time_ms - overlapped_ms); }
+  /// First and last stage of a pipeline sharing a word embedding (tied embeddings, or MTP's copy on the last
+  /// stage): the all-reduce of its gradient over those two ranks after the data-parallel sync (Megatron
+  /// finalize_model_grads), never overlapped; 0 elsewhere and with simumax_compat.
+  double embedding_sync_ms = 0;
+  double exposed_ms() const {
+    return std::max(0.0, dense.time_ms + moe.time_ms - overlapped_ms) + embedding_sync_ms;
+  }
 };
 
 /// Optimizer step of one stage (SimuMax _compute_optim_time, Megatron-style, memory bound).

@@ -63,7 +63,8 @@ double end_to_end_ms(const SystemSpec& sys, double compute_ms, double memory_ms)
 
 /// Time of one collective on network `net` among `n` ranks; `bytes` is the full (un-sharded) payload.
 /// Traffic = bytes·scale·(1 + offset/n); PCIe DP groups use the measured `dp_fixed_bw`; `inter_node`
-/// divides the bandwidth by the ranks sharing a NIC (p2p; ep/cp all-to-all; dp_cp/edp with `st`);
+/// divides the bandwidth by the ranks sharing a NIC (p2p; ep/cp all-to-all; dp_cp/edp and pp — the embedding
+/// group's gradient all-reduce — with `st`);
 /// latency is multiplied by the ring steps when num_per_node is 8.  0 when n is 1.
 /// `st` is given only for the DP gradient collectives (as SimuMax does).  `span`: the consecutive ranks the
 /// group's members lie in, for the share of an inter-node ep / cp all-to-all that leaves the node, (k − 1)/k
