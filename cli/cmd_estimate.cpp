@@ -89,7 +89,7 @@ int run(const EstimateOptions& o) {
   if (yaml_device_gib) cap_device_memory(system.mem_gib, *yaml_device_gib, warnings);
   if (o.simumax_compat) strategy.simumax_compat = true;
   if (o.gpus_per_node > 0) {
-    system.num_per_node = o.gpus_per_node;
+    system.set_gpus_per_node(o.gpus_per_node);
     strategy.gpus_per_node = o.gpus_per_node;
   }
   cost::EstimateOptions eo;

@@ -178,7 +178,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   SystemSpec system = cost::load_simumax_system(o.system);
   cap_device_memory(system.mem_gib, o.yaml_device_gib, warnings);
   for (const auto& w : warnings) std::cerr << "preflight: warning: " << w << "\n";
-  if (o.gpus_per_node > 0) system.num_per_node = o.gpus_per_node;
+  if (o.gpus_per_node > 0) system.set_gpus_per_node(o.gpus_per_node);
   if (!o.config.empty()) {
     // base comes from the yaml
   } else if (!o.strategy.empty()) {

@@ -266,6 +266,37 @@ TEST(CostSchedule, DeferredOutputLayerWgradsShortenAHeadHeavyLastStage) {
                    run(" --simumax-compat").pipeline_ms);
 }
 
+// --gpus-per-node: SimuMax's inter_node bandwidth is the node's aggregate (a NIC per device), so a smaller
+// node keeps each device's NIC share — GB200's 72 × 100 GB/s became 1.8 TB/s per GPU on 4-GPU nodes before,
+// pricing NeMo's DeepSeek-V3 with its 32-way expert all-to-all on the NICs faster than on NVLink.
+TEST(CostModel, GpusPerNodeKeepsEachDevicesNicShare) {
+  SystemSpec gb200 = load_simumax_system("gb200");
+  ASSERT_EQ(gb200.num_per_node, 72);
+  const double per_gpu = gb200.networks.at("inter_node").bandwidth.gbps / 72;
+  gb200.set_gpus_per_node(4);
+  EXPECT_EQ(gb200.num_per_node, 4);
+  EXPECT_DOUBLE_EQ(gb200.networks.at("inter_node").bandwidth.gbps, 4 * per_gpu);
+  EXPECT_DOUBLE_EQ(gb200.networks.at("high_intra_node").bandwidth.gbps,
+                   load_simumax_system("gb200").networks.at("high_intra_node").bandwidth.gbps);
+  expect_input_error([&] { gb200.set_gpus_per_node(0); }, "--gpus-per-node", "at least 1");
+
+  const std::string args =
+      "--num-layers 8 --hidden-size 7168 --ffn-hidden-size 18432 --num-attention-heads 128 "
+      "--num-experts 256 --moe-ffn-hidden-size 2048 --moe-router-topk 8 --moe-grouped-gemm "
+      "--moe-token-dispatcher-type alltoall --seq-length 4096 --max-position-embeddings 4096 --swiglu "
+      "--normalization RMSNorm --untie-embeddings-and-output-weights --disable-bias-linear "
+      "--position-embedding-type rope --vocab-size 129280 --micro-batch-size 1 --global-batch-size 64 "
+      "--expert-model-parallel-size 32 --use-distributed-optimizer --bf16 --use-flash-attn "
+      "--transformer-impl transformer_engine --use-mcore-models --nproc_per_node 4 --nnodes 8";
+  const MegatronConfig c = parse_megatron_args(preflight::test::words(args));
+  const Estimate nvl72 = estimate(c.model, c.strategy, load_simumax_system("gb200"));
+  SystemSpec small = load_simumax_system("gb200");
+  small.set_gpus_per_node(4);
+  const Estimate nvl4 = estimate(c.model, c.strategy, small);
+  // The 32-way all-to-all leaves the 4-GPU node (7/8 of it) at a NIC's 100 GB/s, not NVLink's 900.
+  EXPECT_GT(nvl4.iteration_ms, nvl72.iteration_ms * 1.1);
+}
+
 // Tied embeddings (Megatron's default: no --untie-embeddings-and-output-weights).  One stage holding both
 // ends keeps one weight: its gradients reduced over dp and its optimizer step lose the output layer's
 // vocabulary × hidden parameters.  Across a pipeline the first and the last stage each keep a copy and

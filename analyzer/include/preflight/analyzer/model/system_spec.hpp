@@ -86,6 +86,13 @@ struct SystemSpec {
 
   /// Device memory in bytes.
   double mem_bytes() const;
+
+  /// `--gpus-per-node n`: the devices one node (NVLink domain) holds.  SimuMax's `inter_node` bandwidth is
+  /// the node's aggregate (one NIC per device: 8 × 50 GB/s on DGX H100, 72 × 100 GB/s on GB200 NVL72), so it
+  /// is scaled by n / num_per_node — each device keeps its NIC's share; collectives across nodes divide it
+  /// back by the devices that share it (primitives.hpp).
+  /// @throws InputError("--gpus-per-node", …) when n < 1.
+  void set_gpus_per_node(int n);
 };
 
 }  // namespace preflight::analyzer
