@@ -416,6 +416,12 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
                 "--hybrid-layer-pattern", "M-M*-", "--vocab-size", "10"},
                "--hybrid-layer-pattern");
   expect_error(with(base_args(), {"--is-hybrid-model"}), "--is-hybrid-model");
+  // Linear (gated delta net) and sparse attention layers are refused by name, not priced as softmax attention
+  // (Megatron's functional test gpt3_mcore_te_tp2_pp1_gdn; DeepSeek-V3.2's indexer).
+  expect_error(with(base_args(), {"--experimental-attention-variant", "gated_delta_net",
+                                  "--linear-attention-freq", "3", "--linear-num-key-heads", "4"}),
+               "--experimental-attention-variant");
+  expect_error(with(base_args(), {"--dsa-indexer-n-heads", "64"}), "--dsa-indexer-n-heads");
   // MoE with tp > 1 trains only with sequence parallelism (Megatron's moe_layer.py).
   expect_error(with(base_args(), {"--num-experts", "8", "--tensor-model-parallel-size", "2"}),
                "--sequence-parallel");

@@ -266,6 +266,15 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                        o->second +
                            " (Mamba / state-space layers) are not modelled: preflight prices transformer "
                            "layers (GPT, Llama, MoE, multi-latent attention)");
+  // Attention that is not softmax attention over every key: gated delta net linear attention (Qwen3-Next
+  // style, --linear-attention-freq of the layers) and DeepSeek sparse attention (an indexer picks the keys).
+  for (const char* name :
+       {"--experimental-attention-variant", "--linear-attention-freq", "--dsa-indexer-n-heads"})
+    if (std::find(cfg.ignored.begin(), cfg.ignored.end(), name) != cfg.ignored.end())
+      throw InputError(name,
+                       "experimental attention variants (gated delta net linear attention, DeepSeek sparse "
+                       "attention) are not modelled: preflight prices softmax attention over the causal keys "
+                       "(or a sliding window), which would misprice these layers' time and memory");
   // Encoder-decoder models (Megatron's T5: --encoder-num-layers / --decoder-num-layers instead of
   // --num-layers).
   if (!cfg.seen.count("--num-layers"))
