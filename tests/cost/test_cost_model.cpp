@@ -266,6 +266,25 @@ TEST(CostSchedule, DeferredOutputLayerWgradsShortenAHeadHeavyLastStage) {
                    run(" --simumax-compat").pipeline_ms);
 }
 
+// The latency of a collective grows with its ring steps (all-to-all: its peers) on any node, not only on
+// 8-GPU ones as in SimuMax: a 64-rank all-to-all inside GB200's 72-GPU NVLink domain waits on 63 peers, an
+// 8-rank one on 7 (it was one flat latency for both).  SimuMax's own 8-GPU systems price as before (the
+// parity tests).
+TEST(CostPrimitives, CollectiveLatencyGrowsWithTheGroupOnA72GpuDomain) {
+  const SystemSpec gb200 = load_simumax_system("gb200");
+  const double tiny = 1024;  // bytes: latency-bound
+  const double a8 =
+      collective_time_ms(gb200, Collective::AllToAll, tiny, 8, "high_intra_node", CommGroup::Ep);
+  const double a64 =
+      collective_time_ms(gb200, Collective::AllToAll, tiny, 64, "high_intra_node", CommGroup::Ep);
+  EXPECT_GT(a64, 5 * a8);
+  const double r4 =
+      collective_time_ms(gb200, Collective::AllReduce, tiny, 4, "high_intra_node", CommGroup::Tp);
+  const double r2 =
+      collective_time_ms(gb200, Collective::AllReduce, tiny, 2, "high_intra_node", CommGroup::Tp);
+  EXPECT_GT(r4, r2);
+}
+
 // --gpus-per-node: SimuMax's inter_node bandwidth is the node's aggregate (a NIC per device), so a smaller
 // node keeps each device's NIC share — GB200's 72 × 100 GB/s became 1.8 TB/s per GPU on 4-GPU nodes before,
 // pricing NeMo's DeepSeek-V3 with its 32-way expert all-to-all on the NICs faster than on NVLink.

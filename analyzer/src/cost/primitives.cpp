@@ -228,9 +228,10 @@ double collective_time_ms(const SystemSpec& sys, Collective kind, double size, i
   else
     fixed = nw.bandwidth.fixed_latency_us;
   if (n == 1) return 0;
+  // A latency per ring step (per peer for an all-to-all).  SimuMax applies it on 8-device nodes only (all its
+  // systems have 8); a 72-GPU NVLink domain's 64-rank all-to-all has 63 peers as well.
   double latency = base_latency;
-  if (sys.num_per_node == 8 && kind != Collective::SendRecv)
-    latency = base_latency * (n + op.offset) * op.scale;
+  if (kind != Collective::SendRecv) latency = base_latency * (n + op.offset) * op.scale;
   return actual / (bw * kGiB * eff) * 1e3 + (latency + fixed) / 1e3;
 }
 

@@ -65,11 +65,12 @@ double end_to_end_ms(const SystemSpec& sys, double compute_ms, double memory_ms)
 /// Traffic = bytes·scale·(1 + offset/n); PCIe DP groups use the measured `dp_fixed_bw`; `inter_node`
 /// divides the bandwidth by the ranks sharing a NIC (p2p; ep/cp all-to-all; dp_cp/edp and pp — the embedding
 /// group's gradient all-reduce — with `st`);
-/// latency is multiplied by the ring steps when num_per_node is 8.  0 when n is 1.
-/// `st` is given only for the DP gradient collectives (as SimuMax does).  `span`: the consecutive ranks the
-/// group's members lie in, for the share of an inter-node ep / cp all-to-all that leaves the node, (k − 1)/k
-/// with k = ceil(span / num_per_node); 0 = n (SimuMax's: an ep group strided by expert tp, or a cp group by
-/// tp, then counts as one node however many it spans).
+/// latency is multiplied by the ring steps (SimuMax: on 8-device nodes only, which all its systems are; here
+/// on any node — a 72-GPU NVLink domain too).  0 when n is 1. `st` is given only for the DP gradient
+/// collectives (as SimuMax does).  `span`: the consecutive ranks the group's members lie in, for the share of
+/// an inter-node ep / cp all-to-all that leaves the node, (k − 1)/k with k = ceil(span / num_per_node); 0 = n
+/// (SimuMax's: an ep group strided by expert tp, or a cp group by tp, then counts as one node however many it
+/// spans).
 /// @throws InputError when the network or its collective is missing from the system file.
 double collective_time_ms(const SystemSpec& sys, Collective op, double bytes, int n, const std::string& net,
                           CommGroup group, const Strategy* st = nullptr, int span = 0);
