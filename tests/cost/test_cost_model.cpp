@@ -34,6 +34,15 @@ Strategy strategy_from(const std::string& preset) {
   return st;
 }
 
+/// Estimates of the Megatron command line `base` + `extra` on `sys`: the runner of the tests below that vary
+/// a few flags of one launch.
+auto megatron_runner(std::string base, SystemSpec sys, EstimateOptions opt = {}) {
+  return [base = std::move(base), sys = std::move(sys), opt](const std::string& extra) {
+    const MegatronConfig c = parse_megatron_args(preflight::test::words(base + extra));
+    return estimate(c.model, c.strategy, sys, opt);
+  };
+}
+
 /// Expects an InputError whose location mentions `where` and whose text mentions `what`.
 template <class F>
 void expect_input_error(F f, const std::string& where, const std::string& what) {
@@ -243,10 +252,7 @@ TEST(CostSchedule, DeferredOutputLayerWgradsShortenAHeadHeavyLastStage) {
   const SystemSpec sys = load_simumax_system("h100-sxm");
   EstimateOptions opt;
   opt.schedule = true;
-  auto run = [&](const std::string& extra) {
-    const MegatronConfig c = parse_megatron_args(preflight::test::words(base + extra));
-    return estimate(c.model, c.strategy, sys, opt);
-  };
+  const auto run = megatron_runner(base, sys, opt);
   const Estimate plain = run("");
   const Estimate deferred = run(" --defer-embedding-wgrad-compute");
   const double w = plain.chunks.back().output_wgrad_ms;
@@ -330,10 +336,7 @@ TEST(CostModel, TiedEmbeddingsShareOneWeightAndSyncItAcrossThePipeline) {
       "--global-batch-size 64 --bf16 --use-distributed-optimizer --use-flash-attn "
       "--transformer-impl transformer_engine --use-mcore-models --nproc_per_node 8 --nnodes 4";
   const SystemSpec sys = load_simumax_system("h100-sxm");
-  auto run = [&](const std::string& extra) {
-    const MegatronConfig c = parse_megatron_args(preflight::test::words(base + extra));
-    return estimate(c.model, c.strategy, sys);
-  };
+  const auto run = megatron_runner(base, sys);
   const double vocab_x_hidden = 128256.0 * 2048;  // 128256 pads to itself (a multiple of 128)
   // pp = 1: the dp reduce-scatter carries one vocabulary × hidden table less (fp32 main grads).
   const Estimate tied = run(""), untied = run(" --untie-embeddings-and-output-weights");
@@ -381,10 +384,7 @@ TEST(CostModel, FirstLastLayersBf16PriceTheirLayersIn16Bits) {
       "--position-embedding-type rope --vocab-size 32000 --micro-batch-size 1 --global-batch-size 8 --bf16 "
       "--use-flash-attn --transformer-impl transformer_engine --use-mcore-models --nproc_per_node 1";
   const SystemSpec sys = load_simumax_system("h100-sxm");
-  auto run = [&](const std::string& extra) {
-    const MegatronConfig c = parse_megatron_args(preflight::test::words(base + extra));
-    return estimate(c.model, c.strategy, sys);
-  };
+  const auto run = megatron_runner(base, sys);
   const Estimate bf16 = run("");
   const Estimate fp8 = run(" --fp8-format hybrid --fp8-recipe tensorwise");
   const Estimate mixed = run(" --fp8-format hybrid --fp8-recipe tensorwise --first-last-layers-bf16");
