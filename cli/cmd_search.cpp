@@ -25,7 +25,7 @@ namespace {
 struct SearchOptions {
   std::string model, system = "a100_pcie", strategy, csv, config;
   int world = 0, gbs = 0, mbs = 1, seq = 4096, top = 10, threads = 0;
-  std::string tp, pp, ep, recompute = "none,full_block,selective";
+  std::string tp, pp, ep, cp, vpp, recompute = "none,full_block,selective";
   double margin = 10;
   bool use_etp = false, no_reserved = false, json = false, quiet = false, strict = false, simumax_compat = false;
   bool mbs_default = true, seq_default = true;  // not given on the command line
@@ -82,7 +82,7 @@ std::string csv_quote(const std::string& s) {
 void write_csv(const std::string& path, const analyzer::cost::SearchResult& r) {
   std::ofstream f(path);
   if (!f) throw InputError("--csv", "cannot write " + path);
-  f << "rank,feasible,tp,pp,ep,etp,dp,micro_batches,recompute,recompute_layers,mfu,tflops_per_gpu,"
+  f << "rank,feasible,tp,pp,ep,etp,dp,cp,vpp,micro_batches,recompute,recompute_layers,mfu,tflops_per_gpu,"
        "tokens_per_second_per_gpu,iteration_s,straggler_ratio,peak_gib,stage_peaks_gib,parallelism,recompute_"
        "status,"
        "error\n";
@@ -98,9 +98,9 @@ void write_csv(const std::string& path, const analyzer::cost::SearchResult& r) {
     for (const auto& [k, v] : e.stage_peaks_gib)
       stages += (stages.empty() ? "" : " ") + k + "=" + fixed(v, 4);
     f << (e.feasible ? std::to_string(++rank) : "") << "," << (e.feasible ? "true" : "false") << "," << e.tp
-      << "," << e.pp << "," << e.ep << "," << e.etp << "," << e.dp << "," << e.micro_batches << ","
-      << to_string(e.kind) << "," << e.recompute.layers << "," << fixed(e.mfu, 6) << ","
-      << fixed(e.tflops_per_gpu, 3) << "," << fixed(e.tokens_per_second_per_gpu, 2) << ","
+      << "," << e.pp << "," << e.ep << "," << e.etp << "," << e.dp << "," << e.cp << "," << e.vpp << ","
+      << e.micro_batches << "," << to_string(e.kind) << "," << e.recompute.layers << "," << fixed(e.mfu, 6)
+      << "," << fixed(e.tflops_per_gpu, 3) << "," << fixed(e.tokens_per_second_per_gpu, 2) << ","
       << fixed(e.iteration_ms / 1000, 4) << "," << fixed(e.straggler_ratio, 4) << "," << fixed(e.peak_gib, 4)
       << "," << csv_quote(stages) << "," << csv_quote(e.parallelism) << "," << csv_quote(e.recompute_status)
       << "," << csv_quote(e.error) << "\n";
@@ -128,8 +128,8 @@ std::vector<std::size_t> top_rows(const analyzer::cost::SearchResult& r,
     if (static_cast<int>(out.size()) >= k) break;
     const auto& e = r.evaluations[i];
     std::string key = std::to_string(e.tp) + "/" + std::to_string(e.pp) + "/" + std::to_string(e.ep) + "/" +
-                      std::to_string(e.etp) + "/" + std::to_string(e.dp) + "/" + recompute_cell(e) + "/" +
-                      fixed(e.mfu, 9);
+                      std::to_string(e.etp) + "/" + std::to_string(e.dp) + "/" + std::to_string(e.cp) + "/" +
+                      std::to_string(e.vpp) + "/" + recompute_cell(e) + "/" + fixed(e.mfu, 9);
     if (seen.insert(key).second) out.push_back(i);
   }
   return out;
@@ -200,6 +200,8 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   space.tp = int_list(o.tp, "--tp");
   space.pp = int_list(o.pp, "--pp");
   space.ep = int_list(o.ep, "--ep");
+  space.cp = int_list(o.cp, "--cp");
+  space.vpp = int_list(o.vpp, "--vpp");
   space.use_etp = o.use_etp;
   space.recompute = recompute_list(o.recompute);
   space.mem_margin_gib = o.margin;
@@ -231,6 +233,8 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                      {"ep", e.ep},
                      {"etp", e.etp},
                      {"dp", e.dp},
+                     {"cp", e.cp},
+                     {"vpp", e.vpp},
                      {"micro_batches", e.micro_batches},
                      {"recompute", cost::to_string(e.kind)},
                      {"recompute_layers", e.recompute.layers},
@@ -262,6 +266,14 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
         .column("tp", TextTable::Align::Right)
         .column("pp", TextTable::Align::Right);
     t.column("ep", TextTable::Align::Right).column("dp", TextTable::Align::Right);
+    // cp / vpp columns when they vary or differ from 1 (SimuMax's table has neither).
+    bool show_cp = false, show_vpp = false;
+    for (const auto& e : r.evaluations) {
+      show_cp = show_cp || e.cp != 1;
+      show_vpp = show_vpp || e.vpp != 1;
+    }
+    if (show_cp) t.column("cp", TextTable::Align::Right);
+    if (show_vpp) t.column("vpp", TextTable::Align::Right);
     t.column("mbc", TextTable::Align::Right).column("recompute");
     t.column("MFU", TextTable::Align::Right).column("TFLOP/s", TextTable::Align::Right);
     t.column("tokens/s/GPU", TextTable::Align::Right).column("iter s", TextTable::Align::Right);
@@ -272,10 +284,16 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
       const auto& e = r.evaluations[i];
       const bool simumax_memory = e.memory_model == "simumax" && !o.simumax_compat;
       simumax_rows = simumax_rows || simumax_memory;
-      t.row({std::to_string(++row), std::to_string(e.tp), std::to_string(e.pp), std::to_string(e.ep),
-             std::to_string(e.dp), std::to_string(e.micro_batches), recompute_cell(e), fixed(e.mfu, 4),
-             fixed(e.tflops_per_gpu, 1), fixed(e.tokens_per_second_per_gpu, 1),
-             fixed(e.iteration_ms / 1000, 3), fixed(e.peak_gib, 2) + (simumax_memory ? "*" : "")});
+      std::vector<std::string> cells = {std::to_string(++row), std::to_string(e.tp), std::to_string(e.pp),
+                                        std::to_string(e.ep), std::to_string(e.dp)};
+      if (show_cp) cells.push_back(std::to_string(e.cp));
+      if (show_vpp) cells.push_back(std::to_string(e.vpp));
+      for (std::string c :
+           {std::to_string(e.micro_batches), recompute_cell(e), fixed(e.mfu, 4), fixed(e.tflops_per_gpu, 1),
+            fixed(e.tokens_per_second_per_gpu, 1), fixed(e.iteration_ms / 1000, 3),
+            fixed(e.peak_gib, 2) + (simumax_memory ? "*" : "")})
+        cells.push_back(std::move(c));
+      t.row(cells);
     }
     std::cout << t.render();
     if (simumax_rows)
@@ -287,8 +305,9 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
               << " evaluations/s; " << r.skipped.size() << " layouts skipped as invalid\n";
     if (r.best) {
       const auto& b = r.evaluations[*r.best];
-      std::cout << "best: " << b.parallelism << ", " << b.recompute_status << ", MFU " << fixed(b.mfu, 4)
-                << "\n";
+      std::cout << "best: " << b.parallelism
+                << (b.vpp > 1 ? ", " + std::to_string(b.vpp) + " virtual stages per rank" : "") << ", "
+                << b.recompute_status << ", MFU " << fixed(b.mfu, 4) << "\n";
     } else {
       std::cout << "no layout fits in " << fixed(r.memory_limit_gib, 1) << " GiB\n";
     }
@@ -301,7 +320,8 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
 
 Command search_command() {
   return {
-      "search", "parallel-strategy search (tp × pp × ep × recompute), best by MFU under the memory limit",
+      "search",
+      "parallel-strategy search (tp × pp × ep [× cp × vpp] × recompute), best by MFU under the memory limit",
       [](CLI::App& sub) -> std::function<int()> {
         auto o = std::make_shared<SearchOptions>();
         sub.add_option("--model", o->model, "SimuMax model JSON, simumax:<name>, config.json or preset");
@@ -323,6 +343,10 @@ Command search_command() {
         sub.add_option("--seq-length", o->seq, "tokens per sample")->capture_default_str();
         sub.add_option("--tp", o->tp, "tensor-parallel sizes, e.g. 1,2,4,8 (default: SimuMax's)");
         sub.add_option("--pp", o->pp, "pipeline sizes, e.g. 1,2,4,8 or all (default: 1..layers)");
+        sub.add_option("--cp", o->cp, "context-parallel sizes, e.g. 1,2,4 (default: the base strategy's)");
+        sub.add_option("--vpp", o->vpp,
+                       "virtual pipeline stages per rank (interleaved 1F1B), e.g. 1,2,4 (default: the base "
+                       "strategy's; layers must split evenly over pp·vpp)");
         sub.add_option("--ep", o->ep, "expert-parallel sizes (MoE)");
         sub.add_flag("--use-etp", o->use_etp, "expert tensor parallel = tp (else 1)");
         sub.add_option("--recompute", o->recompute, "none,full_block,selective")->capture_default_str();

@@ -195,6 +195,78 @@ TEST(Search, SharedReferenceCsv) {
   for (const Row& row : reference_rows()) EXPECT_NE(text.find(row.parallelism), std::string::npos);
 }
 
+// Interleaved stages and context parallelism are searched when asked (SimuMax searches neither).  Llama-3 70B
+// on 64 H100s with 16 micro batches per rank at pp 4: the interleaved schedule's smaller bubble wins — the
+// best layout has vpp > 1 and beats every vpp-1 layout; the layouts Megatron refuses are skipped with the
+// reason (vpp on pp 1, layers that do not split over pp·vpp, micro batches not a multiple of pp).
+TEST(Search, InterleavedStagesAndContextParallelWhenAsked) {
+  const ModelSpec m = load_cost_model("llama3-70b");
+  Strategy base;
+  base.precision = Precision::BF16;
+  base.sequence_parallel = true;
+  base.distributed_optimizer = true;
+  base.zero_stage = 1;
+  base.seq_length = 8192;
+  SearchSpace sp;
+  sp.world_size = 64;
+  sp.global_batch_size = 64;
+  sp.tp = {4, 8};
+  sp.pp = {1, 4, 8};
+  sp.vpp = {1, 3, 5};
+  sp.recompute = {RecomputeSearch::None, RecomputeSearch::FullBlock};
+  const SearchResult r = search(m, base, load_simumax_system("h100-sxm"), sp);
+  ASSERT_TRUE(r.best.has_value());
+  const SearchEvaluation& b = r.evaluations[*r.best];
+  EXPECT_GT(b.vpp, 1);
+  double best_plain = 0;
+  std::set<int> vpps;
+  for (const auto& e : r.evaluations) {
+    vpps.insert(e.vpp);
+    if (e.feasible && e.vpp == 1) best_plain = std::max(best_plain, e.mfu);
+    if (e.vpp > 1) {
+      EXPECT_GT(e.pp, 1);
+      EXPECT_EQ(m.num_layers % (e.pp * e.vpp), 0);
+      EXPECT_EQ(e.micro_batches % e.pp, 0);
+    }
+  }
+  EXPECT_EQ(vpps, (std::set<int>{1, 5}));  // 80 layers do not split into pp·3 chunks
+  EXPECT_GT(b.mfu, best_plain);
+  auto skipped = [&](const std::string& why) {
+    return std::any_of(r.skipped.begin(), r.skipped.end(),
+                       [&](const std::string& s) { return s.find(why) != std::string::npos; });
+  };
+  EXPECT_TRUE(skipped("an interleaved schedule needs pp > 1"));
+  EXPECT_TRUE(skipped("layers not divisible by pp·vpp"));
+
+  // 32K tokens per sample on 8 GPUs: cp splits the sequence; dp = world / (tp·cp·pp).
+  SearchSpace cs;
+  cs.world_size = 8;
+  cs.global_batch_size = 16;
+  cs.tp = {1, 2};
+  cs.pp = {1};
+  cs.cp = {1, 2, 4};
+  cs.recompute = {RecomputeSearch::None};
+  Strategy long_base = base;
+  long_base.seq_length = 32768;
+  const SearchResult c = search(load_cost_model("llama3-8b"), long_base, load_simumax_system("h100-sxm"), cs);
+  std::set<int> cps;
+  for (const auto& e : c.evaluations) {
+    cps.insert(e.cp);
+    EXPECT_EQ(e.dp * e.tp * e.cp * e.pp, 8) << e.parallelism;
+    EXPECT_NE(e.parallelism.find("cp" + std::to_string(e.cp) + "."), std::string::npos) << e.parallelism;
+  }
+  EXPECT_EQ(cps, (std::set<int>{1, 2, 4}));
+  ASSERT_TRUE(c.best.has_value());
+  // Without cp the same sizes (tp 1 / 2) need more memory per GPU for the 32K activations.
+  double peak_cp1 = 1e9, peak_cp4 = 1e9;
+  for (const auto& e : c.evaluations) {
+    if (e.tp != 2) continue;
+    if (e.cp == 1) peak_cp1 = std::min(peak_cp1, e.peak_gib);
+    if (e.cp == 4) peak_cp4 = std::min(peak_cp4, e.peak_gib);
+  }
+  EXPECT_LT(peak_cp4, peak_cp1);
+}
+
 TEST(SearchCli, TableCsvJsonAndExitStatus) {
   std::string csv =
       (std::filesystem::temp_directory_path() / ("preflight_search_" + std::to_string(::getpid()) + ".csv"))
@@ -206,7 +278,7 @@ TEST(SearchCli, TableCsvJsonAndExitStatus) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("best:"), std::string::npos);
   std::string table = read_file(csv);
-  EXPECT_EQ(table.rfind("rank,feasible,tp,pp", 0), 0u);
+  EXPECT_EQ(table.rfind("rank,feasible,tp,pp,ep,etp,dp,cp,vpp,", 0), 0u);
   EXPECT_GE(std::count(table.begin(), table.end(), '\n'), 4);
   std::filesystem::remove(csv);
 
@@ -224,6 +296,17 @@ TEST(SearchCli, TableCsvJsonAndExitStatus) {
       "none");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("no layout fits"), std::string::npos);
+
+  // --cp / --vpp: their columns appear when searched.
+  r = run_preflight(
+      "search --model simumax:llama3-8b --world-size 8 --global-batch-size 32 --tp 1,2 --pp 2 --vpp 1,2 --cp "
+      "1,2 "
+      "--recompute none --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" cp  vpp "), std::string::npos) << r.out;
+  r = run_preflight("search --model simumax:llama3-8b --world-size 8 --global-batch-size 32 --vpp 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--vpp"), std::string::npos) << r.err;
 
   r = run_preflight(
       "search --model simumax:llama3-8b --world-size 8 --global-batch-size 32 --recompute sometimes");

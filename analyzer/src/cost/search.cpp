@@ -51,7 +51,7 @@ double simumax_rounded_gib(double bytes) {
 }
 
 struct Layout {
-  int tp, ep, pp, etp, last_stage_layers, micro_batches;
+  int tp, ep, pp, etp, last_stage_layers, micro_batches, cp, vpp;
 };
 
 SearchEvaluation evaluate(const ModelSpec& model, const Strategy& st, const SystemSpec& sys,
@@ -62,6 +62,8 @@ SearchEvaluation evaluate(const ModelSpec& model, const Strategy& st, const Syst
   ev.pp = lay.pp;
   ev.ep = lay.ep;
   ev.etp = lay.etp;
+  ev.cp = lay.cp;
+  ev.vpp = lay.vpp;
   ev.dp = st.dp();
   ev.micro_batches = lay.micro_batches;
   ev.kind = kind;
@@ -103,6 +105,8 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
   st.ep = lay.ep;
   st.pp = lay.pp;
   st.etp = lay.etp;
+  st.cp = lay.cp;
+  st.vpp = lay.vpp;
   st.first_stage_layers = -1;
   st.last_stage_layers = lay.last_stage_layers;
   st.stage_layers.clear();
@@ -110,7 +114,7 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
   st.micro_batch_size = space.micro_batch_size;
   st.global_batch_size = space.global_batch_size;
   LayerRecompute base_rc = base.effective_layer_recompute(model);
-  int per_stage = (model.num_layers + lay.pp - 1) / lay.pp;
+  int per_stage = (model.num_layers + lay.pp * lay.vpp - 1) / (lay.pp * lay.vpp);  // per chunk with vpp
   for (RecomputeSearch kind : space.recompute) {
     LayerRecompute rc;
     rc.enabled = base_rc.enabled;
@@ -155,20 +159,23 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
 std::string layout_problem(const ModelSpec& m, const Strategy& base, const SearchSpace& space,
                            const Layout& lay) {
   std::int64_t ws = space.world_size;
-  if (ws % (static_cast<std::int64_t>(lay.pp) * lay.tp * base.cp) != 0)
+  if (ws % (static_cast<std::int64_t>(lay.pp) * lay.tp * lay.cp) != 0)
     return "world size not divisible by pp·tp·cp";
   if (ws % (static_cast<std::int64_t>(lay.ep) * lay.etp * lay.pp) != 0)
     return "world size not divisible by ep·etp·pp";
-  if (base.seq_length % base.cp != 0) return "sequence not divisible by cp";
+  if (base.seq_length % lay.cp != 0) return "sequence not divisible by cp";
   if (m.num_attention_heads % lay.tp != 0) return "heads not divisible by tp";
   if (m.num_query_groups % lay.tp != 0) return "kv heads not divisible by tp";
   int experts = m.moe.enabled() ? m.moe.num_experts : 1;
   if (experts % lay.ep != 0) return "experts not divisible by ep";
-  if (base.cp > 1 && base.cp_comm_type != CpCommType::AllGather) {
-    if (m.num_attention_heads % base.cp != 0) return "heads not divisible by cp";
-    if (m.num_query_groups % base.cp != 0) return "kv heads not divisible by cp";
+  if (lay.cp > 1 && base.cp_comm_type != CpCommType::AllGather) {
+    if (m.num_attention_heads % lay.cp != 0) return "heads not divisible by cp";
+    if (m.num_query_groups % lay.cp != 0) return "kv heads not divisible by cp";
   }
-  if (base.vpp > 1 && lay.pp == 1) return "an interleaved schedule needs pp > 1";
+  if (lay.vpp > 1) {
+    if (lay.pp == 1) return "an interleaved schedule needs pp > 1";
+    if (m.num_layers % (lay.pp * lay.vpp) != 0) return "layers not divisible by pp·vpp";
+  }
   return "";
 }
 
@@ -184,6 +191,8 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
   if (space.recompute.empty()) throw InputError("--recompute", "names no recompute type");
   bool moe = model.moe.enabled();
   std::vector<int> tps = space.tp, eps = space.ep, pps = space.pp;
+  std::vector<int> cps = space.cp.empty() ? std::vector<int>{base.cp} : space.cp;
+  std::vector<int> vpps = space.vpp.empty() ? std::vector<int>{base.vpp} : space.vpp;
   if (tps.empty()) tps = moe ? std::vector<int>{1} : std::vector<int>{1, 2, 4, 8};
   if (eps.empty()) eps = moe ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{1};
   if (pps.empty())
@@ -200,39 +209,48 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
   std::vector<Layout> layouts;
   for (int tp : tps)
     for (int ep : eps)
-      for (int pp : pps) {
-        Layout lay{tp, ep, pp, space.use_etp ? tp : 1, -1, 0};
-        std::string where =
-            "tp" + std::to_string(tp) + " ep" + std::to_string(ep) + " pp" + std::to_string(pp);
-        if (pp <= 0 || tp <= 0 || ep <= 0) {
-          result.skipped.push_back(where + ": sizes must be positive");
-          continue;
-        }
-        if (pp > 1) {
-          int per = (model.num_layers + pp - 1) / pp;
-          lay.last_stage_layers = model.num_layers - per * (pp - 1);
-          if (per <= 0 || lay.last_stage_layers <= 0) {
-            result.skipped.push_back(where + ": no layers left for the last stage");
-            continue;
+      for (int pp : pps)
+        for (int cp : cps)
+          for (int vpp : vpps) {
+            Layout lay{tp, ep, pp, space.use_etp ? tp : 1, -1, 0, cp, vpp};
+            std::string where = "tp" + std::to_string(tp) + " ep" + std::to_string(ep) + " pp" +
+                                std::to_string(pp) +
+                                (cps.size() > 1 || cp > 1 ? " cp" + std::to_string(cp) : "") +
+                                (vpps.size() > 1 || vpp > 1 ? " vpp" + std::to_string(vpp) : "");
+            if (pp <= 0 || tp <= 0 || ep <= 0 || cp <= 0 || vpp <= 0) {
+              result.skipped.push_back(where + ": sizes must be positive");
+              continue;
+            }
+            if (pp > 1 && vpp == 1) {
+              int per = (model.num_layers + pp - 1) / pp;
+              lay.last_stage_layers = model.num_layers - per * (pp - 1);
+              if (per <= 0 || lay.last_stage_layers <= 0) {
+                result.skipped.push_back(where + ": no layers left for the last stage");
+                continue;
+              }
+            }
+            std::string problem = layout_problem(model, base, space, lay);
+            if (!problem.empty()) {
+              result.skipped.push_back(where + ": " + problem);
+              continue;
+            }
+            int dp = space.world_size / (pp * tp * cp);
+            if (space.global_batch_size % (dp * space.micro_batch_size) != 0) {
+              result.skipped.push_back(where + ": global batch not divisible by dp·micro batch");
+              continue;
+            }
+            lay.micro_batches = space.global_batch_size / (dp * space.micro_batch_size);
+            if (lay.micro_batches == 0) {
+              result.skipped.push_back(where + ": no micro batch");
+              continue;
+            }
+            if (vpp > 1 && lay.micro_batches % pp != 0) {
+              result.skipped.push_back(where +
+                                       ": micro batches not a multiple of pp (interleaved groups of pp)");
+              continue;
+            }
+            layouts.push_back(lay);
           }
-        }
-        std::string problem = layout_problem(model, base, space, lay);
-        if (!problem.empty()) {
-          result.skipped.push_back(where + ": " + problem);
-          continue;
-        }
-        int dp = space.world_size / (pp * tp * base.cp);
-        if (space.global_batch_size % (dp * space.micro_batch_size) != 0) {
-          result.skipped.push_back(where + ": global batch not divisible by dp·micro batch");
-          continue;
-        }
-        lay.micro_batches = space.global_batch_size / (dp * space.micro_batch_size);
-        if (lay.micro_batches == 0) {
-          result.skipped.push_back(where + ": no micro batch");
-          continue;
-        }
-        layouts.push_back(lay);
-      }
 
   // Ops the cost model does not price do not depend on the layout: checked once, on the first one.
   if (!layouts.empty()) {

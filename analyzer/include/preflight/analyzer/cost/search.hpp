@@ -8,9 +8,11 @@
 /// highest stage peak (with the reserved ratio, by default) is at most device memory − margin; best =
 /// highest MFU (first found on ties, except full_block which keeps the later of equal MFUs, as SimuMax).
 ///
-/// Beyond SimuMax: candidates are evaluated on several threads (results are reduced in SimuMax's
-/// order, so the best and the feasible list do not depend on the thread count), a progress callback,
-/// and every evaluation is returned (infeasible ones too) for a top-K table or a CSV.
+/// Beyond SimuMax: context-parallel sizes and interleaved (virtual) pipeline stages per rank can be searched
+/// too (SearchSpace::cp, ::vpp; by default only the base strategy's, as SimuMax); candidates are evaluated on
+/// several threads (results are reduced in SimuMax's order, so the best and the feasible list do not depend
+/// on the thread count), a progress callback, and every evaluation is returned (infeasible ones too) for a
+/// top-K table or a CSV.
 
 #include <cstddef>
 #include <functional>
@@ -35,6 +37,14 @@ struct SearchSpace {
   std::vector<int> tp;
   std::vector<int> pp;   ///< empty: 1 … num_layers
   std::vector<int> ep;   ///< empty: {1,2,4,8} for MoE models, {1} for dense
+  /// Context-parallel sizes (empty: the base strategy's; SimuMax searches none).  cp divides the world with
+  /// tp and pp (dp = world / (tp·cp·pp)) and the sequence; the heads split over it unless cp_comm_type is
+  /// all-gather.
+  std::vector<int> cp;
+  /// Virtual pipeline stages per rank (Megatron's interleaved 1F1B; empty: the base strategy's, 1 for
+  /// SimuMax).  vpp > 1 needs pp > 1, the layers split evenly over pp·vpp chunks, and the micro batches a
+  /// multiple of pp (Megatron's default group of pp micro batches per virtual stage).
+  std::vector<int> vpp;
   bool use_etp = false;  ///< expert tensor parallel = tp (else 1)
   std::vector<RecomputeSearch> recompute = {RecomputeSearch::None, RecomputeSearch::FullBlock,
                                             RecomputeSearch::Selective};
@@ -49,6 +59,7 @@ struct SearchSpace {
 /// One evaluation of the search.
 struct SearchEvaluation {
   int tp = 1, pp = 1, ep = 1, etp = 1, dp = 1, micro_batches = 0;
+  int cp = 1, vpp = 1;  ///< context-parallel size, virtual pipeline stages per rank
   RecomputeSearch kind = RecomputeSearch::None;
   LayerRecompute recompute;      ///< what was evaluated
   std::string parallelism;       ///< SimuMax's parallelism string
