@@ -422,6 +422,16 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
                                   "--linear-attention-freq", "3", "--linear-num-key-heads", "4"}),
                "--experimental-attention-variant");
   expect_error(with(base_args(), {"--dsa-indexer-n-heads", "64"}), "--dsa-indexer-n-heads");
+  // Virtual stages larger than a pipeline stage (24 layers over pp 8: 3 per stage) name the virtual-stage
+  // flag, not an internal "virtual pipeline size" of 0; fewer micro batches than pp under interleaving name
+  // the global batch, not a group-size flag the launch did not give.
+  expect_error(with(base_args(), {"--pipeline-model-parallel-size", "8",
+                                  "--num-layers-per-virtual-pipeline-stage", "4", "--nproc_per_node", "8"}),
+               "--num-layers-per-virtual-pipeline-stage");
+  expect_error(with(base_args(),
+                    {"--pipeline-model-parallel-size", "4", "--num-layers-per-virtual-pipeline-stage", "2",
+                     "--global-batch-size", "2", "--micro-batch-size", "1", "--nproc_per_node", "4"}),
+               "--global-batch-size");
   // MoE with tp > 1 trains only with sequence parallelism (Megatron's moe_layer.py).
   expect_error(with(base_args(), {"--num-experts", "8", "--tensor-model-parallel-size", "2"}),
                "--sequence-parallel");

@@ -294,6 +294,16 @@ TEST(CostPrimitives, CollectiveLatencyGrowsWithTheGroupOnA72GpuDomain) {
 // --gpus-per-node: SimuMax's inter_node bandwidth is the node's aggregate (a NIC per device), so a smaller
 // node keeps each device's NIC share — GB200's 72 × 100 GB/s became 1.8 TB/s per GPU on 4-GPU nodes before,
 // pricing NeMo's DeepSeek-V3 with its 32-way expert all-to-all on the NICs faster than on NVLink.
+TEST(CostModel, Fp8OnADeviceWithoutFp8IsRefusedByTheFlag) {
+  const auto run = megatron_runner(
+      "--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+      "--max-position-embeddings 1024 "
+      "--vocab-size 32000 --micro-batch-size 1 --global-batch-size 8 --bf16 --nproc_per_node 8 ",
+      load_simumax_system("a100-sxm-80gb"));
+  expect_input_error([&] { run("--fp8-format hybrid"); }, "--fp8-format", "no FP8 tensor cores");
+  EXPECT_GT(run("").iteration_ms, 0);
+}
+
 TEST(CostModel, GpusPerNodeKeepsEachDevicesNicShare) {
   SystemSpec gb200 = load_simumax_system("gb200");
   ASSERT_EQ(gb200.num_per_node, 72);

@@ -977,6 +977,15 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   if (est.device_memory_gib != system.mem_gib)
     est.warnings.push_back("b200_bf16_ceperm: SimuMax's file says mem_gbs 80; a B200 has 179.06 GiB usable, which "
                            "is compared here (--simumax-compat keeps 80)");
+  // FP8 GEMMs on a device without them (A100, Ascend 910B: the presets' fp8_matmul has no rate): refused by
+  // the flag that asked for them, not by the kernel table.
+  if (strategy.fp8 != Fp8Format::None) {
+    auto f8 = system.op.find("fp8_matmul");
+    if (f8 != system.op.end() && (f8->second.tflops <= 0 || f8->second.efficient_factor <= 0))
+      throw InputError("--fp8-format", system.name +
+                                           " has no FP8 tensor cores (its fp8_matmul has no rate): run in "
+                                           "bf16 / fp16, or price an FP8 system (Hopper, Blackwell, MI300X)");
+  }
   if (strategy.fp8 != Fp8Format::None && strategy.fp8_recipe == Fp8Recipe::Mxfp8 &&
       system.mxfp8_gemm_scale == 1.0 && !strategy.simumax_compat)
     est.warnings.push_back(system.name +

@@ -245,6 +245,11 @@ void check_interleaved_groups(const Strategy& st) {
       st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : pp;
   auto num = [](std::int64_t v) { return std::to_string(v); };
   // megatron/core/pipeline_parallel/schedules.py (forward_backward_pipelining_with_interleaving).
+  if (st.microbatch_group_size_per_vp_stage <= 0 && m < pp)
+    throw InputError("--global-batch-size",
+                     "the interleaved schedule needs at least pp = " + num(pp) +
+                         " micro batches per iteration, got " + num(m) +
+                         " (global batch / (micro batch × dp)); Megatron refuses fewer");
   if (g < pp || g > m)
     throw InputError("--microbatch-group-size-per-virtual-pipeline-stage",
                      num(g) + " is outside [pp, micro batches] = [" + num(pp) + ", " + num(m) +
@@ -374,6 +379,10 @@ void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
     I64 per_stage = (m.num_layers + (st.account_for_embedding_in_pipeline_split ? 1 : 0) +
                      (st.account_for_loss_in_pipeline_split ? 1 : 0)) /
                     st.pp;
+    if (per_stage < per)
+      throw InputError("--num-layers-per-virtual-pipeline-stage",
+                       std::to_string(per) + " layers per virtual stage, but a pipeline stage has only " +
+                           std::to_string(per_stage) + " of the " + std::to_string(m.num_layers) + " layers");
     if (per_stage % per != 0)
       throw InputError("--num-layers-per-virtual-pipeline-stage",
                        std::to_string(per_stage) + " layers per stage do not divide into chunks of " +
