@@ -435,6 +435,17 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
   // MoE with tp > 1 trains only with sequence parallelism (Megatron's moe_layer.py).
   expect_error(with(base_args(), {"--num-experts", "8", "--tensor-model-parallel-size", "2"}),
                "--sequence-parallel");
+  // --tp-comm-overlap at tp 1 (Megatron drops sequence parallelism there, then asserts): the message says
+  // why.
+  try {
+    const MegatronConfig c =
+        parse_megatron_args(with(base_args(), {"--sequence-parallel", "--tp-comm-overlap"}));
+    c.strategy.validate(c.model);
+    ADD_FAILURE() << "accepted --tp-comm-overlap at tp 1";
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), "--tp-comm-overlap");
+    EXPECT_NE(std::string(e.what()).find("needs tensor parallelism"), std::string::npos) << e.what();
+  }
   // Megatron's emerging optimizers are named as not modelled, not as a typo.
   try {
     parse_megatron_args(with(base_args(), {"--optimizer", "muon"}));

@@ -327,7 +327,11 @@ void Strategy::validate(const ModelSpec& model) const {
   // megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only when
   // sequence parallelism is enabled".
   if (tp_comm_overlap && !sequence_parallel)
-    throw InputError("--tp-comm-overlap", "needs --sequence-parallel (Megatron refuses it too)");
+    throw InputError(
+        "--tp-comm-overlap",
+        tp == 1 ? "needs tensor parallelism: with tp = 1 Megatron turns sequence parallelism off and "
+                  "then refuses TP communication overlap"
+                : "needs --sequence-parallel (Megatron refuses it too)");
   if (sequence_parallel && tp > 1 && seq_length % tp != 0)
     throw InputError("--seq-length", "sequence parallelism needs the sequence length " + num(seq_length) +
                                          " divisible by tp = " + num(tp));
