@@ -481,7 +481,7 @@ class Builder {
       // then).  SimuMax prices tied embeddings as untied (--simumax-compat).
       const bool shares_embedding = emb && !m_.untie_embeddings_and_output_weights && !st_.simumax_compat;
       for (const auto& l : *head_) {
-        take(l, -2, !(shares_embedding && l.kind == detail::LeafKind::LinearCol && l.name == "linear_out"));
+        take(l, -2, !(shares_embedding && l.output_layer));
         add_pass(ce.head_times, scratch_, l.pass);
         if (l.kind == detail::LeafKind::LinearCol)
           ce.output_wgrad_ms += l.pass.bwd_w_ms + l.pass.bwd_w_net_ms;

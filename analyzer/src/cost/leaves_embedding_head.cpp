@@ -114,6 +114,7 @@ void head_linear(Builder& bld, const Op& op, bool recompute, const std::string& 
   add_linear(bld, true, name, "", 0, op.tokens, in_tokens, op.in_features, op.out_features, recompute, false,
              false, false, false, /*fp8_allowed=*/false);
   bld.out.back().path = path;
+  bld.out.back().output_layer = op.role == OpRole::OutputLayer;
 }
 
 /// A leaf of an op that uses weights another op holds (MTP's lookup and output layer on a stage that also

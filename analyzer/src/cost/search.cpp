@@ -179,6 +179,28 @@ std::string layout_problem(const ModelSpec& m, const Strategy& base, const Searc
   return "";
 }
 
+/// Fills the layout's derived sizes (the last stage of SimuMax's uneven split, the micro batches per
+/// iteration) and returns why it is refused ("" when it is valid): SimuMax's checks (layout_problem) and
+/// Megatron's interleaved-schedule rules.
+std::string plan_layout(const ModelSpec& model, const Strategy& base, const SearchSpace& space, Layout& lay) {
+  if (lay.pp <= 0 || lay.tp <= 0 || lay.ep <= 0 || lay.cp <= 0 || lay.vpp <= 0)
+    return "sizes must be positive";
+  if (lay.pp > 1 && lay.vpp == 1) {
+    const int per = (model.num_layers + lay.pp - 1) / lay.pp;
+    lay.last_stage_layers = model.num_layers - per * (lay.pp - 1);
+    if (per <= 0 || lay.last_stage_layers <= 0) return "no layers left for the last stage";
+  }
+  if (std::string problem = layout_problem(model, base, space, lay); !problem.empty()) return problem;
+  const int dp = space.world_size / (lay.pp * lay.tp * lay.cp);
+  if (space.global_batch_size % (dp * space.micro_batch_size) != 0)
+    return "global batch not divisible by dp·micro batch";
+  lay.micro_batches = space.global_batch_size / (dp * space.micro_batch_size);
+  if (lay.micro_batches == 0) return "no micro batch";
+  if (lay.vpp > 1 && lay.micro_batches % lay.pp != 0)
+    return "micro batches not a multiple of pp (interleaved groups of pp)";
+  return "";
+}
+
 }  // namespace
 
 SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSpec& system,
@@ -217,39 +239,10 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
                                 std::to_string(pp) +
                                 (cps.size() > 1 || cp > 1 ? " cp" + std::to_string(cp) : "") +
                                 (vpps.size() > 1 || vpp > 1 ? " vpp" + std::to_string(vpp) : "");
-            if (pp <= 0 || tp <= 0 || ep <= 0 || cp <= 0 || vpp <= 0) {
-              result.skipped.push_back(where + ": sizes must be positive");
-              continue;
-            }
-            if (pp > 1 && vpp == 1) {
-              int per = (model.num_layers + pp - 1) / pp;
-              lay.last_stage_layers = model.num_layers - per * (pp - 1);
-              if (per <= 0 || lay.last_stage_layers <= 0) {
-                result.skipped.push_back(where + ": no layers left for the last stage");
-                continue;
-              }
-            }
-            std::string problem = layout_problem(model, base, space, lay);
-            if (!problem.empty()) {
-              result.skipped.push_back(where + ": " + problem);
-              continue;
-            }
-            int dp = space.world_size / (pp * tp * cp);
-            if (space.global_batch_size % (dp * space.micro_batch_size) != 0) {
-              result.skipped.push_back(where + ": global batch not divisible by dp·micro batch");
-              continue;
-            }
-            lay.micro_batches = space.global_batch_size / (dp * space.micro_batch_size);
-            if (lay.micro_batches == 0) {
-              result.skipped.push_back(where + ": no micro batch");
-              continue;
-            }
-            if (vpp > 1 && lay.micro_batches % pp != 0) {
-              result.skipped.push_back(where +
-                                       ": micro batches not a multiple of pp (interleaved groups of pp)");
-              continue;
-            }
-            layouts.push_back(lay);
+            if (const std::string why = plan_layout(model, base, space, lay); !why.empty())
+              result.skipped.push_back(where + ": " + why);
+            else
+              layouts.push_back(lay);
           }
 
   // Ops the cost model does not price do not depend on the layout: checked once, on the first one.
