@@ -981,7 +981,8 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   // the flag that asked for them, not by the kernel table.
   if (strategy.fp8 != Fp8Format::None) {
     auto f8 = system.op.find("fp8_matmul");
-    if (f8 != system.op.end() && (f8->second.tflops <= 0 || f8->second.efficient_factor <= 0))
+    if (f8 != system.op.end() && (f8->second.tflops <= 0 || (f8->second.efficient_factor <= 0 &&
+                                                             f8->second.accurate_efficient_factor.empty())))
       throw InputError("--fp8-format", system.name +
                                            " has no FP8 tensor cores (its fp8_matmul has no rate): run in "
                                            "bf16 / fp16, or price an FP8 system (Hopper, Blackwell, MI300X)");
