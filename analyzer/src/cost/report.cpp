@@ -371,9 +371,11 @@ ojson summary_json(const Estimate& est) {
 }
 
 std::string summary_text(const Estimate& est) {
-  std::string out = est.model.name + " on " + est.system_name + ": " + parallelism_text(est.strategy) + "\n";
-  out += "recompute: " + recompute_status_text(est.recompute) + "\n";
   const Strategy& st = est.strategy;
+  // SimuMax's parallelism string has no interleaving: the virtual stages per rank follow it.
+  std::string out = est.model.name + " on " + est.system_name + ": " + parallelism_text(st) +
+                    (st.vpp > 1 ? ", " + std::to_string(st.vpp) + " virtual stages per rank" : "") + "\n";
+  out += "recompute: " + recompute_status_text(est.recompute) + "\n";
   if (st.fp8 != Fp8Format::None)
     out +=
         std::string("precision: ") + to_string(st.precision) + " with fp8 GEMMs (" + to_string(st.fp8) +
