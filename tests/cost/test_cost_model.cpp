@@ -294,6 +294,34 @@ TEST(CostPrimitives, CollectiveLatencyGrowsWithTheGroupOnA72GpuDomain) {
 // --gpus-per-node: SimuMax's inter_node bandwidth is the node's aggregate (a NIC per device), so a smaller
 // node keeps each device's NIC share — GB200's 72 × 100 GB/s became 1.8 TB/s per GPU on 4-GPU nodes before,
 // pricing NeMo's DeepSeek-V3 with its 32-way expert all-to-all on the NICs faster than on NVLink.
+// --fp8-param-gather (Megatron-Bridge's FP8 recipes): the distributed optimizer gathers the fp8 GEMMs'
+// weights at 1 byte per element and the rest (embedding, output layer, norms) at 2 — counted by hand for two
+// layers of hidden 1024 / ffn 4096 and a 32000 vocabulary; the gradient reduce-scatter is unchanged, the
+// gather's time shorter.  Without the distributed optimizer it is refused, as Megatron asserts; without fp8
+// it changes nothing.
+TEST(CostModel, Fp8ParamGatherGathersFp8Weights) {
+  const auto run = megatron_runner(
+      "--num-layers 2 --hidden-size 1024 --ffn-hidden-size 4096 --num-attention-heads 16 --seq-length 1024 "
+      "--max-position-embeddings 1024 --vocab-size 32000 --normalization RMSNorm --disable-bias-linear "
+      "--position-embedding-type rope --untie-embeddings-and-output-weights --micro-batch-size 1 "
+      "--global-batch-size 16 --bf16 --use-flash-attn --transformer-impl transformer_engine "
+      "--use-mcore-models "
+      "--nproc_per_node 8 --nnodes 2 ",
+      load_simumax_system("h100-sxm"));
+  const double linear = 2 * (1024.0 * 3072 + 1024.0 * 1024 + 1024.0 * 4096 + 4096.0 * 1024);
+  const double rest = 2 * 32000.0 * 1024 + (2 * 2 + 1) * 1024.0;  // embedding, output layer, 5 norms
+  const Estimate plain = run("--use-distributed-optimizer --fp8-format hybrid");
+  const Estimate gathered = run("--use-distributed-optimizer --fp8-format hybrid --fp8-param-gather");
+  EXPECT_DOUBLE_EQ(plain.stages[0].dp.dense.ag_bytes, 2 * (linear + rest));
+  EXPECT_DOUBLE_EQ(gathered.stages[0].dp.dense.ag_bytes, linear + 2 * rest);
+  EXPECT_DOUBLE_EQ(gathered.stages[0].dp.dense.rs_bytes, plain.stages[0].dp.dense.rs_bytes);
+  EXPECT_LE(gathered.stages[0].dp.dense.all_gather_ms, plain.stages[0].dp.dense.all_gather_ms);
+  EXPECT_DOUBLE_EQ(run("--use-distributed-optimizer --fp8-param-gather").stages[0].dp.dense.ag_bytes,
+                   run("--use-distributed-optimizer").stages[0].dp.dense.ag_bytes);
+  expect_input_error([&] { run("--fp8-format hybrid --fp8-param-gather"); }, "--fp8-param-gather",
+                     "distributed-optimizer");
+}
+
 TEST(CostModel, Fp8OnADeviceWithoutFp8IsRefusedByTheFlag) {
   const auto run = megatron_runner(
       "--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "

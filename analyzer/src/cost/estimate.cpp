@@ -652,9 +652,16 @@ DpComm dp_time(const Estimate& est, const Ctx& c, const ModelMemory& mem, const 
     return g;
   };
   auto to_param = [&](double grad_bytes) { return grad_bytes / c.main_grad * c.e; };
+  // --fp8-param-gather: the gathered parameters are the weights as stored — 1 byte per element of the fp8
+  // GEMMs' weights, 2 for the rest — which is what the leaves' weight bytes count (unsharded below ZeRO 3).
+  const bool fp8_params = est.strategy.fp8_param_gather && est.strategy.fp8 != Fp8Format::None &&
+                          !est.strategy.simumax_compat && c.zero < 3 && !c.shard_weights &&
+                          c.param_bytes == 0;
   out.dense =
-      helper(mem.dense_grad_bytes, to_param(mem.dense_grad_bytes), c.nets.dp, c.dp * c.cp, CommGroup::DpCp);
-  out.moe = helper(mem.moe_grad_bytes, to_param(mem.moe_grad_bytes), c.nets.edp, c.edp, CommGroup::Edp);
+      helper(mem.dense_grad_bytes, fp8_params ? mem.dense_weight_bytes : to_param(mem.dense_grad_bytes),
+             c.nets.dp, c.dp * c.cp, CommGroup::DpCp);
+  out.moe = helper(mem.moe_grad_bytes, fp8_params ? mem.moe_weight_bytes : to_param(mem.moe_grad_bytes),
+                   c.nets.edp, c.edp, CommGroup::Edp);
   return out;
 }
 

@@ -197,9 +197,6 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--optimizer-cpu-offload", "optimizer states on the CPU are not modelled: memory here is high"},
       {"--enable-cuda-graph", kCudaGraphNote},
       {"--cuda-graph-impl", kCudaGraphNote},
-      {"--fp8-param-gather",
-       "FP8 parameter all-gather is not modelled: weights and their gather are priced in "
-       "the training precision"},
   };
   std::set<std::string> said;
   for (const auto& name : cfg.ignored)

@@ -57,6 +57,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--fp8-format", Arity::One},
       {"--fp8-recipe", Arity::One},
       {"--first-last-layers-bf16", Arity::Switch},
+      {"--fp8-param-gather", Arity::Switch},
       {"--num-layers-at-start-in-bf16", Arity::One},
       {"--num-layers-at-end-in-bf16", Arity::One},
       {"--use-distributed-optimizer", Arity::Switch},
@@ -444,6 +445,7 @@ void read_numerics(const Flags& f, Strategy& st) {
     st.bf16_layers_at_start = count("--num-layers-at-start-in-bf16");
     st.bf16_layers_at_end = count("--num-layers-at-end-in-bf16");
   }
+  st.fp8_param_gather = f.has("--fp8-param-gather");
   st.distributed_optimizer = f.has("--use-distributed-optimizer");
   if (f.has("--num-distributed-optimizer-instances")) {
     st.dist_opt_instances = static_cast<int>(

@@ -324,6 +324,12 @@ void Strategy::validate(const ModelSpec& model) const {
     throw InputError("--tensor-model-parallel-size",
                      "the " + num(model.num_query_groups) +
                          " query groups (kv heads) are not divisible by tp = " + num(tp));
+  // megatron/training/arguments.py: "--fp8-param-gather only supported with distributed optimizer, torch
+  // fsdp2, megatron fsdp, or inference mode".
+  if (fp8_param_gather && !distributed_optimizer && !fsdp)
+    throw InputError("--fp8-param-gather",
+                     "needs --use-distributed-optimizer or FSDP (Megatron asserts): the fp8 weights are "
+                     "gathered by the distributed optimizer");
   // megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only when
   // sequence parallelism is enabled".
   if (tp_comm_overlap && !sequence_parallel)

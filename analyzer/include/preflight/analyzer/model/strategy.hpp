@@ -173,6 +173,11 @@ struct Strategy {
   /// end of the model (global indices) run outside fp8 (core/fp8_utils.py is_first_last_bf16_layer); 0 / 0
   /// otherwise.
   int bf16_layers_at_start = 0, bf16_layers_at_end = 0;
+  /// `--fp8-param-gather` (every Megatron-Bridge FP8 recipe sets it): the fp8 GEMMs' weights are kept as fp8
+  /// tensors, so the distributed optimizer's parameter all-gather moves 1 byte per element of them (2 for the
+  /// rest).  Megatron asserts the distributed optimizer or FSDP; it does nothing without fp8.  Weight memory
+  /// is left at 16 bits (TE keeps a transposed / column-wise fp8 copy beside the fp8 weight).
+  bool fp8_param_gather = false;
   /// Transformer layer `layer` (global, of `num_layers`) runs its GEMMs in 16 bits although the run is fp8.
   bool layer_in_bf16(int layer, int num_layers) const {
     return fp8 != Fp8Format::None &&
