@@ -176,7 +176,8 @@ struct Strategy {
   /// `--fp8-param-gather` (every Megatron-Bridge FP8 recipe sets it): the fp8 GEMMs' weights are kept as fp8
   /// tensors, so the distributed optimizer's parameter all-gather moves 1 byte per element of them (2 for the
   /// rest).  Megatron asserts the distributed optimizer or FSDP; it does nothing without fp8.  Weight memory
-  /// is left at 16 bits (TE keeps a transposed / column-wise fp8 copy beside the fp8 weight).
+  /// is left at 16 bits (TE keeps a transposed / column-wise fp8 copy beside the fp8 weight), and FSDP's
+  /// per-layer gathers stay priced at 16 bits.
   bool fp8_param_gather = false;
   /// Transformer layer `layer` (global, of `num_layers`) runs its GEMMs in 16 bits although the run is fp8.
   bool layer_in_bf16(int layer, int num_layers) const {
