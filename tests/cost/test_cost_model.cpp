@@ -399,6 +399,12 @@ TEST(CostModel, TiedEmbeddingsShareOneWeightAndSyncItAcrossThePipeline) {
   EXPECT_DOUBLE_EQ(piped.stages.front().dp.embedding_sync_ms, sync);
   EXPECT_DOUBLE_EQ(piped.stages.back().dp.embedding_sync_ms, sync);
   EXPECT_EQ(piped.stages[1].dp.embedding_sync_ms, 0);
+  // With multi-token prediction the last stage keeps an embedding copy for the MTP lookup: a tied output
+  // layer uses that copy (one table on the stage), an untied one its own (two).
+  const std::string mtp = " --pipeline-model-parallel-size 2 --mtp-num-layers 1";
+  EXPECT_DOUBLE_EQ(run(mtp + " --untie-embeddings-and-output-weights").stages.back().dp.dense.rs_bytes -
+                       run(mtp).stages.back().dp.dense.rs_bytes,
+                   vocab_x_hidden * 4);
   EXPECT_EQ(run(" --pipeline-model-parallel-size 4 --tensor-model-parallel-size 2 "
                 "--untie-embeddings-and-output-weights")
                 .stages.front()

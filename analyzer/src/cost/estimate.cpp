@@ -362,7 +362,9 @@ struct EstimateCache::Impl {
   struct Key {
     int tp, cp, ep, etp, mbs;
     std::int64_t seq;
-    int kind;  // 0 dense layer, 1 MoE layer, 2 embedding, 3 head
+    /// Layers: 1 MoE + 4 window + 8 bf16 (bit 1 never set); 2 embedding, 3 head, 7 head beside the
+    /// embedding (pp = 1).
+    int kind;
     int variant;
     bool operator<(const Key& o) const {
       return std::tie(tp, cp, ep, etp, mbs, seq, kind, variant) <
@@ -401,6 +403,12 @@ class Builder {
     });
     head_ = &get(3, detail::LayerRc{},
                  [&](detail::Unpriced* u) { return detail::head_leaves(ctx_, build_head_ops(m, st), u); });
+    // One stage holding both ends (pp = 1): its head shares the embedding's weight where the graph says so.
+    // SimuMax prices every head alike (--simumax-compat).
+    head_with_embedding_ =
+        st.pp > 1 || st.simumax_compat ? head_ : &get(7, detail::LayerRc{}, [&](detail::Unpriced* u) {
+          return detail::head_leaves(ctx_, build_head_ops(m, st, /*with_embedding=*/true), u);
+        });
   }
   const Ctx& ctx() const { return ctx_; }
   /// Graph ops of the chunks built so far that no leaf prices (deduplicated, sorted).
@@ -422,10 +430,10 @@ class Builder {
     detail::Mem raw;
     ch.leaves.reserve(static_cast<std::size_t>(num_layers) * 16 + 8);
     ch.layer_of.reserve(ch.leaves.capacity());
-    auto take = [&](const Leaf& l, int layer, bool own_weights = true) {
+    auto take = [&](const Leaf& l, int layer) {
       ch.leaves.push_back(&l);
       ch.layer_of.push_back(layer);
-      if (own_weights) add_raw(raw, l.mem);
+      add_raw(raw, l.mem);
       add_pass(ce.times, ce.work, l.pass);
       if (!l.mem.te_shapes.empty()) te.insert(l.mem.te_shapes.begin(), l.mem.te_shapes.end());
     };
@@ -475,13 +483,11 @@ class Builder {
       }
     }
     if (head) {
-      // Tied embeddings on a chunk that also holds the embedding (pp = 1): the output layer multiplies by the
-      // word-embedding weight, so its weight, gradient and optimizer state are the embedding's (Megatron
-      // LanguageModule.setup_embeddings_and_output_layer; the layer graph's OutputLayer has no parameters
-      // then).  SimuMax prices tied embeddings as untied (--simumax-compat).
-      const bool shares_embedding = emb && !m_.untie_embeddings_and_output_weights && !st_.simumax_compat;
-      for (const auto& l : *head_) {
-        take(l, -2, !(shares_embedding && l.output_layer));
+      // A chunk that also holds the embedding (pp = 1) takes the head as the layer graph builds it there:
+      // a tied output layer uses the embedding's weight (Megatron
+      // LanguageModule.setup_embeddings_and_output_layer).
+      for (const auto& l : emb ? *head_with_embedding_ : *head_) {
+        take(l, -2);
         add_pass(ce.head_times, scratch_, l.pass);
         if (l.kind == detail::LeafKind::LinearCol)
           ce.output_wgrad_ms += l.pass.bwd_w_ms + l.pass.bwd_w_net_ms;
@@ -546,7 +552,7 @@ class Builder {
                                  st_.micro_batch_size,
                                  st_.seq_length,
                                  kind,
-                                 kind == 2 || kind == 3 ? -1 : cache_->variant_of(rc)};
+                                 (kind & 2) ? -1 : cache_->variant_of(rc)};
     auto it = cache_->templates.find(key);
     if (it == cache_->templates.end()) {
       detail::Unpriced u;
@@ -607,6 +613,7 @@ class Builder {
   EstimateCache::Impl* cache_ = nullptr;
   const std::vector<Leaf>* emb_ = nullptr;
   const std::vector<Leaf>* head_ = nullptr;
+  const std::vector<Leaf>* head_with_embedding_ = nullptr;  ///< the head of a one-stage model (pp = 1)
   PassWork scratch_;
   std::set<std::string> unpriced_;
 };

@@ -106,8 +106,6 @@ struct Leaf {
   double n_in = 0, n_out = 0;  // element counts (activation functions, quantizer)
   double input_bytes = 0;      // SimuMax all_input_element_num: bytes cached when a checkpoint starts here
   bool fp8_gemm = false;       // weights / inputs of this linear in fp8
-  bool output_layer =
-      false;  // the LM head (OpRole::OutputLayer): with tied embeddings, the embedding's weight
   // Linear replicated over tp (TE parallel_mode="duplicated": MLA's down projections): full weight,
   // the rank's own tokens, no tp collective of its own.
   bool duplicated = false;

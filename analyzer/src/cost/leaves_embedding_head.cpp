@@ -106,6 +106,12 @@ Leaf ce_leaf(const Ctx& c, const Op& op, std::string name, std::string path) {
   return l;
 }
 
+/// A leaf of an op that uses weights another op holds (MTP's lookup and output layer on a stage that also
+/// holds the embedding / output layer): its time, none of its weight memory.
+void shared_weights(Leaf& l) {
+  l.mem = Mem{};
+}
+
 /// A column-parallel linear of the head (never fp8: Megatron keeps the LM head in bf16).
 void head_linear(Builder& bld, const Op& op, bool recompute, const std::string& name,
                  const std::string& path) {
@@ -114,13 +120,9 @@ void head_linear(Builder& bld, const Op& op, bool recompute, const std::string& 
   add_linear(bld, true, name, "", 0, op.tokens, in_tokens, op.in_features, op.out_features, recompute, false,
              false, false, false, /*fp8_allowed=*/false);
   bld.out.back().path = path;
-  bld.out.back().output_layer = op.role == OpRole::OutputLayer;
-}
-
-/// A leaf of an op that uses weights another op holds (MTP's lookup and output layer on a stage that also
-/// holds the embedding / output layer): its time, none of its weight memory.
-void shared_weights(Leaf& l) {
-  l.mem = Mem{};
+  // An output layer without parameters multiplies by another op's weight (tied to the embedding, or MTP's
+  // embedding copy): its time, none of its weight memory.  SimuMax prices tied embeddings as untied.
+  if (op.params.empty() && !c.st->simumax_compat) shared_weights(bld.out.back());
 }
 
 /// Multi-token-prediction layer k (its ops, in forward order): lookup, enorm, hnorm, eh_proj, one

@@ -208,7 +208,15 @@ std::vector<Op> build_embedding_ops(const ModelSpec& model, const Strategy& stra
   return build_chunk(c, 0, 0, 0, 0, true, false).ops;
 }
 
-std::vector<Op> build_head_ops(const ModelSpec& model, const Strategy& strategy) {
+std::vector<Op> build_head_ops(const ModelSpec& model, const Strategy& strategy, bool with_embedding) {
+  if (with_embedding) {
+    // The one-stage chunk's ops after its embedding's.
+    Ctx c = make_ctx(model, strategy);
+    std::vector<Op> ops = build_chunk(c, 0, 0, 0, 0, true, true).ops;
+    const auto embedding = static_cast<std::ptrdiff_t>(build_chunk(c, 0, 0, 0, 0, true, false).ops.size());
+    ops.erase(ops.begin(), ops.begin() + embedding);
+    return ops;
+  }
   // pp > 1 so that the output layer owns its weight, as the last stage of a pipeline does.
   Strategy st = strategy;
   if (st.pp == 1) {

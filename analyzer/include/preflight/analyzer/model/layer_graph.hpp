@@ -251,8 +251,10 @@ std::vector<Op> build_layer_ops(const ModelSpec& model, const Strategy& strategy
 /// Does not validate.
 std::vector<Op> build_embedding_ops(const ModelSpec& model, const Strategy& strategy);
 /// Ops of the head on the last stage: final norm, output layer (with its own weight) and loss.
+/// `with_embedding`: the head of a chunk that also holds the embedding (pp = 1), as that chunk builds it — a
+/// tied output layer (and MTP's lookup) then use the embedding's weight: their ops have no parameters.
 /// Does not validate.
-std::vector<Op> build_head_ops(const ModelSpec& model, const Strategy& strategy);
+std::vector<Op> build_head_ops(const ModelSpec& model, const Strategy& strategy, bool with_embedding = false);
 
 /// Parameters of the model without any parallelism (built with tp = pp = 1; the output layer counts
 /// only when untied).  Vocabulary padded for tp = 1.
