@@ -124,10 +124,37 @@ MXFP8_SCALE = {"b200": (1.075, "fitted on NeMo's six published FP8-CS / MXFP8 pa
                         "on 128 B200s, Llama-3-8B on 8 B200s and 8 GB200s; 25.09, 25.11): each pair's iteration "
                         "ratio within 2.4 %")}
 MXFP8_SCALE["gb200"] = MXFP8_SCALE["b200"]
+# NVFP4 GEMMs (`--fp4-format e2m1`, Blackwell only): time over the same GEMM with per-tensor FP8, least squares
+# on NeMo's published NVFP4 rows (Megatron-Bridge docs/performance-summary-archive.md, 26.02 ... 26.06: Llama-3-70B
+# on 64 and Llama-3.1-405B on 256 GPUs; tests/data/time_corpus/{gb200,gb300}_nemo_nvfp4.json).  The spec sheets'
+# FP8 / FP4 dense peak ratios are 0.5 (B200, GB200) and 1/3 (B300, GB300: Blackwell Ultra's 1.5x FP4); the runs
+# reach 87 % (GB200) and 68 % (GB300) of that gain — GB300's NVFP4 rows are only as much faster than GB200's as its
+# FP8 rows are, so each fits its own rows and B200 / B300 take GB200's / GB300's.  The 70B (tp 2) and 405B (tp 4)
+# rows on GB200 pull apart: alone they want 0.70 and 0.52.
+NVFP4_SCALE = {
+    "gb200": (0.575, "least squares on NeMo's nine published NVFP4 rows on GB200 (Llama-3-70B tp 2 pp 4 on 64 GPUs, "
+                     "Llama-3.1-405B tp 4 pp 16 on 256; 26.02 ... 26.06): within 14.8 % (the 70B rows -6 ... -15 %, the "
+                     "405B rows +1 ... +11 %); the FP8 / FP4 peak ratio is 0.5"),
+    "gb300": (0.489, "least squares on NeMo's eight published NVFP4 rows on GB300 (Llama-3-70B tp 1 pp 4 on 64 GPUs, "
+                     "Llama-3.1-405B tp 4 pp 8 on 256; 26.02 ... 26.06): within 9.2 %; the FP8 / FP4 peak ratio is 1/3"),
+}
+NVFP4_SCALE["b200"] = (NVFP4_SCALE["gb200"][0], "gb200's, transferred (same Blackwell GPU): " + NVFP4_SCALE["gb200"][1])
+NVFP4_SCALE["b300"] = (NVFP4_SCALE["gb300"][0], "gb300's, transferred (same Blackwell Ultra GPU): " +
+                       NVFP4_SCALE["gb300"][1])
 # GB200 carries B200's fits (the same Blackwell GPU at its own peak rates): no GB200 run is fitted on, and its
 # published rows stay held out (tests/data/time_corpus/gb200_nemo_llama.json: largest |error| 6.7 % with
 # SimuMax's raw B200 calibration, 5.3 % with B200's fits).
 FITTED["gb200"] = FITTED["b200"][:2] + ("the b200 preset's fit, transferred (same Blackwell GPU); " + FITTED["b200"][2],)
+# Hopper's FP8 GEMMs: once Transformer Engine's quantized sequence-parallel gathers were priced (fp8 inputs
+# gathered at 1 byte), the FP8 rows of h100_nemo_llama3.json moved 1 ... 3 % faster; their FP8 GEMMs are refitted
+# on that file's 11 rows (least squares): 1.025 slower than the compute scale alone.  The other H100 files are held
+# out (largest |error| within 0.6 points of before, h100_megatron_lm_readme.json +1.3).
+HOPPER_FP8 = (1.025, "fitted on the 11 rows of tests/data/time_corpus/h100_nemo_llama3.json (NeMo's published "
+                     "Llama-3-70B tp 4 and Llama-3.1-405B tp 8 FP8-CS rows, 25.09 ... 26.06; least squares) with "
+                     "Transformer Engine's fp8 sequence-parallel gathers: the 70B rows +2 ... +5 %, the 405B rows "
+                     "-8.5 ... +0.4 %; the other H100 files held out")
+for _n in ("h100-sxm", "h200", "h800"):
+    FP8_FITTED[_n] = HOPPER_FP8
 FP8_FITTED["gb200"] = (FP8_FITTED["b200"][0], "the b200 preset's, transferred: " + FP8_FITTED["b200"][1])
 # Blackwell Ultra (B300 / GB300) carries B200's fits the same way (its doubled attention-softmax rate, SFU
 # exponentials, is not in the transferred attention efficiencies); GB300's compute scale is refitted below.
@@ -320,6 +347,9 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
     if name in MXFP8_SCALE:
         s["mxfp8_gemm_scale"] = MXFP8_SCALE[name][0]
         s["preflight"]["mxfp8_gemm_scale_source"] = MXFP8_SCALE[name][1]
+    if name in NVFP4_SCALE:
+        s["nvfp4_gemm_scale"] = NVFP4_SCALE[name][0]
+        s["preflight"]["nvfp4_gemm_scale_source"] = NVFP4_SCALE[name][1]
     if name in FITTED:
         compute, network, note = FITTED[name]
         fp8, fp8_note = FP8_FITTED.get(name, (1.0, ""))

@@ -1,6 +1,7 @@
 // Unit tests of the cost model: primitives, readers, hand-computed memory, schedules, Megatron mapping.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 
 #include "pipeline.hpp"
@@ -320,6 +321,100 @@ TEST(CostModel, Fp8ParamGatherGathersFp8Weights) {
                    run("--use-distributed-optimizer").stages[0].dp.dense.ag_bytes);
   expect_input_error([&] { run("--fp8-format hybrid --fp8-param-gather"); }, "--fp8-param-gather",
                      "distributed-optimizer");
+}
+
+// NVFP4 (Megatron's --fp4-format e2m1, Blackwell): the fp4 GEMMs run at the system's nvfp4_gemm_scale of the
+// per-tensor FP8 GEMMs' time — the layer's compute is linear in the scale, and the GEMMs it scales are a
+// large part of a 4096-hidden layer's forward (not attention, not the norms); quantized tensors take 9/16 of
+// a byte per element (half a byte and an e4m3 scale per 16): a dense layer keeps its four linears' inputs,
+// T·(3h + f) elements, 7/16 byte smaller per element than with fp8, and --fp4-param-gather gathers the
+// linears' weights at 9/16 byte (hand-counted as Fp8ParamGatherGathersFp8Weights).  A device without FP4
+// tensor cores refuses it by the flag; fp4 and fp8 together are refused as Megatron refuses them.
+TEST(CostModel, Nvfp4GemmsAtTheSystemsScaleWithNineSixteenthByteTensors) {
+  const std::string base =
+      "--num-layers 2 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
+      "--seq-length 4096 --max-position-embeddings 4096 --normalization RMSNorm --disable-bias-linear "
+      "--position-embedding-type rope --untie-embeddings-and-output-weights --vocab-size 32000 "
+      "--micro-batch-size 1 --global-batch-size 16 --bf16 --use-flash-attn --transformer-impl "
+      "transformer_engine "
+      "--use-mcore-models --use-distributed-optimizer --nproc_per_node 8 ";
+  SystemSpec sys = load_simumax_system("gb200");
+  ASSERT_GT(sys.nvfp4_gemm_scale, 0);
+  auto with_scale = [&](double k) {
+    SystemSpec s = sys;
+    s.nvfp4_gemm_scale = k;
+    return megatron_runner(base, s)(" --fp4-format e2m1 --fp4-recipe nvfp4");
+  };
+  const double t1 = with_scale(1).chunks.front().layers[0].times.fwd_compute_ms;
+  const double t_half = with_scale(0.5).chunks.front().layers[0].times.fwd_compute_ms;
+  const double t_quarter = with_scale(0.25).chunks.front().layers[0].times.fwd_compute_ms;
+  EXPECT_NEAR(t_half - t_quarter, (t1 - t_half) / 2, 1e-9 * t1);
+  // The scaled GEMMs are a large part of the layer, but not all of it: attention and the norms stay in 16
+  // bits.
+  EXPECT_GT(2 * (t1 - t_half), 0.3 * t1);
+  EXPECT_LT(2 * (t1 - t_half), 0.9 * t1);
+  // At scale 1 the GEMMs cost what per-tensor FP8's do; only the quantizers' smaller writes differ.
+  const auto run = megatron_runner(base, sys);
+  const Estimate fp8 = run(" --fp8-format hybrid --fp8-recipe tensorwise");
+  EXPECT_LT(t1, fp8.chunks.front().layers[0].times.fwd_compute_ms);
+  EXPECT_GT(t1, 0.98 * fp8.chunks.front().layers[0].times.fwd_compute_ms);
+
+  const Estimate fp4 = run(" --fp4-format e2m1");
+  EXPECT_EQ(to_string(fp4.strategy.fp8), std::string("e2m1"));
+  EXPECT_EQ(fp4.strategy.fp8_recipe, Fp8Recipe::Nvfp4);
+  const double T = 4096, h = 4096, f = 14336;
+  EXPECT_DOUBLE_EQ(fp8.chunks.front().layers[0].activation_cache_bytes -
+                       fp4.chunks.front().layers[0].activation_cache_bytes,
+                   T * (3 * h + f) * 7 / 16);
+  // The memory model keeps the same 9/16-byte inputs (fc1's: T·h).
+  const MegatronConfig c = parse_megatron_args(preflight::test::words(base + " --fp4-format e2m1"));
+  const LayerGraph g = build_layer_graph(c.model, c.strategy);
+  bool found = false;
+  for (const auto& op : g.chunks.front().ops)
+    if (op.layer == 0 && op.role == OpRole::Fc1) {
+      found = true;
+      EXPECT_EQ(op.saved.front().bytes, static_cast<std::int64_t>(T * h * 9 / 16));
+    }
+  EXPECT_TRUE(found);
+
+  const double linear = 2 * (h * 3 * h + h * h + h * f + f * h);  // the four linears of the two layers
+  const double rest = 2 * 32000.0 * h + 5 * h;                    // embedding, output layer, 5 norms
+  const Estimate gathered = run(" --fp4-format e2m1 --fp4-param-gather");
+  EXPECT_DOUBLE_EQ(gathered.stages[0].dp.dense.ag_bytes, linear * 9 / 16 + 2 * rest);
+
+  expect_input_error([&] { megatron_runner(base, load_simumax_system("h100-sxm"))(" --fp4-format e2m1"); },
+                     "--fp4-format", "no FP4 tensor cores");
+  expect_input_error([&] { run(" --fp4-format e2m1 --fp8-format hybrid"); }, "--fp4-format", "--fp8-format");
+  expect_input_error([&] { run(" --fp4-param-gather"); }, "--fp4-param-gather", "--fp4-format");
+  expect_input_error([&] { run(" --fp4-format e4m3"); }, "--fp4-format", "e2m1");
+}
+
+// Transformer Engine quantizes a sequence-parallel linear's input before it all-gathers it (and the output
+// gradient before the backward gather): under fp8 those gathers move 1 byte per element, not 2, so the same
+// tp 4 launch without TP overlap exposes less TP communication in fp8 than in bf16 — the reduce-scatters stay
+// 16-bit.  SimuMax gathers 16 bits (--simumax-compat).
+TEST(CostModel, SequenceParallelGathersMoveTheQuantizedInput) {
+  const std::string base =
+      "--num-layers 2 --hidden-size 8192 --ffn-hidden-size 28672 --num-attention-heads 64 "
+      "--seq-length 8192 --max-position-embeddings 8192 --normalization RMSNorm --disable-bias-linear "
+      "--position-embedding-type rope --untie-embeddings-and-output-weights --vocab-size 32000 "
+      "--micro-batch-size 1 --global-batch-size 8 --bf16 --use-flash-attn --transformer-impl "
+      "transformer_engine "
+      "--use-mcore-models --tensor-model-parallel-size 4 --sequence-parallel --nproc_per_node 4 ";
+  const auto run = megatron_runner(base, load_simumax_system("h100-sxm"));
+  auto net = [](const Estimate& e) {
+    const PassTimes& t = e.chunks.front().layers[0].times;
+    return std::array<double, 3>{t.fwd_net_ms, t.bwd_grad_act_net_ms, t.bwd_grad_w_net_ms};
+  };
+  const auto bf16 = net(run("")), fp8 = net(run(" --fp8-format hybrid --fp8-recipe tensorwise"));
+  // Forward: two gathers (half the bytes) and two reduce-scatters (same); weight gradient: the re-gathers.
+  EXPECT_LT(fp8[0], bf16[0]);
+  EXPECT_GT(fp8[0], bf16[0] / 2);
+  EXPECT_LT(fp8[2], 0.6 * bf16[2]);
+  const auto compat = net(run(" --fp8-format hybrid --fp8-recipe tensorwise --simumax-compat"));
+  const auto compat_bf16 = net(run(" --simumax-compat"));
+  EXPECT_DOUBLE_EQ(compat[0], compat_bf16[0]);
+  EXPECT_DOUBLE_EQ(compat[2], compat_bf16[2]);
 }
 
 TEST(CostModel, Fp8OnADeviceWithoutFp8IsRefusedByTheFlag) {

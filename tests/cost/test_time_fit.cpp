@@ -74,6 +74,8 @@ TEST(TimeFit, A100MegatronGptTable) {
   EXPECT_LT(fit.max_abs_before(), 0.05);
   EXPECT_LT(fit.max_abs_fitted(), 0.05);
   EXPECT_LT(fit.max_abs_held_out(), 0.05);
+  const TimeFit two = fit_time({runs[0], runs[1]}, cost::load_simumax_system("h100-sxm"));
+  EXPECT_EQ(two.compute_scale, two.network_scale);
   EXPECT_NEAR(fit.compute_scale, 1.0, 0.03);  // the preset carries the fit (of both A100 tables)
   for (std::size_t i = 0; i + 1 < runs.size(); i += 2) {
     const double measured = runs[i].measured_ms / runs[i + 1].measured_ms;
@@ -173,12 +175,12 @@ TEST(TimeFit, TpCommOverlapHidesTpCollectivesBehindTheirGemms) {
 
 // NeMo's published Llama-3 FP8 runs on H100 (70B tp-comm-overlap pp 8 vp 5; 405B ring-p2p cp 2 pp 8 vp 8 with
 // the embedding and loss counted in the split), gradients reduced in bf16 as the recipes set, over every
-// release that published them: the 70B rows (six releases, 2.6 % apart) +1.3 … +4.0 %, the 405B rows on 1024
-// GPUs (five releases, 292 … 328 tokens/s/GPU: 12 % apart) −7.0 … +2.0 % (the ring priced as an all-to-all
-// made them +15 … +19 %).  NeMo's B200 FP8 rows
-// (Llama-3-8B and 3.1-405B) within 5 % with the b200 preset's FP8 GEMM scale fitted on them (8.0 / 9.5 % at
-// the BF16 efficiencies); NeMo's GB200 rows (Llama-3-8B, 3.1-405B on 256 GPUs over six releases) within 5 % on
-// the gb200 preset, which no GB200 run was fitted on.
+// release that published them: the 70B rows (six releases, 2.6 % apart) +2 … +5 %, the 405B rows on 1024
+// GPUs (five releases, 292 … 328 tokens/s/GPU: 12 % apart) −8.5 … +0.4 % (the ring priced as an all-to-all
+// made them +15 … +19 %; the Hopper FP8 GEMM scale is least squares over these 11 rows).  NeMo's B200 FP8
+// rows (Llama-3-8B and 3.1-405B) within 5 % with the b200 preset's FP8 GEMM scale fitted on them (8.0 / 9.5 %
+// at the BF16 efficiencies); NeMo's GB200 rows (Llama-3-8B, 3.1-405B on 256 GPUs over six releases) within 5
+// % on the gb200 preset, which no GB200 run was fitted on.
 TEST(TimeFit, H100NemoRows) {
   const auto runs = corpus_runs("h100_nemo_llama3.json");
   ASSERT_EQ(runs.size(), 11u);
@@ -186,7 +188,7 @@ TEST(TimeFit, H100NemoRows) {
   for (const auto& r : runs) ASSERT_TRUE(r.strategy.grad_reduce_in_bf16) << r.name;
   const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
   for (const auto& r : fit.runs)
-    EXPECT_LT(std::abs(r.error_before()), r.name.find("70b") != std::string::npos ? 0.045 : 0.075) << r.name;
+    EXPECT_LT(std::abs(r.error_before()), r.name.find("70b") != std::string::npos ? 0.05 : 0.09) << r.name;
   // One layout per model: leave-one-out cannot be better than the releases' own spread.
   EXPECT_LT(fit.max_abs_held_out(), 0.06);
   for (const char* corpus : {"b200_nemo_llama31.json", "b200_nemo_llama3_8b.json"}) {
@@ -311,7 +313,7 @@ TEST(TimeFit, PerGroupFitSeparatesFp8GemmsFromBf16) {
   const TimeFit measured = fit_time_groups(all, h100);
   std::map<std::string, double> m(measured.group_scales.begin(), measured.group_scales.end());
   EXPECT_GT(m.at("fp8_gemm"), m.at("gemm") + 0.05);
-  EXPECT_LT(measured.max_abs_held_out(), fit_time(all, h100).max_abs_held_out() - 0.02);
+  EXPECT_LT(measured.max_abs_held_out(), fit_time(all, h100).max_abs_held_out());
 }
 
 // NeMo's long-context table (Llama-2-7B FP8 on H100, 4K … 1M tokens, context parallel 1 … 32; NeMo 24.03),
@@ -431,7 +433,7 @@ TEST(TimeFit, DgxcH100Bf16RowsOnTheBf16GemmScale) {
 // The recipes' NeMo 25.04 tables (held out, added after the BF16 GEMM fit): BF16 / FP8 pairs of
 // Llama-3.1-405B and Nemotron-4 on H100 and GB200.  BF16 holds on both systems (within 9 %: GB200's
 // Nemotron-4 340B is −5.8 / −8.3 % with its recipe's deferred output-layer wgrads, −4.3 / −6.8 % without);
-// FP8 of that release is priced fast on GB200 (−16 … −22 %: it ran 1.44 … 1.52× faster than BF16 where the
+// FP8 of that release is priced fast on GB200 (−16 … −24 %: it ran 1.44 … 1.52× faster than BF16 where the
 // model, fitted on 2025-26 releases, says 1.7 … 1.9×; the same 405B layout on B200 with NeMo 25.09 is within
 // 0.5 %) — bounded as a measured miss.
 //
@@ -454,7 +456,7 @@ TEST(TimeFit, DgxcNemo2504Bf16HoldsFp8OfThatReleaseIsSlower) {
         EXPECT_LT(std::abs(r.error_before()), 0.09) << r.name;
       } else if (std::string(file).rfind("gb200", 0) == 0) {
         EXPECT_LT(r.error_before(), -0.14) << r.name;
-        EXPECT_GT(r.error_before(), -0.24) << r.name;
+        EXPECT_GT(r.error_before(), -0.25) << r.name;
       } else {
         EXPECT_LT(std::abs(r.error_before()), 0.07) << r.name;
       }
@@ -482,12 +484,15 @@ TEST(TimeFit, NemoFsdpRowsHeldOut) {
 }
 
 // Megatron-LM's own published Llama-3 FP8 table (examples/llama/README.md: 8B cp 2 on 8 H100s, 70B and 405B
-// with NeMo's layouts), held out from every fit: within 3 %.
+// with NeMo's layouts), held out from every fit: within 3.5 %.  Left out of a fit on the other two, a row is
+// priced with one common scale (two runs fix two factors exactly: the 405B row, extrapolated from the 8B and
+// the 70B, was +63 % with both fitted), within 5 %.
 TEST(TimeFit, MegatronLmReadmeRows) {
   const auto runs = corpus_runs("h100_megatron_lm_readme.json");
   ASSERT_EQ(runs.size(), 3u);
   const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
-  EXPECT_LT(fit.max_abs_before(), 0.03);
+  EXPECT_LT(fit.max_abs_before(), 0.035);
+  EXPECT_LT(fit.max_abs_held_out(), 0.05);
 }
 
 // MXFP8 GEMMs (`--fp8-recipe mxfp8`) against per-tensor FP8 on the same layout: NeMo's tables published both
@@ -549,6 +554,47 @@ TEST(TimeFit, Mxfp8RowsAgainstTheirFp8TwinsOnTheSameLayout) {
     EXPECT_NE(std::string(e.what()).find("--fp8-recipe"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("mxfp8"), std::string::npos) << e.what();
   }
+}
+
+// NeMo's published NVFP4 rows (Megatron-Bridge 26.02 ... 26.06: Llama-3-70B on 64 and Llama-3.1-405B on 256
+// GB200s / GB300s, tests/data/time_corpus/{gb200,gb300}_nemo_nvfp4.json): each preset's nvfp4_gemm_scale is
+// the least-squares scale of its own rows — recomputed here from the predictions, which are linear in it —
+// and prices them within 15 % (GB200: its 70B rows want 0.70, its 405B rows 0.52) and 9.5 % (GB300).  B200 /
+// B300 carry GB200's / GB300's scale; a device without FP4 tensor cores has none.
+TEST(TimeFit, Nvfp4RowsOnTheirSystemsScale) {
+  for (const auto& [file, preset, bound] : {std::tuple{"gb200_nemo_nvfp4.json", "gb200", 0.15},
+                                            std::tuple{"gb300_nemo_nvfp4.json", "gb300", 0.095}}) {
+    const auto runs = corpus_runs(file);
+    ASSERT_GE(runs.size(), 8u) << file;
+    const SystemSpec sys = cost::load_simumax_system(preset);
+    ASSERT_GT(sys.nvfp4_gemm_scale, 0) << preset;
+    auto at = [&](double k) {
+      SystemSpec s = sys;
+      s.nvfp4_gemm_scale = k;
+      return s;
+    };
+    const SystemSpec lo = at(0.4), hi = at(0.8);
+    double num = 0, den = 0;
+    for (const auto& r : runs) {
+      ASSERT_TRUE(r.strategy.fp4()) << r.name;
+      const double measured = r.measured_ms;
+      const double p = cost::estimate(r.model, r.strategy, sys).iteration_ms;
+      EXPECT_LE(std::abs(p / measured - 1), bound) << r.name << ": " << p << " vs " << measured;
+      // Relative least squares of p(k) = a + b·k: minimise Σ ((a + b·k) / m − 1)².
+      const double pl = cost::estimate(r.model, r.strategy, lo).iteration_ms;
+      const double ph = cost::estimate(r.model, r.strategy, hi).iteration_ms;
+      const double b = (ph - pl) / 0.4, a = pl - b * 0.4;
+      num += (1 - a / measured) * (b / measured);
+      den += (b / measured) * (b / measured);
+    }
+    EXPECT_NEAR(sys.nvfp4_gemm_scale, num / den, 0.005) << preset;
+  }
+  EXPECT_EQ(cost::load_simumax_system("b200").nvfp4_gemm_scale,
+            cost::load_simumax_system("gb200").nvfp4_gemm_scale);
+  EXPECT_EQ(cost::load_simumax_system("b300").nvfp4_gemm_scale,
+            cost::load_simumax_system("gb300").nvfp4_gemm_scale);
+  EXPECT_EQ(cost::load_simumax_system("h100-sxm").nvfp4_gemm_scale, 0.0);
+  EXPECT_EQ(cost::load_simumax_system("mi300x").nvfp4_gemm_scale, 0.0);
 }
 
 // NeMo's published Qwen3 MoE rows: the HybridEP flex dispatcher across two H100 nodes, the alltoall
@@ -833,15 +879,15 @@ TEST(TimeFit, ScaledSystemJsonMatchesScaledSystem) {
                    grouped.op.at("group_matmul").efficient_factor);
   EXPECT_DOUBLE_EQ(from_json.op.at("matmul").efficient_factor, raw.op.at("matmul").efficient_factor);
   // The h100-sxm preset carries them: grouped GEMMs 1.24x slower than the GEMMs' transfer from B200, FP8 ones
-  // 1.4x, and the BF16 dense GEMMs (only they) 1 / 0.89 faster; an FP8 grouped scale absent falls back to the
-  // grouped one.
+  // 1.4x, the BF16 dense GEMMs (only they) 1 / 0.89 faster, every FP8 GEMM 1.025 slower (refitted with TE's
+  // fp8 sequence-parallel gathers); an FP8 grouped scale absent falls back to the grouped one.
   const SystemSpec h100 = cost::load_simumax_system("h100-sxm");
   const double raw_ratio = raw.op.at("matmul").efficient_factor / raw.op.at("group_matmul").efficient_factor;
   EXPECT_NEAR(h100.op.at("matmul").efficient_factor / h100.op.at("group_matmul").efficient_factor,
               1.24 / 0.89 * raw_ratio, 1e-9);
   EXPECT_NEAR(h100.op.at("fp8_matmul").efficient_factor / h100.op.at("fp8_group_matmul").efficient_factor,
               1.4 * raw_ratio, 1e-9);
-  EXPECT_NEAR(h100.op.at("matmul").efficient_factor / h100.op.at("fp8_matmul").efficient_factor, 1 / 0.89,
+  EXPECT_NEAR(h100.op.at("matmul").efficient_factor / h100.op.at("fp8_matmul").efficient_factor, 1.025 / 0.89,
               1e-9);
   const SystemSpec only_grouped = scaled_system_groups(raw, {{"grouped_gemm", 1.3}});
   EXPECT_DOUBLE_EQ(only_grouped.op.at("fp8_group_matmul").efficient_factor * 1.3,
@@ -970,7 +1016,7 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
         "gb200_nemo_llama.json", "h100_nemo_moe.json", "b200_nemo_moe.json", "h100_nemo_2407.json",
         "h100_megatron_lm_readme.json", "gb300_nemo_llama.json", "b300_nemo_moe.json", "gb300_nemo_moe.json",
         "gb200_nemo_moe.json", "b200_nemo2_2502.json", "gb200_nemo2_2504.json", "h100_nemo_long_context.json",
-        "gb200_nemo_fsdp.json", "gb300_nemo_fsdp.json"}) {
+        "gb200_nemo_fsdp.json", "gb300_nemo_fsdp.json", "gb200_nemo_nvfp4.json", "gb300_nemo_nvfp4.json"}) {
     const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
     const SystemSpec sys = cost::load_simumax_system(j["system"].get<std::string>());
     const bool bridge = std::string(file).find("_nemo_") != std::string::npos &&
@@ -990,7 +1036,7 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 11 + 2 + 2 + 17 + 12 + 7 + 12 + 3 + 13 + 11 + 4 + 4 + 8 + 7 + 9 + 4 + 4);
+  EXPECT_EQ(checked, 11 + 2 + 2 + 17 + 12 + 7 + 12 + 3 + 13 + 11 + 4 + 4 + 8 + 7 + 9 + 4 + 4 + 9 + 8);
 }
 
 }  // namespace

@@ -25,11 +25,14 @@ struct Sample {
 };
 
 /// Least squares of a·c/m + b·n/m = 1 over `s` (skipping index `skip`); a = b when the two parts cannot be
-/// told apart or a coefficient comes out non-positive.
+/// told apart, a coefficient comes out non-positive, or fewer than three runs are left (two runs fix two
+/// factors exactly, and a run left out of a three-run corpus was then priced by an extrapolation, not a fit).
 std::pair<double, double> solve(const std::vector<Sample>& s, std::size_t skip = static_cast<std::size_t>(-1)) {
   double xx = 0, xy = 0, yy = 0, x1 = 0, y1 = 0, tt = 0, t1 = 0;
+  int used = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (i == skip) continue;
+    ++used;
     const double x = s[i].c / s[i].m, y = s[i].n / s[i].m;
     xx += x * x;
     xy += x * y;
@@ -40,7 +43,7 @@ std::pair<double, double> solve(const std::vector<Sample>& s, std::size_t skip =
     t1 += x + y;
   }
   const double det = xx * yy - xy * xy;
-  if (std::fabs(det) > 1e-12 * std::max(1.0, xx * yy)) {
+  if (used >= 3 && std::fabs(det) > 1e-12 * std::max(1.0, xx * yy)) {
     const double a = (x1 * yy - y1 * xy) / det;
     const double b = (y1 * xx - x1 * xy) / det;
     if (a > 0 && b > 0) return {a, b};

@@ -993,13 +993,21 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
                            "is compared here (--simumax-compat keeps 80)");
   // FP8 GEMMs on a device without them (A100, Ascend 910B: the presets' fp8_matmul has no rate): refused by
   // the flag that asked for them, not by the kernel table.
+  // FP4 (NVFP4) GEMMs: Blackwell's FP4 tensor cores, priced from the FP8 GEMMs by the system's
+  // nvfp4_gemm_scale.
+  if (strategy.fp4() && !(system.nvfp4_gemm_scale > 0))
+    throw InputError("--fp4-format",
+                     system.name +
+                         " has no FP4 tensor cores (no nvfp4_gemm_scale): NVFP4 needs Blackwell "
+                         "(the b200 / gb200 / b300 / gb300 presets)");
   if (strategy.fp8 != Fp8Format::None) {
     auto f8 = system.op.find("fp8_matmul");
     if (f8 != system.op.end() && (f8->second.tflops <= 0 || (f8->second.efficient_factor <= 0 &&
                                                              f8->second.accurate_efficient_factor.empty())))
-      throw InputError("--fp8-format", system.name +
-                                           " has no FP8 tensor cores (its fp8_matmul has no rate): run in "
-                                           "bf16 / fp16, or price an FP8 system (Hopper, Blackwell, MI300X)");
+      throw InputError(strategy.fp4() ? "--fp4-format" : "--fp8-format",
+                       system.name +
+                           " has no FP8 tensor cores (its fp8_matmul has no rate): run in "
+                           "bf16 / fp16, or price an FP8 system (Hopper, Blackwell, MI300X)");
   }
   if (strategy.fp8 != Fp8Format::None && strategy.fp8_recipe == Fp8Recipe::Mxfp8 &&
       system.mxfp8_gemm_scale == 1.0 && !strategy.simumax_compat)

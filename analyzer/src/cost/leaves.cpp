@@ -95,6 +95,7 @@ Ctx Ctx::make(const ModelSpec& m, const Strategy& st, const SystemSpec& sys) {
   c.fp8 = st.fp8 != Fp8Format::None;
   c.flash = st.attention_backend == AttentionBackend::Flash;
   c.e = st.element_bytes();
+  c.lowp_e = st.lowp_element_bytes();
   c.main_grad = st.fp32_grad_accumulation ? st.main_grad_bytes() : 2;
   c.zero = st.effective_zero_stage();
   if (st.master_param_bytes != 4 || st.exp_avg_bytes != 4 || st.exp_avg_sq_bytes != 4)  // precision-aware optimizer
@@ -144,9 +145,10 @@ void price_passes(const Ctx& c, Leaf& l, const char* fwd_op, const char* bwd_op,
   p.fwd_ms = pass_time(c, fwd_op, p.fwd_flops, p.fwd_bytes, k_fwd);
   p.bwd_act_ms = pass_time(c, bwd_op, p.bwd_act_flops, p.bwd_act_bytes, k_act);
   p.bwd_w_ms = pass_time(c, w_op, p.bwd_w_flops, p.bwd_w_bytes, k_w);
-  // MXFP8 GEMMs (a scale per 32 elements) at the system's factor over per-tensor FP8.
-  if (c.st->fp8_recipe == Fp8Recipe::Mxfp8 && !c.st->simumax_compat) {
-    const double k = c.sys->mxfp8_gemm_scale;
+  // MXFP8 GEMMs (a scale per 32 elements) and NVFP4 GEMMs at the system's factor over per-tensor FP8.
+  const bool mxfp8 = c.st->fp8_recipe == Fp8Recipe::Mxfp8, fp4 = c.st->fp4();
+  if ((mxfp8 || fp4) && !c.st->simumax_compat) {
+    const double k = fp4 ? c.sys->nvfp4_gemm_scale : c.sys->mxfp8_gemm_scale;
     auto mx = [](const char* op) { return std::string_view(op).rfind("fp8_", 0) == 0; };
     if (mx(fwd_op)) p.fwd_ms *= k;
     if (mx(bwd_op)) p.bwd_act_ms *= k;
@@ -247,7 +249,7 @@ void price_gemm_passes(const Ctx& c, Leaf& l, double b, double m) {
 }
 
 void price_linear(const Ctx& c, Leaf& l, bool column) {
-  double w_el = l.fp8_gemm ? 1 : c.e, a_el = l.fp8_gemm ? 1 : c.e;
+  double w_el = l.fp8_gemm ? c.lowp_e : c.e, a_el = l.fp8_gemm ? c.lowp_e : c.e;
   double x = l.b * l.s * l.in;
   double y = l.b * l.s * l.out;
   double w = l.in * l.out * w_el, in_b = x * a_el, out_b = y * c.e;
@@ -277,18 +279,25 @@ void price_linear(const Ctx& c, Leaf& l, bool column) {
     }
   } else if (column) {
     double comm = x * c.e;
+    // Transformer Engine quantizes before it gathers (gather_along_first_dim with the input's quantizer): a
+    // sequence-parallel all-gather in front of an fp8 / fp4 GEMM moves the quantized input.  SimuMax gathers
+    // 16 bits.
+    const double gathered = l.fp8_gemm && !c.st->simumax_compat ? x * c.lowp_e : comm;
     if (c.sp && c.tp > 1) {
-      p.fwd_net_ms += net(c, Collective::AllGather, comm, c.tp, c.nets.tp, CommGroup::Tp);
+      p.fwd_net_ms += net(c, Collective::AllGather, gathered, c.tp, c.nets.tp, CommGroup::Tp);
       p.bwd_act_net_ms += net(c, Collective::ReduceScatter, comm, c.tp, c.nets.tp, CommGroup::Tp);
-      p.bwd_w_net_ms += net(c, Collective::AllGather, comm, c.tp, c.nets.tp, CommGroup::Tp);
+      p.bwd_w_net_ms += net(c, Collective::AllGather, gathered, c.tp, c.nets.tp, CommGroup::Tp);
     } else if (c.tp > 1) {
       p.bwd_act_net_ms += net(c, Collective::AllReduce, comm, c.tp, c.nets.tp, CommGroup::Tp);
     }
   } else {
     double comm = y * c.e;
     if (c.sp && c.tp > 1) {
+      // The output gradient is gathered quantized too (TE's grad-output quantizer), the output reduced in 16
+      // bits.
+      const double gathered = l.fp8_gemm && !c.st->simumax_compat ? y * c.lowp_e : comm;
       p.fwd_net_ms += net(c, Collective::ReduceScatter, comm, c.tp, c.nets.tp, CommGroup::Tp);
-      p.bwd_act_net_ms += net(c, Collective::AllGather, comm, c.tp, c.nets.tp, CommGroup::Tp);
+      p.bwd_act_net_ms += net(c, Collective::AllGather, gathered, c.tp, c.nets.tp, CommGroup::Tp);
     } else if (c.tp > 1) {
       p.fwd_net_ms += net(c, Collective::AllReduce, comm, c.tp, c.nets.tp, CommGroup::Tp);
     }
@@ -332,7 +341,7 @@ void price_norm(const Ctx& c, Leaf& l) {
 
 // --- Float8Quantizer, zero-cost layout modules ---------------------------------------------------
 void price_quantizer(const Ctx& c, Leaf& l) {
-  double in_b = l.n_in * 2, out_b = l.n_out * 1;
+  double in_b = l.n_in * 2, out_b = l.n_out * c.lowp_e;
   l.cache = 0;
   l.fwd_peak = in_b + out_b;
   l.bwd_peak = 0;
@@ -496,7 +505,8 @@ void Builder::push(Leaf l) {
   out.push_back(std::move(l));
 }
 
-/// The Float8Quantizer in front of an fp8 GEMM: `numel` bf16 input elements (2 bytes each) to fp8.
+/// The Float8Quantizer in front of an fp8 (fp4) GEMM: `numel` bf16 input elements (2 bytes each) to fp8
+/// (fp4).
 Leaf quantizer_leaf(double numel, bool recompute, std::string name, std::string path) {
   Leaf q;
   q.kind = LeafKind::Fp8Quantizer;
@@ -536,7 +546,7 @@ void push_linear(Builder& bld, bool column, const std::string& name, const std::
                             parent_path +
                                 Builder::idx(index, column ? "QuantizedColLinear" : "QuantizedRowLinear") +
                                 Builder::idx(0, "Float8Quantizer")));
-    l.input_bytes = in_tokens * in * 1;
+    l.input_bytes = in_tokens * in * c.lowp_e;
     l.name = name + ".linear";
     l.path = parent_path + Builder::idx(index, column ? "QuantizedColLinear" : "QuantizedRowLinear") +
              Builder::idx(1, cls);

@@ -251,7 +251,7 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
 // --- GroupLinearCol / GroupLinearRow -------------------------------------------------------------
 // Geometry: tokens rows (all local experts), in / out local, local_experts.
 void price_group_linear(const Ctx& c, Leaf& l, bool column) {
-  double w_el = l.fp8_gemm ? 1 : c.e, a_el = l.fp8_gemm ? 1 : c.e;
+  double w_el = l.fp8_gemm ? c.lowp_e : c.e, a_el = l.fp8_gemm ? c.lowp_e : c.e;
   double x = l.tokens * l.in;
   double in_b = x * a_el, out_b = l.tokens * l.out * c.e;
   double w = l.local_experts * l.in * l.out * w_el;
@@ -416,7 +416,7 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
       q.offload_inputs = !c.st->cache_grouped_gemm_fp8_inputs && c.st->offload_grouped_gemm_inputs;
       bld.push(std::move(q));
       g.offload_inputs = c.st->cache_grouped_gemm_fp8_inputs && c.st->offload_grouped_gemm_inputs;
-      g.input_bytes = routed * g.in;
+      g.input_bytes = routed * g.in * c.lowp_e;
       g.name = "mlp.group_linear1.linear";
       g.path = mp + Builder::idx(i++, "QuantizedGroupLinearCol") + Builder::idx(1, "GroupLinearCol");
     } else {
@@ -457,7 +457,7 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
       bld.push(quantizer_leaf(
           routed * g.in, act_rc, "mlp.group_linear2.quantizer",
           mp + Builder::idx(i, "QuantizedGroupLinearRow") + Builder::idx(0, "Float8Quantizer")));
-      g.input_bytes = routed * g.in;
+      g.input_bytes = routed * g.in * c.lowp_e;
       g.name = "mlp.group_linear2.linear";
       g.path = mp + Builder::idx(i++, "QuantizedGroupLinearRow") + Builder::idx(1, "GroupLinearRow");
     } else {

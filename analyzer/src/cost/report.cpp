@@ -377,12 +377,13 @@ std::string summary_text(const Estimate& est) {
                     (st.vpp > 1 ? ", " + std::to_string(st.vpp) + " virtual stages per rank" : "") + "\n";
   out += "recompute: " + recompute_status_text(est.recompute) + "\n";
   if (st.fp8 != Fp8Format::None)
-    out +=
-        std::string("precision: ") + to_string(st.precision) + " with fp8 GEMMs (" + to_string(st.fp8) +
-        " format, " + to_string(st.fp8_recipe) + " scaling" +
-        (st.fp8_recipe == Fp8Recipe::Mxfp8 && !st.simumax_compat ? ": GEMMs at the system's mxfp8_gemm_scale"
-                                                                 : "") +
-        ")\n";
+    out += std::string("precision: ") + to_string(st.precision) + " with " + (st.fp4() ? "fp4" : "fp8") +
+           " GEMMs (" + to_string(st.fp8) + " format, " + to_string(st.fp8_recipe) + " scaling" +
+           (st.simumax_compat                   ? ""
+            : st.fp4()                          ? ": GEMMs at the system's nvfp4_gemm_scale"
+            : st.fp8_recipe == Fp8Recipe::Mxfp8 ? ": GEMMs at the system's mxfp8_gemm_scale"
+                                                : "") +
+           ")\n";
   if (est.model.moe.enabled() && st.ep > 1) {
     const char* note = st.moe_dispatcher == MoeDispatcher::AllGather ? " (Megatron's default)"
                        : st.moe_dispatcher == MoeDispatcher::Flex    ? " (DeepEP / HybridEP)"

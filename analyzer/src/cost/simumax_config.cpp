@@ -533,6 +533,10 @@ SystemSpec read_simumax_system(const json& j, const std::string& where) {
   sys.mxfp8_gemm_scale = f.number("mxfp8_gemm_scale", 1.0);
   if (!(sys.mxfp8_gemm_scale >= 1 && sys.mxfp8_gemm_scale <= 10))
     throw InputError(f.field("mxfp8_gemm_scale"), "must be in [1, 10] (an MXFP8 GEMM's time over FP8's)");
+  sys.nvfp4_gemm_scale = f.number("nvfp4_gemm_scale", 0.0);
+  if (!(sys.nvfp4_gemm_scale >= 0 && sys.nvfp4_gemm_scale <= 1))
+    throw InputError(f.field("nvfp4_gemm_scale"),
+                     "must be in (0, 1] (an NVFP4 GEMM's time over FP8's), or 0 for no FP4 tensor cores");
   f.ignore({"real_comm_bw", "miss_efficiency", "hit_efficiency", "preflight"});  // preflight: a preset's sources
   const json* acc = f.object("accelerator", true);
   const json* nets = f.object("networks", true);

@@ -58,6 +58,9 @@ const std::vector<FlagSpec>& training_flags() {
       {"--fp8-recipe", Arity::One},
       {"--first-last-layers-bf16", Arity::Switch},
       {"--fp8-param-gather", Arity::Switch},
+      {"--fp4-format", Arity::One},
+      {"--fp4-recipe", Arity::One},
+      {"--fp4-param-gather", Arity::Switch},
       {"--num-layers-at-start-in-bf16", Arity::One},
       {"--num-layers-at-end-in-bf16", Arity::One},
       {"--use-distributed-optimizer", Arity::Switch},
@@ -430,6 +433,27 @@ void read_numerics(const Flags& f, Strategy& st) {
                        "unknown recipe '" + recipe + "' (tensorwise, delayed, mxfp8, blockwise or custom)");
     st.fp8_recipe = it->second;
   }
+  // FP4 (megatron/core/fp4_utils.py): NVFP4 block scaling through the same Transformer Engine autocast; the
+  // first / last layers in bf16 and the parameter gather work as with fp8 (arguments.py refuses the mix).
+  if (f.has("--fp4-format")) {
+    if (st.fp8 != Fp8Format::None)
+      throw InputError("--fp4-format",
+                       "cannot be combined with --fp8-format (Megatron refuses it): choose one");
+    const auto& format = f.get("--fp4-format");
+    if (format != "e2m1") throw InputError("--fp4-format", "unknown format '" + format + "' (e2m1)");
+    st.fp8 = Fp8Format::E2M1;
+    st.fp8_recipe = Fp8Recipe::Nvfp4;
+    if (f.has("--fp4-recipe")) {
+      const auto& recipe = f.get("--fp4-recipe");
+      if (recipe == "custom")
+        st.fp8_recipe = Fp8Recipe::Custom;
+      else if (recipe != "nvfp4")
+        throw InputError("--fp4-recipe", "unknown recipe '" + recipe + "' (nvfp4 or custom)");
+    }
+  } else {
+    for (const char* flag : {"--fp4-recipe", "--fp4-param-gather"})
+      if (f.has(flag)) throw InputError(flag, "needs --fp4-format (Megatron refuses it without)");
+  }
   if (f.has("--first-last-layers-bf16") && st.fp8 != Fp8Format::None) {
     // megatron/core/fp8_utils.py: entering and leaving fp8 per layer breaks delayed scaling's amax reduction.
     if (st.fp8_recipe == Fp8Recipe::Delayed)
@@ -445,7 +469,7 @@ void read_numerics(const Flags& f, Strategy& st) {
     st.bf16_layers_at_start = count("--num-layers-at-start-in-bf16");
     st.bf16_layers_at_end = count("--num-layers-at-end-in-bf16");
   }
-  st.fp8_param_gather = f.has("--fp8-param-gather");
+  st.fp8_param_gather = f.has("--fp8-param-gather") || f.has("--fp4-param-gather");
   st.distributed_optimizer = f.has("--use-distributed-optimizer");
   if (f.has("--num-distributed-optimizer-instances")) {
     st.dist_opt_instances = static_cast<int>(

@@ -86,6 +86,7 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
       // --first-last-layers-bf16: this layer's linears keep 16-bit inputs.
       Ctx sixteen = c;
       sixteen.lin_a = c.a;
+      sixteen.lin_a_den = 1;
       ops = build_layer(sixteen, first_layer + i);
     } else {
       ops = build_layer(c, first_layer + i);

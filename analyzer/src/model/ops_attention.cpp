@@ -29,7 +29,7 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
             make_norm(c, pre + "q_layernorm", OpRole::QDownNorm, layer, c.tok_sp, m.mla.q_lora_rank));
       ops.push_back(make_column(c, pre + "linear_q_up_proj", OpRole::QUpProj, layer, m.mla.q_lora_rank,
                                 static_cast<I64>(m.num_attention_heads) * qk_dim, false));
-      ops.back().saved = {{"input", c.tok_sp * m.mla.q_lora_rank * c.lin_a}};
+      ops.back().saved = {{"input", c.lin_bytes(c.tok_sp * m.mla.q_lora_rank)}};
     } else {
       ops.push_back(make_column(c, pre + "linear_q_proj", OpRole::QProj, layer, c.h,
                                 static_cast<I64>(m.num_attention_heads) * qk_dim, false));
@@ -49,7 +49,7 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
     ops.push_back(
         make_column(c, pre + "linear_kv_up_proj", OpRole::KvUpProj, layer, m.mla.kv_lora_rank,
                     static_cast<I64>(m.num_attention_heads) * (m.mla.qk_head_dim + m.mla.v_head_dim), false));
-    ops.back().saved = {{"input", c.tok_sp * m.mla.kv_lora_rank * c.lin_a}};
+    ops.back().saved = {{"input", c.lin_bytes(c.tok_sp * m.mla.kv_lora_rank)}};
   } else {
     qk_dim = v_dim = m.kv_channels;
     kv_heads = m.num_query_groups / c.t;

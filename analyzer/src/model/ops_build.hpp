@@ -24,7 +24,7 @@ struct Ctx {
   const ModelSpec& m;
   const Strategy& st;
   I64 a;       // activation element bytes (compute precision)
-  I64 lin_a;   // bytes of a linear's saved input (1 with fp8 GEMMs)
+  I64 lin_a;   // bytes of a linear's saved input per element, as lin_a / lin_a_den (1 with fp8 GEMMs)
   I64 b;       // micro batch
   I64 s;       // sequence length (full)
   I64 s_loc;   // sequence on this cp rank
@@ -36,6 +36,9 @@ struct Ctx {
   I64 vocab;               // padded vocab
   int vt = 1;              // tp ranks the vocabulary is split over (1 when the embedding is replicated)
   bool torch_cpu = false;  // Strategy::transformer_impl == TorchCpu
+  I64 lin_a_den = 1;       // 16 with NVFP4 GEMMs (lin_a 9: Strategy::lowp_bytes_fraction)
+  /// Bytes of a linear's saved input of `numel` elements.
+  I64 lin_bytes(I64 numel) const { return numel * lin_a / lin_a_den; }
 };
 
 Ctx make_ctx(const ModelSpec& model, const Strategy& st);

@@ -1,6 +1,7 @@
 // Ops every block uses: norms, column/row-parallel linears, residual adds, activations.
 #include "ops_build.hpp"
 
+#include <tuple>
 #include <utility>
 
 namespace preflight::analyzer::graph_ops {
@@ -8,7 +9,9 @@ namespace preflight::analyzer::graph_ops {
 Ctx make_ctx(const ModelSpec& model, const Strategy& st) {
   Ctx c{model, st, 0, 0, 0, 0, 0, 0, 0, 0, 1, false, 0};
   c.a = st.element_bytes();
-  c.lin_a = st.fp8 != Fp8Format::None ? 1 : c.a;
+  c.lin_a = c.a;
+  c.lin_a_den = 1;
+  if (st.fp8 != Fp8Format::None) std::tie(c.lin_a, c.lin_a_den) = st.lowp_bytes_fraction();
   c.b = st.micro_batch_size;
   c.s = st.seq_length;
   c.s_loc = st.seq_length / st.cp;
@@ -132,7 +135,7 @@ Op make_column(const Ctx& c, std::string path, OpRole role, int layer, I64 in, I
   I64 in_tokens = split ? c.tok_sp : c.tok;
   op.input_bytes = in_tokens * in * c.a;
   op.output_bytes = c.tok * out * c.a;
-  op.saved.push_back({"input", in_tokens * in * c.lin_a, true});
+  op.saved.push_back({"input", c.lin_bytes(in_tokens * in), true});
   linear_flops(op, c.tok, in, out);
   if (split) column_comms(c, op, in);
   return op;
@@ -143,7 +146,7 @@ Op make_duplicated(const Ctx& c, std::string path, OpRole role, int layer, I64 i
   op.tokens = c.tok_sp;
   op.input_bytes = c.tok_sp * in * c.a;
   op.output_bytes = c.tok_sp * out * c.a;
-  op.saved = {{"input", c.tok_sp * in * c.lin_a, true}};
+  op.saved = {{"input", c.lin_bytes(c.tok_sp * in), true}};
   linear_flops(op, c.tok_sp, in, out);
   return op;
 }
@@ -162,7 +165,7 @@ Op make_row(const Ctx& c, std::string path, OpRole role, int layer, I64 in_full,
   if (bias) op.params.push_back(param("bias", {out}, {out}, true));
   op.input_bytes = c.tok * in * c.a;
   op.output_bytes = c.tok_sp * out * c.a;
-  op.saved.push_back({"input", c.tok * in * c.lin_a, true});
+  op.saved.push_back({"input", c.lin_bytes(c.tok * in), true});
   linear_flops(op, c.tok, in, out);
   row_comms(c, op, out);
   return op;

@@ -131,7 +131,7 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
     fc1.params.push_back(param("bias", {local, fc1_out / etp}, {E, fc1_out}, false, true));
   fc1.input_bytes = routed * c.h * c.a;
   fc1.output_bytes = routed * (fc1_out / etp) * c.a;
-  fc1.saved.push_back({"input", routed * c.h * c.lin_a});
+  fc1.saved.push_back({"input", c.lin_bytes(routed * c.h)});
   linear_flops(fc1, routed, c.h, fc1_out / etp);
   ops.push_back(std::move(fc1));
 
@@ -155,7 +155,7 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   if (c.m.add_bias_linear) fc2.params.push_back(param("bias", {local, c.h}, {E, c.h}, false, true));
   fc2.input_bytes = routed * (ffn / etp) * c.a;
   fc2.output_bytes = routed * c.h * c.a;
-  fc2.saved.push_back({"input", routed * (ffn / etp) * c.lin_a});
+  fc2.saved.push_back({"input", c.lin_bytes(routed * (ffn / etp))});
   linear_flops(fc2, routed, ffn / etp, c.h);
   ops.push_back(std::move(fc2));
 

@@ -24,7 +24,7 @@ void validate_torch_cpu(const Strategy& st, const ModelSpec& model) {
                      "--transformer-impl torch_cpu (examples/torch_cpu_gpt) does not implement " + what);
   };
   if (st.precision == Precision::FP16) refuse("--fp16", "fp16 (use --bf16 or fp32)");
-  if (st.fp8 != Fp8Format::None) refuse("--fp8-format", "fp8");
+  if (st.fp8 != Fp8Format::None) refuse(st.fp4() ? "--fp4-format" : "--fp8-format", st.fp4() ? "fp4" : "fp8");
   if (st.cp != 1) refuse("--context-parallel-size", "context parallelism");
   if (st.ep != 1 || model.moe.enabled()) refuse("--num-experts", "mixture of experts");
   if (st.vpp != 1) refuse("--num-layers-per-virtual-pipeline-stage", "the interleaved schedule");
@@ -326,7 +326,8 @@ void Strategy::validate(const ModelSpec& model) const {
                          " query groups (kv heads) are not divisible by tp = " + num(tp));
   // megatron/training/arguments.py: "--fp8-param-gather only supported with distributed optimizer, torch
   // fsdp2, megatron fsdp, or inference mode".
-  if (fp8_param_gather && !distributed_optimizer && !fsdp)
+  // (--fp4-param-gather has no such assert: without the distributed optimizer nothing is gathered.)
+  if (fp8_param_gather && !fp4() && !distributed_optimizer && !fsdp)
     throw InputError("--fp8-param-gather",
                      "needs --use-distributed-optimizer or FSDP (Megatron asserts): the fp8 weights are "
                      "gathered by the distributed optimizer");
@@ -526,6 +527,8 @@ const char* to_string(Fp8Format f) {
       return "e4m3";
     case Fp8Format::Hybrid:
       return "hybrid";
+    case Fp8Format::E2M1:
+      return "e2m1";
   }
   return "?";
 }
@@ -542,6 +545,8 @@ const char* to_string(Fp8Recipe r) {
       return "blockwise";
     case Fp8Recipe::Custom:
       return "custom";
+    case Fp8Recipe::Nvfp4:
+      return "nvfp4";
   }
   return "?";
 }

@@ -261,7 +261,9 @@ std::string header(const LayerGraph& g, const AnalyzeOptions& opts) {
   out += "\n     micro batch " + num(st.micro_batch_size) + " × " + num(st.seq_length) +
          " tokens, global batch " + num(st.global_batch()) + " → " + num(st.num_microbatches()) +
          " micro batches per iteration; " + to_string(st.precision) +
-         (st.fp8 != Fp8Format::None ? "+fp8" : "") +
+         (st.fp4()                    ? "+fp4"
+          : st.fp8 != Fp8Format::None ? "+fp8"
+                                      : "") +
          (st.param_bytes > 0
               ? ", parameters and gradients in " + std::string(st.param_bytes == 4 ? "fp32" : "16 bit")
               : std::string()) +

@@ -7,7 +7,8 @@
 /// (collectives, p2p, data-parallel gradient synchronisation): C = T(compute 2× slower) − T, N = T − C, by
 /// re-running the cost model (cost/estimate.hpp) with every compute efficiency halved — so pipeline bubbles,
 /// stragglers and overlaps are split as the model schedules them.  The fit is then
-/// measured ≈ a·C + b·N, least squares on relative errors over the runs (a, b > 0), and the system becomes
+/// measured ≈ a·C + b·N, least squares on relative errors over the runs (a, b > 0; one common factor a = b
+/// when fewer than three runs are fitted — also for a leave-one-out fit of three), and the system becomes
 /// the input's with every compute efficiency (accelerator.op.*, accelerator.bandwidth.*) divided by a and
 /// every network efficiency divided by b.  Latencies are kept, so the fitted model is close to, not exactly,
 /// the linear one.  Errors are signed, (predicted − measured) / measured.

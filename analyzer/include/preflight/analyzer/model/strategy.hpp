@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "preflight/analyzer/model/model_spec.hpp"
@@ -16,13 +17,16 @@ namespace preflight::analyzer {
 
 /// Parameter / compute precision (`--fp16`, `--bf16`, default fp32).
 enum class Precision { FP32, FP16, BF16 };
-/// FP8 GEMMs (`--fp8-format`); None = off.
-enum class Fp8Format { None, E4M3, Hybrid };
-/// How FP8 tensors are scaled (`--fp8-recipe`, Megatron's default delayed): per tensor (delayed or
-/// current, `tensorwise`), per 32-element block (`mxfp8`, Blackwell), per 128-element block (`blockwise`),
-/// or a user's quantizer factory (`custom`).  The cost model prices MXFP8 GEMMs with the system's
-/// `mxfp8_gemm_scale` (system_spec.hpp); the others as FP8.
-enum class Fp8Recipe { Delayed, Tensorwise, Mxfp8, Blockwise, Custom };
+/// Low-precision GEMMs; None = off.  E4M3 / Hybrid: FP8 (`--fp8-format`).  E2M1: FP4 (`--fp4-format e2m1`,
+/// NVFP4 on Blackwell: 4-bit elements with an e4m3 scale per 16), which Megatron runs through the same
+/// Transformer Engine autocast as FP8 — every code path that treats "the fp8 GEMMs" treats these.
+enum class Fp8Format { None, E4M3, Hybrid, E2M1 };
+/// How low-precision tensors are scaled (`--fp8-recipe`, Megatron's default delayed): per tensor (delayed
+/// or current, `tensorwise`), per 32-element block (`mxfp8`, Blackwell), per 128-element block
+/// (`blockwise`), or a user's quantizer factory (`custom`); with FP4 (`--fp4-recipe`) NVFP4 block scaling
+/// (`nvfp4`) or `custom`.  The cost model prices MXFP8 GEMMs with the system's `mxfp8_gemm_scale` and NVFP4
+/// GEMMs with its `nvfp4_gemm_scale` (system_spec.hpp); the others as FP8.
+enum class Fp8Recipe { Delayed, Tensorwise, Mxfp8, Blockwise, Custom, Nvfp4 };
 /// `--recompute-granularity`.
 enum class RecomputeGranularity { None, Full, Selective };
 /// `--recompute-method` (only with full recompute).
@@ -166,18 +170,30 @@ struct Strategy {
 
   // --- numerics and optimizer ---
   Precision precision = Precision::FP32;
-  Fp8Format fp8 = Fp8Format::None;
-  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< `--fp8-recipe` (only with fp8)
+  Fp8Format fp8 = Fp8Format::None;            ///< low-precision GEMMs: FP8, or FP4 (E2M1)
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< `--fp8-recipe` / `--fp4-recipe` (only with fp8 / fp4)
+  bool fp4() const { return fp8 == Fp8Format::E2M1; }
+  /// Bytes per element of a tensor quantized for the low-precision GEMMs, as the fraction num / den: 1 / 1
+  /// for FP8 (the per-block scales of MXFP8 / blockwise, ≤ 3 %, are not counted), 9 / 16 for NVFP4 (half a
+  /// byte per element and a 1-byte e4m3 scale per 16: Transformer Engine's NVFP4Tensor).
+  std::pair<std::int64_t, std::int64_t> lowp_bytes_fraction() const {
+    return fp4() ? std::pair<std::int64_t, std::int64_t>{9, 16} : std::pair<std::int64_t, std::int64_t>{1, 1};
+  }
+  double lowp_element_bytes() const {
+    auto [n, d] = lowp_bytes_fraction();
+    return static_cast<double>(n) / static_cast<double>(d);
+  }
   /// `--first-last-layers-bf16` with `--num-layers-at-start-in-bf16` / `--num-layers-at-end-in-bf16`
   /// (Megatron's defaults 1 / 1; fp8 runs other than delayed scaling): that many transformer layers at each
   /// end of the model (global indices) run outside fp8 (core/fp8_utils.py is_first_last_bf16_layer); 0 / 0
   /// otherwise.
   int bf16_layers_at_start = 0, bf16_layers_at_end = 0;
-  /// `--fp8-param-gather` (every Megatron-Bridge FP8 recipe sets it): the fp8 GEMMs' weights are kept as fp8
-  /// tensors, so the distributed optimizer's parameter all-gather moves 1 byte per element of them (2 for the
-  /// rest).  Megatron asserts the distributed optimizer or FSDP; it does nothing without fp8.  Weight memory
-  /// is left at 16 bits (TE keeps a transposed / column-wise fp8 copy beside the fp8 weight), and FSDP's
-  /// per-layer gathers stay priced at 16 bits.
+  /// `--fp8-param-gather` (every Megatron-Bridge FP8 recipe sets it) / `--fp4-param-gather` (its NVFP4
+  /// recipe): the low-precision GEMMs' weights are kept quantized, so the distributed optimizer's parameter
+  /// all-gather moves lowp_element_bytes() per element of them (1 for FP8, 9/16 for NVFP4; 2 for the rest).
+  /// Megatron asserts the distributed optimizer or FSDP; it does nothing without fp8.  Weight memory is left
+  /// at 16 bits (TE keeps a transposed / column-wise fp8 copy beside the fp8 weight), and FSDP's per-layer
+  /// gathers stay priced at 16 bits.
   bool fp8_param_gather = false;
   /// Transformer layer `layer` (global, of `num_layers`) runs its GEMMs in 16 bits although the run is fp8.
   bool layer_in_bf16(int layer, int num_layers) const {
@@ -393,8 +409,9 @@ const char* to_string(RecomputeMethod m);
 const char* to_string(AttentionBackend b);
 const char* to_string(CpCommType c);
 const char* to_string(MoeDispatcher d);  ///< Megatron's name: allgather, alltoall, flex
-const char* to_string(Fp8Format f);      ///< none, e4m3, hybrid
-const char* to_string(Fp8Recipe r);      ///< Megatron's name: delayed, tensorwise, mxfp8, blockwise, custom
+const char* to_string(Fp8Format f);      ///< none, e4m3, hybrid (fp8), e2m1 (fp4)
+const char* to_string(
+    Fp8Recipe r);  ///< Megatron's name: delayed, tensorwise, mxfp8, blockwise, custom, nvfp4
 const char* to_string(RecomputeScope s);
 const char* to_string(TransformerImpl i);
 

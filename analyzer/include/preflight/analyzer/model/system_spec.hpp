@@ -83,6 +83,13 @@ struct SystemSpec {
   /// Blackwell presets carry one fitted on NeMo's published pairs of FP8-CS / MXFP8 rows of one layout
   /// (analyzer/data/systems/README.md).
   double mxfp8_gemm_scale = 1.0;
+  /// Time of an NVFP4 GEMM (`--fp4-format e2m1`: 4-bit elements, an e4m3 scale per 16) over the same GEMM
+  /// with FP8 per-tensor scaling, in (0, 1] (top-level `nvfp4_gemm_scale`, a preflight extension).  0 when
+  /// absent: the device has no FP4 tensor cores and `--fp4-format` is refused.  The Blackwell presets carry
+  /// the spec sheet's FP8 / FP4 dense peak ratio times a factor fitted on NeMo's published NVFP4 rows
+  /// (analyzer/data/systems/README.md); it covers the quantization kernels (random Hadamard transform,
+  /// stochastic rounding) as well as the GEMMs.
+  double nvfp4_gemm_scale = 0.0;
 
   /// Device memory in bytes.
   double mem_bytes() const;
