@@ -387,6 +387,7 @@ TEST(CostModel, Nvfp4GemmsAtTheSystemsScaleWithNineSixteenthByteTensors) {
   expect_input_error([&] { run(" --fp4-format e2m1 --fp8-format hybrid"); }, "--fp4-format", "--fp8-format");
   expect_input_error([&] { run(" --fp4-param-gather"); }, "--fp4-param-gather", "--fp4-format");
   expect_input_error([&] { run(" --fp4-format e4m3"); }, "--fp4-format", "e2m1");
+  expect_input_error([&] { run(" --fp4-format e2m1 --simumax-compat"); }, "--fp4-format", "SimuMax v1.2");
 }
 
 // Transformer Engine quantizes a sequence-parallel linear's input before it all-gathers it (and the output

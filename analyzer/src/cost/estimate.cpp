@@ -995,6 +995,8 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   // the flag that asked for them, not by the kernel table.
   // FP4 (NVFP4) GEMMs: Blackwell's FP4 tensor cores, priced from the FP8 GEMMs by the system's
   // nvfp4_gemm_scale.
+  if (strategy.fp4() && strategy.simumax_compat)
+    throw InputError("--fp4-format", "SimuMax v1.2 has no FP4 GEMMs: --simumax-compat cannot price NVFP4");
   if (strategy.fp4() && !(system.nvfp4_gemm_scale > 0))
     throw InputError("--fp4-format",
                      system.name +
