@@ -57,8 +57,8 @@ struct Ctx {
   bool fp8 = false;
   bool flash = true;
   double e = 2;          // element bytes of the compute dtype
-  double lowp_e =
-      1;  // element bytes of a tensor quantized for the fp8 / fp4 GEMMs (Strategy::lowp_element_bytes)
+  // Element bytes of a tensor quantized for the fp8 / fp4 GEMMs (Strategy::lowp_element_bytes).
+  double lowp_e = 1;
   double main_grad = 4;  // main-grad element bytes
   int zero = 1;
   /// Strategy::param_bytes > 0 (MindSpore): weight and grad bytes per element, and 8 bytes of Adam moments

@@ -191,7 +191,8 @@ struct Strategy {
   /// `--fp8-param-gather` (every Megatron-Bridge FP8 recipe sets it) / `--fp4-param-gather` (its NVFP4
   /// recipe): the low-precision GEMMs' weights are kept quantized, so the distributed optimizer's parameter
   /// all-gather moves lowp_element_bytes() per element of them (1 for FP8, 9/16 for NVFP4; 2 for the rest).
-  /// Megatron asserts the distributed optimizer or FSDP; it does nothing without fp8.  Weight memory is left
+  /// Megatron asserts the distributed optimizer or FSDP for fp8 (not for fp4: without it nothing is
+  /// gathered); it does nothing without fp8 / fp4.  Weight memory is left
   /// at 16 bits (TE keeps a transposed / column-wise fp8 copy beside the fp8 weight), and FSDP's per-layer
   /// gathers stay priced at 16 bits.
   bool fp8_param_gather = false;
@@ -410,8 +411,8 @@ const char* to_string(AttentionBackend b);
 const char* to_string(CpCommType c);
 const char* to_string(MoeDispatcher d);  ///< Megatron's name: allgather, alltoall, flex
 const char* to_string(Fp8Format f);      ///< none, e4m3, hybrid (fp8), e2m1 (fp4)
-const char* to_string(
-    Fp8Recipe r);  ///< Megatron's name: delayed, tensorwise, mxfp8, blockwise, custom, nvfp4
+/// Megatron's name: delayed, tensorwise, mxfp8, blockwise, custom, nvfp4.
+const char* to_string(Fp8Recipe r);
 const char* to_string(RecomputeScope s);
 const char* to_string(TransformerImpl i);
 
