@@ -362,6 +362,10 @@ TEST(CostModel, Nvfp4GemmsAtTheSystemsScaleWithNineSixteenthByteTensors) {
   const Estimate fp4 = run(" --fp4-format e2m1");
   EXPECT_EQ(to_string(fp4.strategy.fp8), std::string("e2m1"));
   EXPECT_EQ(fp4.strategy.fp8_recipe, Fp8Recipe::Nvfp4);
+  EXPECT_EQ(summary_json(fp4)["fp4"], true);
+  EXPECT_EQ(summary_json(fp4)["fp8_recipe"], "nvfp4");
+  EXPECT_EQ(summary_json(fp8)["fp4"], false);
+  EXPECT_NE(summary_text(fp4).find("fp4 GEMMs (e2m1 format, nvfp4 scaling"), std::string::npos);
   const double T = 4096, h = 4096, f = 14336;
   EXPECT_DOUBLE_EQ(fp8.chunks.front().layers[0].activation_cache_bytes -
                        fp4.chunks.front().layers[0].activation_cache_bytes,

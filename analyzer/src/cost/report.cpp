@@ -346,6 +346,7 @@ ojson summary_json(const Estimate& est) {
                {"recompute", recompute_status_text(est.recompute)},
                {"memory_model", est.memory_model},
                {"fp8", to_string(est.strategy.fp8)},
+               {"fp4", est.strategy.fp4()},
                {"fp8_recipe", to_string(est.strategy.fp8_recipe)},
                {"moe_token_dispatcher", to_string(est.strategy.moe_dispatcher)},
                {"expert_parallel_overlap",

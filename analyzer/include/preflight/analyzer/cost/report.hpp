@@ -22,7 +22,8 @@ nlohmann::ordered_json mem_result_json(const Estimate& est);
 nlohmann::ordered_json compute_result_json(const Estimate& est);
 
 /// A compact machine-readable summary with plain numbers (bytes, ms): per-stage peak memory,
-/// iteration time, MFU, tokens/s/GPU, networks, warnings.  Stable keys for `estimate --json`.
+/// iteration time, MFU, tokens/s/GPU, networks, warnings.  Stable keys for `estimate --json`; `fp8` is the
+/// low-precision GEMM format (none, e4m3, hybrid, or e2m1 with `fp4` true), `fp8_recipe` its scaling.
 nlohmann::ordered_json summary_json(const Estimate& est);
 
 /// The human summary: one table of stages (peak memory GiB, with reserved, model / activation parts)
