@@ -91,7 +91,8 @@ TEST(CostPrimitives, CollectivesMatchSimuMaxNetInfo) {
 // A grouped GEMM SimuMax did not measure at its rows per expert takes the measured efficiencies of the same
 // widths, interpolated in log M (SimuMax: the flat default).  Leaving each measured M out of SimuMax's B200
 // table, the interpolation misses its efficiency by 10 % (median, 108 keys) where the flat default misses by
-// 29 %.
+// 29 %.  Above the largest measured M (SimuMax's B200 table stops at 1024 rows per expert; NeMo's DeepSeek-V3
+// runs with ep 64 have 8192) the groups are dense GEMMs' size and take at least the dense default.
 TEST(CostPrimitives, GroupedGemmEfficiencyByRowsPerExpert) {
   SystemSpec s;
   ComputeOp op;
@@ -118,6 +119,17 @@ TEST(CostPrimitives, GroupedGemmEfficiencyByRowsPerExpert) {
   std::string fp8 = "ng=8, M=512" + rest;
   fp8.replace(fp8.find("dtype=bf16"), 10, "dtype=fp8");
   EXPECT_NEAR(eff(fp8, true), 0.1, 1e-12);  // another dtype is not the same kernel
+  // Beyond the largest measured M each group is the size of a dense GEMM: at least the dense GEMM's default
+  // (`matmul` for a 16-bit grouped GEMM); below the range and inside it nothing changes.
+  ComputeOp dense;
+  dense.tflops = 1000;
+  dense.efficient_factor = 0.6;
+  s.op["matmul"] = dense;
+  EXPECT_NEAR(eff("ng=4, M=4096" + rest, true), 0.6, 1e-12);
+  EXPECT_NEAR(eff("ng=8, M=512" + rest, true), 0.3, 1e-12);
+  EXPECT_NEAR(eff("ng=4, M=64" + rest, true), 0.2, 1e-12);
+  s.op["matmul"].efficient_factor = 0.3;  // a dense default below the measured grouped one: the grouped one
+  EXPECT_NEAR(eff("ng=4, M=4096" + rest, true), 0.4, 1e-12);
 }
 
 TEST(CostPrimitives, NetworkChoice) {

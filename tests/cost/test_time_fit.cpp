@@ -440,9 +440,11 @@ TEST(TimeFit, DgxcH100Bf16RowsOnTheBf16GemmScale) {
 // model, fitted on 2025-26 releases, says 1.7 … 1.9×; the same 405B layout on B200 with NeMo 25.09 is within
 // 0.5 %) — bounded as a measured miss.
 //
-// Their DeepSeek-V3 BF16 rows (MTP, alltoall dispatcher, token drop): on H100 (ep 64 across nodes) +5 … +11
-// %; on GB200 −53 %: that release ran DeepSeek-V3 at 1.4× H100's per-GPU throughput where it ran the dense
-// 405B at 2.1×, so something of its MoE path on GB200 (kernels; not a host-synchronising dispatch:
+// Their DeepSeek-V3 BF16 rows (MTP, alltoall dispatcher, token drop): on H100 (ep 64 across nodes) −3.6 /
+// +0.2 %
+// (+5 / +11 % while grouped GEMMs of more rows per expert than measured took the efficiency measured at
+// 1024); on GB200 −53 %: that release ran DeepSeek-V3 at 1.4× H100's per-GPU throughput where it ran the
+// dense 405B at 2.1×, so something of its MoE path on GB200 (kernels; not a host-synchronising dispatch:
 // drop-and-pad has none) that the model does not price took half the step — bounded as a measured miss.
 TEST(TimeFit, DgxcNemo2504Bf16HoldsFp8OfThatReleaseIsSlower) {
   for (const char* file : {"h100_dgxc_nemo2504.json", "gb200_dgxc_nemo2504.json"}) {
@@ -453,8 +455,8 @@ TEST(TimeFit, DgxcNemo2504Bf16HoldsFp8OfThatReleaseIsSlower) {
     const TimeFit fit = fit_time(runs, cost::load_simumax_system(j["system"].get<std::string>()));
     for (const auto& r : fit.runs) {
       if (r.name.find("deepseek") != std::string::npos) {
-        EXPECT_GT(r.error_before(), h100 ? 0.03 : -0.6) << r.name;
-        EXPECT_LT(r.error_before(), h100 ? 0.12 : -0.45) << r.name;
+        EXPECT_GT(r.error_before(), h100 ? -0.05 : -0.6) << r.name;
+        EXPECT_LT(r.error_before(), h100 ? 0.05 : -0.45) << r.name;
       } else if (r.name.find(" bf16 ") != std::string::npos) {
         EXPECT_LT(std::abs(r.error_before()), 0.09) << r.name;
       } else if (std::string(file).rfind("gb200", 0) == 0) {

@@ -77,7 +77,7 @@ std::map<std::string, std::string> key_fields(std::string_view key) {
 
 /// The efficiency of a grouped GEMM at rows per expert M from the measured shapes of its N, K and stage
 /// (compute_time_ms); nullopt when none was measured.
-std::optional<double> grouped_by_rows(const ComputeOp& op, std::string_view key) {
+std::optional<double> grouped_by_rows(const ComputeOp& op, std::string_view key, double dense_eff) {
   const auto want = key_fields(key);
   auto get = [](const std::map<std::string, std::string>& f, const char* k) {
     auto it = f.find(k);
@@ -115,7 +115,7 @@ std::optional<double> grouped_by_rows(const ComputeOp& op, std::string_view key)
   if (by_m.empty()) return std::nullopt;
   auto mean = [](const std::pair<double, int>& a) { return a.first / a.second; };
   auto hi = by_m.lower_bound(*rows);
-  if (hi == by_m.end()) return mean(std::prev(hi)->second);
+  if (hi == by_m.end()) return std::max(mean(std::prev(hi)->second), dense_eff);
   if (hi->first == *rows || hi == by_m.begin()) return mean(hi->second);
   auto lo = std::prev(hi);
   const double t = std::log(*rows / lo->first) / std::log(hi->first / lo->first);
@@ -141,7 +141,11 @@ double compute_time_ms(const SystemSpec& sys, std::string_view op_name, double f
     if (hit != op.accurate_efficient_factor.end()) {
       eff = hit->second;
     } else if (grouped_rows && shape_key.rfind("ng=", 0) == 0) {
-      if (auto e = grouped_by_rows(op, shape_key)) eff = *e;
+      // Beyond the largest measured rows per expert each group is a dense GEMM's size: at least the dense
+      // GEMM's default efficiency.
+      auto dense = sys.op.find(op_name.rfind("fp8_", 0) == 0 ? "fp8_matmul" : "matmul");
+      const double dense_eff = dense != sys.op.end() ? dense->second.efficient_factor : 0.0;
+      if (auto e = grouped_by_rows(op, shape_key, dense_eff)) eff = *e;
     }
   }
   if (eff <= 0)

@@ -46,7 +46,9 @@ enum class CommGroup {
 /// With `grouped_by_rows` a grouped-GEMM key (`ng=…, M=…, N=…, K=…, dtype=…, stage=…, …`) the file did not
 /// measure takes the efficiency of the measured keys that differ from it only in rows per expert M and the
 /// experts' count ng — interpolated in log M between the nearest measured M below and above, the nearest one
-/// outside their range — and the op's flat default only when no such key was measured (SimuMax's B200 file:
+/// below their range, above it the larger of the last measured one and the dense GEMM's default (`matmul` /
+/// `fp8_matmul`: each group is then a dense GEMM's size) — and the op's flat default only when no such key
+/// was measured (SimuMax's B200 file:
 /// DeepSeek-V2/V3 widths, BF16; its grouped-GEMM efficiency rises ~2.5× from M 128 to 1024).  SimuMax
 /// (false) takes the flat default for every unmeasured key.
 /// @throws InputError when neither the op nor `default` exists in the system file.
