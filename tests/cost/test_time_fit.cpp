@@ -623,6 +623,31 @@ TEST(TimeFit, Nvl72DeepSeekRowsHeldOut) {
   }
 }
 
+// NeMo's Qwen3-235B-A22B MXFP8 rows on 256 Blackwell GPUs (26.02 … 26.04.01; held out, added after every fit;
+// tests/data/time_corpus/*_nemo_qwen3_235b.json): the alltoall dispatcher with ep 8 inside a B200 node is
+// priced −5.3 / −6.0 %; every HybridEP / B300 row is priced slow — GB200 ep 32 +12.7 … +15.3 %, GB300 ep 32
+// micro batch 2 +28.1 … +30.2 %, B300 ep 8 +15.9 / +19.3 % — where the same dispatcher with ep 8 and one
+// stage (Qwen3-30B-A3B) is within −9 … +10 %.  On GB300 5.9 s of the 24.4 s priced is the exposed token
+// exchange (a token to ~7 of 32 ranks at half of NVLink); without it the rows would be within +3 %: as for
+// DeepSeek-V3 on NVL72, the exchange at ep 32 costs far less than the rate fitted at ep 8 says.  Bounded as a
+// measured miss; each system's releases agree with one scale.
+TEST(TimeFit, NemoQwen3_235bBlackwellRowsHeldOut) {
+  for (const auto& [file, n, lo, hi] : {std::tuple{"b200_nemo_qwen3_235b.json", 2u, -0.08, -0.03},
+                                        std::tuple{"b300_nemo_qwen3_235b.json", 2u, 0.13, 0.22},
+                                        std::tuple{"gb200_nemo_qwen3_235b.json", 4u, 0.10, 0.18},
+                                        std::tuple{"gb300_nemo_qwen3_235b.json", 4u, 0.25, 0.33}}) {
+    const auto runs = corpus_runs(file);
+    ASSERT_EQ(runs.size(), n) << file;
+    const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
+    const TimeFit fit = fit_time(runs, cost::load_simumax_system(j["system"].get<std::string>()));
+    for (const auto& r : fit.runs) {
+      EXPECT_GT(r.error_before(), lo) << r.name;
+      EXPECT_LT(r.error_before(), hi) << r.name;
+    }
+    EXPECT_LT(fit.max_abs_held_out(), 0.04) << file;
+  }
+}
+
 // NeMo's published Qwen3 MoE rows: the HybridEP flex dispatcher across two H100 nodes, the alltoall
 // dispatcher with Megatron's expert-parallel overlap on 256 H100s, and HybridEP inside one B200 node, its
 // exchanges exposed as those releases ran it (the intra-node rate, half of NVLink, is fitted on these three).
@@ -1038,13 +1063,15 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
   const std::map<std::string, std::string> expandable = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}};
   int checked = 0;
   for (const char* file :
-       {"h100_nemo_llama3.json", "b200_nemo_llama31.json",       "b200_nemo_llama3_8b.json",
-        "gb200_nemo_llama.json", "h100_nemo_moe.json",           "b200_nemo_moe.json",
-        "h100_nemo_2407.json",   "h100_megatron_lm_readme.json", "gb300_nemo_llama.json",
-        "b300_nemo_moe.json",    "gb300_nemo_moe.json",          "gb200_nemo_moe.json",
-        "b200_nemo2_2502.json",  "gb200_nemo2_2504.json",        "h100_nemo_long_context.json",
-        "gb200_nemo_fsdp.json",  "gb300_nemo_fsdp.json",         "gb200_nemo_nvfp4.json",
-        "gb300_nemo_nvfp4.json", "gb200_nemo_deepseek.json",     "gb300_nemo_deepseek.json"}) {
+       {"h100_nemo_llama3.json",     "b200_nemo_llama31.json",       "b200_nemo_llama3_8b.json",
+        "gb200_nemo_llama.json",     "h100_nemo_moe.json",           "b200_nemo_moe.json",
+        "h100_nemo_2407.json",       "h100_megatron_lm_readme.json", "gb300_nemo_llama.json",
+        "b300_nemo_moe.json",        "gb300_nemo_moe.json",          "gb200_nemo_moe.json",
+        "b200_nemo2_2502.json",      "gb200_nemo2_2504.json",        "h100_nemo_long_context.json",
+        "gb200_nemo_fsdp.json",      "gb300_nemo_fsdp.json",         "gb200_nemo_nvfp4.json",
+        "gb300_nemo_nvfp4.json",     "gb200_nemo_deepseek.json",     "gb300_nemo_deepseek.json",
+        "b200_nemo_qwen3_235b.json", "b300_nemo_qwen3_235b.json",    "gb200_nemo_qwen3_235b.json",
+        "gb300_nemo_qwen3_235b.json"}) {
     const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
     const SystemSpec sys = cost::load_simumax_system(j["system"].get<std::string>());
     const bool bridge = std::string(file).find("_nemo_") != std::string::npos &&
@@ -1069,7 +1096,8 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 11 + 2 + 2 + 17 + 12 + 7 + 12 + 3 + 13 + 11 + 4 + 4 + 8 + 7 + 9 + 4 + 4 + 9 + 8 + 4 + 4);
+  EXPECT_EQ(checked, 11 + 2 + 2 + 17 + 12 + 7 + 12 + 3 + 13 + 11 + 4 + 4 + 8 + 7 + 9 + 4 + 4 + 9 + 8 + 4 + 4 +
+                         2 + 2 + 4 + 4);
 }
 
 }  // namespace
