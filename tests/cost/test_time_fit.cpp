@@ -628,7 +628,7 @@ TEST(TimeFit, Nvl72DeepSeekRowsHeldOut) {
 // priced −5.3 / −6.0 %; every HybridEP / B300 row is priced slow — GB200 ep 32 +12.7 … +15.3 %, GB300 ep 32
 // micro batch 2 +28.1 … +30.2 %, B300 ep 8 +15.9 / +19.3 % — where the same dispatcher with ep 8 and one
 // stage (Qwen3-30B-A3B) is within −9 … +10 %.  On GB300 5.9 s of the 24.4 s priced is the exposed token
-// exchange (a token to ~7 of 32 ranks at half of NVLink); without it the rows would be within +3 %: as for
+// exchange (a token to ~7 of 32 ranks at half of NVLink); without it the rows would be within 3 %: as for
 // DeepSeek-V3 on NVL72, the exchange at ep 32 costs far less than the rate fitted at ep 8 says.  Bounded as a
 // measured miss; each system's releases agree with one scale.
 TEST(TimeFit, NemoQwen3_235bBlackwellRowsHeldOut) {
