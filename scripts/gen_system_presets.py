@@ -5,15 +5,34 @@ calibrated systems (analyzer/data/simumax/system): B200 (Blackwell-class compute
 NVLink/HCCS/Infinity-Fabric machine, A100-PCIe's compute efficiencies for the A100s.  Peak rates scale with the
 spec sheet; efficiencies are kept.  Re-run after editing the table; the README lists the sources.
 
-usage: scripts/gen_system_presets.py
+usage: scripts/gen_system_presets.py [--out DIR] [--set NAME=VALUE ...]
+  --out DIR          write the presets there instead of analyzer/data/systems
+  --set NAME=VALUE   use VALUE for the fitted constant NAME (the names `fit(...)` declares below; used by
+                     scripts/refit_presets.py to refit them from the time corpora)
 """
+import argparse
 import copy
 import json
 import os
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 simumax = os.path.join(root, "analyzer", "data", "simumax", "system")
-out_dir = os.path.join(root, "analyzer", "data", "systems")
+_args = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+_args.add_argument("--out", default=os.path.join(root, "analyzer", "data", "systems"))
+_args.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+_args = _args.parse_args()
+out_dir = _args.out
+_overrides = {}
+for _kv in _args.set:
+    _k, _, _v = _kv.partition("=")
+    _overrides[_k] = float(_v)
+FIT_NAMES = []
+
+
+def fit(name, value):
+    """A fitted constant: `value` unless `--set name=...` overrides it."""
+    FIT_NAMES.append(name)
+    return _overrides.get(name, value)
 b200 = json.load(open(os.path.join(simumax, "b200_bf16_ceperm.json")))
 a100 = json.load(open(os.path.join(simumax, "a100_pcie.json")))
 
@@ -66,7 +85,7 @@ A100_FIT = (0.9645, 0.7658,
             "largest |error| 6.5 %, leave one out 7.4 %")
 # Hopper: the compute scale only (networks kept at the spec sheet: six FP8 rows of two layouts cannot separate
 # them).
-HOPPER_FIT = (0.96, 1.0,
+HOPPER_FIT = (fit("hopper_compute", 0.96), 1.0,
               "compute fitted on tests/data/time_corpus/h100_nemo_llama3.json (NeMo's published Llama-3-70B and "
               "Llama-3.1-405B FP8 pre-training on 64 / 1024 H100s, its first 6 runs, no straggler factor; the 5 "
               "later releases added after it): largest |error| 2.5 % "
@@ -108,7 +127,7 @@ FITTED = {
 # FP8 GEMMs take the BF16 efficiencies (no FP8 kernel in the source calibrations); where published FP8 runs
 # say otherwise, an extra scale on the fp8 ops only (times the compute scale), with its source.
 FP8_FITTED = {
-    "b200": (0.95,
+    "b200": (fit("b200_fp8", 0.95),
              "fitted on tests/data/time_corpus/b200_nemo_llama3_8b.json and b200_nemo_llama31.json (NeMo's "
              "published Llama-3-8B and 3.1-405B FP8-CS runs on DGX-B200, 4 runs of 2 models, FP8 GEMMs only, "
              "gradients reduced in bf16 as the recipes set): largest |error| 4.7 % (was 8.0 % / 9.5 % at the "
@@ -120,7 +139,7 @@ FP8_FITTED = {
 # NeMo's published pairs of FP8-CS / MXFP8 rows with one layout (docs/performance-summary-archive.md, 25.09 and
 # 25.11: Llama-3.1-405B on 128 B200s, Llama-3-8B on 8 B200s and 8 GB200s; the MXFP8 rows 2.1 ... 6.8 % slower),
 # least squares on the predicted iteration ratio: 1.075, each pair within 2.4 %.
-MXFP8_SCALE = {"b200": (1.075, "fitted on NeMo's six published FP8-CS / MXFP8 pairs of one layout (Llama-3.1-405B "
+MXFP8_SCALE = {"b200": (fit("mxfp8", 1.075), "fitted on NeMo's six published FP8-CS / MXFP8 pairs of one layout (Llama-3.1-405B "
                         "on 128 B200s, Llama-3-8B on 8 B200s and 8 GB200s; 25.09, 25.11): each pair's iteration "
                         "ratio within 2.4 %")}
 MXFP8_SCALE["gb200"] = MXFP8_SCALE["b200"]
@@ -132,10 +151,10 @@ MXFP8_SCALE["gb200"] = MXFP8_SCALE["b200"]
 # FP8 rows are, so each fits its own rows and B200 / B300 take GB200's / GB300's.  The 70B (tp 2) and 405B (tp 4)
 # rows on GB200 pull apart: alone they want 0.70 and 0.52.
 NVFP4_SCALE = {
-    "gb200": (0.575, "least squares on NeMo's nine published NVFP4 rows on GB200 (Llama-3-70B tp 2 pp 4 on 64 GPUs, "
+    "gb200": (fit("gb200_nvfp4", 0.575), "least squares on NeMo's nine published NVFP4 rows on GB200 (Llama-3-70B tp 2 pp 4 on 64 GPUs, "
                      "Llama-3.1-405B tp 4 pp 16 on 256; 26.02 ... 26.06): within 14.8 % (the 70B rows -6 ... -15 %, the "
                      "405B rows +1 ... +11 %); the FP8 / FP4 peak ratio is 0.5"),
-    "gb300": (0.489, "least squares on NeMo's eight published NVFP4 rows on GB300 (Llama-3-70B tp 1 pp 4 on 64 GPUs, "
+    "gb300": (fit("gb300_nvfp4", 0.489), "least squares on NeMo's eight published NVFP4 rows on GB300 (Llama-3-70B tp 1 pp 4 on 64 GPUs, "
                      "Llama-3.1-405B tp 4 pp 8 on 256; 26.02 ... 26.06): within 9.2 %; the FP8 / FP4 peak ratio is 1/3"),
 }
 NVFP4_SCALE["b200"] = (NVFP4_SCALE["gb200"][0], "gb200's, transferred (same Blackwell GPU): " + NVFP4_SCALE["gb200"][1])
@@ -150,7 +169,7 @@ FITTED["gb200"] = FITTED["b200"][:2] + ("the b200 preset's fit, transferred (sam
 # on that file's 11 rows (least squares, with the recipes' fp8 parameter gather): 1.026 slower than the compute
 # scale alone.  The other H100 files are held out (largest |error| within 0.6 points of before, the Megatron-LM
 # README's +1.1).
-HOPPER_FP8 = (1.026, "fitted on the 11 rows of tests/data/time_corpus/h100_nemo_llama3.json (NeMo's published "
+HOPPER_FP8 = (fit("hopper_fp8", 1.026), "fitted on the 11 rows of tests/data/time_corpus/h100_nemo_llama3.json (NeMo's published "
                      "Llama-3-70B tp 4 and Llama-3.1-405B tp 8 FP8-CS rows, 25.09 ... 26.06, with their recipes' fp8 "
                      "parameter gather; least squares) with Transformer Engine's fp8 sequence-parallel gathers: the "
                      "70B rows +2.2 ... +4.9 %, the 405B rows -9.2 ... +0.2 %; the other H100 files held out")
@@ -170,7 +189,7 @@ for _n in BLACKWELL_ULTRA:
 # 0.286; the measured DeepSeek shapes keep theirs): 1.12x slower, fitted on NeMo's GPT-OSS-120B BF16 rows on 64
 # B200s (tests/data/time_corpus/b200_nemo_moe.json, 3 releases of one layout: -3.3 ... -8.1 % before, -3.2 ...
 # +1.8 % with it).  The Hopper presets' independent fit on the same model's H100 rows is 1.17 (HOPPER_GROUPED).
-UNMEASURED_GROUPED = {"b200": (1.12, "default (unmeasured-shape) BF16 grouped-GEMM efficiency / 1.12, fitted on "
+UNMEASURED_GROUPED = {"b200": (fit("blackwell_unmeasured_grouped", 1.12), "default (unmeasured-shape) BF16 grouped-GEMM efficiency / 1.12, fitted on "
                                      "NeMo's GPT-OSS-120B BF16 rows on 64 B200s (3 releases): -3.3 ... -8.1 % -> "
                                      "-3.2 ... +1.8 %; the H100 rows of the same model gave 1.17")}
 for _n in ("gb200",) + BLACKWELL_ULTRA:
@@ -195,6 +214,10 @@ GROUP_FITTED = {
              "B200s +26 %, +10 % without)",
              ("high_intra_node", "low_intra_node")),
 }
+# Blackwell's FP8 grouped GEMMs: unset (they fall back to the GEMM scale) unless fitted.
+_blackwell_fp8_grouped = fit("blackwell_grouped_fp8", None)
+if _blackwell_fp8_grouped is not None:
+    GROUP_FITTED["b200"][0]["fp8_grouped_gemm"] = _blackwell_fp8_grouped
 # Hopper's grouped (expert) GEMMs: their efficiencies are transferred from SimuMax's B200 measurements, and
 # NeMo's H100 MoE rows (tests/data/time_corpus/h100_nemo_moe.json) were all fast with them.  FP8 ones
 # (fp8_group_matmul; Qwen3-30B-A3B and Qwen3-235B-A22B FP8, 7 runs): 1.4x slower, fitted on one model it predicts
@@ -202,7 +225,7 @@ GROUP_FITTED = {
 # -2.4 %).  BF16 ones (group_matmul; GPT-OSS-120B BF16, 4 runs of one model, -6 … -9 % before): 1.17 with the
 # dense GEMMs at the compute scale, 1.24 since the BF16 dense GEMMs' own scale (HOPPER_BF16_GEMM, 0.89) made the
 # rest of those rows faster (-1.4 … -4.4 % with 1.17, -1.5 … +1.6 % with 1.24).
-HOPPER_GROUPED = ({"grouped_gemm": 1.24, "fp8_grouped_gemm": 1.4},
+HOPPER_GROUPED = ({"grouped_gemm": fit("hopper_grouped", 1.24), "fp8_grouped_gemm": fit("hopper_grouped_fp8", 1.4)},
                   "grouped-GEMM scales fitted on NeMo's H100 MoE rows (FP8: Qwen3-30B-A3B and Qwen3-235B-A22B, 7 "
                   "runs, cross-checked model against model; BF16: GPT-OSS-120B, 4 runs, refitted at 1.24 with the BF16 "
                   "dense-GEMM scale): largest |error| 11.1 % -> 3.6 %")
@@ -215,7 +238,7 @@ for _n in ("gb200",) + BLACKWELL_ULTRA:
 # fp8_matmul) run 1 / 0.76 faster, the grouped ones, attention and the rest as on B200 — fitted on the 13 Llama
 # rows (tests/data/time_corpus/gb300_nemo_llama.json: largest |error| 5.4 %); a scale on every compute op (0.80
 # fitted the Llama rows within 3.6 %) priced the Qwen3 rows -8 ... -13 %, this one +0.3 ... +4.8 % (gb300_nemo_moe.json).
-GB300_DENSE_GEMM = 0.76
+GB300_DENSE_GEMM = fit("gb300_dense_gemm", 0.76)
 _g = dict(GROUP_FITTED["b200"][0])
 _g["grouped_gemm"] = _g["gemm"]
 _g["gemm"] = round(_g["gemm"] * GB300_DENSE_GEMM, 4)
@@ -230,7 +253,7 @@ GROUP_FITTED["gb300"] = (_g, "the b200 preset's with the dense GEMMs' scale time
 # Fitted on that file's five BF16 rows at the smallest scale of each model (Llama-3.1 8B / 70B / 405B,
 # Nemotron-4 15B, GPT-3 175B): 1 / 0.89 faster, largest |error| 2.7 %; its BF16 rows at the largest scale
 # (128 ... 2304 GPUs) and all its FP8 rows held out.
-HOPPER_BF16_GEMM = (0.89, "fitted on the five smallest-scale BF16 rows of tests/data/time_corpus/h100_dgxc_nemo.json "
+HOPPER_BF16_GEMM = (fit("hopper_bf16_gemm", 0.89), "fitted on the five smallest-scale BF16 rows of tests/data/time_corpus/h100_dgxc_nemo.json "
                           "(NVIDIA dgxc-benchmarking, NeMo 24.09 / 24.05 on DGX-H100: Llama-3.1 8B, 70B, 405B, "
                           "Nemotron-4 15B, GPT-3 175B): largest |error| 10.8 % -> 2.7 %; the BF16 rows at 128 ... 2304 "
                           "GPUs held out")
@@ -382,6 +405,9 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
     return s
 
 
+_unknown = sorted(set(_overrides) - set(FIT_NAMES))
+if _unknown:
+    raise SystemExit("--set: no fitted constant named %s (known: %s)" % (", ".join(_unknown), ", ".join(FIT_NAMES)))
 os.makedirs(out_dir, exist_ok=True)
 for name, row in SYSTEMS.items():
     with open(os.path.join(out_dir, name + ".json"), "w") as f:

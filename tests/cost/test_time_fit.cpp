@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -1098,6 +1100,71 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
   }
   EXPECT_EQ(checked, 11 + 2 + 2 + 17 + 12 + 7 + 12 + 3 + 13 + 11 + 4 + 4 + 8 + 7 + 9 + 4 + 4 + 9 + 8 + 4 + 4 +
                          2 + 2 + 4 + 4);
+}
+
+// The embedded presets (analyzer/data/systems) are the generator's output: re-running it reproduces every
+// file, `--set` changes only the presets that carry the constant, and an unknown constant is refused.
+TEST(SystemPresets, GeneratorReproducesTheEmbeddedPresetsAndSetsOneConstant) {
+  namespace fs = std::filesystem;
+  using preflight::test::read_file;
+  using preflight::test::run_shell;
+  using preflight::test::shell_quote;
+  const fs::path src = PREFLIGHT_SOURCE_DIR, out = preflight::test::scratch_dir() / "presets";
+  const std::string gen =
+      "/usr/bin/python3 " + shell_quote((src / "scripts" / "gen_system_presets.py").string());
+  auto r = run_shell(gen + " --out " + shell_quote(out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(src / "analyzer" / "data" / "systems")) {
+    if (e.path().extension() != ".json") continue;
+    ++files;
+    EXPECT_EQ(nlohmann::json::parse(read_file(e.path())),
+              nlohmann::json::parse(read_file(out / e.path().filename())))
+        << e.path().filename() << " differs from scripts/gen_system_presets.py's output: regenerate it";
+  }
+  EXPECT_EQ(files, 11);
+
+  r = run_shell(gen + " --out " + shell_quote((out / "set").string()) + " --set hopper_fp8=1.1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto h100 = nlohmann::json::parse(read_file(out / "set" / "h100-sxm.json"));
+  EXPECT_DOUBLE_EQ(h100["preflight"]["time_fit"]["fp8_compute_scale"].get<double>(), 1.1);
+  const auto given = nlohmann::json::parse(read_file(out / "h100-sxm.json"));
+  const double k = given["accelerator"]["op"]["fp8_matmul"]["efficient_factor"].get<double>() /
+                   h100["accelerator"]["op"]["fp8_matmul"]["efficient_factor"].get<double>();
+  EXPECT_NEAR(k, 1.1 / 1.026, 1e-9);  // FP8 GEMMs 1.1 / 1.026 slower, the BF16 ones as given
+  EXPECT_EQ(h100["accelerator"]["op"]["matmul"], given["accelerator"]["op"]["matmul"]);
+  EXPECT_EQ(nlohmann::json::parse(read_file(out / "set" / "b200.json")),
+            nlohmann::json::parse(read_file(out / "b200.json")));
+
+  r = run_shell(gen + " --out " + shell_quote((out / "bad").string()) + " --set hopper_fp9=1.1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("no fitted constant named hopper_fp9"), std::string::npos) << r.err;
+}
+
+// Each fitted constant of the presets is at (within 3 % of) the least-squares optimum on its own published
+// rows with the current cost model (scripts/refit_presets.py): a change to the model that moves one further
+// fails here until the constant is refitted and the numbers its comment cites are re-measured.
+TEST(SystemPresets, FittedConstantsAreAtTheirRowsLeastSquaresOptimum) {
+  namespace fs = std::filesystem;
+  using preflight::test::shell_quote;
+  const fs::path src = PREFLIGHT_SOURCE_DIR;
+  auto r = preflight::test::run_shell("/usr/bin/python3 " +
+                                      shell_quote((src / "scripts" / "refit_presets.py").string()) +
+                                      " --no-summary --preflight " + shell_quote(PREFLIGHT_BINARY));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  int steps = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream w(line);
+    std::string name, was;
+    double refitted = 0;
+    if (!(w >> name >> was >> refitted) || name == "constant" || was == "-") continue;
+    ++steps;
+    EXPECT_NEAR(refitted / std::stod(was), 1.0, 0.03)
+        << name << ": " << was << " as written, " << refitted << " refitted on its rows";
+  }
+  EXPECT_EQ(steps, 9) << r.out;
 }
 
 }  // namespace
