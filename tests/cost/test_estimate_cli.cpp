@@ -166,3 +166,49 @@ TEST(EstimateCli, MindFormersMaxDeviceMemoryIsTheDeviceMemory) {
   EXPECT_DOUBLE_EQ(est["iteration_ms"].get<double>(),
                    nlohmann::json::parse(r.out)["summary"]["iteration_ms"].get<double>());
 }
+
+// Every estimate says how far the model was off on published runs of its class on that preset (the embedded
+// analyzer/data/fidelity/time_errors.json): the range printed for a published B300 row holds that row's own
+// error, another precision on the same preset lists the classes that were checked, a preset without a
+// published run says so, and a system file gets no borrowed range.
+TEST(EstimateCli, PrintsThePublishedRunsOfItsClass) {
+  const auto corpus = data_dir() / "time_corpus" / "b300_nemo_moe.json";
+  const auto row = nlohmann::json::parse(read_file(corpus))["runs"][0];
+  std::string args;
+  for (const auto& a : row["args"]) args += " " + shell_quote(a.get<std::string>());
+  const std::string env = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True ";
+
+  RunResult r = run_shell(env + shell_quote(PREFLIGHT_BINARY) + " estimate --json --system b300 --" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto check = nlohmann::json::parse(r.out)["summary"]["published_runs"];
+  EXPECT_EQ(check["preset"], "b300");
+  EXPECT_EQ(check["run_class"], "moe mxfp8");
+  ASSERT_TRUE(check["same_class"].is_object()) << check.dump();
+  EXPECT_GE(check["same_class"]["runs"].get<int>(), 2);
+  const fs::path fit_out = scratch("fitted_b300.json");
+  RunResult fit = run_preflight("calibrate --fit-time --json --system b300 --runs " +
+                                shell_quote(corpus.string()) + " -o " + shell_quote(fit_out.string()));
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto fitted = nlohmann::json::parse(fit.out)["runs"][0];
+  EXPECT_EQ(fitted["run_class"], "moe mxfp8");
+  const double e = fitted["error_before"].get<double>();
+  EXPECT_GE(e, check["same_class"]["min_error"].get<double>() - 1e-4);
+  EXPECT_LE(e, check["same_class"]["max_error"].get<double>() + 1e-4);
+
+  r = run_shell(env + shell_quote(PREFLIGHT_BINARY) + " estimate --system b300 --" + args);
+  EXPECT_NE(r.out.find("published runs: " + std::to_string(check["same_class"]["runs"].get<int>()) +
+                       " moe mxfp8 runs on b300 priced "),
+            std::string::npos)
+      << r.out;
+  r = run_shell(env + shell_quote(PREFLIGHT_BINARY) + " estimate --system b300 --" + args +
+                " --fp8-recipe delayed");
+  EXPECT_NE(r.out.find("none of this class (moe fp8) on b300"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("moe mxfp8 "), std::string::npos) << r.out;
+  r = run_shell(env + shell_quote(PREFLIGHT_BINARY) + " estimate --system h200 --" + args);
+  EXPECT_NE(r.out.find("published runs: none on h200"), std::string::npos) << r.out;
+  const fs::path file = fs::path(PREFLIGHT_SOURCE_DIR) / "analyzer" / "data" / "systems" / "b300.json";
+  r = run_shell(env + shell_quote(PREFLIGHT_BINARY) + " estimate --json --system " +
+                shell_quote(file.string()) + " --" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["summary"]["published_runs"]["preset"].is_null());
+}

@@ -1167,5 +1167,36 @@ TEST(SystemPresets, FittedConstantsAreAtTheirRowsLeastSquaresOptimum) {
   EXPECT_EQ(steps, 9) << r.out;
 }
 
+// The published-run ranges every estimate prints (analyzer/data/fidelity/time_errors.json) are the corpus
+// priced with this build: scripts/gen_time_fidelity.py re-run gives the same runs, classes and errors.
+TEST(SystemPresets, PublishedRunErrorsAreTheCorpusPricedAsGiven) {
+  namespace fs = std::filesystem;
+  using preflight::test::read_file;
+  using preflight::test::shell_quote;
+  const fs::path src = PREFLIGHT_SOURCE_DIR, out = preflight::test::scratch_dir() / "time_errors.json";
+  auto r = preflight::test::run_shell(
+      "/usr/bin/python3 " + shell_quote((src / "scripts" / "gen_time_fidelity.py").string()) +
+      " --preflight " + shell_quote(PREFLIGHT_BINARY) + " --out " + shell_quote(out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto embedded = nlohmann::json::parse(
+      read_file(src / "analyzer" / "data" / "fidelity" / "time_errors.json"))["systems"];
+  const auto fresh = nlohmann::json::parse(read_file(out))["systems"];
+  ASSERT_EQ(embedded.size(), fresh.size()) << "regenerate with scripts/gen_time_fidelity.py";
+  int runs = 0;
+  for (const auto& [system, classes] : fresh.items()) {
+    ASSERT_TRUE(embedded.contains(system)) << system << ": regenerate with scripts/gen_time_fidelity.py";
+    ASSERT_EQ(embedded[system].size(), classes.size()) << system;
+    for (const auto& [cls, c] : classes.items()) {
+      const auto& e = embedded[system][cls];
+      EXPECT_EQ(e["runs"], c["runs"]) << system << " " << cls;
+      EXPECT_EQ(e["corpora"], c["corpora"]) << system << " " << cls;
+      EXPECT_NEAR(e["min_error"].get<double>(), c["min_error"].get<double>(), 2e-4) << system << " " << cls;
+      EXPECT_NEAR(e["max_error"].get<double>(), c["max_error"].get<double>(), 2e-4) << system << " " << cls;
+      runs += c["runs"].get<int>();
+    }
+  }
+  EXPECT_EQ(runs, 285);  // every run of tests/data/time_corpus
+}
+
 }  // namespace
 }  // namespace preflight::analyzer

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/cost/fidelity.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/mindformers_yaml.hpp"
@@ -209,6 +210,7 @@ TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system, bo
   for (std::size_t i = 0; i < runs.size(); ++i) {
     TimedRunResult res;
     res.name = runs[i].name;
+    res.run_class = cost::time_run_class(runs[i].model, runs[i].strategy);
     res.measured_ms = runs[i].measured_ms;
     res.predicted_ms = predicted[i];
     fit.runs.push_back(res);
@@ -352,6 +354,7 @@ TimeFit fit_time_groups(const std::vector<TimedRun>& runs, const SystemSpec& sys
   for (std::size_t i = 0; i < runs.size(); ++i) {
     TimedRunResult r;
     r.name = runs[i].name;
+    r.run_class = cost::time_run_class(runs[i].model, runs[i].strategy);
     r.measured_ms = runs[i].measured_ms;
     r.predicted_ms = t[i];
     for (std::size_t g = 0; g < G; ++g) (accelerator_group(kTimeFitGroups[g]) ? r.compute_ms : r.network_ms) += part[i][g];
@@ -417,6 +420,7 @@ nlohmann::json time_fit_json(const TimeFit& fit) {
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& r : fit.runs)
     runs.push_back({{"run", r.name},
+                    {"run_class", r.run_class},
                     {"measured_ms", r.measured_ms},
                     {"predicted_ms", r.predicted_ms},
                     {"compute_ms", r.compute_ms},

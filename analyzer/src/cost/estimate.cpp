@@ -982,6 +982,7 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
         (mlp_act ? "; the MLP-activation recompute (MindFormers select_recompute) is not priced" : ""));
   }
   est.system_name = system.name;
+  est.system_preset = system.preset;
   auto def = system.op.find("default");
   if (def == system.op.end())
     throw InputError((system.source.empty() ? system.name : system.source) + ": accelerator.op.default",

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "preflight/analyzer/cost/fidelity.hpp"
 #include "preflight/common/table.hpp"
 #include "preflight/common/units.hpp"
 
@@ -13,6 +14,25 @@ namespace preflight::analyzer::cost {
 using ojson = nlohmann::ordered_json;
 
 namespace {
+
+/// summary_json's "published_runs": the class, and its runs on the preset (null when none / a file).
+ojson published_check_json(const Estimate& est) {
+  const PublishedCheck c = published_check(est.system_preset, time_run_class(est.model, est.strategy));
+  ojson same = nullptr;
+  if (c.same) {
+    same = ojson{{"runs", c.same->runs},
+                 {"min_error", c.same->min_error},
+                 {"max_error", c.same->max_error},
+                 {"corpora", c.same->corpora}};
+  }
+  ojson others = ojson::object();
+  for (const auto& r : c.others)
+    others[r.run_class] = ojson{{"runs", r.runs}, {"min_error", r.min_error}, {"max_error", r.max_error}};
+  return ojson{{"preset", c.preset.empty() ? ojson(nullptr) : ojson(c.preset)},
+               {"run_class", c.run_class},
+               {"same_class", same},
+               {"other_classes", others}};
+}
 
 std::string human(double v, double base, std::initializer_list<const char*> units) {
   std::vector<const char*> u(units);
@@ -368,6 +388,7 @@ ojson summary_json(const Estimate& est) {
                  {"ep", est.networks.ep},
                  {"etp", est.networks.etp},
                  {"edp", est.networks.edp}}},
+               {"published_runs", est.strategy.simumax_compat ? ojson(nullptr) : published_check_json(est)},
                {"warnings", w}};
 }
 
@@ -427,6 +448,11 @@ std::string summary_text(const Estimate& est) {
                    fixed(est.strategy.allocated_to_reserved_ratio, 2) + "\n"
              : "memory: SimuMax v1.2's model; reserved = peak / " +
                    fixed(est.strategy.allocated_to_reserved_ratio, 2) + "\n";
+  out +=
+      est.strategy.simumax_compat
+          ? "published runs: the ranges of published runs are the default model's, not SimuMax v1.2's "
+            "(--simumax-compat)\n"
+          : published_check_text(published_check(est.system_preset, time_run_class(est.model, est.strategy)));
   out += "networks: tp " + est.networks.tp + ", cp " + est.networks.cp + ", pp " + est.networks.pp + ", dp " +
          est.networks.dp + ", ep " + est.networks.ep + ", etp " + est.networks.etp + ", edp " +
          est.networks.edp + "\n";

@@ -756,6 +756,7 @@ SystemSpec load_simumax_system(const std::string& path_or_name) {
   SystemSpec s =
       read_simumax_system(parse_json_text(text, "system preset " + preset), "system preset " + preset);
   s.source = preset;
+  s.preset = preset;
   return s;
 }
 

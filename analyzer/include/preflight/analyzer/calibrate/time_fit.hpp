@@ -58,6 +58,7 @@ std::vector<TimedRun> read_time_corpus(const std::string& file);
 /// One run after the fit.
 struct TimedRunResult {
   std::string name;
+  std::string run_class;  ///< cost::time_run_class ("moe mxfp8")
   double measured_ms = 0;
   double predicted_ms = 0;   ///< with the system as given
   double compute_ms = 0;     ///< C: the part that scales with the accelerator

@@ -229,6 +229,7 @@ struct Estimate {
   ModelSpec model;
   Strategy strategy;
   std::string system_name;
+  std::string system_preset;     ///< SystemSpec::preset: the embedded preset priced on ("" for a file)
   double peak_tflops = 0;        ///< accelerator.op.default.tflops (MFU denominator)
   double device_memory_gib = 0;  ///< accelerator.mem_gbs
   NetworkChoice networks;

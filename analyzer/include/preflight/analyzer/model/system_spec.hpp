@@ -51,6 +51,7 @@ struct Network {
 struct SystemSpec {
   std::string name;                     ///< `sys_name`
   std::string source;                   ///< file or preset it was read from (names it in error messages)
+  std::string preset;                   ///< the embedded preset's name when read from one ("" for a file)
   int num_per_node = 8;                 ///< accelerators per node
   bool fc8 = false;                     ///< fully-connected 8 intra node (SimuMax `FC8`)
   std::string backend = "cuda";         ///< `accelerator.backend`
