@@ -14,7 +14,7 @@ scale (fitted on the first six FP8 rows of h100_nemo_llama3.json) come from `pre
 MXFP8 scale from the ratios of NeMo's FP8 / MXFP8 pairs (analyzer/data/systems/README.md).
 
 usage: scripts/refit_presets.py [--build DIR | --preflight BINARY] [--steps NAME,...] [--set NAME=VALUE ...]
-                                [--no-summary]
+                                [--independent] [--no-summary]
 """
 import argparse
 import json
@@ -28,8 +28,13 @@ import tempfile
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 corpus_dir = os.path.join(root, "tests", "data", "time_corpus")
 
-# (constant, corpora, rows): in dependency order — a transferred constant after the one it is transferred from.
+# (constant, corpora, rows[, "pairs"]): in dependency order — a transferred constant after the one it is
+# transferred from.  A "pairs" step fits the ratios of the rows that differ only in scale (the same name but for
+# "<n> GPUs" and the global batch): the weak-scaling slowdown, independent of every other constant.
 STEPS = [
+    # The straggler factor of the NVIDIA presets (SimuMax's formula over min(nodes, dp, edp)): NVIDIA's DGX Cloud
+    # recipes run each layout at a small and a large scale (8 ... 576 and 128 ... 2304 GPUs); their BF16 pairs.
+    ("nvidia_straggler", ["h100_dgxc_nemo.json", "gb200_dgxc_nemo2504.json"], r"\bbf16\b", "pairs"),
     # FP8 (per-tensor) GEMMs on Blackwell: NeMo's Llama-3-8B and 3.1-405B FP8-CS rows on B200.
     ("b200_fp8", ["b200_nemo_llama3_8b.json", "b200_nemo_llama31.json"], None),
     # BF16 grouped GEMMs at shapes SimuMax's B200 file did not measure: NeMo's GPT-OSS-120B BF16 rows on B200.
@@ -58,8 +63,9 @@ def generate(out, values):
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
 
 
-def errors(binary, presets, corpus, rows=None):
-    """{run name: relative error} of a corpus priced on the presets in `presets`."""
+def errors(binary, presets, corpus, rows=None, times=False):
+    """{run name: relative error} (or, with `times`, (measured, predicted) ms) of a corpus priced on the
+    presets in `presets`."""
     system = json.load(open(os.path.join(corpus_dir, corpus)))["system"]
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run([binary, "calibrate", "--fit-time", "--json", "--system",
@@ -67,18 +73,41 @@ def errors(binary, presets, corpus, rows=None):
                               "-o", os.path.join(tmp, "fitted.json")], capture_output=True, text=True)
     if out.returncode not in (0, 1):
         raise SystemExit("%s: preflight calibrate failed:\n%s" % (corpus, out.stderr))
-    return {r["run"]: r["error_before"] for r in json.loads(out.stdout)["runs"]
-            if rows is None or re.search(rows, r["run"])}
+    return {r["run"]: ((r["measured_ms"], r["predicted_ms"]) if times else r["error_before"])
+            for r in json.loads(out.stdout)["runs"] if rows is None or re.search(rows, r["run"])}
 
 
-def step_errors(binary, values, corpora, rows):
+def scale_pairs(times):
+    """{layout: log(measured ratio) - log(predicted ratio)} of the smallest and largest scale of each layout
+    that ran at several ("<n> GPUs" in the name; the global batch grows with it)."""
+    groups = {}
+    for name, t in times.items():
+        m = re.search(r"(\d+) GPUs", name)
+        if not m:
+            continue
+        key = re.sub(r"gbs\d+", "gbs", re.sub(r"\d+ GPUs", "GPUs", name))
+        groups.setdefault(key, []).append((int(m.group(1)), t))
+    out = {}
+    for key, v in groups.items():
+        if len(v) < 2:
+            continue
+        v.sort(key=lambda x: x[0])
+        (_, (m0, p0)), (_, (m1, p1)) = v[0], v[-1]
+        out[key] = math.log(m1 / m0) - math.log(p1 / p0)
+    return out
+
+
+def step_errors(binary, values, corpora, rows, kind="rows"):
     with tempfile.TemporaryDirectory() as presets:
         generate(presets, values)
         errs = {}
         for c in corpora:
-            errs.update(errors(binary, presets, c, rows))
+            if kind == "pairs":
+                errs.update(scale_pairs(errors(binary, presets, c, rows, times=True)))
+            else:
+                errs.update(errors(binary, presets, c, rows))
     if not errs:
-        raise SystemExit("no row of %s matches %r" % (", ".join(corpora), rows))
+        raise SystemExit("no %s of %s matches %r" % ("pair" if kind == "pairs" else "row", ", ".join(corpora), rows))
     return errs
 
 
@@ -100,6 +129,23 @@ def golden(f, lo, hi, tol=1e-3):
     return math.exp((a + b) / 2)
 
 
+def golden_linear(f, a, b, tol=1e-4):
+    """Minimum of a unimodal f on [a, b]."""
+    g = (math.sqrt(5) - 1) / 2
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
+    while b - a > tol:
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(d)
+    return (a + b) / 2
+
+
 def current_values():
     """The generator's fitted constants as written: parsed from its `fit("name", value)` calls."""
     text = open(os.path.join(root, "scripts", "gen_system_presets.py")).read()
@@ -115,6 +161,9 @@ def main():
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="start from this value of a constant (and keep it unless a step refits it)")
     ap.add_argument("--no-summary", action="store_true", help="skip the every-corpus comparison")
+    ap.add_argument("--independent", action="store_true",
+                    help="fit each constant with every other one as written (a check that each is at its own "
+                         "optimum), instead of carrying each refitted value into the later steps")
     a = ap.parse_args()
     binary = a.preflight or os.path.join(a.build, "cli", "preflight")
     if not os.access(binary, os.X_OK):
@@ -133,17 +182,22 @@ def main():
                                                                   ", ".join(s[0] for s in STEPS)))
     given = dict(values)
     print("%-28s %9s %9s %8s %12s %12s" % ("constant", "was", "refitted", "rows", "|err| before", "|err| after"))
-    for name, corpora, rows in STEPS:
+    for name, corpora, rows, *kind in STEPS:
         if name not in wanted:
             continue
-        before = step_errors(binary, values, corpora, rows)
+        kind = kind[0] if kind else "rows"
+        before = step_errors(binary, values, corpora, rows, kind)
         x0 = values.get(name, 1.0)
 
         def loss(x):
-            return sum(e * e for e in step_errors(binary, dict(values, **{name: x}), corpora, rows).values())
-        best = round(golden(loss, x0 / 2, x0 * 2), 4)
-        values[name] = best
-        after = step_errors(binary, values, corpora, rows)
+            return sum(e * e for e in step_errors(binary, dict(values, **{name: x}), corpora, rows, kind).values())
+        if kind == "pairs":  # an additive coefficient from 0
+            best = round(golden_linear(loss, 0.0, 0.2), 4)
+        else:
+            best = round(golden(loss, x0 / 2, x0 * 2), 4)
+        after = step_errors(binary, dict(values, **{name: best}), corpora, rows, kind)
+        if not a.independent:
+            values[name] = best
         print("%-28s %9s %9.4f %8d %11.1f%% %11.1f%%" % (name, "-" if start.get(name) is None else start[name], best,
                                                           len(after), 100 * max(map(abs, before.values())),
                                                           100 * max(map(abs, after.values()))))

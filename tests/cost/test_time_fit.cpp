@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <tuple>
 
@@ -177,13 +178,13 @@ TEST(TimeFit, TpCommOverlapHidesTpCollectivesBehindTheirGemms) {
 
 // NeMo's published Llama-3 FP8 runs on H100 (70B tp-comm-overlap pp 8 vp 5; 405B ring-p2p cp 2 pp 8 vp 8 with
 // the embedding and loss counted in the split), gradients reduced in bf16 as the recipes set, over every
-// release that published them: the 70B rows (six releases, 2.6 % apart) +2 … +5 %, the 405B rows on 1024
-// GPUs (five releases, 292 … 328 tokens/s/GPU: 12 % apart) −9.3 … +0.2 % (the ring priced as an all-to-all
+// release that published them: the 70B rows (six releases, 2.6 % apart) +3.0 … +5.8 %, the 405B rows on 1024
+// GPUs (five releases, 292 … 328 tokens/s/GPU: 12 % apart) −7.6 … −1.8 % (the ring priced as an all-to-all
 // made them +15 … +19 %; the Hopper FP8 GEMM scale is least squares over these 11 rows, with the recipes'
 // fp8 parameter gather).  NeMo's B200 FP8 rows (Llama-3-8B and 3.1-405B) within 5 % / 6.5 % with the b200
 // preset's FP8 GEMM scale fitted on them (8.0 / 9.5 % at the BF16 efficiencies; the 405B rows −4.0 / −4.5 %
 // before the recipes' fp8 parameter gather was read, −5.6 / −6.1 % with it, the scale not refitted); NeMo's
-// GB200 rows (Llama-3-8B, 3.1-405B on 256 GPUs over six releases) within 5 % on the gb200 preset, which no
+// GB200 rows (Llama-3-8B, 3.1-405B on 256 GPUs over six releases) within 7 % on the gb200 preset, which no
 // GB200 run was fitted on.
 TEST(TimeFit, H100NemoRows) {
   const auto runs = corpus_runs("h100_nemo_llama3.json");
@@ -192,7 +193,7 @@ TEST(TimeFit, H100NemoRows) {
   for (const auto& r : runs) ASSERT_TRUE(r.strategy.grad_reduce_in_bf16) << r.name;
   const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
   for (const auto& r : fit.runs)
-    EXPECT_LT(std::abs(r.error_before()), r.name.find("70b") != std::string::npos ? 0.05 : 0.095) << r.name;
+    EXPECT_LT(std::abs(r.error_before()), r.name.find("70b") != std::string::npos ? 0.06 : 0.08) << r.name;
   // One layout per model: leave-one-out cannot be better than the releases' own spread.
   EXPECT_LT(fit.max_abs_held_out(), 0.06);
   for (const char* corpus : {"b200_nemo_llama31.json", "b200_nemo_llama3_8b.json"}) {
@@ -200,7 +201,8 @@ TEST(TimeFit, H100NemoRows) {
     EXPECT_LT(b200.max_abs_before(), std::string(corpus) == "b200_nemo_llama31.json" ? 0.065 : 0.05)
         << corpus;
   }
-  // GB200 (never fitted on; the gb200 preset carries the b200 preset's fits): every row within 5.5 % — the
+  // GB200 (never fitted on; the gb200 preset carries the b200 preset's fits): every row within 7 % (5.3 %
+  // before the NVIDIA presets' straggler factor: the 405B FP8 rows on 256 GPUs +1.4 % with it) — the
   // 405B rows' six releases spread 56.9 … 62.0 s, the Llama-3-70B MXFP8 rows' four 8.5 … 9.1 s (added after
   // every fit; at the FP8 rate they were −6 … −12 %), the 405B MXFP8 rows' five (tp 4 pp 16 with 8 virtual
   // stages of one layer slot, 26.02 … 26.06) 61.4 … 63.4 s (added after every fit: −0.1 … +3.1 %).  With
@@ -208,7 +210,7 @@ TEST(TimeFit, H100NemoRows) {
   const auto gb = corpus_runs("gb200_nemo_llama.json");
   ASSERT_EQ(gb.size(), 17u);
   const TimeFit gb200 = fit_time(gb, cost::load_simumax_system("gb200"));
-  EXPECT_LT(gb200.max_abs_before(), 0.055);
+  EXPECT_LT(gb200.max_abs_before(), 0.07);
 }
 
 // GB300 (Blackwell Ultra): B200's fits at GB300's peak rates priced NeMo's Llama rows +20 … +29 % slow but
@@ -248,7 +250,7 @@ TEST(TimeFit, Gb300DenseGemmsFitAndMoeRowsHeldOut) {
 // (micro batch 8, HybridEP inside the node, exchanges exposed), GPT-OSS-120B BF16 (HybridEP, ep 8) and
 // DeepSeek-V3 MXFP8 (256 GPUs, ep 8 inside the node, pp 16 / pp 8) rows, held out: the intra-node HybridEP
 // rate fitted on the B200 Qwen3 rows (micro batch 4) prices the B300 Qwen3 rows +5.5 … +10 % (+32 … +37 % as
-// NCCL's all-to-all of every routed copy), GPT-OSS −3.7 … −5.0 %, DeepSeek-V3 −7.4 … +6.1 % (its three pp 16
+// NCCL's all-to-all of every routed copy), GPT-OSS −3.7 … −5.0 %, DeepSeek-V3 −6.7 … +7.7 % (its three pp 16
 // releases 5 % apart).
 TEST(TimeFit, B300MoeRowsHeldOut) {
   const auto runs = corpus_runs("b300_nemo_moe.json");
@@ -258,7 +260,7 @@ TEST(TimeFit, B300MoeRowsHeldOut) {
   for (const auto& r : fit.runs) {
     const bool qwen = r.name.find("qwen3") != std::string::npos;
     const bool deepseek = r.name.find("deepseek") != std::string::npos;
-    EXPECT_LT(std::abs(r.error_before()), qwen ? 0.105 : deepseek ? 0.075 : 0.055) << r.name;
+    EXPECT_LT(std::abs(r.error_before()), qwen ? 0.105 : deepseek ? 0.08 : 0.055) << r.name;
   }
 }
 
@@ -491,14 +493,14 @@ TEST(TimeFit, NemoFsdpRowsHeldOut) {
 }
 
 // Megatron-LM's own published Llama-3 FP8 table (examples/llama/README.md: 8B cp 2 on 8 H100s, 70B and 405B
-// with NeMo's layouts), held out from every fit: within 3.5 %.  Left out of a fit on the other two, a row is
-// priced with one common scale (two runs fix two factors exactly: the 405B row, extrapolated from the 8B and
-// the 70B, was +63 % with both fitted), within 5 %.
+// with NeMo's layouts), held out from every fit: within 4.5 % (the 70B row on 64 GPUs +4.2 %).  Left out of a
+// fit on the other two, a row is priced with one common scale (two runs fix two factors exactly: the 405B
+// row, extrapolated from the 8B and the 70B, was +63 % with both fitted), within 5 %.
 TEST(TimeFit, MegatronLmReadmeRows) {
   const auto runs = corpus_runs("h100_megatron_lm_readme.json");
   ASSERT_EQ(runs.size(), 3u);
   const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
-  EXPECT_LT(fit.max_abs_before(), 0.035);
+  EXPECT_LT(fit.max_abs_before(), 0.045);
   EXPECT_LT(fit.max_abs_held_out(), 0.05);
 }
 
@@ -566,11 +568,11 @@ TEST(TimeFit, Mxfp8RowsAgainstTheirFp8TwinsOnTheSameLayout) {
 // NeMo's published NVFP4 rows (Megatron-Bridge 26.02 ... 26.06: Llama-3-70B on 64 and Llama-3.1-405B on 256
 // GB200s / GB300s, tests/data/time_corpus/{gb200,gb300}_nemo_nvfp4.json): each preset's nvfp4_gemm_scale is
 // the least-squares scale of its own rows — recomputed here from the predictions, which are linear in it —
-// and prices them within 15 % (GB200: its 70B rows want 0.70, its 405B rows 0.52) and 9.5 % (GB300).  B200 /
-// B300 carry GB200's / GB300's scale; a device without FP4 tensor cores has none.
+// and prices them within 15.6 % (GB200: its 70B rows want 0.70, its 405B rows 0.52) and 10.1 % (GB300).  B200
+// / B300 carry GB200's / GB300's scale; a device without FP4 tensor cores has none.
 TEST(TimeFit, Nvfp4RowsOnTheirSystemsScale) {
-  for (const auto& [file, preset, bound] : {std::tuple{"gb200_nemo_nvfp4.json", "gb200", 0.15},
-                                            std::tuple{"gb300_nemo_nvfp4.json", "gb300", 0.095}}) {
+  for (const auto& [file, preset, bound] : {std::tuple{"gb200_nemo_nvfp4.json", "gb200", 0.16},
+                                            std::tuple{"gb300_nemo_nvfp4.json", "gb300", 0.105}}) {
     const auto runs = corpus_runs(file);
     ASSERT_GE(runs.size(), 8u) << file;
     const SystemSpec sys = cost::load_simumax_system(preset);
@@ -662,10 +664,11 @@ TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   for (const auto& r : h100) ASSERT_NE(r.strategy.moe_dispatcher, MoeDispatcher::AllGather) << r.name;
   const TimeFit fit = fit_time(h100, cost::load_simumax_system("h100-sxm"));
   EXPECT_LT(fit.max_abs_before(), 0.04);
-  // DeepSeek-V3 on 1024 H100s (DeepEP across 8 nodes), added after the flex model and every fit: +2.0 %.
+  // DeepSeek-V3 on 1024 H100s (DeepEP across 8 nodes), added after the flex model and every fit: +3.3 %
+  // (+2.5 % before the straggler factor).
   for (const auto& r : fit.runs) {
     if (r.name.find("deepseek") != std::string::npos) {
-      EXPECT_LT(std::abs(r.error_before()), 0.03) << r.name;
+      EXPECT_LT(std::abs(r.error_before()), 0.035) << r.name;
     }
   }
   // Held out: the 235B rows spread 6 % over four releases of the same layout.
@@ -702,8 +705,9 @@ TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   EXPECT_GT(with, 0.9 * q235->measured_ms);
 }
 
-// NeMo 24.07's H100 FP8 table (held out, 12 dense runs from 5B on 64 GPUs to 340B on 128 and 175B on 512): all
-// within 8 %, 9 within 5 %.  GPT-3 20B (dp 32, four micro batches) was +23 % with SimuMax's 35 µs per inter-node ring step:
+// NeMo 24.07's H100 FP8 table (held out, 12 dense runs from 5B on 64 GPUs to 340B on 128 and 175B on 512):
+// all within 7 % but GPT-3 175B on 512 GPUs (micro batch 2, +10.2 %; +7.6 % before the straggler factor), 9
+// within 5 %.  GPT-3 20B (dp 32, four micro batches) was +23 % with SimuMax's 35 µs per inter-node ring step:
 // its 258 gradient buckets' reduce-scatters were latency-bound; the presets' 8 µs (NCCL over InfiniBand)
 // gives +0.2 %.
 TEST(TimeFit, NemoH100Fp8TableOf2024) {
@@ -713,7 +717,8 @@ TEST(TimeFit, NemoH100Fp8TableOf2024) {
   const TimeFit fit = fit_time(runs, h100);
   int within = 0;
   for (const auto& r : fit.runs) {
-    EXPECT_LT(std::abs(r.error_before()), 0.08) << r.name;
+    EXPECT_LT(std::abs(r.error_before()), r.name.find("512 GPUs") != std::string::npos ? 0.11 : 0.07)
+        << r.name;
     within += std::abs(r.error_before()) < 0.05;
   }
   EXPECT_GE(within, 9);
@@ -772,9 +777,10 @@ TEST(TimeFit, SimuMaxB200FileHasTheB200sMemory) {
   EXPECT_EQ(cost::estimate(runs.front().model, compat, sys).device_memory_gib, 80);
 }
 
-// SimuMax's straggler factor comes from the system: the A100 presets (fitted with it on 2021 Selene runs) keep
-// SimuMax's 0.09, the H100 preset has none; --simumax-compat always applies SimuMax's.  A run of dp 16 over
-// 16 nodes: 1 + l/(l+1)·0.09·√l with l = 4 is 1.144.
+// SimuMax's straggler factor comes from the system: the A100 presets (fitted with it on 2021 Selene runs)
+// keep SimuMax's 0.09, the NVIDIA H100 … GB300 presets carry 0.0153 (fitted on the DGX Cloud weak-scaling
+// pairs, WeakScalingPairsFitTheStragglerFactor); --simumax-compat always applies SimuMax's.  A run of dp 16
+// over 16 nodes: 1 + l/(l+1)·k·√l with l = 4 is 1 + 1.6·k.
 TEST(TimeFit, StragglerFactorFollowsTheSystem) {
   MegatronConfig c = parse_megatron_args(preflight::test::words(
       "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 "
@@ -783,10 +789,75 @@ TEST(TimeFit, StragglerFactorFollowsTheSystem) {
   const double want = 1 + 4.0 / 5 * 0.09 * 2;
   EXPECT_NEAR(cost::estimate(c.model, c.strategy, cost::load_simumax_system("a100-sxm-80gb")).straggler_ratio, want,
               1e-12);
-  EXPECT_EQ(cost::estimate(c.model, c.strategy, cost::load_simumax_system("h100-sxm")).straggler_ratio, 1.0);
+  EXPECT_NEAR(cost::estimate(c.model, c.strategy, cost::load_simumax_system("h100-sxm")).straggler_ratio,
+              1 + 1.6 * 0.0153, 1e-12);
+  // One node: no straggler.
+  MegatronConfig one = parse_megatron_args(preflight::test::words(
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 --max-position-embeddings "
+      "1024 "
+      "--vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 --tensor-model-parallel-size 1 --bf16 "
+      "--use-flash-attn --nproc_per_node 8 --nnodes 1"));
+  EXPECT_EQ(cost::estimate(one.model, one.strategy, cost::load_simumax_system("h100-sxm")).straggler_ratio,
+            1.0);
   c.strategy.simumax_compat = true;
   EXPECT_NEAR(cost::estimate(c.model, c.strategy, cost::load_simumax_system("h100-sxm")).straggler_ratio, want,
               1e-12);
+}
+
+// Weak scaling: NVIDIA's DGX Cloud recipes ran each layout at a small and a large scale (H100: Llama-3.1 8B /
+// 70B / 405B, Nemotron-4 15B, GPT-3 175B, 8 … 576 and 128 … 2304 GPUs; GB200: Llama-3.1-405B and Nemotron-4
+// 340B on 128 and 512), the global batch growing with the data-parallel size.  Their BF16 pairs slowed
+// down 1.2 … 4.6 % at the larger scale, where the model without a straggler factor says 0 … 1 %: the NVIDIA
+// presets' factor (0.0153, least squares over these 7 pairs' log ratios, scripts/refit_presets.py) halves the
+// residual (RMS 2.2 % → 1.1 %); the FP8 pairs, held out, 3.8 % → 2.8 %.
+TEST(TimeFit, WeakScalingPairsFitTheStragglerFactor) {
+  struct Pair {
+    double small_measured = 0, small_predicted = 0, large_measured = 0, large_predicted = 0;
+    int small_gpus = 1 << 30, large_gpus = 0;
+  };
+  auto residuals = [&](bool straggler, bool bf16) {
+    std::map<std::string, Pair> pairs;
+    const std::regex gpus(R"((\d+) GPUs)"), gbs(R"(gbs\d+)");
+    for (const auto& [file, preset] :
+         {std::pair{"h100_dgxc_nemo.json", "h100-sxm"}, std::pair{"gb200_dgxc_nemo2504.json", "gb200"}}) {
+      SystemSpec sys = cost::load_simumax_system(preset);
+      if (!straggler) sys.straggler_coefficient = 0;
+      for (const auto& r : corpus_runs(file)) {
+        std::smatch m;
+        if (!std::regex_search(r.name, m, gpus) || (r.name.find(" bf16 ") != std::string::npos) != bf16)
+          continue;
+        const int n = std::stoi(m[1]);
+        const std::string key = std::regex_replace(std::regex_replace(r.name, gpus, "N"), gbs, "gbs");
+        const double predicted = cost::estimate(r.model, r.strategy, sys).iteration_ms;
+        Pair& p = pairs[key];
+        if (n < p.small_gpus)
+          p.small_gpus = n, p.small_measured = r.measured_ms, p.small_predicted = predicted;
+        if (n > p.large_gpus)
+          p.large_gpus = n, p.large_measured = r.measured_ms, p.large_predicted = predicted;
+      }
+    }
+    std::vector<double> out;
+    for (const auto& [key, p] : pairs) {
+      if (p.large_gpus <= p.small_gpus) continue;
+      EXPECT_GT(p.large_measured, p.small_measured) << key;  // every pair slowed down
+      out.push_back(std::log(p.large_measured / p.small_measured) -
+                    std::log(p.large_predicted / p.small_predicted));
+    }
+    return out;
+  };
+  auto rms = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x * x;
+    return std::sqrt(s / static_cast<double>(v.size()));
+  };
+  const auto bf16_with = residuals(true, true), bf16_without = residuals(false, true);
+  ASSERT_EQ(bf16_with.size(), 7u);
+  EXPECT_GT(rms(bf16_without), 0.02);
+  EXPECT_LT(rms(bf16_with), 0.012);
+  const auto fp8_with = residuals(true, false), fp8_without = residuals(false, false);
+  ASSERT_EQ(fp8_with.size(), 7u);
+  EXPECT_LT(rms(fp8_with), rms(fp8_without) - 0.008);
+  EXPECT_DOUBLE_EQ(cost::load_simumax_system("gb300").straggler_coefficient, 0.0153);
 }
 
 // Systems by the names people write: case, '_' / '-', vendor and form-factor words aside; an ambiguous
@@ -1131,7 +1202,8 @@ TEST(SystemPresets, GeneratorReproducesTheEmbeddedPresetsAndSetsOneConstant) {
   const auto given = nlohmann::json::parse(read_file(out / "h100-sxm.json"));
   const double k = given["accelerator"]["op"]["fp8_matmul"]["efficient_factor"].get<double>() /
                    h100["accelerator"]["op"]["fp8_matmul"]["efficient_factor"].get<double>();
-  EXPECT_NEAR(k, 1.1 / 1.026, 1e-9);  // FP8 GEMMs 1.1 / 1.026 slower, the BF16 ones as given
+  // FP8 GEMMs 1.1 / (the written scale) slower, the BF16 ones as given.
+  EXPECT_NEAR(k, 1.1 / given["preflight"]["time_fit"]["fp8_compute_scale"].get<double>(), 1e-9);
   EXPECT_EQ(h100["accelerator"]["op"]["matmul"], given["accelerator"]["op"]["matmul"]);
   EXPECT_EQ(nlohmann::json::parse(read_file(out / "set" / "b200.json")),
             nlohmann::json::parse(read_file(out / "b200.json")));
@@ -1148,9 +1220,9 @@ TEST(SystemPresets, FittedConstantsAreAtTheirRowsLeastSquaresOptimum) {
   namespace fs = std::filesystem;
   using preflight::test::shell_quote;
   const fs::path src = PREFLIGHT_SOURCE_DIR;
-  auto r = preflight::test::run_shell("/usr/bin/python3 " +
-                                      shell_quote((src / "scripts" / "refit_presets.py").string()) +
-                                      " --no-summary --preflight " + shell_quote(PREFLIGHT_BINARY));
+  auto r = preflight::test::run_shell(
+      "/usr/bin/python3 " + shell_quote((src / "scripts" / "refit_presets.py").string()) +
+      " --independent --no-summary --preflight " + shell_quote(PREFLIGHT_BINARY));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream lines(r.out);
   std::string line;
@@ -1164,7 +1236,7 @@ TEST(SystemPresets, FittedConstantsAreAtTheirRowsLeastSquaresOptimum) {
     EXPECT_NEAR(refitted / std::stod(was), 1.0, 0.03)
         << name << ": " << was << " as written, " << refitted << " refitted on its rows";
   }
-  EXPECT_EQ(steps, 9) << r.out;
+  EXPECT_EQ(steps, 10) << r.out;
 }
 
 // The published-run ranges every estimate prints (analyzer/data/fidelity/time_errors.json) are the corpus
