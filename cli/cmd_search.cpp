@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/cost/fidelity.hpp"
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/search.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
@@ -311,6 +312,10 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     } else {
       std::cout << "no layout fits in " << fixed(r.memory_limit_gib, 1) << " GiB\n";
     }
+    // Every layout of the search has the same model and precision: one published-run check for all.
+    if (!o.simumax_compat)
+      std::cout << cost::published_check_text(
+          cost::published_check(system.preset, cost::time_run_class(model, base)));
     if (!o.csv.empty()) std::cout << "wrote " << o.csv << "\n";
   }
   return r.best ? kExitOk : kExitDoesNotFit;

@@ -201,9 +201,12 @@ def main():
         print("%-28s %9s %9.4f %8d %11.1f%% %11.1f%%" % (name, "-" if start.get(name) is None else start[name], best,
                                                           len(after), 100 * max(map(abs, before.values())),
                                                           100 * max(map(abs, after.values()))))
-    print("\nreproduce: scripts/gen_system_presets.py " +
-          " ".join("--set %s=%s" % (k, v) for k, v in sorted(values.items()) if given.get(k) != v))
-    if a.no_summary:
+    if a.independent:
+        print("\n(--independent: each constant refitted with every other one as written; nothing carried over)")
+    else:
+        print("\nreproduce: scripts/gen_system_presets.py " +
+              " ".join("--set %s=%s" % (k, v) for k, v in sorted(values.items()) if given.get(k) != v))
+    if a.no_summary or a.independent:
         return
     print("\n%-28s %-18s %10s %10s" % ("corpus", "system", "as given", "refitted"))
     with tempfile.TemporaryDirectory() as old, tempfile.TemporaryDirectory() as new:

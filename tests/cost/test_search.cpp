@@ -335,6 +335,15 @@ TEST(SearchCli, PresetModelAndDistinctTopRows) {
   EXPECT_EQ(j["best"]["tp"], 1);
   EXPECT_EQ(j["best"]["pp"], 2);
   EXPECT_EQ(j["best"]["recompute_layers"], 0);
+  // The table ends with what published runs of the model's class say about the preset searched on (every
+  // layout has the same model and precision); SimuMax's A100-PCIe file has none.
+  r = run_preflight(
+      "search --model llama3-8b --system h100 --world-size 32 --global-batch-size 256 --tp 1,2 --pp 1,2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" dense bf16 runs on h100-sxm priced "), std::string::npos) << r.out;
+  r = run_preflight("search --model llama3-8b --world-size 32 --global-batch-size 256 --tp 1,2 --pp 1,2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("published runs: none on a100_pcie"), std::string::npos) << r.out;
 }
 
 // search --config searches under the yaml's context.max_device_memory (MindSpore's pool), as estimate compares:
