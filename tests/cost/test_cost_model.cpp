@@ -365,11 +365,30 @@ TEST(CostModel, Nvfp4GemmsAtTheSystemsScaleWithNineSixteenthByteTensors) {
   // bits.
   EXPECT_GT(2 * (t1 - t_half), 0.3 * t1);
   EXPECT_LT(2 * (t1 - t_half), 0.9 * t1);
-  // At scale 1 the GEMMs cost what per-tensor FP8's do; only the quantizers' smaller writes differ.
+  // At scale 1 the GEMMs cost what per-tensor FP8's do; only the quantizers differ.  Each linear's input
+  // (T·(3h + f) elements in a dense layer's forward) is quantized into a rowwise and a columnwise copy:
+  // current scaling reads it twice (amax, cast) and writes 2 bytes, NVFP4 reads it four times (two amax
+  // passes, the Hadamard-rotated columnwise copy) and writes 2 · 9/16: 9.125 against 6 bytes an element.
   const auto run = megatron_runner(base, sys);
   const Estimate fp8 = run(" --fp8-format hybrid --fp8-recipe tensorwise");
-  EXPECT_LT(t1, fp8.chunks.front().layers[0].times.fwd_compute_ms);
-  EXPECT_GT(t1, 0.98 * fp8.chunks.front().layers[0].times.fwd_compute_ms);
+  const double T0 = 4096, h0 = 4096, f0 = 14336;
+  auto extra = [&](double n) {  // one quantizer's time, NVFP4's over current scaling's (one kernel each)
+    return memory_time_ms(sys, "default", n * 9.125) - memory_time_ms(sys, "default", n * 6);
+  };
+  EXPECT_NEAR(t1 - fp8.chunks.front().layers[0].times.fwd_compute_ms, 3 * extra(T0 * h0) + extra(T0 * f0),
+              1e-6 * t1);
+  // Delayed scaling takes its scale from the amax history: one read less than current scaling, in forward
+  // (each linear's input) and in backward (each linear's output gradient: qkv 3h, proj h, fc1 f, fc2 h per
+  // token).
+  const Estimate delayed = run(" --fp8-format hybrid --fp8-recipe delayed");
+  auto amax = [&](double n) {
+    return memory_time_ms(sys, "default", n * 6) - memory_time_ms(sys, "default", n * 4);
+  };
+  const PassTimes& cs = fp8.chunks.front().layers[0].times;
+  const PassTimes& ds = delayed.chunks.front().layers[0].times;
+  EXPECT_NEAR(cs.fwd_compute_ms - ds.fwd_compute_ms, 3 * amax(T0 * h0) + amax(T0 * f0), 1e-6 * t1);
+  EXPECT_NEAR(cs.bwd_grad_act_ms - ds.bwd_grad_act_ms,
+              amax(T0 * 3 * h0) + amax(T0 * h0) + amax(T0 * f0) + amax(T0 * h0), 1e-6 * t1);
 
   const Estimate fp4 = run(" --fp4-format e2m1");
   EXPECT_EQ(to_string(fp4.strategy.fp8), std::string("e2m1"));

@@ -178,8 +178,8 @@ TEST(TimeFit, TpCommOverlapHidesTpCollectivesBehindTheirGemms) {
 
 // NeMo's published Llama-3 FP8 runs on H100 (70B tp-comm-overlap pp 8 vp 5; 405B ring-p2p cp 2 pp 8 vp 8 with
 // the embedding and loss counted in the split), gradients reduced in bf16 as the recipes set, over every
-// release that published them: the 70B rows (six releases, 2.6 % apart) +3.0 … +5.8 %, the 405B rows on 1024
-// GPUs (five releases, 292 … 328 tokens/s/GPU: 12 % apart) −7.6 … −1.8 % (the ring priced as an all-to-all
+// release that published them: the 70B rows (six releases, 2.6 % apart) +1.9 … +4.6 %, the 405B rows on 1024
+// GPUs (five releases, 292 … 328 tokens/s/GPU: 12 % apart) −8.7 … +0.7 % (the ring priced as an all-to-all
 // made them +15 … +19 %; the Hopper FP8 GEMM scale is least squares over these 11 rows, with the recipes'
 // fp8 parameter gather).  NeMo's B200 FP8 rows (Llama-3-8B and 3.1-405B) within 5 % / 6.5 % with the b200
 // preset's FP8 GEMM scale fitted on them (8.0 / 9.5 % at the BF16 efficiencies; the 405B rows −4.0 / −4.5 %
@@ -193,12 +193,12 @@ TEST(TimeFit, H100NemoRows) {
   for (const auto& r : runs) ASSERT_TRUE(r.strategy.grad_reduce_in_bf16) << r.name;
   const TimeFit fit = fit_time(runs, cost::load_simumax_system("h100-sxm"));
   for (const auto& r : fit.runs)
-    EXPECT_LT(std::abs(r.error_before()), r.name.find("70b") != std::string::npos ? 0.06 : 0.08) << r.name;
+    EXPECT_LT(std::abs(r.error_before()), r.name.find("70b") != std::string::npos ? 0.05 : 0.09) << r.name;
   // One layout per model: leave-one-out cannot be better than the releases' own spread.
   EXPECT_LT(fit.max_abs_held_out(), 0.06);
   for (const char* corpus : {"b200_nemo_llama31.json", "b200_nemo_llama3_8b.json"}) {
     const TimeFit b200 = fit_time(corpus_runs(corpus), cost::load_simumax_system("b200"));
-    EXPECT_LT(b200.max_abs_before(), std::string(corpus) == "b200_nemo_llama31.json" ? 0.065 : 0.05)
+    EXPECT_LT(b200.max_abs_before(), std::string(corpus) == "b200_nemo_llama31.json" ? 0.055 : 0.07)
         << corpus;
   }
   // GB200 (never fitted on; the gb200 preset carries the b200 preset's fits): every row within 7 % (5.3 %
@@ -467,7 +467,7 @@ TEST(TimeFit, DgxcNemo2504Bf16HoldsFp8OfThatReleaseIsSlower) {
         EXPECT_LT(r.error_before(), -0.14) << r.name;
         EXPECT_GT(r.error_before(), -0.25) << r.name;
       } else {
-        EXPECT_LT(std::abs(r.error_before()), 0.07) << r.name;
+        EXPECT_LT(std::abs(r.error_before()), 0.075) << r.name;  // Nemotron-4 340B FP8 −7.1 %
       }
     }
   }
@@ -1002,17 +1002,28 @@ TEST(TimeFit, ScaledSystemJsonMatchesScaledSystem) {
   EXPECT_DOUBLE_EQ(from_json.op.at("group_matmul").efficient_factor,
                    grouped.op.at("group_matmul").efficient_factor);
   EXPECT_DOUBLE_EQ(from_json.op.at("matmul").efficient_factor, raw.op.at("matmul").efficient_factor);
-  // The h100-sxm preset carries them: grouped GEMMs 1.24x slower than the GEMMs' transfer from B200, FP8 ones
-  // 1.4x, the BF16 dense GEMMs (only they) 1 / 0.89 faster, every FP8 GEMM 1.026 slower (refitted with TE's
-  // fp8 sequence-parallel gathers); an FP8 grouped scale absent falls back to the grouped one.
+  // The h100-sxm preset carries them (the scales its preflight.time_fit records): grouped GEMMs 1.24x slower
+  // than the GEMMs' transfer from B200, FP8 ones 1.48x, the BF16 dense GEMMs (only they) 1 / 0.89 faster,
+  // every FP8 GEMM 0.956 (refitted with the quantizers' traffic priced); an FP8 grouped scale absent falls
+  // back to the grouped one.
   const SystemSpec h100 = cost::load_simumax_system("h100-sxm");
+  const auto preset_fit = nlohmann::json::parse(
+      preflight::test::read_file(std::filesystem::path(PREFLIGHT_SOURCE_DIR) / "analyzer" / "data" /
+                                 "systems" / "h100-sxm.json"))["preflight"]["time_fit"];
+  const double grouped_k = preset_fit["group_scales"]["grouped_gemm"].get<double>(),
+               grouped_fp8_k = preset_fit["group_scales"]["fp8_grouped_gemm"].get<double>(),
+               bf16_k = preset_fit["bf16_gemm_scale"].get<double>(),
+               fp8_k = preset_fit["fp8_compute_scale"].get<double>();
+  EXPECT_DOUBLE_EQ(grouped_k, 1.24);
+  EXPECT_NEAR(grouped_fp8_k, 1.48, 0.01);
+  EXPECT_DOUBLE_EQ(bf16_k, 0.89);
   const double raw_ratio = raw.op.at("matmul").efficient_factor / raw.op.at("group_matmul").efficient_factor;
   EXPECT_NEAR(h100.op.at("matmul").efficient_factor / h100.op.at("group_matmul").efficient_factor,
-              1.24 / 0.89 * raw_ratio, 1e-9);
+              grouped_k / bf16_k * raw_ratio, 1e-9);
   EXPECT_NEAR(h100.op.at("fp8_matmul").efficient_factor / h100.op.at("fp8_group_matmul").efficient_factor,
-              1.4 * raw_ratio, 1e-9);
-  EXPECT_NEAR(h100.op.at("matmul").efficient_factor / h100.op.at("fp8_matmul").efficient_factor, 1.026 / 0.89,
-              1e-9);
+              grouped_fp8_k * raw_ratio, 1e-9);
+  EXPECT_NEAR(h100.op.at("matmul").efficient_factor / h100.op.at("fp8_matmul").efficient_factor,
+              fp8_k / bf16_k, 1e-9);
   const SystemSpec only_grouped = scaled_system_groups(raw, {{"grouped_gemm", 1.3}});
   EXPECT_DOUBLE_EQ(only_grouped.op.at("fp8_group_matmul").efficient_factor * 1.3,
                    raw.op.at("fp8_group_matmul").efficient_factor);

@@ -87,7 +87,9 @@ inline double mbs(const Ctx& c) {
 }
 
 /// The Float8Quantizer in front of an fp8 GEMM: `numel` bf16 input elements (2 bytes each) to fp8.
-Leaf quantizer_leaf(double numel, bool recompute, std::string name, std::string path);
+/// `grad_numel`: elements of the output gradient its GEMM quantizes in backward (0: priced as SimuMax,
+/// forward only — the experts' grouped GEMMs).
+Leaf quantizer_leaf(double numel, bool recompute, std::string name, std::string path, double grad_numel = 0);
 /// A column/row linear, preceded by its fp8 quantizer when the strategy uses fp8 GEMMs.
 /// `tokens_full` = b·s_full, `in_tokens` = rows of the (un-gathered) input.
 void add_linear(Builder& bld, bool column, const std::string& name, const std::string& parent_path, int index,

@@ -346,6 +346,19 @@ void price_quantizer(const Ctx& c, Leaf& l) {
   l.fwd_peak = in_b + out_b;
   l.bwd_peak = 0;
   l.pass.fwd_bytes = in_b + out_b;
+  if (!c.st->simumax_compat && l.grad_numel > 0) {
+    // Transformer Engine's Linear (module/linear.py) quantizes its input in forward and its output gradient
+    // in backward, each into a rowwise copy (fprop / dgrad) and a columnwise one (wgrad): one bf16 read, two
+    // low-precision writes per element.  Current (per-tensor) scaling needs the tensor's amax first, one more
+    // read; NVFP4's two-level scaling needs it too, and its columnwise copies are Hadamard-rotated (RHT) with
+    // their own amax: four reads.  Delayed scaling and MXFP8 compute their scales in the cast.  SimuMax
+    // prices the forward cast alone (bf16 in, one copy out; kept under --simumax-compat and for the experts'
+    // grouped GEMMs, whose tokens the flex dispatchers quantize on the way).
+    const double reads = c.st->fp4() ? 4 : c.st->fp8_recipe == Fp8Recipe::Tensorwise ? 2 : 1;
+    const double per_element = 2 * reads + 2 * c.lowp_e;
+    l.pass.fwd_bytes = l.n_in * per_element;
+    l.pass.bwd_act_bytes = l.grad_numel * per_element;
+  }
   l.pass.recompute_bytes = 0;
   price_passes(c, l, "default", "default", "default");
 }
@@ -507,10 +520,11 @@ void Builder::push(Leaf l) {
 
 /// The Float8Quantizer in front of an fp8 (fp4) GEMM: `numel` bf16 input elements (2 bytes each) to fp8
 /// (fp4).
-Leaf quantizer_leaf(double numel, bool recompute, std::string name, std::string path) {
+Leaf quantizer_leaf(double numel, bool recompute, std::string name, std::string path, double grad_numel) {
   Leaf q;
   q.kind = LeafKind::Fp8Quantizer;
   q.n_in = q.n_out = numel;
+  q.grad_numel = grad_numel;
   q.input_bytes = numel * 2;
   q.recompute = recompute;
   q.name = std::move(name);
@@ -545,7 +559,8 @@ void push_linear(Builder& bld, bool column, const std::string& name, const std::
     bld.push(quantizer_leaf(in_tokens * in, recompute, name + ".quntizer",
                             parent_path +
                                 Builder::idx(index, column ? "QuantizedColLinear" : "QuantizedRowLinear") +
-                                Builder::idx(0, "Float8Quantizer")));
+                                Builder::idx(0, "Float8Quantizer"),
+                            tokens_full * out));
     l.input_bytes = in_tokens * in * c.lowp_e;
     l.name = name + ".linear";
     l.path = parent_path + Builder::idx(index, column ? "QuantizedColLinear" : "QuantizedRowLinear") +

@@ -106,6 +106,7 @@ struct Leaf {
   double keys_per_query = 0;  // core attention: keys each query attends when fewer than the sequence (0: all)
   double experts = 0, local_experts = 0, topk = 0;
   double n_in = 0, n_out = 0;  // element counts (activation functions, quantizer)
+  double grad_numel = 0;       // quantizer: elements of the output gradient its GEMM quantizes in backward
   double input_bytes = 0;      // SimuMax all_input_element_num: bytes cached when a checkpoint starts here
   bool fp8_gemm = false;       // weights / inputs of this linear in fp8
   // Linear replicated over tp (TE parallel_mode="duplicated": MLA's down projections): full weight,
