@@ -260,7 +260,7 @@ TEST(TimeFit, B300MoeRowsHeldOut) {
   for (const auto& r : fit.runs) {
     const bool qwen = r.name.find("qwen3") != std::string::npos;
     const bool deepseek = r.name.find("deepseek") != std::string::npos;
-    EXPECT_LT(std::abs(r.error_before()), qwen ? 0.105 : deepseek ? 0.08 : 0.055) << r.name;
+    EXPECT_LT(std::abs(r.error_before()), qwen ? 0.105 : deepseek ? 0.085 : 0.055) << r.name;
   }
 }
 
@@ -1003,8 +1003,8 @@ TEST(TimeFit, ScaledSystemJsonMatchesScaledSystem) {
                    grouped.op.at("group_matmul").efficient_factor);
   EXPECT_DOUBLE_EQ(from_json.op.at("matmul").efficient_factor, raw.op.at("matmul").efficient_factor);
   // The h100-sxm preset carries them (the scales its preflight.time_fit records): grouped GEMMs 1.24x slower
-  // than the GEMMs' transfer from B200, FP8 ones 1.48x, the BF16 dense GEMMs (only they) 1 / 0.89 faster,
-  // every FP8 GEMM 0.956 (refitted with the quantizers' traffic priced); an FP8 grouped scale absent falls
+  // than the GEMMs' transfer from B200, FP8 ones 1.45x, the BF16 dense GEMMs (only they) 1 / 0.89 faster,
+  // every FP8 GEMM 0.974 (refitted with the quantizers' traffic priced); an FP8 grouped scale absent falls
   // back to the grouped one.
   const SystemSpec h100 = cost::load_simumax_system("h100-sxm");
   const auto preset_fit = nlohmann::json::parse(
@@ -1015,7 +1015,7 @@ TEST(TimeFit, ScaledSystemJsonMatchesScaledSystem) {
                bf16_k = preset_fit["bf16_gemm_scale"].get<double>(),
                fp8_k = preset_fit["fp8_compute_scale"].get<double>();
   EXPECT_DOUBLE_EQ(grouped_k, 1.24);
-  EXPECT_NEAR(grouped_fp8_k, 1.48, 0.01);
+  EXPECT_NEAR(grouped_fp8_k, 1.45, 0.01);
   EXPECT_DOUBLE_EQ(bf16_k, 0.89);
   const double raw_ratio = raw.op.at("matmul").efficient_factor / raw.op.at("group_matmul").efficient_factor;
   EXPECT_NEAR(h100.op.at("matmul").efficient_factor / h100.op.at("group_matmul").efficient_factor,

@@ -1,7 +1,6 @@
 // The published-run check of an estimate: analyzer/data/fidelity/time_errors.json (fidelity.hpp).
 #include "preflight/analyzer/cost/fidelity.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>

@@ -352,8 +352,8 @@ void price_quantizer(const Ctx& c, Leaf& l) {
     // low-precision writes per element.  Current (per-tensor) scaling needs the tensor's amax first, one more
     // read; NVFP4's two-level scaling needs it too, and its columnwise copies are Hadamard-rotated (RHT) with
     // their own amax: four reads.  Delayed scaling and MXFP8 compute their scales in the cast.  SimuMax
-    // prices the forward cast alone (bf16 in, one copy out; kept under --simumax-compat and for the experts'
-    // grouped GEMMs, whose tokens the flex dispatchers quantize on the way).
+    // prices the forward cast alone (bf16 in, one copy out): kept under --simumax-compat and for the experts'
+    // grouped GEMMs (priced like the dense linears, NeMo's MoE rows came out 1 ... 4 points worse).
     const double reads = c.st->fp4() ? 4 : c.st->fp8_recipe == Fp8Recipe::Tensorwise ? 2 : 1;
     const double per_element = 2 * reads + 2 * c.lowp_e;
     l.pass.fwd_bytes = l.n_in * per_element;
@@ -541,6 +541,9 @@ void push_linear(Builder& bld, bool column, const std::string& name, const std::
                  bool duplicated, double sp_gather_bytes) {
   const Ctx& c = bld.c;
   bool quantized = c.fp8 && fp8_allowed;
+  // The output gradient its backward quantizes: a column-parallel linear's is every token's (its columns); a
+  // row-parallel one's arrives sequence-split under sequence parallelism and is quantized before the gather.
+  const double grad_rows = !column && c.sp && c.tp > 1 && !duplicated ? tokens_full / c.tp : tokens_full;
   Leaf l;
   l.duplicated = duplicated;
   l.sp_gather_bytes = sp_gather_bytes;
@@ -560,7 +563,7 @@ void push_linear(Builder& bld, bool column, const std::string& name, const std::
                             parent_path +
                                 Builder::idx(index, column ? "QuantizedColLinear" : "QuantizedRowLinear") +
                                 Builder::idx(0, "Float8Quantizer"),
-                            tokens_full * out));
+                            grad_rows * out));
     l.input_bytes = in_tokens * in * c.lowp_e;
     l.name = name + ".linear";
     l.path = parent_path + Builder::idx(index, column ? "QuantizedColLinear" : "QuantizedRowLinear") +
