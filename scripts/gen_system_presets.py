@@ -25,7 +25,10 @@ out_dir = _args.out
 _overrides = {}
 for _kv in _args.set:
     _k, _, _v = _kv.partition("=")
-    _overrides[_k] = float(_v)
+    try:
+        _overrides[_k] = float(_v)
+    except ValueError:
+        raise SystemExit("--set %s: expected NAME=NUMBER" % _kv)
 FIT_NAMES = []
 
 

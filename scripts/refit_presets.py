@@ -174,7 +174,10 @@ def main():
         k, _, v = kv.partition("=")
         if k not in start:
             raise SystemExit("--set: no fitted constant named %s (known: %s)" % (k, ", ".join(sorted(start))))
-        values[k] = float(v)
+        try:
+            values[k] = float(v)
+        except ValueError:
+            raise SystemExit("--set %s: expected NAME=NUMBER" % kv)
     wanted = a.steps.split(",") if a.steps else [s[0] for s in STEPS]
     unknown = set(wanted) - {s[0] for s in STEPS}
     if unknown:

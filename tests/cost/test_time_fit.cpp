@@ -1222,6 +1222,9 @@ TEST(SystemPresets, GeneratorReproducesTheEmbeddedPresetsAndSetsOneConstant) {
   r = run_shell(gen + " --out " + shell_quote((out / "bad").string()) + " --set hopper_fp9=1.1");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("no fitted constant named hopper_fp9"), std::string::npos) << r.err;
+  r = run_shell(gen + " --out " + shell_quote((out / "bad").string()) + " --set hopper_fp8=fast");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--set hopper_fp8=fast: expected NAME=NUMBER"), std::string::npos) << r.err;
 }
 
 // Each fitted constant of the presets is at (within 3 % of) the least-squares optimum on its own published
