@@ -139,11 +139,11 @@ FITTED = {
 # FP8 GEMMs take the BF16 efficiencies (no FP8 kernel in the source calibrations); where published FP8 runs
 # say otherwise, an extra scale on the fp8 ops only (times the compute scale), with its source.
 FP8_FITTED = {
-    "b200": (fit("b200_fp8", 0.9264),
+    "b200": (fit("b200_fp8", 0.9074),
              "fitted on tests/data/time_corpus/b200_nemo_llama3_8b.json and b200_nemo_llama31.json (NeMo's "
              "published Llama-3-8B and 3.1-405B FP8-CS runs on DGX-B200, 4 runs of 2 models, FP8 GEMMs only, "
              "gradients reduced in bf16 as the recipes set; least squares, with the quantizers' traffic priced): "
-             "largest |error| 6.9 % (8B +4.7 / +6.9 %, 405B -5.2 / -4.8 %; was 8.0 % / 9.5 % at the BF16 "
+             "largest |error| 7.8 % (8B +5.6 / +7.8 %, 405B -6.0 / -5.5 %, with their recipe: tensorwise; was 8.0 % / 9.5 % at the BF16 "
              "efficiencies); the two models pull apart"),
 }
 
@@ -151,8 +151,9 @@ FP8_FITTED = {
 # MXFP8 GEMMs (`--fp8-recipe mxfp8`, Blackwell only): time over the same GEMM with per-tensor FP8, fitted on
 # NeMo's published pairs of FP8-CS / MXFP8 rows with one layout (docs/performance-summary-archive.md, 25.09 and
 # 25.11: Llama-3.1-405B on 128 B200s, Llama-3-8B on 8 B200s and 8 GB200s; the MXFP8 rows 2.1 ... 6.8 % slower),
-# least squares on the predicted iteration ratio: 1.075, each pair within 2.4 %.
-MXFP8_SCALE = {"b200": (fit("mxfp8", 1.075), "fitted on NeMo's six published FP8-CS / MXFP8 pairs of one layout (Llama-3.1-405B "
+# least squares on the predicted iteration ratio: 1.075, each pair within 2.4 %; 1.095 (each within 2 %) since the
+# quantizers' traffic is priced (FP8-CS's amax pass, which MXFP8 does not have).
+MXFP8_SCALE = {"b200": (fit("mxfp8", 1.095), "fitted on NeMo's six published FP8-CS / MXFP8 pairs of one layout (Llama-3.1-405B "
                         "on 128 B200s, Llama-3-8B on 8 B200s and 8 GB200s; 25.09, 25.11): each pair's iteration "
                         "ratio within 2.4 %")}
 MXFP8_SCALE["gb200"] = MXFP8_SCALE["b200"]
@@ -164,11 +165,11 @@ MXFP8_SCALE["gb200"] = MXFP8_SCALE["b200"]
 # FP8 rows are, so each fits its own rows and B200 / B300 take GB200's / GB300's.  The 70B (tp 2) and 405B (tp 4)
 # rows on GB200 pull apart: alone they want 0.70 and 0.52.
 NVFP4_SCALE = {
-    "gb200": (fit("gb200_nvfp4", 0.5158), "least squares on NeMo's nine published NVFP4 rows on GB200 (Llama-3-70B tp 2 pp 4 on 64 GPUs, "
+    "gb200": (fit("gb200_nvfp4", 0.5265), "least squares on NeMo's nine published NVFP4 rows on GB200 (Llama-3-70B tp 2 pp 4 on 64 GPUs, "
                      "Llama-3.1-405B tp 4 pp 16 on 256; 26.02 ... 26.06; the quantizers' two amax passes and "
                      "Hadamard-rotated copies priced): within 13.2 % (the 70B rows -13.2 ... -4.6 %, the 405B rows "
                      "-0.2 ... +9.8 %); the FP8 / FP4 peak ratio is 0.5"),
-    "gb300": (fit("gb300_nvfp4", 0.4152), "least squares on NeMo's eight published NVFP4 rows on GB300 (Llama-3-70B tp 1 pp 4 on 64 GPUs, "
+    "gb300": (fit("gb300_nvfp4", 0.4238), "least squares on NeMo's eight published NVFP4 rows on GB300 (Llama-3-70B tp 1 pp 4 on 64 GPUs, "
                      "Llama-3.1-405B tp 4 pp 8 on 256; 26.02 ... 26.06; the quantizers' traffic priced): within 7.1 "
                      "%; the FP8 / FP4 peak ratio is 1/3"),
 }
@@ -189,7 +190,9 @@ HOPPER_FP8 = (fit("hopper_fp8", 0.9736), "fitted on the 11 rows of tests/data/ti
                      "Llama-3-70B tp 4 and Llama-3.1-405B tp 8 FP8-CS rows, 25.09 ... 26.06, with their recipes' fp8 "
                      "parameter gather; least squares) with Transformer Engine's fp8 sequence-parallel gathers and "
                      "quantizers (each linear's input and output gradient, two copies each, current scaling's amax "
-                     "pass): the 70B rows +2.1 ... +4.8 %, the 405B rows -9.0 ... +0.5 %; the other H100 files held out")
+                     "pass): the 70B rows +3.5 ... +6.3 %, the 405B rows -8.2 ... +1.4 % (with the rows' recipe, tensorwise, the "
+                     "least-squares value is 0.957, within the 3 % the presets' test allows); the other H100 files "
+                     "held out")
 for _n in ("h100-sxm", "h200", "h800"):
     FP8_FITTED[_n] = HOPPER_FP8
 FP8_FITTED["gb200"] = (FP8_FITTED["b200"][0], "the b200 preset's, transferred: " + FP8_FITTED["b200"][1])
