@@ -11,12 +11,10 @@ usage: scripts/gen_time_fidelity.py [--build DIR | --preflight BINARY] [--out FI
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
-root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-corpus_dir = os.path.join(root, "tests", "data", "time_corpus")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from refit_presets import corpus_dir, priced_runs, root  # noqa: E402  (the same pricing of a corpus file)
 
 
 def main():
@@ -30,14 +28,8 @@ def main():
         raise SystemExit("build first: %s is needed" % binary)
     systems = {}
     for corpus in sorted(f for f in os.listdir(corpus_dir) if f.endswith(".json")):
-        path = os.path.join(corpus_dir, corpus)
-        system = json.load(open(path))["system"]
-        with tempfile.TemporaryDirectory() as tmp:
-            out = subprocess.run([binary, "calibrate", "--fit-time", "--json", "--system", system, "--runs", path,
-                                  "-o", os.path.join(tmp, "fitted.json")], capture_output=True, text=True)
-        if out.returncode not in (0, 1):
-            raise SystemExit("%s: preflight calibrate failed:\n%s" % (corpus, out.stderr))
-        for r in json.loads(out.stdout)["runs"]:
+        system = json.load(open(os.path.join(corpus_dir, corpus)))["system"]
+        for r in priced_runs(binary, system, corpus):
             c = systems.setdefault(system, {}).setdefault(r["run_class"], {"errors": [], "corpora": []})
             c["errors"].append(r["error_before"])
             if corpus[:-5] not in c["corpora"]:

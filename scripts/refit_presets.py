@@ -63,18 +63,25 @@ def generate(out, values):
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
 
 
+def priced_runs(binary, system, corpus):
+    """The runs of a corpus file as `preflight calibrate --fit-time --json` prices them on `system` (a preset
+    name or a system file): name, run_class, measured_ms, predicted_ms, error_before, …"""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run([binary, "calibrate", "--fit-time", "--json", "--system", system, "--runs",
+                              os.path.join(corpus_dir, corpus), "-o", os.path.join(tmp, "fitted.json")],
+                             capture_output=True, text=True)
+    if out.returncode not in (0, 1):
+        raise SystemExit("%s: preflight calibrate failed:\n%s" % (corpus, out.stderr))
+    return json.loads(out.stdout)["runs"]
+
+
 def errors(binary, presets, corpus, rows=None, times=False):
     """{run name: relative error} (or, with `times`, (measured, predicted) ms) of a corpus priced on the
     presets in `presets`."""
     system = json.load(open(os.path.join(corpus_dir, corpus)))["system"]
-    with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([binary, "calibrate", "--fit-time", "--json", "--system",
-                              os.path.join(presets, system + ".json"), "--runs", os.path.join(corpus_dir, corpus),
-                              "-o", os.path.join(tmp, "fitted.json")], capture_output=True, text=True)
-    if out.returncode not in (0, 1):
-        raise SystemExit("%s: preflight calibrate failed:\n%s" % (corpus, out.stderr))
     return {r["run"]: ((r["measured_ms"], r["predicted_ms"]) if times else r["error_before"])
-            for r in json.loads(out.stdout)["runs"] if rows is None or re.search(rows, r["run"])}
+            for r in priced_runs(binary, os.path.join(presets, system + ".json"), corpus)
+            if rows is None or re.search(rows, r["run"])}
 
 
 def scale_pairs(times):

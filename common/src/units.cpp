@@ -11,6 +11,12 @@ std::string fixed(double value, int digits) {
   return buf;
 }
 
+std::string signed_fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%+.*f", digits, value);
+  return buf;
+}
+
 std::string with_commas(std::int64_t value) {
   std::string digits = std::to_string(value < 0 ? -value : value);
   std::string out;

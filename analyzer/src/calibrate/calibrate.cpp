@@ -120,7 +120,7 @@ double kept_total(const PredictedStage& s, std::uint64_t min_bytes, bool adjust)
 
 std::string pct(double e) {
   if (std::isinf(e)) return e > 0 ? "+inf" : "-inf";
-  return (e >= 0 ? "+" : "") + fixed(100 * e, 2) + " %";
+  return signed_fixed(100 * e, 2) + " %";
 }
 
 // ---- least squares ----

@@ -453,11 +453,7 @@ std::string render_time_fit(const TimeFit& fit) {
   using A = TextTable::Align;
   t.column("run").column("measured ms", A::Right).column("predicted ms", A::Right).column("error", A::Right);
   t.column("fitted ms", A::Right).column("error", A::Right).column("held out ms", A::Right).column("error", A::Right);
-  auto pct = [](double e) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%+.1f %%", 100 * e);
-    return std::string(b);
-  };
+  auto pct = [](double e) { return signed_fixed(100 * e, 1) + " %"; };
   for (const auto& r : fit.runs)
     t.row({r.name, fixed(r.measured_ms, 1), fixed(r.predicted_ms, 1), pct(r.error_before()), fixed(r.fitted_ms, 1),
            pct(r.error_fitted()), fixed(r.held_out_ms, 1), pct(r.error_held_out())});

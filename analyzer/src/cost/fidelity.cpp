@@ -1,8 +1,6 @@
 // The published-run check of an estimate: analyzer/data/fidelity/time_errors.json (fidelity.hpp).
 #include "preflight/analyzer/cost/fidelity.hpp"
 
-#include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "embedded_data.hpp"
@@ -46,14 +44,9 @@ PublishedRuns runs_of(const std::string& run_class, const nlohmann::json& j) {
   return r;
 }
 
-std::string signed_pct(double x) {
-  const double p = std::round(x * 1000.0) / 10.0;
-  return (p > 0 ? "+" : p < 0 ? "−" : "") + fixed(std::fabs(p), 1);
-}
-
 std::string range_text(const PublishedRuns& r) {
-  return r.runs == 1 ? signed_pct(r.min_error) + " %"
-                     : signed_pct(r.min_error) + " … " + signed_pct(r.max_error) + " %";
+  return r.runs == 1 ? signed_fixed(100 * r.min_error, 1) + " %"
+                     : signed_fixed(100 * r.min_error, 1) + " … " + signed_fixed(100 * r.max_error, 1) + " %";
 }
 
 }  // namespace

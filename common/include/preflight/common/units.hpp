@@ -27,6 +27,9 @@ inline constexpr double to_gib(double bytes) {
 /// Fixed-point formatting with `digits` decimals ("12.35").
 std::string fixed(double value, int digits);
 
+/// The same with its sign always written ("+4.1", "-0.3"): signed errors, (predicted − measured) / measured.
+std::string signed_fixed(double value, int digits);
+
 /// Integer with thousands separators ("6,642,245,632").
 std::string with_commas(std::int64_t value);
 

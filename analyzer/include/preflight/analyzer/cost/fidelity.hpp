@@ -38,7 +38,7 @@ struct PublishedCheck {
 /// @throws InputError when the embedded table is malformed (a build defect, not user input).
 PublishedCheck published_check(const std::string& preset, const std::string& run_class);
 
-/// One line for the human summary: "published runs: 10 moe mxfp8 runs on b300 priced −5.8 … +20.3 % (…)",
+/// One line for the human summary: "published runs: 10 moe mxfp8 runs on b300 priced -5.8 … +20.3 % (…)",
 /// or that none of the class (or none at all, or a system file) checks it.
 std::string published_check_text(const PublishedCheck& check);
 

@@ -88,8 +88,8 @@ struct SystemSpec {
   /// with FP8 per-tensor scaling, in (0, 1] (top-level `nvfp4_gemm_scale`, a preflight extension).  0 when
   /// absent: the device has no FP4 tensor cores and `--fp4-format` is refused.  The Blackwell presets carry
   /// the spec sheet's FP8 / FP4 dense peak ratio times a factor fitted on NeMo's published NVFP4 rows
-  /// (analyzer/data/systems/README.md); it covers the quantization kernels (random Hadamard transform,
-  /// stochastic rounding) as well as the GEMMs.
+  /// (analyzer/data/systems/README.md).  The quantizers' memory traffic (amax passes, the Hadamard-rotated
+  /// copies) is priced apart, by the quantizer leaves; the scale covers the GEMMs and what the fit absorbed.
   double nvfp4_gemm_scale = 0.0;
 
   /// Device memory in bytes.
