@@ -20,7 +20,7 @@ namespace {
 
 struct EstimateOptions {
   std::string model, strategy, system = "a100_pcie", out, config, trace;
-  bool json = false, strict = false, simumax_compat = false;
+  bool json = false, strict = false, simumax_compat = false, ops = false;
   int gpus_per_node = 0;
   std::vector<std::string> megatron;
 };
@@ -95,6 +95,7 @@ int run(const EstimateOptions& o) {
   cost::EstimateOptions eo;
   eo.strict = o.strict;
   eo.schedule = !o.trace.empty();
+  eo.layer_ops = o.ops;
   cost::Estimate est = cost::estimate(model, strategy, system, eo);
   for (const auto& w : est.warnings) warnings.push_back(w);
   est.warnings = warnings;
@@ -113,9 +114,11 @@ int run(const EstimateOptions& o) {
   if (o.json) {
     nlohmann::ordered_json all{
         {"summary", cost::summary_json(est)}, {"mem_result", mem}, {"compute_result", compute}};
+    if (o.ops) all["layer_ops"] = cost::layer_ops_json(est);
     std::cout << all.dump(2) << "\n";
   } else {
     std::cout << cost::summary_text(est);
+    if (o.ops) std::cout << "\n" << cost::layer_ops_text(est);
     if (!o.out.empty()) std::cout << "wrote " << o.out << "/mem_result.json and compute_result.json\n";
   }
   const double device_gib = est.device_memory_gib;
@@ -169,6 +172,10 @@ Command estimate_command() {
         sub.add_option("--trace", o->trace,
                        "write the simulated schedule as a Chrome/Perfetto trace (one process per pipeline stage, "
                        "compute and communication threads)");
+        sub.add_flag(
+            "--ops", o->ops,
+            "also print the ops of one layer of each kind: forward / backward / exposed-collective ms "
+            "per micro batch, achieved TFLOP/s, share of the layer (to hold next to a profile)");
         sub.add_flag("--simumax-compat", o->simumax_compat,
                      "SimuMax v1.2's timing exactly: DP fully exposed, blocking interleaved p2p only, p2p never "
                      "split over tp, fractional expert capacity (default: Megatron's behaviour)");

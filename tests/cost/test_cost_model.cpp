@@ -1,8 +1,10 @@
 // Unit tests of the cost model: primitives, readers, hand-computed memory, schedules, Megatron mapping.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 
 #include "pipeline.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
@@ -1502,4 +1504,76 @@ TEST(CostModel, AllToAllOfAStridedGroupCrossesNodes) {
     return t;
   };
   EXPECT_GT(ep_net(""), 2 * ep_net("--simumax-compat"));
+}
+
+// `estimate --ops`: the ops of one layer of each kind.  Their times add up to the layer's (LayerEstimate),
+// the exchange of an expert-parallel run is the permutations' collectives, and a dense first layer
+// (--moe-layer-freq) is its own kind next to the MoE layers.
+TEST(CostModel, LayerOpsSumToTheirLayer) {
+  const SystemSpec h100 = load_simumax_system("h100-sxm");
+  EstimateOptions opt;
+  opt.per_layer = true;
+  opt.layer_ops = true;
+  const MegatronConfig c = parse_megatron_args(preflight::test::words(
+      "--num-layers 4 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
+      "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 --bf16 "
+      "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
+      "--ffn-hidden-size 8192 --num-experts 64 --moe-ffn-hidden-size 1024 --moe-router-topk 8 "
+      "--moe-grouped-gemm --moe-layer-freq [0]+[1]*3 --expert-model-parallel-size 8 "
+      "--moe-token-dispatcher-type alltoall --pipeline-model-parallel-size 2 --nproc_per_node 8 --nnodes 2"));
+  const Estimate est = estimate(c.model, c.strategy, h100, opt);
+  // The embedding, layer 0 (dense) and layer 1 (MoE) on the first stage, the head on the last.
+  ASSERT_EQ(est.layer_ops.size(), 4u);
+  EXPECT_EQ(est.layer_ops[0].layer, -1);
+  EXPECT_EQ(est.layer_ops[1].layer, 0);
+  EXPECT_FALSE(est.layer_ops[1].moe);
+  EXPECT_EQ(est.layer_ops[2].layer, 1);
+  EXPECT_TRUE(est.layer_ops[2].moe);
+  EXPECT_EQ(est.layer_ops[3].layer, -2);
+  EXPECT_EQ(est.layer_ops[3].chunk, "last_stage_chunk");
+  // The head's ops are the chunk's head times.
+  double head_fwd = 0;
+  for (const auto& op : est.layer_ops[3].ops) head_fwd += op.times.fwd_compute_ms;
+  EXPECT_NEAR(head_fwd, est.chunks.back().head_times.fwd_compute_ms, 1e-9);
+  for (const auto& lo : est.layer_ops) {
+    if (lo.layer < 0) continue;
+    const auto ch = std::find_if(est.chunks.begin(), est.chunks.end(),
+                                 [&](const ChunkEstimate& x) { return x.name == lo.chunk; });
+    ASSERT_NE(ch, est.chunks.end()) << lo.chunk;
+    const LayerEstimate& le = ch->layers[static_cast<std::size_t>(lo.layer - ch->first_layer)];
+    double fwd = 0, bwd = 0, net = 0, flops = 0, ep = 0;
+    std::set<std::string> names;
+    for (const auto& op : lo.ops) {
+      fwd += op.times.fwd_compute_ms;
+      bwd += op.times.bwd_compute_ms();
+      net += op.times.fwd_net_ms + op.times.bwd_net_ms();
+      flops += op.work.fwd_flops + op.work.bwd_flops;
+      if (op.kind == "Permutation" || op.kind == "UnPermutation")
+        ep += op.times.fwd_net_ms + op.times.bwd_net_ms();
+      names.insert(op.name);
+    }
+    EXPECT_EQ(names.size(), lo.ops.size()) << "op names are unique within a layer";
+    EXPECT_NEAR(fwd, le.times.fwd_compute_ms, 1e-9);
+    EXPECT_NEAR(bwd, le.times.bwd_compute_ms(), 1e-9);
+    EXPECT_NEAR(net, le.times.fwd_net_ms + le.times.bwd_net_ms(), 1e-9);
+    EXPECT_NEAR(flops, le.work.fwd_flops + le.work.bwd_flops, 1e-6 * flops);
+    EXPECT_TRUE(names.count("attention.linear_qkv"));
+    EXPECT_EQ(names.count("mlp.group_linear1"), lo.moe ? 1u : 0u);
+    // The exchanges of an MoE layer are its permutations' collectives (tp 1: no other collective).
+    if (lo.moe) {
+      EXPECT_GT(ep, 0);
+      EXPECT_NEAR(ep, le.times.fwd_ep_net_ms + le.times.bwd_ep_net_ms, 1e-9);
+    } else {
+      EXPECT_EQ(ep, 0);
+    }
+  }
+  // The table prints each op and the layer's totals.
+  const std::string text = layer_ops_text(est);
+  EXPECT_NE(text.find("dense layer 0 (first_stage_chunk)"), std::string::npos) << text;
+  EXPECT_NE(text.find("MoE layer 1 (first_stage_chunk)"), std::string::npos) << text;
+  EXPECT_NE(text.find("head (last_stage_chunk)"), std::string::npos) << text;
+  EXPECT_NE(text.find("mlp.group_linear2"), std::string::npos) << text;
+  EXPECT_EQ(layer_ops_json(est)[2]["ops"].size(), est.layer_ops[2].ops.size());
+  // Off by default.
+  EXPECT_TRUE(estimate(c.model, c.strategy, h100).layer_ops.empty());
 }

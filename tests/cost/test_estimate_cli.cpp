@@ -100,6 +100,49 @@ TEST(EstimateCli, MegatronArguments) {
   EXPECT_GT(j["summary"]["mfu"].get<double>(), 0.0);
 }
 
+// `--ops`: the table of one layer's ops after the summary, and the same under "layer_ops" in the JSON; the
+// ops' forward ms add up to the layer's (tp 2: the row-parallel linears carry the collectives).
+TEST(EstimateCli, OpsOfOneLayer) {
+  const std::string launch =
+      " -- --nproc_per_node 8 --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 "
+      "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 16 "
+      "--tensor-model-parallel-size 2 "
+      "--bf16 --vocab-size 32000 --swiglu --normalization RMSNorm --disable-bias-linear "
+      "--position-embedding-type "
+      "rope --use-flash-attn --attention-dropout 0 --hidden-dropout 0";
+  RunResult text = run_preflight("estimate --system h100-sxm --ops" + launch);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("dense layer 0 (first_stage_chunk): ms per micro batch on one rank"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("attention.linear_qkv"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("\ntotal "), std::string::npos) << text.out;
+  RunResult js = run_preflight("estimate --system h100-sxm --json --ops" + launch);
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const auto j = nlohmann::json::parse(js.out);
+  ASSERT_EQ(j["layer_ops"].size(), 3u);  // pp 1: the embedding, one layer, the head
+  EXPECT_EQ(j["layer_ops"][0]["layer"], -1);
+  EXPECT_EQ(j["layer_ops"][2]["layer"], -2);
+  double fwd = 0, comm = 0, ends = 0;
+  for (int k : {0, 2})
+    for (const auto& op : j["layer_ops"][k]["ops"]) ends += op["fwd_ms"].get<double>();
+  for (const auto& op : j["layer_ops"][1]["ops"]) {
+    fwd += op["fwd_ms"].get<double>();
+    comm += op["fwd_comm_ms"].get<double>() + op["bwd_comm_ms"].get<double>();
+  }
+  EXPECT_GT(fwd, 0);
+  EXPECT_GT(comm, 0);  // tp 2 with sequence parallelism off: all-reduces
+  // The chunk's forward per micro batch (SimuMax's "<x> ms") is its 4 layers, the embedding and the head.
+  const std::string chunk =
+      j["compute_result"]["compute_details"]["batch_compute_stat"]["cost_info"]["fwd_compute_time"];
+  ASSERT_NE(chunk.find(" ms"), std::string::npos) << chunk;
+  const double chunk_fwd = std::stod(chunk);
+  EXPECT_NEAR(4 * fwd + ends, chunk_fwd, 1e-4);  // printed to 0.1 µs
+  RunResult plain = run_preflight("estimate --system h100-sxm --json" + launch);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("layer_ops"));
+}
+
 // `--model NAME` takes the analyzer's presets (Hugging Face configs): Llama-3-70B's preset is SimuMax's
 // llama3-70b config, so both give the same estimate; a GPT-3-style model says what SimuMax does not price.
 TEST(EstimateCli, AnalyzerPresetsAndUnmodelledFeatures) {

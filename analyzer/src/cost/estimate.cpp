@@ -413,7 +413,30 @@ class Builder {
   const Ctx& ctx() const { return ctx_; }
   /// Graph ops of the chunks built so far that no leaf prices (deduplicated, sorted).
   const std::set<std::string>& unpriced() const { return unpriced_; }
+  /// With EstimateOptions::layer_ops: one layer of each priced kind met so far.
+  std::vector<LayerOps>& layer_ops() { return layer_ops_; }
 
+ private:
+  /// EstimateOptions::layer_ops: the ops of `leaves` (a layer, the embedding or the head: layer -1 / -2) the
+  /// first time these priced leaves are met.
+  void record_ops(const std::vector<Leaf>& leaves, const std::string& chunk, int layer, bool moe) {
+    if (!opt_.layer_ops || !recorded_templates_.insert(&leaves).second) return;
+    LayerOps lo;
+    lo.chunk = chunk;
+    lo.layer = layer;
+    lo.moe = moe;
+    lo.recompute = std::any_of(leaves.begin(), leaves.end(), [](const Leaf& l) { return l.recompute; });
+    for (const auto& l : leaves) {
+      OpEstimate op;
+      op.name = l.name;
+      op.kind = detail::leaf_kind_name(l.kind);
+      add_pass(op.times, op.work, l.pass);
+      lo.ops.push_back(std::move(op));
+    }
+    layer_ops_.push_back(std::move(lo));
+  }
+
+ public:
   /// Builds one chunk's estimate.
   ChunkEstimate chunk(const std::string& name, int pp_rank, int vchunk, int first_layer, int num_layers,
                       bool emb, bool head, int stage_kind) {
@@ -443,6 +466,7 @@ class Builder {
         add_pass(ce.embedding_times, scratch_, l.pass);
       }
       ch.emb_count = static_cast<int>(emb_->size());
+      record_ops(*emb_, name, -1, false);
     }
     if (opt_.per_layer) ce.layers.resize(num_layers);
     // Recompute counts layers within a model chunk: the physical stage of an interleaved run holds vpp
@@ -466,6 +490,7 @@ class Builder {
                          !st_.simumax_compat && st_.layer_in_bf16(global, m_.num_layers),
                          detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]));
       for (const auto& l : tpl) take(l, i);
+      record_ops(tpl, name, global, m_.is_moe_layer(global));
       if (st_.overlap_moe_expert_parallel_comm && m_.is_moe_layer(global))
         ce.ep_overlap_saving_ms += ep_overlap_saving(tpl, ep_sm_share_);
       if (opt_.per_layer) {
@@ -486,6 +511,7 @@ class Builder {
       // A chunk that also holds the embedding (pp = 1) takes the head as the layer graph builds it there:
       // a tied output layer uses the embedding's weight (Megatron
       // LanguageModule.setup_embeddings_and_output_layer).
+      record_ops(emb ? *head_with_embedding_ : *head_, name, -2, false);
       for (const auto& l : emb ? *head_with_embedding_ : *head_) {
         take(l, -2);
         add_pass(ce.head_times, scratch_, l.pass);
@@ -616,6 +642,8 @@ class Builder {
   const std::vector<Leaf>* head_with_embedding_ = nullptr;  ///< the head of a one-stage model (pp = 1)
   PassWork scratch_;
   std::set<std::string> unpriced_;
+  std::set<const std::vector<Leaf>*> recorded_templates_;
+  std::vector<LayerOps> layer_ops_;
 };
 
 /// SimuMax _compute_dp_time for one stage's chunk.
@@ -1085,6 +1113,7 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   // Ops of the layer graph the cost model has no formula for.
   if (opt.strict) refuse_unpriced({b.unpriced().begin(), b.unpriced().end()});
   for (const auto& line : b.unpriced()) est.warnings.push_back("not priced: " + line);
+  est.layer_ops = std::move(b.layer_ops());
 
   // Fully sharded data parallel (Megatron-FSDP, FSDP2): every micro batch gathers each layer's parameters
   // for its forward and again for its backward (zero 3) and reduce-scatters its gradients (zero >= 2),

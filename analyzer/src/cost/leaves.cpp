@@ -12,6 +12,54 @@
 
 namespace preflight::analyzer::cost::detail {
 
+const char* leaf_kind_name(LeafKind kind) {
+  switch (kind) {
+    case LeafKind::Embedding:
+      return "Embedding";
+    case LeafKind::LinearCol:
+      return "LinearCol";
+    case LeafKind::LinearRow:
+      return "LinearRow";
+    case LeafKind::Norm:
+      return "Norm";
+    case LeafKind::CoreAttention:
+      return "CoreAttention";
+    case LeafKind::MlaCoreAttention:
+      return "MlaCoreAttention";
+    case LeafKind::Rotary:
+      return "Rotary";
+    case LeafKind::Split:
+      return "Split";
+    case LeafKind::Concat:
+      return "Concat";
+    case LeafKind::Add:
+      return "Add";
+    case LeafKind::Swiglu:
+      return "Swiglu";
+    case LeafKind::Gelu:
+      return "Gelu";
+    case LeafKind::CrossEntropy:
+      return "CrossEntropy";
+    case LeafKind::Router:
+      return "Router";
+    case LeafKind::Permutation:
+      return "Permutation";
+    case LeafKind::UnPermutation:
+      return "UnPermutation";
+    case LeafKind::GroupLinearCol:
+      return "GroupLinearCol";
+    case LeafKind::GroupLinearRow:
+      return "GroupLinearRow";
+    case LeafKind::Fp8Quantizer:
+      return "Fp8Quantizer";
+    case LeafKind::BiasDropoutAdd:
+      return "BiasDropoutAdd";
+    case LeafKind::PositionEmbedding:
+      return "PositionEmbedding";
+  }
+  return "?";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sums.
 

@@ -45,6 +45,9 @@ enum class LeafKind : std::uint8_t {
   PositionEmbedding,  ///< learned absolute position table (GPT; not in SimuMax)
 };
 
+/// The kind's name as SimuMax names the module ("LinearCol", "GroupLinearCol", "CoreAttention", …).
+const char* leaf_kind_name(LeafKind kind);
+
 /// Everything the pricing needs besides the leaf: the run's sizes and switches.
 struct Ctx {
   const ModelSpec* m = nullptr;

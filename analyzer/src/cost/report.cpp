@@ -459,4 +459,83 @@ std::string summary_text(const Estimate& est) {
   return out;
 }
 
+std::string layer_ops_text(const Estimate& est) {
+  std::string out;
+  for (const auto& lo : est.layer_ops) {
+    PassTimes total;
+    PassWork work;
+    for (const auto& op : lo.ops) {
+      const PassTimes& t = op.times;
+      total.fwd_compute_ms += t.fwd_compute_ms;
+      total.bwd_grad_act_ms += t.bwd_grad_act_ms;
+      total.bwd_grad_w_ms += t.bwd_grad_w_ms;
+      total.recompute_compute_ms += t.recompute_compute_ms;
+      total.fwd_net_ms += t.fwd_net_ms;
+      total.bwd_grad_act_net_ms += t.bwd_grad_act_net_ms;
+      total.bwd_grad_w_net_ms += t.bwd_grad_w_net_ms;
+      total.recompute_net_ms += t.recompute_net_ms;
+      work.fwd_flops += op.work.fwd_flops;
+      work.bwd_flops += op.work.bwd_flops;
+      work.recompute_flops += op.work.recompute_flops;
+    }
+    const double layer_ms = total.forward_ms() + total.backward_ms();
+    const std::string what =
+        lo.layer == -1   ? std::string("embedding")
+        : lo.layer == -2 ? std::string("head")
+                         : std::string(lo.moe ? "MoE" : "dense") + " layer " + std::to_string(lo.layer);
+    out += what + " (" + lo.chunk + ")" + (lo.recompute ? ", recomputed" : "") +
+           ": ms per micro batch on one rank\n";
+    TextTable t;
+    t.column("op").column("kind");
+    for (const char* c : {"fwd ms", "bwd ms", "recomp ms", "comm ms", "TFLOP/s", "share"})
+      t.column(c, TextTable::Align::Right);
+    // Achieved rate over the op's kernels (forward, backward and recompute); "-" without FLOPs.
+    auto rate = [](double flops, double ms) {
+      return flops > 0 && ms > 0 ? fixed(flops / ms / 1e9, 0) : std::string("-");
+    };
+    for (const auto& op : lo.ops) {
+      const PassTimes& x = op.times;
+      const double comm = x.fwd_net_ms + x.bwd_net_ms() + x.recompute_net_ms;
+      const double compute = x.fwd_compute_ms + x.bwd_compute_ms() + x.recompute_compute_ms;
+      const double flops = op.work.fwd_flops + op.work.bwd_flops + op.work.recompute_flops;
+      t.row({op.name, op.kind, fixed(x.fwd_compute_ms, 3), fixed(x.bwd_compute_ms(), 3),
+             fixed(x.recompute_compute_ms, 3), fixed(comm, 3), rate(flops, compute),
+             layer_ms > 0 ? fixed(100 * (compute + comm) / layer_ms, 1) + " %" : "-"});
+    }
+    const double comm = total.fwd_net_ms + total.bwd_net_ms() + total.recompute_net_ms;
+    const double compute = total.fwd_compute_ms + total.bwd_compute_ms() + total.recompute_compute_ms;
+    t.row({"total", "", fixed(total.fwd_compute_ms, 3), fixed(total.bwd_compute_ms(), 3),
+           fixed(total.recompute_compute_ms, 3), fixed(comm, 3),
+           rate(work.fwd_flops + work.bwd_flops + work.recompute_flops, compute),
+           layer_ms > 0 ? "100.0 %" : "-"});
+    out += t.render() + "\n";
+  }
+  return out;
+}
+
+nlohmann::json layer_ops_json(const Estimate& est) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& lo : est.layer_ops) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& op : lo.ops)
+      ops.push_back({{"name", op.name},
+                     {"kind", op.kind},
+                     {"fwd_ms", op.times.fwd_compute_ms},
+                     {"bwd_ms", op.times.bwd_compute_ms()},
+                     {"recompute_ms", op.times.recompute_compute_ms},
+                     {"fwd_comm_ms", op.times.fwd_net_ms},
+                     {"bwd_comm_ms", op.times.bwd_net_ms() + op.times.recompute_net_ms},
+                     {"fwd_flops", op.work.fwd_flops},
+                     {"bwd_flops", op.work.bwd_flops},
+                     {"fwd_bytes", op.work.fwd_bytes},
+                     {"bwd_bytes", op.work.bwd_bytes}});
+    layers.push_back({{"chunk", lo.chunk},
+                      {"layer", lo.layer},
+                      {"moe", lo.moe},
+                      {"recompute", lo.recompute},
+                      {"ops", ops}});
+  }
+  return layers;
+}
+
 }  // namespace preflight::analyzer::cost

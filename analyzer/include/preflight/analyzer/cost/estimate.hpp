@@ -105,6 +105,29 @@ struct LayerEstimate {
   ModelMemory memory;
 };
 
+/// One priced op of a transformer layer (a SimuMax leaf: a linear, its fp8 quantizer, core attention, a
+/// norm, the token permutation with its expert-parallel exchange, …) for one micro batch on its rank.
+/// `times` are the op's kernels (roofline of FLOPs and bytes) and the collectives it issues, exposed as
+/// the chunk prices them (before the overlaps priced per chunk: DP, p2p,
+/// `--overlap-moe-expert-parallel-comm`).
+struct OpEstimate {
+  std::string name;  ///< attribute path inside the layer ("attention.linear_qkv.linear")
+  std::string kind;  ///< the leaf's kind ("LinearCol", "GroupLinearCol", "CoreAttention", "Permutation", …)
+  PassTimes times;   ///< ms
+  PassWork work;     ///< FLOPs and bytes
+};
+
+/// The ops of one transformer layer (EstimateOptions::layer_ops): the first layer of each distinct kind
+/// (dense / MoE, sliding window, kept in bf16, recompute variant) in chunk order, and the embedding and the
+/// head (final norm, output layer, loss, MTP layers).  A layer's ops sum to its LayerEstimate::times.
+struct LayerOps {
+  std::string chunk;  ///< ChunkEstimate::name of the chunk it was found in
+  int layer = 0;      ///< global layer index; -1 the embedding, -2 the head
+  bool moe = false;
+  bool recompute = false;
+  std::vector<OpEstimate> ops;
+};
+
 /// One model chunk as SimuMax builds it: `first_stage_chunk`, `middle_stage_chunk`,
 /// `last_stage_chunk`, or a virtual chunk `<stage>_v<k>` with an interleaved schedule.
 struct ChunkEstimate {
@@ -212,6 +235,8 @@ struct EstimateOptions {
   /// Record the simulated schedule (Estimate::schedule): 1F1B and interleaved pipelines, then each stage's
   /// DP synchronisation and optimizer step.
   bool schedule = false;
+  /// Record the ops of one layer of each kind (Estimate::layer_ops).
+  bool layer_ops = false;
 };
 
 /// One block of the simulated schedule of a pipeline rank, ms from the start of the iteration.
@@ -250,6 +275,7 @@ struct Estimate {
   double dense_params = 0, moe_params = 0;  ///< parameters (SimuMax statistic over all stages)
   std::vector<std::string> warnings;
   std::vector<ScheduleEvent> schedule;  ///< with EstimateOptions::schedule
+  std::vector<LayerOps> layer_ops;      ///< with EstimateOptions::layer_ops
   /// Where the stages' memory (peak, model, activations, cached micro batches, peak path) comes from:
   /// "megatron" — the layer graph walked along Megatron's schedule with its transients, the model
   /// `preflight analyze` prints (memory.hpp, memory_timeline.hpp; validated on published runs,

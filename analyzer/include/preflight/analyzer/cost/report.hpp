@@ -31,6 +31,15 @@ nlohmann::ordered_json summary_json(const Estimate& est);
 /// not in it: `preflight estimate` prints them on stderr (and in summary_json).
 std::string summary_text(const Estimate& est);
 
+/// Estimate::layer_ops as a table per layer kind (`preflight estimate --ops`): each op's forward, backward
+/// (with recompute) and exposed-collective ms per micro batch, its achieved TFLOP/s and its share of the
+/// layer, then the layer's totals.  Empty when no ops were recorded.
+std::string layer_ops_text(const Estimate& est);
+/// The same as JSON: [{"chunk", "layer", "moe", "recompute", "ops": [{"name", "kind", "fwd_ms", "bwd_ms",
+/// "recompute_ms", "fwd_comm_ms", "bwd_comm_ms" (with the recompute's), "fwd_flops", "bwd_flops",
+/// "fwd_bytes", "bwd_bytes"}]}].
+nlohmann::json layer_ops_json(const Estimate& est);
+
 /// SimuMax's strings: human_time("0.5" ms → "0.5000 ms", 1500 → "1.5000 s"), human_bytes, human_flops.
 std::string simumax_time(double ms);
 std::string simumax_bytes(double bytes);
