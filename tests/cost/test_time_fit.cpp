@@ -213,11 +213,12 @@ TEST(TimeFit, H100NemoRows) {
   EXPECT_LT(gb200.max_abs_before(), 0.07);
 }
 
-// GB300 (Blackwell Ultra): B200's fits at GB300's peak rates priced NeMo's Llama rows +20 … +29 % slow but
-// its Qwen3-30B-A3B MoE rows only +3 … +7 %: the gb300 preset runs the dense GEMMs 1 / 0.76 faster (fitted on
-// the 13 Llama rows), the grouped GEMMs and everything else as on B200.  The Qwen3 rows, held out, within 5
-// %.  The same Qwen3 layout on 8 GB200s (b200's fits transferred, held out) is priced 7 … 9 % fast: GB200 ran
-// it no faster than B200 although its peaks are 11 % higher.
+// GB300 (Blackwell Ultra): B200's fits at GB300's peak rates priced NeMo's Llama rows +20 … +29 % slow: the
+// gb300 preset runs the GEMMs 1 / 0.7473 faster (fitted on the 13 Llama rows), the grouped ones on the same
+// tensor cores too, attention and the memory-bound ops as on B200.  Its Qwen3-30B-A3B rows (micro batch 8,
+// the peak at the memory's limit), held out, −5.4 … −1.2 % (+0.4 … +4.9 % with the grouped GEMMs at B200's
+// efficiency, as until stop 31).  The same Qwen3 layout on 8 GB200s (b200's fits transferred, held out) is
+// priced 7 … 9 % fast: GB200 ran it no faster than B200 although its peaks are 11 % higher.
 TEST(TimeFit, Gb300DenseGemmsFitAndMoeRowsHeldOut) {
   const auto llama = corpus_runs("gb300_nemo_llama.json");
   ASSERT_EQ(llama.size(), 13u);
@@ -234,7 +235,10 @@ TEST(TimeFit, Gb300DenseGemmsFitAndMoeRowsHeldOut) {
   EXPECT_LT(fitted.max_abs_before(), 0.055);
   const auto moe = corpus_runs("gb300_nemo_moe.json");
   ASSERT_EQ(moe.size(), 4u);
-  for (const auto& r : fit_time(moe, gb300).runs) EXPECT_LT(std::abs(r.error_before()), 0.05) << r.name;
+  for (const auto& r : fit_time(moe, gb300).runs) {
+    EXPECT_LT(r.error_before(), -0.005) << r.name;
+    EXPECT_GT(r.error_before(), -0.06) << r.name;
+  }
   // A scale on every compute op instead (0.80 fits the Llama rows within 3.6 %) prices them 8 … 13 % fast.
   const TimeFit all_ops = fit_time(moe, scaled_system(transferred, 0.80, 1.0));
   for (const auto& r : all_ops.runs) EXPECT_LT(r.error_before(), -0.06) << r.name;
@@ -609,11 +613,12 @@ TEST(TimeFit, Nvfp4RowsOnTheirSystemsScale) {
 
 // NeMo's DeepSeek-V3 MXFP8 rows inside one NVL72 domain (26.02 … 26.04.01, 256 GPUs, HybridEP, exchanges
 // exposed; held out, added after every fit): GB200 ep 64 pp 4 vp 4, GB300 ep 32 pp 2 vp 8 micro batch 2 —
-// priced slow, GB200 +15.8 … +24.7 %, GB300 +19.6 … +29.5 %, where the same model with ep 8 inside a B300
-// node is within 7.4 %.  Of the GB200 prediction 2.95 s of 19.2 s is the exposed token exchange of its 13 MoE
-// layers per stage (a token copied to ~7 of 64 ranks at half of NVLink, the rate fitted on B200's ep 8 Qwen3
-// rows); without it the GB200 rows would be within 6 % — HybridEP across an NVL72 domain moves its copies
-// faster than that rate says.  Bounded as a measured miss.
+// priced slow, GB200 +17.2 … +26.1 %, GB300 +11.4 … +20.6 % (+21.9 … +31.9 % before GB300's GEMM scale
+// reached its grouped GEMMs), where the same model with ep 8 inside a B300 node is within 8.1 %.  Of the
+// GB200 prediction 2.95 s of 19.2 s is the exposed token exchange of its 13 MoE layers per stage (a token
+// copied to ~7 of 64 ranks at half of NVLink, the rate fitted on B200's ep 8 Qwen3 rows); without it the
+// GB200 rows would be within 6 % — HybridEP across an NVL72 domain moves its copies faster than that rate
+// says.  Bounded as a measured miss.
 TEST(TimeFit, Nvl72DeepSeekRowsHeldOut) {
   for (const char* file : {"gb200_nemo_deepseek.json", "gb300_nemo_deepseek.json"}) {
     const auto runs = corpus_runs(file);
@@ -621,8 +626,8 @@ TEST(TimeFit, Nvl72DeepSeekRowsHeldOut) {
     const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
     const TimeFit fit = fit_time(runs, cost::load_simumax_system(j["system"].get<std::string>()));
     for (const auto& r : fit.runs) {
-      EXPECT_GT(r.error_before(), 0.12) << r.name;
-      EXPECT_LT(r.error_before(), 0.32) << r.name;
+      EXPECT_GT(r.error_before(), 0.10) << r.name;
+      EXPECT_LT(r.error_before(), 0.28) << r.name;
     }
     EXPECT_LT(fit.max_abs_held_out(), 0.06) << file;  // one scale fits each system's four releases
   }
@@ -630,17 +635,17 @@ TEST(TimeFit, Nvl72DeepSeekRowsHeldOut) {
 
 // NeMo's Qwen3-235B-A22B MXFP8 rows on 256 Blackwell GPUs (26.02 … 26.04.01; held out, added after every fit;
 // tests/data/time_corpus/*_nemo_qwen3_235b.json): the alltoall dispatcher with ep 8 inside a B200 node is
-// priced −5.3 / −6.0 %; every HybridEP / B300 row is priced slow — GB200 ep 32 +12.7 … +15.3 %, GB300 ep 32
-// micro batch 2 +28.1 … +30.2 %, B300 ep 8 +15.9 / +19.3 % — where the same dispatcher with ep 8 and one
-// stage (Qwen3-30B-A3B) is within −9 … +10 %.  On GB300 5.9 s of the 24.4 s priced is the exposed token
-// exchange (a token to ~7 of 32 ranks at half of NVLink); without it the rows would be within 3 %: as for
-// DeepSeek-V3 on NVL72, the exchange at ep 32 costs far less than the rate fitted at ep 8 says.  Bounded as a
-// measured miss; each system's releases agree with one scale.
+// priced −3.9 / −4.6 %; every HybridEP / B300 row is priced slow — GB200 ep 32 +12.6 … +15.2 %, GB300 ep 32
+// micro batch 2 +18.1 … +20.1 % (+28.6 … +30.8 % before GB300's GEMM scale reached its grouped GEMMs), B300
+// ep 8 +17.2 / +20.3 % — where the same dispatcher with ep 8 and one stage (Qwen3-30B-A3B) is within −9 … +10
+// %. On GB300 6.1 s of the 22.5 s priced (26.04) is the exposed token exchange (a token to ~7 of 32 ranks at
+// half of NVLink); without it the rows would be −12 %.  Bounded as a measured miss; each system's releases
+// agree with one scale.
 TEST(TimeFit, NemoQwen3_235bBlackwellRowsHeldOut) {
   for (const auto& [file, n, lo, hi] : {std::tuple{"b200_nemo_qwen3_235b.json", 2u, -0.08, -0.03},
                                         std::tuple{"b300_nemo_qwen3_235b.json", 2u, 0.13, 0.22},
                                         std::tuple{"gb200_nemo_qwen3_235b.json", 4u, 0.10, 0.18},
-                                        std::tuple{"gb300_nemo_qwen3_235b.json", 4u, 0.25, 0.33}}) {
+                                        std::tuple{"gb300_nemo_qwen3_235b.json", 4u, 0.15, 0.23}}) {
     const auto runs = corpus_runs(file);
     ASSERT_EQ(runs.size(), n) << file;
     const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
