@@ -37,6 +37,9 @@ STEPS = [
     ("nvidia_straggler", ["h100_dgxc_nemo.json", "gb200_dgxc_nemo2504.json"], r"\bbf16\b", "pairs"),
     # FP8 (per-tensor) GEMMs on Blackwell: NeMo's Llama-3-8B and 3.1-405B FP8-CS rows on B200.
     ("b200_fp8", ["b200_nemo_llama3_8b.json", "b200_nemo_llama31.json"], None),
+    # The host time of a MoE layer's routed experts: NeMo's MXFP8 MoE rows on B200 (the FP8 grouped GEMMs at
+    # their published rate).
+    ("moe_host_us", ["b200_nemo_moe.json", "b200_nemo_qwen3_235b.json"], r"\bmxfp8\b"),
     # BF16 grouped GEMMs at shapes SimuMax's B200 file did not measure: NeMo's GPT-OSS-120B BF16 rows on B200.
     ("blackwell_unmeasured_grouped", ["b200_nemo_moe.json"], r"gpt-oss"),
     # GB300's dense GEMMs: NeMo's Llama-3 rows on GB300.

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <map>
+
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "pipeline.hpp"
@@ -1576,4 +1579,64 @@ TEST(CostModel, LayerOpsSumToTheirLayer) {
   EXPECT_EQ(layer_ops_json(est)[2]["ops"].size(), est.layer_ops[2].ops.size());
   // Off by default.
   EXPECT_TRUE(estimate(c.model, c.strategy, h100).layer_ops.empty());
+}
+
+// The host time of a MoE layer's routed experts (SystemSpec::moe_host_us_per_expert): an op of its own,
+// forward and backward, per local expert — half of it with twice the expert parallelism — and none under
+// --simumax-compat, on a system without it, or where the system file measured the grouped GEMM's shape (an
+// efficiency measured on the op in a loop includes its launches).  The Blackwell presets' MXFP8 grouped GEMMs
+// run at the rate NVIDIA published for GB200 (2,672 TFLOP/s at K = 7168, N = 2048).
+TEST(CostModel, ExpertsHostTimePerLocalExpert) {
+  auto run = [](const std::string& system, const std::string& extra, bool compat = false) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 "
+        "--bf16 "
+        "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
+        "--num-experts 64 --moe-ffn-hidden-size 1024 --moe-router-topk 8 --moe-grouped-gemm "
+        "--moe-token-dispatcher-type alltoall --nproc_per_node 8 --nnodes 2 " +
+        extra));
+    c.strategy.simumax_compat = compat;
+    EstimateOptions opt;
+    opt.layer_ops = true;
+    return estimate(c.model, c.strategy, load_simumax_system(system), opt);
+  };
+  auto host_op = [](const Estimate& e) -> const OpEstimate* {
+    for (const auto& lo : e.layer_ops)
+      for (const auto& op : lo.ops)
+        if (op.kind == "ExpertsHost") return &op;
+    return nullptr;
+  };
+  const double us = load_simumax_system("h100-sxm").moe_host_us_per_expert;
+  ASSERT_GT(us, 0);
+  const Estimate ep8 = run("h100-sxm", "--expert-model-parallel-size 8");
+  const OpEstimate* h8 = host_op(ep8);
+  ASSERT_NE(h8, nullptr);
+  EXPECT_EQ(h8->name, "mlp.experts_host");
+  EXPECT_NEAR(h8->times.fwd_compute_ms, us * 8 / 1e3, 1e-12);  // 64 experts over ep 8: 8 local
+  EXPECT_NEAR(h8->times.bwd_compute_ms(), us * 8 / 1e3, 1e-12);
+  const OpEstimate* h16 = host_op(run("h100-sxm", "--expert-model-parallel-size 16"));
+  ASSERT_NE(h16, nullptr);
+  EXPECT_NEAR(h16->times.fwd_compute_ms, us * 4 / 1e3, 1e-12);
+  EXPECT_EQ(host_op(run("h100-sxm", "--expert-model-parallel-size 8", /*compat=*/true)), nullptr);
+  EXPECT_EQ(host_op(run("b200_bf16_ceperm", "--expert-model-parallel-size 8")), nullptr);  // SimuMax's file
+  // DeepSeek-V3's expert widths are measured in the b200 preset's BF16 table (from SimuMax's B200 file).
+  EXPECT_EQ(host_op(run("b200",
+                        "--hidden-size 7168 --moe-ffn-hidden-size 2048 --num-experts 256 "
+                        "--num-attention-heads 56 --expert-model-parallel-size 8")),
+            nullptr);
+  ASSERT_NE(host_op(run("b200", "--expert-model-parallel-size 8")), nullptr);
+  // MXFP8 grouped GEMMs on GB200 at the published rate.
+  const Estimate mx = run("gb200", "--expert-model-parallel-size 8 --fp8-format e4m3 --fp8-recipe mxfp8");
+  const OpEstimate* fc1 = nullptr;
+  for (const auto& lo : mx.layer_ops)
+    for (const auto& op : lo.ops)
+      if (op.kind == "GroupLinearCol") fc1 = &op;
+  ASSERT_NE(fc1, nullptr);
+  EXPECT_NEAR(fc1->work.fwd_flops / fc1->times.fwd_compute_ms / 1e9, 2672, 2);
+  // A system file's value is checked.
+  auto j = nlohmann::json::parse(preflight::test::read_file(
+      std::filesystem::path(PREFLIGHT_SOURCE_DIR) / "analyzer" / "data" / "systems" / "h100-sxm.json"));
+  j["moe_host_us_per_expert"] = -1;
+  expect_input_error([&] { read_simumax_system(j, "bad.json"); }, "moe_host_us_per_expert", "[0, 100000]");
 }

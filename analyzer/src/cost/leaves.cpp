@@ -56,6 +56,8 @@ const char* leaf_kind_name(LeafKind kind) {
       return "BiasDropoutAdd";
     case LeafKind::PositionEmbedding:
       return "PositionEmbedding";
+    case LeafKind::ExpertsHost:
+      return "ExpertsHost";
   }
   return "?";
 }
@@ -480,6 +482,15 @@ void price(const Ctx& c, Leaf& l) {
     case LeafKind::PositionEmbedding:
       price_position_embedding(c, l);
       break;
+    case LeafKind::ExpertsHost: {
+      // The GPU idles while the host launches the local experts' kernels after the tokens-per-expert copy:
+      // forward, backward (the backward GEMMs are launched per expert too), and again when recomputed.
+      const double ms = c.sys->moe_host_us_per_expert * l.local_experts / 1e3;
+      l.pass.fwd_ms = ms;
+      l.pass.bwd_act_ms = ms;
+      l.pass.recompute_ms = l.recompute ? ms : 0;
+      break;
+    }
     case LeafKind::Rotary:
     case LeafKind::Split:
     case LeafKind::Concat:

@@ -43,6 +43,7 @@ enum class LeafKind : std::uint8_t {
   Fp8Quantizer,
   BiasDropoutAdd,     ///< Megatron's fused bias-dropout-add (hidden dropout > 0; not in SimuMax)
   PositionEmbedding,  ///< learned absolute position table (GPT; not in SimuMax)
+  ExpertsHost,        ///< host time of a MoE layer's routed experts (SystemSpec::moe_host_us_per_expert)
 };
 
 /// The kind's name as SimuMax names the module ("LinearCol", "GroupLinearCol", "CoreAttention", …).

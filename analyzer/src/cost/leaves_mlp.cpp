@@ -249,6 +249,17 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
 }
 
 // --- GroupLinearCol / GroupLinearRow -------------------------------------------------------------
+namespace {
+/// The efficiency tables' key of a grouped GEMM (without its stage): `tokens` rows over `local` experts (rows
+/// per expert rounded to the nearest whole one), `in` → `out` features.
+std::string group_gemm_key(const Ctx& c, double tokens, double local, double in, double out) {
+  const double rows_per_expert = std::max(1.0, std::round(tokens / local));
+  return "ng=" + fmt_int(local) + ", M=" + fmt_int(rows_per_expert) + ", N=" + fmt_int(out) +
+         ", K=" + fmt_int(in) + ", dtype=" + (c.fp8 ? "fp8" : "bf16") +
+         ", out_dtype=bf16, main_grad_dtype=" + (c.st->grad_reduce_in_bf16 ? "bf16" : "fp32");
+}
+}  // namespace
+
 // Geometry: tokens rows (all local experts), in / out local, local_experts.
 void price_group_linear(const Ctx& c, Leaf& l, bool column) {
   double w_el = l.fp8_gemm ? c.lowp_e : c.e, a_el = l.fp8_gemm ? c.lowp_e : c.e;
@@ -291,9 +302,7 @@ void price_group_linear(const Ctx& c, Leaf& l, bool column) {
                                 fmt_int(l.local_experts) +
                                 " local experts (SimuMax cannot price it; drop "
                                 "--simumax-compat)");
-  std::string key = "ng=" + fmt_int(l.local_experts) + ", M=" + fmt_int(rows_per_expert) +
-                    ", N=" + fmt_int(l.out) + ", K=" + fmt_int(l.in) + ", dtype=" + (c.fp8 ? "fp8" : "bf16") +
-                    ", out_dtype=bf16, main_grad_dtype=" + (c.st->grad_reduce_in_bf16 ? "bf16" : "fp32");
+  const std::string key = group_gemm_key(c, l.tokens, l.local_experts, l.in, l.out);
   price_passes(
       c, l, op, op, op,
       key + ", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True",
@@ -399,6 +408,24 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
 
   bool lin_rc = rc.linear || rc.meg_moe;
   bool act_rc = rc.linear || rc.meg_moe || rc.meg_moe_act;
+  // The host's launches of the local experts' kernels, which the GPU waits for (SystemSpec::
+  // moe_host_us_per_expert); SimuMax has no such cost.  Not where the system file measured the grouped GEMM's
+  // shape: an efficiency measured on the op in a loop includes its launches.
+  const bool measured =
+      c.st->moe_grouped_gemm &&
+      measured_shape(
+          *c.sys, c.fp8 ? "fp8_group_matmul" : "group_matmul",
+          group_gemm_key(c, routed, local, fc1.in_features, fc1.out_features) +
+              ", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True");
+  if (c.sys->moe_host_us_per_expert > 0 && !c.st->simumax_compat && !measured) {
+    Leaf hl;
+    hl.kind = LeafKind::ExpertsHost;
+    hl.local_experts = local;
+    hl.recompute = lin_rc;
+    hl.name = "mlp.experts_host";
+    hl.path = mp + Builder::idx(i, "ExpertsHost");
+    bld.push(std::move(hl));
+  }
   // Grouped fc1 (with its quantizer under fp8).
   {
     Leaf g;

@@ -124,6 +124,14 @@ std::optional<double> grouped_by_rows(const ComputeOp& op, std::string_view key,
 
 }  // namespace
 
+bool measured_shape(const SystemSpec& sys, std::string_view op_name, std::string_view shape_key) {
+  auto it = sys.op.find(std::string(op_name));
+  if (it == sys.op.end() || shape_key.empty() || it->second.accurate_efficient_factor.empty()) return false;
+  const ComputeOp& op = it->second;
+  if (op.accurate_efficient_factor.count(std::string(shape_key))) return true;
+  return shape_key.rfind("ng=", 0) == 0 && grouped_by_rows(op, shape_key, 0.0).has_value();
+}
+
 double compute_time_ms(const SystemSpec& sys, std::string_view op_name, double flops,
                        std::string_view shape_key, bool grouped_rows) {
   if (flops == 0) return 0;

@@ -537,6 +537,10 @@ SystemSpec read_simumax_system(const json& j, const std::string& where) {
   if (!(sys.nvfp4_gemm_scale >= 0 && sys.nvfp4_gemm_scale <= 1))
     throw InputError(f.field("nvfp4_gemm_scale"),
                      "must be in (0, 1] (an NVFP4 GEMM's time over FP8's), or 0 for no FP4 tensor cores");
+  sys.moe_host_us_per_expert = f.number("moe_host_us_per_expert", 0.0);
+  if (!(sys.moe_host_us_per_expert >= 0 && sys.moe_host_us_per_expert <= 100000))
+    throw InputError(f.field("moe_host_us_per_expert"),
+                     "must be in [0, 100000] (µs of host time per local expert and pass of a MoE layer)");
   f.ignore({"real_comm_bw", "miss_efficiency", "hit_efficiency", "preflight"});  // preflight: a preset's sources
   const json* acc = f.object("accelerator", true);
   const json* nets = f.object("networks", true);

@@ -55,6 +55,11 @@ enum class CommGroup {
 double compute_time_ms(const SystemSpec& sys, std::string_view op, double flops, std::string_view shape_key,
                        bool grouped_by_rows = false);
 
+/// Whether the system file measured `op` at `shape_key`: the key itself, or (a grouped-GEMM key) one that
+/// differs from it only in rows per expert and the experts' count — the keys compute_time_ms() with
+/// `grouped_by_rows` takes its efficiency from instead of the op's default.
+bool measured_shape(const SystemSpec& sys, std::string_view op, std::string_view shape_key);
+
 /// Memory-bound time of moving `bytes` through bandwidth model `name` (`default`, `permute_fwd`, `ce`, …;
 /// unknown names use `default`): bytes / (gbps·2^30·eff) · 10^3 + latency_us / 10^3.  0 when bytes is 0.
 /// @throws InputError when `default` is missing.

@@ -91,6 +91,15 @@ struct SystemSpec {
   /// (analyzer/data/systems/README.md).  The quantizers' memory traffic (amax passes, the Hadamard-rotated
   /// copies) is priced apart, by the quantizer leaves; the scale covers the GEMMs and what the fit absorbed.
   double nvfp4_gemm_scale = 0.0;
+  /// Host time a MoE layer's routed experts cost per local expert and pass, µs (top-level
+  /// `moe_host_us_per_expert`, a preflight extension; 0 when absent).  A dropless MoE layer copies its
+  /// tokens-per-expert counts to the host before the experts run (Transformer Engine's GroupedLinear takes
+  /// them as a host list), so the GPU waits while the host launches the experts' kernels — one GEMM and its
+  /// quantization per local expert (multi-stream cuBLAS): NVIDIA's DeepSeek-V3 on GB200 NVL72 write-up
+  /// (Megatron-LM docs/discussions/deepseek-v3-gb200-optimization: "only the routed experts part still has
+  /// some CPU overhead", ≥ 10 % left after CUDA graphs of the static parts).  Priced as its own op of every
+  /// MoE layer (`mlp.experts_host`), forward and backward; not under `--simumax-compat`.
+  double moe_host_us_per_expert = 0.0;
 
   /// Device memory in bytes.
   double mem_bytes() const;
