@@ -172,10 +172,10 @@ Command estimate_command() {
         sub.add_option("--trace", o->trace,
                        "write the simulated schedule as a Chrome/Perfetto trace (one process per pipeline stage, "
                        "compute and communication threads)");
-        sub.add_flag(
-            "--ops", o->ops,
-            "also print the ops of one layer of each kind: forward / backward / exposed-collective ms "
-            "per micro batch, achieved TFLOP/s, share of the layer (to hold next to a profile)");
+        sub.add_flag("--ops", o->ops,
+                     "also print the ops of the embedding, one layer of each kind and the head: forward / "
+                     "backward / exposed-collective ms "
+                     "per micro batch, achieved TFLOP/s, share of the layer (to hold next to a profile)");
         sub.add_flag("--simumax-compat", o->simumax_compat,
                      "SimuMax v1.2's timing exactly: DP fully exposed, blocking interleaved p2p only, p2p never "
                      "split over tp, fractional expert capacity (default: Megatron's behaviour)");

@@ -304,6 +304,34 @@ void add_mem(ModelMemory& out, const detail::Mem& m) {
   out.moe_weight_numel += m.moe_weight_numel;
 }
 
+}  // namespace
+
+PassTimes& PassTimes::operator+=(const PassTimes& o) {
+  fwd_compute_ms += o.fwd_compute_ms;
+  bwd_grad_act_ms += o.bwd_grad_act_ms;
+  bwd_grad_w_ms += o.bwd_grad_w_ms;
+  recompute_compute_ms += o.recompute_compute_ms;
+  fwd_net_ms += o.fwd_net_ms;
+  bwd_grad_act_net_ms += o.bwd_grad_act_net_ms;
+  bwd_grad_w_net_ms += o.bwd_grad_w_net_ms;
+  recompute_net_ms += o.recompute_net_ms;
+  fwd_ep_net_ms += o.fwd_ep_net_ms;
+  bwd_ep_net_ms += o.bwd_ep_net_ms;
+  return *this;
+}
+
+PassWork& PassWork::operator+=(const PassWork& o) {
+  fwd_flops += o.fwd_flops;
+  bwd_flops += o.bwd_flops;
+  recompute_flops += o.recompute_flops;
+  fwd_bytes += o.fwd_bytes;
+  bwd_bytes += o.bwd_bytes;
+  recompute_bytes += o.recompute_bytes;
+  return *this;
+}
+
+namespace {
+
 void add_pass(PassTimes& t, PassWork& w, const detail::Pass& p) {
   t.fwd_compute_ms += p.fwd_ms;
   t.bwd_grad_act_ms += p.bwd_act_ms;

@@ -465,18 +465,8 @@ std::string layer_ops_text(const Estimate& est) {
     PassTimes total;
     PassWork work;
     for (const auto& op : lo.ops) {
-      const PassTimes& t = op.times;
-      total.fwd_compute_ms += t.fwd_compute_ms;
-      total.bwd_grad_act_ms += t.bwd_grad_act_ms;
-      total.bwd_grad_w_ms += t.bwd_grad_w_ms;
-      total.recompute_compute_ms += t.recompute_compute_ms;
-      total.fwd_net_ms += t.fwd_net_ms;
-      total.bwd_grad_act_net_ms += t.bwd_grad_act_net_ms;
-      total.bwd_grad_w_net_ms += t.bwd_grad_w_net_ms;
-      total.recompute_net_ms += t.recompute_net_ms;
-      work.fwd_flops += op.work.fwd_flops;
-      work.bwd_flops += op.work.bwd_flops;
-      work.recompute_flops += op.work.recompute_flops;
+      total += op.times;
+      work += op.work;
     }
     const double layer_ms = total.forward_ms() + total.backward_ms();
     const std::string what =

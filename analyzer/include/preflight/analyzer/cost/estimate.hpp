@@ -72,12 +72,14 @@ struct PassTimes {
   double backward_ms() const {
     return bwd_compute_ms() + bwd_net_ms() + recompute_compute_ms + recompute_net_ms;
   }
+  PassTimes& operator+=(const PassTimes& o);
 };
 
 /// Work of one micro batch: FLOPs and bytes moved per pass.
 struct PassWork {
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
   double fwd_bytes = 0, bwd_bytes = 0, recompute_bytes = 0;
+  PassWork& operator+=(const PassWork& o);
 };
 
 /// Activation memory of one micro batch on a chunk (SimuMax LLMModel.compute_activations).
