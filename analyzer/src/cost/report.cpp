@@ -488,6 +488,8 @@ std::string layer_ops_text(const Estimate& est) {
       const double comm = x.fwd_net_ms + x.bwd_net_ms() + x.recompute_net_ms;
       const double compute = x.fwd_compute_ms + x.bwd_compute_ms() + x.recompute_compute_ms;
       const double flops = op.work.fwd_flops + op.work.bwd_flops + op.work.recompute_flops;
+      if (comm == 0 && compute == 0 && flops == 0)
+        continue;  // layout only (split, concat, …): nothing priced
       t.row({op.name, op.kind, fixed(x.fwd_compute_ms, 3), fixed(x.bwd_compute_ms(), 3),
              fixed(x.recompute_compute_ms, 3), fixed(comm, 3), rate(flops, compute),
              layer_ms > 0 ? fixed(100 * (compute + comm) / layer_ms, 1) + " %" : "-"});

@@ -33,7 +33,8 @@ std::string summary_text(const Estimate& est);
 
 /// Estimate::layer_ops as a table per layer kind (`preflight estimate --ops`): each op's forward, backward
 /// (with recompute) and exposed-collective ms per micro batch, its achieved TFLOP/s and its share of the
-/// layer, then the layer's totals.  Empty when no ops were recorded.
+/// layer, then the layer's totals; ops priced at nothing (layout only: split, concat) are left out.  Empty
+/// when no ops were recorded.
 std::string layer_ops_text(const Estimate& est);
 /// The same as JSON: [{"chunk", "layer", "moe", "recompute", "ops": [{"name", "kind", "fwd_ms", "bwd_ms",
 /// "recompute_ms", "fwd_comm_ms", "bwd_comm_ms" (with the recompute's), "fwd_flops", "bwd_flops",
