@@ -63,11 +63,13 @@ SYSTEMS = {
               "NVIDIA GB200 NVL72 (per GPU: 2.5 PFLOPS BF16 dense, 5 FP8, 186 GB, 8 TB/s, NVLink 1.8 TB/s in one "
               "72-GPU domain); ConnectX-8 800 Gb/s per GPU"),
     # Blackwell Ultra: the same tensor-core rates as Blackwell for BF16 / FP8 (HGX B300) or GB300's higher
-    # clocks (NVL72: 360 PF dense FP8 over 72 GPUs), 288 GB of HBM3e (taken as 288e9 bytes = 268 GiB until a
-    # driver-reported figure is published: a fit check errs on the safe side), ConnectX-8 at 800 Gb/s per GPU.
-    "b300": (2250, 4500, 268, 8000, 900, 8, 100, "b200",
-             "NVIDIA HGX / DGX B300, Blackwell Ultra (per GPU: 2.25 PFLOPS BF16 dense, 4.5 FP8, 288 GB HBM3e, "
-             "8 TB/s, NVLink 1.8 TB/s); 8x ConnectX-8 800 Gb/s"),
+    # clocks (NVL72: 360 PF dense FP8 over 72 GPUs), 288 GB of HBM3e, ConnectX-8 at 800 Gb/s per GPU.  A B300
+    # SXM6 AC reports 275040 MiB = 268.59 GiB (nvidia-smi memory.total, a public B300 characterization that also
+    # reads its 148 SMs and 7680-bit bus); GB300 keeps 288e9 bytes = 268 GiB until a driver figure is published (a
+    # fit check errs on the safe side).
+    "b300": (2250, 4500, 268.59, 8000, 900, 8, 100, "b200",
+             "NVIDIA HGX / DGX B300, Blackwell Ultra (per GPU: 2.25 PFLOPS BF16 dense, 4.5 FP8, 288 GB HBM3e — "
+             "275040 MiB visible —, 8 TB/s, NVLink 1.8 TB/s); 8x ConnectX-8 800 Gb/s"),
     "gb300": (2500, 5000, 268, 8000, 900, 72, 100, "b200",
               "NVIDIA GB300 NVL72, Blackwell Ultra (per GPU: 2.5 PFLOPS BF16 dense, 5 FP8 — 360 PF FP8 per 72-GPU "
               "rack —, 288 GB HBM3e, 8 TB/s, NVLink 1.8 TB/s in one 72-GPU domain); ConnectX-8 800 Gb/s per GPU"),
@@ -134,8 +136,9 @@ MOE_HOST_US = {n: (_moe_host, "fitted on NeMo's six B200 MXFP8 MoE rows (Qwen3-3
 FULL_MESH = ("ascend-910b", "mi300x")
 RING_STEP_LATENCY_US = 8
 # Streaming multiprocessors per device (spec sheets / whitepapers; MI300X: compute units); Ascend unknown (0).
+# B300: 148 as a B300 SXM6 AC reports (multiProcessorCount; the Blackwell Ultra die has 160).
 SM_COUNT = {"a100-sxm-40gb": 108, "a100-sxm-80gb": 108, "h100-sxm": 132, "h800": 132, "h200": 132,
-            "b200": 148, "gb200": 148, "b300": 160, "gb300": 160, "mi300x": 304}
+            "b200": 148, "gb200": 148, "b300": 148, "gb300": 160, "mi300x": 304}
 FITTED = {
     "a100-sxm-40gb": A100_FIT,
     "a100-sxm-80gb": A100_FIT,
