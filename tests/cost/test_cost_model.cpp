@@ -1640,3 +1640,37 @@ TEST(CostModel, ExpertsHostTimePerLocalExpert) {
   j["moe_host_us_per_expert"] = -1;
   expect_input_error([&] { read_simumax_system(j, "bad.json"); }, "moe_host_us_per_expert", "[0, 100000]");
 }
+
+// The token permutation around the expert-parallel exchange: the alltoall dispatcher permutes globally before
+// the exchange (input tokens → their top-k copies) and sorts the received copies after it, two kernels a
+// side; DeepEP / HybridEP (flex) replicate the tokens inside the dispatch kernel, and one local permute puts
+// the received tokens (each once per rank) in expert order (Megatron's MoEFlexTokenDispatcher).
+TEST(CostModel, FlexDispatcherPermutesOnceASide) {
+  const SystemSpec h100 = load_simumax_system("h100-sxm");
+  auto permutation = [&](const std::string& dispatcher) {
+    const MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 "
+        "--bf16 "
+        "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
+        "--num-experts 64 --moe-ffn-hidden-size 1024 --moe-router-topk 8 --moe-grouped-gemm "
+        "--expert-model-parallel-size 8 --nproc_per_node 8 --nnodes 2 --moe-token-dispatcher-type " +
+        dispatcher));
+    EstimateOptions opt;
+    opt.layer_ops = true;
+    const Estimate e = estimate(c.model, c.strategy, h100, opt);
+    for (const auto& lo : e.layer_ops)
+      for (const auto& op : lo.ops)
+        if (op.name == "mlp.permutation") return op;
+    ADD_FAILURE() << "no permutation op";
+    return OpEstimate{};
+  };
+  const double tokens = 4096, h = 2048, rows = tokens * 8;  // micro batch 1, top-8
+  // Ranks of ep 8 (8 experts each) a token's 8 experts reach: 8 · (1 − C(56, 8) / C(64, 8)).
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (56.0 - i) / (64.0 - i);
+  const double received = tokens * 8 * (1 - miss);
+  EXPECT_NEAR(permutation("alltoall").work.fwd_bytes, (tokens * h + rows * h + 2 * rows * h) * 2, 1);
+  EXPECT_NEAR(permutation("flex").work.fwd_bytes, (received * h + rows * h) * 2, 1);
+  EXPECT_LT(permutation("flex").times.fwd_compute_ms, permutation("alltoall").times.fwd_compute_ms);
+}

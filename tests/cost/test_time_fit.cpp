@@ -216,10 +216,11 @@ TEST(TimeFit, H100NemoRows) {
 // GB300 (Blackwell Ultra): B200's fits at GB300's peak rates priced NeMo's Llama rows +20 … +29 % slow: the
 // gb300 preset runs the GEMMs 1 / 0.7473 faster (fitted on the 13 Llama rows), the grouped ones on the same
 // tensor cores too, attention and the memory-bound ops as on B200.  Its Qwen3-30B-A3B rows (micro batch 8,
-// the peak at the memory's limit), held out, −6.1 … −1.8 % with the FP8 grouped GEMMs at their published rate
-// and the experts' host time (+0.4 … +4.9 % with the grouped GEMMs at B200's efficiency, as until stop 31).
-// The same Qwen3 layout on 8 GB200s (b200's fits transferred, held out) is priced 4 … 6 % fast (7 … 9 %
-// before stop 31): GB200 ran it no faster than B200 although its peaks are 11 % higher.
+// the peak at the memory's limit), held out, −10.6 … −6.6 % with the FP8 grouped GEMMs at their published
+// rate, the experts' host time and the flex dispatchers' one local permute (+0.4 … +4.9 % with the grouped
+// GEMMs at B200's efficiency, as until stop 31). The same Qwen3 layout on 8 GB200s (b200's fits transferred,
+// held out) is priced 7 … 9 % fast: GB200 ran it no faster than B200 although its peaks are 11 % higher (a
+// Grace host's launches may be slower: not modelled).
 TEST(TimeFit, Gb300DenseGemmsFitAndMoeRowsHeldOut) {
   const auto llama = corpus_runs("gb300_nemo_llama.json");
   ASSERT_EQ(llama.size(), 13u);
@@ -237,8 +238,8 @@ TEST(TimeFit, Gb300DenseGemmsFitAndMoeRowsHeldOut) {
   const auto moe = corpus_runs("gb300_nemo_moe.json");
   ASSERT_EQ(moe.size(), 4u);
   for (const auto& r : fit_time(moe, gb300).runs) {
-    EXPECT_LT(r.error_before(), -0.01) << r.name;
-    EXPECT_GT(r.error_before(), -0.065) << r.name;
+    EXPECT_LT(r.error_before(), -0.05) << r.name;
+    EXPECT_GT(r.error_before(), -0.115) << r.name;
   }
   // A scale on every compute op instead (0.80 fits the Llama rows within 3.6 %) prices them 8 … 13 % fast.
   const TimeFit all_ops = fit_time(moe, scaled_system(transferred, 0.80, 1.0));
@@ -246,17 +247,17 @@ TEST(TimeFit, Gb300DenseGemmsFitAndMoeRowsHeldOut) {
   const auto gb200_moe = corpus_runs("gb200_nemo_moe.json");
   ASSERT_EQ(gb200_moe.size(), 4u);
   for (const auto& r : fit_time(gb200_moe, cost::load_simumax_system("gb200")).runs) {
-    EXPECT_LT(r.error_before(), -0.03) << r.name;
-    EXPECT_GT(r.error_before(), -0.065) << r.name;
+    EXPECT_LT(r.error_before(), -0.06) << r.name;
+    EXPECT_GT(r.error_before(), -0.09) << r.name;
   }
 }
 
 // B300 (Blackwell Ultra, the b200 preset's fits transferred; no run fitted on): NeMo's Qwen3-30B-A3B MXFP8
 // (micro batch 8, HybridEP inside the node, exchanges exposed), GPT-OSS-120B BF16 (HybridEP, ep 8) and
-// DeepSeek-V3 MXFP8 (256 GPUs, ep 8 inside the node, pp 16 / pp 8) rows, held out: the intra-node HybridEP
-// rate fitted on the B200 Qwen3 rows (micro batch 4) prices the B300 Qwen3 rows +5.5 … +10 % (+32 … +37 % as
-// NCCL's all-to-all of every routed copy), GPT-OSS −3.7 … −5.0 %, DeepSeek-V3 −6.7 … +7.7 % (its three pp 16
-// releases 5 % apart).
+// DeepSeek-V3 MXFP8 (256 GPUs, ep 8 inside the node, pp 16 / pp 8) rows, held out: Qwen3 −3.6 … +0.6 %,
+// GPT-OSS −6.7 … −5.4 %, DeepSeek-V3 −5.4 … −0.7 % (before stop 31's experts' host time and flex permute:
+// Qwen3 +5.5 … +10 % with the intra-node HybridEP rate fitted on B200's micro batch 4 rows, +32 … +37 % as
+// NCCL's all-to-all of every routed copy; GPT-OSS −3.7 … −5.0 %).
 TEST(TimeFit, B300MoeRowsHeldOut) {
   const auto runs = corpus_runs("b300_nemo_moe.json");
   ASSERT_EQ(runs.size(), 11u);
@@ -265,7 +266,7 @@ TEST(TimeFit, B300MoeRowsHeldOut) {
   for (const auto& r : fit.runs) {
     const bool qwen = r.name.find("qwen3") != std::string::npos;
     const bool deepseek = r.name.find("deepseek") != std::string::npos;
-    EXPECT_LT(std::abs(r.error_before()), qwen ? 0.105 : deepseek ? 0.085 : 0.055) << r.name;
+    EXPECT_LT(std::abs(r.error_before()), qwen ? 0.105 : deepseek ? 0.085 : 0.07) << r.name;
   }
 }
 
@@ -616,14 +617,14 @@ TEST(TimeFit, Nvfp4RowsOnTheirSystemsScale) {
 
 // NeMo's DeepSeek-V3 MXFP8 rows inside one NVL72 domain (26.02 … 26.04.01, 256 GPUs, HybridEP, exchanges
 // exposed; held out, added after every fit): GB200 ep 64 pp 4 vp 4, GB300 ep 32 pp 2 vp 8 micro batch 2 —
-// priced GB200 +2.4 … +10.2 %, GB300 −0.1 … +8.1 % with the FP8 grouped GEMMs at their published rate and
-// the experts' host time (4 / 8 local experts) priced apart since stop 31 (GB200 +17.2 … +26.1 %, GB300 +11.4
-// … +20.6 % before, +21.9 … +31.9 % before GB300's GEMM scale reached its grouped GEMMs); the same model with
-// ep 8 inside a B300 node −5.7 … −1.0 %.  The rest of this comment is the story before stop 31.  Of the
-// GB200 prediction 2.95 s of 19.2 s is the exposed token exchange of its 13 MoE layers per stage (a token
-// copied to ~7 of 64 ranks at half of NVLink, the rate fitted on B200's ep 8 Qwen3 rows); without it the
-// GB200 rows would be within 6 % — HybridEP across an NVL72 domain moves its copies faster than that rate
-// says.  Bounded as a measured miss.
+// priced GB200 −0.6 … +6.9 %, GB300 −3.3 … +4.6 % with the FP8 grouped GEMMs at their published rate, the
+// experts' host time (4 / 8 local experts) and the flex dispatchers' one local permute, since stop 31 (GB200
+// +17.2 … +26.1 %, GB300 +11.4 … +20.6 % before, +21.9 … +31.9 % before GB300's GEMM scale reached its
+// grouped GEMMs); the same model with ep 8 inside a B300 node −5.4 … −0.7 %.  The rest of this comment is the
+// story before stop 31.  Of the GB200 prediction 2.95 s of 19.2 s is the exposed token exchange of its 13 MoE
+// layers per stage (a token copied to ~7 of 64 ranks at half of NVLink, the rate fitted on B200's ep 8 Qwen3
+// rows); without it the GB200 rows would be within 6 % — HybridEP across an NVL72 domain moves its copies
+// faster than that rate says.  Bounded as a measured miss.
 TEST(TimeFit, Nvl72DeepSeekRowsHeldOut) {
   for (const char* file : {"gb200_nemo_deepseek.json", "gb300_nemo_deepseek.json"}) {
     const auto runs = corpus_runs(file);
@@ -631,8 +632,8 @@ TEST(TimeFit, Nvl72DeepSeekRowsHeldOut) {
     const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
     const TimeFit fit = fit_time(runs, cost::load_simumax_system(j["system"].get<std::string>()));
     for (const auto& r : fit.runs) {
-      EXPECT_GT(r.error_before(), -0.02) << r.name;
-      EXPECT_LT(r.error_before(), 0.12) << r.name;
+      EXPECT_GT(r.error_before(), -0.05) << r.name;
+      EXPECT_LT(r.error_before(), 0.08) << r.name;
     }
     EXPECT_LT(fit.max_abs_held_out(), 0.06) << file;  // one scale fits each system's four releases
   }
@@ -640,17 +641,17 @@ TEST(TimeFit, Nvl72DeepSeekRowsHeldOut) {
 
 // NeMo's Qwen3-235B-A22B MXFP8 rows on 256 Blackwell GPUs (26.02 … 26.04.01; held out, added after every fit;
 // tests/data/time_corpus/*_nemo_qwen3_235b.json): the alltoall dispatcher with ep 8 inside a B200 node is
-// priced −1.8 / −2.6 % (its rows fit the experts' host time, with the Qwen3-30B and DeepSeek-V3 B200 rows);
-// held out, GB200 ep 32 +2.9 … +5.3 %, GB300 ep 32 micro batch 2 +6.9 … +8.9 %, B300 ep 8 micro batch 2
-// +10.5 / +12.9 %.  Before stop 31 — the FP8 grouped GEMMs at SimuMax's BF16 default for unmeasured shapes,
-// which had absorbed the host time of the 16 local experts of the ep 8 rows — they were +13 … +15 %, +18 …
-// +31 % and +17 … +20 %: the 4 local experts of ep 32 cost the host a quarter of it.  Bounded as a measured
-// miss; each system's releases agree with one scale.
+// priced +1.2 / +2.0 % (its rows fit the experts' host time, with the Qwen3-30B and DeepSeek-V3 B200 rows);
+// held out, GB200 ep 32 −0.5 … +1.8 %, GB300 ep 32 micro batch 2 +2.6 … +4.5 %, B300 ep 8 micro batch 2
+// +13.0 / +10.4 %.  Before stop 31 — the FP8 grouped GEMMs at SimuMax's BF16 default for unmeasured shapes,
+// which had absorbed the host time of the 16 local experts of the ep 8 rows, and two permute kernels a side
+// for the flex dispatchers — they were +13 … +15 %, +18 … +31 % and +17 … +20 %: the 4 local experts of ep 32
+// cost the host a quarter of it.  Bounded as a measured miss; each system's releases agree with one scale.
 TEST(TimeFit, NemoQwen3_235bBlackwellRowsHeldOut) {
-  for (const auto& [file, n, lo, hi] : {std::tuple{"b200_nemo_qwen3_235b.json", 2u, -0.05, 0.0},
+  for (const auto& [file, n, lo, hi] : {std::tuple{"b200_nemo_qwen3_235b.json", 2u, 0.0, 0.04},
                                         std::tuple{"b300_nemo_qwen3_235b.json", 2u, 0.08, 0.15},
-                                        std::tuple{"gb200_nemo_qwen3_235b.json", 4u, 0.01, 0.07},
-                                        std::tuple{"gb300_nemo_qwen3_235b.json", 4u, 0.05, 0.11}}) {
+                                        std::tuple{"gb200_nemo_qwen3_235b.json", 4u, -0.02, 0.03},
+                                        std::tuple{"gb300_nemo_qwen3_235b.json", 4u, 0.01, 0.06}}) {
     const auto runs = corpus_runs(file);
     ASSERT_EQ(runs.size(), n) << file;
     const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
@@ -669,40 +670,42 @@ TEST(TimeFit, NemoQwen3_235bBlackwellRowsHeldOut) {
 // Priced as Megatron's all-to-all, fully exposed, the first two were +30 % and +55 %; within 8 % with the
 // dispatchers and the overlap, and within 4 % with the Hopper presets' grouped-GEMM scale (1.4, fitted on
 // these rows — on either model alone it predicts the other within 3.6 %).  Since stop 31 the experts' host
-// time is priced apart (48 µs per local expert and pass, fitted on the B200 MXFP8 rows) and the grouped-GEMM
-// scales refitted with it (FP8 1.21, BF16 1.02): every row within 5.2 %.
+// time is priced apart (61 µs per local expert and pass, fitted on the B200 MXFP8 rows, with the flex
+// dispatchers' one local permute) and the grouped-GEMM scales refitted with it (FP8 1.28, BF16 0.97): every
+// row within 3.6 %.
 TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   const auto h100 = corpus_runs("h100_nemo_moe.json");
   ASSERT_EQ(h100.size(), 12u);
   for (const auto& r : h100) ASSERT_NE(r.strategy.moe_dispatcher, MoeDispatcher::AllGather) << r.name;
   const TimeFit fit = fit_time(h100, cost::load_simumax_system("h100-sxm"));
-  EXPECT_LT(fit.max_abs_before(), 0.052);
+  EXPECT_LT(fit.max_abs_before(), 0.04);
   // DeepSeek-V3 on 1024 H100s (DeepEP across 8 nodes), added after the flex model and every fit: −0.2 %
-  // (+4.2 % before the experts' host time, +2.5 % before the straggler factor and the quantizers' traffic).
+  // (−0.6 %; +4.2 % before the experts' host time, +2.5 % before the straggler factor and the quantizers'
+  // traffic).
   for (const auto& r : fit.runs) {
     if (r.name.find("deepseek") != std::string::npos) {
-      EXPECT_LT(std::abs(r.error_before()), 0.045) << r.name;
+      EXPECT_LT(std::abs(r.error_before()), 0.02) << r.name;
     }
   }
   // Held out: the 235B rows spread 6 % over four releases of the same layout.
   EXPECT_LT(fit.max_abs_held_out(), 0.06);
-  // B200: Qwen3-30B-A3B MXFP8 +1.2 … +2.9 % (+24 % with HybridEP priced as NCCL's all-to-all of every
+  // B200: Qwen3-30B-A3B MXFP8 −1.6 … −0.0 % (+24 % with HybridEP priced as NCCL's all-to-all of every
   // routed copy), GPT-OSS-120B BF16 within 4 % with the b200 preset's scale on unmeasured grouped-GEMM shapes
   // (fitted on these three rows; −3 … −8 % without), DeepSeek-V3 on 256 B200s (DeepEP across 4 nodes,
-  // expert-parallel overlap) −5.4 % (+2.3 % before the experts' host time and the FP8 grouped GEMMs'
+  // expert-parallel overlap) −6.5 % (+2.3 % before the experts' host time and the FP8 grouped GEMMs'
   // published rate; the host time is fitted on it with the Qwen3 rows) — +26 % when the b200 preset's
   // all-to-all scale, fitted on one-node NVLink runs, was applied to InfiniBand, +9.6 % with every RDMA peer
   // paying its own latency (NCCL's all-to-all, not DeepEP's kernel).
   const auto b200_runs = corpus_runs("b200_nemo_moe.json");
   ASSERT_EQ(b200_runs.size(), 7u);
   const TimeFit b200 = fit_time(b200_runs, cost::load_simumax_system("b200"));
-  EXPECT_LT(b200.max_abs_before(), 0.06);
+  EXPECT_LT(b200.max_abs_before(), 0.07);
   for (const auto& r : b200.runs) {
     if (r.name.find("qwen3") != std::string::npos) {
       EXPECT_LT(std::abs(r.error_before()), 0.04) << r.name;
     }
     if (r.name.find("deepseek") != std::string::npos) {
-      EXPECT_LT(std::abs(r.error_before()), 0.06) << r.name;
+      EXPECT_LT(std::abs(r.error_before()), 0.07) << r.name;
     }
   }
   // Without the overlap the 235B rows are priced with every exchange exposed: far too slow.
@@ -1015,8 +1018,8 @@ TEST(TimeFit, ScaledSystemJsonMatchesScaledSystem) {
   EXPECT_DOUBLE_EQ(from_json.op.at("group_matmul").efficient_factor,
                    grouped.op.at("group_matmul").efficient_factor);
   EXPECT_DOUBLE_EQ(from_json.op.at("matmul").efficient_factor, raw.op.at("matmul").efficient_factor);
-  // The h100-sxm preset carries them (the scales its preflight.time_fit records): grouped GEMMs 1.0236x
-  // slower than the GEMMs' transfer from B200, FP8 ones 1.2062x (with the experts' host time priced apart),
+  // The h100-sxm preset carries them (the scales its preflight.time_fit records): grouped GEMMs 0.9721x
+  // the GEMMs' transfer from B200, FP8 ones 1.2806x (with the experts' host time priced apart),
   // the BF16 dense GEMMs (only they) 1 / 0.89 faster, every FP8 GEMM 0.974 (refitted with the quantizers'
   // traffic priced); an FP8 grouped scale absent falls back to the grouped one.
   const SystemSpec h100 = cost::load_simumax_system("h100-sxm");
@@ -1027,8 +1030,8 @@ TEST(TimeFit, ScaledSystemJsonMatchesScaledSystem) {
                grouped_fp8_k = preset_fit["group_scales"]["fp8_grouped_gemm"].get<double>(),
                bf16_k = preset_fit["bf16_gemm_scale"].get<double>(),
                fp8_k = preset_fit["fp8_compute_scale"].get<double>();
-  EXPECT_DOUBLE_EQ(grouped_k, 1.0236);
-  EXPECT_NEAR(grouped_fp8_k, 1.2062, 0.01);
+  EXPECT_DOUBLE_EQ(grouped_k, 0.9721);
+  EXPECT_NEAR(grouped_fp8_k, 1.2806, 0.01);
   EXPECT_DOUBLE_EQ(bf16_k, 0.89);
   const double raw_ratio = raw.op.at("matmul").efficient_factor / raw.op.at("group_matmul").efficient_factor;
   EXPECT_NEAR(h100.op.at("matmul").efficient_factor / h100.op.at("group_matmul").efficient_factor,

@@ -234,10 +234,21 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
       p.bwd_act_net_ms += p.bwd_ep_net_ms;
     }
   }
+  if (c.st->moe_dispatcher == MoeDispatcher::Flex && !c.st->simumax_compat && ep_exchanges(c)) {
+    // DeepEP / HybridEP copy each token once to every rank holding one of its experts inside the dispatch
+    // kernel (no global permute), and one local permute puts the received tokens in expert order (Megatron's
+    // MoEFlexTokenDispatcher: dispatch, then permute; HybridEP fuses its buffer copy and the fp8 padding into
+    // that permute — NVIDIA's DeepSeek-V3 on GB200 write-up); the combine side mirrors it.  One kernel each
+    // way: the received tokens (each once) and the expert-ordered rows.
+    const double received = l.b * l.s * l.in * units_hit_per_token(c.m->moe, c.ep);
+    first = (received + l.tokens * l.in) * e;
+    second = 0;
+  }
   p.fwd_bytes = first + second;
   p.bwd_act_bytes = first + second;
   finish_recompute(l);
-  // Two memory-bound kernels per pass, each with its own launch latency (_comp_cost_info override).
+  // Two memory-bound kernels per pass (one with the flex dispatchers), each with its own launch latency
+  // (_comp_cost_info override).
   auto kernels = [&](const char* bw) {
     return end_to_end_ms(*c.sys, 0, memory_time_ms(*c.sys, bw, first)) +
            end_to_end_ms(*c.sys, 0, memory_time_ms(*c.sys, bw, second));
