@@ -129,7 +129,18 @@ _moe_host = fit("moe_host_us", 61.02)
 MOE_HOST_US = {n: (_moe_host, "fitted on NeMo's six B200 MXFP8 MoE rows (Qwen3-30B-A3B, Qwen3-235B-A22B, "
                               "DeepSeek-V3; 26.02 ... 26.04.01) with the FP8 grouped GEMMs at their published rate: "
                               "the host's launches of the routed experts' kernels after the tokens-per-expert copy")
-               for n in ("h100-sxm", "h200", "h800", "b200", "gb200", "b300", "gb300")}
+               for n in ("h100-sxm", "h200", "h800", "b200", "b300")}
+# Grace-hosted parts (GB200 / GB300 NVL72): the same launches cost the Arm host more — NVIDIA's DeepSeek-V3 on
+# GB200 write-up gains ~10 % from binding each process to its GPU's NUMA node and asks for the CPUs' highest boost
+# clocks.  A factor on the host time, least squares on NeMo's GB200 / GB300 MXFP8 MoE rows (Qwen3-30B-A3B, Qwen3-
+# 235B-A22B, DeepSeek-V3; 24 runs): with B200's x86 figure their 16-local-expert rows (Qwen3-30B, ep 8) were
+# -11 ... -7 %, the 4 / 8-local-expert ones -3 ... +7 %; with 1.43 the Qwen3-30B rows -6.8 ... -0.5 %, the rest
+# -1.9 ... +8.3 %.
+_grace_host = fit("grace_host", 1.43)
+for _n in ("gb200", "gb300"):
+    MOE_HOST_US[_n] = (round(_moe_host * _grace_host, 4),
+                       "b200's x86 figure times %.4f for the Grace host, fitted on NeMo's GB200 / GB300 MXFP8 MoE rows; "
+                       % _grace_host + MOE_HOST_US["b200"][1])
 # Nodes whose 8 devices are wired as a full mesh, without a switch (SimuMax `FC8`): a collective among k of
 # them drives k - 1 of each device's 7 links, so its intra-node bandwidth is (k - 1) / 7 of the figure above
 # (primitives.cpp).  Atlas 800T A2: HCCS between every pair of the 8 910Bs; MI300X: Infinity Fabric, 7 peer

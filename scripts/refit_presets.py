@@ -40,6 +40,9 @@ STEPS = [
     # The host time of a MoE layer's routed experts: NeMo's MXFP8 MoE rows on B200 (the FP8 grouped GEMMs at
     # their published rate).
     ("moe_host_us", ["b200_nemo_moe.json", "b200_nemo_qwen3_235b.json"], r"\bmxfp8\b"),
+    # The Grace hosts' factor on it: NeMo's MXFP8 MoE rows on GB200 / GB300.
+    ("grace_host", ["gb200_nemo_moe.json", "gb200_nemo_qwen3_235b.json", "gb200_nemo_deepseek.json",
+                    "gb300_nemo_moe.json", "gb300_nemo_qwen3_235b.json", "gb300_nemo_deepseek.json"], r"\bmxfp8\b"),
     # BF16 grouped GEMMs at shapes SimuMax's B200 file did not measure: NeMo's GPT-OSS-120B BF16 rows on B200.
     ("blackwell_unmeasured_grouped", ["b200_nemo_moe.json"], r"gpt-oss"),
     # GB300's dense GEMMs: NeMo's Llama-3 rows on GB300.
