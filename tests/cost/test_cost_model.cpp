@@ -1626,6 +1626,10 @@ TEST(CostModel, ExpertsHostTimePerLocalExpert) {
                         "--num-attention-heads 56 --expert-model-parallel-size 8")),
             nullptr);
   ASSERT_NE(host_op(run("b200", "--expert-model-parallel-size 8")), nullptr);
+  // The ops table says what the op is.
+  EXPECT_NE(layer_ops_text(ep8).find("mlp.experts_host: the GPU waiting for the host"), std::string::npos);
+  EXPECT_EQ(layer_ops_text(run("h100-sxm", "--expert-model-parallel-size 8", true)).find("mlp.experts_host:"),
+            std::string::npos);
   // MXFP8 grouped GEMMs on GB200 at the published rate.
   const Estimate mx = run("gb200", "--expert-model-parallel-size 8 --fp8-format e4m3 --fp8-recipe mxfp8");
   const OpEstimate* fc1 = nullptr;

@@ -500,7 +500,15 @@ std::string layer_ops_text(const Estimate& est) {
            fixed(total.recompute_compute_ms, 3), fixed(comm, 3),
            rate(work.fwd_flops + work.bwd_flops + work.recompute_flops, compute),
            layer_ms > 0 ? "100.0 %" : "-"});
-    out += t.render() + "\n";
+    out += t.render();
+    if (std::any_of(lo.ops.begin(), lo.ops.end(),
+                    [](const OpEstimate& op) { return op.kind == "ExpertsHost"; }))
+      out +=
+          "mlp.experts_host: the GPU waiting for the host to launch each local expert's kernels after the "
+          "tokens-per-expert copy (the system's moe_host_us_per_expert); CUDA graphs of the experts remove "
+          "it "
+          "(not modelled)\n";
+    out += "\n";
   }
   return out;
 }
