@@ -116,7 +116,11 @@ constexpr double kFlexForwardBytesPerS = 145e9;
 /// intranode kernels move the copies of a token exchange that leave the GPU (each token once per destination
 /// rank).  Fitted on NeMo's Qwen3-30B-A3B MXFP8 rows on one DGX-B200 node as those releases ran them
 /// (HybridEP on 32 SMs, exchanges exposed: no expert-parallel overlap; 26.02.01 … 26.04.01):
-/// tests/data/time_corpus/b200_nemo_moe.json.  About 480 GB/s on NVLink 5.
+/// tests/data/time_corpus/b200_nemo_moe.json.  About 480 GB/s on NVLink 5 — what HybridEP's own benchmark
+/// publishes (DeepEP branch hybrid-ep, Hybrid-EP README: 4096 tokens of 7168, top-8, GB200 with 32 SMs, 546 /
+/// 569 GB/s dispatch / combine algorithm bandwidth at 8 ranks, 484 / 465 at 32; these exchanges priced so
+/// take 0.57 / 0.85 ms, the benchmark's 0.58 / 0.87), so it is kept as is since stop 31, when those rows went
+/// to fit the experts' host time (SystemSpec::moe_host_us_per_expert).
 constexpr double kFlexIntraNodeLinkFraction = 0.5;
 
 /// One token exchange over the expert-parallel group (a dispatch or a combine, forward or backward):
@@ -261,6 +265,9 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
 
 // --- GroupLinearCol / GroupLinearRow -------------------------------------------------------------
 namespace {
+/// The stage part of a grouped GEMM's forward key in the efficiency tables.
+constexpr const char* kGroupedFwdStage =
+    ", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True";
 /// The efficiency tables' key of a grouped GEMM (without its stage): `tokens` rows over `local` experts (rows
 /// per expert rounded to the nearest whole one), `in` → `out` features.
 std::string group_gemm_key(const Ctx& c, double tokens, double local, double in, double out) {
@@ -315,8 +322,7 @@ void price_group_linear(const Ctx& c, Leaf& l, bool column) {
                                 "--simumax-compat)");
   const std::string key = group_gemm_key(c, l.tokens, l.local_experts, l.in, l.out);
   price_passes(
-      c, l, op, op, op,
-      key + ", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True",
+      c, l, op, op, op, key + kGroupedFwdStage,
       key +
           ", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, "
           "single_output=False",
@@ -424,10 +430,8 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
   // shape: an efficiency measured on the op in a loop includes its launches.
   const bool measured =
       c.st->moe_grouped_gemm &&
-      measured_shape(
-          *c.sys, c.fp8 ? "fp8_group_matmul" : "group_matmul",
-          group_gemm_key(c, routed, local, fc1.in_features, fc1.out_features) +
-              ", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True");
+      measured_shape(*c.sys, c.fp8 ? "fp8_group_matmul" : "group_matmul",
+                     group_gemm_key(c, routed, local, fc1.in_features, fc1.out_features) + kGroupedFwdStage);
   if (c.sys->moe_host_us_per_expert > 0 && !c.st->simumax_compat && !measured) {
     Leaf hl;
     hl.kind = LeafKind::ExpertsHost;
