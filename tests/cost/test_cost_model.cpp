@@ -1638,11 +1638,72 @@ TEST(CostModel, ExpertsHostTimePerLocalExpert) {
       if (op.kind == "GroupLinearCol") fc1 = &op;
   ASSERT_NE(fc1, nullptr);
   EXPECT_NEAR(fc1->work.fwd_flops / fc1->times.fwd_compute_ms / 1e9, 2672, 2);
+  // A CUDA graph that captures the experts removes it: the full-iteration graph (and its older spelling), a
+  // per-layer graph of the whole layer (Megatron's default modules, "full", or the deprecated switches) or of
+  // its moe module; graphs of attention / router / preprocessing alone leave the experts eager.
+  for (const char* graphed :
+       {"--cuda-graph-impl full_iteration", "--cuda-graph-impl local --cuda-graph-scope full_iteration",
+        "--cuda-graph-impl transformer_engine", "--cuda-graph-impl local --cuda-graph-modules full",
+        "--enable-cuda-graph", "--external-cuda-graph",
+        "--cuda-graph-impl local --cuda-graph-modules attn moe"})
+    EXPECT_EQ(host_op(run("h100-sxm", std::string("--expert-model-parallel-size 8 ") + graphed)), nullptr)
+        << graphed;
+  for (const char* eager :
+       {"--cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router moe_preprocess",
+        "--cuda-graph-impl local --cuda-graph-modules moe_router", "--cuda-graph-impl none"})
+    EXPECT_NE(host_op(run("h100-sxm", std::string("--expert-model-parallel-size 8 ") + eager)), nullptr)
+        << eager;
+  // Combinations Megatron refuses, named.
+  expect_input_error([&] { run("h100-sxm", "--cuda-graph-impl cudnn"); }, "--cuda-graph-impl", "cudnn");
+  expect_input_error([&] { run("h100-sxm", "--cuda-graph-impl full_iteration --cuda-graph-modules attn"); },
+                     "--cuda-graph-modules", "must be empty");
+  expect_input_error([&] { run("h100-sxm", "--enable-cuda-graph --cuda-graph-impl local"); },
+                     "--enable-cuda-graph", "--cuda-graph-impl");
+  expect_input_error([&] { run("h100-sxm", "--cuda-graph-scope attn --cuda-graph-modules attn"); },
+                     "--cuda-graph-scope", "--cuda-graph-modules");
+  expect_input_error([&] { run("h100-sxm", "--cuda-graph-impl local --cuda-graph-modules layers"); },
+                     "--cuda-graph-modules", "layers");
   // A system file's value is checked.
   auto j = nlohmann::json::parse(preflight::test::read_file(
       std::filesystem::path(PREFLIGHT_SOURCE_DIR) / "analyzer" / "data" / "systems" / "h100-sxm.json"));
   j["moe_host_us_per_expert"] = -1;
   expect_input_error([&] { read_simumax_system(j, "bad.json"); }, "moe_host_us_per_expert", "[0, 100000]");
+}
+
+// `--fp8-output-proj` (MXFP8 only, as Megatron checks): the output layer becomes a quantized linear — its
+// GEMMs with their quantizers (the input's row-wise copy forward, the logits' gradient backward); without it
+// Megatron's bf16 ColumnParallelLinear, no quantizer.
+TEST(CostModel, Fp8OutputProjQuantizesTheHead) {
+  auto head = [](const std::string& extra) {
+    const MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
+        "--max-position-embeddings 4096 --vocab-size 128000 --micro-batch-size 1 --global-batch-size 8 "
+        "--bf16 --use-flash-attn --disable-bias-linear --swiglu --nproc_per_node 8 --fp8-format e4m3 " +
+        extra));
+    EstimateOptions opt;
+    opt.layer_ops = true;
+    const Estimate e = estimate(c.model, c.strategy, load_simumax_system("gb200"), opt);
+    for (const auto& lo : e.layer_ops)
+      if (lo.layer == -2) return lo.ops;
+    ADD_FAILURE() << "no head";
+    return std::vector<OpEstimate>{};
+  };
+  auto find = [](const std::vector<OpEstimate>& ops, const std::string& kind) -> const OpEstimate* {
+    for (const auto& op : ops)
+      if (op.kind == kind) return &op;
+    return nullptr;
+  };
+  const auto plain = head("--fp8-recipe mxfp8");
+  EXPECT_EQ(find(plain, "Fp8Quantizer"), nullptr);
+  const auto fp8 = head("--fp8-recipe mxfp8 --fp8-output-proj");
+  const OpEstimate* q = find(fp8, "Fp8Quantizer");
+  ASSERT_NE(q, nullptr);
+  // MXFP8: one 16-bit read and two 8-bit copies (row- and column-wise) per element — forward the 4096 × 2048
+  // input, backward the 4096 × 128000 logits' gradient.
+  EXPECT_NEAR(q->work.fwd_bytes, 4096.0 * 2048 * 4, 1);
+  EXPECT_NEAR(q->work.bwd_bytes, 4096.0 * 128000 * 4, 1);
+  expect_input_error([&] { head("--fp8-recipe tensorwise --fp8-output-proj"); }, "--fp8-output-proj",
+                     "mxfp8");
 }
 
 // The token permutation around the expert-parallel exchange: the alltoall dispatcher permutes globally before

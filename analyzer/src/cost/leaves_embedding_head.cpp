@@ -112,13 +112,14 @@ void shared_weights(Leaf& l) {
   l.mem = Mem{};
 }
 
-/// A column-parallel linear of the head (never fp8: Megatron keeps the LM head in bf16).
+/// A column-parallel linear of the head: bf16 (Megatron's own ColumnParallelLinear, outside the fp8
+/// autocast) unless `--fp8-output-proj` runs it as an MXFP8 Transformer Engine linear.
 void head_linear(Builder& bld, const Op& op, bool recompute, const std::string& name,
                  const std::string& path) {
   const Ctx& c = bld.c;
   double in_tokens = (c.sp && c.tp > 1) ? op.tokens / c.tp : op.tokens;
   add_linear(bld, true, name, "", 0, op.tokens, in_tokens, op.in_features, op.out_features, recompute, false,
-             false, false, false, /*fp8_allowed=*/false);
+             false, false, false, /*fp8_allowed=*/c.st->fp8_output_proj);
   bld.out.back().path = path;
   // An output layer without parameters multiplies by another op's weight (tied to the embedding, or MTP's
   // embedding copy): its time, none of its weight memory.  SimuMax prices tied embeddings as untied.

@@ -427,12 +427,14 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
   bool act_rc = rc.linear || rc.meg_moe || rc.meg_moe_act;
   // The host's launches of the local experts' kernels, which the GPU waits for (SystemSpec::
   // moe_host_us_per_expert); SimuMax has no such cost.  Not where the system file measured the grouped GEMM's
-  // shape: an efficiency measured on the op in a loop includes its launches.
+  // shape: an efficiency measured on the op in a loop includes its launches; not when a CUDA graph captures
+  // the experts (Strategy::moe_experts_cuda_graph: no host copy, the launches replayed by the GPU).
   const bool measured =
       c.st->moe_grouped_gemm &&
       measured_shape(*c.sys, c.fp8 ? "fp8_group_matmul" : "group_matmul",
                      group_gemm_key(c, routed, local, fc1.in_features, fc1.out_features) + kGroupedFwdStage);
-  if (c.sys->moe_host_us_per_expert > 0 && !c.st->simumax_compat && !measured) {
+  if (c.sys->moe_host_us_per_expert > 0 && !c.st->simumax_compat && !measured &&
+      !c.st->moe_experts_cuda_graph) {
     Leaf hl;
     hl.kind = LeafKind::ExpertsHost;
     hl.local_experts = local;

@@ -188,15 +188,9 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   }
 
   // Megatron features the analysis reads past without modelling: say what that does to the numbers.
-  static constexpr const char* kCudaGraphNote =
-      "CUDA graphs are not modelled: the efficiencies were measured without them and include the kernel-launch "
-      "gaps they remove, so a run of many small kernels (MoE) may be faster than priced (NeMo's Qwen3-30B-A3B "
-      "with full-iteration graphs on GB200: priced +20 %)";
   static const std::map<std::string, std::string> unmodelled = {
       {"--cpu-offloading-weights", "weight offloading to the CPU is not modelled: memory here is high"},
       {"--optimizer-cpu-offload", "optimizer states on the CPU are not modelled: memory here is high"},
-      {"--enable-cuda-graph", kCudaGraphNote},
-      {"--cuda-graph-impl", kCudaGraphNote},
   };
   std::set<std::string> said;
   for (const auto& name : cfg.ignored)

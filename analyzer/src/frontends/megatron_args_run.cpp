@@ -3,6 +3,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "megatron_flags.hpp"
@@ -56,6 +57,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--bf16", Arity::Switch},
       {"--fp8-format", Arity::One},
       {"--fp8-recipe", Arity::One},
+      {"--fp8-output-proj", Arity::Switch},
       {"--first-last-layers-bf16", Arity::Switch},
       {"--fp8-param-gather", Arity::Switch},
       {"--fp4-format", Arity::One},
@@ -100,6 +102,11 @@ const std::vector<FlagSpec>& training_flags() {
       {"--moe-flex-dispatcher-num-sms", Arity::One},
       {"--moe-deepep-num-sms", Arity::One},
       {"--moe-hybridep-num-sms", Arity::One},
+      {"--cuda-graph-impl", Arity::One},
+      {"--cuda-graph-modules", Arity::Many},
+      {"--cuda-graph-scope", Arity::Many},
+      {"--enable-cuda-graph", Arity::Switch},
+      {"--external-cuda-graph", Arity::Switch},
       {"--recompute-modules", Arity::Many},
       {"--use-flash-attn", Arity::Switch},
       {"--transformer-impl", Arity::One},
@@ -433,6 +440,16 @@ void read_numerics(const Flags& f, Strategy& st) {
                        "unknown recipe '" + recipe + "' (tensorwise, delayed, mxfp8, blockwise or custom)");
     st.fp8_recipe = it->second;
   }
+  if (f.has("--fp8-output-proj")) {
+    // transformer_config.py: "fp8_output_proj must be used together with fp8 mode" and "requires
+    // fp8_recipe='mxfp8'".
+    if (st.fp8 == Fp8Format::None || st.fp8 == Fp8Format::E2M1)
+      throw InputError("--fp8-output-proj", "needs --fp8-format (Megatron raises without fp8)");
+    if (st.fp8_recipe != Fp8Recipe::Mxfp8)
+      throw InputError("--fp8-output-proj",
+                       "needs --fp8-recipe mxfp8 (Megatron raises for the other recipes)");
+    st.fp8_output_proj = true;
+  }
   // FP4 (megatron/core/fp4_utils.py): NVFP4 block scaling through the same Transformer Engine autocast; the
   // first / last layers in bf16 and the parameter gather work as with fp8 (arguments.py refuses the mix).
   if (f.has("--fp4-format")) {
@@ -596,6 +613,59 @@ void read_recompute_modules(const Flags& f, Strategy& st) {
   }
 }
 
+void read_cuda_graphs(const Flags& f, Strategy& st) {
+  // Megatron-LM megatron/training/arguments.py (the deprecated switches and --cuda-graph-scope migrated) and
+  // transformer_config.py (modules "full" or none = the whole layer; "full_iteration" = the full-iteration
+  // implementation).
+  std::string impl = f.has("--cuda-graph-impl") ? f.get("--cuda-graph-impl") : "none";
+  if (impl != "none" && impl != "local" && impl != "transformer_engine" && impl != "full_iteration")
+    throw InputError("--cuda-graph-impl", "unknown implementation '" + impl +
+                                              "' (none, local, transformer_engine, full_iteration)");
+  if (f.has("--enable-cuda-graph") && f.has("--external-cuda-graph"))
+    throw InputError("--enable-cuda-graph",
+                     "cannot be combined with --external-cuda-graph (Megatron asserts it)");
+  for (const char* old : {"--enable-cuda-graph", "--external-cuda-graph"})
+    if (f.has(old)) {
+      if (f.has("--cuda-graph-impl"))
+        throw InputError(old, "cannot be combined with --cuda-graph-impl (Megatron asserts it)");
+      impl = std::string(old) == "--enable-cuda-graph" ? "local" : "transformer_engine";
+    }
+  if (f.has("--cuda-graph-scope") && f.has("--cuda-graph-modules"))
+    throw InputError("--cuda-graph-scope",
+                     "cannot be combined with --cuda-graph-modules (Megatron asserts it)");
+  const char* modules_flag = f.has("--cuda-graph-scope") ? "--cuda-graph-scope" : "--cuda-graph-modules";
+  bool whole_layer = true;  // no modules, or "full": the whole layer
+  bool moe_module = false;
+  if (f.has(modules_flag)) {
+    std::istringstream in(f.get(modules_flag));
+    std::string m;
+    bool listed = false;
+    while (in >> m) {
+      static const std::set<std::string> known = {"attn",           "mlp",   "moe", "moe_router",
+                                                  "moe_preprocess", "mamba", "full"};
+      if (m == "full_iteration") {
+        impl = "full_iteration";
+        continue;
+      }
+      if (m == "full_iteration_inference") continue;  // inference only
+      if (!known.count(m))
+        throw InputError(modules_flag, "unknown module '" + m +
+                                           "' (attn, mlp, moe, moe_router, moe_preprocess, mamba, full, "
+                                           "full_iteration)");
+      if (m == "full") continue;
+      listed = true;
+      moe_module = moe_module || m == "moe";
+    }
+    whole_layer = !listed;
+    if (impl == "full_iteration" && listed)
+      throw InputError(modules_flag,
+                       "must be empty with --cuda-graph-impl full_iteration (Megatron asserts it)");
+  }
+  st.moe_experts_cuda_graph =
+      impl == "full_iteration" ||
+      ((impl == "local" || impl == "transformer_engine") && (whole_layer || moe_module));
+}
+
 /// The run used the legacy model code (megatron/model): --use-legacy-models, or a --megatron-version before
 /// Megatron-core became the default (2024-05) without --use-mcore-models.
 bool legacy_model(const Flags& f, const Strategy& st) {
@@ -712,6 +782,7 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
       if (sms <= 0) throw InputError(flag, "must be positive");
       st.moe_comm_sms = static_cast<int>(sms);
     }
+  read_cuda_graphs(f, st);
   if (f.has("--delay-wgrad-compute") && !st.overlap_moe_expert_parallel_comm)
     throw InputError("--delay-wgrad-compute",
                      "needs --overlap-moe-expert-parallel-comm (Megatron asserts it)");

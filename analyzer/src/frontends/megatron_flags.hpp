@@ -92,6 +92,13 @@ void read_pipeline_split(const Flags& f, MegatronConfig& cfg);
 void read_numerics(const Flags& f, Strategy& st);
 /// --recompute-granularity / -method / -num-layers / -modules (and the old --recompute-activations).
 void read_recompute(const Flags& f, Strategy& st);
+/// CUDA graphs (--cuda-graph-impl, --cuda-graph-modules / the older --cuda-graph-scope, --enable-cuda-graph,
+/// --external-cuda-graph), as Megatron's arguments.py and TransformerConfig resolve them: sets
+/// Strategy::moe_experts_cuda_graph.
+/// @throws InputError naming the flag for an unknown implementation or module, or a combination Megatron
+/// refuses (both deprecated switches, a deprecated switch with --cuda-graph-impl, --cuda-graph-scope with
+/// --cuda-graph-modules, modules with --cuda-graph-impl full_iteration).
+void read_cuda_graphs(const Flags& f, Strategy& st);
 /// --transformer-impl, attention backend, cross-entropy fusion.
 void read_kernels(const Flags& f, MegatronConfig& cfg);
 

@@ -196,6 +196,10 @@ struct Strategy {
   /// at 16 bits (TE keeps a transposed / column-wise fp8 copy beside the fp8 weight), and FSDP's per-layer
   /// gathers stay priced at 16 bits.
   bool fp8_param_gather = false;
+  /// `--fp8-output-proj` (Megatron TransformerConfig.fp8_output_proj, MXFP8 only): the output layer (LM
+  /// head, and MTP's call of it) runs as a Transformer Engine linear under the MXFP8 autocast, its GEMMs at
+  /// the fp8 rate with their quantizers; without it the head is Megatron's own bf16 ColumnParallelLinear.
+  bool fp8_output_proj = false;
   /// Transformer layer `layer` (global, of `num_layers`) runs its GEMMs in 16 bits although the run is fp8.
   bool layer_in_bf16(int layer, int num_layers) const {
     return fp8 != Fp8Format::None &&
@@ -324,6 +328,15 @@ struct Strategy {
   /// older `--moe-deepep-num-sms` / `--moe-hybridep-num-sms`); 0 = 20, DeepEP's default (NCCL's
   /// all-to-all takes a similar number of channels).  The overlapped compute runs on the rest.
   int moe_comm_sms = 0;
+  /// The routed experts run inside a CUDA graph: `--cuda-graph-impl full_iteration` (older spelling
+  /// `--cuda-graph-scope full_iteration`), or a per-layer graph (`local` / `transformer_engine`, older
+  /// `--enable-cuda-graph` / `--external-cuda-graph`) that captures the whole layer (no
+  /// `--cuda-graph-modules`, Megatron's default) or its `moe` module.  The experts' host time
+  /// (SystemSpec::moe_host_us_per_expert: the tokens-per-expert copy to the host, then a launch per local
+  /// expert) is then not paid.  Graphs of `attn`, `moe_router`, `moe_preprocess` alone leave the experts
+  /// eager (the runs the host time was fitted on used them).  Other launch gaps a graph removes are not
+  /// modelled (the efficiencies include them).
+  bool moe_experts_cuda_graph = false;
   /// Experts as one grouped GEMM per linear (`--moe-grouped-gemm`: TEGroupedMLP; SimuMax's and MindSpore's
   /// only form).  false: Megatron's default SequentialMLP, one dense GEMM per local expert, each priced at
   /// the dense GEMM efficiency of its own rows (Megatron launch arguments without the flag).
