@@ -1645,7 +1645,8 @@ TEST(CostModel, ExpertsHostTimePerLocalExpert) {
        {"--cuda-graph-impl full_iteration", "--cuda-graph-impl local --cuda-graph-scope full_iteration",
         "--cuda-graph-impl transformer_engine", "--cuda-graph-impl local --cuda-graph-modules full",
         "--enable-cuda-graph", "--external-cuda-graph",
-        "--cuda-graph-impl local --cuda-graph-modules attn moe"})
+        "--cuda-graph-impl local --cuda-graph-modules attn moe --moe-expert-capacity-factor 1 "
+        "--moe-pad-expert-input-to-capacity"})
     EXPECT_EQ(host_op(run("h100-sxm", std::string("--expert-model-parallel-size 8 ") + graphed)), nullptr)
         << graphed;
   for (const char* eager :
@@ -1663,11 +1664,72 @@ TEST(CostModel, ExpertsHostTimePerLocalExpert) {
                      "--cuda-graph-scope", "--cuda-graph-modules");
   expect_input_error([&] { run("h100-sxm", "--cuda-graph-impl local --cuda-graph-modules layers"); },
                      "--cuda-graph-modules", "layers");
+  expect_input_error(
+      [&] { run("h100-sxm", "--cuda-graph-impl transformer_engine --cuda-graph-modules moe"); },
+      "--cuda-graph-modules", "drop-and-pad");
   // A system file's value is checked.
   auto j = nlohmann::json::parse(preflight::test::read_file(
       std::filesystem::path(PREFLIGHT_SOURCE_DIR) / "analyzer" / "data" / "systems" / "h100-sxm.json"));
   j["moe_host_us_per_expert"] = -1;
   expect_input_error([&] { read_simumax_system(j, "bad.json"); }, "moe_host_us_per_expert", "[0, 100000]");
+}
+
+// `--moe-shared-expert-overlap`: the shared expert's fc1 + activation run beside the dispatch exchange and
+// its fc2 beside the combine (and their backwards beside the exchanges' backwards), the exchange's kernels
+// holding 20 of the SMs — each pair saves the shorter of compute and (1 − share) · exchange, per MoE layer.
+TEST(CostModel, SharedExpertOverlapHidesTheExchangesBehindTheSharedExpert) {
+  const SystemSpec h100 = load_simumax_system("h100-sxm");
+  auto run = [&](const std::string& extra) {
+    const MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 4 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
+        "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 32 "
+        "--bf16 --use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
+        "--num-experts 64 --moe-ffn-hidden-size 1024 --moe-shared-expert-intermediate-size 4096 "
+        "--moe-router-topk 8 --moe-grouped-gemm --moe-token-dispatcher-type alltoall "
+        "--expert-model-parallel-size 16 --nproc_per_node 8 --nnodes 2 " +
+        extra));
+    EstimateOptions opt;
+    opt.layer_ops = true;
+    return estimate(c.model, c.strategy, h100, opt);
+  };
+  const Estimate plain = run(""), overlapped = run("--moe-shared-expert-overlap");
+  // The saving recomputed from the MoE layer's ops.
+  double f_disp = 0, b_disp = 0, f_comb = 0, b_comb = 0, f_fc1 = 0, b_fc1 = 0, f_fc2 = 0, b_fc2 = 0;
+  for (const auto& lo : plain.layer_ops) {
+    if (!lo.moe) continue;
+    for (const auto& op : lo.ops) {
+      if (op.kind == "Permutation") {
+        f_disp += op.times.fwd_ep_net_ms;
+        b_disp += op.times.bwd_ep_net_ms;
+      } else if (op.kind == "UnPermutation") {
+        f_comb += op.times.fwd_ep_net_ms;
+        b_comb += op.times.bwd_ep_net_ms;
+      } else if (op.name.rfind("mlp.shared_expert.linear_fc2", 0) == 0) {
+        f_fc2 += op.times.fwd_compute_ms;
+        b_fc2 += op.times.bwd_compute_ms();
+      } else if (op.name.rfind("mlp.shared_expert.", 0) == 0) {
+        f_fc1 += op.times.fwd_compute_ms;
+        b_fc1 += op.times.bwd_compute_ms();
+      }
+    }
+  }
+  ASSERT_GT(f_disp, 0);
+  ASSERT_GT(f_fc1, 0);
+  const double k = 1 - 20.0 / h100.sm_count;
+  const double fwd = 4 * (std::min(f_fc1, k * f_disp) + std::min(f_fc2, k * f_comb));
+  const double bwd = 4 * (std::min(b_fc2, k * b_comb) + std::min(b_fc1, k * b_disp));
+  ASSERT_EQ(overlapped.chunks.size(), 1u);
+  EXPECT_NEAR(overlapped.chunks[0].shared_expert_overlap_fwd_ms, fwd, 1e-9);
+  EXPECT_NEAR(overlapped.chunks[0].shared_expert_overlap_bwd_ms, bwd, 1e-9);
+  EXPECT_EQ(plain.chunks[0].shared_expert_overlap_fwd_ms, 0);
+  // pp 1: every micro batch's passes are that much shorter.
+  EXPECT_NEAR(plain.pipeline_ms - overlapped.pipeline_ms, plain.micro_batches * (fwd + bwd),
+              1e-6 * plain.pipeline_ms);
+  // Megatron's checks.
+  expect_input_error([&] { run("--moe-shared-expert-overlap --moe-token-dispatcher-type allgather"); },
+                     "--moe-shared-expert-overlap", "alltoall or flex");
+  expect_input_error([&] { run("--moe-shared-expert-overlap --overlap-moe-expert-parallel-comm"); },
+                     "--moe-shared-expert-overlap", "--overlap-moe-expert-parallel-comm");
 }
 
 // `--fp8-output-proj` (MXFP8 only, as Megatron checks): the output layer becomes a quantized linear — its

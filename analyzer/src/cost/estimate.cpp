@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "leaves.hpp"
 #include "pipeline.hpp"
@@ -378,6 +379,33 @@ double ep_overlap_saving(const std::vector<Leaf>& layer, double sm_share) {
          std::min(b_attn, k * f_comb);
 }
 
+/// ChunkEstimate::shared_expert_overlap_fwd_ms / _bwd_ms of one MoE layer's leaves: Megatron's overlapped
+/// shared expert (moe/shared_experts.py, token_dispatcher.py) runs fc1 and its activation while the dispatch
+/// exchange runs and fc2 while the combine runs, each on its own stream, so their backwards meet the
+/// exchanges' backwards the same way.  As for ep_overlap_saving: the exchange holds `sm_share` of the SMs,
+/// a pair saves min(compute, (1 − sm_share)·exchange).
+std::pair<double, double> shared_expert_overlap_saving(const std::vector<Leaf>& layer, double sm_share) {
+  double f_disp = 0, b_disp = 0, f_comb = 0, b_comb = 0, f_fc1 = 0, b_fc1 = 0, f_fc2 = 0, b_fc2 = 0;
+  static const std::string kShared = "mlp.shared_expert.", kFc2 = "mlp.shared_expert.linear_fc2";
+  for (const auto& l : layer) {
+    const detail::Pass& p = l.pass;
+    if (l.kind == detail::LeafKind::Permutation) {
+      f_disp += p.fwd_ep_net_ms;
+      b_disp += p.bwd_ep_net_ms;
+    } else if (l.kind == detail::LeafKind::UnPermutation) {
+      f_comb += p.fwd_ep_net_ms;
+      b_comb += p.bwd_ep_net_ms;
+    } else if (l.name.rfind(kShared, 0) == 0) {
+      const bool fc2 = l.name.rfind(kFc2, 0) == 0;
+      (fc2 ? f_fc2 : f_fc1) += p.fwd_ms;
+      (fc2 ? b_fc2 : b_fc1) += p.bwd_act_ms + p.bwd_w_ms;
+    }
+  }
+  const double k = 1 - sm_share;
+  return {std::min(f_fc1, k * f_disp) + std::min(f_fc2, k * f_comb),
+          std::min(b_fc2, k * b_comb) + std::min(b_fc1, k * b_disp)};
+}
+
 bool same_rc(const detail::LayerRc& a, const detail::LayerRc& b) {
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
@@ -521,6 +549,11 @@ class Builder {
       record_ops(tpl, name, global, m_.is_moe_layer(global));
       if (st_.overlap_moe_expert_parallel_comm && m_.is_moe_layer(global))
         ce.ep_overlap_saving_ms += ep_overlap_saving(tpl, ep_sm_share_);
+      if (st_.moe_shared_expert_overlap && !st_.simumax_compat && m_.is_moe_layer(global)) {
+        const auto [fwd, bwd] = shared_expert_overlap_saving(tpl, ep_sm_share_);
+        ce.shared_expert_overlap_fwd_ms += fwd;
+        ce.shared_expert_overlap_bwd_ms += bwd;
+      }
       if (opt_.per_layer) {
         LayerEstimate& le = ce.layers[i];
         le.layer = global;
@@ -1197,10 +1230,14 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   for (const auto& ch : est.chunks)
     if (ch.head) rank_tail.back() = ch.output_wgrad_ms * deferred;
   auto phase_of = [&](const ChunkEstimate& ch) {
-    double bwd = ch.times.backward_ms();
+    double bwd = ch.times.backward_ms() - ch.shared_expert_overlap_bwd_ms;
     if (ep_overlap) bwd -= paired_fraction * ch.ep_overlap_saving_ms;
     if (ch.head) bwd -= ch.output_wgrad_ms * deferred / est.micro_batches;
-    return detail::StagePhases{ch.fwd_recv_ms, ch.times.forward_ms(), ch.fwd_send_ms, ch.bwd_recv_ms, bwd,
+    return detail::StagePhases{ch.fwd_recv_ms,
+                               ch.times.forward_ms() - ch.shared_expert_overlap_fwd_ms,
+                               ch.fwd_send_ms,
+                               ch.bwd_recv_ms,
+                               bwd,
                                ch.bwd_send_ms};
   };
   if (st.vpp > 1) {

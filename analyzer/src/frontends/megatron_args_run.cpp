@@ -98,6 +98,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--moe-flex-dispatcher-backend", Arity::One},
       {"--moe-enable-deepep", Arity::Switch},
       {"--overlap-moe-expert-parallel-comm", Arity::Switch},
+      {"--moe-shared-expert-overlap", Arity::Switch},
       {"--delay-wgrad-compute", Arity::Switch},
       {"--moe-flex-dispatcher-num-sms", Arity::One},
       {"--moe-deepep-num-sms", Arity::One},
@@ -657,6 +658,12 @@ void read_cuda_graphs(const Flags& f, Strategy& st) {
       moe_module = moe_module || m == "moe";
     }
     whole_layer = !listed;
+    // transformer_config.py: "moe cuda graph is only supported with drop-padding MoE".
+    if (moe_module && !(f.has("--moe-expert-capacity-factor") && f.has("--moe-pad-expert-input-to-capacity")))
+      throw InputError(
+          modules_flag,
+          "moe: Megatron captures the MoE module only with drop-and-pad MoE "
+          "(--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity); it asserts it");
     if (impl == "full_iteration" && listed)
       throw InputError(modules_flag,
                        "must be empty with --cuda-graph-impl full_iteration (Megatron asserts it)");
@@ -783,6 +790,17 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
       st.moe_comm_sms = static_cast<int>(sms);
     }
   read_cuda_graphs(f, st);
+  st.moe_shared_expert_overlap = f.has("--moe-shared-expert-overlap");
+  if (st.moe_shared_expert_overlap) {
+    // transformer_config.py: "moe_shared_expert_overlap only works with alltoall or flex token dispatcher"
+    // and "disable moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm".
+    if (st.moe_dispatcher == MoeDispatcher::AllGather)
+      throw InputError("--moe-shared-expert-overlap",
+                       "needs --moe-token-dispatcher-type alltoall or flex (Megatron asserts it)");
+    if (st.overlap_moe_expert_parallel_comm)
+      throw InputError("--moe-shared-expert-overlap",
+                       "cannot be combined with --overlap-moe-expert-parallel-comm (Megatron asserts it)");
+  }
   if (f.has("--delay-wgrad-compute") && !st.overlap_moe_expert_parallel_comm)
     throw InputError("--delay-wgrad-compute",
                      "needs --overlap-moe-expert-parallel-comm (Megatron asserts it)");

@@ -150,6 +150,9 @@ struct ChunkEstimate {
   /// backward dispatch ‖ forward experts, forward combine ‖ backward attention — so each pair saves the
   /// shorter of its two; "attention" is everything of the layer outside the experts.
   double ep_overlap_saving_ms = 0;
+  /// `--moe-shared-expert-overlap`: time one micro batch's forward / backward of this chunk saves by running
+  /// each MoE layer's shared expert beside its token exchanges (the shorter of each pair), ms.
+  double shared_expert_overlap_fwd_ms = 0, shared_expert_overlap_bwd_ms = 0;
   /// The output layer's weight-gradient GEMM of one micro batch (with its sequence-parallel gather), ms; 0
   /// on a chunk without the output layer (what `--defer-embedding-wgrad-compute` moves to the flush).
   double output_wgrad_ms = 0;

@@ -324,6 +324,11 @@ struct Strategy {
   /// backward of a rank run alone.  Needs ep > 1, the alltoall or flex dispatcher, and virtual pipeline
   /// stages when pp > 1 (Megatron asserts all three).
   bool overlap_moe_expert_parallel_comm = false;
+  /// `--moe-shared-expert-overlap` (Megatron's SharedExpertMLP on its own stream, moe/shared_experts.py): a
+  /// MoE layer's shared expert runs beside its token exchanges — fc1 and the activation beside the dispatch,
+  /// fc2 beside the combine, and their backwards beside the exchanges' backwards.  Needs the alltoall or flex
+  /// dispatcher and not --overlap-moe-expert-parallel-comm (Megatron asserts both).
+  bool moe_shared_expert_overlap = false;
   /// SMs the token exchanges' kernels occupy while they overlap compute (`--moe-flex-dispatcher-num-sms`,
   /// older `--moe-deepep-num-sms` / `--moe-hybridep-num-sms`); 0 = 20, DeepEP's default (NCCL's
   /// all-to-all takes a similar number of channels).  The overlapped compute runs on the rest.
