@@ -279,15 +279,23 @@ TEST(TimeFit, Gb300DenseGemmsFitAndMoeRowsHeldOut) {
 // GPT-OSS −6.7 … −5.4 %, DeepSeek-V3 −5.4 … −0.7 % (before stop 31's experts' host time and flex permute:
 // Qwen3 +5.5 … +10 % with the intra-node HybridEP rate fitted on B200's micro batch 4 rows, +32 … +37 % as
 // NCCL's all-to-all of every routed copy; GPT-OSS −3.7 … −5.0 %).  Qwen3-30B-A3B of 26.06 (full-iteration
-// CUDA graph, expert-parallel overlap, FP8 attention: 6.43 s where 26.04.01 ran 8.53 s) −1.8 %.
+// CUDA graph, expert-parallel overlap, FP8 attention: 6.43 s where 26.04.01 ran 8.53 s) −1.8 %.  GPT-OSS-120B
+// in MXFP8 (26.06, the BF16 recipe otherwise: 1.22× the BF16 rows' speed) is a measured miss, −38 %: its
+// grouped GEMMs at the published MXFP8 rate, 3.6× the BF16 efficiency fitted on B200's GPT-OSS rows
+// (docs/time_fidelity.md).
 TEST(TimeFit, B300MoeRowsHeldOut) {
   const auto runs = corpus_runs("b300_nemo_moe.json");
-  ASSERT_EQ(runs.size(), 12u);
+  ASSERT_EQ(runs.size(), 13u);
   for (const auto& r : runs) ASSERT_EQ(r.strategy.moe_dispatcher, MoeDispatcher::Flex) << r.name;
   const TimeFit fit = fit_time(runs, cost::load_simumax_system("b300"));
   for (const auto& r : fit.runs) {
     const bool qwen = r.name.find("qwen3") != std::string::npos;
     const bool deepseek = r.name.find("deepseek") != std::string::npos;
+    if (r.name.find("gpt-oss-120b mxfp8") != std::string::npos) {
+      EXPECT_GT(r.error_before(), -0.42) << r.name;
+      EXPECT_LT(r.error_before(), -0.34) << r.name;
+      continue;
+    }
     EXPECT_LT(std::abs(r.error_before()), qwen ? 0.105 : deepseek ? 0.085 : 0.07) << r.name;
   }
 }
@@ -1267,7 +1275,7 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 11 + 2 + 2 + 17 + 12 + 7 + 12 + 3 + 13 + 12 + 5 + 5 + 8 + 7 + 9 + 4 + 4 + 9 + 8 + 4 + 4 +
+  EXPECT_EQ(checked, 11 + 2 + 2 + 17 + 12 + 7 + 12 + 3 + 13 + 13 + 5 + 5 + 8 + 7 + 9 + 4 + 4 + 9 + 8 + 4 + 4 +
                          2 + 2 + 4 + 4 + 9 + 10);
 }
 
@@ -1368,7 +1376,7 @@ TEST(SystemPresets, PublishedRunErrorsAreTheCorpusPricedAsGiven) {
       runs += c["runs"].get<int>();
     }
   }
-  EXPECT_EQ(runs, 307);  // every run of tests/data/time_corpus
+  EXPECT_EQ(runs, 308);  // every run of tests/data/time_corpus
 }
 
 }  // namespace
