@@ -1654,6 +1654,12 @@ TEST(CostModel, ExpertsHostTimePerLocalExpert) {
         "--cuda-graph-impl local --cuda-graph-modules moe_router", "--cuda-graph-impl none"})
     EXPECT_NE(host_op(run("h100-sxm", std::string("--expert-model-parallel-size 8 ") + eager)), nullptr)
         << eager;
+  // The summary says when the experts are graphed.
+  const Estimate graphed = run("h100-sxm", "--expert-model-parallel-size 8 --cuda-graph-impl full_iteration");
+  EXPECT_NE(summary_text(graphed).find("CUDA graph: the routed experts captured"), std::string::npos);
+  EXPECT_EQ(summary_json(graphed)["experts_cuda_graph"], true);
+  EXPECT_EQ(summary_text(ep8).find("CUDA graph:"), std::string::npos);
+  EXPECT_EQ(summary_json(ep8)["experts_cuda_graph"], false);
   // Combinations Megatron refuses, named.
   expect_input_error([&] { run("h100-sxm", "--cuda-graph-impl cudnn"); }, "--cuda-graph-impl", "cudnn");
   expect_input_error([&] { run("h100-sxm", "--cuda-graph-impl full_iteration --cuda-graph-modules attn"); },
@@ -1725,6 +1731,10 @@ TEST(CostModel, SharedExpertOverlapHidesTheExchangesBehindTheSharedExpert) {
   // pp 1: every micro batch's passes are that much shorter.
   EXPECT_NEAR(plain.pipeline_ms - overlapped.pipeline_ms, plain.micro_batches * (fwd + bwd),
               1e-6 * plain.pipeline_ms);
+  // The summary says so.
+  EXPECT_NE(summary_text(overlapped).find("exchanges beside the shared expert's compute"), std::string::npos);
+  EXPECT_EQ(summary_json(overlapped)["shared_expert_overlap"], true);
+  EXPECT_EQ(summary_json(plain)["shared_expert_overlap"], false);
   // Megatron's checks.
   expect_input_error([&] { run("--moe-shared-expert-overlap --moe-token-dispatcher-type allgather"); },
                      "--moe-shared-expert-overlap", "alltoall or flex");

@@ -360,36 +360,39 @@ ojson summary_json(const Estimate& est) {
   }
   ojson w = ojson::array();
   for (const auto& x : est.warnings) w.push_back(x);
-  return ojson{{"model", est.model.name},
-               {"system", est.system_name},
-               {"parallelism", parallelism_text(est.strategy)},
-               {"recompute", recompute_status_text(est.recompute)},
-               {"memory_model", est.memory_model},
-               {"fp8", to_string(est.strategy.fp8)},
-               {"fp4", est.strategy.fp4()},
-               {"fp8_recipe", to_string(est.strategy.fp8_recipe)},
-               {"moe_token_dispatcher", to_string(est.strategy.moe_dispatcher)},
-               {"expert_parallel_overlap",
-                est.strategy.overlap_moe_expert_parallel_comm && !est.strategy.simumax_compat},
-               {"allocated_to_reserved_ratio", est.strategy.allocated_to_reserved_ratio},
-               {"stages", stages},
-               {"device_memory_bytes", est.device_memory_gib * 1024.0 * 1024.0 * 1024.0},
-               {"iteration_ms", est.iteration_ms},
-               {"pipeline_ms", est.pipeline_ms},
-               {"straggler_ratio", est.straggler_ratio},
-               {"mfu", est.mfu},
-               {"tflops_per_gpu", est.tflops_per_gpu},
-               {"tokens_per_second_per_gpu", est.tokens_per_second_per_gpu},
-               {"networks",
-                {{"tp", est.networks.tp},
-                 {"cp", est.networks.cp},
-                 {"pp", est.networks.pp},
-                 {"dp", est.networks.dp},
-                 {"ep", est.networks.ep},
-                 {"etp", est.networks.etp},
-                 {"edp", est.networks.edp}}},
-               {"published_runs", est.strategy.simumax_compat ? ojson(nullptr) : published_check_json(est)},
-               {"warnings", w}};
+  return ojson{
+      {"model", est.model.name},
+      {"system", est.system_name},
+      {"parallelism", parallelism_text(est.strategy)},
+      {"recompute", recompute_status_text(est.recompute)},
+      {"memory_model", est.memory_model},
+      {"fp8", to_string(est.strategy.fp8)},
+      {"fp4", est.strategy.fp4()},
+      {"fp8_recipe", to_string(est.strategy.fp8_recipe)},
+      {"moe_token_dispatcher", to_string(est.strategy.moe_dispatcher)},
+      {"expert_parallel_overlap",
+       est.strategy.overlap_moe_expert_parallel_comm && !est.strategy.simumax_compat},
+      {"shared_expert_overlap", est.strategy.moe_shared_expert_overlap && !est.strategy.simumax_compat},
+      {"experts_cuda_graph", est.strategy.moe_experts_cuda_graph && !est.strategy.simumax_compat},
+      {"allocated_to_reserved_ratio", est.strategy.allocated_to_reserved_ratio},
+      {"stages", stages},
+      {"device_memory_bytes", est.device_memory_gib * 1024.0 * 1024.0 * 1024.0},
+      {"iteration_ms", est.iteration_ms},
+      {"pipeline_ms", est.pipeline_ms},
+      {"straggler_ratio", est.straggler_ratio},
+      {"mfu", est.mfu},
+      {"tflops_per_gpu", est.tflops_per_gpu},
+      {"tokens_per_second_per_gpu", est.tokens_per_second_per_gpu},
+      {"networks",
+       {{"tp", est.networks.tp},
+        {"cp", est.networks.cp},
+        {"pp", est.networks.pp},
+        {"dp", est.networks.dp},
+        {"ep", est.networks.ep},
+        {"etp", est.networks.etp},
+        {"edp", est.networks.edp}}},
+      {"published_runs", est.strategy.simumax_compat ? ojson(nullptr) : published_check_json(est)},
+      {"warnings", w}};
 }
 
 std::string summary_text(const Estimate& est) {
@@ -410,12 +413,18 @@ std::string summary_text(const Estimate& est) {
     const char* note = st.moe_dispatcher == MoeDispatcher::AllGather ? " (Megatron's default)"
                        : st.moe_dispatcher == MoeDispatcher::Flex    ? " (DeepEP / HybridEP)"
                                                                      : "";
-    out += std::string("expert parallel: ") + to_string(st.moe_dispatcher) + note + " token dispatcher, exchanges " +
-           (st.overlap_moe_expert_parallel_comm && !st.simumax_compat
-                ? "overlapped with another micro batch's compute"
-                : "exposed") +
+    out += std::string("expert parallel: ") + to_string(st.moe_dispatcher) + note +
+           " token dispatcher, exchanges " +
+           (st.simumax_compat                     ? "exposed"
+            : st.overlap_moe_expert_parallel_comm ? "overlapped with another micro batch's compute"
+            : st.moe_shared_expert_overlap        ? "beside the shared expert's compute (the rest exposed)"
+                                                  : "exposed") +
            "\n";
   }
+  if (est.model.moe.enabled() && st.moe_experts_cuda_graph && !st.simumax_compat)
+    out +=
+        "CUDA graph: the routed experts captured (no tokens-per-expert copy to the host, no launch per local "
+        "expert: the system's moe_host_us_per_expert not paid)\n";
   out += "\n";
   TextTable t;
   t.column("stage")
