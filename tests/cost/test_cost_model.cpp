@@ -1742,6 +1742,27 @@ TEST(CostModel, SharedExpertOverlapHidesTheExchangesBehindTheSharedExpert) {
                      "--moe-shared-expert-overlap", "--overlap-moe-expert-parallel-comm");
 }
 
+// --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split with pp 1 (Megatron-LM's
+// Qwen3-235B recipes set both at pp 1): the one stage is first and last, so it gives a slot to each — it
+// builds every layer (Megatron's get_num_layers_to_build: (94 + 2) / 1 − 2); pp 2 splits 96 slots as 47 + 47.
+TEST(CostModel, EmbeddingAndLossSlotsWithOnePipelineStage) {
+  auto chunks = [](const std::string& pp) {
+    const MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 94 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 "
+        "--max-position-embeddings 1024 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 16 "
+        "--bf16 "
+        "--use-flash-attn --swiglu --disable-bias-linear --account-for-embedding-in-pipeline-split "
+        "--account-for-loss-in-pipeline-split --nproc_per_node 8 --pipeline-model-parallel-size " +
+        pp));
+    std::vector<int> layers;
+    for (const auto& ch : estimate(c.model, c.strategy, load_simumax_system("h100-sxm")).chunks)
+      layers.push_back(ch.num_layers);
+    return layers;
+  };
+  EXPECT_EQ(chunks("1"), (std::vector<int>{94}));
+  EXPECT_EQ(chunks("2"), (std::vector<int>{47, 47}));
+}
+
 // `--fp8-output-proj` (MXFP8 only, as Megatron checks): the output layer becomes a quantized linear — its
 // GEMMs with their quantizers (the input's row-wise copy forward, the logits' gradient backward); without it
 // Megatron's bf16 ColumnParallelLinear, no quantizer.

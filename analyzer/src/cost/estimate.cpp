@@ -257,11 +257,14 @@ int layers_to_build(const ModelSpec& m, const Strategy& st, int stage, int vrank
                                         " (set num_layers_in_first/last_pipeline_stage for an uneven split)");
     per_rank = total / st.pp;
   }
+  // With pp 1 the first stage is the last one too: it gives a slot to the embedding and one to the loss
+  // (Megatron's get_num_layers_to_build: (layers + 2) / 1 − 2).
+  const bool last_stage = stage == 2 || (stage == 0 && st.pp == 1);
   int n;
   if (vrank < 0) {
     n = per_rank;
     if (stage == 0 && st.account_for_embedding_in_pipeline_split) --n;
-    if (stage == 2 && st.account_for_loss_in_pipeline_split) --n;
+    if (last_stage && st.account_for_loss_in_pipeline_split) --n;
   } else {
     if (per_rank % st.vpp != 0)
       throw InputError("interleaving_size", "a stage of " + std::to_string(per_rank) +
@@ -269,7 +272,7 @@ int layers_to_build(const ModelSpec& m, const Strategy& st, int stage, int vrank
                                                 " virtual chunks");
     n = per_rank / st.vpp;
     if (stage == 0 && st.account_for_embedding_in_pipeline_split && vrank == 0) --n;
-    if (stage == 2 && st.account_for_loss_in_pipeline_split && vrank == st.vpp - 1) --n;
+    if (last_stage && st.account_for_loss_in_pipeline_split && vrank == st.vpp - 1) --n;
   }
   if (n < 0) throw InputError("layer_num", "not enough layers for the pipeline stages");
   return n;
