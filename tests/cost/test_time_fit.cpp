@@ -1311,7 +1311,11 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
                            "gb200_nemo_qwen3_235b.json",
                            "gb300_nemo_qwen3_235b.json",
                            "gb200_nemo_full_iteration.json",
-                           "gb300_nemo_full_iteration.json"}) {
+                           "gb300_nemo_full_iteration.json",
+                           "h100_megatron_moe_recipes.json",
+                           "b200_megatron_moe_recipes.json",
+                           "gb200_megatron_moe_recipes.json",
+                           "gb300_megatron_moe_recipes.json"}) {
     const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
     const SystemSpec sys = cost::load_simumax_system(j["system"].get<std::string>());
     const bool bridge = std::string(file).find("_nemo_") != std::string::npos &&
@@ -1337,7 +1341,7 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
     }
   }
   EXPECT_EQ(checked, 11 + 2 + 2 + 17 + 12 + 7 + 12 + 3 + 13 + 13 + 5 + 5 + 8 + 7 + 9 + 4 + 4 + 9 + 8 + 4 + 4 +
-                         2 + 2 + 4 + 4 + 9 + 10);
+                         2 + 2 + 4 + 4 + 9 + 10 + 3 + 2 + 6 + 2);
 }
 
 // The embedded presets (analyzer/data/systems) are the generator's output: re-running it reproduces every
