@@ -1685,8 +1685,8 @@ TEST(CostModel, ExpertsHostTimePerLocalExpert) {
 // holding 20 of the SMs — each pair saves the shorter of compute and (1 − share) · exchange, per MoE layer.
 TEST(CostModel, SharedExpertOverlapHidesTheExchangesBehindTheSharedExpert) {
   const SystemSpec h100 = load_simumax_system("h100-sxm");
-  auto run = [&](const std::string& extra) {
-    const MegatronConfig c = parse_megatron_args(preflight::test::words(
+  auto config = [](const std::string& extra) {
+    return parse_megatron_args(preflight::test::words(
         "--num-layers 4 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
         "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 32 "
         "--bf16 --use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
@@ -1694,6 +1694,9 @@ TEST(CostModel, SharedExpertOverlapHidesTheExchangesBehindTheSharedExpert) {
         "--moe-router-topk 8 --moe-grouped-gemm --moe-token-dispatcher-type alltoall "
         "--expert-model-parallel-size 16 --nproc_per_node 8 --nnodes 2 " +
         extra));
+  };
+  auto run = [&](const std::string& extra) {
+    const MegatronConfig c = config(extra);
     EstimateOptions opt;
     opt.layer_ops = true;
     return estimate(c.model, c.strategy, h100, opt);
@@ -1731,6 +1734,15 @@ TEST(CostModel, SharedExpertOverlapHidesTheExchangesBehindTheSharedExpert) {
   // pp 1: every micro batch's passes are that much shorter.
   EXPECT_NEAR(plain.pipeline_ms - overlapped.pipeline_ms, plain.micro_batches * (fwd + bwd),
               1e-6 * plain.pipeline_ms);
+  // The same in a search's estimate, whose leaves carry no names.
+  {
+    const MegatronConfig c = config("--moe-shared-expert-overlap");
+    EstimateOptions search;
+    search.names = false;
+    search.per_layer = false;
+    EXPECT_NEAR(estimate(c.model, c.strategy, h100, search).pipeline_ms, overlapped.pipeline_ms,
+                1e-9 * overlapped.pipeline_ms);
+  }
   // The summary says so.
   EXPECT_NE(summary_text(overlapped).find("exchanges beside the shared expert's compute"), std::string::npos);
   EXPECT_EQ(summary_json(overlapped)["shared_expert_overlap"], true);

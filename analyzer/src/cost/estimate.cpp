@@ -389,7 +389,6 @@ double ep_overlap_saving(const std::vector<Leaf>& layer, double sm_share) {
 /// a pair saves min(compute, (1 − sm_share)·exchange).
 std::pair<double, double> shared_expert_overlap_saving(const std::vector<Leaf>& layer, double sm_share) {
   double f_disp = 0, b_disp = 0, f_comb = 0, b_comb = 0, f_fc1 = 0, b_fc1 = 0, f_fc2 = 0, b_fc2 = 0;
-  static const std::string kShared = "mlp.shared_expert.", kFc2 = "mlp.shared_expert.linear_fc2";
   for (const auto& l : layer) {
     const detail::Pass& p = l.pass;
     if (l.kind == detail::LeafKind::Permutation) {
@@ -398,8 +397,8 @@ std::pair<double, double> shared_expert_overlap_saving(const std::vector<Leaf>& 
     } else if (l.kind == detail::LeafKind::UnPermutation) {
       f_comb += p.fwd_ep_net_ms;
       b_comb += p.bwd_ep_net_ms;
-    } else if (l.name.rfind(kShared, 0) == 0) {
-      const bool fc2 = l.name.rfind(kFc2, 0) == 0;
+    } else if (l.shared_expert_side != 0) {
+      const bool fc2 = l.shared_expert_side == 2;
       (fc2 ? f_fc2 : f_fc1) += p.fwd_ms;
       (fc2 ? b_fc2 : b_fc1) += p.bwd_act_ms + p.bwd_w_ms;
     }

@@ -340,6 +340,7 @@ void add_mlp(Builder& bld, const Op& fc1, const Op& act, const Op& fc2, const st
   bool ln_tail = rc.meg_ln && !shared;
   double in_tokens_fc1 = (c.sp && c.tp > 1) ? fc1.tokens / c.tp : fc1.tokens;
   bool bp_fc1 = c.rc.scope == RecomputeScope::Selective && rc.meg_ln && enable && !shared;
+  const std::size_t fc1_side = bld.out.size();
   add_linear(bld, true, name + ".linear_fc1", path, 0, fc1.tokens, in_tokens_fc1, fc1.in_features,
              fc1.out_features, enable || ln_tail, ln_tail, ln_tail, ln_tail, bp_fc1);
   Leaf a;
@@ -351,8 +352,12 @@ void add_mlp(Builder& bld, const Op& fc1, const Op& act, const Op& fc2, const st
   a.name = name + ".activation_layer";
   a.path = path + Builder::idx(1, bld.c.m->gated() ? "Swiglu" : "Gelu");
   bld.push(std::move(a));
+  const std::size_t fc2_side = bld.out.size();
   add_linear(bld, false, name + ".linear_fc2", path, 2, fc2.tokens, fc2.tokens, fc2.in_features,
              fc2.out_features, enable, false, true, false, false);
+  if (shared)
+    for (std::size_t k = fc1_side; k < bld.out.size(); ++k)
+      bld.out[k].shared_expert_side = k < fc2_side ? 1 : 2;
 }
 
 }  // namespace

@@ -515,9 +515,8 @@ std::string layer_ops_text(const Estimate& est) {
       out +=
           "mlp.experts_host: the GPU waiting for the host to launch each local expert's kernels after the "
           "tokens-per-expert copy (the system's moe_host_us_per_expert); a CUDA graph that captures the "
-          "experts removes it (--cuda-graph-impl full_iteration, or a per-layer graph of the whole layer or "
-          "its "
-          "moe module)\n";
+          "experts removes it (--cuda-graph-impl full_iteration, or a per-layer graph of the whole layer "
+          "or its moe module)\n";
     out += "\n";
   }
   return out;
