@@ -57,6 +57,22 @@ double Estimate::max_peak_bytes(bool with_reserved) const {
   for (const auto& s : stages) m = std::max(m, with_reserved ? s.peak_with_reserved_bytes : s.peak_bytes);
   return m;
 }
+Estimate::MemoryVerdict Estimate::memory_verdict() const {
+  const double device = device_memory_gib * 1024.0 * 1024.0 * 1024.0;
+  if (max_peak_bytes(true) <= device) return MemoryVerdict::Fits;
+  return max_peak_bytes(false) <= device ? MemoryVerdict::Tight : MemoryVerdict::DoesNotFit;
+}
+const char* memory_verdict_name(Estimate::MemoryVerdict v) {
+  switch (v) {
+    case Estimate::MemoryVerdict::Fits:
+      return "fits";
+    case Estimate::MemoryVerdict::Tight:
+      return "tight";
+    case Estimate::MemoryVerdict::DoesNotFit:
+      break;
+  }
+  return "does_not_fit";
+}
 
 double flops_per_token(const ModelSpec& m, std::int64_t vocab, std::int64_t seq) {
   double h = static_cast<double>(m.hidden_size), L = m.num_layers, heads = m.num_attention_heads;

@@ -377,6 +377,7 @@ ojson summary_json(const Estimate& est) {
       {"allocated_to_reserved_ratio", est.strategy.allocated_to_reserved_ratio},
       {"stages", stages},
       {"device_memory_bytes", est.device_memory_gib * 1024.0 * 1024.0 * 1024.0},
+      {"memory_verdict", memory_verdict_name(est.memory_verdict())},
       {"iteration_ms", est.iteration_ms},
       {"pipeline_ms", est.pipeline_ms},
       {"straggler_ratio", est.straggler_ratio},

@@ -290,7 +290,22 @@ struct Estimate {
 
   /// Highest stage peak, bytes (with or without the reserved ratio).
   double max_peak_bytes(bool with_reserved) const;
+
+  /// Whether the highest stage peak fits `device_memory_gib` (GiB = 2^30 bytes):
+  /// - Fits: the peak with the caching allocator's usual reserve (allocated / allocated_to_reserved_ratio)
+  ///   is within the device.
+  /// - Tight: only the allocated peak is.  PyTorch's caching allocator, when cudaMalloc fails, frees every
+  ///   cached block that is not split and retries (c10/cuda/CUDACachingAllocator.cpp), so the reserve
+  ///   shrinks under pressure: the run goes on with cudaMalloc retries and some risk of a fragmentation
+  ///   OOM.  20 of the published runs in tests/data/time_corpus are here (allocated 0.94 … 0.99 of the
+  ///   device) and all ran; expandable_segments (ratio 0.99) makes the band narrow.
+  /// - DoesNotFit: the allocated peak itself is more than the device.
+  enum class MemoryVerdict { Fits, Tight, DoesNotFit };
+  MemoryVerdict memory_verdict() const;
 };
+
+/// "fits", "tight", "does_not_fit" (the JSON summary's `memory_verdict`).
+const char* memory_verdict_name(Estimate::MemoryVerdict v);
 
 /// Device memory compared with the stages' peaks, GiB: the system's `mem_gbs`, except SimuMax v1.2's
 /// `b200_bf16_ceperm` file, whose 80 is a bug (a B200 has 179.06 GiB usable), kept only under simumax_compat.
