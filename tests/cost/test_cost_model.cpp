@@ -1332,7 +1332,11 @@ TEST(CostModel, SequentialExpertsArePricedAsDenseGemms) {
   // (both compute-bound at these efficiencies).
   const double flops = 2.0 * 8192 * 4096 * 28672 + 2.0 * 8192 * 14336 * 4096;
   const double peak = sys.op.at("matmul").tflops * 1e12;
-  EXPECT_NEAR(grouped - sequential, flops / peak * 1e3 * (1 / 0.25 - 1 / 0.5), 1e-9);
+  // The SequentialMLP also waits for the host's launches of its expert's Linear (one local expert); a 16-bit
+  // grouped GEMM does not (see ExpertsHostTimePerLocalExpert).
+  const double host = sys.moe_host_us_per_expert * 1 / 1e3;
+  ASSERT_GT(host, 0);
+  EXPECT_NEAR(grouped - sequential, flops / peak * 1e3 * (1 / 0.25 - 1 / 0.5) - host, 1e-9);
   // --simumax-compat keeps SimuMax's grouped GEMM.
   MegatronConfig compat = parse_megatron_args(preflight::test::words(
       "--num-layers 1 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 --vocab-size 32000 "
@@ -1583,15 +1587,19 @@ TEST(CostModel, LayerOpsSumToTheirLayer) {
 
 // The host time of a MoE layer's routed experts (SystemSpec::moe_host_us_per_expert): an op of its own,
 // forward and backward, per local expert — half of it with twice the expert parallelism — and none under
-// --simumax-compat, on a system without it, or where the system file measured the grouped GEMM's shape (an
-// efficiency measured on the op in a loop includes its launches).  The Blackwell presets' MXFP8 grouped GEMMs
-// run at the rate NVIDIA published for GB200 (2,672 TFLOP/s at K = 7168, N = 2048).
+// --simumax-compat, on a system without it, for 16-bit grouped GEMMs, or where the system file measured the
+// grouped GEMM's shape (an efficiency measured on the op in a loop includes its launches).  The Blackwell
+// presets' MXFP8 grouped GEMMs run at the rate NVIDIA published for GB200 (2,672 TFLOP/s at K = 7168, N =
+// 2048).
 TEST(CostModel, ExpertsHostTimePerLocalExpert) {
-  auto run = [](const std::string& system, const std::string& extra, bool compat = false) {
+  // FP8 (per-tensor, current scaling) unless `precision` says otherwise.
+  auto run = [](const std::string& system, const std::string& extra, bool compat = false,
+                const std::string& precision = "--fp8-format hybrid --fp8-recipe tensorwise ") {
     MegatronConfig c = parse_megatron_args(preflight::test::words(
         "--num-layers 2 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
         "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 "
-        "--bf16 "
+        "--bf16 " +
+        precision +
         "--use-flash-attn --hidden-dropout 0 --attention-dropout 0 --disable-bias-linear --swiglu "
         "--num-experts 64 --moe-ffn-hidden-size 1024 --moe-router-topk 8 --moe-grouped-gemm "
         "--moe-token-dispatcher-type alltoall --nproc_per_node 8 --nnodes 2 " +
@@ -1619,13 +1627,28 @@ TEST(CostModel, ExpertsHostTimePerLocalExpert) {
   ASSERT_NE(h16, nullptr);
   EXPECT_NEAR(h16->times.fwd_compute_ms, us * 4 / 1e3, 1e-12);
   EXPECT_EQ(host_op(run("h100-sxm", "--expert-model-parallel-size 8", /*compat=*/true)), nullptr);
-  EXPECT_EQ(host_op(run("b200_bf16_ceperm", "--expert-model-parallel-size 8")), nullptr);  // SimuMax's file
-  // DeepSeek-V3's expert widths are measured in the b200 preset's BF16 table (from SimuMax's B200 file).
-  EXPECT_EQ(host_op(run("b200",
-                        "--hidden-size 7168 --moe-ffn-hidden-size 2048 --num-experts 256 "
-                        "--num-attention-heads 56 --expert-model-parallel-size 8")),
-            nullptr);
+  EXPECT_EQ(host_op(run("b200_bf16_ceperm", "--expert-model-parallel-size 8", false, "")),
+            nullptr);  // SimuMax's file
   ASSERT_NE(host_op(run("b200", "--expert-model-parallel-size 8")), nullptr);
+  // 16-bit grouped GEMMs: Transformer Engine loops over the experts' cuBLAS launches in C++, ahead of the GPU
+  // — no host time; a SequentialMLP (one Linear per expert, no --moe-grouped-gemm) pays it in either
+  // precision.
+  EXPECT_EQ(host_op(run("h100-sxm", "--expert-model-parallel-size 8", false, "")), nullptr);
+  EXPECT_EQ(host_op(run("b200", "--expert-model-parallel-size 8", false, "")), nullptr);
+  for (const std::string precision : {"", "--fp8-format hybrid --fp8-recipe tensorwise "}) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 --vocab-size 32000 "
+        "--max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 64 --bf16 " +
+        precision +
+        "--use-flash-attn --disable-bias-linear --swiglu --num-experts 64 --moe-ffn-hidden-size 1024 "
+        "--moe-router-topk 8 --moe-token-dispatcher-type alltoall --expert-model-parallel-size 8 "
+        "--nproc_per_node 8 --nnodes 2"));
+    EstimateOptions opt;
+    opt.layer_ops = true;
+    const OpEstimate* h = host_op(estimate(c.model, c.strategy, load_simumax_system("h100-sxm"), opt));
+    ASSERT_NE(h, nullptr) << precision;
+    EXPECT_NEAR(h->times.fwd_compute_ms, us * 8 / 1e3, 1e-12) << precision;
+  }
   // The ops table says what the op is.
   EXPECT_NE(layer_ops_text(ep8).find("mlp.experts_host: the GPU waiting for the host"), std::string::npos);
   EXPECT_EQ(layer_ops_text(run("h100-sxm", "--expert-model-parallel-size 8", true)).find("mlp.experts_host:"),

@@ -433,12 +433,19 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
   // The host's launches of the local experts' kernels, which the GPU waits for (SystemSpec::
   // moe_host_us_per_expert); SimuMax has no such cost.  Not where the system file measured the grouped GEMM's
   // shape: an efficiency measured on the op in a loop includes its launches; not when a CUDA graph captures
-  // the experts (Strategy::moe_experts_cuda_graph: no host copy, the launches replayed by the GPU).
+  // the experts (Strategy::moe_experts_cuda_graph: no host copy, the launches replayed by the GPU); not for
+  // 16-bit grouped GEMMs: Transformer Engine's GroupedLinear then only loops over the experts' cuBLAS
+  // launches in C++ (general_grouped_gemm), which run ahead of the GEMMs, where its quantized paths handle
+  // each expert's quantizers and weight workspace in Python first (module/grouped_linear.py).  Priced for
+  // them it made every 16-bit MoE run slower than measured where the experts' GEMMs are small: Megatron-LM's
+  // Qwen3-30B-A3B BF16 recipes +23 % (H100) / +12 % (GB200), +10 / +7 % without (docs/time_fidelity.md).
+  // A SequentialMLP (no --moe-grouped-gemm) runs a Transformer Engine Linear per expert: priced either way.
   const bool measured =
       c.st->moe_grouped_gemm &&
       measured_shape(*c.sys, c.fp8 ? "fp8_group_matmul" : "group_matmul",
                      group_gemm_key(c, routed, local, fc1.in_features, fc1.out_features) + kGroupedFwdStage);
-  if (c.sys->moe_host_us_per_expert > 0 && !c.st->simumax_compat && !measured &&
+  const bool host_launched = c.fp8 || !c.st->moe_grouped_gemm;
+  if (c.sys->moe_host_us_per_expert > 0 && !c.st->simumax_compat && !measured && host_launched &&
       !c.st->moe_experts_cuda_graph) {
     Leaf hl;
     hl.kind = LeafKind::ExpertsHost;

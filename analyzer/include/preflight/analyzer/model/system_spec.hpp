@@ -98,7 +98,9 @@ struct SystemSpec {
   /// quantization per local expert (multi-stream cuBLAS): NVIDIA's DeepSeek-V3 on GB200 NVL72 write-up
   /// (Megatron-LM docs/discussions/deepseek-v3-gb200-optimization: "only the routed experts part still has
   /// some CPU overhead", ≥ 10 % left after CUDA graphs of the static parts).  Priced as its own op of every
-  /// MoE layer (`mlp.experts_host`), forward and backward; not under `--simumax-compat`.
+  /// MoE layer (`mlp.experts_host`), forward and backward, for quantized (FP8 / MXFP8 / NVFP4) grouped GEMMs
+  /// and SequentialMLP experts; not for 16-bit grouped GEMMs (TE then loops over the experts' cuBLAS launches
+  /// in C++, ahead of the GPU), nor under `--simumax-compat` or a CUDA graph that captures the experts.
   double moe_host_us_per_expert = 0.0;
 
   /// Device memory in bytes.
