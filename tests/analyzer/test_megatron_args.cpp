@@ -430,6 +430,9 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
                                   "--linear-attention-freq", "3", "--linear-num-key-heads", "4"}),
                "--experimental-attention-variant");
   expect_error(with(base_args(), {"--dsa-indexer-n-heads", "64"}), "--dsa-indexer-n-heads");
+  // Latent MoE (experts at --moe-latent-size) is refused, not priced at the hidden width (it was read past
+  // silently).
+  expect_error(with(base_args(), {"--num-experts", "8", "--moe-latent-size", "256"}), "--moe-latent-size");
   // Virtual stages larger than a pipeline stage (24 layers over pp 8: 3 per stage) name the virtual-stage
   // flag, not an internal "virtual pipeline size" of 0; fewer micro batches than pp under interleaving name
   // the global batch, not a group-size flag the launch did not give.
@@ -635,6 +638,19 @@ TEST(MegatronArgs, UnmodelledFeaturesAreNamed) {
   EXPECT_TRUE(c.strategy.fsdp);
   EXPECT_FALSE(said("--use-torch-fsdp2"));
   EXPECT_FALSE(said("--lr"));
+  // Offloading flags are named (the word "load" of --no-load-optim hid every "offload" flag before), and
+  // checkpoint / logging flags still are not.
+  const MegatronConfig off = parse_megatron_args(with(
+      base_args(), {"--fine-grained-activation-offloading", "--offload-modules", "moe_act", "--no-load-optim",
+                    "--log-num-zeros-in-grad", "--logging-level", "20", "--load", "/ckpt"}));
+  std::string read_past;
+  for (const auto& w : off.warnings)
+    if (w.rfind("read past", 0) == 0) read_past = w;
+  EXPECT_NE(read_past.find("--fine-grained-activation-offloading"), std::string::npos) << read_past;
+  EXPECT_NE(read_past.find("--offload-modules"), std::string::npos) << read_past;
+  for (const char* quiet : {"--no-load-optim", "--log-num-zeros-in-grad", "--logging-level", "--load"})
+    EXPECT_EQ(read_past.find(std::string(quiet) + ","), std::string::npos) << quiet << ": " << read_past;
+  EXPECT_EQ(read_past.find("--logging-level"), std::string::npos) << read_past;
 }
 
 // --use-precision-aware-optimizer (NeMo's DeepSeek-V3 recipes: bf16 main grads and moments): 2-byte gradients

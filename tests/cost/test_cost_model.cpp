@@ -1484,6 +1484,48 @@ TEST(CostModel, QuickGegluIsGated) {
       "--vocab-size 32000 --micro-batch-size 1 --global-batch-size 1 --swiglu --ffn-hidden-size 4096"));
   EXPECT_EQ(estimate(geglu.model, geglu.strategy, a100()).chunks.front().memory.weight_numel,
             estimate(swiglu.model, swiglu.strategy, a100()).chunks.front().memory.weight_numel);
+  // --gated-linear-unit alone (TransformerConfig.gated_linear_unit with GeLU: GeGLU) is gated the same way,
+  // its ffn default 4·h as Megatron sizes 8/3·h for --swiglu only (it was read past: an ungated MLP).
+  const auto glu = parse_megatron_args(preflight::test::words(
+      "--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+      "--max-position-embeddings 1024 "
+      "--vocab-size 32000 --micro-batch-size 1 --global-batch-size 1 --gated-linear-unit"));
+  EXPECT_TRUE(glu.model.gated());
+  EXPECT_EQ(glu.model.ffn_hidden_size, 4 * 1024);
+  EXPECT_EQ(estimate(glu.model, glu.strategy, a100()).chunks.front().memory.weight_numel,
+            estimate(swiglu.model, swiglu.strategy, a100()).chunks.front().memory.weight_numel);
+}
+
+// --attention-output-gate (Megatron's SelfAttention, Qwen3-Next style): linear_qkv also yields a gate of
+// heads × kv_channels; the extra weights are hidden × heads × kv_channels per layer and its GEMM's FLOPs
+// grow likewise.  Refused with MLA; the unpriced sigmoid gating is named.  (It was read past silently.)
+TEST(CostModel, AttentionOutputGateWidensTheQkvProjection) {
+  const std::string base =
+      "--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --group-query-attention --num-query-groups "
+      "4 "
+      "--seq-length 1024 --max-position-embeddings 1024 --vocab-size 32000 --micro-batch-size 1 "
+      "--global-batch-size 1 --disable-bias-linear --swiglu ";
+  const auto plain = parse_megatron_args(preflight::test::words(base));
+  const auto gated = parse_megatron_args(preflight::test::words(base + "--attention-output-gate"));
+  EXPECT_TRUE(gated.model.attention_output_gate);
+  const Estimate p = estimate(plain.model, plain.strategy, a100()),
+                 g = estimate(gated.model, gated.strategy, a100());
+  EXPECT_DOUBLE_EQ(g.chunks.front().memory.weight_numel - p.chunks.front().memory.weight_numel,
+                   2.0 * 1024 * 16 * 64);  // 2 layers × hidden × heads × kv_channels
+  EXPECT_GT(g.iteration_ms, p.iteration_ms);
+  bool named = false;
+  for (const auto& w : gated.warnings)
+    named = named || w.find("--attention-output-gate: the gate's projection") == 0;
+  EXPECT_TRUE(named);
+  expect_input_error(
+      [&] {
+        const auto mla = parse_megatron_args(preflight::test::words(
+            base +
+            "--attention-output-gate --multi-latent-attention --kv-lora-rank 512 --qk-head-dim 128 "
+            "--v-head-dim 128 --qk-pos-emb-head-dim 64"));
+        estimate(mla.model, mla.strategy, a100());
+      },
+      "--attention-output-gate", "multi-latent-attention");
 }
 
 // An ep group strided by expert tp (or a cp group by tp) spans more nodes than its size says: ep 8 with

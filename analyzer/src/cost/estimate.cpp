@@ -86,7 +86,7 @@ double flops_per_token(const ModelSpec& m, std::int64_t vocab, std::int64_t seq)
     proj = static_cast<double>(a.v_head_dim) * heads * h;
   } else {
     double d = static_cast<double>(m.kv_channels);
-    qkv = h * (d * heads + 2 * d * m.num_query_groups);
+    qkv = h * (d * heads * (m.attention_output_gate ? 2 : 1) + 2 * d * m.num_query_groups);
     proj = h * h;
   }
   double ffn =

@@ -239,8 +239,19 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   for (const auto& name : cfg.ignored) {
     if (unmodelled.count(name) || name.rfind("--", 0) != 0) continue;
     auto has = [&](std::string_view w) { return name.find(w) != std::string::npos; };
+    // A word of logging / data / checkpoints is one of the name's dash-separated words: "load" is
+    // --no-load-optim's, not --offload-modules' (a part of "offload").
+    auto has_word = [&](std::string_view w) {
+      for (std::size_t at = name.find(w); at != std::string::npos; at = name.find(w, at + 1)) {
+        const bool starts = at == 0 || name[at - 1] == '-';
+        const bool ends = at + w.size() == name.size() || name[at + w.size()] == '-' ||
+                          (w == "log" && name.compare(at, 7, "logging") == 0);
+        if (starts && ends) return true;
+      }
+      return false;
+    };
     if (!std::any_of(std::begin(kCostWords), std::end(kCostWords), has)) continue;
-    if (std::any_of(std::begin(kNotCost), std::end(kNotCost), has)) continue;
+    if (std::any_of(std::begin(kNotCost), std::end(kNotCost), has_word)) continue;
     if (std::find(unread.begin(), unread.end(), name) == unread.end()) unread.push_back(name);
   }
   if (!unread.empty()) {
@@ -272,6 +283,15 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                        "experimental attention variants (gated delta net linear attention, DeepSeek sparse "
                        "attention) are not modelled: preflight prices softmax attention over the causal keys "
                        "(or a sliding window), which would misprice these layers' time and memory");
+  // Latent MoE (Nemotron 3's LatentMoE): the routed experts run on a projection of the hidden state to
+  // --moe-latent-size (fc1 / fc2_latent_proj around the exchanges, the exchanges and the experts at the
+  // latent width; megatron/core/transformer/moe/moe_layer.py): pricing the experts at the hidden width would
+  // be wrong.
+  if (std::find(cfg.ignored.begin(), cfg.ignored.end(), "--moe-latent-size") != cfg.ignored.end())
+    throw InputError(
+        "--moe-latent-size",
+        "MoE latent projections (LatentMoE: experts and token exchanges at the latent width) are not "
+        "modelled: preflight would price the experts at the hidden width");
   // Encoder-decoder models (Megatron's T5: --encoder-num-layers / --decoder-num-layers instead of
   // --num-layers).
   if (!cfg.seen.count("--num-layers"))

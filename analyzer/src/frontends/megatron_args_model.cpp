@@ -162,6 +162,8 @@ const std::vector<FlagSpec>& model_flags() {
       {"--swiglu", Arity::Switch},
       {"--squared-relu", Arity::Switch},
       {"--quick-geglu", Arity::Switch},
+      {"--gated-linear-unit", Arity::Switch},
+      {"--attention-output-gate", Arity::Switch},
       {"--untie-embeddings-and-output-weights", Arity::Switch},
       {"--disable-bias-linear", Arity::Switch},
       {"--add-qkv-bias", Arity::Switch},
@@ -229,7 +231,9 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
 
   // `--quick-geglu` (GPT-OSS): gated like SwiGLU (fc1 of 2·ffn), x·σ(1.702·x) in place of x·σ(x) — the same
   // kernels and bytes, so it is priced as SwiGLU; Megatron keeps the 4·h default ffn for it.
-  if (f.has("--swiglu") || f.has("--quick-geglu"))
+  // `--gated-linear-unit` alone (TransformerConfig.gated_linear_unit with the default GeLU: GeGLU) is gated
+  // the same way and priced so; Megatron sizes the default ffn for --swiglu only.
+  if (f.has("--swiglu") || f.has("--quick-geglu") || f.has("--gated-linear-unit"))
     m.activation = Activation::SwiGLU;
   else if (f.has("--squared-relu"))
     m.activation = Activation::SquaredReLU;
@@ -237,9 +241,9 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
   if (f.has("--ffn-hidden-size")) {
     m.ffn_hidden_size = parse_int("--ffn-hidden-size", f.get("--ffn-hidden-size"));
   } else if (!base || old_hidden != m.hidden_size || f.has("--swiglu")) {
-    m.ffn_hidden_size = m.gated() && !f.has("--quick-geglu")
-                            ? static_cast<I64>((4.0 * m.hidden_size * 2 / 3) / 64) * 64
-                            : 4 * m.hidden_size;
+    const bool four_h = f.has("--quick-geglu") || (f.has("--gated-linear-unit") && !f.has("--swiglu"));
+    m.ffn_hidden_size =
+        m.gated() && !four_h ? static_cast<I64>((4.0 * m.hidden_size * 2 / 3) / 64) * 64 : 4 * m.hidden_size;
   }
   if (f.has("--kv-channels"))
     m.kv_channels = parse_int("--kv-channels", f.get("--kv-channels"));
@@ -303,6 +307,13 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
   if (f.has("--disable-bias-linear")) m.add_bias_linear = false;
   if (f.has("--add-qkv-bias")) m.add_qkv_bias = true;
   if (f.has("--qk-layernorm")) m.qk_layernorm = true;
+  if (f.has("--attention-output-gate")) {
+    m.attention_output_gate = true;
+    warnings.push_back(
+        "--attention-output-gate: the gate's projection is priced (linear_qkv wider by heads × kv_channels); "
+        "the sigmoid gating of the attention output is not (an elementwise op, and its saved inputs: about "
+        "2 × tokens × heads × kv_channels × 2 bytes of activations per layer and micro batch)");
+  }
   if (f.has("--mtp-num-layers"))
     m.mtp_num_layers = static_cast<int>(parse_int("--mtp-num-layers", f.get("--mtp-num-layers")));
   m.attention_dropout = f.float_or("--attention-dropout", base ? m.attention_dropout : 0.1);

@@ -59,6 +59,9 @@ void ModelSpec::validate() const {
                                                  " query groups do not divide the " +
                                                  std::to_string(num_attention_heads) + " attention heads");
   } else {
+    if (attention_output_gate)
+      throw InputError("--attention-output-gate",
+                       "is not supported with --multi-latent-attention (Megatron's MLA has no output gate)");
     require_positive(mla.kv_lora_rank, "--kv-lora-rank");
     require_positive(mla.qk_head_dim, "--qk-head-dim");
     require_positive(mla.v_head_dim, "--v-head-dim");

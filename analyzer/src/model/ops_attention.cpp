@@ -53,8 +53,11 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
   } else {
     qk_dim = v_dim = m.kv_channels;
     kv_heads = m.num_query_groups / c.t;
-    I64 qkv_out =
-        (static_cast<I64>(m.num_attention_heads) + 2 * static_cast<I64>(m.num_query_groups)) * m.kv_channels;
+    // With --attention-output-gate the projection also yields the gate, one more query's width
+    // (Megatron's SelfAttention.linear_qkv_out_dim).
+    I64 qkv_out = (static_cast<I64>(m.num_attention_heads) * (m.attention_output_gate ? 2 : 1) +
+                   2 * static_cast<I64>(m.num_query_groups)) *
+                  m.kv_channels;
     ops.push_back(make_column(c, pre + "linear_qkv", OpRole::Qkv, layer, c.h, qkv_out, m.qkv_bias()));
     if (m.qk_layernorm) {
       // Megatron `SelfAttention.q_layernorm` / `k_layernorm`: one norm of width d applied to every head;

@@ -83,6 +83,10 @@ struct ModelSpec {
   /// Norm of each query and key head (width kv_channels) before core attention (`--qk-layernorm`;
   /// Qwen3, OLMo-2).  Not used with MLA, whose q/kv norms are part of its projections.
   bool qk_layernorm = false;
+  /// Gated attention output (`--attention-output-gate`; Megatron's SelfAttention, Qwen3-Next style): the qkv
+  /// projection also produces a gate of heads × kv_channels per token, and the attention output is
+  /// multiplied by its sigmoid before the output projection.  Not with MLA (Megatron's MLA has none).
+  bool attention_output_gate = false;
   Normalization normalization = Normalization::LayerNorm;
   bool untie_embeddings_and_output_weights = false;
   PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
