@@ -433,6 +433,8 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
   // Latent MoE (experts at --moe-latent-size) is refused, not priced at the hidden width (it was read past
   // silently).
   expect_error(with(base_args(), {"--num-experts", "8", "--moe-latent-size", "256"}), "--moe-latent-size");
+  expect_error(with(base_args(), {"--enable-mhc-connections", "--mhc-num-residual-streams", "4"}),
+               "--enable-mhc-connections");
   // Virtual stages larger than a pipeline stage (24 layers over pp 8: 3 per stage) name the virtual-stage
   // flag, not an internal "virtual pipeline size" of 0; fewer micro batches than pp under interleaving name
   // the global batch, not a group-size flag the launch did not give.
@@ -646,8 +648,21 @@ TEST(MegatronArgs, UnmodelledFeaturesAreNamed) {
   std::string read_past;
   for (const auto& w : off.warnings)
     if (w.rfind("read past", 0) == 0) read_past = w;
-  EXPECT_NE(read_past.find("--fine-grained-activation-offloading"), std::string::npos) << read_past;
   EXPECT_NE(read_past.find("--offload-modules"), std::string::npos) << read_past;
+  auto said_in = [](const MegatronConfig& m, const std::string& text) {
+    for (const auto& w : m.warnings)
+      if (w.rfind(text, 0) == 0) return true;
+    return false;
+  };
+  EXPECT_TRUE(said_in(off, "--fine-grained-activation-offloading: the offloaded modules' activations"));
+  // Memory features read past say which way the numbers are off.
+  const MegatronConfig mem = parse_megatron_args(
+      with(base_args(), {"--fp32-residual-connection", "--distribute-saved-activations",
+                         "--mlp-chunks-for-training", "2", "--offload-optimizer-states"}));
+  EXPECT_TRUE(said_in(mem, "--fp32-residual-connection: the residual stream is priced in the compute dtype"));
+  EXPECT_TRUE(said_in(mem, "--distribute-saved-activations: checkpointed layer inputs are priced whole"));
+  EXPECT_TRUE(said_in(mem, "--mlp-chunks-for-training: the MLP is priced over the whole sequence"));
+  EXPECT_TRUE(said_in(mem, "--offload-optimizer-states: optimizer states on the CPU are not modelled"));
   for (const char* quiet : {"--no-load-optim", "--log-num-zeros-in-grad", "--logging-level", "--load"})
     EXPECT_EQ(read_past.find(std::string(quiet) + ","), std::string::npos) << quiet << ": " << read_past;
   EXPECT_EQ(read_past.find("--logging-level"), std::string::npos) << read_past;

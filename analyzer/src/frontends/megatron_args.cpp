@@ -197,6 +197,17 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--moe-paged-stash",
        "the paged expert-activation stash is not modelled: the experts' activations are priced as Megatron's "
        "plain tensors"},
+      {"--offload-optimizer-states", "optimizer states on the CPU are not modelled: memory here is high"},
+      {"--fine-grained-activation-offloading",
+       "the offloaded modules' activations (--offload-modules) are priced as kept on the device: memory here "
+       "is high"},
+      {"--fp32-residual-connection",
+       "the residual stream is priced in the compute dtype, not fp32: activation memory here is low"},
+      {"--distribute-saved-activations",
+       "checkpointed layer inputs are priced whole on every tensor-parallel rank, not split over it: memory "
+       "here is high under full recompute"},
+      {"--mlp-chunks-for-training",
+       "the MLP is priced over the whole sequence at once, not in chunks: its activation peak here is high"},
   };
   std::set<std::string> said;
   for (const auto& name : cfg.ignored)
@@ -283,6 +294,13 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                        "experimental attention variants (gated delta net linear attention, DeepSeek sparse "
                        "attention) are not modelled: preflight prices softmax attention over the causal keys "
                        "(or a sliding window), which would misprice these layers' time and memory");
+  // Manifold-constrained hyper-connections (mHC: n residual streams mixed by learned doubly stochastic
+  // matrices; TransformerConfig.enable_mhc_connections) widen every layer's residual stream n-fold.
+  if (std::find(cfg.ignored.begin(), cfg.ignored.end(), "--enable-mhc-connections") != cfg.ignored.end())
+    throw InputError(
+        "--enable-mhc-connections",
+        "hyper-connections (several residual streams per token) are not modelled: preflight prices "
+        "one residual stream of the hidden size");
   // Latent MoE (Nemotron 3's LatentMoE): the routed experts run on a projection of the hidden state to
   // --moe-latent-size (fc1 / fc2_latent_proj around the exchanges, the exchanges and the experts at the
   // latent width; megatron/core/transformer/moe/moe_layer.py): pricing the experts at the hidden width would
