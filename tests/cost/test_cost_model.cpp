@@ -1501,10 +1501,9 @@ TEST(CostModel, QuickGegluIsGated) {
 // grow likewise.  Refused with MLA; the unpriced sigmoid gating is named.  (It was read past silently.)
 TEST(CostModel, AttentionOutputGateWidensTheQkvProjection) {
   const std::string base =
-      "--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --group-query-attention --num-query-groups "
-      "4 "
-      "--seq-length 1024 --max-position-embeddings 1024 --vocab-size 32000 --micro-batch-size 1 "
-      "--global-batch-size 1 --disable-bias-linear --swiglu ";
+      "--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --group-query-attention "
+      "--num-query-groups 4 --seq-length 1024 --max-position-embeddings 1024 --vocab-size 32000 "
+      "--micro-batch-size 1 --global-batch-size 1 --disable-bias-linear --swiglu ";
   const auto plain = parse_megatron_args(preflight::test::words(base));
   const auto gated = parse_megatron_args(preflight::test::words(base + "--attention-output-gate"));
   EXPECT_TRUE(gated.model.attention_output_gate);
