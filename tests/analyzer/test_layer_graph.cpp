@@ -445,6 +445,65 @@ TEST(Memory, InterleavedFirstStageMatchesMegatronFactor) {
   EXPECT_DOUBLE_EQ(act, layers_bytes + 7 * embedding_ids);
 }
 
+// Megatron's interleaved warm-up with --microbatch-group-size-per-virtual-pipeline-stage g: (p − 1 − r) · 2 +
+// (m − 1) · g forwards, chunk (k mod g·m) / g for the k-th; with --overlap-moe-expert-parallel-comm one more
+// (schedules.py: its combined 1F1B pairs a forward with an independent backward).  Both were priced with
+// g = p and no extra forward: a memory model that held fewer activations than Megatron does.
+TEST(Memory, InterleavedWarmupFollowsTheGroupSizeAndTheExpertParallelOverlap) {
+  const std::vector<std::string> base = {"--num-layers",
+                                         "16",
+                                         "--hidden-size",
+                                         "256",
+                                         "--num-attention-heads",
+                                         "4",
+                                         "--seq-length",
+                                         "128",
+                                         "--vocab-size",
+                                         "1000",
+                                         "--pipeline-model-parallel-size",
+                                         "4",
+                                         "--num-layers-per-virtual-pipeline-stage",
+                                         "2",
+                                         "--world-size",
+                                         "4",
+                                         "--global-batch-size",
+                                         "64",
+                                         "--hidden-dropout",
+                                         "0",
+                                         "--position-embedding-type",
+                                         "rope",
+                                         "--disable-bias-linear"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> w = base;
+    w.insert(w.end(), extra.begin(), extra.end());
+    return stage_memory(graph_of(w));
+  };
+  const MemoryReport plain = with({});
+  // Rank 3 (last): warm-up (m − 1) · p = 4 forwards, 5 in flight, all of chunk 0.
+  EXPECT_DOUBLE_EQ(plain.stages[3].inflight_microbatches, 5.0 / 2);
+  // Group 6: (m − 1) · 6 = 6 forwards, 7 in flight (chunk 0 for the first 6, then chunk 1).
+  const MemoryReport grouped = with({"--microbatch-group-size-per-virtual-pipeline-stage", "6"});
+  EXPECT_DOUBLE_EQ(grouped.stages[3].inflight_microbatches, 7.0 / 2);
+  EXPECT_GT(grouped.stages[3].activation_bytes, plain.stages[3].activation_bytes);
+  // The expert-parallel overlap (MoE, ep 2): one more chunk in flight on every rank.
+  const std::vector<std::string> moe = {"--num-experts",
+                                        "4",
+                                        "--expert-model-parallel-size",
+                                        "2",
+                                        "--moe-token-dispatcher-type",
+                                        "alltoall",
+                                        "--world-size",
+                                        "8",
+                                        "--moe-grouped-gemm"};
+  std::vector<std::string> overlap = moe;
+  overlap.push_back("--overlap-moe-expert-parallel-comm");
+  const MemoryReport eager = with(moe), paired = with(overlap);
+  for (std::size_t r = 0; r < 4; ++r)
+    EXPECT_DOUBLE_EQ(paired.stages[r].inflight_microbatches, eager.stages[r].inflight_microbatches + 0.5)
+        << r;
+  EXPECT_GT(paired.stages[0].activation_bytes, eager.stages[0].activation_bytes);
+}
+
 // Every op carries the role of its Megatron-core module: the suffix of its path says which module it
 // is (a table written from Megatron-core's module names, not from the graph builder), and MTP ops are
 // exactly those under mtp.layers.<k>.
