@@ -1433,6 +1433,29 @@ TEST(CostModel, ExpertParallelOverlapHidesExchangesBehindTheOtherMicroBatch) {
         estimate(c.model, c.strategy, h100);
       },
       "--overlap-moe-expert-parallel-comm", "virtual pipeline");
+  // Interleaved: Megatron's combined 1F1B runs one more warm-up forward (schedules.py), on every rank — the
+  // last rank's first backward comes after (vpp − 1) · pp + 1 + 1 forwards, not (vpp − 1) · pp + 1.
+  EstimateOptions schedule;
+  schedule.schedule = true;
+  auto forwards_before_first_backward = [&](const std::string& extra) {
+    const MegatronConfig c = parse(
+        "--num-layers 4 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 "
+        "--nnodes 4 " +
+        extra);
+    const Estimate e = estimate(c.model, c.strategy, h100, schedule);
+    std::vector<const ScheduleEvent*> last;
+    for (const auto& ev : e.schedule)
+      if (ev.pp_rank == 1 && ev.category == "compute") last.push_back(&ev);
+    std::sort(last.begin(), last.end(), [](auto* a, auto* b) { return a->start_ms < b->start_ms; });
+    int n = 0;
+    for (const auto* ev : last) {
+      if (ev->name[0] == 'B') break;
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(forwards_before_first_backward(""), 3);
+  EXPECT_EQ(forwards_before_first_backward("--overlap-moe-expert-parallel-comm"), 4);
 }
 
 // GPT-OSS's attention (Megatron's examples/gptoss): a 128-key window on every layer but each 2nd

@@ -1230,15 +1230,16 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   std::vector<detail::StagePhases> phases;
   // --overlap-moe-expert-parallel-comm: a forward paired with a backward saves the chunk's
   // ep_overlap_saving_ms.  Of a rank's mbc·vpp backwards, all but the warm-up forwards' count are paired
-  // (Megatron's warm-up: 2·(pp − 1 − rank) + (vpp − 1)·group, rank 0 taken; pp 1: all but one); the saving
-  // is spread over every backward of the chunk.
+  // (Megatron's warm-up: 2·(pp − 1 − rank) + (vpp − 1)·group, and one more forward with the overlap, rank 0
+  // taken; pp 1: all but one); the saving is spread over every backward of the chunk.  The interleaved
+  // schedule below runs that extra warm-up forward too.
   const bool ep_overlap = st.overlap_moe_expert_parallel_comm && !st.simumax_compat;
   double paired_fraction = 0;
   if (ep_overlap) {
     const int vpp = std::max(1, st.vpp);
     const int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : pp;
     const double steps = static_cast<double>(est.micro_batches) * vpp;
-    const double warmup = pp == 1 ? 1 : std::min(steps, 2.0 * (pp - 1) + (vpp - 1.0) * group);
+    const double warmup = pp == 1 ? 1 : std::min(steps, 2.0 * (pp - 1) + (vpp - 1.0) * group + 1);
     paired_fraction = std::max(0.0, steps - warmup) / steps;
   }
   // --defer-embedding-wgrad-compute: the deferred output-layer weight gradients leave the head chunk's
@@ -1271,7 +1272,8 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
       for (auto& rank : per_rank)
         for (auto& ph : rank) ph.fwd_recv = ph.fwd_send = ph.bwd_recv = ph.bwd_send = 0;
       est.pipeline_ms = detail::interleaved_async_time(pp, st.vpp, est.micro_batches, group, per_rank, 0.0,
-                                                       opt.schedule ? &est.schedule : nullptr, &rank_tail);
+                                                       opt.schedule ? &est.schedule : nullptr, &rank_tail,
+                                                       ep_overlap ? 1 : 0);
     } else {
       try {
         est.pipeline_ms = detail::interleaved_sync_time(pp, st.vpp, est.micro_batches, group, per_rank,

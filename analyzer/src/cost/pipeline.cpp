@@ -442,9 +442,9 @@ double interleaved_sync_time(int pp, int vp, int mbc, int group,
   return with_tails(t, rank_tail_ms, events);
 }
 
-std::vector<PassItem> interleaved_program(int pp, int vp, int rank, int mbc, int group) {
+std::vector<PassItem> interleaved_program(int pp, int vp, int rank, int mbc, int group, int extra_warmup) {
   const int total = mbc * vp;
-  const int warmup = interleaved_warmup(pp, vp, rank, group, total);
+  const int warmup = std::min(interleaved_warmup(pp, vp, rank, group, total) + extra_warmup, total);
   const int remaining = total - warmup;
   const std::vector<std::pair<int, int>> table = interleaved_order(mbc, vp, group);
   std::vector<PassItem> seq;
@@ -462,7 +462,8 @@ std::vector<PassItem> interleaved_program(int pp, int vp, int rank, int mbc, int
 
 double interleaved_async_time(int pp, int vp, int mbc, int group,
                               const std::vector<std::vector<StagePhases>>& chunks, double p2p,
-                              std::vector<ScheduleEvent>* events, const std::vector<double>* rank_tail_ms) {
+                              std::vector<ScheduleEvent>* events, const std::vector<double>* rank_tail_ms,
+                              int extra_warmup) {
   // Finish time of each pass: [fwd/bwd][virtual stage c·pp + rank][micro batch]; < 0 = not run yet.
   const int stages = pp * vp;
   std::vector<std::vector<std::vector<double>>> done(
@@ -471,7 +472,7 @@ double interleaved_async_time(int pp, int vp, int mbc, int group,
     return done[fwd ? 0 : 1][static_cast<std::size_t>(chunk * pp + rank)][static_cast<std::size_t>(mb)];
   };
   std::vector<std::vector<PassItem>> prog(pp);
-  for (int r = 0; r < pp; ++r) prog[r] = interleaved_program(pp, vp, r, mbc, group);
+  for (int r = 0; r < pp; ++r) prog[r] = interleaved_program(pp, vp, r, mbc, group, extra_warmup);
   std::vector<std::size_t> next(pp, 0);
   std::vector<double> t(pp, 0.0);
   // The pass that feeds this one (virtual stage before it in the forward order, after it in the backward),

@@ -42,9 +42,11 @@ struct PassItem {
   int mb = 0, chunk = 0;
 };
 /// Megatron's per-rank order of passes (schedules.py forward_backward_pipelining_with_interleaving): the
-/// warm-up forwards (2·(pp − rank − 1) + (vpp − 1)·group, at most all), then one forward and one backward
-/// at a time, then the cool-down backwards; micro batches in groups of `group_size` through every chunk.
-std::vector<PassItem> interleaved_program(int pp, int vpp, int rank, int micro_batches, int group_size);
+/// warm-up forwards (2·(pp − rank − 1) + (vpp − 1)·group + `extra_warmup`, at most all — Megatron adds one
+/// with --overlap-moe-expert-parallel-comm), then one forward and one backward at a time, then the cool-down
+/// backwards; micro batches in groups of `group_size` through every chunk.
+std::vector<PassItem> interleaved_program(int pp, int vpp, int rank, int micro_batches, int group_size,
+                                          int extra_warmup = 0);
 
 /// Interleaved schedule with asynchronous p2p (Megatron's `overlap_p2p_comm`): each rank runs its program
 /// order, a pass starting when the rank is free and the pass feeding it (previous virtual stage's forward,
@@ -55,7 +57,7 @@ std::vector<PassItem> interleaved_program(int pp, int vpp, int rank, int micro_b
 double interleaved_async_time(int pp, int vpp, int micro_batches, int group_size,
                               const std::vector<std::vector<StagePhases>>& chunks, double p2p_ms,
                               std::vector<ScheduleEvent>* events = nullptr,
-                              const std::vector<double>* rank_tail_ms = nullptr);
+                              const std::vector<double>* rank_tail_ms = nullptr, int extra_warmup = 0);
 
 struct VppMemory {
   double peak_bytes = 0;  ///< activation peak over the local interleaved order
