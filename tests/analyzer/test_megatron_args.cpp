@@ -435,6 +435,12 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
   expect_error(with(base_args(), {"--num-experts", "8", "--moe-latent-size", "256"}), "--moe-latent-size");
   expect_error(with(base_args(), {"--enable-mhc-connections", "--mhc-num-residual-streams", "4"}),
                "--enable-mhc-connections");
+  // Selective-recompute modules Megatron refuses for the model (TransformerConfig.__post_init__).
+  expect_error(with(base_args(), {"--recompute-granularity", "selective", "--recompute-modules", "moe_act"}),
+               "--recompute-modules");
+  expect_error(
+      with(base_args(), {"--recompute-granularity", "selective", "--recompute-modules", "mla_up_proj"}),
+      "--recompute-modules");
   // Virtual stages larger than a pipeline stage (24 layers over pp 8: 3 per stage) name the virtual-stage
   // flag, not an internal "virtual pipeline size" of 0; fewer micro batches than pp under interleaving name
   // the global batch, not a group-size flag the launch did not give.

@@ -337,6 +337,18 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::check_interleaved_groups(cfg.strategy);
   megatron::read_cpu_offloading(f, cfg);
   megatron::read_embedding_wgrad_deferral(f, cfg);
+  // TransformerConfig.__post_init__'s checks of the selective-recompute modules against the model.
+  const auto& mods = cfg.strategy.recompute_modules;
+  auto listed = [&](const char* m) { return std::find(mods.begin(), mods.end(), m) != mods.end(); };
+  if (cfg.strategy.recompute_granularity == RecomputeGranularity::Selective) {
+    if (listed("moe_act") && !cfg.strategy.moe_grouped_gemm)
+      throw InputError("--recompute-modules",
+                       "moe_act is only supported with --moe-grouped-gemm (Megatron raises it too)");
+    if (listed("mla_up_proj") && !cfg.model.mla.enabled)
+      throw InputError(
+          "--recompute-modules",
+          "mla_up_proj is only supported with --multi-latent-attention (Megatron raises it too)");
+  }
   return cfg;
 }
 
