@@ -8,6 +8,7 @@
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/model/memory.hpp"
+#include "preflight/analyzer/model/memory_timeline.hpp"
 #include "preflight/analyzer/model/strategy.hpp"
 #include "preflight/common/error.hpp"
 #include "test_support.hpp"
@@ -443,6 +444,50 @@ TEST(Memory, InterleavedFirstStageMatchesMegatronFactor) {
   double act = mem.stages[0].activation_bytes;
   double layers_bytes = expected_layers * (per_layer + stats_per_layer);
   EXPECT_DOUBLE_EQ(act, layers_bytes + 7 * embedding_ids);
+}
+
+// --offload-optimizer-states (Megatron's OptimizerStateOffloader): the distributed optimizer's moments and
+// master weights live on the host between steps, so the forward / backward peak is the same without them and
+// the step holds them with no activations (it was read past: the peak counted them).
+TEST(Memory, OffloadedOptimizerStatesLeaveTheTrainingPeak) {
+  const std::vector<std::string> base = {"--num-layers",
+                                         "8",
+                                         "--hidden-size",
+                                         "512",
+                                         "--num-attention-heads",
+                                         "8",
+                                         "--seq-length",
+                                         "1024",
+                                         "--vocab-size",
+                                         "32000",
+                                         "--pipeline-model-parallel-size",
+                                         "2",
+                                         "--world-size",
+                                         "4",
+                                         "--global-batch-size",
+                                         "8",
+                                         "--use-distributed-optimizer",
+                                         "--swiglu",
+                                         "--disable-bias-linear"};
+  std::vector<std::string> off = base;
+  off.push_back("--offload-optimizer-states");
+  const LayerGraph g0 = graph_of(base), g1 = graph_of(off);
+  const MemoryReport m0 = stage_memory(g0), m1 = stage_memory(g1);
+  for (int r = 0; r < 2; ++r) {
+    const auto& s = m1.stages[static_cast<std::size_t>(r)];
+    ASSERT_GT(s.optimizer_bytes, 0);
+    EXPECT_DOUBLE_EQ(s.optimizer_bytes, m0.stages[static_cast<std::size_t>(r)].optimizer_bytes);
+    const PeakPoint p0 = stage_peak(g0, r), p1 = stage_peak(g1, r);
+    // Training peak without the optimizer bytes, or the step with them and nothing else.
+    EXPECT_DOUBLE_EQ(p1.bytes, std::max(p0.bytes - s.optimizer_bytes, s.static_bytes())) << r;
+    EXPECT_LT(p1.bytes, p0.bytes) << r;
+    EXPECT_DOUBLE_EQ(s.total_bytes(),
+                     m0.stages[static_cast<std::size_t>(r)].total_bytes() - s.optimizer_bytes);
+  }
+  // Megatron's offloader moves the distributed optimizer's shards: refused without it.
+  std::vector<std::string> plain(base.begin(), base.end() - 3);
+  plain.push_back("--offload-optimizer-states");
+  EXPECT_THROW(graph_of(plain), preflight::InputError);
 }
 
 // Megatron's interleaved warm-up with --microbatch-group-size-per-virtual-pipeline-stage g: (p − 1 − r) · 2 +

@@ -662,13 +662,17 @@ TEST(MegatronArgs, UnmodelledFeaturesAreNamed) {
   };
   EXPECT_TRUE(said_in(off, "--fine-grained-activation-offloading: the offloaded modules' activations"));
   // Memory features read past say which way the numbers are off.
-  const MegatronConfig mem = parse_megatron_args(
-      with(base_args(), {"--fp32-residual-connection", "--distribute-saved-activations",
-                         "--mlp-chunks-for-training", "2", "--offload-optimizer-states"}));
+  const MegatronConfig mem =
+      parse_megatron_args(with(base_args(), {"--fp32-residual-connection", "--distribute-saved-activations",
+                                             "--mlp-chunks-for-training", "2"}));
   EXPECT_TRUE(said_in(mem, "--fp32-residual-connection: the residual stream is priced in the compute dtype"));
   EXPECT_TRUE(said_in(mem, "--distribute-saved-activations: checkpointed layer inputs are priced whole"));
   EXPECT_TRUE(said_in(mem, "--mlp-chunks-for-training: the MLP is priced over the whole sequence"));
-  EXPECT_TRUE(said_in(mem, "--offload-optimizer-states: optimizer states on the CPU are not modelled"));
+  // --offload-optimizer-states is modelled (Memory.OffloadedOptimizerStatesLeaveTheTrainingPeak).
+  const MegatronConfig offloaded =
+      parse_megatron_args(with(base_args(), {"--use-distributed-optimizer", "--offload-optimizer-states"}));
+  EXPECT_TRUE(offloaded.strategy.offload_optimizer_states);
+  EXPECT_FALSE(said_in(offloaded, "--offload-optimizer-states"));
   for (const char* quiet : {"--no-load-optim", "--log-num-zeros-in-grad", "--logging-level", "--load"})
     EXPECT_EQ(read_past.find(std::string(quiet) + ","), std::string::npos) << quiet << ": " << read_past;
   EXPECT_EQ(read_past.find("--logging-level"), std::string::npos) << read_past;

@@ -197,7 +197,6 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--moe-paged-stash",
        "the paged expert-activation stash is not modelled: the experts' activations are priced as Megatron's "
        "plain tensors"},
-      {"--offload-optimizer-states", "optimizer states on the CPU are not modelled: memory here is high"},
       {"--fine-grained-activation-offloading",
        "the offloaded modules' activations (--offload-modules) are priced as kept on the device: memory here "
        "is high"},
@@ -337,6 +336,12 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::check_interleaved_groups(cfg.strategy);
   megatron::read_cpu_offloading(f, cfg);
   megatron::read_embedding_wgrad_deferral(f, cfg);
+  // Megatron's OptimizerStateOffloader works on the distributed optimizer's shards only
+  // (distrib_optimizer.py).
+  if (cfg.strategy.offload_optimizer_states && !cfg.strategy.distributed_optimizer)
+    throw InputError("--offload-optimizer-states",
+                     "needs --use-distributed-optimizer (Megatron's offloader "
+                     "moves the distributed optimizer's shards)");
   // TransformerConfig.__post_init__'s checks of the selective-recompute modules against the model.
   const auto& mods = cfg.strategy.recompute_modules;
   auto listed = [&](const char* m) { return std::find(mods.begin(), mods.end(), m) != mods.end(); };

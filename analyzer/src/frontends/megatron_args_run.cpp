@@ -66,6 +66,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--num-layers-at-start-in-bf16", Arity::One},
       {"--num-layers-at-end-in-bf16", Arity::One},
       {"--use-distributed-optimizer", Arity::Switch},
+      {"--offload-optimizer-states", Arity::Switch},
       {"--use-megatron-fsdp", Arity::Switch},
       {"--zero-stage", Arity::One},
       {"--num-distributed-optimizer-instances", Arity::One},
@@ -489,6 +490,7 @@ void read_numerics(const Flags& f, Strategy& st) {
   }
   st.fp8_param_gather = f.has("--fp8-param-gather") || f.has("--fp4-param-gather");
   st.distributed_optimizer = f.has("--use-distributed-optimizer");
+  st.offload_optimizer_states = f.has("--offload-optimizer-states");
   if (f.has("--num-distributed-optimizer-instances")) {
     st.dist_opt_instances = static_cast<int>(
         parse_int("--num-distributed-optimizer-instances", f.get("--num-distributed-optimizer-instances")));

@@ -89,6 +89,7 @@ MemoryReport stage_memory(const LayerGraph& graph) {
                    expert * bpp.grad / (shard_grads ? expert_shard : 1.0);
     s.buffer_bytes += fsdp_buffer;
     s.optimizer_bytes = dense * bpp.optimizer / dense_shard + expert * bpp.optimizer / expert_shard;
+    s.optimizer_offloaded = st.offload_optimizer_states;
 
     if (st.vpp <= 1) {
       s.inflight_microbatches = std::min(st.pp - r, m);

@@ -55,6 +55,8 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
     throw InputError("stage", "no pipeline stage " + std::to_string(pp_rank));
   MemoryReport mem = stage_memory(graph);
   const StageMemory& sm = mem.stages[pp_rank];
+  // --offload-optimizer-states: the optimizer bytes are on the device at the step only.
+  const double offloaded = st.offload_optimizer_states ? sm.optimizer_bytes : 0.0;
   if (st.vpp > 1) {
     // Interleaved schedule: not walked op by op; the steady total (static + the in-flight chunks'
     // activations) plus the largest transient any op of the rank's chunks allocates.
@@ -69,12 +71,18 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
           where = op.path;
         }
       }
-    p.bytes = sm.total_bytes() + transient;
-    p.static_bytes = sm.static_bytes();
+    p.bytes = sm.static_bytes() - offloaded + sm.activation_bytes + transient;
+    p.static_bytes = sm.static_bytes() - offloaded;
     p.activation_bytes = sm.activation_bytes;
     p.transient_bytes = transient;
     p.phase = "interleaved (steady total + largest op transient)";
     p.op = where;
+    if (offloaded > 0 && sm.static_bytes() > p.bytes) {
+      p = PeakPoint{};
+      p.bytes = p.static_bytes = sm.static_bytes();
+      p.phase = "optimizer";
+      p.op = "optimizer states reloaded";
+    }
     return p;
   }
   const StageGraph& chunk = *graph.stage(pp_rank).front();
@@ -88,7 +96,7 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
   const double stage_output = n > 0 && !last_stage ? static_cast<double>(ops.back().output_bytes) : 0;
 
   Tracker t;
-  t.static_bytes = sm.static_bytes();
+  t.static_bytes = sm.static_bytes() - offloaded;
 
   // ---- forward of the last micro batch before the first backward ----
   t.act = (inflight - 1) * kept_mb + (n > 0 ? static_cast<double>(ops.front().kept_input_bytes()) : 0);
@@ -195,6 +203,12 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
   }
 
   // ---- optimizer step ----
+  if (offloaded > 0) {  // the states back on the device, the activations gone
+    t.static_bytes += offloaded;
+    t.act = 0;
+    t.trans = 0;
+    t.candidate(0, "optimizer", "optimizer states reloaded");
+  }
   if (!torch_cpu && st.param_bytes == 0 && st.precision != Precision::FP32 && st.main_grad_bytes() < 4) {
     // 16-bit main grads: the mixed-precision optimizer gives each fp32 main parameter an fp32 copy of its
     // gradient for the step (`_copy_model_grads_to_main_grads`: `main_param.grad = main_grad.float()`; the

@@ -413,6 +413,9 @@ std::string memory_section(const LayerGraph& g, const MemoryReport& mem, const A
       std::string(g.strategy.vpp > 1 ? "interleaved schedule" : "1F1B: min(pp − stage, micro batches)") +
       "; total = weights + grads + optimizer + activations" +
       (buffers > 0 ? " + runtime buffers (up to " + mib(buffers) + " MiB" + deferred + ")" : std::string()) +
+      (g.strategy.offload_optimizer_states
+           ? ", the optimizer's bytes only at the step, without activations (--offload-optimizer-states)"
+           : std::string()) +
       "; peak = the highest allocated memory along the schedule, transients included (what Megatron's "
       "`max allocated` reports), and where it falls; not counted: allocator fragmentation, CUDA context, "
       "NCCL buffers)\n";

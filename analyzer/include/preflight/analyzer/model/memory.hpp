@@ -19,6 +19,7 @@
 ///   activations of the chunk it ran (chunk = ⌊k / pp⌋ mod vpp for the k-th forward).
 /// Not modelled: allocator fragmentation, CUDA context / NCCL buffers, transient op workspaces.
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -41,8 +42,14 @@ struct StageMemory {
   double activation_bytes = 0;                 ///< activations alive at the peak
   double overhead_bytes = 0;  ///< calibrated constant per rank (StageGraph::overhead_bytes); 0 uncalibrated
   double buffer_bytes = 0;    ///< Megatron's persistent buffers (StageGraph::runtime_buffer_bytes)
+  /// Strategy::offload_optimizer_states: the optimizer bytes are on the device at the step only, when no
+  /// activations are.
+  bool optimizer_offloaded = false;
+  /// Steady total: static + activations; with the optimizer offloaded the larger of the training phase
+  /// (without the optimizer bytes) and the step (static, no activations).
   double total_bytes() const {
-    return weight_bytes + grad_bytes + optimizer_bytes + activation_bytes + overhead_bytes + buffer_bytes;
+    const double training = weight_bytes + grad_bytes + activation_bytes + overhead_bytes + buffer_bytes;
+    return optimizer_offloaded ? std::max(training, static_bytes()) : training + optimizer_bytes;
   }
   double static_bytes() const {
     return weight_bytes + grad_bytes + optimizer_bytes + overhead_bytes + buffer_bytes;

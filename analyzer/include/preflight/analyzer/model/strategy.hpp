@@ -207,6 +207,10 @@ struct Strategy {
   }
   Optimizer optimizer = Optimizer::Adam;
   bool distributed_optimizer = false;               ///< shard fp32 master weights + moments over DP (ZeRO-1)
+  /// `--offload-optimizer-states` (Megatron's OptimizerStateOffloader, distributed optimizer only): the
+  /// moments and fp32 master weights go to the host after each step and come back before the next, so the
+  /// optimizer bytes are on the device only at the step — not at the forward / backward peak.
+  bool offload_optimizer_states = false;
   bool grad_reduce_in_bf16 = false;                 ///< `--grad-reduce-in-bf16`: bf16 main grads
   bool accumulate_allreduce_grads_in_fp32 = false;  ///< fp16 only; forced on for bf16 by Megatron
   /// Optimizer state bytes per parameter: the master copy (16-bit training) and Adam's two moments (SGD:
