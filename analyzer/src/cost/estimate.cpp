@@ -1236,11 +1236,9 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   const bool ep_overlap = st.overlap_moe_expert_parallel_comm && !st.simumax_compat;
   double paired_fraction = 0;
   if (ep_overlap) {
-    const int vpp = std::max(1, st.vpp);
-    const int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : pp;
-    const double steps = static_cast<double>(est.micro_batches) * vpp;
-    const double warmup = pp == 1 ? 1 : std::min(steps, 2.0 * (pp - 1) + (vpp - 1.0) * group + 1);
-    paired_fraction = std::max(0.0, steps - warmup) / steps;
+    const int steps = est.micro_batches * std::max(1, st.vpp);
+    const int warmup = pp == 1 ? 1 : st.interleaved_warmup(0, steps);
+    paired_fraction = std::max(0.0, static_cast<double>(steps - warmup)) / steps;
   }
   // --defer-embedding-wgrad-compute: the deferred output-layer weight gradients leave the head chunk's
   // backwards (spread over its micro batches) and run after the last rank's last pass, in the flush.

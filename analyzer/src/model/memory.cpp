@@ -95,15 +95,13 @@ MemoryReport stage_memory(const LayerGraph& graph) {
       s.inflight_microbatches = std::min(st.pp - r, m);
       s.activation_bytes = s.inflight_microbatches * chunk_act[0];
     } else {
-      // Megatron's interleaved warm-up (schedules.py get_pp_rank_microbatches): (pp − rank − 1) · 2 + (vpp −
-      // 1) · group forwards, group = --microbatch-group-size-per-virtual-pipeline-stage (pp by default), and
-      // one more with --overlap-moe-expert-parallel-comm (its combined 1F1B pairs a forward with an
-      // independent backward); the k-th forward runs chunk (k mod group·vpp) / group.
+      // Megatron's interleaved warm-up forwards (Strategy::interleaved_warmup: the micro-batch group size per
+      // virtual stage, one more with the expert-parallel overlap) and the one that meets the first backward;
+      // the k-th forward runs chunk (k mod group·vpp) / group.
       const int group =
           st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : st.pp;
       int total = m * st.vpp;
-      int warmup = (st.pp - r - 1) * 2 + (st.vpp - 1) * group + (st.overlap_moe_expert_parallel_comm ? 1 : 0);
-      int inflight = std::min(warmup + 1, total);
+      int inflight = std::min(st.interleaved_warmup(r, total) + 1, total);
       double act = 0;
       for (int k = 0; k < inflight; ++k) act += chunk_act[(k % (group * st.vpp)) / group];
       s.inflight_microbatches = static_cast<double>(inflight) / st.vpp;

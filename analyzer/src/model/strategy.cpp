@@ -256,6 +256,12 @@ std::vector<int> Strategy::layers_per_stage(int num_layers) const {
   return out;
 }
 
+int Strategy::interleaved_warmup(int rank, int total) const {
+  const int group = microbatch_group_size_per_vp_stage > 0 ? microbatch_group_size_per_vp_stage : pp;
+  const int extra = overlap_moe_expert_parallel_comm && !simumax_compat ? 1 : 0;
+  return std::min((pp - rank - 1) * 2 + (std::max(1, vpp) - 1) * group + extra, total);
+}
+
 void Strategy::validate(const ModelSpec& model) const {
   auto positive = [](std::int64_t v, const char* flag) {
     if (v <= 0) throw InputError(flag, "must be a positive number, got " + std::to_string(v));

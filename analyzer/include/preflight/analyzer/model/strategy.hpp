@@ -389,6 +389,12 @@ struct Strategy {
   PipelineSchedule schedule() const {
     return vpp > 1 ? PipelineSchedule::Interleaved : PipelineSchedule::OneFOneB;
   }
+  /// Forward passes (virtual-chunk passes) pipeline rank `rank` runs before its first backward under the
+  /// interleaved schedule, at most `total` (micro batches · vpp): Megatron's (pp − 1 − rank) · 2 + (vpp − 1)
+  /// · group (group = microbatch_group_size_per_vp_stage, pp by default), one more with the expert-parallel
+  /// overlap's combined 1F1B (pipeline_parallel/schedules.py get_pp_rank_microbatches; not under
+  /// simumax_compat).
+  int interleaved_warmup(int rank, int total) const;
   /// Bytes of one parameter / activation element in the compute precision (fp8 is not counted here).
   int element_bytes() const { return precision == Precision::FP32 ? 4 : 2; }
   /// Bytes per element of the gradient buffer Megatron's DDP reduces (main_grad).
