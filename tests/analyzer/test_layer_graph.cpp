@@ -490,6 +490,77 @@ TEST(Memory, OffloadedOptimizerStatesLeaveTheTrainingPeak) {
   EXPECT_THROW(graph_of(plain), preflight::InputError);
 }
 
+// Megatron's fine-grained activation offloading: each listed module's saved input leaves the device between
+// forward and backward (from --min-offloaded-tensor-size elements); the module checks Megatron makes are
+// refused by name.  It was read past (the activations priced as kept).
+TEST(Memory, FineGrainedActivationOffloadingFreesSavedInputs) {
+  const std::vector<std::string> base = {"--num-layers",
+                                         "2",
+                                         "--hidden-size",
+                                         "1024",
+                                         "--num-attention-heads",
+                                         "8",
+                                         "--seq-length",
+                                         "4096",
+                                         "--vocab-size",
+                                         "32000",
+                                         "--world-size",
+                                         "8",
+                                         "--global-batch-size",
+                                         "8",
+                                         "--swiglu",
+                                         "--disable-bias-linear",
+                                         "--num-experts",
+                                         "8",
+                                         "--expert-model-parallel-size",
+                                         "8",
+                                         "--moe-grouped-gemm",
+                                         "--moe-token-dispatcher-type",
+                                         "alltoall",
+                                         "--use-flash-attn"};
+  auto graph = [&](std::vector<std::string> extra) {
+    std::vector<std::string> w = base;
+    w.insert(w.end(), extra.begin(), extra.end());
+    return graph_of(w);
+  };
+  auto kept_input = [](const LayerGraph& g, OpRole role) {
+    std::int64_t n = 0;
+    for (const auto& chunk : g.chunks)
+      for (const auto& op : chunk.ops)
+        if (op.role == role)
+          for (const auto& t : op.kept)
+            if (t.is_input || t.name == "input" || t.name == "q" || t.name == "k" || t.name == "v")
+              n += t.bytes;
+    return n;
+  };
+  const LayerGraph plain = graph({});
+  const LayerGraph off = graph(
+      {"--fine-grained-activation-offloading", "--offload-modules", "expert_fc1", "core_attn", "attn_proj"});
+  const std::int64_t fc1 = kept_input(plain, OpRole::ExpertsFc1),
+                     attn = kept_input(plain, OpRole::CoreAttention),
+                     proj = kept_input(plain, OpRole::AttnProj);
+  ASSERT_GT(fc1, 0);
+  ASSERT_GT(attn, 0);
+  ASSERT_GT(proj, 0);
+  EXPECT_EQ(kept_input(off, OpRole::ExpertsFc1) + kept_input(off, OpRole::CoreAttention) +
+                kept_input(off, OpRole::AttnProj),
+            0);
+  EXPECT_EQ(plain.stage(0).front()->kept_activation_bytes() - off.stage(0).front()->kept_activation_bytes(),
+            fc1 + attn + proj);
+  // Tensors below the size threshold stay (here: every one of them).
+  const LayerGraph small = graph({"--fine-grained-activation-offloading", "--offload-modules", "expert_fc1",
+                                  "--min-offloaded-tensor-size", "1000000000"});
+  EXPECT_EQ(kept_input(small, OpRole::ExpertsFc1), fc1);
+  // Megatron's checks.
+  EXPECT_THROW(graph({"--fine-grained-activation-offloading", "--offload-modules", "attn_proj"}),
+               preflight::InputError);
+  EXPECT_THROW(
+      graph({"--fine-grained-activation-offloading", "--offload-modules", "fused_group_mlp", "moe_act"}),
+      preflight::InputError);
+  EXPECT_THROW(graph({"--fine-grained-activation-offloading", "--offload-modules", "everything"}),
+               preflight::InputError);
+}
+
 // Megatron's interleaved warm-up with --microbatch-group-size-per-virtual-pipeline-stage g: (p − 1 − r) · 2 +
 // (m − 1) · g forwards, chunk (k mod g·m) / g for the k-th; with --overlap-moe-expert-parallel-comm one more
 // (schedules.py: its combined 1F1B pairs a forward with an independent backward).  Both were priced with

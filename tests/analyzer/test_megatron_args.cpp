@@ -648,19 +648,22 @@ TEST(MegatronArgs, UnmodelledFeaturesAreNamed) {
   EXPECT_FALSE(said("--lr"));
   // Offloading flags are named (the word "load" of --no-load-optim hid every "offload" flag before), and
   // checkpoint / logging flags still are not.
-  const MegatronConfig off = parse_megatron_args(with(
-      base_args(), {"--fine-grained-activation-offloading", "--offload-modules", "moe_act", "--no-load-optim",
-                    "--log-num-zeros-in-grad", "--logging-level", "20", "--load", "/ckpt"}));
+  const MegatronConfig off = parse_megatron_args(
+      with(base_args(), {"--fine-grained-activation-offloading", "--offload-modules", "moe_act",
+                         "--delta-offload-bytes-across-pp-ranks", "1024", "--no-load-optim",
+                         "--log-num-zeros-in-grad", "--logging-level", "20", "--load", "/ckpt"}));
   std::string read_past;
   for (const auto& w : off.warnings)
     if (w.rfind("read past", 0) == 0) read_past = w;
-  EXPECT_NE(read_past.find("--offload-modules"), std::string::npos) << read_past;
+  EXPECT_NE(read_past.find("--delta-offload-bytes-across-pp-ranks"), std::string::npos) << read_past;
   auto said_in = [](const MegatronConfig& m, const std::string& text) {
     for (const auto& w : m.warnings)
       if (w.rfind(text, 0) == 0) return true;
     return false;
   };
-  EXPECT_TRUE(said_in(off, "--fine-grained-activation-offloading: the offloaded modules' activations"));
+  // Fine-grained activation offloading is modelled (Memory.FineGrainedActivationOffloadingFreesSavedInputs).
+  EXPECT_TRUE(said_in(off, "--fine-grained-activation-offloading: the saved inputs of moe_act"));
+  EXPECT_EQ(off.strategy.offload_modules, std::vector<std::string>{"moe_act"});
   // Memory features read past say which way the numbers are off.
   const MegatronConfig mem =
       parse_megatron_args(with(base_args(), {"--fp32-residual-connection", "--distribute-saved-activations",

@@ -197,9 +197,6 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--moe-paged-stash",
        "the paged expert-activation stash is not modelled: the experts' activations are priced as Megatron's "
        "plain tensors"},
-      {"--fine-grained-activation-offloading",
-       "the offloaded modules' activations (--offload-modules) are priced as kept on the device: memory here "
-       "is high"},
       {"--fp32-residual-connection",
        "the residual stream is priced in the compute dtype, not fp32: activation memory here is low"},
       {"--distribute-saved-activations",
@@ -336,6 +333,15 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::check_interleaved_groups(cfg.strategy);
   megatron::read_cpu_offloading(f, cfg);
   megatron::read_embedding_wgrad_deferral(f, cfg);
+  if (!cfg.strategy.offload_modules.empty()) {
+    std::string list;
+    for (const auto& m : cfg.strategy.offload_modules) list += (list.empty() ? "" : ", ") + m;
+    cfg.warnings.push_back(
+        "--fine-grained-activation-offloading: the saved inputs of " + list + " (from " +
+        std::to_string(cfg.strategy.min_offloaded_tensor_elements) +
+        " elements) leave the device between forward and backward; the transfers are taken "
+        "as hidden behind compute (not priced)");
+  }
   // Megatron's OptimizerStateOffloader works on the distributed optimizer's shards only
   // (distrib_optimizer.py).
   if (cfg.strategy.offload_optimizer_states && !cfg.strategy.distributed_optimizer)

@@ -67,6 +67,9 @@ const std::vector<FlagSpec>& training_flags() {
       {"--num-layers-at-end-in-bf16", Arity::One},
       {"--use-distributed-optimizer", Arity::Switch},
       {"--offload-optimizer-states", Arity::Switch},
+      {"--fine-grained-activation-offloading", Arity::Switch},
+      {"--offload-modules", Arity::Many},
+      {"--min-offloaded-tensor-size", Arity::One},
       {"--use-megatron-fsdp", Arity::Switch},
       {"--zero-stage", Arity::One},
       {"--num-distributed-optimizer-instances", Arity::One},
@@ -491,6 +494,36 @@ void read_numerics(const Flags& f, Strategy& st) {
   st.fp8_param_gather = f.has("--fp8-param-gather") || f.has("--fp4-param-gather");
   st.distributed_optimizer = f.has("--use-distributed-optimizer");
   st.offload_optimizer_states = f.has("--offload-optimizer-states");
+  // Fine-grained activation offloading (TransformerConfig.fine_grained_activation_offloading and its checks).
+  if (f.has("--fine-grained-activation-offloading")) {
+    std::istringstream in(f.has("--offload-modules") ? f.get("--offload-modules") : std::string());
+    std::string m;
+    static const std::set<std::string> known = {"attn_norm", "qkv_linear", "core_attn", "attn_proj",
+                                                "mlp_norm",  "expert_fc1", "moe_act",   "fused_group_mlp"};
+    while (in >> m) {
+      if (!known.count(m))
+        throw InputError("--offload-modules", "unknown module '" + m +
+                                                  "' (attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, "
+                                                  "expert_fc1, moe_act, fused_group_mlp)");
+      st.offload_modules.push_back(m);
+    }
+    auto listed = [&](const char* x) {
+      return std::find(st.offload_modules.begin(), st.offload_modules.end(), x) != st.offload_modules.end();
+    };
+    if (listed("attn_proj") && !listed("core_attn"))
+      throw InputError("--offload-modules",
+                       "attn_proj must be offloaded together with core_attn (Megatron "
+                       "asserts it)");
+    if (listed("fused_group_mlp") && (listed("expert_fc1") || listed("moe_act")))
+      throw InputError("--offload-modules",
+                       "fused_group_mlp offloads the whole grouped MLP: not with expert_fc1 or moe_act");
+    if (f.has("--min-offloaded-tensor-size")) {
+      st.min_offloaded_tensor_elements =
+          parse_int("--min-offloaded-tensor-size", f.get("--min-offloaded-tensor-size"));
+      if (st.min_offloaded_tensor_elements < 0)
+        throw InputError("--min-offloaded-tensor-size", "must not be negative");
+    }
+  }
   if (f.has("--num-distributed-optimizer-instances")) {
     st.dist_opt_instances = static_cast<int>(
         parse_int("--num-distributed-optimizer-instances", f.get("--num-distributed-optimizer-instances")));

@@ -114,6 +114,7 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
       // Consecutive recomputed ops are one checkpoint call (core_attn; the whole MLP).
       selective_checkpoints = number_selective_checkpoints(ops, selective_checkpoints);
     }
+    apply_offload(c, ops);
     for (auto& op : ops) g.ops.push_back(std::move(op));
   }
 

@@ -144,6 +144,7 @@ void add_mtp_layer(const Ctx& c, std::vector<Op>& ops, int k, bool embedding_wei
     apply_selective(c, layer);
     number_selective_checkpoints(layer, next_checkpoint_id(ops));
   }
+  apply_offload(c, layer);
   for (auto& op : layer) block.push_back(std::move(op));
 
   std::vector<Op> tail;

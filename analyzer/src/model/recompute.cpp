@@ -128,6 +128,47 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops, const std::vector<std::
   }
 }
 
+void apply_offload(const Ctx& c, std::vector<Op>& ops) {
+  const auto& mods = c.st.offload_modules;
+  if (mods.empty()) return;
+  auto has = [&](const char* m) { return std::find(mods.begin(), mods.end(), m) != mods.end(); };
+  auto offloaded = [&](OpRole r) {
+    switch (r) {
+      case OpRole::InputNorm:
+        return has("attn_norm");
+      case OpRole::Qkv:
+        return has("qkv_linear");
+      case OpRole::CoreAttention:
+        return has("core_attn");
+      case OpRole::AttnProj:
+        return has("attn_proj");
+      case OpRole::PreMlpNorm:
+        return has("mlp_norm");
+      case OpRole::ExpertsFc1:
+        return has("expert_fc1") || has("fused_group_mlp");
+      case OpRole::ExpertsAct:
+        return has("moe_act") || has("fused_group_mlp");
+      case OpRole::ExpertsFc2:
+        return has("fused_group_mlp");
+      default:
+        return false;
+    }
+  };
+  const double min_bytes = static_cast<double>(c.st.min_offloaded_tensor_elements) * static_cast<double>(c.a);
+  for (auto& op : ops) {
+    if (!offloaded(op.role)) continue;
+    // The module's input (core attention's q, k, v) goes to the host; what the op makes itself stays.
+    std::vector<SavedTensor> kept;
+    for (const auto& t : op.kept) {
+      const bool input =
+          t.is_input || t.name == "input" ||
+          (op.role == OpRole::CoreAttention && (t.name == "q" || t.name == "k" || t.name == "v"));
+      if (!(input && static_cast<double>(t.bytes) >= min_bytes)) kept.push_back(t);
+    }
+    set_kept(op, kept);
+  }
+}
+
 void apply_full(const Ctx& c, std::vector<Op>& ops, int i) {
   const Strategy& st = c.st;
   // Megatron `TransformerBlock._checkpointed_forward`: uniform checkpoints consecutive groups of

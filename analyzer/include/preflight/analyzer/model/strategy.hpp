@@ -266,6 +266,13 @@ struct Strategy {
   int recompute_num_layers = 1;  ///< layers per checkpoint (uniform) or checkpointed layers per stage (block)
   /// Selective recompute modules (`--recompute-modules`): core_attn (default), mlp, moe, moe_act, layernorm.
   std::vector<std::string> recompute_modules = {"core_attn"};
+  /// Megatron's fine-grained activation offloading (`--fine-grained-activation-offloading`, docs/user-guide/
+  /// features/fine_grained_activation_offloading.md): each module of `offload_modules` ("attn_norm",
+  /// "qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act", "fused_group_mlp") moves
+  /// the input it saves for backward to the host in forward and back before its backward; tensors below
+  /// `min_offloaded_tensor_elements` (Megatron's default 2^20) stay.  Empty: off.
+  std::vector<std::string> offload_modules;
+  std::int64_t min_offloaded_tensor_elements = 1 << 20;
   /// Recompute chosen per transformer layer (index = global layer), replacing the four fields above when
   /// not empty: MindFormers' per-stage lists and SAPP answers.  `full`: the layer is one checkpoint keeping
   /// its input; else `modules` are selective modules as recompute_modules, plus "mlp_act" (the dense MLP's
