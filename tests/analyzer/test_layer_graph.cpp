@@ -411,28 +411,10 @@ TEST(Memory, OneFOneBInFlightMicrobatches) {
 
 TEST(Memory, InterleavedFirstStageMatchesMegatronFactor) {
   // Megatron: first stage holds L·(1 + (p−1)/(p·m)) layers of activations with m virtual chunks.
-  LayerGraph g = graph_of({"--num-layers",
-                           "16",
-                           "--hidden-size",
-                           "256",
-                           "--num-attention-heads",
-                           "4",
-                           "--seq-length",
-                           "128",
-                           "--vocab-size",
-                           "1000",
-                           "--pipeline-model-parallel-size",
-                           "4",
-                           "--num-layers-per-virtual-pipeline-stage",
-                           "2",
-                           "--world-size",
-                           "4",
-                           "--global-batch-size",
-                           "64",
-                           "--hidden-dropout",
-                           "0",
-                           "--position-embedding-type",
-                           "rope"});
+  LayerGraph g = graph_of(preflight::test::words(
+      "--num-layers 16 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size "
+      "1000 --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 2 "
+      "--world-size 4 --global-batch-size 64 --hidden-dropout 0 --position-embedding-type rope"));
   MemoryReport mem = stage_memory(g);
   double per_layer = layer_kept_without_stats(g, 5);
   double stats_per_layer = 2 * 2 * 128 * 4.0;  // two LayerNorms, mean + rstd fp32, 128 tokens
@@ -450,25 +432,10 @@ TEST(Memory, InterleavedFirstStageMatchesMegatronFactor) {
 // master weights live on the host between steps, so the forward / backward peak is the same without them and
 // the step holds them with no activations (it was read past: the peak counted them).
 TEST(Memory, OffloadedOptimizerStatesLeaveTheTrainingPeak) {
-  const std::vector<std::string> base = {"--num-layers",
-                                         "8",
-                                         "--hidden-size",
-                                         "512",
-                                         "--num-attention-heads",
-                                         "8",
-                                         "--seq-length",
-                                         "1024",
-                                         "--vocab-size",
-                                         "32000",
-                                         "--pipeline-model-parallel-size",
-                                         "2",
-                                         "--world-size",
-                                         "4",
-                                         "--global-batch-size",
-                                         "8",
-                                         "--use-distributed-optimizer",
-                                         "--swiglu",
-                                         "--disable-bias-linear"};
+  const std::vector<std::string> base = preflight::test::words(
+      "--num-layers 8 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 --vocab-size "
+      "32000 --pipeline-model-parallel-size 2 --world-size 4 --global-batch-size 8 "
+      "--use-distributed-optimizer --swiglu --disable-bias-linear");
   std::vector<std::string> off = base;
   off.push_back("--offload-optimizer-states");
   const LayerGraph g0 = graph_of(base), g1 = graph_of(off);
@@ -494,30 +461,11 @@ TEST(Memory, OffloadedOptimizerStatesLeaveTheTrainingPeak) {
 // forward and backward (from --min-offloaded-tensor-size elements); the module checks Megatron makes are
 // refused by name.  It was read past (the activations priced as kept).
 TEST(Memory, FineGrainedActivationOffloadingFreesSavedInputs) {
-  const std::vector<std::string> base = {"--num-layers",
-                                         "2",
-                                         "--hidden-size",
-                                         "1024",
-                                         "--num-attention-heads",
-                                         "8",
-                                         "--seq-length",
-                                         "4096",
-                                         "--vocab-size",
-                                         "32000",
-                                         "--world-size",
-                                         "8",
-                                         "--global-batch-size",
-                                         "8",
-                                         "--swiglu",
-                                         "--disable-bias-linear",
-                                         "--num-experts",
-                                         "8",
-                                         "--expert-model-parallel-size",
-                                         "8",
-                                         "--moe-grouped-gemm",
-                                         "--moe-token-dispatcher-type",
-                                         "alltoall",
-                                         "--use-flash-attn"};
+  const std::vector<std::string> base = preflight::test::words(
+      "--num-layers 2 --hidden-size 1024 --num-attention-heads 8 --seq-length 4096 --vocab-size "
+      "32000 --world-size 8 --global-batch-size 8 --swiglu --disable-bias-linear --num-experts "
+      "8 --expert-model-parallel-size 8 --moe-grouped-gemm --moe-token-dispatcher-type alltoall "
+      "--use-flash-attn");
   auto graph = [&](std::vector<std::string> extra) {
     std::vector<std::string> w = base;
     w.insert(w.end(), extra.begin(), extra.end());
@@ -566,29 +514,11 @@ TEST(Memory, FineGrainedActivationOffloadingFreesSavedInputs) {
 // (schedules.py: its combined 1F1B pairs a forward with an independent backward).  Both were priced with
 // g = p and no extra forward: a memory model that held fewer activations than Megatron does.
 TEST(Memory, InterleavedWarmupFollowsTheGroupSizeAndTheExpertParallelOverlap) {
-  const std::vector<std::string> base = {"--num-layers",
-                                         "16",
-                                         "--hidden-size",
-                                         "256",
-                                         "--num-attention-heads",
-                                         "4",
-                                         "--seq-length",
-                                         "128",
-                                         "--vocab-size",
-                                         "1000",
-                                         "--pipeline-model-parallel-size",
-                                         "4",
-                                         "--num-layers-per-virtual-pipeline-stage",
-                                         "2",
-                                         "--world-size",
-                                         "4",
-                                         "--global-batch-size",
-                                         "64",
-                                         "--hidden-dropout",
-                                         "0",
-                                         "--position-embedding-type",
-                                         "rope",
-                                         "--disable-bias-linear"};
+  const std::vector<std::string> base = preflight::test::words(
+      "--num-layers 16 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size "
+      "1000 --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 2 "
+      "--world-size 4 --global-batch-size 64 --hidden-dropout 0 --position-embedding-type rope "
+      "--disable-bias-linear");
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> w = base;
     w.insert(w.end(), extra.begin(), extra.end());
@@ -602,15 +532,9 @@ TEST(Memory, InterleavedWarmupFollowsTheGroupSizeAndTheExpertParallelOverlap) {
   EXPECT_DOUBLE_EQ(grouped.stages[3].inflight_microbatches, 7.0 / 2);
   EXPECT_GT(grouped.stages[3].activation_bytes, plain.stages[3].activation_bytes);
   // The expert-parallel overlap (MoE, ep 2): one more chunk in flight on every rank.
-  const std::vector<std::string> moe = {"--num-experts",
-                                        "4",
-                                        "--expert-model-parallel-size",
-                                        "2",
-                                        "--moe-token-dispatcher-type",
-                                        "alltoall",
-                                        "--world-size",
-                                        "8",
-                                        "--moe-grouped-gemm"};
+  const std::vector<std::string> moe = preflight::test::words(
+      "--num-experts 4 --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall "
+      "--world-size 8 --moe-grouped-gemm");
   std::vector<std::string> overlap = moe;
   overlap.push_back("--overlap-moe-expert-parallel-comm");
   const MemoryReport eager = with(moe), paired = with(overlap);
