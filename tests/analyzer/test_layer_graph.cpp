@@ -509,6 +509,35 @@ TEST(Memory, FineGrainedActivationOffloadingFreesSavedInputs) {
                preflight::InputError);
 }
 
+// The expert-parallel overlap without pipelining (combined_1f1b_schedule_for_no_pipelining): the next micro
+// batch's forward runs layer by layer beside the backward, so one layer more is alive in the backward.
+TEST(Memory, ExpertParallelOverlapWithoutPipeliningHoldsOneLayerMore) {
+  const std::string base =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 4096 --vocab-size 32000 "
+      "--world-size 8 --global-batch-size 16 --swiglu --disable-bias-linear --num-experts 8 "
+      "--expert-model-parallel-size 8 --moe-grouped-gemm --moe-token-dispatcher-type alltoall "
+      "--use-flash-attn "
+      "--bf16";
+  const LayerGraph eager = graph_of(preflight::test::words(base));
+  const LayerGraph paired = graph_of(preflight::test::words(base + " --overlap-moe-expert-parallel-comm"));
+  double layer = 0;
+  for (const auto& op : eager.chunks.front().ops)
+    if (op.layer == 0) layer += static_cast<double>(op.kept_bytes);
+  ASSERT_GT(layer, 0);
+  const PeakPoint p0 = stage_peak(eager, 0), p1 = stage_peak(paired, 0);
+  EXPECT_EQ(p1.phase, "backward") << p0.phase << " " << p0.op << " / " << p1.op;
+  EXPECT_GT(p1.bytes, p0.bytes);
+  EXPECT_LE(p1.bytes - p0.bytes, layer + 1.0);
+  // One micro batch per iteration pairs nothing.
+  const LayerGraph single = graph_of(
+      preflight::test::words(base.substr(0, base.find("--global-batch-size")) + "--global-batch-size 8" +
+                             base.substr(base.find(" --swiglu")) + " --overlap-moe-expert-parallel-comm"));
+  const LayerGraph single_eager =
+      graph_of(preflight::test::words(base.substr(0, base.find("--global-batch-size")) +
+                                      "--global-batch-size 8" + base.substr(base.find(" --swiglu"))));
+  EXPECT_DOUBLE_EQ(stage_peak(single, 0).bytes, stage_peak(single_eager, 0).bytes);
+}
+
 // Megatron's interleaved warm-up with --microbatch-group-size-per-virtual-pipeline-stage g: (p − 1 − r) · 2 +
 // (m − 1) · g forwards, chunk (k mod g·m) / g for the k-th; with --overlap-moe-expert-parallel-comm one more
 // (schedules.py: its combined 1F1B pairs a forward with an independent backward).  Both were priced with
