@@ -214,16 +214,11 @@ std::vector<std::pair<int, int>> interleaved_order(int mbc, int vp, int group) {
   return table;
 }
 
-/// Forward passes `rank` runs before its first backward (of `total` = mbc·vp), as PpSchedule counts them.
-int interleaved_warmup(int pp, int vp, int rank, int group, int total) {
-  return std::min((pp - rank - 1) * 2 + (vp - 1) * group, total);
-}
-
 /// PpSchedule._prefill_batch_interleaved, blocking path, for one rank.
 std::vector<Job> interleaved_jobs(int pp, int vp, int rank, int mbc, int group,
                                   const std::vector<StagePhases>& ch, double p2p) {
   int total = mbc * vp, tvs = vp * pp;
-  int warmup = interleaved_warmup(pp, vp, rank, group, total);
+  int warmup = megatron_interleaved_warmup(pp, vp, rank, group, 0, total);  // as PpSchedule counts them
   int remaining = total - warmup;
   std::vector<std::pair<int, int>> table = interleaved_order(mbc, vp, group);
   auto chunk_id = [&](int k, bool fwd) {
@@ -444,7 +439,7 @@ double interleaved_sync_time(int pp, int vp, int mbc, int group,
 
 std::vector<PassItem> interleaved_program(int pp, int vp, int rank, int mbc, int group, int extra_warmup) {
   const int total = mbc * vp;
-  const int warmup = std::min(interleaved_warmup(pp, vp, rank, group, total) + extra_warmup, total);
+  const int warmup = megatron_interleaved_warmup(pp, vp, rank, group, extra_warmup, total);
   const int remaining = total - warmup;
   const std::vector<std::pair<int, int>> table = interleaved_order(mbc, vp, group);
   std::vector<PassItem> seq;

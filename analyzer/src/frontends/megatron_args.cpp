@@ -239,9 +239,9 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                                                     "dot-product-attention",
                                                     "capacity",
                                                     "stash"};
-  static constexpr std::string_view kNotCost[] = {"log",     "tensorboard", "wandb",     "save",
-                                                  "load",    "eval",        "tokenizer", "seed",
-                                                  "profile", "timer",       "dataloader"};
+  static constexpr std::string_view kNotCost[] = {"log",  "logging", "tensorboard", "wandb",
+                                                  "save", "load",    "eval",        "tokenizer",
+                                                  "seed", "profile", "timer",       "dataloader"};
   std::vector<std::string> unread;
   for (const auto& name : cfg.ignored) {
     if (unmodelled.count(name) || name.rfind("--", 0) != 0) continue;
@@ -251,8 +251,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
     auto has_word = [&](std::string_view w) {
       for (std::size_t at = name.find(w); at != std::string::npos; at = name.find(w, at + 1)) {
         const bool starts = at == 0 || name[at - 1] == '-';
-        const bool ends = at + w.size() == name.size() || name[at + w.size()] == '-' ||
-                          (w == "log" && name.compare(at, 7, "logging") == 0);
+        const bool ends = at + w.size() == name.size() || name[at + w.size()] == '-';
         if (starts && ends) return true;
       }
       return false;

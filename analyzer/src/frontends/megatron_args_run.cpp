@@ -512,8 +512,7 @@ void read_numerics(const Flags& f, Strategy& st) {
     };
     if (listed("attn_proj") && !listed("core_attn"))
       throw InputError("--offload-modules",
-                       "attn_proj must be offloaded together with core_attn (Megatron "
-                       "asserts it)");
+                       "attn_proj must be offloaded together with core_attn (Megatron asserts it)");
     if (listed("fused_group_mlp") && (listed("expert_fc1") || listed("moe_act")))
       throw InputError("--offload-modules",
                        "fused_group_mlp offloads the whole grouped MLP: not with expert_fc1 or moe_act");

@@ -57,7 +57,7 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
   MemoryReport mem = stage_memory(graph);
   const StageMemory& sm = mem.stages[pp_rank];
   // --offload-optimizer-states: the optimizer bytes are on the device at the step only.
-  const double offloaded = st.offload_optimizer_states ? sm.optimizer_bytes : 0.0;
+  const double offloaded = sm.optimizer_offloaded ? sm.optimizer_bytes : 0.0;
   if (st.vpp > 1) {
     // Interleaved schedule: not walked op by op; the steady total (static + the in-flight chunks'
     // activations) plus the largest transient any op of the rank's chunks allocates.

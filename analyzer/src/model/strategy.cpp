@@ -256,10 +256,14 @@ std::vector<int> Strategy::layers_per_stage(int num_layers) const {
   return out;
 }
 
+int megatron_interleaved_warmup(int pp, int vpp, int rank, int group, int extra, int total) {
+  return std::min((pp - rank - 1) * 2 + (std::max(1, vpp) - 1) * group + extra, total);
+}
+
 int Strategy::interleaved_warmup(int rank, int total) const {
   const int group = microbatch_group_size_per_vp_stage > 0 ? microbatch_group_size_per_vp_stage : pp;
   const int extra = overlap_moe_expert_parallel_comm && !simumax_compat ? 1 : 0;
-  return std::min((pp - rank - 1) * 2 + (std::max(1, vpp) - 1) * group + extra, total);
+  return megatron_interleaved_warmup(pp, vpp, rank, group, extra, total);
 }
 
 void Strategy::validate(const ModelSpec& model) const {

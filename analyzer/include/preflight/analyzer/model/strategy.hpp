@@ -137,6 +137,12 @@ int chunk_first_layer(const std::vector<std::vector<int>>& chunk_layers, int v, 
 /// sentence, for error messages).
 std::string uneven_split_advice(int num_layers, int pp);
 
+/// Forward passes pipeline rank `rank` runs before its first backward under Megatron's interleaved schedule
+/// (pipeline_parallel/schedules.py get_pp_rank_microbatches): (pp − 1 − rank) · 2 + (vpp − 1) · group +
+/// `extra` (1 with the expert-parallel overlap's combined 1F1B), at most `total` (micro batches · vpp).
+/// The one count of it: Strategy::interleaved_warmup and the cost model's simulated programs call it.
+int megatron_interleaved_warmup(int pp, int vpp, int rank, int group, int extra, int total);
+
 struct Strategy {
   // --- layout ---
   int world_size = 1;     ///< total ranks (torchrun nproc_per_node · nnodes)
