@@ -246,6 +246,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                      {"tokens_per_second_per_gpu", e.tokens_per_second_per_gpu},
                      {"iteration_ms", e.iteration_ms},
                      {"peak_gib", e.peak_gib},
+                     {"allocated_peak_gib", e.allocated_peak_gib},
                      {"memory_model", e.memory_model}});
     }
     nlohmann::ordered_json j{{"model", model.name},
@@ -253,6 +254,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                              {"memory_limit_gib", r.memory_limit_gib},
                              {"evaluations", r.evaluations.size()},
                              {"feasible", ranking.size()},
+                             {"allocated_only_layouts", r.allocated_only_layouts},
                              {"seconds", r.seconds},
                              {"evaluations_per_second", rate},
                              {"best", top.empty() ? nlohmann::ordered_json(nullptr) : top[0]},
@@ -312,6 +314,11 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     } else {
       std::cout << "no layout fits in " << fixed(r.memory_limit_gib, 1) << " GiB\n";
     }
+    if (r.allocated_only_layouts > 0 && !o.simumax_compat)
+      std::cout << r.allocated_only_layouts << " more layout" << (r.allocated_only_layouts == 1 ? "" : "s")
+                << " fit" << (r.allocated_only_layouts == 1 ? "s" : "")
+                << " by the allocated peak only (`preflight estimate` calls such a run tight: PyTorch's "
+                   "allocator frees its cache and retries before it fails); --no-reserved ranks them\n";
     // Every layout of the search has the same model and precision: one published-run check for all.
     if (!o.simumax_compat)
       std::cout << cost::published_check_text(

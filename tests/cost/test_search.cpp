@@ -355,3 +355,35 @@ TEST(SearchCli, MindFormersMaxDeviceMemoryIsTheLimit) {
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.out)["memory_limit_gib"].get<double>(), 45.0);
   EXPECT_NE(r.err.find("context.max_device_memory 55.0 GiB"), std::string::npos) << r.err;
 }
+
+// Llama-3 8B on 8 H100 without model parallelism or recompute: 81.5 GiB with SimuMax's reserve (allocated
+// / 0.94), 76.6 GiB allocated, on an 80 GiB device.  The search (with the reserve, as SimuMax) finds no
+// layout, and says that one fits by the allocated peak — what `estimate` calls tight; --no-reserved ranks it.
+TEST(SearchCli, NamesLayoutsThatFitOnlyByTheAllocatedPeak) {
+  const std::string cmd =
+      "search --model llama3-8b --system h100 --world-size 8 --global-batch-size 32 --tp 1 --pp 1 "
+      "--recompute "
+      "none --mem-margin-gib 0 --quiet";
+  RunResult r = run_preflight(cmd);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("no layout fits"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 more layout fits by the allocated peak only"), std::string::npos) << r.out;
+  r = run_preflight(cmd + " --json");
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["allocated_only_layouts"], 1);
+  r = run_preflight(cmd + " --no-reserved --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["allocated_only_layouts"], 0);
+  const double allocated = j["best"]["allocated_peak_gib"].get<double>();
+  EXPECT_DOUBLE_EQ(j["best"]["peak_gib"].get<double>(), allocated);
+  EXPECT_GT(allocated, 80 * 0.94);  // over the device with the reserve …
+  EXPECT_LT(allocated, 80.0);       // … but not allocated
+  // With room for the reserve the layout fits and nothing is named.
+  r = run_preflight(
+      "search --model llama3-8b --system h100 --world-size 8 --global-batch-size 32 --tp 2 --pp 1 "
+      "--recompute "
+      "none --mem-margin-gib 0 --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("by the allocated peak only"), std::string::npos) << r.out;
+}

@@ -80,6 +80,7 @@ SearchEvaluation evaluate(const ModelSpec& model, const Strategy& st, const Syst
       double gib = simumax_rounded_gib(space.use_reserved_memory ? s.peak_with_reserved_bytes : s.peak_bytes);
       ev.stage_peaks_gib.emplace_back(s.key, gib);
       ev.peak_gib = std::max(ev.peak_gib, gib);
+      ev.allocated_peak_gib = std::max(ev.allocated_peak_gib, simumax_rounded_gib(s.peak_bytes));
     }
     ev.feasible = ev.peak_gib <= limit_gib;
     ev.memory_model = e.memory_model;
@@ -284,8 +285,14 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
     for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
     for (auto& t : pool) t.join();
   }
-  for (auto& v : per_layout)
+  for (auto& v : per_layout) {
+    const bool fits = std::any_of(v.begin(), v.end(), [](const SearchEvaluation& ev) { return ev.feasible; });
+    const bool allocated_fits = std::any_of(v.begin(), v.end(), [&](const SearchEvaluation& ev) {
+      return ev.error.empty() && ev.allocated_peak_gib <= result.memory_limit_gib;
+    });
+    if (space.use_reserved_memory && !fits && allocated_fits) ++result.allocated_only_layouts;
     for (auto& ev : v) result.evaluations.push_back(std::move(ev));
+  }
 
   // Best in SimuMax's order: strictly better MFU, except full_block which also takes an equal one.
   double best = -1;

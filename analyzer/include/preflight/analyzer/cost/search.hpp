@@ -66,6 +66,9 @@ struct SearchEvaluation {
   std::string recompute_status;  ///< SimuMax's recompute_status string
   bool feasible = false;
   double peak_gib = 0;  ///< highest stage peak compared with the limit (GiB)
+  /// Highest stage allocated peak (GiB), without the reserve: the peak `preflight estimate`'s verdict reads
+  /// (equal to peak_gib when SearchSpace::use_reserved_memory is false).
+  double allocated_peak_gib = 0;
   std::vector<std::pair<std::string, double>> stage_peaks_gib;  ///< (stage, peak GiB compared)
   std::string memory_model;  ///< Estimate::memory_model of this evaluation ("megatron" or "simumax")
   double mfu = 0, tflops_per_gpu = 0, tokens_per_second_per_gpu = 0, iteration_ms = 0, straggler_ratio = 1;
@@ -77,6 +80,10 @@ struct SearchResult {
   std::vector<std::string> skipped;           ///< layouts refused before evaluation, with the reason
   std::optional<std::size_t> best;            ///< index into evaluations
   double memory_limit_gib = 0;
+  /// Layouts (tp, pp, ep, cp, vpp) of which no evaluation fits with the reserve but one fits by its allocated
+  /// peak: what `preflight estimate` calls "tight" (PyTorch's caching allocator frees cached blocks and
+  /// retries before it fails).  0 when the search compares the allocated peak.
+  int allocated_only_layouts = 0;
   double seconds = 0;                 ///< wall time of the search
   std::vector<std::string> warnings;  ///< "not priced: <op path> (<role>): <why>" (unpriced_ops())
   /// Feasible evaluations sorted by MFU, highest first (stable: SimuMax order among equals).
