@@ -37,7 +37,8 @@ int run(const EstimateOptions& o) {
   std::optional<double> yaml_device_gib;  // --config: context.max_device_memory
   ModelSpec model;
   Strategy strategy;
-  if (!o.config.empty() || (!o.model.empty() && is_yaml_path(o.model))) {
+  const bool mindspore = !o.config.empty() || (!o.model.empty() && is_yaml_path(o.model));
+  if (mindspore) {
     // A MindFormers training yaml: its model (new style: completed by --model), layout, batch and recompute.
     if (!o.strategy.empty()) throw InputError("--strategy", "cannot be combined with --config (the yaml is the strategy)");
     MindFormersOptions mf;
@@ -127,7 +128,18 @@ int run(const EstimateOptions& o) {
   const double allocated = est.max_peak_bytes(false) / (1024.0 * 1024.0 * 1024.0);
   const std::string peaks = fixed(reserved, 2) + " GiB (" + fixed(allocated, 2) + " GiB allocated / " +
                             fixed(est.strategy.allocated_to_reserved_ratio, 2) + ")";
-  if (verdict == cost::Estimate::MemoryVerdict::DoesNotFit && !o.json) {
+  if (mindspore && verdict == cost::Estimate::MemoryVerdict::DoesNotFit && !o.json) {
+    std::cout << "does not fit: a stage's peak, " << fixed(allocated, 2) << " GiB, is more than the "
+              << device_gib << " GiB of MindSpore's memory pool\n";
+  } else if (mindspore && verdict == cost::Estimate::MemoryVerdict::Tight && !o.json) {
+    // MindSpore has no caching allocator to give back: the margin is SimuMax's ratio, read as room for the
+    // pool's fragmentation (a dryrun's "Actual peak" over its "Used peak").
+    std::cout << "tight: the peak fits (" << fixed(allocated, 2) << " of " << device_gib << " GiB, "
+              << fixed(device_gib - allocated, 2) << " GiB left), not with a "
+              << fixed(100 * (1 - est.strategy.allocated_to_reserved_ratio), 0)
+              << " % margin for the memory pool's fragmentation (" << peaks
+              << "); a dryrun's \"Actual peak\" (`preflight wrap … --mode dryrun`) says whether it holds\n";
+  } else if (verdict == cost::Estimate::MemoryVerdict::DoesNotFit && !o.json) {
     std::cout << "does not fit: a stage's allocated peak, " << fixed(allocated, 2)
               << " GiB, is more than the " << device_gib
               << " GiB of device memory (with the caching allocator's reserve: " << peaks << ")\n";

@@ -248,6 +248,36 @@ TEST(EstimateCli, MindFormersMaxDeviceMemoryIsTheDeviceMemory) {
                    nlohmann::json::parse(r.out)["summary"]["iteration_ms"].get<double>());
 }
 
+// A MindFormers run has no PyTorch caching allocator: its verdicts speak of MindSpore's memory pool.  The
+// same yaml with max_device_memory between the allocated peak and allocated / 0.94 is tight, below it does
+// not fit.
+TEST(EstimateCli, MindSporeVerdictsNameTheMemoryPool) {
+  const std::string text = read_file(preflight::test::data_dir() / "mindformers" / "finetune_qwen2_7b.yaml");
+  auto with_pool = [&](double gib) {
+    std::string t = text;
+    const std::string key = "max_device_memory: \"55GB\"";
+    t.replace(t.find(key), key.size(), "max_device_memory: \"" + std::to_string(gib) + "GB\"");
+    fs::path p = scratch("qwen2_7b_" + std::to_string(gib) + ".yaml");
+    write(p, t);
+    return "estimate --system ascend-910b --config " + shell_quote(p.string());
+  };
+  RunResult r = run_preflight(with_pool(64) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto summary = nlohmann::json::parse(r.out)["summary"];
+  double allocated = 0;
+  for (const auto& st : summary["stages"]) allocated = std::max(allocated, st["peak_bytes"].get<double>());
+  allocated /= 1024.0 * 1024.0 * 1024.0;
+  r = run_preflight(with_pool(allocated / 0.97));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tight: the peak fits"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory pool's fragmentation"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("cudaMalloc"), std::string::npos) << r.out;
+  r = run_preflight(with_pool(allocated * 0.99));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("GiB of MindSpore's memory pool"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("caching allocator"), std::string::npos) << r.out;
+}
+
 // Every estimate says how far the model was off on published runs of its class on that preset (the embedded
 // analyzer/data/fidelity/time_errors.json): the range printed for a published B300 row holds that row's own
 // error, another precision on the same preset lists the classes that were checked, a preset without a

@@ -235,6 +235,37 @@ TEST(MindFormersYaml, DenseStageMemoryByHand) {
   EXPECT_DOUBLE_EQ(s0.optimizer_bytes, per_rank * 8.0 / 2);
 }
 
+// MindSpore's optimizer parallel slices a parameter over its replicas: with dp 1 and context_parallel 2 the
+// dense weights (replicated over dp·cp: MindFormers' linears shard activations over dp·cp) are sliced over
+// the two cp ranks; optimizer_weight_shard_size caps the group when it divides the replicas, else MindSpore
+// ignores it (said).
+TEST(MindFormersYaml, ParallelOptimizerGroups) {
+  const I64 per_rank = 2204794880;  // stage 0 of Llama-2-70B on one device (DenseStageMemoryByHand)
+  MindFormersOptions o;
+  o.overrides = {{"parallel_config.data_parallel", "1"}, {"parallel_config.context_parallel", "2"}};
+  MindFormersConfig c = load_mindformers_yaml(yaml("pretrain_llama2_70b_bf16_64p.yaml"), o);
+  EXPECT_TRUE(c.strategy.shard_weights);
+  MemoryReport r = stage_memory(build_layer_graph(c.model, c.strategy));
+  EXPECT_DOUBLE_EQ(r.stages[0].weight_bytes, per_rank * 2.0 / 2);
+  EXPECT_DOUBLE_EQ(r.stages[0].optimizer_bytes, per_rank * 8.0 / 2);
+
+  o.overrides = {{"parallel_config.data_parallel", "8"},
+                 {"parallel.parallel_optimizer_config.optimizer_weight_shard_size", "2"}};
+  c = load_mindformers_yaml(yaml("pretrain_llama2_70b_bf16_64p.yaml"), o);
+  EXPECT_EQ(c.strategy.dense_shard_group(), 2);
+  r = stage_memory(build_layer_graph(c.model, c.strategy));
+  EXPECT_DOUBLE_EQ(r.stages[0].weight_bytes, per_rank * 2.0 / 2);  // over 2 of the 8 replicas, not 8
+  EXPECT_DOUBLE_EQ(r.stages[0].optimizer_bytes, per_rank * 8.0 / 2);
+
+  o.overrides = {{"parallel_config.data_parallel", "8"},
+                 {"parallel.parallel_optimizer_config.optimizer_weight_shard_size", "3"}};
+  c = load_mindformers_yaml(yaml("pretrain_llama2_70b_bf16_64p.yaml"), o);
+  EXPECT_EQ(c.strategy.dense_shard_group(), 8);
+  EXPECT_TRUE(std::any_of(c.warnings.begin(), c.warnings.end(), [](const std::string& w) {
+    return w.find("optimizer_weight_shard_size 3 does not divide the 8 replicas") != std::string::npos;
+  }));
+}
+
 TEST(MindFormersYaml, MoEStageMemoryByHand) {
   const MindFormersConfig c = load("pretrain_mixtral-8x7b.yaml");
   const MemoryReport r = stage_memory(build_layer_graph(c.model, c.strategy));

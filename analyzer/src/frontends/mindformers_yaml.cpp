@@ -1127,7 +1127,29 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
   st.precision = compute_precision(mc, "compute_dtype", cfg.legacy ? Precision::FP16 : Precision::BF16);
   st.param_bytes = cfg.legacy ? dtype_bytes(mc, "param_init_type", 2)
                               : dtype_bytes(mc, mc.has("params_dtype") ? "params_dtype" : "param_init_type", 4);
-  st.shard_weights = use_parallel && parallel.bool_or("enable_parallel_optimizer", false) && dp > 1;
+  // MindSpore's optimizer parallel slices a parameter over its replicas: dp·cp for the dense layers, whose
+  // activations MindFormers shards over dp·cp (llama.py: strategy_matmul ((dp * cp, 1), (mp, 1))) — with dp 1
+  // and cp > 1 too.
+  st.shard_weights = use_parallel && parallel.bool_or("enable_parallel_optimizer", false) && dp * cp > 1;
+  if (st.shard_weights) {
+    const Section opt =
+        section(doc, parallel.node, "parallel_optimizer_config", "parallel.parallel_optimizer_config");
+    const I64 k = opt.integer_or("optimizer_weight_shard_size", -1);
+    if (k == 0 || k < -1)
+      throw opt.error("optimizer_weight_shard_size", "must be -1 (all replicas) or a positive group size");
+    if (k > 0) {
+      st.shard_group_size = static_cast<int>(k);
+      if ((dp * cp) % k != 0)
+        warnings.push_back(opt.key_path("optimizer_weight_shard_size") + " " + num(k) +
+                           " does not divide the " + num(dp * cp) +
+                           " replicas (dp·cp) of a dense parameter: MindSpore shards over all of them");
+    }
+    if (opt.bool_or("gradient_accumulation_shard", false))
+      warnings.push_back(
+          opt.key_path("gradient_accumulation_shard") +
+          ": the sliced gradient-accumulation buffers are not modelled: gradients are priced whole "
+          "(memory here is high)");
+  }
   st.attention_backend = mc.bool_or("use_flash_attention", !cfg.legacy) ? AttentionBackend::Flash : AttentionBackend::Math;
   // Vocabulary over tp: not with vocab_emb_dp (reset to False when pp > 1; new style: always False), and
   // only when tp divides it (llama.py @ r1.5.0:525-529, tensor_parallel/layers.py @ master:110).

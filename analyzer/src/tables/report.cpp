@@ -275,7 +275,11 @@ std::string header(const LayerGraph& g, const AnalyzeOptions& opts) {
                         " over dp"
           : st.distributed_optimizer ? ", distributed optimizer"
                                      : "") +
-         (st.shard_weights ? ", weights and optimizer sharded over dp" : "") +
+         (st.shard_weights ? ", weights and optimizer sharded over " +
+                                 (st.dense_shard_group() == st.dp() * st.cp
+                                      ? std::string(st.cp > 1 ? "dp·cp" : "dp")
+                                      : num(st.dense_shard_group()) + " of the dp·cp replicas")
+                           : std::string()) +
          (st.sequence_parallel && st.tp > 1 ? ", sequence parallel" : "") + ", recompute " + recompute +
          ", " + to_string(st.attention_backend) + " attention, " +
          (st.vpp > 1 ? "interleaved 1F1B (vpp " + num(st.vpp) + ")" : std::string("1F1B")) + "\n";

@@ -258,10 +258,22 @@ struct Strategy {
   /// gradients are reduce-scattered inside an instance and all-reduced across them.  1 = over the whole dp
   /// group.
   int dist_opt_instances = 1;
-  /// dp·cp ranks the sharded states are divided over (dp·cp / dist_opt_instances).
-  int dense_shard_group() const { return dp() * cp / std::max(1, dist_opt_instances); }
-  /// expert dp ranks the sharded expert states are divided over (expert_dp / dist_opt_instances).
-  int expert_shard_group() const { return expert_dp() / std::max(1, dist_opt_instances); }
+  /// MindSpore's `parallel_optimizer_config.optimizer_weight_shard_size`: a parameter's states (and, with
+  /// shard_weights, its weights) are sliced over this many of its replicas when they divide by it, else over
+  /// all of them (MindSpore docs, "Optimizer Parallel": the group size "will not take effect" otherwise).
+  /// 0 = all replicas (MindSpore's -1).
+  int shard_group_size = 0;
+  /// dp·cp ranks the sharded states are divided over (dp·cp / dist_opt_instances, or shard_group_size).
+  int dense_shard_group() const { return limited_shard_group(dp() * cp / std::max(1, dist_opt_instances)); }
+  /// expert dp ranks the sharded expert states are divided over (expert_dp / dist_opt_instances, or
+  /// shard_group_size).
+  int expert_shard_group() const {
+    return limited_shard_group(expert_dp() / std::max(1, dist_opt_instances));
+  }
+  /// `replicas`, or shard_group_size when that is set and divides them.
+  int limited_shard_group(int replicas) const {
+    return shard_group_size > 0 && replicas % shard_group_size == 0 ? shard_group_size : replicas;
+  }
   /// Word embedding, output layer and loss split over tp (Megatron always; MindFormers not with
   /// vocab_emb_dp on one stage, or when tp does not divide the vocabulary).
   bool vocab_parallel = true;
