@@ -568,7 +568,12 @@ int run_balance(const Words& words) {
   }
 
   problem.pipeline = {o.stages, o.chunks, o.micro_batches, o.less_memory};
-  if (o.seq > 1) {
+  if (from_cost && from_cost->pipeline.seq_split > 1) {
+    // The yaml's sequence pipeline: the cost model priced one unit already (no SAPP conversion).
+    if (o.seq > 1)
+      throw InputError("-seq", "the yaml's parallel_config.seq_split_num is modelled already; drop -seq");
+    problem.pipeline.seq_split = from_cost->pipeline.seq_split;
+  } else if (o.seq > 1) {
     if (!o.train)
       throw InputError("-seq", "needs -train (the MindFormers training yaml) for the seqpipe memory model");
     const TrainingParams tp = read_training_config(*o.train);

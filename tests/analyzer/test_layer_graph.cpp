@@ -511,6 +511,53 @@ TEST(Memory, FineGrainedActivationOffloadingFreesSavedInputs) {
                preflight::InputError);
 }
 
+// Megatron's offload groups (one per module and layer, forward order): --activation-offload-fraction sends
+// the first fraction of them to the host; the margin keeps the last group of each module name of the oldest
+// micro batch on the device; --delta-offload-bytes-across-pp-ranks keeps rank · delta more
+// (post_warmup_callback). Two layers per stage, three modules: six groups per micro batch.
+TEST(Memory, FineGrainedOffloadFractionMarginAndDelta) {
+  const std::string base =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 4096 --vocab-size 32000 "
+      "--world-size 16 --pipeline-model-parallel-size 2 --global-batch-size 64 --swiglu "
+      "--disable-bias-linear "
+      "--num-experts 8 --expert-model-parallel-size 8 --moe-grouped-gemm --moe-token-dispatcher-type "
+      "alltoall "
+      "--use-flash-attn --bf16 --fine-grained-activation-offloading --offload-modules expert_fc1 core_attn "
+      "attn_proj";
+  // One layer's groups by hand: the experts' 4096 × top-2 rows of 1024, q / k / v, the projection's input.
+  const std::int64_t layer = 4096LL * 2 * 1024 * 2 + 3 * 4096LL * 1024 * 2 + 4096LL * 1024 * 2;
+  const LayerGraph all = graph_of(preflight::test::words(base));
+  EXPECT_EQ(all.chunks[0].offloaded_bytes, 2 * layer);
+  EXPECT_EQ(all.chunks[0].offload_pinned_bytes, layer);  // layer 1's three groups: the last of each name
+  const MemoryReport m = stage_memory(all);
+  for (int r = 0; r < 2; ++r) {
+    const auto& s = m.stages[static_cast<std::size_t>(r)];
+    EXPECT_DOUBLE_EQ(s.activation_bytes - s.inflight_microbatches * s.activation_bytes_per_microbatch,
+                     static_cast<double>(layer))
+        << "rank " << r;
+  }
+  // Half of the six groups: layer 0's three go, layer 1's stay (their inputs kept as without offloading).
+  const LayerGraph half = graph_of(preflight::test::words(base + " --activation-offload-fraction 0.5"));
+  EXPECT_EQ(half.chunks[0].offloaded_bytes, layer);
+  const LayerGraph plain = graph_of(preflight::test::words(base.substr(0, base.find(" --fine-grained"))));
+  std::int64_t layer1_half = 0, layer1_plain = 0;
+  for (const auto& op : half.chunks[0].ops)
+    if (op.layer == 1) layer1_half += op.kept_bytes;
+  for (const auto& op : plain.chunks[0].ops)
+    if (op.layer == 1) layer1_plain += op.kept_bytes;
+  EXPECT_EQ(layer1_half, layer1_plain);
+  EXPECT_EQ(half.chunks[0].kept_activation_bytes(), plain.chunks[0].kept_activation_bytes() - layer);
+  // The delta: rank 1 keeps 1 MiB more, rank 0 nothing more.
+  const LayerGraph delta =
+      graph_of(preflight::test::words(base + " --delta-offload-bytes-across-pp-ranks 1048576"));
+  const MemoryReport md = stage_memory(delta);
+  EXPECT_DOUBLE_EQ(md.stages[0].activation_bytes, m.stages[0].activation_bytes);
+  EXPECT_DOUBLE_EQ(md.stages[1].activation_bytes, m.stages[1].activation_bytes + 1048576.0);
+  EXPECT_GT(stage_peak(delta, 1).bytes, stage_peak(all, 1).bytes);
+  EXPECT_THROW(graph_of(preflight::test::words(base + " --activation-offload-fraction 1.5")),
+               preflight::InputError);
+}
+
 // The expert-parallel overlap without pipelining (combined_1f1b_schedule_for_no_pipelining): the next micro
 // batch's forward runs layer by layer beside the backward, so one layer more is alive in the backward.
 TEST(Memory, ExpertParallelOverlapWithoutPipeliningHoldsOneLayerMore) {

@@ -650,12 +650,13 @@ TEST(MegatronArgs, UnmodelledFeaturesAreNamed) {
   // checkpoint / logging flags still are not.
   const MegatronConfig off = parse_megatron_args(
       with(base_args(), {"--fine-grained-activation-offloading", "--offload-modules", "moe_act",
-                         "--delta-offload-bytes-across-pp-ranks", "1024", "--no-load-optim",
+                         "--fine-grained-offloading-max-inflight-offloads", "2", "--no-load-optim",
                          "--log-num-zeros-in-grad", "--logging-level", "20", "--load", "/ckpt"}));
   std::string read_past;
   for (const auto& w : off.warnings)
     if (w.rfind("read past", 0) == 0) read_past = w;
-  EXPECT_NE(read_past.find("--delta-offload-bytes-across-pp-ranks"), std::string::npos) << read_past;
+  EXPECT_NE(read_past.find("--fine-grained-offloading-max-inflight-offloads"), std::string::npos)
+      << read_past;
   auto said_in = [](const MegatronConfig& m, const std::string& text) {
     for (const auto& w : m.warnings)
       if (w.rfind(text, 0) == 0) return true;

@@ -278,6 +278,26 @@ TEST(EstimateCli, MindSporeVerdictsNameTheMemoryPool) {
   EXPECT_EQ(r.out.find("caching allocator"), std::string::npos) << r.out;
 }
 
+// The sequence pipeline shortens the 1F1B bubble: Llama-3-70B on 64 Ascend 910B (pp 8) with 8 micro batches
+// runs (8 + 7) micro-batch times whole, about (32 + 7) / 4 in units of a quarter sequence; the schedule
+// counts 32 passes and stage 0 holds 11 units instead of 8 micro batches.
+TEST(EstimateCli, SequencePipelineShortensTheBubble) {
+  const std::string run =
+      "estimate --system ascend-910b --json --config " +
+      shell_quote((preflight::test::data_dir() / "mindformers" / "pretrain_llama3_70b.yaml").string()) +
+      " -- --options parallel_config.micro_batch_num=8 parallel_config.seq_split_num=";
+  RunResult whole = run_preflight(run + "1");
+  RunResult units = run_preflight(run + "4");
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  ASSERT_EQ(units.exit_code, 0) << units.err;
+  const auto w = nlohmann::json::parse(whole.out)["summary"], u = nlohmann::json::parse(units.out)["summary"];
+  EXPECT_LT(u["iteration_ms"].get<double>(), 0.8 * w["iteration_ms"].get<double>());
+  EXPECT_GT(u["iteration_ms"].get<double>(), 0.5 * w["iteration_ms"].get<double>());
+  EXPECT_EQ(u["stages"][0]["cached_micro_batches"], 10);
+  EXPECT_EQ(w["stages"][0]["cached_micro_batches"], 7);
+  EXPECT_LT(u["stages"][0]["peak_bytes"].get<double>(), w["stages"][0]["peak_bytes"].get<double>());
+}
+
 // Every estimate says how far the model was off on published runs of its class on that preset (the embedded
 // analyzer/data/fidelity/time_errors.json): the range printed for a published B300 row holds that row's own
 // error, another precision on the same preset lists the classes that were checked, a preset without a

@@ -266,6 +266,70 @@ TEST(MindFormersYaml, ParallelOptimizerGroups) {
   }));
 }
 
+// MindFormers' sequence pipeline (parallel_config.seq_split_num): the graph holds one unit of seq / k tokens
+// whose flash attention saves the keys and values of the whole sequence, each attention layer keeps four
+// whole-sequence caches (keys, values and their gradients), and stage s holds pp − s + k − 1 units (SAPP's
+// compute_activation_seq_nums).  Llama-3-70B (tp 8, pp 8, GQA 8 kv heads, seq 8192) with k = 4.
+TEST(MindFormersYaml, SequencePipelineUnits) {
+  MindFormersOptions o;
+  o.overrides = {{"parallel_config.seq_split_num", "4"}};
+  const MindFormersConfig c = load_mindformers_yaml(yaml("pretrain_llama3_70b.yaml"), o);
+  const Strategy& st = c.strategy;
+  ASSERT_EQ(st.seq_split, 4);
+  EXPECT_EQ(st.pipeline_units(), 256 * 4);
+  EXPECT_EQ(st.one_f_one_b_inflight(0), 8 + 4 - 1);
+  EXPECT_EQ(st.one_f_one_b_inflight(7), 4);
+  const LayerGraph g = build_layer_graph(c.model, st);
+  const I64 kv_full =
+      8192LL * 1 * 128 * 2;  // one whole-sequence key (or value) tensor: 1 kv head per tp rank
+  bool seen = false;
+  for (const Op& op : g.chunks[1].ops)
+    if (op.role == OpRole::CoreAttention && !seen) {
+      seen = true;
+      for (const auto& t : op.saved) {
+        if (t.name == "q") {
+          EXPECT_EQ(t.bytes, 2048LL * 8 * 128 * 2);  // the unit's queries, 8 heads per rank
+        } else if (t.name == "k" || t.name == "v") {
+          EXPECT_EQ(t.bytes, kv_full);
+        }
+      }
+    }
+  EXPECT_TRUE(seen);
+  Strategy whole = st;
+  whole.seq_split = 1;
+  const LayerGraph gw = build_layer_graph(c.model, whole);
+  // The caches of the stage's 10 layers come in; the sequence-parallel gather buffer shrinks to a unit's
+  // 2048 of the 8192 tokens (× hidden 8192 × 2 B).
+  EXPECT_EQ(g.chunks[1].runtime_buffer_bytes - gw.chunks[1].runtime_buffer_bytes,
+            10 * 4 * kv_full - (8192LL - 2048) * 8192 * 2);
+  const MemoryReport r = stage_memory(g);
+  EXPECT_DOUBLE_EQ(r.stages[0].inflight_microbatches, 11);
+  EXPECT_DOUBLE_EQ(r.stages[0].activation_bytes, 11 * r.stages[0].activation_bytes_per_microbatch);
+  EXPECT_DOUBLE_EQ(r.stages[7].inflight_microbatches, 4);
+
+  // Full recompute is refused (MindFormers forbids it with seqpipe); a split that does not divide the
+  // sequence is an error; with context parallelism the split is not modelled (whole micro batches, said).
+  o.overrides = {{"parallel_config.seq_split_num", "4"}, {"recompute_config.recompute", "True"}};
+  std::string e;
+  try {
+    load_mindformers_yaml(yaml("pretrain_llama3_70b.yaml"), o);
+  } catch (const InputError& err) {
+    e = err.what();
+  }
+  EXPECT_NE(e.find("parallel_config.seq_split_num"), std::string::npos) << e;
+  EXPECT_NE(e.find("full recompute"), std::string::npos) << e;
+  o.overrides = {{"parallel_config.seq_split_num", "3"}};
+  EXPECT_THROW(load_mindformers_yaml(yaml("pretrain_llama3_70b.yaml"), o), InputError);
+  o.overrides = {{"parallel_config.seq_split_num", "4"},
+                 {"parallel_config.context_parallel", "2"},
+                 {"parallel_config.model_parallel", "4"}};
+  const MindFormersConfig cp = load_mindformers_yaml(yaml("pretrain_llama3_70b.yaml"), o);
+  EXPECT_EQ(cp.strategy.seq_split, 1);
+  EXPECT_TRUE(std::any_of(cp.warnings.begin(), cp.warnings.end(), [](const std::string& w) {
+    return w.find("seq_split_num 4 (seqpipe) with context_parallel") != std::string::npos;
+  }));
+}
+
 TEST(MindFormersYaml, MoEStageMemoryByHand) {
   const MindFormersConfig c = load("pretrain_mixtral-8x7b.yaml");
   const MemoryReport r = stage_memory(build_layer_graph(c.model, c.strategy));

@@ -40,6 +40,8 @@ CostModelBalanceInput balance_input_from_cost_model(const ModelSpec& model, cons
   out.pipeline.stages = S;
   out.pipeline.chunks = V;
   out.pipeline.micro_batches = strategy.num_microbatches();
+  // The sequence pipeline: the cost model prices one unit (seq / k tokens); the schedule runs m·k of them.
+  out.pipeline.seq_split = std::max(1, strategy.seq_split);
   if (out.pipeline.micro_batches < S)
     throw InputError("--strategy", "the 1F1B schedule needs at least as many micro batches (" +
                                        std::to_string(out.pipeline.micro_batches) + ") as pipeline stages (" +
@@ -93,6 +95,7 @@ CostModelBalanceInput balance_input_from_cost_model(const ModelSpec& model, cons
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const cost::LayerEstimate& l = *runs[i].layer[k];
       const int ri = static_cast<int>(classes[i]);
+      if (classes[i] == Recompute::Full && out.pipeline.seq_split > 1) continue;  // MindFormers forbids it
       // A class that saves nothing is not worth a choice (e.g. select on a model whose core attention
       // keeps nothing extra); none is always there.
       const double a = to_mib(l.activation_cache_bytes);

@@ -1125,7 +1125,8 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
                            " has no mxfp8_gemm_scale: MXFP8 GEMMs priced as per-tensor FP8 "
                            "(MXFP8 needs Blackwell; the b200 / gb200 presets carry a fitted one)");
   est.padded_vocab = model.padded_vocab_size(strategy.tp);
-  est.micro_batches = strategy.num_microbatches();
+  est.micro_batches =
+      strategy.pipeline_units();  // the schedule's passes: micro batches × sequence-pipeline units
 
   Builder b(est.model, est.strategy, system, opt);
   const Ctx& c = b.ctx();
@@ -1374,11 +1375,13 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
       est.stages.push_back(std::move(s));
     }
   } else if (pp == 1) {
-    est.stages.push_back(make_stage("first_stage", 0, 0, 1));
+    est.stages.push_back(make_stage("first_stage", 0, 0, st.seq_split > 1 ? st.one_f_one_b_inflight(0) : 1));
   } else {
-    est.stages.push_back(make_stage("first_stage", 0, 0, pp));
-    if (pp > 2) est.stages.push_back(make_stage("middle_stage", 1, idx_mid, pp - 1));
-    est.stages.push_back(make_stage("last_stage", pp - 1, idx_last, 1));
+    // SimuMax's pp − rank in flight; in units of the sequence pipeline when it runs.
+    auto in_flight = [&](int r) { return st.seq_split > 1 ? st.one_f_one_b_inflight(r) : pp - r; };
+    est.stages.push_back(make_stage("first_stage", 0, 0, in_flight(0)));
+    if (pp > 2) est.stages.push_back(make_stage("middle_stage", 1, idx_mid, in_flight(1)));
+    est.stages.push_back(make_stage("last_stage", pp - 1, idx_last, in_flight(pp - 1)));
   }
   if (!st.simumax_compat) megatron_stage_memory(model, given, est);
   for (auto& s : est.stages) {

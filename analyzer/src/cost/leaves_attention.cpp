@@ -152,7 +152,9 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
       seq_k = s * c.cp;
     }
   }
-  if (l.keys_per_query > 0) seq_k = std::min(seq_k, l.keys_per_query);  // the graph's attended keys
+  // The graph's attended keys: a sliding window, or the whole sequence for a unit of the sequence pipeline.
+  if (l.keys_per_query > 0)
+    seq_k = c.st->seq_split > 1 ? l.keys_per_query : std::min(seq_k, l.keys_per_query);
   double base = mla ? (b * heads * d * seq_q * seq_k + b * heads * dv * seq_q * seq_k)
                     : 2 * b * heads * d * seq_q * seq_k;
   base *= 1 - c.st->attention_sparse_ratio;
@@ -206,7 +208,9 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
   finish_recompute(l);
   // Efficiency key (CoreAttention.get_input_shapes_desc).
   double kb_heads = c.cp > 1 ? std::floor(KV / c.cp) : KV, kq_heads = c.cp > 1 ? std::floor(H / c.cp) : H;
-  double key_seq = c.cp > 1 ? s * c.cp : s;
+  // A unit of the sequence pipeline runs the kernel of its queries against the whole sequence's keys: priced
+  // at the whole sequence's shape (the kernel's efficiency; the FLOPs are the unit's).
+  double key_seq = c.st->seq_split > 1 ? seq_k : (c.cp > 1 ? s * c.cp : s);
   bool contiguous = c.sys->name.find("s5000") == std::string::npos;
   std::string key = "batch=" + fmt_int(b) + ", seq_len=" + fmt_int(key_seq) +
                     ", head_num=" + fmt_int(kq_heads) + ", kv_head_num=" + fmt_int(kb_heads) +
@@ -240,7 +244,8 @@ void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     at.kind = LeafKind::CoreAttention;
     at.b = mbs(c);
     at.s = core.seq;
-    at.keys_per_query = core.kv_seq < c.st->seq_length ? static_cast<double>(core.kv_seq) : 0;
+    at.keys_per_query =
+        core.kv_seq < c.st->seq_length || c.st->seq_split > 1 ? static_cast<double>(core.kv_seq) : 0;
     at.heads = core.heads;
     at.kv_heads = core.kv_heads;
     at.head_dim = core.head_dim;

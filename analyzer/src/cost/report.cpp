@@ -402,6 +402,10 @@ std::string summary_text(const Estimate& est) {
   std::string out = est.model.name + " on " + est.system_name + ": " + parallelism_text(st) +
                     (st.vpp > 1 ? ", " + std::to_string(st.vpp) + " virtual stages per rank" : "") + "\n";
   out += "recompute: " + recompute_status_text(est.recompute) + "\n";
+  if (st.seq_split > 1)
+    out += "sequence pipeline: each micro batch in " + std::to_string(st.seq_split) + " units of " +
+           std::to_string(st.seq_length / st.seq_split) + " tokens, " + std::to_string(est.micro_batches) +
+           " per iteration; act/mb and cached mb below count units\n";
   if (st.fp8 != Fp8Format::None)
     out += std::string("precision: ") + to_string(st.precision) + " with " + (st.fp4() ? "fp4" : "fp8") +
            " GEMMs (" + to_string(st.fp8) + " format, " + to_string(st.fp8_recipe) + " scaling" +

@@ -70,6 +70,8 @@ const std::vector<FlagSpec>& training_flags() {
       {"--fine-grained-activation-offloading", Arity::Switch},
       {"--offload-modules", Arity::Many},
       {"--min-offloaded-tensor-size", Arity::One},
+      {"--activation-offload-fraction", Arity::One},
+      {"--delta-offload-bytes-across-pp-ranks", Arity::One},
       {"--use-megatron-fsdp", Arity::Switch},
       {"--zero-stage", Arity::One},
       {"--num-distributed-optimizer-instances", Arity::One},
@@ -516,6 +518,18 @@ void read_numerics(const Flags& f, Strategy& st) {
     if (listed("fused_group_mlp") && (listed("expert_fc1") || listed("moe_act")))
       throw InputError("--offload-modules",
                        "fused_group_mlp offloads the whole grouped MLP: not with expert_fc1 or moe_act");
+    if (f.has("--activation-offload-fraction")) {
+      st.activation_offload_fraction =
+          parse_float("--activation-offload-fraction", f.get("--activation-offload-fraction"));
+      if (!(st.activation_offload_fraction >= 0 && st.activation_offload_fraction <= 1))
+        throw InputError("--activation-offload-fraction", "must be between 0 and 1");
+    }
+    if (f.has("--delta-offload-bytes-across-pp-ranks")) {
+      st.delta_offload_bytes_across_pp_ranks =
+          parse_int("--delta-offload-bytes-across-pp-ranks", f.get("--delta-offload-bytes-across-pp-ranks"));
+      if (st.delta_offload_bytes_across_pp_ranks < 0)
+        throw InputError("--delta-offload-bytes-across-pp-ranks", "must not be negative");
+    }
     if (f.has("--min-offloaded-tensor-size")) {
       st.min_offloaded_tensor_elements =
           parse_int("--min-offloaded-tensor-size", f.get("--min-offloaded-tensor-size"));

@@ -966,14 +966,10 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
   }
   const int world = dp * tp * cp * pp;
   if (options.world_size > 0 && options.world_size != world)
-    throw InputError(options.world_source,
-                     "the launch starts " + num(options.world_size) + " workers but " + source +
-                         " lays out dp·tp·cp·pp = " + num(dp) + "·" + num(tp) + "·" + num(cp) + "·" + num(pp) +
-                         " = " + num(world) + " ranks; MindFormers requires them to be equal (check_rules)");
-  if (seq_split > 1)
-    warnings.push_back("parallel_config.seq_split_num " + num(seq_split) +
-                       " (seqpipe): the sequence split of each micro batch is not modelled; activations are for "
-                       "whole micro batches (upper bound)");
+    throw InputError(options.world_source, "the launch starts " + num(options.world_size) + " workers but " +
+                                               source + " lays out dp·tp·cp·pp = " + num(dp) + "·" + num(tp) +
+                                               "·" + num(cp) + "·" + num(pp) + " = " + num(world) +
+                                               " ranks; MindFormers requires them to be equal (check_rules)");
 
   // --- batch ---
   runner.only({"epochs", "batch_size", "sink_mode", "sink_size", "gradient_accumulation_steps", "global_batch_size",
@@ -1114,6 +1110,30 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
   st.sequence_parallel = parallel_config.bool_or("use_seq_parallel", false) && tp > 1;
   st.chunk_layout = transformer;
   st.seq_length = mc.positive_or("seq_length", cfg.legacy ? 2048 : 4096);
+  if (seq_split > 1) {
+    // The sequence pipeline ("seqpipe"): MindFormers forbids full recompute with it (its notes; SAPP drops
+    // the class); modelled without interleaving or context parallelism (Strategy::seq_split).
+    bool full = false;
+    for (const auto& c : st.per_layer_recompute) full = full || c.full;
+    if (full)
+      throw parallel_config.error("seq_split_num",
+                                  num(seq_split) +
+                                      " (seqpipe) cannot run with full recompute "
+                                      "(recompute_config.recompute): MindFormers forbids it");
+    if (cp == 1 && V == 1 && !m.mla.enabled) {
+      if (st.seq_length % seq_split != 0)
+        throw parallel_config.error("seq_split_num", "does not divide seq_length " + num(st.seq_length));
+      st.seq_split = seq_split;
+    } else {
+      warnings.push_back(
+          "parallel_config.seq_split_num " + num(seq_split) + " (seqpipe) with " +
+          (cp > 1  ? "context_parallel"
+           : V > 1 ? "pipeline interleaving"
+                   : "multi-latent attention") +
+          ": the sequence split of each micro batch is not modelled; activations are for whole micro "
+          "batches (upper bound)");
+    }
+  }
   m.name = fs::path(source).stem().string() + " (" + cfg.model_type + ")";
   if (m.position_embedding != PositionEmbedding::LearnedAbsolute && m.max_position_embeddings < st.seq_length)
     m.max_position_embeddings = st.seq_length;

@@ -114,16 +114,27 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
       // Consecutive recomputed ops are one checkpoint call (core_attn; the whole MLP).
       selective_checkpoints = number_selective_checkpoints(ops, selective_checkpoints);
     }
-    apply_offload(c, ops);
     for (auto& op : ops) g.ops.push_back(std::move(op));
   }
 
   if (head) add_head(c, g.ops, embedding);
+  apply_offload(c, g);  // after recompute, over the chunk's layers and MTP layers in forward order
+  if (st.delta_offload_bytes_across_pp_ranks > 0 && vchunk == 0)
+    g.offload_delta_bytes = static_cast<I64>(pp_rank) * st.delta_offload_bytes_across_pp_ranks;
 
   if (c.torch_cpu)
     set_torch_cpu_transients(c, g);
   else
     set_megatron_transients(c, g);
+
+  if (st.seq_split > 1) {
+    // The sequence pipeline's per-layer caches of the whole sequence's keys and values and of their gradients
+    // (MindFormers llama_transformer.py key_cache, value_cache, key_cache_grad, value_cache_grad: parameters
+    // without gradients, kv heads split over tp), resident for the whole run.
+    const I64 kv_heads = std::max<I64>(1, c.m.num_query_groups / c.t);
+    g.runtime_buffer_bytes +=
+        static_cast<I64>(g.num_layers) * 4 * c.b * c.s * kv_heads * c.m.kv_channels * c.a;
+  }
 
   if (head && st.defer_embedding_wgrad) {
     // --defer-embedding-wgrad-compute: each deferred call keeps the output layer's input (sequence-parallel

@@ -44,6 +44,20 @@ std::pair<double, double> largest_fsdp_unit(const StageGraph& chunk) {
 }
 }  // namespace
 
+double offload_kept_bytes(const LayerGraph& graph, int pp_rank, double inflight_microbatches) {
+  double pinned = 0, offloaded = 0, delta = 0;
+  for (const StageGraph* c : graph.stage(pp_rank)) {
+    pinned = std::max(pinned, static_cast<double>(c->offload_pinned_bytes));
+    offloaded += static_cast<double>(c->offloaded_bytes);
+    delta += static_cast<double>(c->offload_delta_bytes);
+  }
+  if (offloaded == 0) return 0;
+  // The margin's groups, then the delta's bytes of what the in-flight micro batches offload (Megatron
+  // disables whole groups until the delta is covered: up to one group more, not counted).
+  const double in_flight = std::max(0.0, inflight_microbatches * offloaded - pinned);
+  return pinned + std::min(delta, in_flight);
+}
+
 MemoryReport stage_memory(const LayerGraph& graph) {
   const Strategy& st = graph.strategy;
   BytesPerParam bpp = bytes_per_param(st);
@@ -92,7 +106,8 @@ MemoryReport stage_memory(const LayerGraph& graph) {
     s.optimizer_offloaded = st.offload_optimizer_states;
 
     if (st.vpp <= 1) {
-      s.inflight_microbatches = std::min(st.pp - r, m);
+      // In units of the sequence pipeline when it cuts the micro batches (the graph holds one unit).
+      s.inflight_microbatches = st.one_f_one_b_inflight(r);
       s.activation_bytes = s.inflight_microbatches * chunk_act[0];
     } else {
       // Megatron's interleaved warm-up forwards (Strategy::interleaved_warmup: the micro-batch group size per
@@ -107,6 +122,7 @@ MemoryReport stage_memory(const LayerGraph& graph) {
       s.inflight_microbatches = static_cast<double>(inflight) / st.vpp;
       s.activation_bytes = act;
     }
+    s.activation_bytes += offload_kept_bytes(graph, r, s.inflight_microbatches);
     report.stages.push_back(s);
   }
   for (std::size_t i = 1; i < report.stages.size(); ++i)

@@ -93,14 +93,17 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
   const bool last_stage = pp_rank == st.pp - 1;
   const int n = static_cast<int>(ops.size());
   const double kept_mb = static_cast<double>(chunk.kept_activation_bytes());
-  const int inflight = std::max(1, std::min(st.pp - pp_rank, st.num_microbatches()));
+  const int inflight = st.one_f_one_b_inflight(pp_rank);  // units of the sequence pipeline, if any
   const double stage_output = n > 0 && !last_stage ? static_cast<double>(ops.back().output_bytes) : 0;
 
   Tracker t;
   t.static_bytes = sm.static_bytes() - offloaded;
+  // Offloadable bytes kept on the device (the margin, the pp-rank delta): alive through the first backward.
+  const double offload_kept = offload_kept_bytes(graph, pp_rank, inflight);
 
   // ---- forward of the last micro batch before the first backward ----
-  t.act = (inflight - 1) * kept_mb + (n > 0 ? static_cast<double>(ops.front().kept_input_bytes()) : 0);
+  t.act = (inflight - 1) * kept_mb + (n > 0 ? static_cast<double>(ops.front().kept_input_bytes()) : 0) +
+          offload_kept;
   for (int i = 0; i < n; ++i) {
     const Op& op = ops[i];
     double next_input = i + 1 < n ? static_cast<double>(ops[i + 1].kept_input_bytes()) : 0;
@@ -114,7 +117,7 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
   if (!last_stage) t.candidate(2 * stage_output, "forward", n > 0 ? ops.back().path : "");
 
   // ---- backward of the oldest micro batch ----
-  t.act = inflight * kept_mb;
+  t.act = inflight * kept_mb + offload_kept;
   // The expert-parallel overlap without pipelining (Megatron's combined_1f1b_schedule_for_no_pipelining):
   // the next micro batch's forward runs layer by layer beside this backward, layer j beside layer L − 1 − j,
   // so about one layer more is alive than one micro batch's (the largest layer taken).

@@ -86,8 +86,12 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
   I64 q = c.tok * heads * qk_dim * c.a;
   // Math attention in PyTorch eager repeats k, v over the query heads of their group before the bmm.
   int kv_copies = c.torch_cpu ? heads : kv_heads;
-  I64 k = c.tok * kv_copies * qk_dim * c.a;
-  I64 v = c.tok * kv_copies * v_dim * c.a;
+  // The sequence pipeline's flash attention takes the keys and values of the whole sequence (the layer's key
+  // / value caches with this unit's added: MindFormers llama_transformer.py key_update, value_update) and
+  // saves them.
+  const I64 kv_tok = c.st.seq_split > 1 ? c.b * c.s : c.tok;
+  I64 k = kv_tok * kv_copies * qk_dim * c.a;
+  I64 v = kv_tok * kv_copies * v_dim * c.a;
   at.input_bytes = q + c.tok * kv_heads * (qk_dim + v_dim) * c.a;  // the q, k, v projections
   at.output_bytes = c.tok * heads * v_dim * c.a;
   at.saved.push_back({"q", q});

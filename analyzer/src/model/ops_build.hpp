@@ -98,9 +98,11 @@ void add_head(const Ctx& c, std::vector<Op>& ops, bool has_embedding);
 void apply_selective(const Ctx& c, std::vector<Op>& ops);
 /// The same with the selective modules given (a layer's own choice, Strategy::per_layer_recompute).
 void apply_selective(const Ctx& c, std::vector<Op>& ops, const std::vector<std::string>& modules);
-/// Megatron's fine-grained activation offloading (Strategy::offload_modules): the listed modules' saved
-/// inputs leave the device between forward and backward.  Applied after recompute.
-void apply_offload(const Ctx& c, std::vector<Op>& ops);
+/// Megatron's fine-grained activation offloading (Strategy::offload_modules) on a whole chunk (its layers and
+/// MTP layers): the listed modules' saved inputs leave the device between forward and backward, one offload
+/// group per module and layer in forward order — the first activation_offload_fraction of them; sets
+/// StageGraph::offloaded_bytes and offload_pinned_bytes (the margin's groups).  Applied after recompute.
+void apply_offload(const Ctx& c, StageGraph& g);
 /// Full recompute of the `i`-th layer of a chunk (Megatron `TransformerBlock._checkpointed_forward`).
 void apply_full(const Ctx& c, std::vector<Op>& ops, int i);
 /// A checkpoint id not used by `ops` yet.

@@ -14,7 +14,9 @@ Ctx make_ctx(const ModelSpec& model, const Strategy& st) {
   if (st.fp8 != Fp8Format::None) std::tie(c.lin_a, c.lin_a_den) = st.lowp_bytes_fraction();
   c.b = st.micro_batch_size;
   c.s = st.seq_length;
-  c.s_loc = st.seq_length / st.cp;
+  // A unit of the sequence pipeline carries seq_length / seq_split of the micro batch's tokens; c.s stays the
+  // whole sequence (the keys each query attends).
+  c.s_loc = st.seq_length / st.cp / std::max(1, st.seq_split);
   c.tok = c.b * c.s_loc;
   c.t = st.tp;
   c.sp = st.sequence_parallel && st.tp > 1;

@@ -144,8 +144,7 @@ void add_mtp_layer(const Ctx& c, std::vector<Op>& ops, int k, bool embedding_wei
     apply_selective(c, layer);
     number_selective_checkpoints(layer, next_checkpoint_id(ops));
   }
-  apply_offload(c, layer);
-  for (auto& op : layer) block.push_back(std::move(op));
+  for (auto& op : layer) block.push_back(std::move(op));  // offloading: apply_offload over the whole chunk
 
   std::vector<Op> tail;
   tail.push_back(make_norm(c, pre + "final_layernorm", OpRole::MtpFinalNorm, -1, c.tok_sp, c.h));

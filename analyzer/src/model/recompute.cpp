@@ -2,6 +2,9 @@
 #include "ops_build.hpp"
 
 #include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
 
 namespace preflight::analyzer::graph_ops {
 
@@ -128,45 +131,82 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops, const std::vector<std::
   }
 }
 
-void apply_offload(const Ctx& c, std::vector<Op>& ops) {
+void apply_offload(const Ctx& c, StageGraph& g) {
   const auto& mods = c.st.offload_modules;
   if (mods.empty()) return;
   auto has = [&](const char* m) { return std::find(mods.begin(), mods.end(), m) != mods.end(); };
-  auto offloaded = [&](OpRole r) {
+  // The offload group an op belongs to (Megatron's module name), or none.
+  auto module_of = [&](OpRole r) -> const char* {
     switch (r) {
       case OpRole::InputNorm:
-        return has("attn_norm");
+        return has("attn_norm") ? "attn_norm" : nullptr;
       case OpRole::Qkv:
-        return has("qkv_linear");
+        return has("qkv_linear") ? "qkv_linear" : nullptr;
       case OpRole::CoreAttention:
-        return has("core_attn");
+        return has("core_attn") ? "core_attn" : nullptr;
       case OpRole::AttnProj:
-        return has("attn_proj");
+        return has("attn_proj") ? "attn_proj" : nullptr;
       case OpRole::PreMlpNorm:
-        return has("mlp_norm");
+        return has("mlp_norm") ? "mlp_norm" : nullptr;
       case OpRole::ExpertsFc1:
-        return has("expert_fc1") || has("fused_group_mlp");
+        return has("fused_group_mlp") ? "fused_group_mlp" : has("expert_fc1") ? "expert_fc1" : nullptr;
       case OpRole::ExpertsAct:
-        return has("moe_act") || has("fused_group_mlp");
+        return has("fused_group_mlp") ? "fused_group_mlp" : has("moe_act") ? "moe_act" : nullptr;
       case OpRole::ExpertsFc2:
-        return has("fused_group_mlp");
+        return has("fused_group_mlp") ? "fused_group_mlp" : nullptr;
       default:
-        return false;
+        return nullptr;
     }
   };
   const double min_bytes = static_cast<double>(c.st.min_offloaded_tensor_elements) * static_cast<double>(c.a);
-  for (auto& op : ops) {
-    if (!offloaded(op.role)) continue;
-    // The module's input (core attention's q, k, v) goes to the host; what the op makes itself stays.
-    std::vector<SavedTensor> kept;
-    for (const auto& t : op.kept) {
-      const bool input =
-          t.is_input || t.name == "input" ||
-          (op.role == OpRole::CoreAttention && (t.name == "q" || t.name == "k" || t.name == "v"));
-      if (!(input && static_cast<double>(t.bytes) >= min_bytes)) kept.push_back(t);
-    }
-    set_kept(op, kept);
+  // The module's input (core attention's q, k, v) goes to the host; what the op makes itself stays.
+  auto offloadable = [&](const Op& op, const SavedTensor& t) {
+    const bool input =
+        t.is_input || t.name == "input" ||
+        (op.role == OpRole::CoreAttention && (t.name == "q" || t.name == "k" || t.name == "v"));
+    return input && static_cast<double>(t.bytes) >= min_bytes;
+  };
+  // Offload groups in forward order: one per module per layer (MTP layers too), with their bytes.
+  struct Group {
+    std::string module;
+    std::vector<std::size_t> ops;
+    std::int64_t bytes = 0;
+  };
+  std::vector<Group> groups;
+  std::map<std::tuple<int, int, std::string>, std::size_t> index;
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& op = g.ops[i];
+    const char* module = module_of(op.role);
+    if (!module || (op.layer < 0 && op.mtp_layer < 0)) continue;
+    std::int64_t bytes = 0;
+    for (const auto& t : op.kept)
+      if (offloadable(op, t)) bytes += t.bytes;
+    if (bytes == 0) continue;
+    auto [it, fresh] = index.try_emplace({op.layer, op.mtp_layer, module}, groups.size());
+    if (fresh) groups.push_back({module, {}, 0});
+    groups[it->second].ops.push_back(i);
+    groups[it->second].bytes += bytes;
   }
+  // --activation-offload-fraction: the last ⌊n · (1 − fraction)⌋ groups stay (Python's int() of the product).
+  const auto n = static_cast<std::int64_t>(groups.size());
+  const auto stay =
+      static_cast<std::int64_t>(static_cast<double>(n) * (1.0 - c.st.activation_offload_fraction));
+  std::map<std::string, std::int64_t> last_of_module;
+  for (std::int64_t k = 0; k < n - stay; ++k) {
+    Group& grp = groups[static_cast<std::size_t>(k)];
+    for (std::size_t i : grp.ops) {
+      Op& op = g.ops[i];
+      std::vector<SavedTensor> kept;
+      for (const auto& t : op.kept)
+        if (!offloadable(op, t)) kept.push_back(t);
+      set_kept(op, kept);
+    }
+    g.offloaded_bytes += grp.bytes;
+    last_of_module[grp.module] = grp.bytes;
+  }
+  // The offload margin: the last group of each module name in the micro batch whose backward runs first stays
+  // on the device, so that its reload does not stall the compute stream.
+  for (const auto& [module, bytes] : last_of_module) g.offload_pinned_bytes += bytes;
 }
 
 void apply_full(const Ctx& c, std::vector<Op>& ops, int i) {

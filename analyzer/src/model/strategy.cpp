@@ -278,6 +278,20 @@ void Strategy::validate(const ModelSpec& model) const {
   positive(ep, "--expert-model-parallel-size");
   if (etp < 0) throw InputError("--expert-tensor-parallel-size", "must not be negative");
   positive(vpp, "virtual pipeline size");
+  positive(seq_split, "parallel_config.seq_split_num");
+  if (seq_split > 1) {
+    if (cp > 1 || vpp > 1)
+      throw InputError(
+          "parallel_config.seq_split_num",
+          "the sequence pipeline is modelled with context_parallel 1 and without interleaving only");
+    if (model.mla.enabled)
+      throw InputError("parallel_config.seq_split_num",
+                       "the sequence pipeline is not modelled with multi-latent attention");
+    if (seq_length % seq_split != 0)
+      throw InputError(
+          "parallel_config.seq_split_num",
+          "seq_length " + num(seq_length) + " is not divisible by seq_split_num " + num(seq_split));
+  }
   positive(seq_length, "--seq-length");
   positive(micro_batch_size, "--micro-batch-size");
   if (global_batch_size < 0) throw InputError("--global-batch-size", "must not be negative");

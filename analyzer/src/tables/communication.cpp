@@ -28,7 +28,10 @@ CommReport communication(const LayerGraph& graph) {
       expert += c->expert_param_numel();
       dense += c->param_numel() - c->expert_param_numel();
     }
-    for (const auto& [dim, v] : sc.per_microbatch) sc.per_iteration[dim] = {v.count * m, v.bytes * m};
+    // The graph holds one pass of the schedule: a micro batch, or a unit of the sequence pipeline.
+    const int passes = st.pipeline_units();
+    for (const auto& [dim, v] : sc.per_microbatch)
+      sc.per_iteration[dim] = {v.count * passes, v.bytes * passes};
     auto dp_sync = [&](ParallelDim dim, std::int64_t params, int group) {
       if (group <= 1 || params == 0) return;
       double grads = static_cast<double>(params) * bpp.grad;

@@ -164,6 +164,7 @@ LayerGraph unparallel(const LayerGraph& g) {
   st.tp = st.pp = st.cp = st.ep = 1;
   st.etp = 0;
   st.vpp = 1;
+  st.seq_split = 1;  // the whole micro batch, not a unit of the sequence pipeline
   st.sequence_parallel = false;
   st.tp_comm_overlap = false;
   st.first_stage_layers = st.last_stage_layers = -1;
@@ -260,7 +261,12 @@ std::string header(const LayerGraph& g, const AnalyzeOptions& opts) {
   }
   out += "\n     micro batch " + num(st.micro_batch_size) + " × " + num(st.seq_length) +
          " tokens, global batch " + num(st.global_batch()) + " → " + num(st.num_microbatches()) +
-         " micro batches per iteration; " + to_string(st.precision) +
+         " micro batches per iteration" +
+         (st.seq_split > 1 ? " × " + num(st.seq_split) + " sequence-pipeline units of " +
+                                 num(st.seq_length / st.seq_split) +
+                                 " tokens (seqpipe: activations and in-flight counts below are per unit)"
+                           : std::string()) +
+         "; " + to_string(st.precision) +
          (st.fp4()                    ? "+fp4"
           : st.fp8 != Fp8Format::None ? "+fp8"
                                       : "") +
@@ -414,7 +420,10 @@ std::string memory_section(const LayerGraph& g, const MemoryReport& mem, const A
                " deferred output-layer wgrad inputs and output gradients (--defer-embedding-wgrad-compute)";
   out +=
       "\n(* = largest stage; in flight = micro batches whose activations are alive at the peak, " +
-      std::string(g.strategy.vpp > 1 ? "interleaved schedule" : "1F1B: min(pp − stage, micro batches)") +
+      std::string(g.strategy.vpp > 1 ? "interleaved schedule"
+                  : g.strategy.seq_split > 1
+                      ? "sequence pipeline: min(pp − stage + units per micro batch − 1, units)"
+                      : "1F1B: min(pp − stage, micro batches)") +
       "; total = weights + grads + optimizer + activations" +
       (buffers > 0 ? " + runtime buffers (up to " + mib(buffers) + " MiB" + deferred + ")" : std::string()) +
       (g.strategy.offload_optimizer_states

@@ -265,7 +265,8 @@ struct Estimate {
   NetworkChoice networks;
   LayerRecompute recompute;
   std::int64_t padded_vocab = 0;
-  int micro_batches = 0;  ///< per iteration per pipeline (mbc)
+  int micro_batches =
+      0;  ///< passes of the pipeline schedule per iteration: micro batches (mbc) × Strategy::seq_split
   std::vector<ChunkEstimate> chunks;
   std::vector<StageEstimate> stages;  ///< first, [middle], [last] (VPP: one per pp rank)
   double pipeline_ms = 0;             ///< T_pp: the 1F1B (or interleaved) schedule without straggler

@@ -221,6 +221,15 @@ struct StageGraph {
   /// sequence-parallel all-gather of a column-parallel input, the unfused attention's score matrix).
   /// 0 for TorchCpu.  A rank counts its chunks' largest (stage_memory).
   std::int64_t runtime_buffer_bytes = 0;
+  /// Megatron's fine-grained activation offloading: bytes of one micro batch this chunk sends to the host
+  /// (its offloaded groups), and of those the margin keeps on the device in the micro batch whose backward
+  /// runs first (the last group of each module name: fine_grained_activation_offload.py
+  /// post_warmup_callback).
+  std::int64_t offloaded_bytes = 0;
+  std::int64_t offload_pinned_bytes = 0;
+  /// `--delta-offload-bytes-across-pp-ranks` · pp rank: offloadable bytes the rank keeps on the device (first
+  /// chunk of the rank only; capped by what its in-flight micro batches offload).
+  std::int64_t offload_delta_bytes = 0;
 
   std::int64_t param_numel() const;            ///< all parameters held
   std::int64_t expert_param_numel() const;     ///< of which expert parameters

@@ -70,4 +70,10 @@ BytesPerParam bytes_per_param(const Strategy& st);
 /// Memory of every stage.
 MemoryReport stage_memory(const LayerGraph& graph);
 
+/// Bytes Megatron's fine-grained activation offloading keeps on pipeline rank `pp_rank` beyond each micro
+/// batch's kept activations: the offload margin's groups (StageGraph::offload_pinned_bytes, once) and
+/// `--delta-offload-bytes-across-pp-ranks` · rank, at most what the `inflight_microbatches` offload.  0
+/// without offloading.
+double offload_kept_bytes(const LayerGraph& graph, int pp_rank, double inflight_microbatches);
+
 }  // namespace preflight::analyzer

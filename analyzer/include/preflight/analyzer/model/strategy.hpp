@@ -153,6 +153,13 @@ struct Strategy {
   int ep = 1;             ///< expert-parallel size
   int etp = 0;            ///< expert tensor-parallel size; 0 = same as tp (Megatron default)
   int vpp = 1;            ///< virtual pipeline chunks per rank (interleaved 1F1B when > 1)
+  /// MindSpore's sequence pipeline (MindFormers `parallel_config.seq_split_num`, "seqpipe"): each micro batch
+  /// cut along the sequence into this many pipeline units of seq_length / seq_split tokens, each attending to
+  /// the keys of the whole sequence (per-layer key / value caches of the full sequence, and the full-sequence
+  /// keys and values each unit's flash attention saves); 1F1B over micro batches × seq_split units, stage s
+  /// holding pp − s + seq_split − 1 units (MindFormers toolkit/pipeline_balance sapp_solver.py
+  /// compute_activation_seq_nums).  1 = off; needs cp = 1 and vpp = 1.
+  int seq_split = 1;
   bool sequence_parallel = false;
   /// Megatron's rank order; "tp-cp-ep-dp-pp" (default), "tp-cp-ep-pp-dp" (`--use-tp-pp-dp-mapping`), or the
   /// older releases' "tp-pp-dp" (cp = ep = 1 only, the same groups).
@@ -291,6 +298,13 @@ struct Strategy {
   /// `min_offloaded_tensor_elements` (Megatron's default 2^20) stay.  Empty: off.
   std::vector<std::string> offload_modules;
   std::int64_t min_offloaded_tensor_elements = 1 << 20;
+  /// `--activation-offload-fraction`: of each micro batch's offload groups (one per module and layer, in
+  /// forward order) the first fraction goes to the host, the last ⌊n · (1 − fraction)⌋ stay
+  /// (fine_grained_activation_offload.py post_warmup_callback).  1 = all.
+  double activation_offload_fraction = 1.0;
+  /// `--delta-offload-bytes-across-pp-ranks`: pipeline rank r keeps r · this many offloadable bytes on the
+  /// device (its oldest micro batches' first groups); 0 = none.
+  std::int64_t delta_offload_bytes_across_pp_ranks = 0;
   /// Recompute chosen per transformer layer (index = global layer), replacing the four fields above when
   /// not empty: MindFormers' per-stage lists and SAPP answers.  `full`: the layer is one checkpoint keeping
   /// its input; else `modules` are selective modules as recompute_modules, plus "mlp_act" (the dense MLP's
@@ -411,6 +425,14 @@ struct Strategy {
   int global_batch() const { return global_batch_size > 0 ? global_batch_size : micro_batch_size * dp(); }
   /// Micro batches per iteration per pipeline (gradient-accumulation steps): global / (b · dp).
   int num_microbatches() const { return global_batch() / (micro_batch_size * dp()); }
+  /// Passes of the pipeline schedule per iteration: micro batches × seq_split (the sequence pipeline's
+  /// units).
+  int pipeline_units() const { return num_microbatches() * std::max(1, seq_split); }
+  /// Units a non-interleaved 1F1B stage holds at its peak: pp − rank (+ seq_split − 1 with the sequence
+  /// pipeline, whose units of a micro batch run their backward last to first), at most pipeline_units().
+  int one_f_one_b_inflight(int rank) const {
+    return std::max(1, std::min(pp - rank + std::max(1, seq_split) - 1, pipeline_units()));
+  }
   PipelineSchedule schedule() const {
     return vpp > 1 ? PipelineSchedule::Interleaved : PipelineSchedule::OneFOneB;
   }
