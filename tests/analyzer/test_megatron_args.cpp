@@ -549,7 +549,10 @@ TEST(MegatronArgs, DefaultsFollowTheCheckoutDate) {
   EXPECT_EQ(old.strategy.attention_backend, AttentionBackend::Math);
   EXPECT_FALSE(old.strategy.pp_comm_overlap);
   bool said = false;
-  for (const auto& w : old.warnings) said = said || w.find("legacy model (megatron/model) is assumed") != std::string::npos;
+  for (const auto& w : old.warnings)
+    said = said ||
+           w.find("the legacy model (megatron/model, math attention unless --use-flash-attn) is assumed") !=
+               std::string::npos;
   EXPECT_TRUE(said);
   const MegatronConfig core =
       parse_megatron_args(with(base_args(), {"--megatron-version", "2024-01-01", "--use-mcore-models",
@@ -680,6 +683,47 @@ TEST(MegatronArgs, UnmodelledFeaturesAreNamed) {
   for (const char* quiet : {"--no-load-optim", "--log-num-zeros-in-grad", "--logging-level", "--load"})
     EXPECT_EQ(read_past.find(std::string(quiet) + ","), std::string::npos) << quiet << ": " << read_past;
   EXPECT_EQ(read_past.find("--logging-level"), std::string::npos) << read_past;
+}
+
+// Megatron-LM's 2021 spellings (its sc21 scripts): --activations-checkpoint-method uniform|block is full
+// recompute by that method (--activations-checkpoint-num-layers, default 1), and --DDP-impl without a
+// --megatron-version means the legacy model, whose attention is math unless --use-flash-attn.  A launch
+// without torchrun takes its ranks from the launcher's environment (WORLD_SIZE, else srun's tasks).
+TEST(MegatronArgs, SC21EraSpellingsAndLauncherEnvironment) {
+  const MegatronConfig u =
+      parse_megatron_args(with(base_args(), {"--activations-checkpoint-method", "uniform"}));
+  EXPECT_EQ(u.strategy.recompute_granularity, RecomputeGranularity::Full);
+  EXPECT_EQ(u.strategy.recompute_method, RecomputeMethod::Uniform);
+  EXPECT_EQ(u.strategy.recompute_num_layers, 1);
+  const MegatronConfig b = parse_megatron_args(with(
+      base_args(), {"--activations-checkpoint-method", "block", "--activations-checkpoint-num-layers", "3"}));
+  EXPECT_EQ(b.strategy.recompute_method, RecomputeMethod::Block);
+  EXPECT_EQ(b.strategy.recompute_num_layers, 3);
+  EXPECT_THROW(parse_megatron_args(with(base_args(), {"--activations-checkpoint-method", "all"})),
+               preflight::InputError);
+  const MegatronConfig ddp = parse_megatron_args(with(base_args(), {"--DDP-impl", "local"}));
+  EXPECT_TRUE(ddp.strategy.legacy_model);
+  EXPECT_EQ(ddp.strategy.attention_backend, AttentionBackend::Math);
+  EXPECT_FALSE(parse_megatron_args(with(base_args(), {"--DDP-impl", "local", "--use-mcore-models"}))
+                   .strategy.legacy_model);
+  EXPECT_EQ(parse_megatron_args(with(base_args(), {"--DDP-impl", "local", "--use-flash-attn"}))
+                .strategy.attention_backend,
+            AttentionBackend::Flash);
+
+  const Words sized = with(base_args(), {"--tensor-model-parallel-size", "8"});
+  EXPECT_EQ(parse_megatron_args(sized, {{"WORLD_SIZE", "32"}, {"LOCAL_WORLD_SIZE", "8"}}).strategy.world_size,
+            32);
+  const MegatronConfig slurm =
+      parse_megatron_args(sized, {{"SLURM_NNODES", "4"}, {"SLURM_NTASKS_PER_NODE", "8(x4)"}});
+  EXPECT_EQ(slurm.strategy.world_size, 32);
+  EXPECT_EQ(slurm.strategy.gpus_per_node, 8);
+  EXPECT_EQ(parse_megatron_args(sized, {{"SLURM_NTASKS", "16"}, {"SLURM_NNODES", "2"}}).strategy.world_size,
+            16);
+  // torchrun's own sizes win; nothing set: the fewest ranks the layout needs.
+  EXPECT_EQ(
+      parse_megatron_args(with(sized, {"--nproc_per_node", "8"}), {{"WORLD_SIZE", "64"}}).strategy.world_size,
+      8);
+  EXPECT_EQ(parse_megatron_args(sized, {}).strategy.world_size, 8);
 }
 
 // --use-precision-aware-optimizer (NeMo's DeepSeek-V3 recipes: bf16 main grads and moments): 2-byte gradients

@@ -228,6 +228,23 @@ TEST(Rewrite, MindFormersLaunchesRunUnderAnalyze) {
   EXPECT_TRUE(r.notes.empty()) << r.notes[0];
 }
 
+// Megatron-LM's sc21 SRUN.sh: the launch is a string (CMD="python -u …/pretrain_gpt.py …") that srun runs
+// through `sh -c "${CMD}"` on every node.  The string is rewritten, and analysis runs the shell once.
+TEST(Rewrite, CommandStringRunBySrunShell) {
+  const std::string in =
+      "#!/bin/bash\n"
+      "CMD=\"python -u ${MEGATRON_CODE_DIR}/pretrain_gpt.py ${MEGATRON_PARAMS}\"\n"
+      "srun -l --container-image \"img\" sh -c \"${CMD}\"\n";
+  WrapResult r = wrap_script(in, opts());
+  auto out = lines(r.text);
+  EXPECT_EQ(out[1], "CMD=\"\\\"${PREFLIGHT:-/opt/pf/preflight}\\\" analyze ${MEGATRON_PARAMS}\"") << r.text;
+  EXPECT_EQ(out[2], "sh -c \"${CMD}\"") << r.text;
+  ASSERT_EQ(r.launches.size(), 1u);
+  EXPECT_EQ(wrap_script(r.text, opts()).text, r.text);
+  // A string nobody runs is no launch (the script is refused as having none).
+  EXPECT_ANY_THROW(wrap_script("CMD=\"python pretrain_gpt.py --num-layers 2\"\necho \"${CMD}\"\n", opts()));
+}
+
 TEST(Rewrite, SrunLaunchesAndANoteForLaunchesNotRecognised) {
   std::string in = read_file(wrap_data("slurm_style.sh"));
   WrapResult r = wrap_script(in, opts());

@@ -559,9 +559,22 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       } else if (auto ref = parameter_ref(c.words[0].raw); ref && ref->name == name) {
         return true;
       }
+      // `sh -c "${CMD}"` / `srun … bash -c "$CMD"` (Megatron-LM's sc21 SRUN.sh).
+      for (std::size_t k = 0; k + 2 < c.words.size(); ++k) {
+        std::optional<std::string> w = literal_value(c.words[k].raw);
+        if (!w) continue;
+        std::string base = w->substr(w->rfind('/') == std::string::npos ? 0 : w->rfind('/') + 1);
+        if (base != "bash" && base != "sh") continue;
+        std::size_t m = k + 1;
+        while (m < c.words.size() && c.words[m].raw != "-c" && c.words[m].raw.rfind('-', 0) == 0) ++m;
+        if (m + 1 < c.words.size() && c.words[m].raw == "-c" && expands(c.words[m + 1].raw, name))
+          return true;
+        break;
+      }
     }
     return false;
   };
+  std::set<std::string> launching_variables;  // variables whose value had a launch rewritten
   for (const SimpleCommand& cmd : sh.commands) {
     std::vector<const ShellWord*> assigns;
     for (const ShellWord& a : cmd.assignments) assigns.push_back(&a);
@@ -574,8 +587,9 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       ShellWord value{a->begin + eq + 1, a->end, a->raw.substr(eq + 1)};
       char quote = 0;
       auto inside = quoted_inside(work, value, quote);
-      if (inside && run_as_command(a->raw.substr(0, eq)))
-        rewrite_inside(inside->first, inside->second, quote);
+      if (inside && run_as_command(a->raw.substr(0, eq)) &&
+          rewrite_inside(inside->first, inside->second, quote))
+        launching_variables.insert(a->raw.substr(0, eq));
     }
     // bash -c "…" / sh -c '…' (under srun: one shell per node).
     for (std::size_t k = 0; k + 2 < cmd.words.size(); ++k) {
@@ -588,7 +602,10 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       if (c + 1 >= cmd.words.size() || cmd.words[c].raw != "-c") break;
       char quote = 0;
       auto inside = quoted_inside(work, cmd.words[c + 1], quote);
-      if (!inside || !rewrite_inside(inside->first, inside->second, quote)) break;
+      const bool runs_variable =
+          std::any_of(launching_variables.begin(), launching_variables.end(),
+                      [&](const std::string& v) { return expands(cmd.words[c + 1].raw, v); });
+      if (!runs_variable && (!inside || !rewrite_inside(inside->first, inside->second, quote))) break;
       // srun/mpirun in front starts the shell once per node or rank: analysis runs it once.
       std::optional<std::string> head = literal_value(cmd.words[0].raw);
       if (o.mode == WrapMode::Analyze && k > 0 && head &&

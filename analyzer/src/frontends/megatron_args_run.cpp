@@ -1,8 +1,10 @@
 // Megatron arguments, run group: launcher and parallel sizes, pipeline split, numerics, recompute, kernels.
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -94,6 +96,8 @@ const std::vector<FlagSpec>& training_flags() {
       {"--recompute-granularity", Arity::One},
       {"--checkpoint-activations", Arity::Switch},
       {"--checkpoint-num-layers", Arity::One},
+      {"--activations-checkpoint-method", Arity::One},
+      {"--activations-checkpoint-num-layers", Arity::One},
       {"--recompute-method", Arity::One},
       {"--recompute-num-layers", Arity::One},
       {"--recompute-activations", Arity::Switch},
@@ -135,6 +139,41 @@ const std::vector<FlagSpec>& training_flags() {
       {"--cross-entropy-loss-fusion", Arity::Switch},
   };
   return flags;
+}
+
+struct EnvWorld {
+  int ranks = 0;
+  int per_node = 0;
+  std::string source;  ///< the variables they came from
+};
+
+/// Ranks of a launch without torchrun, from the environment its launcher set: WORLD_SIZE (with
+/// LOCAL_WORLD_SIZE per node), else Slurm's SLURM_NTASKS or SLURM_NNODES × SLURM_NTASKS_PER_NODE ("8" or
+/// "8(x2)").  nullopt when none is set or one is not a positive number.
+std::optional<EnvWorld> world_from_environment(const std::map<std::string, std::string>& env) {
+  auto number = [&](const char* key) -> int {
+    auto it = env.find(key);
+    if (it == env.end()) return 0;
+    int v = 0;
+    std::size_t i = 0;
+    const std::string& t = it->second;
+    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])) && v < (1 << 24))
+      v = v * 10 + (t[i++] - '0');
+    return i > 0 ? v : 0;
+  };
+  if (const int w = number("WORLD_SIZE"); w > 0) {
+    const int local = number("LOCAL_WORLD_SIZE");
+    return EnvWorld{w, local > 0 ? local : std::min(w, 8), "WORLD_SIZE"};
+  }
+  const int per_node = number("SLURM_NTASKS_PER_NODE");
+  int nodes = number("SLURM_NNODES");
+  if (nodes == 0) nodes = number("SLURM_JOB_NUM_NODES");
+  if (const int n = number("SLURM_NTASKS"); n > 0)
+    return EnvWorld{n, per_node > 0 ? per_node : (nodes > 0 ? std::max(1, n / nodes) : std::min(n, 8)),
+                    "SLURM_NTASKS (srun's tasks)"};
+  if (per_node > 0 && nodes > 0)
+    return EnvWorld{per_node * nodes, per_node, "SLURM_NNODES × SLURM_NTASKS_PER_NODE (srun's tasks)"};
+  return std::nullopt;
 }
 
 void read_launcher_and_sizes(const Flags& f, const std::map<std::string, std::string>& env,
@@ -188,6 +227,14 @@ void read_launcher_and_sizes(const Flags& f, const std::map<std::string, std::st
   } else if (!nproc.empty() || !nnodes.empty()) {
     st.world_size = cfg.nproc_per_node * cfg.nnodes;
     st.gpus_per_node = cfg.nproc_per_node;
+  } else if (auto sized = world_from_environment(env)) {
+    // The entry point started without torchrun: one rank per process of the launcher that set the
+    // environment (WORLD_SIZE of a launcher script; srun's tasks).
+    st.world_size = sized->ranks;
+    st.gpus_per_node = sized->per_node;
+    cfg.nnodes = std::max(1, st.world_size / std::max(1, st.gpus_per_node));
+    cfg.warnings.push_back("no torchrun sizes: " + std::to_string(st.world_size) + " ranks from " +
+                           sized->source);
   } else {
     st.world_size = 0;  // fit_world_size(): the fewest ranks the layout needs
   }
@@ -614,7 +661,23 @@ void read_recompute(const Flags& f, Strategy& st) {
   if (f.has("--checkpoint-activations") && !f.has("--recompute-granularity")) {
     st.recompute_granularity = RecomputeGranularity::Full;
     st.recompute_method = RecomputeMethod::Uniform;
-    st.recompute_num_layers = static_cast<int>(f.int_or("--checkpoint-num-layers", 1));
+    st.recompute_num_layers = static_cast<int>(
+        f.int_or("--activations-checkpoint-num-layers", f.int_or("--checkpoint-num-layers", 1)));
+    return read_recompute_modules(f, st);
+  }
+  // --activations-checkpoint-method uniform|block (Megatron-LM 2021-08 … 2022-04, e.g. its sc21 scripts):
+  // full recompute by that method, --activations-checkpoint-num-layers per call / per stage (default 1);
+  // later
+  // --recompute-granularity full --recompute-method.
+  if (f.has("--activations-checkpoint-method") && !f.has("--recompute-granularity")) {
+    const auto& m = f.get("--activations-checkpoint-method");
+    if (m != "uniform" && m != "block")
+      throw InputError("--activations-checkpoint-method", "unknown method '" + m + "' (uniform or block)");
+    st.recompute_granularity = RecomputeGranularity::Full;
+    st.recompute_method = m == "block" ? RecomputeMethod::Block : RecomputeMethod::Uniform;
+    st.recompute_num_layers = static_cast<int>(f.int_or("--activations-checkpoint-num-layers", 1));
+    if (st.recompute_num_layers < (m == "block" ? 0 : 1))
+      throw InputError("--activations-checkpoint-num-layers", "must be positive");
     return read_recompute_modules(f, st);
   }
   if (f.has("--recompute-granularity")) {
@@ -725,7 +788,12 @@ void read_cuda_graphs(const Flags& f, Strategy& st) {
 /// Megatron-core became the default (2024-05) without --use-mcore-models.
 bool legacy_model(const Flags& f, const Strategy& st) {
   if (f.has("--use-legacy-models")) return true;
-  return !st.megatron_version.empty() && st.megatron_version < "2024-05-01" && !f.has("--use-mcore-models");
+  if (f.has("--use-mcore-models")) return false;
+  // Flags Megatron-LM removed before Megatron-core existed as a model: --DDP-impl (2023-08),
+  // --activations-checkpoint-method (2022-04).
+  if (st.megatron_version.empty() && (f.has("--DDP-impl") || f.has("--activations-checkpoint-method")))
+    return true;
+  return !st.megatron_version.empty() && st.megatron_version < "2024-05-01";
 }
 
 void read_kernels(const Flags& f, MegatronConfig& cfg) {
@@ -778,9 +846,14 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   st.legacy_model = legacy_model(f, st);
   if (st.legacy_model) st.transformer_engine = false;
   if (st.legacy_model && !f.has("--use-legacy-models"))
-    cfg.warnings.push_back("--megatron-version " + st.megatron_version +
-                           " predates Megatron-core as the default model (2024-05): the legacy model "
-                           "(megatron/model) is assumed; pass --use-mcore-models if the run used megatron.core");
+    cfg.warnings.push_back(
+        (st.megatron_version.empty()
+             ? std::string(f.has("--DDP-impl") ? "--DDP-impl" : "--activations-checkpoint-method") +
+                   " is a flag of Megatron-LM before 2023, which had only the legacy model"
+             : "--megatron-version " + st.megatron_version +
+                   " predates Megatron-core as the default model (2024-05)") +
+        ": the legacy model (megatron/model, math attention unless --use-flash-attn) is assumed; pass "
+        "--use-mcore-models if the run used megatron.core");
   if (f.has("--te-version")) st.te.version = f.get("--te-version");
   // overlap_p2p_comm: opt-in (--overlap-p2p-communication) from 2023, Megatron's default from 2024-06
   // (--no-overlap-p2p-communication); it only acts on the interleaved schedule.

@@ -33,8 +33,9 @@ struct MegatronConfig {
 
 /// Parses torchrun + Megatron arguments.
 /// @param args  the words after the subcommand, as a shell passes them
-/// @param env   environment lookup for torchrun's PET_* variables (PET_NPROC_PER_NODE, PET_NNODES);
-///              pass an empty map to ignore the environment
+/// @param env   environment lookup for torchrun's PET_* variables (PET_NPROC_PER_NODE, PET_NNODES) and,
+///              without torchrun sizes, the ranks a launcher set (WORLD_SIZE / LOCAL_WORLD_SIZE, else srun's
+///              SLURM_NTASKS or SLURM_NNODES × SLURM_NTASKS_PER_NODE); pass an empty map to ignore it
 /// @param base  a model from a preset or config.json; when given, architecture flags are optional and
 ///              override its fields (--num-layers 2 on a preset gives a 2-layer cut of that model)
 /// @throws InputError naming the flag for a missing required size (--num-layers, --hidden-size,
