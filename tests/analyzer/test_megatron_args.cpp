@@ -10,6 +10,7 @@
 #include "preflight/analyzer/model/memory.hpp"
 #include "preflight/analyzer/model/rank_groups.hpp"
 #include "preflight/common/error.hpp"
+#include "test_support.hpp"
 
 using namespace preflight::analyzer;
 using Words = std::vector<std::string>;
@@ -195,6 +196,27 @@ TEST(MegatronArgs, VocabFileIsCountedWhenPresentElseTokenizerDefault) {
 
 // Pai-Megatron-Patch's scripts load the tokenizer from the --load checkpoint (a Hugging Face folder): its
 // config.json's vocab_size is the vocabulary, taken as the embedding size; an empty --load is tolerated.
+// --tokenizer-type HuggingFaceTokenizer --tokenizer-model ORG/REPO (Megatron-LM's Megatron-FSDP DeepSeek-V3
+// script): the vocabulary of a preset's repository or of a local model folder's config.json; an unknown
+// repository still asks for --vocab-size.
+TEST(MegatronArgs, HuggingFaceTokenizerVocabulary) {
+  const Words a = preflight::test::words(
+      "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --tokenizer-type "
+      "HuggingFaceTokenizer --make-vocab-size-divisible-by 3232 --tokenizer-model");
+  const MegatronConfig ds = parse_megatron_args(with(a, {"deepseek-ai/DeepSeek-V3"}));
+  EXPECT_EQ(ds.model.vocab_size, 129280);
+  EXPECT_EQ(ds.model.padded_vocab_size(1), 129280);
+  auto dir = std::filesystem::temp_directory_path() / "preflight_hf_tokenizer_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"vocab_size": 151936})";
+  EXPECT_EQ(parse_megatron_args(with(a, {dir.string()})).model.vocab_size, 151936);
+  std::filesystem::remove_all(dir);
+  EXPECT_THROW(parse_megatron_args(with(a, {"someone/unknown-model"})), preflight::InputError);
+  EXPECT_EQ(
+      parse_megatron_args(with(a, {"deepseek-ai/DeepSeek-V3", "--vocab-size", "128815"})).model.vocab_size,
+      128815);
+}
+
 TEST(MegatronArgs, VocabularyFromTheLoadedCheckpoint) {
   auto dir = std::filesystem::temp_directory_path() / "preflight_load_vocab_test";
   std::filesystem::create_directories(dir);

@@ -245,6 +245,33 @@ TEST(Rewrite, CommandStringRunBySrunShell) {
   EXPECT_ANY_THROW(wrap_script("CMD=\"python pretrain_gpt.py --num-layers 2\"\necho \"${CMD}\"\n", opts()));
 }
 
+// Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh: the launch string is assigned in the
+// script and run by `srun … bash -x -c "${TRAINING_CMD}"` inside a here-document fed to sbatch.  The string
+// is rewritten, the job's script runs here (sbatch → bash with the #SBATCH size) and its shell once, not
+// under srun.
+TEST(Rewrite, CommandStringRunFromAnSbatchHereDocument) {
+  const std::string in =
+      "#!/bin/bash\n"
+      "TRAINING_CMD=\"\ncd ${MEGATRON_PATH};\npython ${MEGATRON_PATH}/pretrain_gpt.py ${ARGS[@]}\"\n"
+      "sbatch <<EOF\n"
+      "#!/bin/bash\n"
+      "#SBATCH --nodes=4\n"
+      "#SBATCH --ntasks-per-node=8\n"
+      "srun --mpi=pmix -l \\\n"
+      "    bash -x -c \"${TRAINING_CMD}\" 2>&1 | tee log\n"
+      "EOF\n";
+  WrapResult r = wrap_script(in, opts());
+  EXPECT_NE(r.text.find(" analyze ${ARGS[@]}"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("python ${MEGATRON_PATH}/pretrain_gpt.py"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("srun"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("sbatch <<EOF"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("SLURM_NNODES=4 SLURM_JOB_NUM_NODES=4 SLURM_NTASKS_PER_NODE=8 bash <<EOF"),
+            std::string::npos)
+      << r.text;
+  EXPECT_NE(r.text.find("bash -x -c \"${TRAINING_CMD}\" 2>&1 | tee log"), std::string::npos) << r.text;
+  EXPECT_EQ(wrap_script(r.text, opts()).text, r.text);
+}
+
 TEST(Rewrite, SrunLaunchesAndANoteForLaunchesNotRecognised) {
   std::string in = read_file(wrap_data("slurm_style.sh"));
   WrapResult r = wrap_script(in, opts());

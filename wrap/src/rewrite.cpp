@@ -299,6 +299,8 @@ struct Nesting {
   char quote = 0;               ///< '"' or '\'' inside such a quoted word; 'h' in an unquoted here-document
   std::size_t line_offset = 0;  ///< lines before the text in the file
   bool nested = false;          ///< no launch here is not an error
+  /// Variables of the enclosing script whose value had a launch rewritten: `bash -c "${CMD}"` here runs one.
+  const std::set<std::string>* launching_variables = nullptr;
 };
 
 /// `text` as it must be written inside the quoting of `n` to mean `text` after that quoting is removed.
@@ -527,9 +529,11 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
   // back with its quoting.
   std::vector<Edit> nested_edits;
   std::size_t nested_launches = 0;
+  std::set<std::string> launching_variables;  // variables whose value had a launch rewritten
+  if (nest.launching_variables) launching_variables = *nest.launching_variables;
   auto rewrite_inside = [&](std::size_t b, std::size_t e, char quote) -> bool {
     Unescaped u = unescape(std::string_view(work).substr(b, e - b), quote);
-    Nesting inner{quote, line_of(work, b) - 1 + nest.line_offset, true};
+    Nesting inner{quote, line_of(work, b) - 1 + nest.line_offset, true, &launching_variables};
     WrapOptions io = o;
     io.fix_placeholders = false;
     std::vector<Edit> inner_edits;
@@ -572,9 +576,20 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
         break;
       }
     }
+    // … or inside a here-document (sbatch <<EOF … srun bash -c "${CMD}" … EOF: Megatron-LM's
+    // examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh).
+    for (const auto& [b, e] : sh.heredoc_bodies) {
+      const std::string_view body = std::string_view(work).substr(b, e - b);
+      for (std::size_t at = body.find("-c "); at != std::string_view::npos; at = body.find("-c ", at + 3)) {
+        std::size_t w = at + 3;
+        while (w < body.size() && body[w] == ' ') ++w;
+        std::size_t end = w;
+        while (end < body.size() && body[end] != ' ' && body[end] != '\n' && body[end] != ';') ++end;
+        if (expands(std::string(body.substr(w, end - w)), name)) return true;
+      }
+    }
     return false;
   };
-  std::set<std::string> launching_variables;  // variables whose value had a launch rewritten
   for (const SimpleCommand& cmd : sh.commands) {
     std::vector<const ShellWord*> assigns;
     for (const ShellWord& a : cmd.assignments) assigns.push_back(&a);
@@ -630,7 +645,11 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     if (base != "sbatch" && base != "bash" && base != "sh") continue;
     auto [b, e] = sh.heredoc_bodies[h];
     const char quote = h < sh.heredoc_quoted.size() && sh.heredoc_quoted[h] ? '\'' : 'h';
-    if (!rewrite_inside(b, e, quote) || base != "sbatch" || o.mode != WrapMode::Analyze) continue;
+    const std::string body(std::string_view(work).substr(b, e - b));
+    const bool runs_variable = std::any_of(launching_variables.begin(), launching_variables.end(),
+                                           [&](const std::string& v) { return expands(body, v); });
+    if ((!rewrite_inside(b, e, quote) && !runs_variable) || base != "sbatch" || o.mode != WrapMode::Analyze)
+      continue;
     // The job runs here for the analysis, with the size the allocation would give it.
     std::vector<std::string> opts;
     for (std::size_t k = 1; k < owner->words.size(); ++k) opts.push_back(owner->words[k].raw);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "megatron_flags.hpp"
+#include "preflight/analyzer/frontends/presets.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::analyzer::megatron {
@@ -363,6 +364,24 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
       m.make_vocab_size_divisible_by = 1;  // the checkpoint's embedding size, padded already
       warnings.push_back(std::string("vocabulary ") + std::to_string(v) + " from " + flag + " " +
                          f.get(flag) + "/config.json (the checkpoint's embedding size)");
+    }
+  }
+  if (vocab == 0 && tok_type == "HuggingFaceTokenizer" && f.has("--tokenizer-model")) {
+    // A Hugging Face tokenizer named by a local model folder or a repository id we know: the model's
+    // config.json vocab_size (its embedding size, padded already; the tokenizer's own count can be a little
+    // smaller, e.g. Qwen3's 151669 of 151936).
+    const std::string& t = f.get("--tokenizer-model");
+    I64 v = checkpoint_vocab_size(t);
+    std::string from = t + "/config.json";
+    if (v == 0 && is_preset(t)) {
+      v = preset_model(t).vocab_size;
+      from = "the " + preset_model(t).name + " preset (" + t + "'s config.json)";
+    }
+    if (v > 0) {
+      vocab = v;
+      m.make_vocab_size_divisible_by = 1;
+      warnings.push_back("vocabulary " + std::to_string(v) + " of --tokenizer-model " + t + " from " + from +
+                         ": the model's embedding size; pass --vocab-size for the tokenizer's own");
     }
   }
   if (vocab == 0 && tok_type == "TikTokenizer") {
