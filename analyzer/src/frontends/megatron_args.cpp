@@ -190,7 +190,6 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   // Megatron features the analysis reads past without modelling: say what that does to the numbers.
   static const std::map<std::string, std::string> unmodelled = {
       {"--cpu-offloading-weights", "weight offloading to the CPU is not modelled: memory here is high"},
-      {"--optimizer-cpu-offload", "optimizer states on the CPU are not modelled: memory here is high"},
       {"--fp8-dot-product-attention",
        "FP8 attention is priced as 16-bit attention (no published kernel rate): the run may be faster than "
        "priced (NeMo's DeepSeek-V3 on GB300 with it: +12 %)"},
@@ -325,6 +324,12 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::read_launcher_and_sizes(f, env, cfg);
   megatron::read_pipeline_split(f, cfg);
   megatron::read_numerics(f, cfg.strategy);
+  if (cfg.strategy.optimizer_cpu_offload_fraction > 0)
+    cfg.warnings.push_back(
+        "--optimizer-cpu-offload: the optimizer states of " +
+        std::to_string(static_cast<int>(std::lround(100 * cfg.strategy.optimizer_cpu_offload_fraction))) +
+        " % of the parameters are on the host; the host's optimizer step and the gradients' copies to it are "
+        "not priced (the iteration may be slower than priced)");
   megatron::read_deepspeed(f, cfg);
   megatron::read_recompute(f, cfg.strategy);
   megatron::read_kernels(f, cfg);

@@ -69,6 +69,8 @@ const std::vector<FlagSpec>& training_flags() {
       {"--num-layers-at-end-in-bf16", Arity::One},
       {"--use-distributed-optimizer", Arity::Switch},
       {"--offload-optimizer-states", Arity::Switch},
+      {"--optimizer-cpu-offload", Arity::Switch},
+      {"--optimizer-offload-fraction", Arity::One},
       {"--fine-grained-activation-offloading", Arity::Switch},
       {"--offload-modules", Arity::Many},
       {"--min-offloaded-tensor-size", Arity::One},
@@ -543,6 +545,17 @@ void read_numerics(const Flags& f, Strategy& st) {
   st.fp8_param_gather = f.has("--fp8-param-gather") || f.has("--fp4-param-gather");
   st.distributed_optimizer = f.has("--use-distributed-optimizer");
   st.offload_optimizer_states = f.has("--offload-optimizer-states");
+  if (f.has("--optimizer-cpu-offload")) {
+    // Megatron asserts --use-precision-aware-optimizer (the hybrid device optimizer reuses its code path).
+    if (!f.has("--use-precision-aware-optimizer"))
+      throw InputError(
+          "--optimizer-cpu-offload",
+          "needs --use-precision-aware-optimizer (Megatron asserts it: the hybrid device optimizer "
+          "reuses that code path)");
+    st.optimizer_cpu_offload_fraction = f.float_or("--optimizer-offload-fraction", 1.0);
+    if (!(st.optimizer_cpu_offload_fraction >= 0 && st.optimizer_cpu_offload_fraction <= 1))
+      throw InputError("--optimizer-offload-fraction", "must be between 0 and 1");
+  }
   // Fine-grained activation offloading (TransformerConfig.fine_grained_activation_offloading and its checks).
   if (f.has("--fine-grained-activation-offloading")) {
     std::istringstream in(f.has("--offload-modules") ? f.get("--offload-modules") : std::string());

@@ -102,7 +102,9 @@ MemoryReport stage_memory(const LayerGraph& graph) {
     s.grad_bytes = dense * bpp.grad / (shard_grads ? dense_shard : 1.0) +
                    expert * bpp.grad / (shard_grads ? expert_shard : 1.0);
     s.buffer_bytes += fsdp_buffer;
-    s.optimizer_bytes = dense * bpp.optimizer / dense_shard + expert * bpp.optimizer / expert_shard;
+    s.optimizer_bytes =
+        (dense * bpp.optimizer / dense_shard + expert * bpp.optimizer / expert_shard) *
+        (1.0 - st.optimizer_cpu_offload_fraction);  // the host's share (HybridDeviceOptimizer)
     s.optimizer_offloaded = st.offload_optimizer_states;
 
     if (st.vpp <= 1) {

@@ -36,7 +36,7 @@ struct StageMemory {
   std::int64_t expert_params = 0;
   double weight_bytes = 0;
   double grad_bytes = 0;
-  double optimizer_bytes = 0;  ///< master weights + moments, after distributed-optimizer sharding
+  double optimizer_bytes = 0;  ///< master weights + moments on the device, after sharding and CPU offload
   double activation_bytes_per_microbatch = 0;  ///< all chunks, one micro batch each
   double inflight_microbatches = 0;            ///< micro batches whose activations are alive at the peak
   double activation_bytes = 0;                 ///< activations alive at the peak

@@ -224,6 +224,10 @@ struct Strategy {
   /// moments and fp32 master weights go to the host after each step and come back before the next, so the
   /// optimizer bytes are on the device only at the step — not at the forward / backward peak.
   bool offload_optimizer_states = false;
+  /// `--optimizer-cpu-offload` with `--optimizer-offload-fraction F` (Megatron's HybridDeviceOptimizer, with
+  /// --use-precision-aware-optimizer): the optimizer states (master weights and moments) of a fraction F of
+  /// the parameters live and are updated on the host; the device holds the rest.  0 = none.
+  double optimizer_cpu_offload_fraction = 0;
   bool grad_reduce_in_bf16 = false;                 ///< `--grad-reduce-in-bf16`: bf16 main grads
   bool accumulate_allreduce_grads_in_fp32 = false;  ///< fp16 only; forced on for bf16 by Megatron
   /// Optimizer state bytes per parameter: the master copy (16-bit training) and Adam's two moments (SGD:
