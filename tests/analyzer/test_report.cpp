@@ -92,11 +92,28 @@ TEST(Communication, DistributedOptimizerDataParallelVolume) {
 TEST(Communication, FsdpDataParallelVolumeRunsEveryMicroBatch) {
   // dp = 2, 4 micro batches: optim_grads_params reduce-scatters the fp32 grads (4 B/param) and gathers the
   // bf16 params (2 B/param) twice in every micro batch; optim_grads gathers the params once, after the step.
-  auto dp_of = [](const std::string& strategy) {
-    LayerGraph g =
-        graph_of({"--num-layers", "4", "--hidden-size", "256", "--num-attention-heads", "4", "--seq-length",
-                  "128", "--vocab-size", "1000", "--bf16", "--world-size", "2", "--global-batch-size", "8",
-                  "--use-megatron-fsdp", "--data-parallel-sharding-strategy", strategy});
+  // Megatron-FSDP's default main gradients are the parameters' bf16 (2 B/param) since 2026-07.
+  auto dp_of = [](const std::string& strategy, const std::string& grads_dtype = "fp32") {
+    LayerGraph g = graph_of({"--num-layers",
+                             "4",
+                             "--hidden-size",
+                             "256",
+                             "--num-attention-heads",
+                             "4",
+                             "--seq-length",
+                             "128",
+                             "--vocab-size",
+                             "1000",
+                             "--bf16",
+                             "--world-size",
+                             "2",
+                             "--global-batch-size",
+                             "8",
+                             "--use-megatron-fsdp",
+                             "--data-parallel-sharding-strategy",
+                             strategy,
+                             "--megatron-fsdp-main-grads-dtype",
+                             grads_dtype});
     const double p = static_cast<double>(stage_memory(g).stages[0].params);
     return std::pair{communication(g).stages[0].per_iteration.at(ParallelDim::DP), p};
   };
@@ -106,6 +123,8 @@ TEST(Communication, FsdpDataParallelVolumeRunsEveryMicroBatch) {
   const auto [grads, p2] = dp_of("optim_grads");
   EXPECT_DOUBLE_EQ(grads.count, 4 + 1);
   EXPECT_DOUBLE_EQ(grads.bytes, 4 * 4 * p2 + 2 * p2);
+  const auto [bf16, p3] = dp_of("optim_grads_params", "auto");
+  EXPECT_DOUBLE_EQ(bf16.bytes, 4 * 2 * p3 + 8 * 2 * p3);
 }
 
 TEST(AnalyzeCli, PrintsEverySectionAndGroupsByDeviceName) {

@@ -102,10 +102,13 @@ TEST(MegatronMemory, LegacyModelKeepsSiluOutputAndFlashOutput) {
 // and of the fp32 main grads, and the unsharded copies of its largest unit — a transformer layer of 789,760
 // parameters (qkv 256·768 + 768, proj 256·256 + 256, fc1 256·1024 + 1024, fc2 1024·256 + 256, two norms
 // 2·512; the embedding unit holds 294,912) — twice in bf16 (the layer computed and the one prefetched) and
-// once as its fp32 gradient before the reduce-scatter; optim_grads shards the gradients only.
+// once as its fp32 gradient before the reduce-scatter; optim_grads shards the gradients only.  (A checkout
+// before 2026-07-01: a 16-bit run's Megatron-FSDP gradients were fp32; since, the parameters' dtype by
+// default.)
 TEST(MegatronMemory, FsdpShardsWhatItsStrategySaysAndHoldsOneUnitUnsharded) {
   auto stage = [](Words extra) {
-    Words w = small({"--nproc_per_node", "8", "--global-batch-size", "16"});
+    Words w =
+        small({"--nproc_per_node", "8", "--global-batch-size", "16", "--megatron-version", "2026-06-01"});
     w.insert(w.end(), extra.begin(), extra.end());
     return stage_memory(graph(w)).stages.front();
   };
@@ -123,6 +126,19 @@ TEST(MegatronMemory, FsdpShardsWhatItsStrategySaysAndHoldsOneUnitUnsharded) {
   EXPECT_DOUBLE_EQ(grads.weight_bytes, 2 * p);
   EXPECT_DOUBLE_EQ(grads.grad_bytes, 4 * p / 8);
   EXPECT_DOUBLE_EQ(grads.buffer_bytes - dist.buffer_bytes, unit * 4);
+  // Current Megatron-LM: bf16 main gradients (auto), fp32 with --megatron-fsdp-main-grads-dtype fp32; bf16
+  // main weights with --megatron-fsdp-main-params-dtype bf16 (the optimizer's 4-byte master copy becomes 2).
+  auto now = [](Words extra) {
+    Words w = small({"--nproc_per_node", "8", "--global-batch-size", "16", "--use-megatron-fsdp"});
+    w.insert(w.end(), extra.begin(), extra.end());
+    return stage_memory(graph(w)).stages.front();
+  };
+  EXPECT_DOUBLE_EQ(now({}).grad_bytes, 2 * p / 8);
+  EXPECT_DOUBLE_EQ(now({}).buffer_bytes - dist.buffer_bytes, 2 * unit * 2 + unit * 2);
+  EXPECT_DOUBLE_EQ(now({"--megatron-fsdp-main-grads-dtype", "fp32"}).grad_bytes, 4 * p / 8);
+  EXPECT_DOUBLE_EQ(now({"--megatron-fsdp-main-params-dtype", "bf16"}).optimizer_bytes,
+                   dist.optimizer_bytes * (2.0 + 8) / (4 + 8));
+  EXPECT_THROW(graph(small({"--use-megatron-fsdp", "--megatron-fsdp-main-grads-dtype", "int8"})), InputError);
   const MegatronConfig fsdp2 = parse_megatron_args(small({"--nproc_per_node", "8", "--use-torch-fsdp2"}));
   EXPECT_TRUE(fsdp2.strategy.fsdp);
   EXPECT_EQ(fsdp2.strategy.effective_zero_stage(), 3);

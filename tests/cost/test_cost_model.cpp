@@ -1262,7 +1262,9 @@ TEST(CostModel, FsdpGathersEveryMicroBatchBehindTheCompute) {
   const SystemSpec h100 = load_simumax_system("h100-sxm");
   auto run = [&](const std::string& extra) { return two_layers_on_two_nodes(h100, extra); };
   const Estimate dist = run("--use-distributed-optimizer");
-  const Estimate fsdp = run("--use-megatron-fsdp");
+  // fp32 main gradients, as the distributed optimizer's (Megatron-FSDP's own default is the parameters'
+  // dtype).
+  const Estimate fsdp = run("--use-megatron-fsdp --megatron-fsdp-main-grads-dtype fp32");
   EXPECT_DOUBLE_EQ(fsdp.stages.front().dp.dense.reduce_scatter_ms, 0);
   EXPECT_DOUBLE_EQ(fsdp.stages.front().dp.dense.all_gather_ms, 0);
   EXPECT_GT(dist.stages.front().dp.dense.reduce_scatter_ms, 0);

@@ -324,6 +324,15 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::read_launcher_and_sizes(f, env, cfg);
   megatron::read_pipeline_split(f, cfg);
   megatron::read_numerics(f, cfg.strategy);
+  if ((f.has("--use-megatron-fsdp") || f.has("--use-custom-fsdp")) && cfg.strategy.megatron_version.empty() &&
+      cfg.strategy.precision != Precision::FP32 && !f.has("--megatron-fsdp-main-grads-dtype") &&
+      !f.has("--grad-reduce-in-bf16"))
+    cfg.warnings.push_back(
+        "Megatron-FSDP: main gradients in the parameters' 16-bit dtype, Megatron-LM's default since "
+        "2026-07-01 "
+        "(--megatron-fsdp-main-grads-dtype auto); before, fp32 — pass --megatron-version for an older "
+        "checkout "
+        "or --megatron-fsdp-main-grads-dtype fp32");
   if (cfg.strategy.optimizer_cpu_offload_fraction > 0)
     cfg.warnings.push_back(
         "--optimizer-cpu-offload: the optimizer states of " +

@@ -77,6 +77,8 @@ const std::vector<FlagSpec>& training_flags() {
       {"--activation-offload-fraction", Arity::One},
       {"--delta-offload-bytes-across-pp-ranks", Arity::One},
       {"--use-megatron-fsdp", Arity::Switch},
+      {"--megatron-fsdp-main-grads-dtype", Arity::One},
+      {"--megatron-fsdp-main-params-dtype", Arity::One},
       {"--zero-stage", Arity::One},
       {"--num-distributed-optimizer-instances", Arity::One},
       {"--deepspeed-config", Arity::One},
@@ -638,6 +640,23 @@ void read_numerics(const Flags& f, Strategy& st) {
       throw InputError("--optimizer", "unknown optimizer '" + o + "' (adam or sgd)");
   }
   st.grad_reduce_in_bf16 = f.has("--grad-reduce-in-bf16");
+  // Megatron-FSDP's buffers: since 2026-07-01 (adfe9e11d9) the main gradients are
+  // --megatron-fsdp-main-grads-dtype's (auto: the parameters' dtype) and the main weights
+  // --megatron-fsdp-main-params-dtype's (fp32 by default); before, a 16-bit run's gradients were fp32 unless
+  // --grad-reduce-in-bf16 (the adapter's grandfathered grad_reduce_in_fp32).
+  if (f.has("--use-megatron-fsdp") || f.has("--use-custom-fsdp")) {
+    auto dtype = [&](const char* flag, const char* dflt) {
+      const std::string v = f.has(flag) ? f.get(flag) : dflt;
+      if (v != "fp32" && v != "bf16" && v != "fp16" && v != "auto")
+        throw InputError(flag, "unknown dtype '" + v + "' (fp32, bf16, fp16, auto)");
+      return v == "fp32" || (v == "auto" && st.precision == Precision::FP32) ? 4 : 2;
+    };
+    const bool current = st.megatron_version.empty() || st.megatron_version >= "2026-07-01";
+    if (current && st.precision != Precision::FP32) {
+      st.grad_reduce_in_bf16 = dtype("--megatron-fsdp-main-grads-dtype", "auto") == 2;
+      st.master_param_bytes = dtype("--megatron-fsdp-main-params-dtype", "fp32");
+    }
+  }
   st.accumulate_allreduce_grads_in_fp32 = f.has("--accumulate-allreduce-grads-in-fp32");
   // --use-precision-aware-optimizer (TransformerEngine's FusedAdam keeps the master copy and moments in the
   // dtypes given; bf16 main grads make the grad buffer and its reduce-scatter bf16 too).
