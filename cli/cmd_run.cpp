@@ -327,6 +327,34 @@ int run_run(const RunCli& c) {
       return kExitOk;
     }
   }
+  // srun starting a shell or a script (Megatron-LM's sc21 SRUN.sh: `srun … sh -c "${CMD}"`): for the analysis
+  // its command runs once, here, with the job size srun gives as SLURM_* variables, so that the launch inside
+  // reaches the shims (and without Slurm on this machine).
+  if (c.shim == "srun" && c.mode == "analyze") {
+    if (auto k = wrap::srun_command_index(argv)) {
+      wrap::WorldSizeHints hints;
+      if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
+      if (c.launch.nnodes > 0) hints.nnodes = c.launch.nnodes;
+      const wrap::WorldSize w =
+          wrap::srun_tasks(std::vector<std::string>(argv.begin() + 1, argv.begin() + *k), hints, env);
+      wrap::Environment inner = env;
+      inner["SLURM_NNODES"] = inner["SLURM_JOB_NUM_NODES"] = std::to_string(w.nnodes);
+      inner["SLURM_NTASKS_PER_NODE"] = std::to_string(w.nproc_per_node);
+      inner["SLURM_NTASKS"] = std::to_string(w.world());
+      inner["WORLD_SIZE"] = std::to_string(w.world());  // what a rank started by srun would be told
+      inner["LOCAL_WORLD_SIZE"] = std::to_string(w.nproc_per_node);
+      std::cerr << "preflight run: srun's command runs once for the analysis, with " << w.world()
+                << " tasks (" << w.nnodes << " nodes × " << w.nproc_per_node << ", from " << w.source
+                << ")\n";
+      const std::vector<std::string> command(argv.begin() + *k, argv.end());
+      try {
+        wrap::exec_program(command, inner, skip);
+      } catch (const InputError& e) {
+        std::cerr << "srun: " << e.detail() << "\n";
+        return 127;
+      }
+    }
+  }
   if (!c.shim.empty()) {  // not a training launch: the real program, untouched
     try {
       wrap::exec_program(argv, env, skip);

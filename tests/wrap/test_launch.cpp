@@ -369,3 +369,15 @@ TEST(Launch, MpirunStartsTheRanks) {
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->launcher, Launcher::Torchrun);
 }
+
+// srun's command after its options: switches take no value, `--opt=v` and `-N2` carry theirs, others the next
+// word.
+TEST(Launch, SrunCommandStartsAfterItsOptions) {
+  EXPECT_EQ(srun_command_index(
+                {"srun", "-l", "--container-image", "img", "-N", "2", "--mpi=pmix", "sh", "-c", "x"}),
+            std::optional<std::size_t>(7));
+  EXPECT_EQ(srun_command_index({"srun", "-N2", "--exclusive", "bash", "run.sh"}),
+            std::optional<std::size_t>(3));
+  EXPECT_EQ(srun_command_index({"srun", "--", "python", "a.py"}), std::optional<std::size_t>(2));
+  EXPECT_EQ(srun_command_index({"srun", "-N", "2"}), std::nullopt);
+}

@@ -95,6 +95,27 @@ TEST(RunCli, ShimsLeaveOtherCommandsAlone) {
   EXPECT_EQ(missing.exit_code, 127) << missing.err;
 }
 
+// srun starting a shell (Megatron-LM's sc21 SRUN.sh: `srun … sh -c "${CMD}"`, CMD a plain python launch): in
+// analysis the shell runs once, here (no Slurm on this machine), and the python inside is analysed as one of
+// srun's -N × --ntasks-per-node tasks.
+TEST(RunCli, SrunShellRunsOnceWithItsTasks) {
+  TempDir dir;
+  write_file(dir / "job.sh",
+             "CMD=\"python -u pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 2 "
+             "--seq-length 16 --vocab-size 100 --tensor-model-parallel-size 2\"\n"
+             "srun -l --container-image img -N 2 --ntasks-per-node=4 --mpi=pmix sh -c \"${CMD}\"\n");
+  RunResult r =
+      run_in(dir.path(), "env -u SLURM_NNODES -u SLURM_NTASKS -u SLURM_NTASKS_PER_NODE -u WORLD_SIZE " +
+                             preflight_bin() + " run --analyze-arg=--json -- bash job.sh");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("srun's command runs once for the analysis, with 8 tasks (2 nodes × 4"),
+            std::string::npos)
+      << r.err;
+  nlohmann::json j = json_in(r.out);
+  EXPECT_EQ(j["strategy"]["world_size"].get<int>(), 8);
+  EXPECT_EQ(j["strategy"]["tp"].get<int>(), 2);
+}
+
 // A script that asks PyTorch for the node's GPU count (Pai-Megatron-Patch's GPUS_PER_NODE) is analysed for the
 // node size given (--gpus-per-node), not for this machine's 0 GPUs or its missing torch module.
 TEST(RunCli, TorchDeviceCountIsTheNodeSizeAnalysed) {

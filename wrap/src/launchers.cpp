@@ -296,6 +296,72 @@ WorldSize srun_world_size(const std::vector<std::string>& args, const WorldSizeH
   return w;
 }
 
+}  // namespace
+
+std::optional<std::size_t> srun_command_index(const std::vector<std::string>& argv) {
+  // srun's options that are switches (everything else given without '=' takes the next word).
+  static const std::set<std::string> switches = {"-l",
+                                                 "-u",
+                                                 "-Q",
+                                                 "-v",
+                                                 "-X",
+                                                 "-E",
+                                                 "-H",
+                                                 "-k",
+                                                 "-K",
+                                                 "-O",
+                                                 "-s",
+                                                 "-Z",
+                                                 "-h",
+                                                 "--label",
+                                                 "--unbuffered",
+                                                 "--quiet",
+                                                 "--verbose",
+                                                 "--exclusive",
+                                                 "--overcommit",
+                                                 "--pty",
+                                                 "--no-kill",
+                                                 "--kill-on-bad-exit",
+                                                 "--disable-status",
+                                                 "--test-only",
+                                                 "--spread-job",
+                                                 "--multi-prog",
+                                                 "--help",
+                                                 "--usage",
+                                                 "--container-remap-root",
+                                                 "--no-container-remap-root",
+                                                 "--container-mount-home",
+                                                 "--no-container-mount-home",
+                                                 "--container-writable",
+                                                 "--container-readonly",
+                                                 "--container-entrypoint",
+                                                 "--no-container-entrypoint",
+                                                 "--preserve-env",
+                                                 "--propagate",
+                                                 "--contiguous",
+                                                 "--oversubscribe",
+                                                 "--exact",
+                                                 "--whole",
+                                                 "--overlap",
+                                                 "--nvmps"};
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--") return i + 1 < argv.size() ? std::optional<std::size_t>(i + 1) : std::nullopt;
+    if (a.empty() || a[0] != '-') return i;
+    if (switches.count(a) || a.find('=') != std::string::npos) continue;
+    if (a.size() > 2 && a[1] != '-') continue;  // -N2: the value attached
+    ++i;                                        // the option's value
+  }
+  return std::nullopt;
+}
+
+WorldSize srun_tasks(const std::vector<std::string>& srun_options, const WorldSizeHints& hints,
+                     const std::map<std::string, std::string>& env) {
+  return srun_world_size(srun_options, hints, env);
+}
+
+namespace {
+
 WorldSize msrun_world_size(const std::vector<std::string>& args) {
   WorldSize w;
   auto total = flag_value(args, "--worker_num");
@@ -524,8 +590,17 @@ std::optional<WorldSize> launch_world_size(const LaunchCommand& launch, const Wo
     case WorldSizeSource::TorchFlags:
       return std::nullopt;
     case WorldSizeSource::OneProcess: {
+      // One process of a job whose launcher says its size in WORLD_SIZE / LOCAL_WORLD_SIZE (srun under
+      // `preflight run`, torch's launcher environment); else one process.
       WorldSize w;
       w.source = "plain python: one process";
+      if (auto world = env_value(env, {"WORLD_SIZE"})) {
+        const int n = parse_count(*world, "WORLD_SIZE");
+        const auto local = env_value(env, {"LOCAL_WORLD_SIZE"});
+        w.nproc_per_node = local ? std::min(n, parse_count(*local, "LOCAL_WORLD_SIZE")) : std::min(n, 8);
+        w.nnodes = (n + w.nproc_per_node - 1) / w.nproc_per_node;
+        w.source = local ? "WORLD_SIZE, LOCAL_WORLD_SIZE" : "WORLD_SIZE";
+      }
       return w;
     }
     case WorldSizeSource::Slurm:

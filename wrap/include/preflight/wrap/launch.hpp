@@ -199,6 +199,17 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
                                            const std::map<std::string, std::string>& env,
                                            std::vector<std::string>& notes);
 
+/// Index in `argv` (argv[0] = srun) of the command srun starts: the first word after srun's options and their
+/// values (a switch such as -l / --exclusive takes none, `--opt=value` and `-N2` carry theirs, any other
+/// option takes the next word); after `--`, the next word.  nullopt when no command follows.
+std::optional<std::size_t> srun_command_index(const std::vector<std::string>& argv);
+
+/// Tasks an srun with these options starts (nodes × tasks per node): its -N / -n / --ntasks-per-node, else
+/// the allocation's SLURM_* variables, else one task per node.
+/// @throws InputError naming the option or variable for a malformed count
+WorldSize srun_tasks(const std::vector<std::string>& srun_options, const WorldSizeHints& hints,
+                     const std::map<std::string, std::string>& env);
+
 /// True when the entry is a Megatron-LM training script (pretrain_*.py): it takes --train-iters.
 bool is_megatron_entry(const LaunchCommand& launch);
 
