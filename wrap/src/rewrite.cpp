@@ -552,6 +552,22 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     return raw.find("$" + name) != std::string::npos || raw.find("${" + name + "}") != std::string::npos ||
            raw.find("${" + name + ":") != std::string::npos;
   };
+  // `bash|sh [options] -c STRING` in a command: (index of the shell word, index of STRING); the first shell
+  // word decides.
+  auto shell_command_string =
+      [&](const SimpleCommand& c) -> std::optional<std::pair<std::size_t, std::size_t>> {
+    for (std::size_t k = 0; k + 2 < c.words.size(); ++k) {
+      std::optional<std::string> w = literal_value(c.words[k].raw);
+      if (!w) continue;
+      std::string base = w->substr(w->rfind('/') == std::string::npos ? 0 : w->rfind('/') + 1);
+      if (base != "bash" && base != "sh") continue;
+      std::size_t m = k + 1;
+      while (m < c.words.size() && c.words[m].raw != "-c" && c.words[m].raw.rfind('-', 0) == 0) ++m;
+      if (m + 1 >= c.words.size() || c.words[m].raw != "-c") return std::nullopt;
+      return std::pair{k, m + 1};
+    }
+    return std::nullopt;
+  };
   // Variables run as a command: `eval $CMD`, `eval "${run_cmd}"`, or `$CMD` in command position.
   auto run_as_command = [&](const std::string& name) {
     for (const SimpleCommand& c : sh.commands) {
@@ -564,17 +580,7 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
         return true;
       }
       // `sh -c "${CMD}"` / `srun … bash -c "$CMD"` (Megatron-LM's sc21 SRUN.sh).
-      for (std::size_t k = 0; k + 2 < c.words.size(); ++k) {
-        std::optional<std::string> w = literal_value(c.words[k].raw);
-        if (!w) continue;
-        std::string base = w->substr(w->rfind('/') == std::string::npos ? 0 : w->rfind('/') + 1);
-        if (base != "bash" && base != "sh") continue;
-        std::size_t m = k + 1;
-        while (m < c.words.size() && c.words[m].raw != "-c" && c.words[m].raw.rfind('-', 0) == 0) ++m;
-        if (m + 1 < c.words.size() && c.words[m].raw == "-c" && expands(c.words[m + 1].raw, name))
-          return true;
-        break;
-      }
+      if (auto sc = shell_command_string(c); sc && expands(c.words[sc->second].raw, name)) return true;
     }
     // … or inside a here-document (sbatch <<EOF … srun bash -c "${CMD}" … EOF: Megatron-LM's
     // examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh).
@@ -607,20 +613,14 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
         launching_variables.insert(a->raw.substr(0, eq));
     }
     // bash -c "…" / sh -c '…' (under srun: one shell per node).
-    for (std::size_t k = 0; k + 2 < cmd.words.size(); ++k) {
-      std::optional<std::string> w = literal_value(cmd.words[k].raw);
-      if (!w) continue;
-      std::string base = w->substr(w->rfind('/') == std::string::npos ? 0 : w->rfind('/') + 1);
-      if (base != "bash" && base != "sh") continue;
-      std::size_t c = k + 1;
-      while (c < cmd.words.size() && cmd.words[c].raw != "-c" && cmd.words[c].raw.rfind('-', 0) == 0) ++c;
-      if (c + 1 >= cmd.words.size() || cmd.words[c].raw != "-c") break;
+    if (auto sc = shell_command_string(cmd)) {
+      const std::size_t k = sc->first;
+      const ShellWord& string = cmd.words[sc->second];
       char quote = 0;
-      auto inside = quoted_inside(work, cmd.words[c + 1], quote);
-      const bool runs_variable =
-          std::any_of(launching_variables.begin(), launching_variables.end(),
-                      [&](const std::string& v) { return expands(cmd.words[c + 1].raw, v); });
-      if (!runs_variable && (!inside || !rewrite_inside(inside->first, inside->second, quote))) break;
+      auto inside = quoted_inside(work, string, quote);
+      const bool runs_variable = std::any_of(launching_variables.begin(), launching_variables.end(),
+                                             [&](const std::string& v) { return expands(string.raw, v); });
+      if (!runs_variable && (!inside || !rewrite_inside(inside->first, inside->second, quote))) continue;
       // srun/mpirun in front starts the shell once per node or rank: analysis runs it once.
       std::optional<std::string> head = literal_value(cmd.words[0].raw);
       if (o.mode == WrapMode::Analyze && k > 0 && head &&
@@ -630,7 +630,6 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
                                std::to_string(line_of(work, cmd.words[0].begin) + nest.line_offset) +
                                ": the analysis runs the shell once, not under " + *head);
       }
-      break;
     }
   }
   // Here-documents fed to sbatch, bash or sh.
