@@ -37,8 +37,10 @@ struct StageMemory {
   double weight_bytes = 0;
   double grad_bytes = 0;
   double optimizer_bytes = 0;  ///< master weights + moments on the device, after sharding and CPU offload
-  double activation_bytes_per_microbatch = 0;  ///< all chunks, one micro batch each
-  double inflight_microbatches = 0;            ///< micro batches whose activations are alive at the peak
+  /// All chunks, one micro batch each (one unit of it under the sequence pipeline, Strategy::seq_split > 1).
+  double activation_bytes_per_microbatch = 0;
+  /// Micro batches (sequence-pipeline units) whose activations are alive at the peak.
+  double inflight_microbatches = 0;
   double activation_bytes = 0;                 ///< activations alive at the peak
   double overhead_bytes = 0;  ///< calibrated constant per rank (StageGraph::overhead_bytes); 0 uncalibrated
   double buffer_bytes = 0;    ///< Megatron's persistent buffers (StageGraph::runtime_buffer_bytes)
