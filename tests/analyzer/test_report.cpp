@@ -94,26 +94,10 @@ TEST(Communication, FsdpDataParallelVolumeRunsEveryMicroBatch) {
   // bf16 params (2 B/param) twice in every micro batch; optim_grads gathers the params once, after the step.
   // Megatron-FSDP's default main gradients are the parameters' bf16 (2 B/param) since 2026-07.
   auto dp_of = [](const std::string& strategy, const std::string& grads_dtype = "fp32") {
-    LayerGraph g = graph_of({"--num-layers",
-                             "4",
-                             "--hidden-size",
-                             "256",
-                             "--num-attention-heads",
-                             "4",
-                             "--seq-length",
-                             "128",
-                             "--vocab-size",
-                             "1000",
-                             "--bf16",
-                             "--world-size",
-                             "2",
-                             "--global-batch-size",
-                             "8",
-                             "--use-megatron-fsdp",
-                             "--data-parallel-sharding-strategy",
-                             strategy,
-                             "--megatron-fsdp-main-grads-dtype",
-                             grads_dtype});
+    LayerGraph g = graph_of(preflight::test::words(
+        "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size 1000 --bf16 "
+        "--world-size 2 --global-batch-size 8 --use-megatron-fsdp --data-parallel-sharding-strategy " +
+        strategy + " --megatron-fsdp-main-grads-dtype " + grads_dtype));
     const double p = static_cast<double>(stage_memory(g).stages[0].params);
     return std::pair{communication(g).stages[0].per_iteration.at(ParallelDim::DP), p};
   };
