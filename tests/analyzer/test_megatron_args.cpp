@@ -748,6 +748,22 @@ TEST(MegatronArgs, SC21EraSpellingsAndLauncherEnvironment) {
   EXPECT_EQ(parse_megatron_args(sized, {}).strategy.world_size, 8);
 }
 
+// Megatron-DeepSpeed (--deepspeed) builds its models from megatron/model: math attention unless one of its
+// --use-flash-attn[-v1|-v2|-triton|-builder] switches.
+TEST(MegatronArgs, MegatronDeepSpeedRunsTheLegacyModel) {
+  const MegatronConfig ds = parse_megatron_args(with(base_args(), {"--deepspeed", "--zero-stage", "1"}));
+  EXPECT_TRUE(ds.strategy.legacy_model);
+  EXPECT_EQ(ds.strategy.attention_backend, AttentionBackend::Math);
+  bool said = false;
+  for (const auto& w : ds.warnings)
+    said = said || w.rfind("Megatron-DeepSpeed (--deepspeed) builds its models", 0) == 0;
+  EXPECT_TRUE(said);
+  for (const char* flash : {"--use-flash-attn-v2", "--use-flash-attn-triton", "--use-flash-attn"})
+    EXPECT_EQ(parse_megatron_args(with(base_args(), {"--deepspeed", flash})).strategy.attention_backend,
+              AttentionBackend::Flash)
+        << flash;
+}
+
 // --use-precision-aware-optimizer (NeMo's DeepSeek-V3 recipes: bf16 main grads and moments): 2-byte gradients
 // and 4 + 2 + 2 optimizer bytes per parameter instead of 4 and 4 + 4 + 4; the dtypes alone are refused, as
 // Megatron refuses them.

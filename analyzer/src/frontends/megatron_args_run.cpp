@@ -124,6 +124,10 @@ const std::vector<FlagSpec>& training_flags() {
       {"--external-cuda-graph", Arity::Switch},
       {"--recompute-modules", Arity::Many},
       {"--use-flash-attn", Arity::Switch},
+      {"--use-flash-attn-v1", Arity::Switch},
+      {"--use-flash-attn-v2", Arity::Switch},
+      {"--use-flash-attn-triton", Arity::Switch},
+      {"--use-flash-attn-builder", Arity::Switch},
       {"--transformer-impl", Arity::One},
       {"--no-gradient-accumulation-fusion", Arity::Switch},
       {"--use-legacy-models", Arity::Switch},
@@ -825,6 +829,8 @@ bool legacy_model(const Flags& f, const Strategy& st) {
   // --activations-checkpoint-method (2022-04).
   if (st.megatron_version.empty() && (f.has("--DDP-impl") || f.has("--activations-checkpoint-method")))
     return true;
+  // Megatron-DeepSpeed (--deepspeed) builds its models from megatron/model.
+  if (f.has("--deepspeed")) return true;
   return !st.megatron_version.empty() && st.megatron_version < "2024-05-01";
 }
 
@@ -860,7 +866,9 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
     else
       throw InputError("--attention-backend",
                        "unknown backend '" + b + "' (flash, fused, unfused, local, auto)");
-  } else if (f.has("--use-flash-attn")) {
+  } else if (f.has("--use-flash-attn") || f.has("--use-flash-attn-v1") || f.has("--use-flash-attn-v2") ||
+             f.has("--use-flash-attn-triton") ||
+             f.has("--use-flash-attn-builder")) {  // Megatron-DeepSpeed's too
     st.attention_backend = AttentionBackend::Flash;
   } else if (legacy_model(f, st) || (f.has("--transformer-impl") && f.get("--transformer-impl") == "local")) {
     // The legacy model and the local spec run Megatron's own math attention unless --use-flash-attn
@@ -879,7 +887,9 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   if (st.legacy_model) st.transformer_engine = false;
   if (st.legacy_model && !f.has("--use-legacy-models"))
     cfg.warnings.push_back(
-        (st.megatron_version.empty()
+        (f.has("--deepspeed")
+             ? std::string("Megatron-DeepSpeed (--deepspeed) builds its models from megatron/model")
+         : st.megatron_version.empty()
              ? std::string(f.has("--DDP-impl") ? "--DDP-impl" : "--activations-checkpoint-method") +
                    " is a flag of Megatron-LM before 2023, which had only the legacy model"
              : "--megatron-version " + st.megatron_version +
