@@ -1264,7 +1264,7 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
       int kind = r == 0 ? 0 : (r == pp - 1 ? 2 : 1);
       for (int ci : vchunks[kind]) per_rank[r].push_back(phase_of(est.chunks[ci]));
     }
-    int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : pp;
+    int group = st.microbatch_group();
     if (st.pp_comm_overlap && !st.simumax_compat) {
       // Megatron's default interleaved schedule overlaps its p2p with compute (`overlap_p2p_comm`): each pass
       // waits only for the pass feeding it, the transfers hidden.
@@ -1352,7 +1352,7 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
       for (const auto& sh : s.memory.te_dummy_wgrad_shapes)
         s.memory.te_dummy_wgrad_bytes +=
             static_cast<double>(sh[0]) * static_cast<double>(sh[1]) * static_cast<double>(sh[2]);
-      int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : pp;
+      int group = st.microbatch_group();
       std::vector<const ChunkEstimate*> cs;
       for (int ci : s.chunks) cs.push_back(&est.chunks[ci]);
       detail::VppMemory vm = detail::interleaved_memory(pp, st.vpp, r, est.micro_batches, group, cs);

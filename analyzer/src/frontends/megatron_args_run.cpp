@@ -314,8 +314,7 @@ void check_interleaved_groups(const Strategy& st) {
   const std::int64_t per_step = static_cast<std::int64_t>(st.micro_batch_size) * st.dp();
   if (per_step <= 0 || st.global_batch() % per_step != 0) return;  // validate() names that
   const std::int64_t m = st.global_batch() / per_step, pp = st.pp;
-  const std::int64_t g =
-      st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : pp;
+  const std::int64_t g = st.microbatch_group();
   auto num = [](std::int64_t v) { return std::to_string(v); };
   // megatron/core/pipeline_parallel/schedules.py (forward_backward_pipelining_with_interleaving).
   if (st.microbatch_group_size_per_vp_stage <= 0 && m < pp)
@@ -701,10 +700,10 @@ void read_recompute(const Flags& f, Strategy& st) {
         f.int_or("--activations-checkpoint-num-layers", f.int_or("--checkpoint-num-layers", 1)));
     return read_recompute_modules(f, st);
   }
-  // --activations-checkpoint-method uniform|block (Megatron-LM 2021-08 … 2022-04, e.g. its sc21 scripts):
-  // full recompute by that method, --activations-checkpoint-num-layers per call / per stage (default 1);
+  // --activations-checkpoint-method uniform|block (Megatron-LM 2021-08 … 2022-04, e.g. its sc21 scripts;
   // later
-  // --recompute-granularity full --recompute-method.
+  // --recompute-granularity full --recompute-method): full recompute by that method,
+  // --activations-checkpoint-num-layers per call / per stage (default 1).
   if (f.has("--activations-checkpoint-method") && !f.has("--recompute-granularity")) {
     const auto& m = f.get("--activations-checkpoint-method");
     if (m != "uniform" && m != "block")

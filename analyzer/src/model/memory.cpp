@@ -115,8 +115,7 @@ MemoryReport stage_memory(const LayerGraph& graph) {
       // Megatron's interleaved warm-up forwards (Strategy::interleaved_warmup: the micro-batch group size per
       // virtual stage, one more with the expert-parallel overlap) and the one that meets the first backward;
       // the k-th forward runs chunk (k mod group·vpp) / group.
-      const int group =
-          st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : st.pp;
+      const int group = st.microbatch_group();
       int total = m * st.vpp;
       int inflight = std::min(st.interleaved_warmup(r, total) + 1, total);
       double act = 0;

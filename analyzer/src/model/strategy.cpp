@@ -261,7 +261,7 @@ int megatron_interleaved_warmup(int pp, int vpp, int rank, int group, int extra,
 }
 
 int Strategy::interleaved_warmup(int rank, int total) const {
-  const int group = microbatch_group_size_per_vp_stage > 0 ? microbatch_group_size_per_vp_stage : pp;
+  const int group = microbatch_group();
   const int extra = overlap_moe_expert_parallel_comm && !simumax_compat ? 1 : 0;
   return megatron_interleaved_warmup(pp, vpp, rank, group, extra, total);
 }

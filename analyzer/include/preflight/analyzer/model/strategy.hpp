@@ -396,6 +396,11 @@ struct Strategy {
   bool cache_grouped_gemm_fp8_inputs = false;  ///< fp8: keep fc1 expert inputs in fp8
   bool offload_grouped_gemm_inputs = false;    ///< fc1 expert inputs offloaded (not kept on device)
   int microbatch_group_size_per_vp_stage = 0;  ///< interleaved schedule grouping; 0 = pp
+  /// Micro batches per group of the interleaved schedule: microbatch_group_size_per_vp_stage, else pp
+  /// (`--microbatch-group-size-per-virtual-pipeline-stage`'s default).
+  int microbatch_group() const {
+    return microbatch_group_size_per_vp_stage > 0 ? microbatch_group_size_per_vp_stage : pp;
+  }
   bool pp_comm_overlap =
       true;  ///< SimuMax `pp_comm_async`; interleaved timing models the blocking (false) case
   bool straggler_model = true;       ///< SimuMax straggler factor on the pipeline time
