@@ -2,12 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/model/memory.hpp"
+#include "preflight/analyzer/model/memory_timeline.hpp"
 #include "preflight/analyzer/model/rank_groups.hpp"
 #include "preflight/common/error.hpp"
 #include "test_support.hpp"
@@ -370,6 +372,46 @@ TEST(MegatronArgs, MegatronDeepSpeedDialect) {
   MegatronConfig z3 = parse_megatron_args(with(ds, {"--zero-stage", "1", "--deepspeed_config", config}));
   EXPECT_EQ(z3.strategy.effective_zero_stage(), 3);
   EXPECT_TRUE(z3.strategy.fsdp);
+  EXPECT_EQ(z3.strategy.zero3_sub_group_elements, 1000000000);  // DeepSpeed's default sub_group_size
+  EXPECT_EQ(parse_megatron_args(with(ds, {"--zero-stage", "2"})).strategy.zero3_sub_group_elements, -1);
+  // ZeRO-3 steps its partition one sub group at a time: the fp32 gradient copies at the step are one sub
+  // group's (at least the largest parameter's partition), not the partition's.
+  {
+    const Words fp16 =
+        with(base_args(), {"--deepspeed", "--fp16", "--deepspeed_config", config, "--nproc_per_node", "1",
+                           "--seq-length", "128", "--checkpoint-activations"});
+    std::ofstream(config, std::ios::trunc)
+        << R"({"zero_optimization": {"stage": 3, "sub_group_size": 1000000000000}})";
+    const MegatronConfig whole = parse_megatron_args(fp16);
+    std::ofstream(config, std::ios::trunc)
+        << R"({"zero_optimization": {"stage": 3, "sub_group_size": 1000}})";
+    const MegatronConfig tiny = parse_megatron_args(fp16);
+    EXPECT_EQ(tiny.strategy.zero3_sub_group_elements, 1000);
+    const LayerGraph gw = build_layer_graph(whole.model, whole.strategy);
+    const LayerGraph gt = build_layer_graph(tiny.model, tiny.strategy);
+    const PeakPoint pw = stage_peak(gw, 0), pt = stage_peak(gt, 0);
+    const double shard = static_cast<double>(count_parameters(whole.model));  // dp 1
+    double largest = 0;
+    for (const auto& chunk : gt.chunks)
+      for (const auto& op : chunk.ops)
+        for (const auto& p : op.params) largest = std::max(largest, static_cast<double>(p.numel()));
+    ASSERT_EQ(pw.phase, "optimizer");
+    EXPECT_NEAR(pw.bytes - pw.static_bytes, 4 * shard, 64);
+    EXPECT_DOUBLE_EQ(pt.static_bytes, pw.static_bytes);
+    EXPECT_LT(largest, shard / 2);
+    EXPECT_GE(pt.bytes, pt.static_bytes + 4 * largest - 1);
+    EXPECT_LT(pt.bytes, pw.bytes);
+    if (pt.phase == "optimizer") {
+      EXPECT_NEAR(pt.bytes - pt.static_bytes, 4 * largest, 64);
+    }
+    // A sub group of half the partition: half the copies.
+    std::ofstream(config, std::ios::trunc) << R"({"zero_optimization": {"stage": 3, "sub_group_size": )"
+                                           << static_cast<long long>(shard / 2) << "}}";
+    const MegatronConfig half = parse_megatron_args(fp16);
+    const PeakPoint ph = stage_peak(build_layer_graph(half.model, half.strategy), 0);
+    ASSERT_EQ(ph.phase, "optimizer");
+    EXPECT_NEAR(ph.bytes - ph.static_bytes, 4 * std::floor(shard / 2), 64);
+  }
   std::ofstream(config, std::ios::trunc) << "";  // a script whose template was missing wrote nothing
   MegatronConfig empty = parse_megatron_args(with(ds, {"--zero-stage", "2", "--deepspeed_config", config}));
   EXPECT_EQ(empty.strategy.effective_zero_stage(), 2);

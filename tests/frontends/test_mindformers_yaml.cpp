@@ -440,6 +440,37 @@ TEST(MindFormersYaml, UnknownAndInconsistentFields) {
   EXPECT_NE(e.find("x.yaml:6: model.model_config.num_heads | expected an integer, got 'many'"), std::string::npos) << e;
 }
 
+// Auto parallel (parallel_mode 2, MindFormers r1.2's *_auto_parallel.yaml): check_rules does not tie
+// parallel_config to the device count, so an 8-worker launch of an all-1 layout is data parallel over 8
+// (not refused), with a warning that MindSpore's search may choose otherwise; workers that tp·cp·pp do not
+// divide are refused.  r1.2's runner_config.per_epoch_size (the sink size) is read past.
+TEST(MindFormersYaml, AutoParallelTakesTheLaunchWorkersAsDataParallel) {
+  std::string t = small("0");
+  const std::string pipeline = "  pipeline_stage: 4\n  micro_batch_num: 8\n";
+  t.replace(t.find(pipeline), pipeline.size(), "  pipeline_stage: 1\n");
+  t += "  per_epoch_size: 2\nparallel:\n  parallel_mode: 2\n";
+  MindFormersOptions o;
+  o.world_size = 8;
+  o.world_source = "msrun --worker_num";
+  const MindFormersConfig c = parse_mindformers_yaml(t, "x.yaml", o);
+  EXPECT_EQ(c.strategy.tp, 2);
+  EXPECT_EQ(c.strategy.dp(), 4);
+  EXPECT_EQ(c.strategy.world_size, 8);
+  bool warned = false;
+  for (const auto& w : c.warnings)
+    warned = warned || w.find("data parallel over the rest of the 8 workers (dp 4)") != std::string::npos;
+  EXPECT_TRUE(warned);
+  o.world_size = 7;
+  const std::string e = error_of(t, o);
+  EXPECT_NE(e.find("msrun --worker_num | the launch starts 7 workers, which tp·cp·pp = 2·1·1 = 2"),
+            std::string::npos)
+      << e;
+  // Semi-auto parallel keeps MindFormers' rule.
+  t.replace(t.find("parallel_mode: 2"), 16, "parallel_mode: 1");
+  o.world_size = 8;
+  EXPECT_NE(error_of(t, o).find("MindFormers requires them to be equal"), std::string::npos);
+}
+
 // Models the layer model does not describe are refused by family, at their key, rather than read with
 // LlamaConfig's names and defaults (which would price a 7B decoder): multimodal configs nest their towers
 // (MllamaConfig's vision_model / text_model), encoder-decoder ones have two stacks (WhisperConfig), and the

@@ -384,6 +384,7 @@ void read_deepspeed(const Flags& f, MegatronConfig& cfg) {
   if (!f.has("--deepspeed")) return;
   Strategy& st = cfg.strategy;
   int zero = static_cast<int>(f.int_or("--zero-stage", 1));
+  double sub_group = 1e9;  // deepspeed/runtime/zero/config.py: sub_group_size
   if (f.has("--deepspeed-config")) {
     const std::string path = f.get("--deepspeed-config");
     std::ifstream in(path);
@@ -397,15 +398,20 @@ void read_deepspeed(const Flags& f, MegatronConfig& cfg) {
         const auto j = nlohmann::json::parse(text.str());
         if (j.contains("zero_optimization") && j["zero_optimization"].contains("stage"))
           zero = j["zero_optimization"]["stage"].get<int>();
+        if (j.contains("zero_optimization") && j["zero_optimization"].contains("sub_group_size"))
+          sub_group = j["zero_optimization"]["sub_group_size"].get<double>();
       } catch (const std::exception& e) {
         throw InputError(path, std::string("DeepSpeed config: ") + e.what());
       }
     }
   }
   if (zero < 0 || zero > 3) throw InputError("--zero-stage", "must be 0 … 3, got " + std::to_string(zero));
+  if (!(sub_group >= 0))
+    throw InputError(f.get("--deepspeed-config"), "zero_optimization.sub_group_size must be ≥ 0");
   st.zero_stage = zero;
   st.distributed_optimizer = zero >= 1;
   st.fsdp = zero >= 2;
+  if (zero == 3) st.zero3_sub_group_elements = static_cast<I64>(std::min(sub_group, 1e18));
 }
 
 void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {

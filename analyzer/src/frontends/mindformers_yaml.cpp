@@ -960,9 +960,28 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
     tp = pp = cp = 1;
     ep = 1;
   } else if (parallel_mode >= 2) {
-    warnings.push_back("parallel.parallel_mode " + num(parallel_mode) +
-                       " (auto/hybrid parallel): analysed with parallel_config's layout, not the one MindSpore's "
-                       "search may choose");
+    // Auto / hybrid parallel: MindSpore chooses the operators' layouts itself, and MindFormers' check_rules
+    // ties dp·mp·cp·pp to the device count in semi-auto mode only (tools/check_rules.py, _check_parallel).
+    // A launch with more workers than parallel_config lays out is priced with the remainder as data parallel.
+    const int model_ranks = tp * cp * pp;
+    if (options.world_size > 0 && options.world_size != dp * model_ranks) {
+      if (options.world_size % model_ranks != 0)
+        throw InputError(options.world_source, "the launch starts " + num(options.world_size) +
+                                                   " workers, which tp·cp·pp = " + num(tp) + "·" + num(cp) +
+                                                   "·" + num(pp) + " = " + num(model_ranks) + " of " +
+                                                   source + " do not divide");
+      dp = options.world_size / model_ranks;
+      warnings.push_back(
+          "parallel.parallel_mode " + num(parallel_mode) +
+          " (auto/hybrid parallel): MindSpore searches the layout; analysed as parallel_config's "
+          "tp·cp·pp with data parallel over the rest of the " +
+          num(options.world_size) + " workers (dp " + num(dp) + ")");
+    } else {
+      warnings.push_back(
+          "parallel.parallel_mode " + num(parallel_mode) +
+          " (auto/hybrid parallel): analysed with parallel_config's layout, not the one MindSpore's "
+          "search may choose");
+    }
   }
   const int world = dp * tp * cp * pp;
   if (options.world_size > 0 && options.world_size != world)
@@ -972,8 +991,10 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
                                                " ranks; MindFormers requires them to be equal (check_rules)");
 
   // --- batch ---
-  runner.only({"epochs", "batch_size", "sink_mode", "sink_size", "gradient_accumulation_steps", "global_batch_size",
-               "mini_batch_size", "stop_step", "initial_epoch", "initial_step", "train_batch_size"});
+  // per_epoch_size: releases before r1.3 name the data-sink size so.
+  runner.only({"epochs", "batch_size", "sink_mode", "sink_size", "per_epoch_size",
+               "gradient_accumulation_steps", "global_batch_size", "mini_batch_size", "stop_step",
+               "initial_epoch", "initial_step", "train_batch_size"});
   cfg.batch_size = static_cast<int>(runner.positive_or("batch_size", 1));
   cfg.micro_batch_interleave_num = static_cast<int>(top.positive_or("micro_batch_interleave_num", 1));
   if (!cfg.legacy && cfg.micro_batch_interleave_num > 1)

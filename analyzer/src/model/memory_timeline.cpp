@@ -234,8 +234,19 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
     const bool sharded = st.distributed_optimizer || st.effective_zero_stage() >= 1;
     const double dense = static_cast<double>(sm.params - sm.expert_params);
     const double expert = static_cast<double>(sm.expert_params);
-    const double copies = 4.0 * (dense / (sharded ? static_cast<double>(st.dense_shard_group()) : 1.0) +
-                                 expert / (sharded ? static_cast<double>(st.expert_shard_group()) : 1.0));
+    double copies = 4.0 * (dense / (sharded ? static_cast<double>(st.dense_shard_group()) : 1.0) +
+                           expert / (sharded ? static_cast<double>(st.expert_shard_group()) : 1.0));
+    if (st.zero3_sub_group_elements >= 0) {
+      // DeepSpeed ZeRO-3: one sub group's copy at a time.  A sub group closes once it holds sub_group_size
+      // elements, so it is at least one parameter's partition (sub_group_size 0: each parameter alone).
+      double largest = 0;
+      for (const auto& op : ops)
+        for (const auto& p : op.params)
+          largest = std::max(
+              largest, static_cast<double>(p.numel()) /
+                           static_cast<double>(p.expert ? st.expert_shard_group() : st.dense_shard_group()));
+      copies = std::min(copies, 4.0 * std::max(static_cast<double>(st.zero3_sub_group_elements), largest));
+    }
     t.candidate(copies, "optimizer", "fp32 gradient copies");
   }
   if (torch_cpu) {

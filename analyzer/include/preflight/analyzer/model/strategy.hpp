@@ -352,6 +352,13 @@ struct Strategy {
   CpCommType cp_comm_type = CpCommType::P2P;  ///< `--cp-comm-type`
   bool cp_a2a_sync = false;  ///< SimuMax `cp_a2a_mode: sync_cp` (only changes helper-buffer peaks)
   int zero_stage = -1;       ///< 0..3 (SimuMax `zero_state`); -1 = 1 with distributed_optimizer, else 0
+  /// DeepSpeed ZeRO-3 (`zero_optimization.sub_group_size`, default 1e9 elements): the optimizer steps its
+  /// partition one sub group at a time — parameters taken in order until they hold this many elements —
+  /// each sub group's fp32 gradient copy made before its step and freed after it (runtime/zero/stage3.py
+  /// step, _create_fp16_sub_groups, _prepare_fp32_grad_for_sub_group, _release_sub_group), so the copy at
+  /// the step is min(partition, max(this, the largest parameter's partition)) × 4 bytes.  −1 = the whole
+  /// partition at once (Megatron's optimizers, DeepSpeed's ZeRO-1/2).
+  std::int64_t zero3_sub_group_elements = -1;
   bool fp32_grad_accumulation = true;  ///< SimuMax `use_fp32_accum_grad`: false forces 2-byte main grads
   /// wgrad GEMM accumulates into main_grad (`--no-gradient-accumulation-fusion` clears): no weight-shaped
   /// gradient tensor in backward.
