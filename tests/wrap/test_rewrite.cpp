@@ -178,6 +178,41 @@ TEST(Rewrite, EntryOptionAddsAnEntryPoint) {
   EXPECT_EQ(r.text, kInv + " dryrun --out output/preflight_dryrun -- " + s);
 }
 
+// Megatron's older GPT-3 175B example (also in Megatron-DeepSpeed's examples/) writes its paths as
+// `--vocab-file <PATH TO gpt-vocab.json>` inside an options string run by `sh -c`, and its datasets as
+// DATASET_1="<PATH TO THE FIRST DATASET>": bash would read `<PATH` as a redirection.  Such values become
+// one word; redirections, here-documents, usage lines and comments stay.
+TEST(Rewrite, FlagValuePlaceholdersBecomeOneWord) {
+  const std::string s =
+      "DATASET_1=\"<PATH TO THE FIRST DATASET>\"\n"
+      "options=\" --tensor-model-parallel-size 8 \\\n"
+      "\t--vocab-file <PATH TO gpt-vocab.json> \\\n"
+      "\t--save=<PATH TO CHECKPOINTS> --data-path ${DATASET_1}\"\n"
+      "# --load <PATH TO CHECKPOINTS>\n"
+      "echo \"usage: --config <path>\"\n"
+      "sort --key <in.txt >out.txt\n"
+      "sort --key <in.txt 2>err.txt\n"
+      "cat <<EOF\n--x <PATH TO X>\nEOF\n"
+      "torchrun pretrain_gpt.py $options\n";
+  WrapResult r = wrap_script(s, opts());
+  auto l = lines(r.text);
+  EXPECT_EQ(l[0], "DATASET_1=\"PLACEHOLDER_PATH_TO_THE_FIRST_DATASET\"");
+  EXPECT_EQ(l[2], "\t--vocab-file PLACEHOLDER_PATH_TO_gpt-vocab.json \\");
+  EXPECT_EQ(l[3], "\t--save=PLACEHOLDER_PATH_TO_CHECKPOINTS --data-path ${DATASET_1}\"");
+  EXPECT_EQ(l[4], "# --load <PATH TO CHECKPOINTS>");
+  EXPECT_EQ(l[5], "echo \"usage: --config <path>\"");
+  EXPECT_EQ(l[6], "sort --key <in.txt >out.txt");
+  EXPECT_EQ(l[7], "sort --key <in.txt 2>err.txt");
+  EXPECT_EQ(l[9], "--x <PATH TO X>");
+  int noted = 0;
+  for (const auto& n : r.notes) noted += n.find("replaced the placeholder <PATH TO") != std::string::npos;
+  EXPECT_EQ(noted, 3);
+  // --keep-placeholders (and trace mode) leave them, with a note.
+  WrapOptions keep = opts();
+  keep.fix_placeholders = false;
+  EXPECT_EQ(lines(wrap_script(s, keep).text)[2], "\t--vocab-file <PATH TO gpt-vocab.json> \\");
+}
+
 TEST(Rewrite, KeepPlaceholders) {
   WrapOptions o = opts();
   o.fix_placeholders = false;

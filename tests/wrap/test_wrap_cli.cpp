@@ -462,6 +462,16 @@ TEST(WrapStyles, PlaceholderPathsWithSpaces) {
             std::string::npos);
 }
 
+TEST(WrapStyles, PlaceholderFlagValuesRunUnderShC) {
+  TempDir dir;
+  RunResult r = wrap_and_run(dir, wrap_data("placeholder_flags.sh"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_layout(json_in(r.out), {2, 2, 8, 1024, 8}, "placeholders in an options string, srun sh -c");
+  EXPECT_EQ(r.err.find("No such file"), std::string::npos) << r.err;  // no `<PATH` redirection
+  EXPECT_NE(read_file(dir / "wrapped.sh").find("--vocab-file PLACEHOLDER_PATH_TO_gpt-vocab.json"),
+            std::string::npos);
+}
+
 TEST(WrapStyles, TorchDistributedLaunchFinetuneEntryAndOwnOptionParser) {
   expect_layout(analyzed("distributed_launch.sh"), {1, 4, 24, 2048, 8}, "python -m torch.distributed.launch");
   expect_layout(analyzed("finetune_style.sh"), {8, 1, 32, 4096, 8}, "torchrun finetune.py");

@@ -89,6 +89,65 @@ std::optional<std::pair<std::size_t, std::size_t>> placeholder_value(std::string
   return std::make_pair(vb, ve);
 }
 
+/// `<Words of a placeholder>` where a value belongs: after `--flag ` / `--flag=`, or opening a double-quoted
+/// assignment (`DATASET_1="<PATH TO THE FIRST DATASET>"`), as Megatron's older GPT-3 175B example writes its
+/// paths.  bash reads `<PATH` as a redirection of the command it sits in — directly, or when a string holding
+/// it runs under `sh -c` / `eval` — so the launch stops with "PATH: No such file".  Returns the spans
+/// [begin, end) of each `<…>` on the line (comments, echo / printf lines and redirections excluded: the
+/// words hold letters, digits, blanks and `_ . / , : + -`, start with a letter and end right at `>`).
+std::vector<std::pair<std::size_t, std::size_t>> flag_placeholders(std::string_view line) {
+  std::vector<std::pair<std::size_t, std::size_t>> spans;
+  std::size_t first = line.find_first_not_of(" \t");
+  if (first == std::string_view::npos || line[first] == '#') return spans;
+  for (std::string_view word : {"echo", "printf"})
+    if (line.substr(first, word.size()) == word &&
+        (first + word.size() == line.size() || line[first + word.size()] == ' ' ||
+         line[first + word.size()] == '\t'))
+      return spans;
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); };
+  for (std::size_t i = line.find('<'); i != std::string_view::npos; i = line.find('<', i + 1)) {
+    if (i + 1 >= line.size() || !alpha(line[i + 1]) || (i > 0 && line[i - 1] == '<')) continue;
+    // What stands before: `--flag ` / `--flag=` or `NAME="`.
+    bool value_place = false;
+    if (i >= 2 && line[i - 1] == '"' && line[i - 2] == '=') {
+      value_place = true;
+    } else {
+      std::size_t k = i;
+      if (k > 0 && line[k - 1] == '=') {
+        --k;
+      } else {
+        while (k > 0 && (line[k - 1] == ' ' || line[k - 1] == '\t')) --k;
+        if (k == i) continue;
+      }
+      std::size_t w = k;
+      while (w > 0 && (is_name_char(line[w - 1]) || line[w - 1] == '-')) --w;
+      value_place = k - w > 2 && line.substr(w, 2) == "--" &&
+                    (w == 0 || line[w - 1] == ' ' || line[w - 1] == '\t' || line[w - 1] == '"');
+    }
+    if (!value_place) continue;
+    std::size_t j = i + 1;
+    while (j < line.size() && (alpha(line[j]) || (line[j] >= '0' && line[j] <= '9') ||
+                               std::string_view(" _./,:+-").find(line[j]) != std::string_view::npos))
+      ++j;
+    if (j >= line.size() || line[j] != '>' || line[j - 1] == ' ') continue;
+    std::size_t fd = j;  // `<in.txt 2>err`: an input and a descriptor redirection
+    while (fd > i + 1 && line[fd - 1] >= '0' && line[fd - 1] <= '9') --fd;
+    if (fd < j && line[fd - 1] == ' ') continue;
+    if (j + 1 < line.size() && std::string_view(" \t\"\\;").find(line[j + 1]) == std::string_view::npos)
+      continue;
+    spans.emplace_back(i, j + 1);
+    i = j;
+  }
+  return spans;
+}
+
+/// `<PATH TO gpt-vocab.json>` → `PLACEHOLDER_PATH_TO_gpt-vocab.json`: one word, no redirection.
+std::string placeholder_word(std::string_view p) {
+  std::string w = "PLACEHOLDER_";
+  for (char c : p.substr(1, p.size() - 2)) w += c == ' ' ? '_' : c;
+  return w;
+}
+
 std::string quote_value(std::string_view v) {
   if (v.find('$') == std::string_view::npos) return "'" + std::string(v) + "'";
   std::string q = "\"";
@@ -126,6 +185,28 @@ std::string handle_placeholders(std::string_view text, const WrapOptions& o,
         notes.push_back(where + "placeholder value " + std::string(value) +
                         " left as is: bash stops at this line until it holds a real path");
       }
+    } else if (auto flags = in_spans(pos, pre.heredoc_bodies) ? decltype(flag_placeholders(line)){}
+                                                              : flag_placeholders(line);
+               !flags.empty()) {
+      std::string where = o.script_name + ":" + std::to_string(lineno) + ": ";
+      std::size_t at = 0;
+      for (const auto& [b, e] : flags) {
+        std::string_view p = line.substr(b, e - b);
+        if (o.fix_placeholders && o.mode != WrapMode::Trace) {
+          out.append(line.substr(at, b - at));
+          out += placeholder_word(p);
+          notes.push_back(where + "replaced the placeholder " + std::string(p) + " by " +
+                          placeholder_word(p) +
+                          " so that bash does not read it as a redirection (a real run needs a real path)");
+        } else {
+          out.append(line.substr(at, b - at));
+          out.append(p);
+          notes.push_back(where + "placeholder " + std::string(p) +
+                          " left as is: bash reads it as a redirection until it holds a real path");
+        }
+        at = e;
+      }
+      out.append(line.substr(at));
     } else {
       out.append(line);
     }
