@@ -251,6 +251,12 @@ TEST(MegatronArgs, VocabularyFromTheLoadedCheckpoint) {
     ADD_FAILURE() << "no vocabulary source, yet parsed";
   } catch (const preflight::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("--vocab-size"), std::string::npos) << e.what();
+    // Named as Pai's tokenizer reading the checkpoint, not as a missing --vocab-file.
+    EXPECT_NE(e.detail().find("--patch-tokenizer-type DeepSeekV2Tokenizer (Pai-Megatron-Patch) reads the "
+                              "tokenizer of the --load checkpoint (" +
+                              dir.string() + "/config.json not readable)"),
+              std::string::npos)
+        << e.detail();
   }
   Words empty_load = {"--num-layers",          "2",    "--hidden-size", "64",
                       "--num-attention-heads", "4",    "--seq-length",  "16",

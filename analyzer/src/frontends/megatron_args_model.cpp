@@ -179,6 +179,10 @@ const std::vector<FlagSpec>& model_flags() {
       {"--hidden-dropout", Arity::One},
       {"--vocab-size", Arity::One},
       {"--padded-vocab-size", Arity::One},
+      {"--patch-tokenizer-type", Arity::One},
+      // Pai-Megatron-Patch: tokens added to the tokenizer's; the --load checkpoint's config.json vocab_size
+      // and a --padded-vocab-size already hold them.
+      {"--extra-vocab-size", Arity::One},
       {"--load", Arity::One},
       {"--pretrained-checkpoint", Arity::One},
       {"--vocab-file", Arity::One},
@@ -398,6 +402,16 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
                            : "no vocab file given";
     warnings.push_back(from + "; using the " + tok_type + " vocabulary size " + std::to_string(vocab));
   }
+  if (vocab == 0 && f.has("--patch-tokenizer-type"))
+    // Pai-Megatron-Patch (megatron_patch/tokenizer): the Hugging Face tokenizer of the --load checkpoint,
+    // plus --extra-vocab-size; the checkpoint's config.json vocab_size is that sum.
+    throw InputError("--vocab-size",
+                     "cannot determine the vocabulary size: --patch-tokenizer-type " +
+                         f.get("--patch-tokenizer-type") +
+                         " (Pai-Megatron-Patch) reads the tokenizer of the --load "
+                         "checkpoint" +
+                         (f.has("--load") ? " (" + f.get("--load") + "/config.json not readable)" : "") +
+                         "; pass --load with the Hugging Face checkpoint folder or --vocab-size");
   if (vocab == 0)
     throw InputError("--vocab-size", "cannot determine the vocabulary size" +
                                          std::string(tok_type.empty() ? "" : " of tokenizer " + tok_type) +
