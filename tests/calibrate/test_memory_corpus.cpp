@@ -3,6 +3,10 @@
 // more than 1 % optimistic.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
 #include <nlohmann/json.hpp>
 
 #include "preflight/analyzer/calibrate/log_prediction.hpp"
@@ -70,6 +74,41 @@ TEST(MemoryCorpus, EveryRealRunWithinTheTargets) {
     EXPECT_GE(r.error(), -0.01) << r.run << " " << r.where << ": optimistic, measured " << r.measured_mib
                                 << " MiB, predicted " << r.predicted_mib;
   }
+}
+
+// Megatron-LM's own CI (tests/data/memory_corpus/megatron_ci.json): 149 runs of its functional tests on
+// DGX A100 / H100 (small GPT and MoE models, 8 GPUs: tp / pp / vpp / cp / ep, MLA, MTP, FP8, recompute,
+// offloading, FSDP), each the last rank's peak `max allocated` against the last pipeline stage's predicted
+// peak.  Not every run within 3 %: the CI's toy models leave a few hundred MiB of runtime memory that
+// matters, and some runs use the attention backend their container picked (`auto`; the fused cross entropy
+// case is the worst, −48 %).  Held to the distribution measured when the corpus was added (stop 35: median
+// |error| 1.8 %, 120 of 149 within 5 %, 140 within 10 %), so that a change that worsens it fails.
+TEST(MemoryCorpus, MegatronCiRunsHoldTheirDistribution) {
+  const nlohmann::json corpus =
+      nlohmann::json::parse(preflight::test::read_file(data_dir() / "memory_corpus" / "megatron_ci.json"));
+  std::vector<double> errors;
+  for (const auto& r : corpus.at("runs")) {
+    const MegatronConfig cfg = parse_megatron_args(r.at("args").get<std::vector<std::string>>());
+    const LayerGraph g = build_layer_graph(cfg.model, cfg.strategy);
+    const double predicted = stage_peak(g, cfg.strategy.pp - 1).bytes;
+    const double measured = r.at("max_allocated_bytes").get<double>();
+    errors.push_back((predicted - measured) / measured);
+    EXPECT_LT(std::fabs(errors.back()), 0.50)
+        << r.at("name").get<std::string>() << ": measured " << measured << " bytes, predicted " << predicted;
+  }
+  ASSERT_GE(errors.size(), 140u);
+  std::vector<double> magnitude;
+  for (double e : errors) magnitude.push_back(std::fabs(e));
+  std::sort(magnitude.begin(), magnitude.end());
+  const auto within = [&](double limit) {
+    return std::count_if(magnitude.begin(), magnitude.end(), [&](double m) { return m <= limit; });
+  };
+  const double median = magnitude[magnitude.size() / 2];
+  std::cout << "Megatron-LM CI corpus: " << errors.size() << " runs, median |error| " << 100 * median
+            << " %, " << within(0.05) << " within 5 %, " << within(0.10) << " within 10 %\n";
+  EXPECT_LE(median, 0.03);
+  EXPECT_GE(static_cast<double>(within(0.05)) / errors.size(), 0.78);
+  EXPECT_GE(static_cast<double>(within(0.10)) / errors.size(), 0.92);
 }
 
 // The terms the corpus rests on, one at a time: without each, some run falls out of the targets.

@@ -180,6 +180,11 @@ const std::vector<FlagSpec>& model_flags() {
       {"--vocab-size", Arity::One},
       {"--padded-vocab-size", Arity::One},
       {"--patch-tokenizer-type", Arity::One},
+      // Vision models (refused when they differ from Megatron's defaults, which every argument dump lists).
+      {"--img-h", Arity::One},
+      {"--img-w", Arity::One},
+      {"--patch-dim", Arity::One},
+      {"--vision-model-type", Arity::One},
       // Pai-Megatron-Patch: tokens added to the tokenizer's; the --load checkpoint's config.json vocab_size
       // and a --padded-vocab-size already hold them.
       {"--extra-vocab-size", Arity::One},

@@ -159,12 +159,13 @@ void apply_offload(const Ctx& c, StageGraph& g) {
     }
   };
   const double min_bytes = static_cast<double>(c.st.min_offloaded_tensor_elements) * static_cast<double>(c.a);
-  // The module's input (core attention's q, k, v) goes to the host; what the op makes itself stays.
-  auto offloadable = [&](const Op& op, const SavedTensor& t) {
-    const bool input =
-        t.is_input || t.name == "input" ||
-        (op.role == OpRole::CoreAttention && (t.name == "q" || t.name == "k" || t.name == "v"));
-    return input && static_cast<double>(t.bytes) >= min_bytes;
+  // Every tensor autograd saves inside the module's offload context goes to the host when it holds at least
+  // --min-offloaded-tensor-size elements (fine_grained_activation_offload.py: saved_tensors_hooks,
+  // tensor_need_offloading_checker): the module's input, and what it saves of its own (unfused attention's
+  // softmax and dropout tensors beside q, k, v).  Tensors of another op (attn_proj's input, core attention's
+  // output) go with that op's module.
+  auto offloadable = [&](const Op&, const SavedTensor& t) {
+    return static_cast<double>(t.bytes) >= min_bytes;
   };
   // Offload groups in forward order: one per module per layer (MTP layers too), with their bytes.
   struct Group {
