@@ -3,9 +3,11 @@
 tests/data/memory_corpus/corpus.json (sources in its README).  For a Megatron log the prediction comes from the
 log's own argument dump (`preflight calibrate --measured LOG --json`); for a run given by its command line,
 from `preflight analyze --json` on it, stage by stage.  Prints one row per stage (or logged rank) and the
-worst errors against the targets (|error| <= 3 %, never more than 1 % optimistic).
+worst errors against the targets (|error| <= 3 %, never more than 1 % optimistic).  With --megatron-ci, the
+149 runs of Megatron-LM's own CI instead (tests/data/memory_corpus/megatron_ci.json: the last rank's
+`mem-max-allocated-bytes` against the last pipeline stage), with the error distribution.
 
-usage: bench/memory_fidelity.py [BUILD_DIR] [--json]
+usage: bench/memory_fidelity.py [BUILD_DIR] [--json] [--megatron-ci]
 """
 import json
 import os
@@ -29,6 +31,23 @@ def run(words):
         raise RuntimeError("preflight %s: %s" % (" ".join(words[:3]), p.stderr.strip()))
     return json.loads(p.stdout)
 
+
+if "--megatron-ci" in sys.argv:
+    ci = json.load(open(os.path.join(corpus_dir, "megatron_ci.json")))
+    errors = []
+    print("%-78s %12s %12s %8s" % ("run (%s %s)" % (ci["repository"], ci["commit"][:10]), "measured MiB",
+                                  "predicted MiB", "error"))
+    for r in ci["runs"]:
+        out = run(["analyze", "--json"] + r["args"])
+        p = out["memory"]["stages"][-1]["peak"]["bytes"] / MIB
+        m = r["max_allocated_bytes"] / MIB
+        errors.append((p - m) / m)
+        print("%-78s %12.1f %12.1f %+7.2f%%" % (r["name"][:78], m, p, 100 * errors[-1]))
+    mag = sorted(abs(e) for e in errors)
+    print("%d runs: median |error| %.2f %%, %d within 5 %%, %d within 10 %%, worst %+.1f %% / %+.1f %%"
+          % (len(errors), 100 * mag[len(mag) // 2], sum(e <= 0.05 for e in mag), sum(e <= 0.10 for e in mag),
+             100 * min(errors), 100 * max(errors)))
+    sys.exit(0)
 
 rows = []
 for r in corpus["runs"]:
