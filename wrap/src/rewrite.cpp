@@ -192,14 +192,13 @@ std::string handle_placeholders(std::string_view text, const WrapOptions& o,
       std::size_t at = 0;
       for (const auto& [b, e] : flags) {
         std::string_view p = line.substr(b, e - b);
+        out.append(line.substr(at, b - at));
         if (o.fix_placeholders && o.mode != WrapMode::Trace) {
-          out.append(line.substr(at, b - at));
           out += placeholder_word(p);
           notes.push_back(where + "replaced the placeholder " + std::string(p) + " by " +
                           placeholder_word(p) +
                           " so that bash does not read it as a redirection (a real run needs a real path)");
         } else {
-          out.append(line.substr(at, b - at));
           out.append(p);
           notes.push_back(where + "placeholder " + std::string(p) +
                           " left as is: bash reads it as a redirection until it holds a real path");

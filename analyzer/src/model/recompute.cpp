@@ -164,9 +164,7 @@ void apply_offload(const Ctx& c, StageGraph& g) {
   // tensor_need_offloading_checker): the module's input, and what it saves of its own (unfused attention's
   // softmax and dropout tensors beside q, k, v).  Tensors of another op (attn_proj's input, core attention's
   // output) go with that op's module.
-  auto offloadable = [&](const Op&, const SavedTensor& t) {
-    return static_cast<double>(t.bytes) >= min_bytes;
-  };
+  auto offloadable = [&](const SavedTensor& t) { return static_cast<double>(t.bytes) >= min_bytes; };
   // Offload groups in forward order: one per module per layer (MTP layers too), with their bytes.
   struct Group {
     std::string module;
@@ -181,7 +179,7 @@ void apply_offload(const Ctx& c, StageGraph& g) {
     if (!module || (op.layer < 0 && op.mtp_layer < 0)) continue;
     std::int64_t bytes = 0;
     for (const auto& t : op.kept)
-      if (offloadable(op, t)) bytes += t.bytes;
+      if (offloadable(t)) bytes += t.bytes;
     if (bytes == 0) continue;
     auto [it, fresh] = index.try_emplace({op.layer, op.mtp_layer, module}, groups.size());
     if (fresh) groups.push_back({module, {}, 0});
@@ -199,7 +197,7 @@ void apply_offload(const Ctx& c, StageGraph& g) {
       Op& op = g.ops[i];
       std::vector<SavedTensor> kept;
       for (const auto& t : op.kept)
-        if (!offloadable(op, t)) kept.push_back(t);
+        if (!offloadable(t)) kept.push_back(t);
       set_kept(op, kept);
     }
     g.offloaded_bytes += grp.bytes;
