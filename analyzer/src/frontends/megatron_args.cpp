@@ -238,9 +238,10 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                                                     "dot-product-attention",
                                                     "capacity",
                                                     "stash"};
-  static constexpr std::string_view kNotCost[] = {"log",  "logging", "tensorboard", "wandb",
-                                                  "save", "load",    "eval",        "tokenizer",
-                                                  "seed", "profile", "timer",       "dataloader"};
+  // (ckpt: checkpoint formats and their saving, e.g. --dist-ckpt-optim-fully-reshardable's "shard".)
+  static constexpr std::string_view kNotCost[] = {"log",   "logging",    "tensorboard", "wandb", "save",
+                                                  "load",  "eval",       "tokenizer",   "seed",  "profile",
+                                                  "timer", "dataloader", "ckpt"};
   std::vector<std::string> unread;
   for (const auto& name : cfg.ignored) {
     if (unmodelled.count(name) || name.rfind("--", 0) != 0) continue;
