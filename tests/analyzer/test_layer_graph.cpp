@@ -614,8 +614,10 @@ TEST(Memory, ExpertParallelOverlapWithoutPipeliningHoldsOneLayerMore) {
 
 // Megatron's interleaved warm-up with --microbatch-group-size-per-virtual-pipeline-stage g: (p − 1 − r) · 2 +
 // (m − 1) · g forwards, chunk (k mod g·m) / g for the k-th; with --overlap-moe-expert-parallel-comm one more
-// (schedules.py: its combined 1F1B pairs a forward with an independent backward).  Both were priced with
-// g = p and no extra forward: a memory model that held fewer activations than Megatron does.
+// forward alone, after which every step pairs a forward with the oldest backward layer by layer
+// (schedules.py: warm-up f only, then combined f / b): the warm-up's passes and about one layer of the paired
+// forward are alive, not one whole pass more than without the overlap (priced so until stop 35; Megatron-LM's
+// CI measured its interleaved MoE runs with the overlap 11 … 22 % below that).
 TEST(Memory, InterleavedWarmupFollowsTheGroupSizeAndTheExpertParallelOverlap) {
   const std::vector<std::string> base = preflight::test::words(
       "--num-layers 16 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size "
@@ -634,16 +636,20 @@ TEST(Memory, InterleavedWarmupFollowsTheGroupSizeAndTheExpertParallelOverlap) {
   const MemoryReport grouped = with({"--microbatch-group-size-per-virtual-pipeline-stage", "6"});
   EXPECT_DOUBLE_EQ(grouped.stages[3].inflight_microbatches, 7.0 / 2);
   EXPECT_GT(grouped.stages[3].activation_bytes, plain.stages[3].activation_bytes);
-  // The expert-parallel overlap (MoE, ep 2): one more chunk in flight on every rank.
+  // The expert-parallel overlap (MoE, ep 2): one layer (of the chunk's two) more in flight on every rank —
+  // a quarter of a micro batch of 2 chunks, a little less against the last rank's last chunk, which also
+  // keeps the loss's tensors.
   const std::vector<std::string> moe = preflight::test::words(
       "--num-experts 4 --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall "
       "--world-size 8 --moe-grouped-gemm");
   std::vector<std::string> overlap = moe;
   overlap.push_back("--overlap-moe-expert-parallel-comm");
   const MemoryReport eager = with(moe), paired = with(overlap);
-  for (std::size_t r = 0; r < 4; ++r)
-    EXPECT_DOUBLE_EQ(paired.stages[r].inflight_microbatches, eager.stages[r].inflight_microbatches + 0.5)
-        << r;
+  for (std::size_t r = 0; r < 4; ++r) {
+    const double more = paired.stages[r].inflight_microbatches - eager.stages[r].inflight_microbatches;
+    EXPECT_GT(more, 0.2) << r;
+    EXPECT_LE(more, 0.25 + 1e-9) << r;
+  }
   EXPECT_GT(paired.stages[0].activation_bytes, eager.stages[0].activation_bytes);
 }
 

@@ -82,7 +82,7 @@ TEST(MemoryCorpus, EveryRealRunWithinTheTargets) {
 // peak.  Not every run within 3 %: the CI's toy models leave a few hundred MiB of runtime memory that
 // matters, and some runs use the attention backend their container picked (`auto`; the fused cross entropy
 // case is the worst, −48 %).  Held to the distribution measured when the corpus was added (stop 35: median
-// |error| 1.8 %, 120 of 149 within 5 %, 140 within 10 %), so that a change that worsens it fails.
+// |error| 1.8 %, 120 of 149 within 5 %, 142 within 10 %), so that a change that worsens it fails.
 TEST(MemoryCorpus, MegatronCiRunsHoldTheirDistribution) {
   const nlohmann::json corpus =
       nlohmann::json::parse(preflight::test::read_file(data_dir() / "memory_corpus" / "megatron_ci.json"));

@@ -76,9 +76,16 @@ MemoryReport stage_memory(const LayerGraph& graph) {
     auto chunks = graph.stage(r);
     s.first_layer = chunks.front()->first_layer;
     s.overhead_bytes = chunks.front()->overhead_bytes;
-    std::vector<double> chunk_act;
+    std::vector<double> chunk_act, chunk_largest_layer;
     double fsdp_buffer = 0;
     for (const StageGraph* c : chunks) {
+      std::map<std::pair<int, int>, double> per_layer;  // (layer, MTP layer) → kept bytes
+      for (const Op& op : c->ops)
+        if (op.layer >= 0 || op.mtp_layer >= 0)
+          per_layer[{op.layer, op.mtp_layer}] += static_cast<double>(op.kept_bytes);
+      double largest_layer = 0;
+      for (const auto& [layer, bytes] : per_layer) largest_layer = std::max(largest_layer, bytes);
+      chunk_largest_layer.push_back(largest_layer);
       s.buffer_bytes = std::max(s.buffer_bytes, static_cast<double>(c->runtime_buffer_bytes));
       s.num_layers += c->num_layers;
       s.params += c->param_numel();
@@ -117,10 +124,23 @@ MemoryReport stage_memory(const LayerGraph& graph) {
       // the k-th forward runs chunk (k mod group·vpp) / group.
       const int group = st.microbatch_group();
       int total = m * st.vpp;
-      int inflight = std::min(st.interleaved_warmup(r, total) + 1, total);
+      const int warmup = st.interleaved_warmup(r, total);
+      // The expert-parallel overlap's combined 1F1B (its warm-up one forward longer) runs each later forward
+      // layer by layer beside a backward that frees layer by layer: about one layer of that forward is alive
+      // beside the warm-up's passes (as combined_1f1b_schedule_for_no_pipelining without pipelining), not a
+      // whole pass.
+      const bool paired = st.overlap_moe_expert_parallel_comm && !st.simumax_compat && warmup < total;
+      int inflight = paired ? warmup : std::min(warmup + 1, total);
+      auto chunk_of = [&](int k) { return (k % (group * st.vpp)) / group; };
       double act = 0;
-      for (int k = 0; k < inflight; ++k) act += chunk_act[(k % (group * st.vpp)) / group];
-      s.inflight_microbatches = static_cast<double>(inflight) / st.vpp;
+      for (int k = 0; k < inflight; ++k) act += chunk_act[chunk_of(k)];
+      double partial = 0;
+      if (paired) partial = chunk_largest_layer[chunk_of(inflight)];
+      act += partial;
+      s.inflight_microbatches =
+          (static_cast<double>(inflight) +
+           (chunk_act[chunk_of(inflight)] > 0 && paired ? partial / chunk_act[chunk_of(inflight)] : 0.0)) /
+          st.vpp;
       s.activation_bytes = act;
     }
     s.activation_bytes += offload_kept_bytes(graph, r, s.inflight_microbatches);
