@@ -134,13 +134,11 @@ MemoryReport stage_memory(const LayerGraph& graph) {
       auto chunk_of = [&](int k) { return (k % (group * st.vpp)) / group; };
       double act = 0;
       for (int k = 0; k < inflight; ++k) act += chunk_act[chunk_of(k)];
-      double partial = 0;
-      if (paired) partial = chunk_largest_layer[chunk_of(inflight)];
+      const int next = chunk_of(inflight);  // the chunk of the paired forward
+      const double partial = paired ? chunk_largest_layer[next] : 0.0;
       act += partial;
       s.inflight_microbatches =
-          (static_cast<double>(inflight) +
-           (chunk_act[chunk_of(inflight)] > 0 && paired ? partial / chunk_act[chunk_of(inflight)] : 0.0)) /
-          st.vpp;
+          (static_cast<double>(inflight) + (partial > 0 ? partial / chunk_act[next] : 0.0)) / st.vpp;
       s.activation_bytes = act;
     }
     s.activation_bytes += offload_kept_bytes(graph, r, s.inflight_microbatches);
