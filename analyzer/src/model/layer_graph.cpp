@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <utility>
 
 #include "ops_build.hpp"
 #include "preflight/common/error.hpp"
@@ -52,6 +53,14 @@ std::int64_t StageGraph::kept_activation_bytes() const {
   std::int64_t n = 0;
   for (const auto& op : ops) n += op.kept_bytes;
   return n;
+}
+std::int64_t StageGraph::largest_layer_kept_bytes() const {
+  std::map<std::pair<int, int>, std::int64_t> per_layer;  // (layer, MTP layer) → kept bytes
+  for (const auto& op : ops)
+    if (op.layer >= 0 || op.mtp_layer >= 0) per_layer[{op.layer, op.mtp_layer}] += op.kept_bytes;
+  std::int64_t largest = 0;
+  for (const auto& [layer, bytes] : per_layer) largest = std::max(largest, bytes);
+  return largest;
 }
 std::vector<const StageGraph*> LayerGraph::stage(int pp_rank) const {
   std::vector<const StageGraph*> out;

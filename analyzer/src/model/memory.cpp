@@ -79,13 +79,7 @@ MemoryReport stage_memory(const LayerGraph& graph) {
     std::vector<double> chunk_act, chunk_largest_layer;
     double fsdp_buffer = 0;
     for (const StageGraph* c : chunks) {
-      std::map<std::pair<int, int>, double> per_layer;  // (layer, MTP layer) → kept bytes
-      for (const Op& op : c->ops)
-        if (op.layer >= 0 || op.mtp_layer >= 0)
-          per_layer[{op.layer, op.mtp_layer}] += static_cast<double>(op.kept_bytes);
-      double largest_layer = 0;
-      for (const auto& [layer, bytes] : per_layer) largest_layer = std::max(largest_layer, bytes);
-      chunk_largest_layer.push_back(largest_layer);
+      chunk_largest_layer.push_back(static_cast<double>(c->largest_layer_kept_bytes()));
       s.buffer_bytes = std::max(s.buffer_bytes, static_cast<double>(c->runtime_buffer_bytes));
       s.num_layers += c->num_layers;
       s.params += c->param_numel();

@@ -121,14 +121,8 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
   // The expert-parallel overlap without pipelining (Megatron's combined_1f1b_schedule_for_no_pipelining):
   // the next micro batch's forward runs layer by layer beside this backward, layer j beside layer L − 1 − j,
   // so about one layer more is alive than one micro batch's (the largest layer taken).
-  if (st.pp == 1 && st.overlap_moe_expert_parallel_comm && !st.simumax_compat && st.num_microbatches() > 1) {
-    std::map<int, double> per_layer;
-    for (const Op& op : ops)
-      if (op.layer >= 0) per_layer[op.layer] += static_cast<double>(op.kept_bytes);
-    double largest = 0;
-    for (const auto& [layer, bytes] : per_layer) largest = std::max(largest, bytes);
-    t.act += largest;
-  }
+  if (st.pp == 1 && st.overlap_moe_expert_parallel_comm && !st.simumax_compat && st.num_microbatches() > 1)
+    t.act += static_cast<double>(chunk.largest_layer_kept_bytes());
   t.trans = stage_output;       // the received output gradient
   double g = stage_output;      // gradient flowing into the current op
   bool g_shared = false;        // g is also held for a residual stream (no dropout: the same tensor)

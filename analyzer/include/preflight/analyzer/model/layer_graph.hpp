@@ -234,6 +234,9 @@ struct StageGraph {
   std::int64_t param_numel() const;            ///< all parameters held
   std::int64_t expert_param_numel() const;     ///< of which expert parameters
   std::int64_t kept_activation_bytes() const;  ///< Σ kept_bytes: one micro batch
+  /// The largest Σ kept_bytes of one transformer or MTP layer of the chunk (0 without layers): what a forward
+  /// run layer by layer beside a backward adds (the expert-parallel overlap's combined 1F1B).
+  std::int64_t largest_layer_kept_bytes() const;
 };
 
 /// The whole run: chunks ordered by (pp_rank, vchunk).
