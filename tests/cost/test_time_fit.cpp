@@ -704,11 +704,12 @@ TEST(TimeFit, NemoQwen3_235bBlackwellRowsHeldOut) {
 // (Strategy::moe_experts_cuda_graph): Qwen3-30B-A3B −7.7 … −2.2 %, Qwen3-235B-A22B −3.0 … +0.1 %,
 // DeepSeek-V3 on GB200 +2.4 … +3.6 %; priced with the host time (the graph read past) they were +9.9 … +31 %.
 // DeepSeek-V3 on GB300 (its recipe's only differences from GB200's: FP8 attention, micro batch 1 without
-// recompute, ep 32) is +11.6 … +12.5 %: FP8 attention is not priced (read past, warned).  Bounded as
-// measured.
+// recompute, ep 32) is +11.6 … +12.5 %: FP8 attention is not priced (read past, warned).  GPT-OSS-120B on 64
+// GPUs (added at stop 36) is −33.7 … −35.2 %, a known miss (docs/time_fidelity.md, Known gaps): held as
+// measured so that a change of the model that moves it is seen.  Bounded as measured.
 TEST(TimeFit, FullIterationCudaGraphRowsHeldOut) {
   for (const auto& [file, n] :
-       {std::pair{"gb200_nemo_full_iteration.json", 9u}, std::pair{"gb300_nemo_full_iteration.json", 10u}}) {
+       {std::pair{"gb200_nemo_full_iteration.json", 11u}, std::pair{"gb300_nemo_full_iteration.json", 12u}}) {
     auto runs = corpus_runs(file);
     ASSERT_EQ(runs.size(), n) << file;
     const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
@@ -718,12 +719,18 @@ TEST(TimeFit, FullIterationCudaGraphRowsHeldOut) {
     for (const auto& r : fit.runs) {
       const bool gb300_deepseek = std::string(file).find("gb300") != std::string::npos &&
                                   r.name.find("deepseek") != std::string::npos;
-      EXPECT_GT(r.error_before(), gb300_deepseek ? 0.10 : -0.08) << r.name;
-      EXPECT_LT(r.error_before(), gb300_deepseek ? 0.14 : 0.05) << r.name;
+      const bool gpt_oss = r.name.find("gpt-oss") != std::string::npos;
+      EXPECT_GT(r.error_before(), gpt_oss ? -0.37 : gb300_deepseek ? 0.10 : -0.08) << r.name;
+      EXPECT_LT(r.error_before(), gpt_oss ? -0.32 : gb300_deepseek ? 0.14 : 0.05) << r.name;
     }
-    // The same runs with the experts eager (the graph's host time paid) are 4 … 31 % slow.
+    // The same runs with the experts eager (the graph's host time paid) are 4 … 31 % slow (GPT-OSS's still
+    // fast: its miss is not the host time).
     for (auto& r : runs) r.strategy.moe_experts_cuda_graph = false;
-    for (const auto& r : fit_time(runs, sys).runs) EXPECT_GT(r.error_before(), 0.035) << r.name;
+    for (const auto& r : fit_time(runs, sys).runs) {
+      if (r.name.find("gpt-oss") == std::string::npos) {
+        EXPECT_GT(r.error_before(), 0.035) << r.name;
+      }
+    }
   }
 }
 
@@ -1362,7 +1369,7 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
   EXPECT_GE(tight_lo, 0.94);
   EXPECT_LE(tight_hi, 0.995);
   EXPECT_EQ(checked, 11 + 2 + 2 + 17 + 12 + 7 + 12 + 3 + 13 + 13 + 5 + 5 + 8 + 7 + 9 + 4 + 4 + 9 + 8 + 4 + 4 +
-                         2 + 2 + 4 + 4 + 9 + 10 + 3 + 2 + 6 + 2);
+                         2 + 2 + 4 + 4 + 11 + 12 + 3 + 2 + 6 + 2);
 }
 
 // The embedded presets (analyzer/data/systems) are the generator's output: re-running it reproduces every
@@ -1462,7 +1469,7 @@ TEST(SystemPresets, PublishedRunErrorsAreTheCorpusPricedAsGiven) {
       runs += c["runs"].get<int>();
     }
   }
-  EXPECT_EQ(runs, 321);  // every run of tests/data/time_corpus
+  EXPECT_EQ(runs, 325);  // every run of tests/data/time_corpus
 }
 
 }  // namespace
