@@ -1302,6 +1302,42 @@ TEST(CostModel, DistributedOptimizerInstancesReduceInsideThenAcross) {
   EXPECT_GT(two.stages.front().memory.dense_state_bytes, run("").stages.front().memory.dense_state_bytes);
 }
 
+// Megatron's gradient buckets (Strategy::ddp_bucket_elements): max(4e7, 1e6 · dp·cp) parameters by default,
+// `--ddp-bucket-size` parameters, or the rank's parameters / `--ddp-num-buckets` (training.py
+// resolve_ddp_bucket_size), each at the gradient's element size — bf16 gradients make twice the buckets of
+// fp32 ones.  SimuMax's bucket (4 · max(4e7, 1e6 · dp) bytes) stays under --simumax-compat.
+TEST(CostModel, GradientBucketsFollowMegatronsBucketSize) {
+  const SystemSpec h100 = load_simumax_system("h100-sxm");
+  auto dense = [&](const std::string& extra) {
+    return two_layers_on_two_nodes(h100, "--use-distributed-optimizer --overlap-grad-reduce " + extra)
+        .stages.front()
+        .dp.dense;
+  };
+  const auto fp32 = dense("");
+  const double elements = fp32.rs_bytes / 4;
+  ASSERT_GT(elements, 1e7);
+  EXPECT_DOUBLE_EQ(fp32.buckets, std::ceil(elements / 4e7));
+  const auto bf16 = dense("--grad-reduce-in-bf16");
+  EXPECT_DOUBLE_EQ(bf16.rs_bytes, fp32.rs_bytes / 2);
+  EXPECT_DOUBLE_EQ(bf16.buckets, std::ceil(elements / 4e7));  // the same parameters a bucket, half the bytes
+  const auto small = dense("--ddp-bucket-size 5000000");
+  EXPECT_DOUBLE_EQ(small.buckets, std::ceil(elements / 5e6));
+  const std::string& net = two_layers_on_two_nodes(h100, "").networks.dp;
+  EXPECT_NEAR(
+      small.reduce_scatter_ms,
+      small.buckets * collective_time_ms(h100, Collective::ReduceScatter, 5e6 * 4, 16, net, CommGroup::DpCp),
+      1e-9);
+  const auto three = dense("--ddp-num-buckets 3");
+  EXPECT_GE(three.buckets, 3);
+  EXPECT_LE(three.buckets, 4);  // floor(parameters / 3) a bucket: a remainder makes a fourth
+  // --simumax-compat: SimuMax's bucket whatever Megatron's flags say.
+  const auto compat = dense("--ddp-bucket-size 5000000 --simumax-compat");
+  EXPECT_DOUBLE_EQ(compat.buckets, std::floor((compat.rs_bytes - 1) / (4 * 4e7)) + 1);
+  EXPECT_GT(compat.buckets, 3);
+  EXPECT_THROW(dense("--ddp-bucket-size 0"), InputError);
+  EXPECT_THROW(dense("--ddp-num-buckets -2"), InputError);
+}
+
 // DeepEP's published internode rates (deepseek-ai/DeepEP docs/legacy.md, H800 with one 400 Gb/s CX7 NIC per
 // GPU, 4096 tokens of hidden 7168, 256 experts, top 8, tokens grouped by node and sent to at most 4 nodes):
 // 43 GB/s "logical" RDMA at EP 16 (bytes counted to every node hit, own included), 58 at EP 32, 51 at EP 64.

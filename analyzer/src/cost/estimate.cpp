@@ -729,9 +729,18 @@ class Builder {
 DpComm dp_time(const Estimate& est, const Ctx& c, const ModelMemory& mem, const SystemSpec& sys) {
   DpComm out;
   bool moe_model = est.model.moe.enabled();
+  // Megatron's bucket (Strategy::ddp_bucket_elements): its elements at the gradient's size, the default
+  // sized by dp·cp for the dense and the expert buffers alike; SimuMax's: max(4e7, 1e6 · group) × 4 bytes.
+  const Strategy& st = est.strategy;
+  const double rank_params = std::floor(mem.grad_bytes() / std::max(1.0, c.main_grad));
+  const double megatron_bucket_elements =
+      st.ddp_bucket_elements > 0 ? static_cast<double>(st.ddp_bucket_elements)
+      : st.ddp_num_buckets > 0   ? std::max(1.0, std::floor(rank_params / st.ddp_num_buckets))
+                                 : std::max(40000000.0, 1000000.0 * c.dp * c.cp);
   auto helper = [&](double rs, double ag, const std::string& netname, int group, CommGroup stage) {
     DpComm::Group g;
-    double bucket = std::max(40000000.0, 1000000.0 * group) * 4;
+    const double bucket = st.simumax_compat ? std::max(40000000.0, 1000000.0 * group) * 4
+                                            : megatron_bucket_elements * c.main_grad;
     double n_rs = std::floor((rs - 1) / bucket) + 1;
     double n_ag = std::floor((ag - 1) / bucket) + 1;
     if (moe_model) n_ag *= 2;

@@ -81,6 +81,8 @@ const std::vector<FlagSpec>& training_flags() {
       {"--megatron-fsdp-main-params-dtype", Arity::One},
       {"--zero-stage", Arity::One},
       {"--num-distributed-optimizer-instances", Arity::One},
+      {"--ddp-bucket-size", Arity::One},
+      {"--ddp-num-buckets", Arity::One},
       {"--deepspeed-config", Arity::One},
       {"--cpu-offloading", Arity::Switch},
       {"--cpu-offloading-num-layers", Arity::One},
@@ -613,6 +615,16 @@ void read_numerics(const Flags& f, Strategy& st) {
         parse_int("--num-distributed-optimizer-instances", f.get("--num-distributed-optimizer-instances")));
     if (st.dist_opt_instances < 1)
       throw InputError("--num-distributed-optimizer-instances", "must be positive");
+  }
+  // Gradient buckets (training/arguments.py; training.py resolve_ddp_bucket_size reads --ddp-num-buckets
+  // first).
+  if (f.has("--ddp-bucket-size")) {
+    st.ddp_bucket_elements = parse_int("--ddp-bucket-size", f.get("--ddp-bucket-size"));
+    if (st.ddp_bucket_elements < 1) throw InputError("--ddp-bucket-size", "must be positive (parameters)");
+  }
+  if (f.has("--ddp-num-buckets")) {
+    st.ddp_num_buckets = static_cast<int>(parse_int("--ddp-num-buckets", f.get("--ddp-num-buckets")));
+    if (st.ddp_num_buckets < 1) throw InputError("--ddp-num-buckets", "must be positive");
   }
   // Fully sharded data parallel: Megatron-FSDP (`--use-megatron-fsdp`, before it `--use-custom-fsdp`) shards
   // what --data-parallel-sharding-strategy says (training/arguments.py default optim_grads_params); torch's
