@@ -1330,6 +1330,7 @@ TEST(CostModel, GradientBucketsFollowMegatronsBucketSize) {
   const auto three = dense("--ddp-num-buckets 3");
   EXPECT_GE(three.buckets, 3);
   EXPECT_LE(three.buckets, 4);  // floor(parameters / 3) a bucket: a remainder makes a fourth
+  EXPECT_DOUBLE_EQ(dense("--ddp-bucket-size 5000000 --ddp-num-buckets 3").buckets, three.buckets);  // wins
   // --simumax-compat: SimuMax's bucket whatever Megatron's flags say.
   const auto compat = dense("--ddp-bucket-size 5000000 --simumax-compat");
   EXPECT_DOUBLE_EQ(compat.buckets, std::floor((compat.rs_bytes - 1) / (4 * 4e7)) + 1);

@@ -734,9 +734,9 @@ DpComm dp_time(const Estimate& est, const Ctx& c, const ModelMemory& mem, const 
   const Strategy& st = est.strategy;
   const double rank_params = std::floor(mem.grad_bytes() / std::max(1.0, c.main_grad));
   const double megatron_bucket_elements =
-      st.ddp_bucket_elements > 0 ? static_cast<double>(st.ddp_bucket_elements)
-      : st.ddp_num_buckets > 0   ? std::max(1.0, std::floor(rank_params / st.ddp_num_buckets))
-                                 : std::max(40000000.0, 1000000.0 * c.dp * c.cp);
+      st.ddp_num_buckets > 0       ? std::max(1.0, std::floor(rank_params / st.ddp_num_buckets))
+      : st.ddp_bucket_elements > 0 ? static_cast<double>(st.ddp_bucket_elements)
+                                   : std::max(40000000.0, 1000000.0 * c.dp * c.cp);
   auto helper = [&](double rs, double ag, const std::string& netname, int group, CommGroup stage) {
     DpComm::Group g;
     const double bucket = st.simumax_compat ? std::max(40000000.0, 1000000.0 * group) * 4

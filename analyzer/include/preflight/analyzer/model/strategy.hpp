@@ -271,10 +271,10 @@ struct Strategy {
   int dist_opt_instances = 1;
   /// Megatron's gradient bucket, in parameters (elements): `--ddp-bucket-size N`, 0 = Megatron's default
   /// max(4e7, 1e6 · dp · cp) (core/distributed/distributed_data_parallel.py).  `--ddp-num-buckets N` (0 =
-  /// not given) divides the rank's parameters into N buckets instead (training/training.py
-  /// resolve_ddp_bucket_size).  With --overlap-grad-reduce / --overlap-param-gather the last bucket of a
-  /// stage's gradients (parameters) is the exposed one; the cost model counts a bucket's bytes at the
-  /// gradient's element size (SimuMax: 4 bytes an element, kept under simumax_compat).
+  /// not given) divides the rank's parameters into N buckets instead, whatever --ddp-bucket-size says
+  /// (training/training.py resolve_ddp_bucket_size).  With --overlap-grad-reduce / --overlap-param-gather the
+  /// last bucket of a stage's gradients (parameters) is the exposed one; the cost model counts a bucket's
+  /// bytes at the gradient's element size (SimuMax: 4 bytes an element, kept under simumax_compat).
   std::int64_t ddp_bucket_elements = 0;
   int ddp_num_buckets = 0;
   /// MindSpore's `parallel_optimizer_config.optimizer_weight_shard_size`: a parameter's states (and, with
