@@ -237,7 +237,8 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                                                     "memory-efficient",
                                                     "dot-product-attention",
                                                     "capacity",
-                                                    "stash"};
+                                                    "stash",
+                                                    "transpose-cache"};
   // (ckpt: checkpoint formats and their saving, e.g. --dist-ckpt-optim-fully-reshardable's "shard".)
   static constexpr std::string_view kNotCost[] = {"log",   "logging",    "tensorboard", "wandb", "save",
                                                   "load",  "eval",       "tokenizer",   "seed",  "profile",
