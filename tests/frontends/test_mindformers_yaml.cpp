@@ -406,6 +406,25 @@ TEST(MindFormersYaml, OffsetErrorsNameTheKeyAndLine) {
   EXPECT_NE(e.find("-1 layers"), std::string::npos) << e;
 }
 
+// Parameter-efficient fine-tuning (model_config.pet_config, r1.5's lora_*.yaml) is not modelled: a warning
+// says the run is priced as a full fine-tuning, so its memory (frozen weights' gradients and optimizer
+// states) is read as the upper bound it is; without pet_config no such warning.
+TEST(MindFormersYaml, ParameterEfficientFineTuningIsSaidToBePricedInFull) {
+  auto pet_warning = [](const std::string& text) {
+    for (const auto& w : parse_mindformers_yaml(text, "x.yaml").warnings)
+      if (w.find("parameter-efficient fine-tuning is not modelled") != std::string::npos) return w;
+    return std::string();
+  };
+  std::string t = small("[0, 1, 1, 0]");
+  EXPECT_EQ(pet_warning(t), "");
+  t.replace(
+      t.find("    offset:"), 0,
+      "    pet_config:\n      pet_type: lora\n      lora_rank: 16\n      target_modules: '.*wq|.*wv'\n");
+  const std::string w = pet_warning(t);
+  EXPECT_NE(w.find("model.model_config.pet_config.pet_type lora"), std::string::npos) << w;
+  EXPECT_NE(w.find("full fine-tuning"), std::string::npos) << w;
+}
+
 TEST(MindFormersYaml, UnknownAndInconsistentFields) {
   std::string t = small("[0, 1, 1, 0]");
   std::string bad = t;

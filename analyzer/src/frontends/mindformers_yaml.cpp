@@ -880,6 +880,16 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
     throw InputError(source, "no model: section (is this a MindFormers training yaml?)");
   const Section mc = section(doc, model_sec.node, "model_config", "model.model_config");
   if (!mc.present()) throw doc.error(model_sec.node, "model.model_config", "is missing");
+  // Parameter-efficient fine-tuning (model_config.pet_config: lora, ptuning2, prefixtuning): the frozen base
+  // weights keep no gradients or optimizer states and run no weight-gradient GEMMs.  Not modelled: said, so a
+  // "does not fit" of a LoRA yaml is read for what it is.
+  if (const Section pet = section(doc, mc.node, "pet_config", "model.model_config.pet_config"); pet.present())
+    warnings.push_back(
+        pet.key_path("pet_type") + " " + pet.string_or("pet_type", "(not given)") +
+        ": parameter-efficient fine-tuning is not modelled — priced as a full fine-tuning: the "
+        "frozen weights' gradients, optimizer states, weight-gradient GEMMs and gradient "
+        "reduction are counted, so memory and time are overstated (a run said not to fit may "
+        "fit)");
   cfg.legacy = !top.has("use_legacy") || doc.boolean(top.get("use_legacy"), "use_legacy");
   const Section parallel_config = top_key("parallel_config");
   const Section parallel = top_key("parallel");
