@@ -116,14 +116,14 @@ TEST(MegatronArgs, UnknownFlagsAndTheirValuesAreSkipped) {
   EXPECT_NE(unread.find("--rampup-batch-size"), std::string::npos) << unread;
   EXPECT_EQ(unread.find("--lr"), std::string::npos) << unread;
   EXPECT_EQ(unread.find("--data-path"), std::string::npos) << unread;
-  MegatronConfig newer = parse_megatron_args(with(
-      base_args(), {"--hierarchical-context-parallel-sizes", "2", "4", "--log-params-norm", "--save-interval",
-                    "100", "--fsdp-double-buffer", "--fp8-dot-product-attention", "--moe-paged-stash",
-                    "--dist-ckpt-optim-fully-reshardable", "--keep-fp8-transpose-cache"}));
+  MegatronConfig newer = parse_megatron_args(
+      with(base_args(), {"--overlap-p2p-communication-warmup-flush", "--log-params-norm", "--save-interval",
+                         "100", "--fsdp-double-buffer", "--fp8-dot-product-attention", "--moe-paged-stash",
+                         "--dist-ckpt-optim-fully-reshardable", "--keep-fp8-transpose-cache"}));
   unread.clear();
   for (const auto& warning : newer.warnings)
     if (warning.find("read past") != std::string::npos) unread = warning;
-  EXPECT_NE(unread.find("--hierarchical-context-parallel-sizes"), std::string::npos) << unread;
+  EXPECT_NE(unread.find("--overlap-p2p-communication-warmup-flush"), std::string::npos) << unread;
   EXPECT_NE(unread.find("--fsdp-double-buffer"), std::string::npos) << unread;
   // Megatron-FSDP keeps every FP8 weight's transpose (parameters × 1 byte, fsdp/src/README.md): not priced.
   EXPECT_NE(unread.find("--keep-fp8-transpose-cache"), std::string::npos) << unread;

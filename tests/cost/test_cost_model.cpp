@@ -1123,6 +1123,54 @@ TEST(CostModel, RingContextParallelismOverlapsItsExchange) {
   EXPECT_GT(estimate(odd.model, odd.strategy, a100()).iteration_ms, 0);
 }
 
+// Hierarchical context parallelism (--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes A R): an
+// all-to-all of heads over A ranks around a ring of R.  With A = 1 it is the ring; with A = 2 of cp 8 at 64K
+// tokens (the ring's transfers hidden) the forward exposes the four all-to-alls of q, k, v and the output
+// over 2 ranks, exactly; the heads need only divide by A (8 kv heads, cp 16, A 2: refused as an all-to-all,
+// priced hierarchically).  Megatron's checks: the sizes multiply to cp, a2a+p2p needs them.
+TEST(CostModel, HierarchicalContextParallelismIsAnAllToAllAroundARing) {
+  const std::string model =
+      "--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --group-query-attention --num-query-groups "
+      "8 "
+      "--seq-length 65536 --max-position-embeddings 65536 --vocab-size 32000 --micro-batch-size 1 "
+      "--global-batch-size 1 --bf16 --use-flash-attn --hidden-dropout 0 --attention-dropout 0 ";
+  auto run = [&](const std::string& extra) {
+    MegatronConfig c = parse_megatron_args(preflight::test::words(model + extra));
+    EstimateOptions opt;
+    opt.layer_ops = true;
+    return estimate(c.model, c.strategy, a100(), opt);
+  };
+  auto core_fwd_net = [](const Estimate& e) {
+    for (const auto& layer : e.layer_ops)
+      for (const auto& op : layer.ops)
+        if (op.name == "attention.attention") return op.times.fwd_net_ms;
+    return -1.0;
+  };
+  const std::string cp8 = "--context-parallel-size 8 --nproc_per_node 8 ";
+  const Estimate ring = run(cp8 + "--cp-comm-type p2p");
+  EXPECT_DOUBLE_EQ(run(cp8 + "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 1 8").iteration_ms,
+                   ring.iteration_ms);
+  ASSERT_DOUBLE_EQ(core_fwd_net(ring), 0);  // the ring's transfers hide behind its steps at 64K tokens
+  const Estimate two = run(cp8 + "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 4");
+  // Per rank: 8192 tokens of 32 query heads and 8 kv heads of 128, bf16.
+  const double q = 8192.0 * 32 * 128 * 2, kv = 8192.0 * 8 * 128 * 2;
+  double a2a = 0;
+  for (double bytes : {q, kv, kv, q})
+    a2a += collective_time_ms(a100(), Collective::AllToAll, bytes, 2, two.networks.cp, CommGroup::Cp);
+  EXPECT_NEAR(core_fwd_net(two), a2a, 1e-9);
+  EXPECT_GT(two.iteration_ms, ring.iteration_ms);
+  // 8 kv heads over cp 16: no all-to-all, but an all-to-all level of 2 around a ring of 8.
+  const std::string cp16 = "--context-parallel-size 16 --nproc_per_node 8 --nnodes 2 ";
+  EXPECT_THROW(run(cp16 + "--cp-comm-type a2a"), InputError);
+  EXPECT_GT(run(cp16 + "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 8").iteration_ms, 0);
+  expect_input_error([&] { run(cp16 + "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 16 1"); },
+                     "--hierarchical-context-parallel-sizes", "kv heads per tp rank divisible by 16");
+  expect_input_error([&] { run(cp16 + "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 4"); },
+                     "--hierarchical-context-parallel-sizes", "multiply to 8");
+  expect_input_error([&] { run(cp16 + "--cp-comm-type a2a+p2p"); }, "--cp-comm-type",
+                     "needs --hierarchical-context-parallel-sizes");
+}
+
 // The three token dispatchers over an expert-parallel group of 16 on two 8-GPU nodes, by hand from the
 // collective primitives: all-to-all sends every routed copy (tokens · top-k rows), allgather gathers the
 // group's tokens whole, DeepEP / HybridEP (flex) sends a token once per other node holding one of its

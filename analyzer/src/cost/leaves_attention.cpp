@@ -55,13 +55,21 @@ bool cp_a2a(const Ctx& c) {
   return c.cp > 1 && c.st->cp_comm_type != CpCommType::AllGather && !cp_ring(c);
 }
 
-/// Ring attention (TransformerEngine AttnFuncWithCPAndKVP2P): cp steps, each attending the local queries to
-/// one k/v chunk while the next chunk travels to the neighbour; forward sends k/v cp − 1 times, backward k/v
-/// and their gradients.  A step's transfer hides behind the step's attention; what exceeds it is exposed.
+/// The all-to-all level of hierarchical context parallelism (Strategy::cp_a2a_size) under a ring: its size,
+/// 1 without one.
+int cp_ring_a2a(const Ctx& c) {
+  return cp_ring(c) && c.st->cp_a2a_size > 1 ? c.st->cp_a2a_size : 1;
+}
+
+/// Ring attention (TransformerEngine AttnFuncWithCPAndKVP2P): as many steps as ranks in the ring (cp, or cp /
+/// A under an all-to-all level of A), each attending the local queries to one k/v chunk while the next chunk
+/// travels to the neighbour; forward sends k/v ring − 1 times, backward k/v and their gradients.  A step's
+/// transfer hides behind the step's attention; what exceeds it is exposed.
 void add_ring_exchange(const Ctx& c, Leaf& l, double step_ms) {
   Pass& p = l.pass;
-  const double steps = c.cp - 1;
-  const double fwd_step = p.fwd_ms / c.cp, bwd_step = p.bwd_act_ms / c.cp;
+  const double ring = static_cast<double>(c.cp) / cp_ring_a2a(c);
+  const double steps = ring - 1;
+  const double fwd_step = p.fwd_ms / ring, bwd_step = p.bwd_act_ms / ring;
   p.fwd_net_ms += steps * std::max(0.0, step_ms - fwd_step);
   p.bwd_act_net_ms += steps * std::max(0.0, 2 * step_ms - bwd_step);
   if (l.recompute && !l.variance) p.recompute_net_ms = p.fwd_net_ms;
@@ -121,6 +129,11 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
       double kv = (k + v) * e;
       l.fwd_peak += kv;
       l.bwd_peak += 2 * kv;  // k/v and their gradients travel
+      if (cp_ring_a2a(c) > 1) {  // and the all-to-all level's buffers around the ring
+        const CpPeaks pk = cp_a2a_peaks(c, q * e, k * e, v * e, out_mem, saved);
+        l.fwd_peak = std::max({l.fwd_peak, pk.fwd_pre, pk.fwd_post});
+        l.bwd_peak = std::max({l.bwd_peak, pk.bwd_pre - saved, pk.bwd_post - saved});
+      }
     } else if (c.cp > 1 && !mla) {  // all-gather of k/v
       double kv = (k + v) * e;
       l.fwd_peak += kv * (c.cp - 1);
@@ -179,8 +192,19 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
   // Context-parallel collectives.
   double ring_step_ms = 0;  // one k/v chunk to the next rank (the ring's overlap is applied after pricing)
   if (cp_ring(c)) {
+    // After an all-to-all level of A the rank holds A times the tokens with 1 / A of the heads: the same
+    // bytes.
     const double kv = (b * KV * s * d + b * KV * s * dv) * e;
     ring_step_ms = net(c, Collective::SendRecv, kv, 2, c.nets.cp, CommGroup::Cp);
+    if (const int a2a = cp_ring_a2a(c); a2a > 1) {
+      // TransformerEngine's a2a+p2p: q, k, v to heads before the ring, the output back after it; backward the
+      // output gradient in and the q, k, v gradients out (as all-to-all context parallelism over A ranks).
+      const double qm = q * e, km = k * e, vm = v * e, om = o * e;
+      for (double sz : {qm, km, vm, om}) {
+        p.fwd_net_ms += net(c, Collective::AllToAll, sz, a2a, c.nets.cp, CommGroup::Cp);
+        p.bwd_act_net_ms += net(c, Collective::AllToAll, sz, a2a, c.nets.cp, CommGroup::Cp);
+      }
+    }
   } else if (c.cp > 1) {
     if (cp_a2a(c)) {
       double qm = q * e, km = k * e, vm = v * e;

@@ -173,6 +173,8 @@ std::string layout_problem(const ModelSpec& m, const Strategy& base, const Searc
     if (m.num_attention_heads % lay.cp != 0) return "heads not divisible by cp";
     if (m.num_query_groups % lay.cp != 0) return "kv heads not divisible by cp";
   }
+  if (lay.cp > 1 && base.cp_a2a_size > 1 && lay.cp % base.cp_a2a_size != 0)
+    return "cp not divisible by the all-to-all level of hierarchical context parallelism";
   if (lay.vpp > 1) {
     if (lay.pp == 1) return "an interleaved schedule needs pp > 1";
     if (m.num_layers % (lay.pp * lay.vpp) != 0) return "layers not divisible by pp·vpp";

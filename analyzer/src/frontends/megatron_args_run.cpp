@@ -135,6 +135,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--use-legacy-models", Arity::Switch},
       {"--te-version", Arity::One},
       {"--cp-comm-type", Arity::One},
+      {"--hierarchical-context-parallel-sizes", Arity::Many},
       {"--no-overlap-p2p-communication", Arity::Switch},
       {"--overlap-p2p-communication", Arity::Switch},
       {"--use-mcore-models", Arity::Switch},
@@ -995,14 +996,44 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   }
   if (f.has("--cp-comm-type")) {
     const std::string t = f.get("--cp-comm-type");
-    if (t == "p2p")
+    if (t == "p2p" || t == "a2a+p2p")
       st.cp_comm_type = CpCommType::P2P;
-    else if (t == "a2a" || t == "a2a+p2p")
+    else if (t == "a2a")
       st.cp_comm_type = CpCommType::AllToAll;
     else if (t == "allgather" || t == "all_gather")
       st.cp_comm_type = CpCommType::AllGather;
     else
       throw InputError("--cp-comm-type", "unknown type '" + t + "' (p2p, a2a, allgather, a2a+p2p)");
+  }
+  // Hierarchical context parallelism (training/arguments.py: the sizes multiply to cp, and a2a+p2p needs
+  // them; TransformerEngine runs the all-to-all over the first level, the ring over the second).
+  const bool hierarchical = f.has("--cp-comm-type") && f.get("--cp-comm-type") == "a2a+p2p";
+  if (f.has("--hierarchical-context-parallel-sizes")) {
+    std::vector<std::string> sizes;
+    std::istringstream in(f.get("--hierarchical-context-parallel-sizes"));
+    for (std::string v; in >> v;) sizes.push_back(v);
+    std::int64_t product = 1;
+    for (const auto& v : sizes) {
+      const std::int64_t n = parse_int("--hierarchical-context-parallel-sizes", v);
+      if (n < 1)
+        throw InputError("--hierarchical-context-parallel-sizes", "sizes must be positive, got " + v);
+      product *= n;
+    }
+    if (product != st.cp)
+      throw InputError("--hierarchical-context-parallel-sizes",
+                       "the sizes multiply to " + std::to_string(product) +
+                           " but --context-parallel-size is " + std::to_string(st.cp) +
+                           " (Megatron asserts they are equal)");
+    if (hierarchical) {
+      if (sizes.size() != 2)
+        throw InputError("--hierarchical-context-parallel-sizes",
+                         "a2a+p2p takes two levels (the all-to-all size, then the ring size), got " +
+                             std::to_string(sizes.size()));
+      st.cp_a2a_size = static_cast<int>(parse_int("--hierarchical-context-parallel-sizes", sizes.front()));
+    }
+  } else if (hierarchical && st.cp > 1) {
+    throw InputError("--cp-comm-type",
+                     "a2a+p2p needs --hierarchical-context-parallel-sizes (Megatron asserts it)");
   }
   if (f.has("--runtime-overhead-mib")) {
     const std::string v = f.get("--runtime-overhead-mib");

@@ -358,6 +358,10 @@ struct Strategy {
   /// Layer-granular recompute; unset = derived from the Megatron fields above.
   std::optional<LayerRecompute> layer_recompute;
   CpCommType cp_comm_type = CpCommType::P2P;  ///< `--cp-comm-type`
+  /// `--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes A R` (TransformerEngine's hierarchical
+  /// context parallelism, Megatron requires A · R = cp): an all-to-all of heads among A adjacent cp ranks,
+  /// then a ring of k/v among the R groups (cp_comm_type stays P2P: the ring).  1 = no all-to-all level.
+  int cp_a2a_size = 1;
   bool cp_a2a_sync = false;  ///< SimuMax `cp_a2a_mode: sync_cp` (only changes helper-buffer peaks)
   int zero_stage = -1;       ///< 0..3 (SimuMax `zero_state`); -1 = 1 with distributed_optimizer, else 0
   /// DeepSpeed ZeRO-3 (`zero_optimization.sub_group_size`, default 1e9 elements): the optimizer steps its
