@@ -101,6 +101,27 @@ TEST(MegatronArgs, PaiMegatronPatchMlaSpellings) {
   EXPECT_EQ(c.model.mla.qk_pos_emb_head_dim, 32);
 }
 
+// --cp-comm-type takes one type, or one per layer (Megatron's nargs '+'): a list of one type is that type, a
+// list that mixes them is priced with the first for every layer and said so.
+TEST(MegatronArgs, ContextParallelCommTypePerLayer) {
+  auto parse = [](const std::vector<std::string>& types) {
+    Words w = with(base_args(), {"--context-parallel-size", "2", "--cp-comm-type"});
+    w.insert(w.end(), types.begin(), types.end());
+    return parse_megatron_args(w);
+  };
+  auto said = [](const MegatronConfig& c) {
+    for (const auto& w : c.warnings)
+      if (w.find("--cp-comm-type gives a type per layer") != std::string::npos) return true;
+    return false;
+  };
+  const MegatronConfig same = parse({"a2a", "a2a"});
+  EXPECT_EQ(same.strategy.cp_comm_type, CpCommType::AllToAll);
+  EXPECT_FALSE(said(same));
+  const MegatronConfig mixed = parse({"p2p", "a2a"});
+  EXPECT_EQ(mixed.strategy.cp_comm_type, CpCommType::P2P);
+  EXPECT_TRUE(said(mixed));
+}
+
 TEST(MegatronArgs, UnknownFlagsAndTheirValuesAreSkipped) {
   Words w = with(base_args(), {"--lr", "0.00015", "--data-path", "/x/y_text_document", "--split", "949,50,1",
                                "pretrain_gpt.py", "--rampup-batch-size", "16", "16", "5859375",

@@ -134,7 +134,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--no-gradient-accumulation-fusion", Arity::Switch},
       {"--use-legacy-models", Arity::Switch},
       {"--te-version", Arity::One},
-      {"--cp-comm-type", Arity::One},
+      {"--cp-comm-type", Arity::Many},
       {"--hierarchical-context-parallel-sizes", Arity::Many},
       {"--no-overlap-p2p-communication", Arity::Switch},
       {"--overlap-p2p-communication", Arity::Switch},
@@ -995,7 +995,16 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
                        "cannot run with full recompute (Megatron asserts it)");
   }
   if (f.has("--cp-comm-type")) {
-    const std::string t = f.get("--cp-comm-type");
+    // One type for every layer, or one per layer (training/arguments.py nargs '+'): a list whose types differ
+    // is priced with the first one for every layer, said.
+    std::vector<std::string> types;
+    std::istringstream in(f.get("--cp-comm-type"));
+    for (std::string v; in >> v;) types.push_back(v);
+    if (types.empty()) throw InputError("--cp-comm-type", "expects a value");
+    const std::string t = types.front();
+    if (std::any_of(types.begin(), types.end(), [&](const std::string& x) { return x != t; }))
+      cfg.warnings.push_back("--cp-comm-type gives a type per layer (" + f.get("--cp-comm-type") +
+                             "): every layer is priced with the first, " + t);
     if (t == "p2p" || t == "a2a+p2p")
       st.cp_comm_type = CpCommType::P2P;
     else if (t == "a2a")
@@ -1007,7 +1016,8 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   }
   // Hierarchical context parallelism (training/arguments.py: the sizes multiply to cp, and a2a+p2p needs
   // them; TransformerEngine runs the all-to-all over the first level, the ring over the second).
-  const bool hierarchical = f.has("--cp-comm-type") && f.get("--cp-comm-type") == "a2a+p2p";
+  const bool hierarchical =
+      f.has("--cp-comm-type") && f.get("--cp-comm-type").rfind("a2a+p2p", 0) == 0;  // the first layer's type
   if (f.has("--hierarchical-context-parallel-sizes")) {
     std::vector<std::string> sizes;
     std::istringstream in(f.get("--hierarchical-context-parallel-sizes"));
