@@ -425,6 +425,36 @@ TEST(MindFormersYaml, ParameterEfficientFineTuningIsSaidToBePricedInFull) {
   EXPECT_NE(w.find("full fine-tuning"), std::string::npos) << w;
 }
 
+// Context parallelism as MindFormers runs it (parallel_config.context_parallel_algo): colossalai_cp, the
+// default, gathers the k/v sequence (a ring with model_config.use_ring_attention), ulysses_cp exchanges heads
+// all-to-all, hybrid_cp runs an all-to-all of ulysses_degree_in_cp ranks around a ring.
+TEST(MindFormersYaml, ContextParallelAlgorithms) {
+  auto with_cp = [](const std::string& parallel, const std::string& model) {
+    std::string t = small("[0, 1, 1, 0]");
+    t.replace(t.find("  pipeline_stage: 4"), 0, "  context_parallel: 4\n" + parallel);
+    t.replace(t.find("    offset:"), 0, model);
+    return parse_mindformers_yaml(t, "x.yaml").strategy;
+  };
+  Strategy s = with_cp("", "");
+  EXPECT_EQ(s.cp, 4);
+  EXPECT_EQ(s.cp_comm_type, CpCommType::AllGather);
+  EXPECT_EQ(with_cp("", "    use_ring_attention: True\n").cp_comm_type, CpCommType::P2P);
+  EXPECT_EQ(with_cp("  context_parallel_algo: ulysses_cp\n", "").cp_comm_type, CpCommType::AllToAll);
+  s = with_cp("  context_parallel_algo: hybrid_cp\n  ulysses_degree_in_cp: 2\n",
+              "    use_ring_attention: True\n");
+  EXPECT_EQ(s.cp_comm_type, CpCommType::P2P);
+  EXPECT_EQ(s.cp_a2a_size, 2);
+  std::string e;
+  try {
+    with_cp("  context_parallel_algo: hybrid_cp\n  ulysses_degree_in_cp: 3\n",
+            "    use_ring_attention: True\n");
+  } catch (const InputError& err) {
+    e = err.what();
+  }
+  EXPECT_NE(e.find("parallel_config.ulysses_degree_in_cp"), std::string::npos) << e;
+  EXPECT_NE(e.find("must divide context_parallel 4"), std::string::npos) << e;
+}
+
 TEST(MindFormersYaml, UnknownAndInconsistentFields) {
   std::string t = small("[0, 1, 1, 0]");
   std::string bad = t;

@@ -1202,6 +1202,34 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
           "(memory here is high)");
   }
   st.attention_backend = mc.bool_or("use_flash_attention", !cfg.legacy) ? AttentionBackend::Flash : AttentionBackend::Math;
+  // Context parallelism (parallel_config.context_parallel_algo, op_parallel_config.py / experimental
+  // transformer_config.py): colossalai_cp (the default) gathers the k/v sequence — or passes it round a ring
+  // with model_config.use_ring_attention —, ulysses_cp exchanges heads all-to-all over the cp group,
+  // hybrid_cp runs an all-to-all of ulysses_degree_in_cp ranks around a ring.
+  if (cp > 1) {
+    const std::string algo = parallel_config.string_or("context_parallel_algo", "colossalai_cp");
+    const bool ring = mc.bool_or("use_ring_attention", false);
+    if (algo == "ulysses_cp") {
+      st.cp_comm_type = CpCommType::AllToAll;
+    } else if (algo == "hybrid_cp") {
+      const I64 ulysses = parallel_config.positive_or("ulysses_degree_in_cp", 1);
+      if (cp % ulysses != 0)
+        throw parallel_config.error("ulysses_degree_in_cp", "must divide context_parallel " + num(cp) +
+                                                                " (MindFormers' hybrid_cp check)");
+      if (!ring)
+        warnings.push_back(
+            parallel_config.key_path("context_parallel_algo") +
+            " hybrid_cp without model_config.use_ring_attention: priced as a ring (MindFormers "
+            "warns that the setting does not take effect)");
+      st.cp_comm_type = CpCommType::P2P;
+      st.cp_a2a_size = static_cast<int>(ulysses);
+    } else if (algo == "colossalai_cp") {
+      st.cp_comm_type = ring ? CpCommType::P2P : CpCommType::AllGather;
+    } else {
+      throw parallel_config.error("context_parallel_algo",
+                                  "unknown algorithm '" + algo + "' (colossalai_cp, ulysses_cp, hybrid_cp)");
+    }
+  }
   // Vocabulary over tp: not with vocab_emb_dp (reset to False when pp > 1; new style: always False), and
   // only when tp divides it (llama.py @ r1.5.0:525-529, tensor_parallel/layers.py @ master:110).
   bool vocab_emb_dp = cfg.legacy && parallel_config.bool_or("vocab_emb_dp", true) && pp == 1;
