@@ -838,19 +838,18 @@ void validate_for_cost(const ModelSpec& m, const Strategy& st, const SystemSpec&
                                         std::to_string(st.cp));
     }
     const int a2a = st.cp_a2a_size;
+    // Megatron's flag, MindFormers' hybrid_cp key.
+    const char* level = "--hierarchical-context-parallel-sizes / parallel_config.ulysses_degree_in_cp";
     if (a2a > 1 && st.cp_comm_type == CpCommType::P2P && !st.simumax_compat) {
       if (st.cp % a2a != 0)
-        throw InputError(
-            "--hierarchical-context-parallel-sizes",
-            "the all-to-all level " + std::to_string(a2a) + " does not divide cp " + std::to_string(st.cp));
+        throw InputError(level, "the all-to-all level " + std::to_string(a2a) + " does not divide cp " +
+                                    std::to_string(st.cp));
       if ((m.num_attention_heads / st.tp) % a2a != 0)
         throw InputError(
-            "--hierarchical-context-parallel-sizes",
-            "the all-to-all level needs the heads per tp rank divisible by " + std::to_string(a2a));
+            level, "the all-to-all level needs the heads per tp rank divisible by " + std::to_string(a2a));
       if (!m.mla.enabled && std::max(1, m.num_query_groups / st.tp) % a2a != 0)
         throw InputError(
-            "--hierarchical-context-parallel-sizes",
-            "the all-to-all level needs the kv heads per tp rank divisible by " + std::to_string(a2a));
+            level, "the all-to-all level needs the kv heads per tp rank divisible by " + std::to_string(a2a));
     }
   }
   for (const auto& s : unmodelled_features(m, &st))
