@@ -11,6 +11,7 @@ usage: scripts/gen_time_fidelity.py [--build DIR | --preflight BINARY] [--out FI
 import argparse
 import json
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,7 +41,9 @@ def main():
         "source": "scripts/gen_time_fidelity.py: every run of tests/data/time_corpus priced on the system it ran "
                   "on, as given (no fit); signed relative errors (predicted - measured) / measured",
         "systems": {s: {cls: {"runs": len(c["errors"]), "min_error": round(min(c["errors"]), 4),
-                              "max_error": round(max(c["errors"]), 4), "corpora": c["corpora"]}
+                              "max_error": round(max(c["errors"]), 4),
+                              "median_error": round(statistics.median(c["errors"]), 4),
+                              "within_5pct": sum(abs(e) <= 0.05 for e in c["errors"]), "corpora": c["corpora"]}
                         for cls, c in sorted(classes.items())}
                     for s, classes in sorted(systems.items())},
     }

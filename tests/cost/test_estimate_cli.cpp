@@ -325,12 +325,19 @@ TEST(EstimateCli, PrintsThePublishedRunsOfItsClass) {
   const double e = fitted["error_before"].get<double>();
   EXPECT_GE(e, check["same_class"]["min_error"].get<double>() - 1e-4);
   EXPECT_LE(e, check["same_class"]["max_error"].get<double>() + 1e-4);
+  // The median lies in the range, and the count within 5 % is at most the runs.
+  const double median = check["same_class"]["median_error"].get<double>();
+  EXPECT_GE(median, check["same_class"]["min_error"].get<double>());
+  EXPECT_LE(median, check["same_class"]["max_error"].get<double>());
+  EXPECT_GE(check["same_class"]["within_5pct"].get<int>(), 0);
+  EXPECT_LE(check["same_class"]["within_5pct"].get<int>(), check["same_class"]["runs"].get<int>());
 
   r = run_shell(env + shell_quote(PREFLIGHT_BINARY) + " estimate --system b300 --" + args);
   EXPECT_NE(r.out.find("published runs: " + std::to_string(check["same_class"]["runs"].get<int>()) +
                        " moe mxfp8 runs on b300 priced "),
             std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find(" within 5 %) against their measured iteration times"), std::string::npos) << r.out;
   r = run_shell(env + shell_quote(PREFLIGHT_BINARY) + " estimate --system b300 --" + args +
                 " --fp8-recipe delayed");
   EXPECT_NE(r.out.find("none of this class (moe fp8) on b300"), std::string::npos) << r.out;

@@ -1466,6 +1466,9 @@ TEST(SystemPresets, PublishedRunErrorsAreTheCorpusPricedAsGiven) {
       EXPECT_EQ(e["corpora"], c["corpora"]) << system << " " << cls;
       EXPECT_NEAR(e["min_error"].get<double>(), c["min_error"].get<double>(), 2e-4) << system << " " << cls;
       EXPECT_NEAR(e["max_error"].get<double>(), c["max_error"].get<double>(), 2e-4) << system << " " << cls;
+      EXPECT_NEAR(e["median_error"].get<double>(), c["median_error"].get<double>(), 2e-4)
+          << system << " " << cls;
+      EXPECT_EQ(e["within_5pct"], c["within_5pct"]) << system << " " << cls;
       runs += c["runs"].get<int>();
     }
   }

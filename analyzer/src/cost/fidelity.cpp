@@ -38,6 +38,10 @@ PublishedRuns runs_of(const std::string& run_class, const nlohmann::json& j) {
   r.runs = j["runs"].get<int>();
   r.min_error = j["min_error"].get<double>();
   r.max_error = j["max_error"].get<double>();
+  if (j.contains("median_error") && j["median_error"].is_number())
+    r.median_error = j["median_error"].get<double>();
+  if (j.contains("within_5pct") && j["within_5pct"].is_number_integer())
+    r.within_5pct = j["within_5pct"].get<int>();
   if (j.contains("corpora") && j["corpora"].is_array())
     for (const auto& c : j["corpora"])
       if (c.is_string()) r.corpora.push_back(c.get<std::string>());
@@ -88,8 +92,13 @@ std::string published_check_text(const PublishedCheck& c) {
     const PublishedRuns& r = *c.same;
     std::string corpora;
     for (const auto& k : r.corpora) corpora += (corpora.empty() ? "" : ", ") + k;
+    // The median and the count within 5 % say where most runs sit when one outlier widens the range.
+    const std::string spread = r.runs >= 3 && r.within_5pct >= 0
+                                   ? " (median " + signed_fixed(100 * r.median_error, 1) + " %, " +
+                                         std::to_string(r.within_5pct) + " within 5 %)"
+                                   : "";
     return "published runs: " + std::to_string(r.runs) + " " + r.run_class + " run" +
-           (r.runs == 1 ? "" : "s") + " on " + c.preset + " priced " + range_text(r) +
+           (r.runs == 1 ? "" : "s") + " on " + c.preset + " priced " + range_text(r) + spread +
            " against their measured iteration times (" + corpora + ")\n";
   }
   if (c.others.empty()) return "published runs: none on " + c.preset + " — this estimate is unchecked\n";

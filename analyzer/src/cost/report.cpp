@@ -23,6 +23,8 @@ ojson published_check_json(const Estimate& est) {
     same = ojson{{"runs", c.same->runs},
                  {"min_error", c.same->min_error},
                  {"max_error", c.same->max_error},
+                 {"median_error", c.same->median_error},
+                 {"within_5pct", c.same->within_5pct},
                  {"corpora", c.same->corpora}};
   }
   ojson others = ojson::object();

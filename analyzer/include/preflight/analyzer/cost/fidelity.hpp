@@ -23,6 +23,8 @@ struct PublishedRuns {
   int runs = 0;
   double min_error = 0;  ///< signed relative error (predicted − measured) / measured, e.g. −0.074
   double max_error = 0;
+  double median_error = 0;  ///< the median signed error: where most runs of the class sit, not its outliers
+  int within_5pct = -1;     ///< runs with |error| ≤ 5 % (-1: not in the table)
   std::vector<std::string> corpora;  ///< tests/data/time_corpus file stems holding them
 };
 
@@ -38,7 +40,8 @@ struct PublishedCheck {
 /// @throws InputError when the embedded table is malformed (a build defect, not user input).
 PublishedCheck published_check(const std::string& preset, const std::string& run_class);
 
-/// One line for the human summary: "published runs: 10 moe mxfp8 runs on b300 priced -5.8 … +20.3 % (…)",
+/// One line for the human summary: "published runs: 10 moe mxfp8 runs on b300 priced -5.8 … +20.3 % (median
+/// -1.9 %, 8 within 5 %) against … (…)",
 /// or that none of the class (or none at all, or a system file) checks it.
 std::string published_check_text(const PublishedCheck& check);
 
