@@ -1025,9 +1025,9 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
     std::int64_t product = 1;
     for (const auto& v : sizes) {
       const std::int64_t n = parse_int("--hierarchical-context-parallel-sizes", v);
-      if (n < 1)
-        throw InputError("--hierarchical-context-parallel-sizes", "sizes must be positive, got " + v);
-      product *= n;
+      if (n < 1 || n > 1048576)
+        throw InputError("--hierarchical-context-parallel-sizes", "sizes must be 1 … 1048576, got " + v);
+      product = std::min<std::int64_t>(product * n, std::int64_t{1} << 40);  // no overflow: compared with cp
     }
     if (product != st.cp)
       throw InputError("--hierarchical-context-parallel-sizes",
