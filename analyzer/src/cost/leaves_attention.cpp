@@ -190,36 +190,32 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
     p.bwd_act_bytes = 2 * (soft + vb + ob) * e + 2 * (qb + kb + soft) * e;
   }
   // Context-parallel collectives.
+  // The all-to-alls of heads over `group` ranks: q, k, v before the kernel and the output after it; backward
+  // the same (the output's gradient twice when TransformerEngine does not keep the output).  Sizes as
+  // SimuMax's CoreAttention._get_cp_a2a_stage_specs (MHA: k, v with the kv heads; MLA: k and v re-sized with
+  // the kv heads and v_dim).
+  auto add_head_all_to_alls = [&](int group, bool output_twice) {
+    const double qm = q * e;
+    const double km = (mla ? b * KV * s * d : k) * e, vm = (mla ? b * KV * s * dv : v) * e;
+    const double om = (mla ? b * H * s * dv : b * H * s * d) * e;
+    for (double sz : {qm, km, vm, om})
+      p.fwd_net_ms += net(c, Collective::AllToAll, sz, group, c.nets.cp, CommGroup::Cp);
+    std::vector<double> bwd{qm, km, vm, om};
+    if (output_twice) bwd.push_back(om);
+    for (double sz : bwd)
+      p.bwd_act_net_ms += net(c, Collective::AllToAll, sz, group, c.nets.cp, CommGroup::Cp);
+  };
   double ring_step_ms = 0;  // one k/v chunk to the next rank (the ring's overlap is applied after pricing)
   if (cp_ring(c)) {
     // After an all-to-all level of A the rank holds A times the tokens with 1 / A of the heads: the same
     // bytes.
     const double kv = (b * KV * s * d + b * KV * s * dv) * e;
     ring_step_ms = net(c, Collective::SendRecv, kv, 2, c.nets.cp, CommGroup::Cp);
-    if (const int a2a = cp_ring_a2a(c); a2a > 1) {
-      // TransformerEngine's a2a+p2p: q, k, v to heads before the ring, the output back after it; backward the
-      // output gradient in and the q, k, v gradients out (as all-to-all context parallelism over A ranks).
-      const double qm = q * e, km = k * e, vm = v * e, om = o * e;
-      for (double sz : {qm, km, vm, om}) {
-        p.fwd_net_ms += net(c, Collective::AllToAll, sz, a2a, c.nets.cp, CommGroup::Cp);
-        p.bwd_act_net_ms += net(c, Collective::AllToAll, sz, a2a, c.nets.cp, CommGroup::Cp);
-      }
-    }
+    // TransformerEngine's a2a+p2p: the all-to-alls over its first level A, around the ring.
+    if (const int a2a = cp_ring_a2a(c); a2a > 1) add_head_all_to_alls(a2a, false);
   } else if (c.cp > 1) {
     if (cp_a2a(c)) {
-      double qm = q * e, km = k * e, vm = v * e;
-      double om = (mla ? b * H * s * dv : b * H * s * d) * e;
-      // MHA: k, v use kv heads and v with head_dim; MLA: k like q... as CoreAttention._get_cp_a2a_stage_specs
-      if (mla) {
-        km = b * KV * s * d * e;
-        vm = b * KV * s * dv * e;
-      }
-      for (double sz : {qm, km, vm, om})
-        p.fwd_net_ms += net(c, Collective::AllToAll, sz, c.cp, c.nets.cp, CommGroup::Cp);
-      std::vector<double> bwd{qm, km, vm, om};
-      if (!c.te_cp_saves) bwd.push_back(om);
-      for (double sz : bwd)
-        p.bwd_act_net_ms += net(c, Collective::AllToAll, sz, c.cp, c.nets.cp, CommGroup::Cp);
+      add_head_all_to_alls(c.cp, !c.te_cp_saves);
     } else {
       // All-gather of the local k/v chunks (the payload is the gathered k/v, once in bytes: SimuMax
       // multiplies by the element size twice and cannot run this path).

@@ -47,6 +47,14 @@ I64 Flags::require_int(const char* f) const {
   return parse_int(f, get(f));
 }
 
+std::vector<std::string> Flags::list(const char* f) const {
+  std::vector<std::string> out;
+  if (!has(f)) return out;
+  std::istringstream in(get(f));
+  for (std::string v; in >> v;) out.push_back(v);
+  return out;
+}
+
 }  // namespace megatron
 
 namespace {

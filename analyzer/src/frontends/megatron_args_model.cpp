@@ -476,8 +476,7 @@ void read_deepspeed_moe(const Flags& f, ModelSpec& m, const std::vector<I64>& co
 void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
   if (f.has("--num-experts")) {
     std::vector<I64> counts;
-    std::istringstream in(f.get("--num-experts"));
-    for (std::string w; in >> w;) counts.push_back(parse_int("--num-experts", w));
+    for (const auto& w : f.list("--num-experts")) counts.push_back(parse_int("--num-experts", w));
     if (counts.empty()) throw InputError("--num-experts", "expects a value");
     const bool deepspeed = f.has("--deepspeed") || f.has("--moe-expert-parallel-size") || counts.size() > 1;
     if (deepspeed) {

@@ -572,11 +572,9 @@ void read_numerics(const Flags& f, Strategy& st) {
   }
   // Fine-grained activation offloading (TransformerConfig.fine_grained_activation_offloading and its checks).
   if (f.has("--fine-grained-activation-offloading")) {
-    std::istringstream in(f.has("--offload-modules") ? f.get("--offload-modules") : std::string());
-    std::string m;
     static const std::set<std::string> known = {"attn_norm", "qkv_linear", "core_attn", "attn_proj",
                                                 "mlp_norm",  "expert_fc1", "moe_act",   "fused_group_mlp"};
-    while (in >> m) {
+    for (const auto& m : f.list("--offload-modules")) {
       if (!known.count(m))
         throw InputError("--offload-modules", "unknown module '" + m +
                                                   "' (attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, "
@@ -761,10 +759,7 @@ void read_recompute(const Flags& f, Strategy& st) {
 
 void read_recompute_modules(const Flags& f, Strategy& st) {
   if (f.has("--recompute-modules")) {
-    st.recompute_modules.clear();
-    std::istringstream in(f.get("--recompute-modules"));
-    std::string mod;
-    while (in >> mod) st.recompute_modules.push_back(mod);
+    st.recompute_modules = f.list("--recompute-modules");
   }
   // Deprecated --moe-layer-recompute: selective recompute with "moe" added to the modules
   // (TransformerConfig.__post_init__).
@@ -803,10 +798,8 @@ void read_cuda_graphs(const Flags& f, Strategy& st) {
   bool whole_layer = true;  // no modules, or "full": the whole layer
   bool moe_module = false;
   if (f.has(modules_flag)) {
-    std::istringstream in(f.get(modules_flag));
-    std::string m;
     bool listed = false;
-    while (in >> m) {
+    for (const auto& m : f.list(modules_flag)) {
       static const std::set<std::string> known = {"attn",           "mlp",   "moe", "moe_router",
                                                   "moe_preprocess", "mamba", "full"};
       if (m == "full_iteration") {
@@ -997,9 +990,7 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   if (f.has("--cp-comm-type")) {
     // One type for every layer, or one per layer (training/arguments.py nargs '+'): a list whose types differ
     // is priced with the first one for every layer, said.
-    std::vector<std::string> types;
-    std::istringstream in(f.get("--cp-comm-type"));
-    for (std::string v; in >> v;) types.push_back(v);
+    const std::vector<std::string> types = f.list("--cp-comm-type");
     if (types.empty()) throw InputError("--cp-comm-type", "expects a value");
     const std::string t = types.front();
     if (std::any_of(types.begin(), types.end(), [&](const std::string& x) { return x != t; }))
@@ -1016,12 +1007,10 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   }
   // Hierarchical context parallelism (training/arguments.py: the sizes multiply to cp, and a2a+p2p needs
   // them; TransformerEngine runs the all-to-all over the first level, the ring over the second).
-  const bool hierarchical =
-      f.has("--cp-comm-type") && f.get("--cp-comm-type").rfind("a2a+p2p", 0) == 0;  // the first layer's type
+  const std::vector<std::string> cp_types = f.list("--cp-comm-type");
+  const bool hierarchical = !cp_types.empty() && cp_types.front() == "a2a+p2p";  // the first layer's type
   if (f.has("--hierarchical-context-parallel-sizes")) {
-    std::vector<std::string> sizes;
-    std::istringstream in(f.get("--hierarchical-context-parallel-sizes"));
-    for (std::string v; in >> v;) sizes.push_back(v);
+    const std::vector<std::string> sizes = f.list("--hierarchical-context-parallel-sizes");
     std::int64_t product = 1;
     for (const auto& v : sizes) {
       const std::int64_t n = parse_int("--hierarchical-context-parallel-sizes", v);

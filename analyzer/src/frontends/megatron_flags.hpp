@@ -41,6 +41,8 @@ class Flags {
   double float_or(const char* f, double dflt) const { return has(f) ? parse_float(f, get(f)) : dflt; }
   /// @throws InputError when absent: "is required (the analysis cannot guess this size)".
   I64 require_int(const char* f) const;
+  /// The values of a many-valued flag (Arity::Many, stored space-joined), in order; none when absent.
+  std::vector<std::string> list(const char* f) const;
 
  private:
   const std::map<std::string, std::string>& seen_;
