@@ -564,14 +564,65 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
     EXPECT_EQ(e.where(), "--tp-comm-overlap");
     EXPECT_NE(std::string(e.what()).find("needs tensor parallelism"), std::string::npos) << e.what();
   }
-  // Megatron's emerging optimizers are named as not modelled, not as a typo.
+  // Megatron's other emerging optimizers are named as not modelled, not as a typo.
   try {
-    parse_megatron_args(with(base_args(), {"--optimizer", "muon"}));
-    ADD_FAILURE() << "accepted --optimizer muon";
+    parse_megatron_args(with(base_args(), {"--optimizer", "adaptive_muon"}));
+    ADD_FAILURE() << "accepted --optimizer adaptive_muon";
   } catch (const preflight::InputError& e) {
     EXPECT_EQ(e.where(), "--optimizer");
-    EXPECT_NE(std::string(e.what()).find("muon optimizer is not modelled"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("adaptive_muon optimizer is not modelled"), std::string::npos)
+        << e.what();
   }
+}
+
+// Muon as Megatron's argument validation runs it (training/arguments.py, "emerging optimizer check"): plain
+// muon keeps every state on every rank; muon with --use-distributed-optimizer, or the deprecated dist_muon,
+// is the layer-wise distributed optimizer (with the parameter layout unless
+// --no-use-layer-wise-param-layout); its own flags are read and checked.
+TEST(MegatronArgs, MuonOptimizerAsMegatronValidatesIt) {
+  const MegatronConfig plain = parse_megatron_args(with(base_args(), {"--optimizer", "muon"}));
+  EXPECT_EQ(plain.strategy.optimizer, Optimizer::Muon);
+  EXPECT_FALSE(plain.strategy.muon.layer_wise);
+  EXPECT_FALSE(plain.strategy.distributed_optimizer);
+  EXPECT_EQ(plain.strategy.muon.ns_steps, 5);
+  EXPECT_EQ(plain.strategy.muon.tp_mode, "duplicated");
+  EXPECT_TRUE(plain.strategy.muon.split_qkv);
+  EXPECT_EQ(plain.strategy.muon.scalar_states, 2);
+
+  const MegatronConfig dist =
+      parse_megatron_args(with(base_args(), {"--optimizer", "muon", "--use-distributed-optimizer"}));
+  EXPECT_TRUE(dist.strategy.muon.layer_wise);
+  EXPECT_TRUE(dist.strategy.muon.param_layout);
+  EXPECT_TRUE(dist.strategy.distributed_optimizer);
+
+  const MegatronConfig legacy =
+      parse_megatron_args(with(base_args(), {"--optimizer", "dist_muon", "--no-use-layer-wise-param-layout",
+                                             "--muon-num-ns-steps", "3", "--muon-tp-mode", "blockwise",
+                                             "--muon-no-split-qkv", "--muon-scalar-optimizer", "lion"}));
+  EXPECT_TRUE(legacy.strategy.muon.layer_wise);
+  EXPECT_FALSE(legacy.strategy.muon.param_layout);
+  EXPECT_EQ(legacy.strategy.muon.ns_steps, 3);
+  EXPECT_EQ(legacy.strategy.muon.tp_mode, "blockwise");
+  EXPECT_FALSE(legacy.strategy.muon.split_qkv);
+  EXPECT_EQ(legacy.strategy.muon.scalar_states, 1);
+
+  auto refused = [](const Words& a, const std::string& where, const std::string& text) {
+    try {
+      parse_megatron_args(a);
+      ADD_FAILURE() << "accepted " << where;
+    } catch (const preflight::InputError& e) {
+      EXPECT_EQ(e.where(), where);
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  refused(with(base_args(), {"--optimizer", "muon", "--muon-tp-mode", "sharded"}), "--muon-tp-mode",
+          "unknown mode 'sharded'");
+  refused(with(base_args(), {"--optimizer", "muon", "--muon-num-ns-steps", "0"}), "--muon-num-ns-steps",
+          "must be 1");
+  refused(with(base_args(), {"--optimizer", "muon", "--muon-scalar-optimizer", "sgd"}),
+          "--muon-scalar-optimizer", "unknown scalar optimizer 'sgd'");
+  refused(with(base_args(), {"--optimizer", "muon", "--use-megatron-fsdp", "--use-distributed-optimizer"}),
+          "--optimizer", "support neither Megatron-FSDP");
 }
 
 // A launch that starts fewer ranks than its layout needs (Megatron's train_gpt3_175b_distributed.sh: one

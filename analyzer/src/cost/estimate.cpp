@@ -50,7 +50,8 @@ double ChunkEstimate::chunk_ms() const {
 }
 double OptimizerTime::total_ms() const {
   return zero_grad_buffer_ms + l2_norm_before_reduce_ms + mul_before_reduce_ms + l2_norm_after_reduce_ms +
-         grads_clip_after_reduce_ms + adam_ms + copy_main_params_ms;
+         grads_clip_after_reduce_ms + adam_ms + copy_main_params_ms + muon_newton_schulz_ms +
+         muon_tp_gather_ms;
 }
 double Estimate::max_peak_bytes(bool with_reserved) const {
   double m = 0;
@@ -752,11 +753,17 @@ DpComm dp_time(const Estimate& est, const Ctx& c, const ModelMemory& mem, const 
     // group, and the reduced shard all-reduced across the instances.
     const int instances = est.strategy.simumax_compat ? 1 : std::max(1, est.strategy.dist_opt_instances);
     const int inner = std::max(1, group / instances);
+    // Muon's legacy layer-wise optimizer (no parameter layout): DDP all-reduces the gradients, then the
+    // ranks all-gather the parameters they updated (LayerWiseDistributedOptimizer.allgather_params).
+    const bool muon_ping_pong =
+        st.optimizer == Optimizer::Muon && st.muon.layer_wise && !st.muon.param_layout;
     if (c.zero >= 1) {
-      g.reduce_scatter_ms = fsdp && c.zero >= 2
-                                ? 0
-                                : n_rs * collective_time_ms(sys, Collective::ReduceScatter, bucket, inner,
-                                                            netname, stage, &est.strategy);
+      g.reduce_scatter_ms =
+          fsdp && c.zero >= 2
+              ? 0
+              : n_rs * collective_time_ms(sys,
+                                          muon_ping_pong ? Collective::AllReduce : Collective::ReduceScatter,
+                                          bucket, inner, netname, stage, &est.strategy);
       if (instances > 1 && !(fsdp && c.zero >= 2))
         g.reduce_scatter_ms += n_rs * collective_time_ms(sys, Collective::AllReduce, bucket / inner,
                                                          instances, netname, stage, &est.strategy);
@@ -1044,8 +1051,12 @@ std::optional<Strategy> megatron_recompute(const ModelSpec& model, const Strateg
 /// highest of them.  Where the layer graph refuses the run, SimuMax's memory stays, with a warning.
 void megatron_stage_memory(const ModelSpec& model, const Strategy& given_strategy, Estimate& est) {
   const std::optional<Strategy> mapped = megatron_recompute(model, given_strategy);
+  const char* muon_unpriced =
+      given_strategy.optimizer == Optimizer::Muon
+          ? "; Muon's states are priced as Adam's there and its Newton-Schulz steps are not priced"
+          : "";
   if (!mapped) {
-    est.warnings.push_back("memory from SimuMax's model: its " +
+    est.warnings.push_back("memory from SimuMax's model" + std::string(muon_unpriced) + ": its " +
                            std::string(to_string(given_strategy.layer_recompute->scope)) +
                            " recompute switches have no Megatron flags");
     return;
@@ -1057,9 +1068,8 @@ void megatron_stage_memory(const ModelSpec& model, const Strategy& given_strateg
     graph = build_layer_graph(model, given);
     report = stage_memory(graph);
   } catch (const InputError& e) {
-    est.warnings.push_back(
-        std::string("memory from SimuMax's model: the Megatron memory model refuses this run (") + e.what() +
-        ")");
+    est.warnings.push_back(std::string("memory from SimuMax's model") + muon_unpriced +
+                           ": the Megatron memory model refuses this run (" + e.what() + ")");
     return;
   }
   const int pp = given.pp;
@@ -1083,6 +1093,8 @@ void megatron_stage_memory(const ModelSpec& model, const Strategy& given_strateg
     s.peak_path = best.phase + (best.op.empty() ? "" : " " + best.op) +
                   (hi > lo ? " (pp rank " + std::to_string(best_rank) + ")" : "");
     s.activation_cache_text = human_gib(m.activation_bytes_per_microbatch);
+    s.muon_ns_flops = m.muon_ns_flops;
+    s.muon_tp_gather_bytes = m.muon_tp_gather_bytes;
   }
   est.memory_model = "megatron";
 }
@@ -1095,6 +1107,8 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   given.validate(model);
   std::vector<std::string> layout_warnings;
   const Strategy strategy = cost_model_layout(model, given, layout_warnings);
+  if (strategy.optimizer == Optimizer::Muon && strategy.simumax_compat)
+    throw InputError("--optimizer", "Muon is not in SimuMax v1.2's model; drop --simumax-compat to price it");
   Estimate est;
   est.model = model;
   est.strategy = strategy;
@@ -1443,6 +1457,12 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
       }
     }
     s.optimizer = optim_time(c, phys, system);
+    if (st.optimizer == Optimizer::Muon) {
+      s.optimizer.muon_newton_schulz_ms = compute_time_ms(system, "matmul", s.muon_ns_flops, "", false);
+      if (s.muon_tp_gather_bytes > 0)
+        s.optimizer.muon_tp_gather_ms = collective_time_ms(
+            system, Collective::AllGather, s.muon_tp_gather_bytes, c.tp, c.nets.tp, CommGroup::Tp, &st);
+    }
     if (opt.schedule) {
       // The tail of every rank of this stage kind: gradient synchronisation, then the optimizer step.
       const double start = t_pp;

@@ -205,6 +205,10 @@ StageCost stage_cost(const Estimate& est, const ChunkEstimate& ch, const DpComm&
               {"grads_clip_after_reduce_time", simumax_time(opt.grads_clip_after_reduce_ms)},
               {"adam_time", simumax_time(opt.adam_ms)},
               {"copy_main_params_to_model_params_time", simumax_time(opt.copy_main_params_ms)}};
+  if (opt.muon_newton_schulz_ms > 0 || opt.muon_tp_gather_ms > 0) {
+    optim["muon_newton_schulz_time"] = simumax_time(opt.muon_newton_schulz_ms);
+    optim["muon_tp_gather_time"] = simumax_time(opt.muon_tp_gather_ms);
+  }
   double fwd_flops = w.fwd_flops * mbc, bwd_flops = w.bwd_flops * mbc;
   out.compute = ojson{{"batch_compute_stat", batch},
                       {"fwd_compute_time", simumax_time(t.fwd_compute_ms * mbc)},

@@ -92,6 +92,11 @@ const std::vector<FlagSpec>& training_flags() {
       {"--use-torch-fsdp2", Arity::Switch},
       {"--data-parallel-sharding-strategy", Arity::One},
       {"--optimizer", Arity::One},
+      {"--muon-num-ns-steps", Arity::One},
+      {"--muon-tp-mode", Arity::One},
+      {"--muon-no-split-qkv", Arity::Switch},
+      {"--muon-scalar-optimizer", Arity::One},
+      {"--no-use-layer-wise-param-layout", Arity::Switch},
       {"--grad-reduce-in-bf16", Arity::Switch},
       {"--use-precision-aware-optimizer", Arity::Switch},
       {"--main-grads-dtype", Arity::One},
@@ -649,15 +654,50 @@ void read_numerics(const Flags& f, Strategy& st) {
       st.optimizer = Optimizer::Adam;
     else if (o == "sgd")
       st.optimizer = Optimizer::SGD;
-    else if (o == "muon" || o == "dist_muon" || o == "adaptive_muon" || o == "lion" || o == "soap")
-      // Megatron's emerging optimizers (core/optimizer/__init__.py): other states per parameter, a scalar
-      // optimizer for the non-matrix parameters, Newton-Schulz steps for Muon; none is modelled.
+    else if (o == "muon" || o == "dist_muon")
+      st.optimizer = Optimizer::Muon;
+    else if (o == "adaptive_muon" || o == "lion" || o == "soap")
+      // Megatron's other emerging optimizers (core/optimizer/emerging_optimizers.py): other states per
+      // parameter (AdaptiveMuon's second moment, SOAP's preconditioners), none modelled.
       throw InputError("--optimizer",
                        "the " + o +
                            " optimizer is not modelled (its states and step differ from Adam's); "
-                           "preflight models adam and sgd");
+                           "preflight models adam, sgd and muon");
     else
-      throw InputError("--optimizer", "unknown optimizer '" + o + "' (adam or sgd)");
+      throw InputError("--optimizer", "unknown optimizer '" + o + "' (adam, sgd or muon)");
+    if (st.optimizer == Optimizer::Muon) {
+      // Megatron's argument validation (training/arguments.py, "emerging optimizer check"): dist_muon, or
+      // muon with --use-distributed-optimizer, runs the layer-wise distributed optimizer; its default
+      // parameter layout gives DDP the distributed optimizer's reduce-scatter (models/dist_utils.py).
+      if (st.fsdp)
+        throw InputError("--optimizer", "Megatron's emerging optimizers (" + o +
+                                            ") support neither Megatron-FSDP nor Torch-FSDP2");
+      st.muon.layer_wise = o == "dist_muon" || st.distributed_optimizer;
+      st.muon.param_layout = !f.has("--no-use-layer-wise-param-layout");
+      st.distributed_optimizer = st.muon.layer_wise;
+      if (f.has("--muon-num-ns-steps")) {
+        st.muon.ns_steps = static_cast<int>(parse_int("--muon-num-ns-steps", f.get("--muon-num-ns-steps")));
+        if (st.muon.ns_steps < 1 || st.muon.ns_steps > 100)
+          throw InputError("--muon-num-ns-steps", "must be 1 … 100, got " + std::to_string(st.muon.ns_steps));
+      }
+      if (f.has("--muon-tp-mode")) {
+        st.muon.tp_mode = f.get("--muon-tp-mode");
+        if (st.muon.tp_mode != "duplicated" && st.muon.tp_mode != "blockwise" &&
+            st.muon.tp_mode != "distributed")
+          throw InputError("--muon-tp-mode",
+                           "unknown mode '" + st.muon.tp_mode + "' (duplicated, blockwise, distributed)");
+      }
+      st.muon.split_qkv = !f.has("--muon-no-split-qkv");
+      if (f.has("--muon-scalar-optimizer")) {
+        const auto& so = f.get("--muon-scalar-optimizer");
+        if (so == "adam")
+          st.muon.scalar_states = 2;
+        else if (so == "lion")
+          st.muon.scalar_states = 1;
+        else
+          throw InputError("--muon-scalar-optimizer", "unknown scalar optimizer '" + so + "' (adam, lion)");
+      }
+    }
   }
   st.grad_reduce_in_bf16 = f.has("--grad-reduce-in-bf16");
   // Megatron-FSDP's buffers: since 2026-07-01 (adfe9e11d9) the main gradients are

@@ -18,8 +18,120 @@ BytesPerParam bytes_per_param(const Strategy& st) {
   b.grad = st.main_grad_bytes();
   double master = st.precision == Precision::FP32 ? 0 : st.master_param_bytes;
   double moments = st.optimizer == Optimizer::Adam ? st.exp_avg_bytes + st.exp_avg_sq_bytes : st.exp_avg_bytes;
+  if (st.optimizer == Optimizer::Muon) {
+    // The scalar optimizer's states (Adam: two moments, Lion: one) and Muon's momentum, fp32 beside the
+    // fp32 master copy (Float16OptimizerWithFloat16Params: the optimizer steps the master copies).
+    moments = 4.0 * st.muon.scalar_states;
+    b.muon_optimizer = master + 4;
+  }
   b.optimizer = master + moments;
   return b;
+}
+
+namespace {
+/// Whether parameter `p` of op `op` is a matrix Muon orthogonalizes (layer_wise_optimizer.py
+/// is_managed_by_layer_wise_optimizer: 2-D, not flagged is_embedding_or_output_parameter — the word
+/// embedding and the output layer; a learned position table is 2-D and not flagged).  Grouped experts'
+/// weights are [local experts, out, in] here, one 2-D weight per expert in Transformer Engine.
+bool muon_matrix(const Op& op, const ParamTensor& p) {
+  if (p.name != "weight") return false;
+  if (op.role == OpRole::WordEmbedding || op.role == OpRole::OutputLayer || op.role == OpRole::MtpEmbedding ||
+      op.role == OpRole::MtpOutputLayer)
+    return false;
+  return p.shape.size() == (p.expert ? 3u : 2u);
+}
+
+/// Quintic Newton-Schulz FLOPs of an r × c matrix over `steps` steps.
+double ns_flops(double r, double c, int steps) {
+  const double m = std::min(r, c), n = std::max(r, c);
+  return steps * (4 * m * m * n + 2 * m * m * m);
+}
+
+/// Per rank of the dense / expert data-parallel group: optimizer bytes of the ping-pong deal.
+std::pair<std::vector<double>, std::vector<double>> ping_pong(const LayerGraph& graph, int pp_rank) {
+  const Strategy& st = graph.strategy;
+  const BytesPerParam bpp = bytes_per_param(st);
+  struct Item {
+    double numel, bytes;
+    bool expert;
+  };
+  std::vector<Item> items;
+  for (const StageGraph* c : graph.stage(pp_rank))
+    for (const Op& op : c->ops)
+      for (const ParamTensor& p : op.params) {
+        const bool matrix = muon_matrix(op, p);
+        const double per = matrix ? bpp.muon_optimizer : bpp.optimizer;
+        // A grouped linear's experts are one parameter each in Transformer Engine.
+        const int n = p.expert && !p.shape.empty() ? static_cast<int>(p.shape[0]) : 1;
+        const double numel = static_cast<double>(p.numel()) / n;
+        for (int i = 0; i < n; ++i) items.push_back({numel, numel * per, p.expert});
+      }
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) { return a.numel < b.numel; });
+  std::vector<double> dense(static_cast<std::size_t>(st.dense_shard_group()), 0.0),
+      expert(static_cast<std::size_t>(st.expert_shard_group()), 0.0);
+  std::size_t di = 0, ei = 0;
+  auto deal = [](std::vector<double>& ranks, std::size_t& i, double bytes) {
+    const std::size_t n = ranks.size(), k = i % (2 * n);
+    ranks[k < n ? k : 2 * n - 1 - k] += bytes;
+    ++i;
+  };
+  for (const Item& it : items) deal(it.expert ? expert : dense, it.expert ? ei : di, it.bytes);
+  return {dense, expert};
+}
+}  // namespace
+
+double muon_ping_pong_optimizer_bytes(const LayerGraph& graph, int pp_rank, int dp_rank, int edp_rank) {
+  const auto [dense, expert] = ping_pong(graph, pp_rank);
+  return dense.at(static_cast<std::size_t>(dp_rank)) + expert.at(static_cast<std::size_t>(edp_rank));
+}
+
+MuonStepWork muon_newton_schulz(const LayerGraph& graph, int pp_rank) {
+  MuonStepWork w;
+  const Strategy& st = graph.strategy;
+  if (st.optimizer != Optimizer::Muon) return w;
+  const ModelSpec& m = graph.model;
+  double dense = 0, expert = 0;
+  for (const StageGraph* c : graph.stage(pp_rank))
+    for (const Op& op : c->ops)
+      for (const ParamTensor& p : op.params) {
+        if (!muon_matrix(op, p)) continue;
+        const std::size_t o = p.expert ? 1 : 0;  // [experts,] out, in
+        const double experts = p.expert ? static_cast<double>(p.shape[0]) : 1.0;
+        const double rl = static_cast<double>(p.shape[o]), cl = static_cast<double>(p.shape[o + 1]);
+        const double rf = static_cast<double>(p.full_shape[o]), cf = static_cast<double>(p.full_shape[o + 1]);
+        const bool split = rl * cl < rf * cf && !p.expert;  // a tensor-parallel shard (experts: over ep)
+        // Each piece as Megatron orthogonalizes it: rows (out features) of the whole matrix, or of q, k, v.
+        std::vector<double> rows{split ? rf : rl};
+        if (op.role == OpRole::Qkv && st.muon.split_qkv && m.num_query_groups > 0 && m.kv_channels > 0) {
+          const double d = static_cast<double>(m.kv_channels), g = static_cast<double>(m.num_query_groups);
+          const double q = static_cast<double>(m.num_attention_heads) / g * d;
+          const double gate = m.attention_output_gate ? q : 0;
+          const double scale = (split ? rf : rl) / (g * (q + gate + 2 * d));  // the groups this matrix holds
+          rows = {g * q * scale, g * d * scale, g * d * scale};
+          if (gate > 0) rows.push_back(g * gate * scale);
+        }
+        const double cols = split ? cf : cl;
+        const double shard = split ? rf * cf / (rl * cl) : 1.0;  // tp ranks the matrix is split over
+        double f = 0;
+        for (double r : rows) {
+          if (!split || st.muon.tp_mode == "duplicated") f += ns_flops(r, cols, st.muon.ns_steps);
+          // blockwise: the rank's shard, its rows (column-parallel) or its columns (row-parallel) cut.
+          else if (st.muon.tp_mode == "blockwise")
+            f += ns_flops(rl < rf ? r / shard : r, rl < rf ? cols : cl, st.muon.ns_steps);
+          else  // distributed
+            f += ns_flops(r, cols, st.muon.ns_steps) / shard;
+        }
+        (p.expert ? expert : dense) += f * experts;
+        if (split && st.muon.tp_mode == "duplicated" && st.tp > 1) w.tp_gather_bytes += rf * cf * 4;
+      }
+  if (st.muon.layer_wise) {  // the rank's share of whole matrices (and of their gathers)
+    dense /= st.dense_shard_group();
+    expert /= st.expert_shard_group();
+    w.tp_gather_bytes /= st.dense_shard_group();
+  }
+  w.ns_flops = dense + expert;
+  return w;
 }
 
 namespace {
@@ -84,6 +196,10 @@ MemoryReport stage_memory(const LayerGraph& graph) {
       s.num_layers += c->num_layers;
       s.params += c->param_numel();
       s.expert_params += c->expert_param_numel();
+      if (st.optimizer == Optimizer::Muon)
+        for (const Op& op : c->ops)
+          for (const ParamTensor& p : op.params)
+            if (muon_matrix(op, p)) (p.expert ? s.muon_expert_params : s.muon_params) += p.numel();
       if (st.fsdp) {
         // The unsharded copies of one unit: parameters gathered for the unit computed and the one prefetched
         // (zero 3), its full gradient before the reduce-scatter (zero >= 2).
@@ -103,9 +219,26 @@ MemoryReport stage_memory(const LayerGraph& graph) {
     s.grad_bytes = dense * bpp.grad / (shard_grads ? dense_shard : 1.0) +
                    expert * bpp.grad / (shard_grads ? expert_shard : 1.0);
     s.buffer_bytes += fsdp_buffer;
+    // Muon's matrices keep one momentum where the scalar optimizer keeps its states (muon_params = 0
+    // otherwise).
+    const double dense_muon = static_cast<double>(s.muon_params),
+                 expert_muon = static_cast<double>(s.muon_expert_params);
     s.optimizer_bytes =
-        (dense * bpp.optimizer / dense_shard + expert * bpp.optimizer / expert_shard) *
+        ((dense - dense_muon) * bpp.optimizer / dense_shard + dense_muon * bpp.muon_optimizer / dense_shard +
+         (expert - expert_muon) * bpp.optimizer / expert_shard +
+         expert_muon * bpp.muon_optimizer / expert_shard) *
         (1.0 - st.optimizer_cpu_offload_fraction);  // the host's share (HybridDeviceOptimizer)
+    if (st.optimizer == Optimizer::Muon) {
+      if (st.muon.layer_wise && !st.muon.param_layout) {
+        // Whole parameters per rank: the rank dealt the most.
+        const auto [d, e] = ping_pong(graph, r);
+        s.optimizer_bytes = (*std::max_element(d.begin(), d.end()) + *std::max_element(e.begin(), e.end())) *
+                            (1.0 - st.optimizer_cpu_offload_fraction);
+      }
+      const MuonStepWork w = muon_newton_schulz(graph, r);
+      s.muon_ns_flops = w.ns_flops;
+      s.muon_tp_gather_bytes = w.tp_gather_bytes;
+    }
     s.optimizer_offloaded = st.offload_optimizer_states;
 
     if (st.vpp <= 1) {

@@ -259,36 +259,43 @@ std::string header(const LayerGraph& g, const AnalyzeOptions& opts) {
     }
     recompute += ")";
   }
-  out += "\n     micro batch " + num(st.micro_batch_size) + " × " + num(st.seq_length) +
-         " tokens, global batch " + num(st.global_batch()) + " → " + num(st.num_microbatches()) +
-         " micro batches per iteration" +
-         (st.seq_split > 1 ? " × " + num(st.seq_split) + " sequence-pipeline units of " +
-                                 num(st.seq_length / st.seq_split) +
-                                 " tokens (seqpipe: activations and in-flight counts below are per unit)"
-                           : std::string()) +
-         "; " + to_string(st.precision) +
-         (st.fp4()                    ? "+fp4"
-          : st.fp8 != Fp8Format::None ? "+fp8"
-                                      : "") +
-         (st.param_bytes > 0
-              ? ", parameters and gradients in " + std::string(st.param_bytes == 4 ? "fp32" : "16 bit")
-              : std::string()) +
-         (st.fsdp ? ", ZeRO-" + std::to_string(st.effective_zero_stage()) + " / FSDP sharding " +
-                        std::string(st.effective_zero_stage() >= 3   ? "parameters, gradients and optimizer"
-                                    : st.effective_zero_stage() == 2 ? "gradients and optimizer"
-                                    : st.effective_zero_stage() == 1 ? "the optimizer"
-                                                                     : "nothing") +
-                        " over dp"
-          : st.distributed_optimizer ? ", distributed optimizer"
-                                     : "") +
-         (st.shard_weights ? ", weights and optimizer sharded over " +
-                                 (st.dense_shard_group() == st.dp() * st.cp
-                                      ? std::string(st.cp > 1 ? "dp·cp" : "dp")
-                                      : num(st.dense_shard_group()) + " of the dp·cp replicas")
-                           : std::string()) +
-         (st.sequence_parallel && st.tp > 1 ? ", sequence parallel" : "") + ", recompute " + recompute +
-         ", " + to_string(st.attention_backend) + " attention, " +
-         (st.vpp > 1 ? "interleaved 1F1B (vpp " + num(st.vpp) + ")" : std::string("1F1B")) + "\n";
+  out +=
+      "\n     micro batch " + num(st.micro_batch_size) + " × " + num(st.seq_length) +
+      " tokens, global batch " + num(st.global_batch()) + " → " + num(st.num_microbatches()) +
+      " micro batches per iteration" +
+      (st.seq_split > 1
+           ? " × " + num(st.seq_split) + " sequence-pipeline units of " + num(st.seq_length / st.seq_split) +
+                 " tokens (seqpipe: activations and in-flight counts below are per unit)"
+           : std::string()) +
+      "; " + to_string(st.precision) +
+      (st.fp4()                    ? "+fp4"
+       : st.fp8 != Fp8Format::None ? "+fp8"
+                                   : "") +
+      (st.param_bytes > 0
+           ? ", parameters and gradients in " + std::string(st.param_bytes == 4 ? "fp32" : "16 bit")
+           : std::string()) +
+      (st.fsdp ? ", ZeRO-" + std::to_string(st.effective_zero_stage()) + " / FSDP sharding " +
+                     std::string(st.effective_zero_stage() >= 3   ? "parameters, gradients and optimizer"
+                                 : st.effective_zero_stage() == 2 ? "gradients and optimizer"
+                                 : st.effective_zero_stage() == 1 ? "the optimizer"
+                                                                  : "nothing") +
+                     " over dp"
+       : st.optimizer == Optimizer::Muon
+           ? std::string(", Muon") +
+                 (st.muon.layer_wise ? (st.muon.param_layout ? " with the layer-wise distributed optimizer"
+                                                             : " with the layer-wise distributed optimizer's "
+                                                               "ping-pong deal of whole parameters")
+                                     : "")
+       : st.distributed_optimizer ? ", distributed optimizer"
+                                  : "") +
+      (st.shard_weights ? ", weights and optimizer sharded over " +
+                              (st.dense_shard_group() == st.dp() * st.cp
+                                   ? std::string(st.cp > 1 ? "dp·cp" : "dp")
+                                   : num(st.dense_shard_group()) + " of the dp·cp replicas")
+                        : std::string()) +
+      (st.sequence_parallel && st.tp > 1 ? ", sequence parallel" : "") + ", recompute " + recompute + ", " +
+      to_string(st.attention_backend) + " attention, " +
+      (st.vpp > 1 ? "interleaved 1F1B (vpp " + num(st.vpp) + ")" : std::string("1F1B")) + "\n";
   for (const auto& w : opts.warnings) out += "note: " + w + "\n";
   return out;
 }
@@ -342,15 +349,22 @@ std::string full_model_section(const LayerGraph& g) {
   const StageMemory& s = mem.stages[0];
   BytesPerParam bpp = bytes_per_param(st);
   out += "parameters: " + with_commas(s.params) + "\n";
+  // Muon's matrices keep bpp.muon_optimizer bytes each, the other parameters the scalar optimizer's.
+  const double matrices = static_cast<double>(s.muon_params + s.muon_expert_params);
+  const double states =
+      (static_cast<double>(s.params) - matrices) * bpp.optimizer + matrices * bpp.muon_optimizer;
   out += "weights: " + gib(s.weight_bytes) + " GiB (" + fixed(bpp.weight, 0) +
          " B/param), gradients: " + gib(s.grad_bytes) + " GiB (" + fixed(bpp.grad, 0) +
-         " B/param), optimizer states: " + gib(static_cast<double>(s.params) * bpp.optimizer) + " GiB (" +
-         fixed(bpp.optimizer, 0) + " B/param, unsharded)\n";
+         " B/param), optimizer states: " + gib(states) + " GiB (" +
+         (st.optimizer == Optimizer::Muon
+              ? fixed(bpp.muon_optimizer, 0) + " B/param of Muon's " +
+                    with_commas(static_cast<std::int64_t>(matrices)) + " matrix elements, " +
+                    fixed(bpp.optimizer, 0) + " B/param of the rest"
+              : fixed(bpp.optimizer, 0) + " B/param") +
+         ", unsharded)\n";
   out += "activations of one micro batch: " + gib(s.activation_bytes_per_microbatch) +
          " GiB; total on one device: " +
-         gib(s.weight_bytes + s.grad_bytes + static_cast<double>(s.params) * bpp.optimizer +
-             s.activation_bytes_per_microbatch) +
-         " GiB\n";
+         gib(s.weight_bytes + s.grad_bytes + states + s.activation_bytes_per_microbatch) + " GiB\n";
   return out;
 }
 
@@ -500,7 +514,10 @@ std::string data_parallel_section(const LayerGraph& g, const CommReport& comm, c
   t.column("parameter gather").column("GiB/GPU", A::Right);
   for (const auto& s : mem.stages) {
     double dense = static_cast<double>(s.params - s.expert_params);
-    std::string sync = to_string(st.distributed_optimizer ? Collective::ReduceScatter : Collective::AllReduce);
+    // Muon's legacy layer-wise deal all-reduces the gradients before it gathers the updated parameters.
+    const bool all_reduce =
+        !st.distributed_optimizer || (st.optimizer == Optimizer::Muon && !st.muon.param_layout);
+    std::string sync = to_string(all_reduce ? Collective::AllReduce : Collective::ReduceScatter);
     t.row({num(s.pp_rank), with_commas(s.params - s.expert_params),
            sync + " (" + fixed(bpp.grad, 0) + " B/grad)", gib(dense * bpp.grad),
            st.distributed_optimizer ? to_string(Collective::AllGather) : "—",

@@ -189,6 +189,11 @@ struct DpComm {
 struct OptimizerTime {
   double zero_grad_buffer_ms = 0, l2_norm_before_reduce_ms = 0, mul_before_reduce_ms = 0;
   double l2_norm_after_reduce_ms = 0, grads_clip_after_reduce_ms = 0, adam_ms = 0, copy_main_params_ms = 0;
+  /// Muon (Optimizer::Muon): the rank's Newton-Schulz GEMMs at the system's matmul rate (their FLOPs:
+  /// model/memory.hpp muon_newton_schulz) and, in the duplicated tensor-parallel mode, the all-gathers of
+  /// the tp-split matrices' momenta.  The launches of these small GEMMs (tens per matrix and step) are not
+  /// priced: on small models the step is host-bound and slower than this.
+  double muon_newton_schulz_ms = 0, muon_tp_gather_ms = 0;
   double total_ms() const;
 };
 
@@ -203,6 +208,8 @@ struct StageEstimate {
   double activation_peak_bytes = 0;     ///< peak_activation_mem_in_1F1B
   double peak_bytes = 0;                ///< peak_mem: model + cached micro batches + activation peak
   double peak_with_reserved_bytes = 0;  ///< peak_bytes / allocated_to_reserved_ratio
+  /// Muon's work on this stage's rank at each step (StageMemory::muon_ns_flops / muon_tp_gather_bytes).
+  double muon_ns_flops = 0, muon_tp_gather_bytes = 0;
   std::string peak_path;                ///< "<leaf>: <module path>, stage=[<phase>]"
   std::string
       activation_cache_text;  ///< fwd_activation_cache_per_micro_batch as SimuMax prints it ("8.5039 GB")

@@ -34,6 +34,13 @@ struct StageMemory {
   int num_layers = 0;       ///< transformer layers over all its virtual chunks
   std::int64_t params = 0;  ///< parameters held (elements)
   std::int64_t expert_params = 0;
+  /// Of params / expert_params: the matrices Muon orthogonalizes (Optimizer::Muon; 0 otherwise) — each
+  /// 2-D weight but the word embedding's and the output layer's, each expert's weight of a grouped linear.
+  std::int64_t muon_params = 0, muon_expert_params = 0;
+  /// Muon's Newton-Schulz FLOPs of this rank at each optimizer step (muon_newton_schulz(); 0 otherwise).
+  double muon_ns_flops = 0;
+  /// Bytes of momentum Muon's duplicated tensor-parallel mode all-gathers over tp at each step (fp32).
+  double muon_tp_gather_bytes = 0;
   double weight_bytes = 0;
   double grad_bytes = 0;
   double optimizer_bytes = 0;  ///< master weights + moments on the device, after sharding and CPU offload
@@ -64,13 +71,41 @@ struct MemoryReport {
 };
 
 /// Bytes per parameter for weight, gradient and (unsharded) optimizer state.
+/// `optimizer` is the scalar optimizer's (Adam: master copy + two moments); `muon_optimizer` the bytes of
+/// a Muon-managed matrix element (master copy + one fp32 momentum buffer), 0 unless Optimizer::Muon.
 struct BytesPerParam {
-  double weight = 0, grad = 0, optimizer = 0;
+  double weight = 0, grad = 0, optimizer = 0, muon_optimizer = 0;
 };
 BytesPerParam bytes_per_param(const Strategy& st);
 
 /// Memory of every stage.
 MemoryReport stage_memory(const LayerGraph& graph);
+
+/// Muon's work on the matrices of one pipeline rank at each optimizer step (Optimizer::Muon).
+/// Per matrix of r × c elements, m = min(r, c), n = max(r, c), each quintic Newton-Schulz step forms
+/// A = X Xᵀ (2m²n FLOPs), A² (2m³) and (bA + cA²) X (2m²n): ns_steps · (4m²n + 2m³) FLOPs
+/// (emerging_optimizers' newton_schulz; Jordan et al. 2024, "Muon").  The qkv weight is three matrices
+/// (q, k, v of all query groups) under split_qkv; an expert weight of a grouped linear is one matrix per
+/// expert.  Tensor parallelism (Strategy::Muon::tp_mode): duplicated gathers each tp-split matrix whole
+/// (its fp32 momentum, `tp_gather_bytes`) and every tp rank runs the whole matrix; blockwise runs the
+/// rank's shard; distributed the whole matrix's FLOPs split over tp.  The layer-wise distributed optimizer
+/// runs a rank's share: 1/dp of the dense matrices' FLOPs (and gathers), 1/expert-dp of the experts'.
+/// Experts' weights split over expert tp (etp > 1) are orthogonalized as their shards.
+struct MuonStepWork {
+  double ns_flops = 0;         ///< FLOPs of this rank
+  double tp_gather_bytes = 0;  ///< bytes of momentum all-gathered over tp (fp32), duplicated mode
+};
+MuonStepWork muon_newton_schulz(const LayerGraph& graph, int pp_rank);
+
+/// Optimizer bytes (master copies and states) of one rank of pipeline stage `pp_rank` under Megatron's
+/// legacy layer-wise assignment (Muon with `--use-distributed-optimizer --no-use-layer-wise-param-layout`,
+/// LayerWiseDistributedOptimizer._shard_params_ping_pong): the stage's parameters sorted by size, smallest
+/// first, dealt to the data-parallel ranks 0 … dp−1, dp−1 … 0, 0 … (experts' parameters over the expert
+/// data-parallel ranks the same way); a rank keeps the states of what it was dealt.  `dp_rank` in
+/// [0, dense_shard_group()), `edp_rank` in [0, expert_shard_group()).  Ties keep the layer graph's order.
+/// stage_memory() counts the largest such rank.
+/// @throws std::out_of_range for a rank outside its group.
+double muon_ping_pong_optimizer_bytes(const LayerGraph& graph, int pp_rank, int dp_rank, int edp_rank);
 
 /// Bytes Megatron's fine-grained activation offloading keeps on pipeline rank `pp_rank` beyond each micro
 /// batch's kept activations: the offload margin's groups (StageGraph::offload_pinned_bytes, once) and

@@ -33,8 +33,12 @@ enum class RecomputeGranularity { None, Full, Selective };
 enum class RecomputeMethod { Uniform, Block };
 /// Core attention kernel: flash/fused (no s² tensors kept) or math/unfused (softmax kept).
 enum class AttentionBackend { Flash, Math };
-/// Optimizer (`--optimizer`): Adam keeps two fp32 moments, SGD one momentum buffer.
-enum class Optimizer { Adam, SGD };
+/// Optimizer (`--optimizer`): Adam keeps two fp32 moments, SGD one momentum buffer.  Muon (Megatron's
+/// emerging optimizer, `core/optimizer/emerging_optimizers.py` TensorParallelMuon) keeps one momentum
+/// buffer for each 2-D weight but the word embedding and the output layer (its "matrices",
+/// `layer_wise_optimizer.py` is_managed_by_layer_wise_optimizer), orthogonalized by Newton-Schulz steps at
+/// each step; the other parameters take its scalar optimizer (Adam by default).
+enum class Optimizer { Adam, SGD, Muon };
 
 /// Which implementation of the network runs (`--transformer-impl`).
 ///  - MegatronCore: Megatron-core modules with fused kernels (Transformer Engine or apex;
@@ -220,6 +224,23 @@ struct Strategy {
   }
   Optimizer optimizer = Optimizer::Adam;
   bool distributed_optimizer = false;               ///< shard fp32 master weights + moments over DP (ZeRO-1)
+  /// Muon (optimizer == Muon; Megatron `--muon-*`).  With `--use-distributed-optimizer` (or the deprecated
+  /// `--optimizer dist_muon`) Megatron runs the layer-wise distributed optimizer: each data-parallel rank
+  /// owns whole parameters (about 1/dp of them), keeps their master copy and states, runs their Newton-Schulz
+  /// steps, and all-gathers the updated weights (distributed_optimizer is set: gradients reduce-scattered,
+  /// states sharded).  muon_param_layout false (`--no-use-layer-wise-param-layout`): the legacy ping-pong
+  /// assignment — parameters sorted by size and dealt to the ranks 0…dp−1, dp−1…0, …, so a rank may own
+  /// the embedding's states whole; gradients are all-reduced.
+  struct Muon {
+    bool layer_wise = false;
+    bool param_layout = true;
+    int ns_steps = 5;       ///< `--muon-num-ns-steps`
+    bool split_qkv = true;  ///< `--muon-no-split-qkv` clears: q, k and v orthogonalized apart
+    /// `--muon-tp-mode`: duplicated (each tp rank gathers the whole matrix and runs its Newton-Schulz steps),
+    /// blockwise (each rank its shard), distributed (the steps' products reduced over tp).
+    std::string tp_mode = "duplicated";
+    int scalar_states = 2;  ///< `--muon-scalar-optimizer`: adam 2 states per parameter, lion 1
+  } muon;
   /// `--offload-optimizer-states` (Megatron's OptimizerStateOffloader, distributed optimizer only): the
   /// moments and fp32 master weights go to the host after each step and come back before the next, so the
   /// optimizer bytes are on the device only at the step — not at the forward / backward peak.
