@@ -514,11 +514,14 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
       {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16"},
       "--vocab-size");
   expect_error(with(base_args(), {"--bf16", "--fp16"}), "--bf16");
-  // A hybrid Mamba launch (examples/mamba/train.sh has no --num-layers) is refused by its family.
-  expect_error({"--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16",
-                "--hybrid-layer-pattern", "M-M*-", "--vocab-size", "10"},
-               "--hybrid-layer-pattern");
+  // A hybrid model allocated from ratios (old Megatron's --is-hybrid-model) is refused: its pattern is
+  // needed; so are the hybrid patterns' symbols and separators preflight does not model.
   expect_error(with(base_args(), {"--is-hybrid-model"}), "--is-hybrid-model");
+  expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*GM"}), "--hybrid-layer-pattern");
+  expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*-M/MM"}), "--hybrid-layer-pattern");
+  expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*|-M"}), "--hybrid-layer-pattern");
+  expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*-M", "--hybrid-override-pattern", "M*-M"}),
+               "--hybrid-override-pattern");
   // Linear (gated delta net) and sparse attention layers are refused by name, not priced as softmax attention
   // (Megatron's functional test gpt3_mcore_te_tp2_pp1_gdn; DeepSeek-V3.2's indexer).
   expect_error(with(base_args(), {"--experimental-attention-variant", "gated_delta_net",

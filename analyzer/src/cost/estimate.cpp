@@ -75,7 +75,45 @@ const char* memory_verdict_name(Estimate::MemoryVerdict v) {
   return "does_not_fit";
 }
 
+namespace {
+/// Megatron's FLOPs of a hybrid model per token (training.py num_floating_point_operations, hybrid_flops:
+/// forward × 3), as its MFU counts them — the Mamba mixer with d_in = 2 · hidden whatever its heads.
+double hybrid_flops_per_token(const ModelSpec& m, std::int64_t vocab, std::int64_t seq) {
+  const double h = static_cast<double>(m.hidden_size), s = static_cast<double>(seq);
+  const double scale = m.gated() ? 1.5 : 1.0;
+  double fwd = 0;
+  for (int l = 0; l < m.num_layers; ++l) {
+    switch (m.layer_symbol(l)) {
+      case 'M': {
+        const double d_in = 2 * h, g = static_cast<double>(m.mamba.num_groups);
+        const double n = static_cast<double>(m.mamba.state_dim);
+        const double heads = m.mamba.num_heads > 0 ? static_cast<double>(m.mamba.num_heads)
+                                                   : std::floor(d_in / static_cast<double>(m.mamba.head_dim));
+        fwd += 2 * h * (2 * d_in + 2 * g * n + heads) + 7 * d_in * n + 2 * d_in * h;
+        break;
+      }
+      case '*': {
+        const double heads = m.num_attention_heads, kv = static_cast<double>(m.kv_channels);
+        const double p = kv > 0 ? kv * heads / h : 1.0;
+        fwd += 4 * h * p * (h + h * (m.num_query_groups / heads)) + 2 * s * h * p;
+        break;
+      }
+      case '-':
+        fwd += 4 * static_cast<double>(m.ffn_hidden_size) * scale * h;
+        break;
+      default:  // 'E'
+        fwd += 4 * h * static_cast<double>(m.moe.ffn_hidden_size) * m.moe.router_topk * scale +
+               4 * h * static_cast<double>(m.moe.shared_expert_ffn_hidden_size) * scale;
+        break;
+    }
+  }
+  fwd += 2 * h * static_cast<double>(vocab) * (1 + m.mtp_num_layers);
+  return 3 * fwd;
+}
+}  // namespace
+
 double flops_per_token(const ModelSpec& m, std::int64_t vocab, std::int64_t seq) {
+  if (m.hybrid()) return hybrid_flops_per_token(m, vocab, seq);
   double h = static_cast<double>(m.hidden_size), L = m.num_layers, heads = m.num_attention_heads;
   double qkv, proj;
   if (m.mla.enabled) {
@@ -560,10 +598,10 @@ class Builder {
     }
     for (int i = 0; i < num_layers; ++i) {
       int global = first_layer + i;
-      const std::vector<Leaf>& tpl =
-          layer_template(m_.is_moe_layer(global), m_.is_window_layer(global),
-                         !st_.simumax_compat && st_.layer_in_bf16(global, m_.num_layers),
-                         detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]));
+      const std::vector<Leaf>& tpl = layer_template(
+          m_.is_moe_layer(global), m_.is_window_layer(global),
+          !st_.simumax_compat && st_.layer_in_bf16(global, m_.num_layers),
+          detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]), m_.layer_symbol(global));
       for (const auto& l : tpl) take(l, i);
       record_ops(tpl, name, global, m_.is_moe_layer(global));
       if (st_.overlap_moe_expert_parallel_comm && m_.is_moe_layer(global))
@@ -670,12 +708,16 @@ class Builder {
   }
 
   /// Priced leaves of a layer kind: dense (0) or MoE (1), + 4 with sliding-window attention, + 8 for a layer
-  /// of an fp8 run kept in 16 bits (`--first-last-layers-bf16`) (2 and 3 are the embedding and the head).
-  const std::vector<Leaf>& layer_template(bool moe, bool window, bool bf16, const detail::LayerRc& rc) {
-    return get((moe ? 1 : 0) + (window ? 4 : 0) + (bf16 ? 8 : 0), rc, [&](detail::Unpriced* u) {
+  /// of an fp8 run kept in 16 bits (`--first-last-layers-bf16`) (2 and 3 are the embedding and the head),
+  /// + 16 · (1 … 4) for a hybrid model's Mamba / attention / MLP / MoE layer (`sym`; 0 for a transformer
+  /// layer).
+  const std::vector<Leaf>& layer_template(bool moe, bool window, bool bf16, const detail::LayerRc& rc,
+                                          char sym) {
+    const int hybrid = sym == 'M' ? 1 : sym == '*' ? 2 : sym == '-' ? 3 : sym == 'E' ? 4 : 0;
+    return get((moe ? 1 : 0) + (window ? 4 : 0) + (bf16 ? 8 : 0) + 16 * hybrid, rc, [&](detail::Unpriced* u) {
       int rep = 0;
       for (int l = 0; l < m_.num_layers; ++l)
-        if (m_.is_moe_layer(l) == moe && m_.is_window_layer(l) == window) {
+        if (m_.is_moe_layer(l) == moe && m_.is_window_layer(l) == window && m_.layer_symbol(l) == sym) {
           rep = l;
           break;
         }
@@ -912,12 +954,11 @@ std::vector<std::string> unpriced_ops(const ModelSpec& model, const Strategy& st
   c.search_mode = true;
   detail::Unpriced lines;
   detail::embedding_leaves(c, build_embedding_ops(model, strategy), &lines);
-  for (bool moe : {false, true})
-    for (int l = 0; l < model.num_layers; ++l)
-      if (model.is_moe_layer(l) == moe) {
-        detail::layer_leaves(c, build_layer_ops(model, strategy, l), detail::layer_rc(c, 0), &lines);
-        break;
-      }
+  // One layer of each kind: dense / MoE, and a hybrid model's Mamba / attention / MLP / MoE layers.
+  std::set<std::pair<bool, char>> seen;
+  for (int l = 0; l < model.num_layers; ++l)
+    if (seen.insert({model.is_moe_layer(l), model.layer_symbol(l)}).second)
+      detail::layer_leaves(c, build_layer_ops(model, strategy, l), detail::layer_rc(c, 0), &lines);
   detail::head_leaves(c, build_head_ops(model, strategy), &lines);
   std::set<std::string> unique(lines.begin(), lines.end());
   return {unique.begin(), unique.end()};
@@ -1109,6 +1150,10 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   const Strategy strategy = cost_model_layout(model, given, layout_warnings);
   if (strategy.optimizer == Optimizer::Muon && strategy.simumax_compat)
     throw InputError("--optimizer", "Muon is not in SimuMax v1.2's model; drop --simumax-compat to price it");
+  if (model.hybrid() && strategy.simumax_compat)
+    throw InputError(
+        "--hybrid-layer-pattern",
+        "hybrid (Mamba) models are not in SimuMax v1.2's model; drop --simumax-compat to price them");
   Estimate est;
   est.model = model;
   est.strategy = strategy;

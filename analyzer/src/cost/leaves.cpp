@@ -58,6 +58,8 @@ const char* leaf_kind_name(LeafKind kind) {
       return "PositionEmbedding";
     case LeafKind::ExpertsHost:
       return "ExpertsHost";
+    case LeafKind::MambaScan:
+      return "MambaScan";
   }
   return "?";
 }
@@ -482,6 +484,9 @@ void price(const Ctx& c, Leaf& l) {
     case LeafKind::PositionEmbedding:
       price_position_embedding(c, l);
       break;
+    case LeafKind::MambaScan:
+      price_mamba_scan(c, l);
+      break;
     case LeafKind::ExpertsHost: {
       // The GPU idles while the host launches the local experts' kernels after the tokens-per-expert copy:
       // forward, backward (the backward GEMMs are launched per expert too), and again when recomputed.
@@ -698,27 +703,38 @@ std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const L
   Builder bld{c, out, c.rc.variance};
   RoleCursor cur(ops);
 
-  // 1. Input norm.
-  const Op& ln1 = cur.need(OpRole::InputNorm);
-  Leaf n1 =
-      norm_leaf(ln1.tokens, ln1.in_features, rc.input_ln, "layernorm_input", Builder::idx(0, "LayerNorm"));
-  n1.layer_first = true;
-  bld.push(std::move(n1));
-  // 2. Attention (+ its bias-dropout-add).
-  attention_leaves(bld, cur, rc);
-  bda_leaf(bld, cur, OpRole::AttnBda, rc.out, "self_attn_bda", 4);
-  // 3. Pre-MLP norm.
-  const Op& ln2 = cur.need(OpRole::PreMlpNorm);
-  bld.push(
-      norm_leaf(ln2.tokens, ln2.in_features, rc.pre_ln, "pre_mlp_layernorm", Builder::idx(2, "LayerNorm")));
-  // 4. MLP.
-  mlp_leaves(bld, cur, rc);
-  bda_leaf(bld, cur, OpRole::MlpBda, rc.linear || rc.meg_mlp, "mlp_bda", 5);
+  // A transformer layer is both blocks; a hybrid model's layer one of them, or a Mamba mixer.
+  bool first = true;
+  auto push_first = [&](Leaf l) {
+    l.layer_first = first;
+    first = false;
+    bld.push(std::move(l));
+  };
+  // 1. Input norm (attention or Mamba).
+  if (const Op* ln1 = cur.find(OpRole::InputNorm))
+    push_first(norm_leaf(ln1->tokens, ln1->in_features, rc.input_ln, "layernorm_input",
+                         Builder::idx(0, "LayerNorm")));
+  // 2. Attention or the Mamba mixer (+ its bias-dropout-add).
+  if (cur.has(OpRole::MambaScan)) {
+    mamba_leaves(bld, cur, rc);
+    bda_leaf(bld, cur, OpRole::MambaBda, rc.out, "mamba_bda", 4);
+  } else if (cur.has(OpRole::CoreAttention)) {
+    attention_leaves(bld, cur, rc);
+    bda_leaf(bld, cur, OpRole::AttnBda, rc.out, "self_attn_bda", 4);
+  }
+  // 3. Pre-MLP norm and 4. the MLP.
+  if (const Op* ln2 = cur.find(OpRole::PreMlpNorm)) {
+    push_first(norm_leaf(ln2->tokens, ln2->in_features, rc.pre_ln, "pre_mlp_layernorm",
+                         Builder::idx(2, "LayerNorm")));
+    mlp_leaves(bld, cur, rc);
+    bda_leaf(bld, cur, OpRole::MlpBda, rc.linear || rc.meg_mlp, "mlp_bda", 5);
+  }
   // The residual adds: SimuMax folds them into their neighbours (no time, no memory); with dropout they
   // keep a mask, which it does not model.
   if (c.m->hidden_dropout == 0) {
     cur.free(OpRole::AttnBda);
     cur.free(OpRole::MlpBda);
+    cur.free(OpRole::MambaBda);
   }
   cur.report_unpriced(unpriced);
   return out;

@@ -276,19 +276,6 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   }
 
   // Model families whose layers are not transformer layers: refused by name, not as a missing size.
-  static const std::map<std::string, std::string> other_families = {
-      {"--hybrid-layer-pattern", "hybrid Mamba models"},
-      {"--hybrid-override-pattern", "hybrid Mamba models"},
-      {"--is-hybrid-model", "hybrid Mamba models"},
-      {"--mamba-state-dim", "Mamba models"},
-      {"--mamba-num-heads", "Mamba models"},
-  };
-  for (const auto& name : cfg.ignored)
-    if (auto o = other_families.find(name); o != other_families.end())
-      throw InputError(name,
-                       o->second +
-                           " (Mamba / state-space layers) are not modelled: preflight prices transformer "
-                           "layers (GPT, Llama, MoE, multi-latent attention)");
   // Attention that is not softmax attention over every key: gated delta net linear attention (Qwen3-Next
   // style, --linear-attention-freq of the layers) and DeepSeek sparse attention (an indexer picks the keys).
   for (const char* name :

@@ -144,6 +144,62 @@ std::string megatron_checkout_date(const std::string& v) {
   return v;
 }
 
+/// Megatron's hybrid models (training/arguments.py, core/models/hybrid/hybrid_layer_allocation.py):
+/// `--hybrid-layer-pattern` (or the deprecated `--hybrid-override-pattern`) gives one symbol per layer and
+/// sets the layer count; the Mamba mixers' sizes come from `--mamba-*`.
+void read_hybrid_pattern(const Flags& f, ModelSpec& m, std::vector<std::string>& warnings) {
+  const bool layer = f.has("--hybrid-layer-pattern"), override = f.has("--hybrid-override-pattern");
+  if (layer && override)
+    throw InputError(
+        "--hybrid-override-pattern",
+        "and --hybrid-layer-pattern cannot both be given (Megatron asserts it; the first is deprecated)");
+  if (!layer && !override) {
+    for (const char* flag : {"--is-hybrid-model", "--hybrid-attention-ratio", "--hybrid-mlp-ratio"})
+      if (f.has(flag))
+        throw InputError(flag,
+                         "a hybrid model allocated from attention / MLP ratios is not modelled: give its "
+                         "layers as --hybrid-layer-pattern (M mamba, * attention, - MLP, E MoE)");
+    for (const char* flag :
+         {"--mamba-state-dim", "--mamba-head-dim", "--mamba-num-groups", "--mamba-num-heads"})
+      if (f.has(flag))
+        warnings.push_back(std::string(flag) +
+                           " has no effect without --hybrid-layer-pattern (no Mamba layers)");
+    return;
+  }
+  const char* flag = layer ? "--hybrid-layer-pattern" : "--hybrid-override-pattern";
+  std::string pattern = f.get(flag);
+  std::erase_if(pattern, [](char ch) { return ch == ' ' || ch == '"' || ch == '\''; });
+  if (pattern.find('/') != std::string::npos)
+    throw InputError(flag, "multi-token prediction layers of a hybrid model (after '/') are not modelled");
+  if (pattern.find('|') != std::string::npos)
+    throw InputError(flag,
+                     "pipeline segments ('|') of a hybrid pattern are not modelled yet; without them "
+                     "Megatron splits the layers evenly over the pipeline stages");
+  for (char ch : pattern) {
+    if (ch == 'G' || ch == 'D')
+      throw InputError(
+          flag, std::string("layer symbol '") + ch + "' (" +
+                    (ch == 'G' ? "gated delta net" : "DeepSeek sparse attention") +
+                    ") is not modelled: preflight models M (Mamba-2), * (attention), - (MLP), E (MoE)");
+    if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E')
+      throw InputError(flag, std::string("unknown layer symbol '") + ch + "' (M, *, -, E)");
+  }
+  if (pattern.empty()) throw InputError(flag, "is empty");
+  if (f.has("--num-layers") &&
+      parse_int("--num-layers", f.get("--num-layers")) != static_cast<I64>(pattern.size()))
+    warnings.push_back(std::string(flag) + " has " + std::to_string(pattern.size()) +
+                       " layers: --num-layers " + f.get("--num-layers") + " is ignored (as Megatron does)");
+  m.hybrid_pattern = pattern;
+  m.num_layers = static_cast<int>(pattern.size());
+  auto dim = [&](const char* name, I64 current) {
+    return f.has(name) ? parse_int(name, f.get(name)) : current;
+  };
+  m.mamba.state_dim = dim("--mamba-state-dim", m.mamba.state_dim);
+  m.mamba.head_dim = dim("--mamba-head-dim", m.mamba.head_dim);
+  m.mamba.num_groups = dim("--mamba-num-groups", m.mamba.num_groups);
+  m.mamba.num_heads = dim("--mamba-num-heads", m.mamba.num_heads);
+}
+
 }  // namespace
 
 const std::vector<FlagSpec>& model_flags() {
@@ -216,6 +272,16 @@ const std::vector<FlagSpec>& model_flags() {
       {"--qk-head-dim", Arity::One},
       {"--qk-pos-emb-head-dim", Arity::One},
       {"--v-head-dim", Arity::One},
+      // Hybrid (Mamba) models.
+      {"--hybrid-layer-pattern", Arity::One},
+      {"--hybrid-override-pattern", Arity::One},
+      {"--is-hybrid-model", Arity::Switch},
+      {"--hybrid-attention-ratio", Arity::One},
+      {"--hybrid-mlp-ratio", Arity::One},
+      {"--mamba-state-dim", Arity::One},
+      {"--mamba-head-dim", Arity::One},
+      {"--mamba-num-groups", Arity::One},
+      {"--mamba-num-heads", Arity::One},
   };
   return flags;
 }
@@ -228,7 +294,8 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
     if (base) return current;
     throw InputError(flag, "is required (the analysis cannot guess this size)");
   };
-  m.num_layers = static_cast<int>(model_int("--num-layers", m.num_layers));
+  read_hybrid_pattern(f, m, warnings);
+  if (!m.hybrid()) m.num_layers = static_cast<int>(model_int("--num-layers", m.num_layers));
   I64 old_hidden = m.hidden_size;
   int old_heads = m.num_attention_heads;
   m.hidden_size = model_int("--hidden-size", m.hidden_size);

@@ -296,6 +296,8 @@ const char* to_string(OpKind k) {
       return "TokenCombine";
     case OpKind::CrossEntropy:
       return "CrossEntropy";
+    case OpKind::SelectiveScan:
+      return "SelectiveScan";
   }
   return "?";
 }
@@ -383,6 +385,16 @@ const char* to_string(OpRole r) {
       return "mtp_output_layer";
     case OpRole::MtpLoss:
       return "mtp_loss";
+    case OpRole::MambaInProj:
+      return "mamba_in_proj";
+    case OpRole::MambaScan:
+      return "mamba_scan";
+    case OpRole::MambaNorm:
+      return "mamba_norm";
+    case OpRole::MambaOutProj:
+      return "mamba_out_proj";
+    case OpRole::MambaBda:
+      return "mamba_bda";
   }
   return "?";
 }

@@ -154,6 +154,20 @@ void set_megatron_transients(const Ctx& c, StageGraph& g) {
         op.bwd_transient_bytes = grad_in;
         break;
       }
+      case OpKind::SelectiveScan: {
+        // mamba_split_conv1d_scan_combined: forward makes the chunk states in fp32 (batch × chunks × heads ×
+        // head_dim × state) and per-head fp32 dt / its cumulative sums over the tokens; backward recomputes
+        // the convolution's output (x, B, C) and the states, beside the input gradient (z, x, B, C, dt).
+        const MambaSpec& mb = c.m.mamba;
+        const I64 heads_l = mb.heads(c.h) / c.t;
+        const I64 chunks = (c.s_loc + mb.chunk_size - 1) / mb.chunk_size;
+        const I64 states = c.b * chunks * heads_l * mb.head_dim * mb.state_dim * 4;
+        const I64 per_head = 2 * c.tok * heads_l * 4;
+        const I64 conv_out = c.tok * (mb.conv_dim(c.h) / c.t) * e;
+        op.fwd_transient_bytes = states + per_head + conv_out;
+        op.bwd_transient_bytes = grad_in + conv_out + 2 * states + per_head + wgrad;
+        break;
+      }
       default:
         op.bwd_transient_bytes = grad_in + wgrad;
         break;

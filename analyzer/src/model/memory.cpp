@@ -38,6 +38,7 @@ bool muon_matrix(const Op& op, const ParamTensor& p) {
   if (op.role == OpRole::WordEmbedding || op.role == OpRole::OutputLayer || op.role == OpRole::MtpEmbedding ||
       op.role == OpRole::MtpOutputLayer)
     return false;
+  if (op.role == OpRole::MambaInProj) return false;  // mamba_mixer.py: in_proj.weight.use_muon = False
   return p.shape.size() == (p.expert ? 3u : 2u);
 }
 

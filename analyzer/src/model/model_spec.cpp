@@ -4,8 +4,23 @@
 
 namespace preflight::analyzer {
 
+char ModelSpec::layer_symbol(int layer) const {
+  if (hybrid_pattern.empty() || layer < 0 || layer >= static_cast<int>(hybrid_pattern.size())) return 0;
+  return hybrid_pattern[static_cast<std::size_t>(layer)];
+}
+
+bool ModelSpec::has_attention(int layer) const {
+  return !hybrid() || layer_symbol(layer) == '*';
+}
+
+bool ModelSpec::has_mlp(int layer) const {
+  const char s = layer_symbol(layer);
+  return !hybrid() || s == '-' || s == 'E';
+}
+
 bool ModelSpec::is_moe_layer(int layer) const {
   if (!moe.enabled()) return false;
+  if (hybrid()) return layer_symbol(layer) == 'E';
   if (moe.layer_is_moe.empty()) return true;
   return layer >= 0 && layer < static_cast<int>(moe.layer_is_moe.size()) && moe.layer_is_moe[layer];
 }
@@ -78,6 +93,37 @@ void ModelSpec::validate() const {
   if (!layer_has_window.empty() && static_cast<int>(layer_has_window.size()) != num_layers)
     throw InputError("--window-attn-skip-freq", "gives " + std::to_string(layer_has_window.size()) +
                                                     " layers but the model has " + std::to_string(num_layers));
+  if (hybrid()) {
+    if (static_cast<int>(hybrid_pattern.size()) != num_layers)
+      throw InputError("--hybrid-layer-pattern", "gives " + std::to_string(hybrid_pattern.size()) +
+                                                     " layers but the model has " +
+                                                     std::to_string(num_layers));
+    for (char ch : hybrid_pattern)
+      if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E')
+        throw InputError("--hybrid-layer-pattern",
+                         std::string("unknown layer symbol '") + ch + "' (M, *, -, E are modelled)");
+    if (hybrid_pattern.find('E') != std::string::npos && !moe.enabled())
+      throw InputError("--hybrid-layer-pattern", "has MoE layers (E) but --num-experts is not set");
+    if (hybrid_pattern.find('M') != std::string::npos) {
+      require_positive(mamba.state_dim, "--mamba-state-dim");
+      require_positive(mamba.head_dim, "--mamba-head-dim");
+      require_positive(mamba.num_groups, "--mamba-num-groups");
+      require_at_most(mamba.state_dim, 1 << 16, "--mamba-state-dim");
+      require_at_most(mamba.head_dim, 1 << 16, "--mamba-head-dim");
+      require_at_most(mamba.num_groups, 1 << 16, "--mamba-num-groups");
+      require_at_most(mamba.num_heads, 1 << 16, "--mamba-num-heads");
+      if (mamba.num_heads < 0) throw InputError("--mamba-num-heads", "must not be negative");
+      if (mamba.num_heads == 0 && (2 * hidden_size) % mamba.head_dim != 0)
+        throw InputError("--mamba-head-dim", "does not divide the mixer's 2 · hidden = " +
+                                                 std::to_string(2 * hidden_size) + " channels");
+      const std::int64_t heads = mamba.heads(hidden_size);
+      require_positive(heads, "--mamba-num-heads");
+      if (heads % mamba.num_groups != 0)
+        throw InputError("--mamba-num-groups", "the " + std::to_string(mamba.num_groups) +
+                                                   " groups do not divide the " + std::to_string(heads) +
+                                                   " Mamba heads (Megatron asserts it)");
+    }
+  }
   if (moe.enabled()) {
     require_positive(moe.router_topk, "--moe-router-topk");
     require_positive(moe.ffn_hidden_size, "--moe-ffn-hidden-size");

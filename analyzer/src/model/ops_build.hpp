@@ -82,6 +82,11 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
 /// Ops of transformer layer `layer`, in forward order, before recompute.
 std::vector<Op> build_layer(const Ctx& c, int layer);
 
+// --- ops_mamba.cpp ---------------------------------------------------------------------------------
+/// A hybrid model's Mamba-2 mixer (paths under `pre`, "decoder.layers.<i>.mixer."): in_proj, the fused
+/// convolution + SSD scan, the gated norm, out_proj.
+void add_mamba(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& pre);
+
 // --- ops_embedding_head.cpp ------------------------------------------------------------------------
 /// The embedding module's ops appended to `ops`: word embedding (vocab-parallel lookup + its TP reduction)
 /// [+ learned position table] [+ dropout], paths under `prefix` ("embedding." on the first stage).

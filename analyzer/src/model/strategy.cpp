@@ -31,6 +31,7 @@ void validate_torch_cpu(const Strategy& st, const ModelSpec& model) {
   if (st.sequence_parallel) refuse("--sequence-parallel", "sequence parallelism");
   if (st.distributed_optimizer) refuse("--use-distributed-optimizer", "the distributed optimizer");
   if (st.optimizer != Optimizer::Adam) refuse("--optimizer", "optimizers other than adam");
+  if (model.hybrid()) refuse("--hybrid-layer-pattern", "hybrid (Mamba) models");
   if (st.attention_backend != AttentionBackend::Math) refuse("--attention-backend", "flash attention");
   if (st.cross_entropy_loss_fusion) refuse("--cross-entropy-loss-fusion", "the fused cross entropy");
   if (st.grad_reduce_in_bf16) refuse("--grad-reduce-in-bf16", "bf16 gradient buffers");
@@ -295,6 +296,19 @@ void Strategy::validate(const ModelSpec& model) const {
   positive(seq_length, "--seq-length");
   positive(micro_batch_size, "--micro-batch-size");
   if (global_batch_size < 0) throw InputError("--global-batch-size", "must not be negative");
+  if (model.hybrid() && model.hybrid_pattern.find('M') != std::string::npos) {
+    // MambaMixer's asserts: heads and groups split over tp.
+    const std::int64_t heads = model.mamba.heads(model.hidden_size);
+    if (heads % tp != 0)
+      throw InputError("--tensor-model-parallel-size",
+                       "tp " + num(tp) + " does not divide the " + num(heads) + " Mamba heads");
+    if (model.mamba.num_groups % tp != 0)
+      throw InputError("--tensor-model-parallel-size", "tp " + num(tp) + " does not divide the " +
+                                                           num(model.mamba.num_groups) + " Mamba groups");
+    if (cp > 1)
+      throw InputError("--context-parallel-size",
+                       "context parallelism of the Mamba mixers (their all-to-all of heads) is not modelled");
+  }
 
   auto at_most = [](std::int64_t v, std::int64_t limit, const char* flag) {
     if (v > limit)

@@ -146,7 +146,13 @@ struct LayerKind {
 std::vector<LayerKind> layer_kinds(const ModelSpec& m) {
   std::vector<LayerKind> kinds;
   for (int l = 0; l < m.num_layers; ++l) {
-    std::string label = m.is_moe_layer(l) ? "MoE" : "dense";
+    // A hybrid model's layers by their block: Mamba, attention, MLP, MoE.
+    const char sym = m.layer_symbol(l);
+    std::string label = sym == 'M'          ? "Mamba"
+                        : sym == '*'        ? "attention"
+                        : sym == '-'        ? "MLP"
+                        : m.is_moe_layer(l) ? "MoE"
+                                            : "dense";
     auto it = std::find_if(kinds.begin(), kinds.end(), [&](const LayerKind& k) { return k.label == label; });
     if (it == kinds.end())
       kinds.push_back({label, 1, l});
@@ -330,8 +336,8 @@ std::string full_model_section(const LayerGraph& g) {
   add_ops(
       "embedding", [](const Op& op) { return op.layer < 0 && op.path.rfind("embedding", 0) == 0; }, "");
   for (const LayerKind& k : layer_kinds(u.model)) {
-    std::string name =
-        "decoder.layers × " + num(k.count) + (u.model.moe.enabled() ? " (" + k.label + ")" : "");
+    std::string name = "decoder.layers × " + num(k.count) +
+                       (u.model.moe.enabled() || u.model.hybrid() ? " (" + k.label + ")" : "");
     add_ops(
         name, [&](const Op& op) { return op.layer == k.representative; }, "/layer");
   }

@@ -351,6 +351,7 @@ void refuse_unpriced(const std::vector<std::string>& lines);
 /// the kernel) and not listed.
 std::vector<std::string> unmodelled_features(const ModelSpec& model, const Strategy* strategy = nullptr);
 
+/// A hybrid (Mamba) model: Megatron's hybrid_flops (training.py) per token instead.
 /// SimuMax ModelConfig.flops_per_token(seq, with_attn=True): the "6ND with attention" FLOPs per token
 /// used for MFU (non-causal s², one vocabulary matrix, all layers as MoE layers when the model is MoE).
 double flops_per_token(const ModelSpec& model, std::int64_t padded_vocab, std::int64_t seq);

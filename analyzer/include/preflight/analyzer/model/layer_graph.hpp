@@ -56,6 +56,9 @@ enum class OpKind {
   GroupedLinearRow,     ///< local experts' fc2, in split over etp
   TokenCombine,         ///< MoE all-to-all back + un-permutation
   CrossEntropy,         ///< vocab-parallel cross entropy (fp32 softmax)
+  /// A Mamba-2 mixer's causal convolution and SSD scan, fused as Megatron trains them
+  /// (mamba_split_conv1d_scan_combined): in = in_proj's local output (z, x, B, C, dt), out = d_inner / tp.
+  SelectiveScan,
 };
 
 /// What an op is in the network (its place in Megatron-core's module tree), as opposed to OpKind, the
@@ -111,6 +114,12 @@ enum class OpRole : std::uint8_t {
   MtpFinalNorm,    ///< mtp.layers.k.final_layernorm
   MtpOutputLayer,  ///< mtp.layers.k.output_layer: the model's output layer called again (shared weight)
   MtpLoss,         ///< mtp.layers.k.loss
+  // Mamba-2 mixer of a hybrid model's 'M' layer (its norm is InputNorm).
+  MambaInProj,   ///< mixer.in_proj: h → z, x, B, C, dt (column-parallel)
+  MambaScan,     ///< the fused causal convolution + SSD scan (+ z gating)
+  MambaNorm,     ///< mixer.norm: the gated RMSNorm over d_inner / tp
+  MambaOutProj,  ///< mixer.out_proj: d_inner → h (row-parallel)
+  MambaBda,      ///< mamba_bda: the residual add
 };
 
 /// A parameter tensor as held by this rank.

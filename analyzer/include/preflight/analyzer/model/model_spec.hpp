@@ -56,6 +56,28 @@ struct MLASpec {
   bool latent_norms = true;
 };
 
+/// The Mamba-2 mixers of a hybrid model (Megatron `--hybrid-layer-pattern` 'M' layers;
+/// megatron/core/ssm/mamba_mixer.py, Dao & Gu 2024, arXiv 2405.21060).  Per token the mixer's in_proj makes
+/// z and x (d_inner each), B and C (groups · state each) and dt (heads); a depthwise causal convolution
+/// over x, B, C; the SSD scan of x over the heads (head_dim each); a gated RMSNorm of the result by z; the
+/// out_proj back to hidden.  Heads and groups are split over tp.
+struct MambaSpec {
+  std::int64_t state_dim = 128;   ///< N (`--mamba-state-dim`)
+  std::int64_t head_dim = 64;     ///< P (`--mamba-head-dim`)
+  std::int64_t num_groups = 8;    ///< G, the groups of B and C (`--mamba-num-groups`)
+  std::int64_t num_heads = 0;     ///< H (`--mamba-num-heads`); 0 = expand (2) · hidden / head_dim
+  std::int64_t conv_kernel = 4;   ///< the causal convolution's width (d_conv)
+  std::int64_t chunk_size = 128;  ///< the SSD kernel's chunk (mamba_split_conv1d_scan_combined)
+  std::int64_t heads(std::int64_t hidden) const { return num_heads > 0 ? num_heads : 2 * hidden / head_dim; }
+  std::int64_t d_inner(std::int64_t hidden) const { return heads(hidden) * head_dim; }
+  /// in_proj's output features: z, x, B, C, dt.
+  std::int64_t in_proj_out(std::int64_t hidden) const {
+    return 2 * d_inner(hidden) + 2 * num_groups * state_dim + heads(hidden);
+  }
+  /// Channels of the causal convolution: x, B, C.
+  std::int64_t conv_dim(std::int64_t hidden) const { return d_inner(hidden) + 2 * num_groups * state_dim; }
+};
+
 /// Architecture of the network.  Sizes are element counts, not bytes.
 struct ModelSpec {
   std::string name;                          ///< label shown in reports ("llama3-8b", "megatron-args")
@@ -94,6 +116,12 @@ struct ModelSpec {
   double hidden_dropout = 0.1;
   MoESpec moe;
   MLASpec mla;
+  /// A hybrid model (Megatron `--hybrid-layer-pattern`, Nemotron-H style): one symbol per decoder layer —
+  /// 'M' a Mamba-2 mixer, '*' self-attention, '-' a dense MLP, 'E' a MoE MLP — each layer its norm, its
+  /// one block and the residual add (megatron/core/models/hybrid).  Empty: every layer is a transformer
+  /// layer (attention and MLP).
+  std::string hybrid_pattern;
+  MambaSpec mamba;
   /// Multi-token prediction layers (`--mtp-num-layers`; DeepSeek-V3 trains with 1).  Each sits on the last
   /// pipeline stage after the decoder: embedding of the tokens shifted once more (the shared embedding),
   /// enorm + hnorm, eh_proj (column-parallel 2h → h, no bias), one transformer layer built like the
@@ -113,6 +141,14 @@ struct ModelSpec {
   bool fc2_bias() const { return add_bias_linear || add_fc2_bias; }
   /// Whether transformer layer `layer` (0-based, global) has a MoE MLP.
   bool is_moe_layer(int layer) const;
+  bool hybrid() const { return !hybrid_pattern.empty(); }
+  /// The hybrid pattern's symbol of `layer` ('M', '*', '-', 'E'); 0 when the model is not hybrid.
+  char layer_symbol(int layer) const;
+  /// Whether layer `layer` has self-attention / an MLP (dense or MoE) / a Mamba mixer: a transformer layer
+  /// has the first two, a hybrid layer one of the three.
+  bool has_attention(int layer) const;
+  bool has_mlp(int layer) const;
+  bool is_mamba_layer(int layer) const { return layer_symbol(layer) == 'M'; }
   /// Whether transformer layer `layer` (0-based, global) attends a sliding window (not the whole sequence).
   bool is_window_layer(int layer) const;
   /// Vocabulary padded as Megatron does: up to a multiple of make_vocab_size_divisible_by · tp.

@@ -1,0 +1,67 @@
+// A hybrid model's Mamba-2 mixer (megatron/core/ssm/mamba_mixer.py): in_proj and out_proj as the dense
+// linears are priced; the fused causal convolution + SSD scan (mamba_ssm's mamba_split_conv1d_scan_combined,
+// Triton kernels) as Megatron counts its FLOPs (training.py mamba_layer_flops: 7 · tokens · d_inner · state)
+// at the system's `mamba_scan` efficiency — the `default` op's when the system file has none (no published
+// measurement of the kernel is in the corpus) — with the bytes it moves (its input, its output and the
+// ungated output it keeps, the fp32 chunk states) as the memory-bound bound.
+#include "leaf_build.hpp"
+
+#include <cmath>
+
+namespace preflight::analyzer::cost::detail {
+
+void price_mamba_scan(const Ctx& c, Leaf& l) {
+  const MambaSpec& mb = c.m->mamba;
+  const double heads = static_cast<double>(mb.heads(c.m->hidden_size)) / c.tp;
+  const double conv = static_cast<double>(mb.conv_dim(c.m->hidden_size)) / c.tp;
+  const double tok = l.tokens;
+  const double chunks = std::ceil(l.s / static_cast<double>(mb.chunk_size));
+  // fp32 chunk states: batch × chunks × heads × head_dim × state.
+  const double states = l.b * chunks * heads * static_cast<double>(mb.head_dim * mb.state_dim) * 4;
+  const double in_b = tok * l.in * c.e, out_b = tok * l.out * c.e;
+  l.cache = (l.has_cached_inputs ? 0 : in_b) + out_b;  // z, x, B, C, dt and the ungated output
+  l.fwd_peak = in_b + 2 * out_b + states;
+  l.bwd_peak = 2 * in_b + 2 * out_b + 2 * states;
+  const double params = conv * static_cast<double>(mb.conv_kernel) + conv + 3 * heads;
+  dense_params(c, l, params, c.e, params * c.tp);
+  Pass& p = l.pass;
+  p.fwd_flops = 7 * tok * l.out * static_cast<double>(mb.state_dim) +
+                2 * tok * conv * static_cast<double>(mb.conv_kernel);
+  p.bwd_act_flops = 2 * p.fwd_flops;
+  p.bwd_w_flops = 0;
+  p.fwd_bytes = in_b + 2 * out_b + 2 * states;
+  p.bwd_act_bytes = 2 * in_b + 3 * out_b + 3 * states;
+  finish_recompute(l);
+  price_passes(c, l, "mamba_scan", "mamba_scan", "mamba_scan");
+}
+
+void mamba_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
+  const Ctx& c = bld.c;
+  const std::string mp = Builder::idx(1, "MambaMixer");
+  const Op& in = ops.need(OpRole::MambaInProj);
+  const double tok_in = (c.sp && c.tp > 1) ? in.tokens / c.tp : in.tokens;
+  // in_proj is a TELayerNormColumnParallelLinear, as the attention's linear_qkv (its recompute flags).
+  add_linear(bld, true, "mixer.in_proj", mp, 0, in.tokens, tok_in, in.in_features, in.out_features,
+             rc.out || rc.meg_ln, rc.meg_ln, rc.meg_ln, rc.meg_ln, false);
+  const Op& scan = ops.need(OpRole::MambaScan);
+  Leaf l;
+  l.kind = LeafKind::MambaScan;
+  l.b = mbs(c);
+  l.s = static_cast<double>(scan.tokens) / l.b;
+  l.tokens = static_cast<double>(scan.tokens);
+  l.in = static_cast<double>(scan.in_features);
+  l.out = static_cast<double>(scan.out_features);
+  l.input_bytes = l.tokens * l.in * c.e;
+  l.recompute = rc.out;
+  l.name = "mixer.ssm";
+  l.path = mp + Builder::idx(1, "MambaScan");
+  bld.push(std::move(l));
+  const Op& norm = ops.need(OpRole::MambaNorm);
+  bld.push(norm_leaf(static_cast<double>(norm.tokens), static_cast<double>(norm.in_features), rc.out,
+                     "mixer.norm", mp + Builder::idx(2, "LayerNorm")));
+  const Op& out = ops.need(OpRole::MambaOutProj);
+  add_linear(bld, false, "mixer.out_proj", mp, 3, out.tokens, out.tokens, out.in_features, out.out_features,
+             rc.out, false, false, false, false);
+}
+
+}  // namespace preflight::analyzer::cost::detail

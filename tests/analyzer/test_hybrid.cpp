@@ -1,0 +1,226 @@
+// Hybrid (Mamba) models as Megatron builds them (--hybrid-layer-pattern; megatron/core/models/hybrid,
+// megatron/core/ssm/mamba_mixer.py): the pattern, the Mamba mixer's parameters and saved activations, the
+// FLOPs Megatron's MFU counts, and the cost model pricing every op — each number computed here by hand from
+// NVIDIA's Nemotron-3-Nano-30B-A3B configuration (Megatron-Bridge recipes/nemotronh/nemotron_3_nano.py).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/model/memory.hpp"
+#include "preflight/common/error.hpp"
+
+using namespace preflight::analyzer;
+using Words = std::vector<std::string>;
+
+namespace {
+const char* kNanoPattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME";
+
+Words nano(const Words& more = {}) {
+  Words a = {"--hybrid-layer-pattern",
+             kNanoPattern,
+             "--hidden-size",
+             "2688",
+             "--ffn-hidden-size",
+             "1856",
+             "--num-attention-heads",
+             "32",
+             "--group-query-attention",
+             "--num-query-groups",
+             "2",
+             "--kv-channels",
+             "128",
+             "--mamba-num-heads",
+             "64",
+             "--mamba-head-dim",
+             "64",
+             "--mamba-state-dim",
+             "128",
+             "--mamba-num-groups",
+             "8",
+             "--num-experts",
+             "128",
+             "--moe-ffn-hidden-size",
+             "1856",
+             "--moe-shared-expert-intermediate-size",
+             "3712",
+             "--moe-router-topk",
+             "6",
+             "--moe-grouped-gemm",
+             "--squared-relu",
+             "--seq-length",
+             "8192",
+             "--disable-bias-linear",
+             "--position-embedding-type",
+             "none",
+             "--normalization",
+             "RMSNorm",
+             "--untie-embeddings-and-output-weights",
+             "--vocab-size",
+             "131072",
+             "--attention-dropout",
+             "0",
+             "--hidden-dropout",
+             "0",
+             "--bf16",
+             "--use-flash-attn",
+             "--micro-batch-size",
+             "1",
+             "--expert-model-parallel-size",
+             "8",
+             "--nproc_per_node",
+             "8"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+// The ops of layer `layer` (global) in the first chunk holding it.
+std::vector<const Op*> layer_ops(const LayerGraph& g, int layer) {
+  std::vector<const Op*> out;
+  for (const auto& c : g.chunks)
+    for (const auto& op : c.ops)
+      if (op.layer == layer) out.push_back(&op);
+  return out;
+}
+}  // namespace
+
+TEST(Hybrid, PatternSetsTheLayers) {
+  const MegatronConfig c = parse_megatron_args(nano({"--num-layers", "48"}));
+  EXPECT_EQ(c.model.num_layers, 52);
+  int mamba = 0, attention = 0, moe = 0;
+  for (int l = 0; l < c.model.num_layers; ++l) {
+    mamba += c.model.is_mamba_layer(l);
+    attention += c.model.has_attention(l);
+    moe += c.model.is_moe_layer(l);
+    EXPECT_EQ(c.model.has_mlp(l), c.model.is_moe_layer(l)) << l;  // Nano's MLPs are all MoE
+  }
+  EXPECT_EQ(mamba, 23);
+  EXPECT_EQ(attention, 6);
+  EXPECT_EQ(moe, 23);
+  EXPECT_EQ(c.model.mamba.heads(2688), 64);
+  EXPECT_EQ(c.model.mamba.d_inner(2688), 4096);
+  EXPECT_EQ(c.model.mamba.in_proj_out(2688), 2 * 4096 + 2 * 8 * 128 + 64);
+  bool said = false;
+  for (const auto& w : c.warnings) said = said || w.find("--num-layers 48 is ignored") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Without --mamba-num-heads the mixer has expand 2: 2 · hidden / head_dim heads.
+  const MegatronConfig d =
+      parse_megatron_args({"--hybrid-layer-pattern", "M*-", "--hidden-size", "1024", "--num-attention-heads",
+                           "8", "--seq-length", "128", "--vocab-size", "1000"});
+  EXPECT_EQ(d.model.mamba.heads(1024), 32);
+  EXPECT_FALSE(d.model.is_moe_layer(2));
+  EXPECT_TRUE(d.model.has_mlp(2));
+}
+
+// One Mamba layer of Nano at tp 1: its norm [2688], in_proj [10304, 2688], the convolution [6144, 1, 4] and
+// its bias, A_log / D / dt_bias [64], the gated norm [4096], out_proj [2688, 4096]; tp 2 splits all but the
+// layer's norm.
+TEST(Hybrid, MambaLayerParametersAndActivations) {
+  const MegatronConfig c = parse_megatron_args(nano());
+  const LayerGraph g = build_layer_graph(c.model, c.strategy);
+  std::int64_t params = 0, kept = 0;
+  for (const Op* op : layer_ops(g, 0)) {
+    params += op->param_numel();
+    kept += op->kept_bytes;
+  }
+  const std::int64_t in_proj = 10304LL * 2688, conv = 6144LL * 4 + 6144, heads = 3 * 64,
+                     out_proj = 2688LL * 4096;
+  EXPECT_EQ(params, 2688 + in_proj + conv + heads + 4096 + out_proj);
+  // Saved for backward, one micro batch of 8192 tokens in bf16: the norm's input and its fp32 rstd, in_proj's
+  // input, the scan's input (z, x, B, C, dt) and its ungated output, the gated norm's input and its rstd per
+  // group (8), out_proj's input.
+  const std::int64_t t = 8192;
+  EXPECT_EQ(kept, t * 2688 * 2 + t * 4 + t * 2688 * 2 + t * 10304 * 2 + t * 4096 * 2 + t * 4096 * 2 +
+                      t * 8 * 4 + t * 4096 * 2);
+
+  const MegatronConfig c2 =
+      parse_megatron_args(nano({"--tensor-model-parallel-size", "2", "--sequence-parallel"}));
+  const LayerGraph g2 = build_layer_graph(c2.model, c2.strategy);
+  std::int64_t params2 = 0;
+  for (const Op* op : layer_ops(g2, 0)) params2 += op->param_numel();
+  EXPECT_EQ(params2, 2688 + (in_proj + conv + heads + 4096 + out_proj) / 2);
+}
+
+TEST(Hybrid, MegatronsChecksOfTheMixer) {
+  auto refused = [](const Words& a, const std::string& where) {
+    try {
+      const MegatronConfig c = parse_megatron_args(a);
+      c.model.validate();
+      c.strategy.validate(c.model);
+      ADD_FAILURE() << "accepted, expected an error at " << where;
+    } catch (const preflight::InputError& e) {
+      EXPECT_EQ(e.where(), where) << e.what();
+    }
+  };
+  // 16 tp ranks do not divide the 8 groups; 6 groups do not divide the 64 heads; the mixers' context
+  // parallelism is not modelled.
+  refused(nano({"--tensor-model-parallel-size", "16", "--sequence-parallel", "--nproc_per_node", "16"}),
+          "--tensor-model-parallel-size");
+  refused(nano({"--mamba-num-groups", "6"}), "--mamba-num-groups");
+  refused(nano({"--context-parallel-size", "2"}), "--context-parallel-size");
+  // MoE layers in the pattern need experts.
+  refused({"--hybrid-layer-pattern", "M*-E", "--hidden-size", "1024", "--num-attention-heads", "8",
+           "--seq-length", "128", "--vocab-size", "1000"},
+          "--hybrid-layer-pattern");
+}
+
+// Megatron's MFU counts (training.py hybrid_flops): per token, ×3 for forward and backward, with the mixer at
+// d_in = 2 · hidden.  NeMo's published Nano row (26.08, GB300: 39936 tokens/s/GPU at 901 model TFLOP/s/GPU)
+// counts 22.56 GFLOP per token; Megatron's formula gives 1.2 % less (its mixer width).
+TEST(Hybrid, FlopsAsMegatronCountsThem) {
+  const MegatronConfig c = parse_megatron_args(nano());
+  const double h = 2688, s = 8192, d_in = 2 * h;
+  const double mamba = 2 * h * (2 * d_in + 2 * 8 * 128 + 64) + 7 * d_in * 128 + 2 * d_in * h;
+  const double p = 128.0 * 32 / h;
+  const double attention = 4 * h * p * (h + h * (2.0 / 32)) + 2 * s * h * p;
+  const double moe = 4 * h * 1856 * 6 + 4 * h * 3712;
+  const double per_token = 3 * (23 * mamba + 6 * attention + 23 * moe + 2 * h * 131072);
+  EXPECT_NEAR(cost::flops_per_token(c.model, 131072, 8192), per_token, per_token * 1e-12);
+  const double published = 901e12 / 39936;
+  EXPECT_NEAR(per_token / published, 1.0, 0.02);
+}
+
+// The cost model prices every op of the three layer kinds; the scan at Megatron's count, 7 · tokens · d_inner
+// · state forward plus the depthwise convolution.
+TEST(Hybrid, CostModelPricesEveryOp) {
+  const MegatronConfig c = parse_megatron_args(nano({"--global-batch-size", "64"}));
+  const SystemSpec sys = cost::load_simumax_system("gb300");
+  EXPECT_TRUE(cost::unpriced_ops(c.model, c.strategy, sys).empty());
+  cost::EstimateOptions opt;
+  opt.layer_ops = true;
+  opt.strict = true;
+  const cost::Estimate est = cost::estimate(c.model, c.strategy, sys, opt);
+  EXPECT_GT(est.iteration_ms, 0);
+  bool scan = false;
+  for (const auto& lo : est.layer_ops)
+    for (const auto& op : lo.ops)
+      if (op.kind == "MambaScan") {
+        scan = true;
+        EXPECT_DOUBLE_EQ(op.work.fwd_flops, 7.0 * 8192 * 4096 * 128 + 2.0 * 8192 * 6144 * 4);
+        EXPECT_GT(op.times.fwd_compute_ms, 0);
+      }
+  EXPECT_TRUE(scan);
+  // SimuMax has no Mamba layers: its compatibility mode says so instead of pricing something else.
+  Strategy compat = c.strategy;
+  compat.simumax_compat = true;
+  EXPECT_THROW(cost::estimate(c.model, compat, sys), preflight::InputError);
+}
+
+// Muon leaves the mixer's in_proj to its scalar optimizer (mamba_mixer.py sets in_proj.weight.use_muon =
+// False); out_proj, the attention and the experts' weights are its matrices.
+TEST(Hybrid, MuonSkipsTheMixersInProj) {
+  const MegatronConfig c = parse_megatron_args(nano({"--optimizer", "muon"}));
+  const LayerGraph g = build_layer_graph(c.model, c.strategy);
+  const StageMemory m = stage_memory(g).stages[0];
+  std::int64_t matrices = 0;
+  for (const auto& op : g.chunks[0].ops)
+    if (op.role == OpRole::MambaOutProj || op.role == OpRole::Qkv || op.role == OpRole::AttnProj ||
+        op.role == OpRole::Router || op.role == OpRole::SharedFc1 || op.role == OpRole::SharedFc2 ||
+        op.role == OpRole::ExpertsFc1 || op.role == OpRole::ExpertsFc2)
+      for (const auto& p : op.params)
+        if (p.name == "weight") matrices += p.numel();
+  EXPECT_EQ(m.muon_params + m.muon_expert_params, matrices);
+}
