@@ -184,6 +184,16 @@ MXFP8_SCALE = {"b200": (fit("mxfp8", 1.095), "fitted on NeMo's six published FP8
                         "on 128 B200s, Llama-3-8B on 8 B200s and 8 GB200s; 25.09, 25.11): each pair's iteration "
                         "ratio within 2.4 %")}
 MXFP8_SCALE["gb200"] = MXFP8_SCALE["b200"]
+# MXFP8 grouped (expert) GEMMs whose local weight has a dimension that is not a multiple of 128: Transformer
+# Engine's grouped MXFP8 kernels need 128-aligned dimensions (common/cast/mxfp8: "divisible by 128"), and such
+# experts take its generic per-tensor path.  Every aligned MoE of the corpus (DeepSeek-V3, Kimi-K2, Qwen3) fits
+# the published grouped rate; GPT-OSS-120B's experts (2880) ran 34 ... 38 % slower than priced.  Fitted on
+# NeMo's five GPT-OSS-120B MXFP8 rows (B300 ep 8, GB200 ep 64, GB300 ep 16; 26.06, 26.08; least squares):
+# Nemotron-3-Nano's experts (1856), held out, -30 ... -21 % before.  Set on every Blackwell preset.
+MXFP8_UNALIGNED = (fit("mxfp8_unaligned_grouped", 2.6961),
+                   "fitted on NeMo's five GPT-OSS-120B MXFP8 rows (hidden and expert FFN 2880) on B300 / GB200 / "
+                   "GB300 (least squares; they were -33.7 ... -38.2 % at the aligned rate); Nemotron-3-Nano's "
+                   "(expert FFN 1856) held out")
 # NVFP4 GEMMs (`--fp4-format e2m1`, Blackwell only): time over the same GEMM with per-tensor FP8, least squares
 # on NeMo's published NVFP4 rows (Megatron-Bridge docs/performance-summary-archive.md, 26.02 ... 26.06: Llama-3-70B
 # on 64 and Llama-3.1-405B on 256 GPUs; tests/data/time_corpus/{gb200,gb300}_nemo_nvfp4.json).  The spec sheets'
@@ -443,6 +453,8 @@ def scaled(base, name, bf16, fp8, mem, hbm, link, per_domain, nic, compute_from,
     if name in MXFP8_SCALE:
         s["mxfp8_gemm_scale"] = MXFP8_SCALE[name][0]
         s["preflight"]["mxfp8_gemm_scale_source"] = MXFP8_SCALE[name][1]
+        s["mxfp8_grouped_unaligned_scale"] = MXFP8_UNALIGNED[0]
+        s["preflight"]["mxfp8_grouped_unaligned_scale_source"] = MXFP8_UNALIGNED[1]
     if name in NVFP4_SCALE:
         s["nvfp4_gemm_scale"] = NVFP4_SCALE[name][0]
         s["preflight"]["nvfp4_gemm_scale_source"] = NVFP4_SCALE[name][1]

@@ -39,10 +39,13 @@ STEPS = [
     ("b200_fp8", ["b200_nemo_llama3_8b.json", "b200_nemo_llama31.json"], None),
     # The host time of a MoE layer's routed experts: NeMo's MXFP8 MoE rows on B200 (the FP8 grouped GEMMs at
     # their published rate).
-    ("moe_host_us", ["b200_nemo_moe.json", "b200_nemo_qwen3_235b.json"], r"\bmxfp8\b"),
+    ("moe_host_us", ["b200_nemo_moe.json", "b200_nemo_qwen3_235b.json"], r"^(?!.*nemotron).*\bmxfp8\b"),
     # The Grace hosts' factor on it: NeMo's MXFP8 MoE rows on GB200 / GB300.
     ("grace_host", ["gb200_nemo_moe.json", "gb200_nemo_qwen3_235b.json", "gb200_nemo_deepseek.json",
                     "gb300_nemo_moe.json", "gb300_nemo_qwen3_235b.json", "gb300_nemo_deepseek.json"], r"\bmxfp8\b"),
+    # MXFP8 grouped GEMMs of experts with a dimension not a multiple of 128: NeMo's GPT-OSS-120B MXFP8 rows.
+    ("mxfp8_unaligned_grouped", ["b300_nemo_moe.json", "gb200_nemo_full_iteration.json",
+                                 "gb300_nemo_full_iteration.json"], r"gpt-oss.*mxfp8"),
     # BF16 grouped GEMMs at shapes SimuMax's B200 file did not measure: NeMo's GPT-OSS-120B BF16 rows on B200.
     ("blackwell_unmeasured_grouped", ["b200_nemo_moe.json"], r"gpt-oss"),
     # GB300's dense GEMMs: NeMo's Llama-3 rows on GB300.

@@ -2018,3 +2018,74 @@ TEST(CostModel, FlexDispatcherPermutesOnceASide) {
   EXPECT_NEAR(permutation("flex").work.fwd_bytes, (received * h + rows * h) * 2, 1);
   EXPECT_LT(permutation("flex").times.fwd_compute_ms, permutation("alltoall").times.fwd_compute_ms);
 }
+
+// MXFP8 grouped GEMMs of experts with a weight dimension that is not a multiple of 128 take Transformer
+// Engine's generic per-tensor path: priced at the system's mxfp8_grouped_unaligned_scale times the aligned
+// time.  The same MoE with expert FFN 1856 (14.5 · 128; Nemotron-3-Nano) and 1920 (15 · 128), squared ReLU
+// (both expert weights hold the FFN width): with the scale set to 1 the per-FLOP time of their grouped GEMMs
+// is about the same; the preset's (gb300) makes the unaligned one's exactly that many times longer and leaves
+// the aligned one and BF16 grouped GEMMs as they were.  Gated (SwiGLU), fc1's weight is 2 · 1856 = 29 · 128
+// wide and aligned: only fc2 takes the generic path.
+TEST(CostModel, UnalignedMxfp8GroupedGemmsTakeTheGenericPath) {
+  auto grouped_ms_per_flop = [](const std::string& ffn, const SystemSpec& sys, bool mxfp8,
+                                const char* act = "--squared-relu") {
+    std::vector<std::string> a = {"--num-layers",
+                                  "2",
+                                  "--hidden-size",
+                                  "2688",
+                                  "--num-attention-heads",
+                                  "32",
+                                  "--num-experts",
+                                  "64",
+                                  "--moe-ffn-hidden-size",
+                                  ffn,
+                                  "--moe-router-topk",
+                                  "4",
+                                  "--moe-grouped-gemm",
+                                  "--seq-length",
+                                  "4096",
+                                  "--vocab-size",
+                                  "32000",
+                                  "--disable-bias-linear",
+                                  "--normalization",
+                                  "RMSNorm",
+                                  "--bf16",
+                                  "--use-flash-attn",
+                                  "--micro-batch-size",
+                                  "1",
+                                  "--global-batch-size",
+                                  "8",
+                                  "--expert-model-parallel-size",
+                                  "8",
+                                  "--nproc_per_node",
+                                  "8",
+                                  act};
+    if (mxfp8) a.insert(a.end(), {"--fp8-format", "hybrid", "--fp8-recipe", "mxfp8"});
+    const MegatronConfig c = parse_megatron_args(a);
+    EstimateOptions opt;
+    opt.layer_ops = true;
+    const Estimate est = estimate(c.model, c.strategy, sys, opt);
+    double ms = 0, flops = 0;
+    for (const auto& lo : est.layer_ops)
+      for (const auto& op : lo.ops)
+        if (op.kind == "GroupLinearCol" || op.kind == "GroupLinearRow") {
+          ms += op.times.fwd_compute_ms + op.times.bwd_compute_ms();
+          flops += op.work.fwd_flops + op.work.bwd_flops;
+        }
+    EXPECT_GT(flops, 0);
+    return ms / flops;
+  };
+  const SystemSpec preset = load_simumax_system("gb300");
+  ASSERT_GT(preset.mxfp8_grouped_unaligned_scale, 1.5);
+  SystemSpec flat = preset;
+  flat.mxfp8_grouped_unaligned_scale = 1.0;
+  EXPECT_NEAR(grouped_ms_per_flop("1856", preset, true) / grouped_ms_per_flop("1856", flat, true),
+              preset.mxfp8_grouped_unaligned_scale, 1e-9);
+  EXPECT_NEAR(grouped_ms_per_flop("1856", flat, true) / grouped_ms_per_flop("1920", flat, true), 1.0, 0.05);
+  EXPECT_DOUBLE_EQ(grouped_ms_per_flop("1920", flat, true), grouped_ms_per_flop("1920", preset, true));
+  EXPECT_DOUBLE_EQ(grouped_ms_per_flop("1856", preset, false), grouped_ms_per_flop("1856", flat, false));
+  const double gated = grouped_ms_per_flop("1856", preset, true, "--swiglu") /
+                       grouped_ms_per_flop("1856", flat, true, "--swiglu");
+  EXPECT_GT(gated, 1.2);
+  EXPECT_LT(gated, preset.mxfp8_grouped_unaligned_scale - 0.5);
+}

@@ -281,9 +281,10 @@ TEST(TimeFit, Gb300DenseGemmsFitAndMoeRowsHeldOut) {
 // Qwen3 +5.5 … +10 % with the intra-node HybridEP rate fitted on B200's micro batch 4 rows, +32 … +37 % as
 // NCCL's all-to-all of every routed copy; GPT-OSS −3.7 … −5.0 %).  Qwen3-30B-A3B of 26.06 (full-iteration
 // CUDA graph, expert-parallel overlap, FP8 attention: 6.43 s where 26.04.01 ran 8.53 s) −1.8 %.  GPT-OSS-120B
-// in MXFP8 (26.06, the BF16 recipe otherwise: 1.22× the BF16 rows' speed) is a measured miss, −38 %: its
-// grouped GEMMs at the published MXFP8 rate, 3.6× the BF16 efficiency fitted on B200's GPT-OSS rows
-// (docs/time_fidelity.md).
+// in MXFP8 (26.06, the BF16 recipe otherwise: 1.22× the BF16 rows' speed) −11.2 %: its experts (2880 wide,
+// not a multiple of 128) take Transformer Engine's generic MXFP8 path (the presets'
+// mxfp8_grouped_unaligned_scale, fitted on the five GPT-OSS MXFP8 rows; −38 % at the published aligned rate
+// before stop 37).
 TEST(TimeFit, B300MoeRowsHeldOut) {
   const auto runs = corpus_runs("b300_nemo_moe.json");
   ASSERT_EQ(runs.size(), 13u);
@@ -293,8 +294,8 @@ TEST(TimeFit, B300MoeRowsHeldOut) {
     const bool qwen = r.name.find("qwen3") != std::string::npos;
     const bool deepseek = r.name.find("deepseek") != std::string::npos;
     if (r.name.find("gpt-oss-120b mxfp8") != std::string::npos) {
-      EXPECT_GT(r.error_before(), -0.42) << r.name;
-      EXPECT_LT(r.error_before(), -0.34) << r.name;
+      EXPECT_GT(r.error_before(), -0.14) << r.name;
+      EXPECT_LT(r.error_before(), -0.08) << r.name;
       continue;
     }
     EXPECT_LT(std::abs(r.error_before()), qwen ? 0.105 : deepseek ? 0.085 : 0.07) << r.name;
@@ -705,8 +706,8 @@ TEST(TimeFit, NemoQwen3_235bBlackwellRowsHeldOut) {
 // DeepSeek-V3 on GB200 +2.4 … +3.6 %; priced with the host time (the graph read past) they were +9.9 … +31 %.
 // DeepSeek-V3 on GB300 (its recipe's only differences from GB200's: FP8 attention, micro batch 1 without
 // recompute, ep 32) is +11.6 … +12.5 %: FP8 attention is not priced (read past, warned).  GPT-OSS-120B on 64
-// GPUs (added at stop 36) is −33.7 … −35.2 %, a known miss (docs/time_fidelity.md, Known gaps): held as
-// measured so that a change of the model that moves it is seen.  Bounded as measured.
+// GPUs (added at stop 36) −1.6 … +5.7 % with its unaligned experts on Transformer Engine's generic MXFP8 path
+// (−33.7 … −35.2 % before stop 37; the scale is fitted on these and B300's row).  Bounded as measured.
 TEST(TimeFit, FullIterationCudaGraphRowsHeldOut) {
   for (const auto& [file, n] :
        {std::pair{"gb200_nemo_full_iteration.json", 11u}, std::pair{"gb300_nemo_full_iteration.json", 12u}}) {
@@ -720,8 +721,8 @@ TEST(TimeFit, FullIterationCudaGraphRowsHeldOut) {
       const bool gb300_deepseek = std::string(file).find("gb300") != std::string::npos &&
                                   r.name.find("deepseek") != std::string::npos;
       const bool gpt_oss = r.name.find("gpt-oss") != std::string::npos;
-      EXPECT_GT(r.error_before(), gpt_oss ? -0.37 : gb300_deepseek ? 0.10 : -0.08) << r.name;
-      EXPECT_LT(r.error_before(), gpt_oss ? -0.32 : gb300_deepseek ? 0.14 : 0.05) << r.name;
+      EXPECT_GT(r.error_before(), gpt_oss ? -0.03 : gb300_deepseek ? 0.10 : -0.08) << r.name;
+      EXPECT_LT(r.error_before(), gpt_oss ? 0.07 : gb300_deepseek ? 0.14 : 0.05) << r.name;
     }
     // The same runs with the experts eager (the graph's host time paid) are 4 … 31 % slow (GPT-OSS's still
     // fast: its miss is not the host time).
@@ -828,8 +829,9 @@ TEST(TimeFit, NemoMoeRowsWithFlexDispatchAndExpertParallelOverlap) {
   // published rate; the host time is fitted on it with the Qwen3 rows) — +26 % when the b200 preset's
   // all-to-all scale, fitted on one-node NVLink runs, was applied to InfiniBand, +9.6 % with every RDMA peer
   // paying its own latency (NCCL's all-to-all, not DeepEP's kernel).
+  // Nemotron-3-Nano (hybrid Mamba, MXFP8, added at stop 37) −5.3 %.
   const auto b200_runs = corpus_runs("b200_nemo_moe.json");
-  ASSERT_EQ(b200_runs.size(), 7u);
+  ASSERT_EQ(b200_runs.size(), 8u);
   const TimeFit b200 = fit_time(b200_runs, cost::load_simumax_system("b200"));
   EXPECT_LT(b200.max_abs_before(), 0.07);
   for (const auto& r : b200.runs) {
@@ -1318,6 +1320,10 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
                            "gb200_nemo_deepseek.json",
                            "gb300_nemo_deepseek.json",
                            "gb300_nemo_kimi.json",
+                           "gb300_nemo_nemotron3_nano.json",
+                           "gb200_nemo_nemotron3_nano.json",
+                           "b300_nemo_nemotron3_nano.json",
+                           "h100_nemo_nemotron3_nano.json",
                            "b200_nemo_qwen3_235b.json",
                            "b300_nemo_qwen3_235b.json",
                            "gb200_nemo_qwen3_235b.json",
@@ -1371,7 +1377,7 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
   EXPECT_GE(tight_lo, 0.94);
   EXPECT_LE(tight_hi, 0.995);
   EXPECT_EQ(checked, 11 + 2 + 2 + 17 + 12 + 7 + 12 + 3 + 13 + 13 + 5 + 5 + 8 + 7 + 9 + 4 + 4 + 9 + 8 + 4 + 4 +
-                         4 + 2 + 2 + 4 + 4 + 11 + 12 + 3 + 2 + 6 + 2);
+                         4 + 3 + 3 + 3 + 3 + 2 + 2 + 4 + 4 + 11 + 12 + 3 + 2 + 6 + 2 + 1);
 }
 
 // The embedded presets (analyzer/data/systems) are the generator's output: re-running it reproduces every
@@ -1440,7 +1446,7 @@ TEST(SystemPresets, FittedConstantsAreAtTheirRowsLeastSquaresOptimum) {
     EXPECT_NEAR(refitted / std::stod(was), 1.0, 0.03)
         << name << ": " << was << " as written, " << refitted << " refitted on its rows";
   }
-  EXPECT_EQ(steps, 12) << r.out;
+  EXPECT_EQ(steps, 13) << r.out;
 }
 
 // The published-run ranges every estimate prints (analyzer/data/fidelity/time_errors.json) are the corpus
@@ -1474,7 +1480,36 @@ TEST(SystemPresets, PublishedRunErrorsAreTheCorpusPricedAsGiven) {
       runs += c["runs"].get<int>();
     }
   }
-  EXPECT_EQ(runs, 329);  // every run of tests/data/time_corpus
+  EXPECT_EQ(runs, 342);  // every run of tests/data/time_corpus
+}
+
+}  // namespace
+}  // namespace preflight::analyzer
+
+namespace preflight::analyzer {
+namespace {
+
+// NeMo's Nemotron-3-Nano-30B-A3B rows (hybrid Mamba-2 / attention / MoE; 26.04 … 26.06; held out, added at
+// stop 37 with the hybrid model): MXFP8 on 8 B300 / GB200 / GB300 / B200, FP8 current scaling on 16 H100.
+// Its experts' FFN (1856) is not a multiple of 128: the MXFP8 rows carry the unaligned-expert scale fitted on
+// GPT-OSS (−21 … −30 % without it).  B300 −5.3 … +0.2 %, GB200 −7.2 … −5.0 %, GB300 −15.4 … −11.2 % (the
+// Mamba scan's kernel rate is not measured: the `default` efficiency), H100 +12.2 … +15.2 % (Hopper's FP8
+// grouped GEMMs at the scale fitted on Qwen3).  Bounded as measured.
+TEST(TimeFit, Nemotron3NanoRowsHeldOut) {
+  for (const auto& [file, lo, hi] : {std::tuple{"b300_nemo_nemotron3_nano.json", -0.075, 0.025},
+                                     std::tuple{"gb200_nemo_nemotron3_nano.json", -0.095, -0.03},
+                                     std::tuple{"gb300_nemo_nemotron3_nano.json", -0.175, -0.09},
+                                     std::tuple{"h100_nemo_nemotron3_nano.json", 0.10, 0.175}}) {
+    const auto runs = corpus_runs(file);
+    ASSERT_EQ(runs.size(), 3u) << file;
+    for (const auto& r : runs) ASSERT_TRUE(r.model.hybrid()) << r.name;
+    const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
+    const TimeFit fit = fit_time(runs, cost::load_simumax_system(j["system"].get<std::string>()));
+    for (const auto& r : fit.runs) {
+      EXPECT_GT(r.error_before(), lo) << r.name;
+      EXPECT_LT(r.error_before(), hi) << r.name;
+    }
+  }
 }
 
 }  // namespace

@@ -328,6 +328,19 @@ void price_group_linear(const Ctx& c, Leaf& l, bool column) {
           "single_output=False",
       key +
           ", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False");
+  // Transformer Engine's grouped MXFP8 kernels (grouped quantize / swizzled scales / the fused grouped paths)
+  // want every expert weight dimension a multiple of 128 (common/cast/mxfp8: "divisible by 128"; the
+  // specialized cast kernels need full 128-element chunks); otherwise each expert takes the generic
+  // per-tensor path.  Priced as the system's mxfp8_grouped_unaligned_scale times the aligned time (GPT-OSS's
+  // 2880, Nemotron-3-Nano's 1856; every aligned MoE of the corpus runs at the published rate).
+  if (l.fp8_gemm && c.st->fp8_recipe == Fp8Recipe::Mxfp8 && !c.st->simumax_compat &&
+      (std::fmod(l.in, 128) != 0 || std::fmod(l.out, 128) != 0)) {
+    const double k = c.sys->mxfp8_grouped_unaligned_scale;
+    l.pass.fwd_ms *= k;
+    l.pass.bwd_act_ms *= k;
+    l.pass.bwd_w_ms *= k;
+    l.pass.recompute_ms *= k;
+  }
 }
 
 namespace {

@@ -530,6 +530,10 @@ SystemSpec read_simumax_system(const json& j, const std::string& where) {
   if (!(sms >= 0 && sms <= 100000 && sms == std::floor(sms)))
     throw InputError(f.field("sm_count"), "must be a whole number of streaming multiprocessors (0: unknown)");
   sys.sm_count = static_cast<int>(sms);
+  sys.mxfp8_grouped_unaligned_scale = f.number("mxfp8_grouped_unaligned_scale", 1.0);
+  if (!(sys.mxfp8_grouped_unaligned_scale >= 1 && sys.mxfp8_grouped_unaligned_scale <= 10))
+    throw InputError(f.field("mxfp8_grouped_unaligned_scale"),
+                     "must be in [1, 10] (an unaligned MXFP8 grouped GEMM's time over an aligned one's)");
   sys.mxfp8_gemm_scale = f.number("mxfp8_gemm_scale", 1.0);
   if (!(sys.mxfp8_gemm_scale >= 1 && sys.mxfp8_gemm_scale <= 10))
     throw InputError(f.field("mxfp8_gemm_scale"), "must be in [1, 10] (an MXFP8 GEMM's time over FP8's)");

@@ -84,6 +84,11 @@ struct SystemSpec {
   /// Blackwell presets carry one fitted on NeMo's published pairs of FP8-CS / MXFP8 rows of one layout
   /// (analyzer/data/systems/README.md).
   double mxfp8_gemm_scale = 1.0;
+  /// Time of an MXFP8 grouped (expert) GEMM whose local weight has a dimension that is not a multiple of
+  /// 128, over an aligned one's, ≥ 1 (top-level `mxfp8_grouped_unaligned_scale`, a preflight extension; 1
+  /// when absent): Transformer Engine's grouped MXFP8 kernels need 128-aligned dimensions and such experts
+  /// take its generic per-tensor path.  Fitted on published runs (analyzer/data/systems/README.md).
+  double mxfp8_grouped_unaligned_scale = 1.0;
   /// Time of an NVFP4 GEMM (`--fp4-format e2m1`: 4-bit elements, an e4m3 scale per 16) over the same GEMM
   /// with FP8 per-tensor scaling, in (0, 1] (top-level `nvfp4_gemm_scale`, a preflight extension).  0 when
   /// absent: the device has no FP4 tensor cores and `--fp4-format` is refused.  The Blackwell presets carry
