@@ -224,3 +224,27 @@ TEST(Hybrid, MuonSkipsTheMixersInProj) {
         if (p.name == "weight") matrices += p.numel();
   EXPECT_EQ(m.muon_params + m.muon_expert_params, matrices);
 }
+
+// The pattern's | segments are Megatron's virtual pipeline stages: segment v · pp + r on rank r's v-th chunk.
+TEST(Hybrid, PipeSegmentsAreThePipelineLayout) {
+  const MegatronConfig c = parse_megatron_args(
+      {"--hybrid-layer-pattern", "M-M-|M-M*-|M-|M-M*-M-", "--hidden-size", "1024", "--num-attention-heads",
+       "8", "--seq-length", "2048", "--vocab-size", "32000", "--pipeline-model-parallel-size", "2",
+       "--global-batch-size", "16", "--nproc_per_node", "2"});
+  EXPECT_EQ(c.model.num_layers, 4 + 5 + 2 + 7);
+  EXPECT_EQ(c.model.hybrid_pattern, "M-M-M-M*-M-M-M*-M-");
+  EXPECT_EQ(c.strategy.vpp, 2);
+  ASSERT_EQ(c.strategy.chunk_layout.size(), 2u);
+  EXPECT_EQ(c.strategy.chunk_layout[0], (std::vector<int>{4, 5}));
+  EXPECT_EQ(c.strategy.chunk_layout[1], (std::vector<int>{2, 7}));
+  const LayerGraph g = build_layer_graph(c.model, c.strategy);
+  int stage0 = 0;
+  for (const StageGraph* ch : g.stage(0)) stage0 += ch->num_layers;
+  EXPECT_EQ(stage0, 4 + 2);
+  // Megatron refuses the other split flags beside a pattern.
+  EXPECT_THROW(parse_megatron_args({"--hybrid-layer-pattern", "M-M-", "--hidden-size", "1024",
+                                    "--num-attention-heads", "8", "--seq-length", "2048", "--vocab-size",
+                                    "32000", "--pipeline-model-parallel-size", "2",
+                                    "--num-layers-per-virtual-pipeline-stage", "1", "--nproc_per_node", "2"}),
+               preflight::InputError);
+}

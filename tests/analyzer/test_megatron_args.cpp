@@ -519,7 +519,12 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
   expect_error(with(base_args(), {"--is-hybrid-model"}), "--is-hybrid-model");
   expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*GM"}), "--hybrid-layer-pattern");
   expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*-M/MM"}), "--hybrid-layer-pattern");
-  expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*|-M"}), "--hybrid-layer-pattern");
+  expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*|-M|-", "--pipeline-model-parallel-size", "2",
+                                  "--nproc_per_node", "2"}),
+               "--hybrid-layer-pattern");  // 3 segments over 2 stages
+  expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*|-M", "--pipeline-model-parallel-size", "2",
+                                  "--nproc_per_node", "2", "--decoder-first-pipeline-num-layers", "1"}),
+               "--decoder-first-pipeline-num-layers");
   expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*-M", "--hybrid-override-pattern", "M*-M"}),
                "--hybrid-override-pattern");
   // Linear (gated delta net) and sparse attention layers are refused by name, not priced as softmax attention

@@ -60,7 +60,7 @@ std::string time_run_class(const ModelSpec& model, const Strategy& strategy) {
                                 : strategy.fp8 == Fp8Format::None         ? to_string(strategy.precision)
                                 : strategy.fp8_recipe == Fp8Recipe::Mxfp8 ? "mxfp8"
                                                                           : "fp8";
-  return std::string(model.moe.enabled() ? "moe " : "dense ") + precision;
+  return std::string(model.hybrid() ? "hybrid " : "") + (model.moe.enabled() ? "moe " : "dense ") + precision;
 }
 
 PublishedCheck published_check(const std::string& preset, const std::string& run_class) {

@@ -171,19 +171,17 @@ void read_hybrid_pattern(const Flags& f, ModelSpec& m, std::vector<std::string>&
   std::erase_if(pattern, [](char ch) { return ch == ' ' || ch == '"' || ch == '\''; });
   if (pattern.find('/') != std::string::npos)
     throw InputError(flag, "multi-token prediction layers of a hybrid model (after '/') are not modelled");
-  if (pattern.find('|') != std::string::npos)
-    throw InputError(flag,
-                     "pipeline segments ('|') of a hybrid pattern are not modelled yet; without them "
-                     "Megatron splits the layers evenly over the pipeline stages");
   for (char ch : pattern) {
     if (ch == 'G' || ch == 'D')
       throw InputError(
           flag, std::string("layer symbol '") + ch + "' (" +
                     (ch == 'G' ? "gated delta net" : "DeepSeek sparse attention") +
                     ") is not modelled: preflight models M (Mamba-2), * (attention), - (MLP), E (MoE)");
-    if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E')
-      throw InputError(flag, std::string("unknown layer symbol '") + ch + "' (M, *, -, E)");
+    if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E' && ch != '|')
+      throw InputError(
+          flag, std::string("unknown layer symbol '") + ch + "' (M, *, -, E; | between pipeline segments)");
   }
+  std::erase(pattern, '|');  // the segments are the pipeline layout (read_pipeline_split)
   if (pattern.empty()) throw InputError(flag, "is empty");
   if (f.has("--num-layers") &&
       parse_int("--num-layers", f.get("--num-layers")) != static_cast<I64>(pattern.size()))

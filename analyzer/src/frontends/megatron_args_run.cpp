@@ -422,6 +422,48 @@ void read_deepspeed(const Flags& f, MegatronConfig& cfg) {
   if (zero == 3) st.zero3_sub_group_elements = static_cast<I64>(std::min(sub_group, 1e18));
 }
 
+/// A hybrid pattern's pipeline: its `|` segments are the virtual pipeline stages in Megatron's order (segment
+/// v · pp + r on pipeline rank r, its v-th chunk; vpp = segments / pp), the other split flags refused as
+/// Megatron's argument validation does (training/arguments.py); without pipes the layers split evenly.
+void read_hybrid_pipeline(const Flags& f, Strategy& st) {
+  const char* flag = f.has("--hybrid-layer-pattern") ? "--hybrid-layer-pattern" : "--hybrid-override-pattern";
+  for (const char* other :
+       {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+        "--pipeline-model-parallel-layout", "--account-for-embedding-in-pipeline-split",
+        "--account-for-loss-in-pipeline-split"})
+    if (f.has(other))
+      throw InputError(other,
+                       std::string("should not be used with ") + flag +
+                           " (Megatron asserts it: the pattern's | segments give the pipeline layout)");
+  std::vector<int> segments{0};
+  for (char ch : f.get(flag)) {
+    if (ch == '|')
+      segments.push_back(0);
+    else if (ch == 'M' || ch == '*' || ch == '-' || ch == 'E')
+      ++segments.back();
+  }
+  if (segments.size() == 1) return;  // no pipes: Megatron's even split (select_pipeline_segment)
+  for (const char* other : {"--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"})
+    if (f.has(other))
+      throw InputError(
+          other, std::string("should not be used when ") + flag + " has | segments (Megatron asserts it)");
+  const int n = static_cast<int>(segments.size());
+  if (st.pp == 1)
+    throw InputError(flag,
+                     "has " + std::to_string(n) +
+                         " pipeline segments with --pipeline-model-parallel-size 1 (the segments are the "
+                         "stages of an interleaved pipeline, which needs pp > 1)");
+  if (n % st.pp != 0)
+    throw InputError(flag, "has " + std::to_string(n) + " pipeline segments, not a multiple of the " +
+                               std::to_string(st.pp) + " pipeline stages (Megatron asserts it)");
+  st.vpp = n / st.pp;
+  st.chunk_layout.assign(static_cast<std::size_t>(st.vpp),
+                         std::vector<int>(static_cast<std::size_t>(st.pp), 0));
+  for (int k = 0; k < n; ++k)
+    st.chunk_layout[static_cast<std::size_t>(k / st.pp)][static_cast<std::size_t>(k % st.pp)] =
+        segments[static_cast<std::size_t>(k)];
+}
+
 void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
   const ModelSpec& m = cfg.model;
   Strategy& st = cfg.strategy;
@@ -488,6 +530,7 @@ void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
                                             static_cast<int>(m.num_layers), m.mtp_num_layers);
     st.vpp = static_cast<int>(st.chunk_layout.size());
   }
+  if (m.hybrid()) read_hybrid_pipeline(f, st);
 }
 
 void read_numerics(const Flags& f, Strategy& st) {
