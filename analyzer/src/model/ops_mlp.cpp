@@ -190,39 +190,28 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
 std::vector<Op> build_layer(const Ctx& c, int layer) {
   std::vector<Op> ops;
   std::string pre = "decoder.layers." + std::to_string(layer) + ".";
-  if (c.m.hybrid()) {
-    // A hybrid model's layer: its norm, its one block, the residual add (megatron/core/models/hybrid:
-    // MambaLayer norm / mixer / mamba_bda; TransformerLayer with only attention or only an MLP).
-    switch (c.m.layer_symbol(layer)) {
-      case 'M':
-        ops.push_back(make_norm(c, pre + "norm", OpRole::InputNorm, layer, c.tok_sp, c.h));
-        add_mamba(c, ops, layer, pre + "mixer.");
-        ops.push_back(make_bda(c, pre + "mamba_bda", OpRole::MambaBda, layer));
-        return ops;
-      case '*':
-        ops.push_back(make_norm(c, pre + "input_layernorm", OpRole::InputNorm, layer, c.tok_sp, c.h));
-        add_attention(c, ops, layer, pre + "self_attention.");
-        ops.push_back(make_bda(c, pre + "self_attn_bda", OpRole::AttnBda, layer));
-        return ops;
-      default:  // '-', 'E' (ModelSpec::validate checks the symbols)
-        ops.push_back(make_norm(c, pre + "pre_mlp_layernorm", OpRole::PreMlpNorm, layer, c.tok_sp, c.h));
-        if (c.m.is_moe_layer(layer))
-          add_moe_mlp(c, ops, layer, pre + "mlp.");
-        else
-          add_dense_mlp(c, ops, layer, pre + "mlp.", c.m.ffn_hidden_size);
-        ops.push_back(make_bda(c, pre + "mlp_bda", OpRole::MlpBda, layer));
-        return ops;
-    }
+  // A transformer layer is attention then an MLP; a hybrid model's layer one block of its own — its norm, the
+  // block, the residual add (megatron/core/models/hybrid: MambaLayer norm / mixer / mamba_bda;
+  // TransformerLayer with only attention or only an MLP).
+  if (c.m.is_mamba_layer(layer)) {
+    ops.push_back(make_norm(c, pre + "norm", OpRole::InputNorm, layer, c.tok_sp, c.h));
+    add_mamba(c, ops, layer, pre + "mixer.");
+    ops.push_back(make_bda(c, pre + "mamba_bda", OpRole::MambaBda, layer));
+    return ops;
   }
-  ops.push_back(make_norm(c, pre + "input_layernorm", OpRole::InputNorm, layer, c.tok_sp, c.h));
-  add_attention(c, ops, layer, pre + "self_attention.");
-  ops.push_back(make_bda(c, pre + "self_attn_bda", OpRole::AttnBda, layer));
-  ops.push_back(make_norm(c, pre + "pre_mlp_layernorm", OpRole::PreMlpNorm, layer, c.tok_sp, c.h));
-  if (c.m.is_moe_layer(layer))
-    add_moe_mlp(c, ops, layer, pre + "mlp.");
-  else
-    add_dense_mlp(c, ops, layer, pre + "mlp.", c.m.ffn_hidden_size);
-  ops.push_back(make_bda(c, pre + "mlp_bda", OpRole::MlpBda, layer));
+  if (c.m.has_attention(layer)) {
+    ops.push_back(make_norm(c, pre + "input_layernorm", OpRole::InputNorm, layer, c.tok_sp, c.h));
+    add_attention(c, ops, layer, pre + "self_attention.");
+    ops.push_back(make_bda(c, pre + "self_attn_bda", OpRole::AttnBda, layer));
+  }
+  if (c.m.has_mlp(layer)) {
+    ops.push_back(make_norm(c, pre + "pre_mlp_layernorm", OpRole::PreMlpNorm, layer, c.tok_sp, c.h));
+    if (c.m.is_moe_layer(layer))
+      add_moe_mlp(c, ops, layer, pre + "mlp.");
+    else
+      add_dense_mlp(c, ops, layer, pre + "mlp.", c.m.ffn_hidden_size);
+    ops.push_back(make_bda(c, pre + "mlp_bda", OpRole::MlpBda, layer));
+  }
   return ops;
 }
 
