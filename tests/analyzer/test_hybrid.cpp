@@ -9,6 +9,7 @@
 
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/hf_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/model/memory.hpp"
@@ -247,4 +248,37 @@ TEST(Hybrid, PipeSegmentsAreThePipelineLayout) {
                                     "32000", "--pipeline-model-parallel-size", "2",
                                     "--num-layers-per-virtual-pipeline-stage", "1", "--nproc_per_node", "2"}),
                preflight::InputError);
+}
+
+// A Nemotron-3-Nano config.json (model_type nemotron_h; the fields of Megatron-Bridge's NemotronH bridge test
+// with the Nano recipe's experts) reads as the same model as its Megatron arguments.
+TEST(Hybrid, NemotronHConfigJsonIsTheSameModel) {
+  const std::string config = R"({
+    "architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "attention_bias": false,
+    "attention_dropout": 0.0, "attention_head_dim": 128, "chunk_size": 128, "conv_kernel": 4, "expand": 2,
+    "hidden_dropout": 0.0, "hidden_size": 2688, "intermediate_size": 1856,
+    "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", "mamba_head_dim": 64,
+    "mamba_num_heads": 64, "max_position_embeddings": 8192, "mlp_bias": false, "mlp_hidden_act": "relu2",
+    "n_groups": 8, "num_attention_heads": 32, "num_hidden_layers": 52, "num_key_value_heads": 2,
+    "ssm_state_size": 128, "tie_word_embeddings": false, "use_bias": false, "vocab_size": 131072,
+    "n_routed_experts": 128, "num_experts_per_tok": 6, "moe_intermediate_size": 1856,
+    "moe_shared_expert_intermediate_size": 3712, "n_group": 1, "topk_group": 1})";
+  const ModelSpec hf = parse_hf_config(config, "config.json");
+  const MegatronConfig args = parse_megatron_args(nano());
+  EXPECT_EQ(hf.hybrid_pattern, args.model.hybrid_pattern);
+  EXPECT_EQ(hf.mamba.heads(hf.hidden_size), 64);
+  EXPECT_EQ(hf.kv_channels, 128);
+  EXPECT_EQ(hf.activation, Activation::SquaredReLU);
+  EXPECT_EQ(hf.position_embedding, PositionEmbedding::None);
+  EXPECT_EQ(count_parameters(hf), count_parameters(args.model));
+  EXPECT_EQ(count_parameters(hf), 31577937344);
+  // A pattern that does not match the layer count is named by its field.
+  std::string bad = config;
+  bad.replace(bad.find("\"num_hidden_layers\": 52"), 23, "\"num_hidden_layers\": 50");
+  try {
+    parse_hf_config(bad, "config.json");
+    ADD_FAILURE() << "accepted a pattern of 52 layers for 50";
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), "config.json: hybrid_override_pattern");
+  }
 }

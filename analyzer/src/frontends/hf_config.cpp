@@ -32,7 +32,8 @@ enum class Family {
   DeepSeekV2,
   DeepSeekV3,
   Gpt2,
-  GptOss
+  GptOss,
+  NemotronH
 };
 
 const std::map<std::string, Family>& families() {
@@ -49,6 +50,7 @@ const std::map<std::string, Family>& families() {
       {"deepseek_v3", Family::DeepSeekV3},
       {"gpt2", Family::Gpt2},
       {"gpt_oss", Family::GptOss},
+      {"nemotron_h", Family::NemotronH},
   };
   return f;
 }
@@ -67,6 +69,7 @@ const std::map<std::string, std::string>& architectures() {
       {"DeepseekV2ForCausalLM", "deepseek_v2"},
       {"DeepseekV3ForCausalLM", "deepseek_v3"},
       {"GPT2LMHeadModel", "gpt2"},
+      {"NemotronHForCausalLM", "nemotron_h"},
   };
   return a;
 }
@@ -350,6 +353,71 @@ void read_qwen_moe(const Fields& f, ModelSpec& m, bool shared, std::vector<std::
   set_moe_pattern(m, std::move(pattern));
 }
 
+/// NVIDIA's Nemotron-H / Nemotron-3 (model_type nemotron_h, its configuration_nemotron_h.py): a hybrid of
+/// Mamba-2 mixers, attention without position embedding and squared-ReLU MLPs or MoE layers, one symbol per
+/// layer in hybrid_override_pattern (M, *, -, E), as Megatron-Bridge's NemotronH bridge maps it onto
+/// Megatron's hybrid model.
+void read_nemotron_h(const Fields& f, ModelSpec& m, std::vector<std::string>* warnings,
+                     const std::string& source) {
+  m.hidden_size = f.positive("hidden_size");
+  m.num_layers = static_cast<int>(f.positive("num_hidden_layers"));
+  m.hybrid_pattern = f.string_or("hybrid_override_pattern", "");
+  if (m.hybrid_pattern.empty())
+    throw f.error("hybrid_override_pattern", "is missing (required for model_type nemotron_h)");
+  if (static_cast<int>(m.hybrid_pattern.size()) != m.num_layers)
+    throw f.error("hybrid_override_pattern", "has " + std::to_string(m.hybrid_pattern.size()) +
+                                                 " layers but num_hidden_layers is " +
+                                                 std::to_string(m.num_layers));
+  for (char ch : m.hybrid_pattern)
+    if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E')
+      throw f.error("hybrid_override_pattern",
+                    std::string("layer symbol '") + ch + "' is not modelled (M, *, -, E)");
+  m.num_attention_heads = static_cast<int>(f.positive("num_attention_heads"));
+  m.num_query_groups = static_cast<int>(f.positive_or("num_key_value_heads", m.num_attention_heads));
+  m.kv_channels =
+      f.positive_or("head_dim", f.positive_or("attention_head_dim", m.hidden_size / m.num_attention_heads));
+  m.ffn_hidden_size = f.positive("intermediate_size");
+  m.vocab_size = f.positive("vocab_size");
+  m.max_position_embeddings = f.positive_or("max_position_embeddings", 0);
+  m.untie_embeddings_and_output_weights = !f.boolean_or("tie_word_embeddings", false);
+  m.attention_dropout = f.probability_or("attention_dropout", 0.0);
+  m.hidden_dropout = f.probability_or("hidden_dropout", 0.0);
+  m.normalization = Normalization::RMSNorm;
+  m.position_embedding = PositionEmbedding::None;
+  const std::string act = f.string_or("mlp_hidden_act", "relu2");
+  if (act == "relu2")
+    m.activation = Activation::SquaredReLU;
+  else if (act == "gelu" || act == "gelu_pytorch_tanh")
+    m.activation = Activation::GeLU;
+  else
+    throw f.error("mlp_hidden_act", "'" + act + "' is not modelled (relu2, gelu)");
+  m.add_bias_linear = f.boolean_or("use_bias", false) || f.boolean_or("mlp_bias", false);
+  m.add_qkv_bias = f.boolean_or("attention_bias", false);
+  m.mamba.num_heads = f.positive_or("mamba_num_heads", 0);
+  m.mamba.head_dim = f.positive_or("mamba_head_dim", 64);
+  m.mamba.state_dim = f.positive_or("ssm_state_size", 128);
+  m.mamba.num_groups = f.positive_or("n_groups", 8);
+  m.mamba.conv_kernel = f.positive_or("conv_kernel", 4);
+  m.mamba.chunk_size = f.positive_or("chunk_size", 128);
+  if (I64 expand = f.positive_or("expand", 2); expand != 2 && m.mamba.num_heads == 0)
+    m.mamba.num_heads = expand * m.hidden_size / m.mamba.head_dim;
+  if (f.positive_or("n_routed_experts", 0) > 0) {
+    m.moe.num_experts = static_cast<int>(f.positive("n_routed_experts"));
+    m.moe.router_topk = static_cast<int>(f.positive("num_experts_per_tok"));
+    check_topk(f, m, "n_routed_experts");
+    m.moe.ffn_hidden_size = f.positive_or("moe_intermediate_size", m.ffn_hidden_size);
+    m.moe.shared_expert_ffn_hidden_size = f.non_negative_or("moe_shared_expert_intermediate_size", 0);
+    m.moe.router_num_groups = static_cast<int>(f.non_negative_or("n_group", 0));
+    m.moe.router_group_topk = static_cast<int>(f.non_negative_or("topk_group", 0));
+    if (m.moe.router_num_groups <= 1) m.moe.router_num_groups = m.moe.router_group_topk = 0;
+  }
+  if (f.positive_or("moe_latent_size", 0) > 0)
+    throw f.error("moe_latent_size", "latent MoE (Nemotron-3 Super / Ultra) is not modelled");
+  if (I64 mtp = f.non_negative_or("num_nextn_predict_layers", 0); mtp > 0 && warnings)
+    warnings->push_back(source + ": num_nextn_predict_layers " + std::to_string(mtp) +
+                        ": the multi-token-prediction layers are left out");
+}
+
 void read_gpt2(const Fields& f, ModelSpec& m) {
   m.hidden_size = f.positive("n_embd");
   m.num_layers = static_cast<int>(f.positive("n_layer"));
@@ -473,6 +541,9 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       check_topk(f, m, "num_local_experts");
       m.moe.ffn_hidden_size = m.ffn_hidden_size;
       break;
+    case Family::NemotronH:
+      read_nemotron_h(f, m, warnings, source);
+      break;
     case Family::DeepSeek:
     case Family::DeepSeekV2:
     case Family::DeepSeekV3:
@@ -488,7 +559,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
   }
   if (fam->second == Family::Mistral || fam->second == Family::Mixtral || fam->second == Family::GptOss)
     read_sliding_window(f, /*used_by_default=*/true, m, warnings, source);
-  else if (fam->second != Family::Gpt2)
+  else if (fam->second != Family::Gpt2 && fam->second != Family::NemotronH)
     read_sliding_window(f, /*used_by_default=*/false, m, warnings, source);  // Qwen: `use_sliding_window`
 
   // Everything above checked the fields by their Hugging Face names; this is a last guard for what the
