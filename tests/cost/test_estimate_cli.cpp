@@ -350,3 +350,27 @@ TEST(EstimateCli, PrintsThePublishedRunsOfItsClass) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(nlohmann::json::parse(r.out)["summary"]["published_runs"]["preset"].is_null());
 }
+
+// A Megatron-LM hybrid launch as examples/mamba/train.sh writes it (pretrain_hybrid.py, the 800M pattern of
+// Mamba, MLP and attention layers; our own command line in that style): `analyze` tables the three layer
+// kinds and `estimate` prices them, its published-run line naming the hybrid class.
+TEST(EstimateCli, HybridMambaLaunch) {
+  const std::string args =
+      " --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --use-distributed-optimizer"
+      " --untie-embeddings-and-output-weights --position-embedding-type none"
+      " --hybrid-layer-pattern 'M-M-M--M-*M-M-M-M--*M-M-M-M-*M--M-M-M-*M-M--M-M-' --hidden-size 1024"
+      " --num-attention-heads 16 --group-query-attention --num-query-groups 8 --seq-length 4096"
+      " --max-position-embeddings 4096 --micro-batch-size 4 --global-batch-size 32 --attention-dropout 0.0"
+      " --hidden-dropout 0.0 --disable-bias-linear --normalization RMSNorm --bf16 --vocab-size 256000"
+      " --use-flash-attn --nproc_per_node 8";
+  auto r = run_shell(shell_quote(PREFLIGHT_BINARY) + " analyze" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* kind :
+       {"decoder.layers × 20 (Mamba)", "decoder.layers × 24 (MLP)", "decoder.layers × 4 (attention)"})
+    EXPECT_NE(r.out.find(kind), std::string::npos) << kind << "\n" << r.out;
+  r = run_shell(shell_quote(PREFLIGHT_BINARY) + " estimate --system h100-sxm --ops --" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("mixer.ssm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hybrid dense bf16"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("not priced"), std::string::npos) << r.err;
+}
