@@ -151,6 +151,31 @@ TEST(MemoryCorpus, MuonStatesMatchMegatronCi) {
   EXPECT_EQ(compared, 7);
 }
 
+// Megatron-LM's CI runs of a hybrid Mamba model (tests/data/memory_corpus/megatron_ci_hybrid.json:
+// hybrid_mr_mcore_te_*, h 1024, the pattern M-M-M-M*-… of 24 Mamba, 4 attention and 16 MLP layers, micro
+// batch 4 of 1024 tokens, unfused attention; tp 1 / tp 2, pp 2 with two virtual stages from the pattern's |
+// segments, pp 4; DGX A100 / H100): the last rank's `mem-max-allocated-bytes` against the last stage's
+// predicted peak, held to issue 13's targets — within 3 %, never more than 1 % optimistic (measured at stop
+// 37: +0.2 … +1.6 %).
+TEST(MemoryCorpus, HybridMambaRunsOfMegatronCi) {
+  const nlohmann::json corpus = nlohmann::json::parse(
+      preflight::test::read_file(data_dir() / "memory_corpus" / "megatron_ci_hybrid.json"));
+  int checked = 0;
+  for (const auto& r : corpus.at("runs")) {
+    const MegatronConfig cfg = parse_megatron_args(r.at("args").get<std::vector<std::string>>());
+    ASSERT_TRUE(cfg.model.hybrid()) << r.at("name");
+    const LayerGraph g = build_layer_graph(cfg.model, cfg.strategy);
+    const double predicted = stage_peak(g, cfg.strategy.pp - 1).bytes;
+    const double measured = r.at("max_allocated_bytes").get<double>();
+    const double error = (predicted - measured) / measured;
+    EXPECT_LE(std::fabs(error), 0.03)
+        << r.at("name") << ": predicted " << predicted << ", measured " << measured;
+    EXPECT_GE(error, -0.01) << r.at("name");
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5);
+}
+
 // The terms the corpus rests on, one at a time: without each, some run falls out of the targets.
 TEST(MemoryCorpus, EachModelledTermIsNeededSomewhere) {
   const auto dir = data_dir() / "memory_corpus";
