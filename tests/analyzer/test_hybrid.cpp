@@ -272,6 +272,20 @@ TEST(Hybrid, NemotronHConfigJsonIsTheSameModel) {
   EXPECT_EQ(hf.position_embedding, PositionEmbedding::None);
   EXPECT_EQ(count_parameters(hf), count_parameters(args.model));
   EXPECT_EQ(count_parameters(hf), 31577937344);
+  // A LatentMoE config (Nemotron-3 Super's field) reads its latent width; without routed experts it is an
+  // error.
+  std::string latent = config;
+  latent.replace(latent.find("\"topk_group\": 1"), 15, "\"topk_group\": 1, \"moe_latent_size\": 1024");
+  EXPECT_EQ(parse_hf_config(latent, "config.json").moe.latent_size, 1024);
+  EXPECT_LT(count_parameters(parse_hf_config(latent, "config.json")), count_parameters(hf));
+  std::string no_experts = latent;
+  no_experts.replace(no_experts.find("\"n_routed_experts\": 128, "), 25, "");
+  try {
+    parse_hf_config(no_experts, "config.json");
+    ADD_FAILURE() << "accepted a latent size without experts";
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), "config.json: moe_latent_size");
+  }
   // A pattern that does not match the layer count is named by its field.
   std::string bad = config;
   bad.replace(bad.find("\"num_hidden_layers\": 52"), 23, "\"num_hidden_layers\": 50");
@@ -281,4 +295,178 @@ TEST(Hybrid, NemotronHConfigJsonIsTheSameModel) {
   } catch (const preflight::InputError& e) {
     EXPECT_EQ(e.where(), "config.json: hybrid_override_pattern");
   }
+}
+
+namespace {
+// A small LatentMoE in the shape of Nemotron-3 Super (hidden 4096, 512 experts of ffn 2688 top-22 at latent
+// 1024, a shared expert of 5376; megatron/core/transformer/moe/moe_layer.py), `layers` MoE layers.
+Words latent_moe(const std::string& pattern, bool latent, const Words& more = {}) {
+  Words a = {"--hybrid-layer-pattern",
+             pattern,
+             "--hidden-size",
+             "4096",
+             "--num-attention-heads",
+             "32",
+             "--group-query-attention",
+             "--num-query-groups",
+             "2",
+             "--kv-channels",
+             "128",
+             "--num-experts",
+             "512",
+             "--moe-ffn-hidden-size",
+             "2688",
+             "--moe-shared-expert-intermediate-size",
+             "5376",
+             "--moe-router-topk",
+             "22",
+             "--moe-grouped-gemm",
+             "--squared-relu",
+             "--seq-length",
+             "8192",
+             "--disable-bias-linear",
+             "--position-embedding-type",
+             "none",
+             "--normalization",
+             "RMSNorm",
+             "--untie-embeddings-and-output-weights",
+             "--vocab-size",
+             "131072",
+             "--attention-dropout",
+             "0",
+             "--hidden-dropout",
+             "0",
+             "--bf16",
+             "--micro-batch-size",
+             "1",
+             "--expert-model-parallel-size",
+             "8",
+             "--moe-token-dispatcher-type",
+             "alltoall",
+             "--nproc_per_node",
+             "8"};
+  if (latent) a.insert(a.end(), {"--moe-latent-size", "1024"});
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+}  // namespace
+
+// LatentMoE: per MoE layer the routed experts hold 2 · latent · ffn each instead of 2 · hidden · ffn (squared
+// ReLU, not gated) and the layer gains fc1 / fc2_latent_proj, 2 · hidden · latent — Megatron's own count
+// (training/theoretical_memory_usage.py: routed_expert_hidden_size, latent_projection_params).  The router
+// and the shared expert stay at the hidden width.
+TEST(Hybrid, LatentMoeParametersAndExchanges) {
+  const MegatronConfig plain = parse_megatron_args(latent_moe("EE", false));
+  const MegatronConfig latent = parse_megatron_args(latent_moe("EE", true));
+  EXPECT_EQ(latent.model.moe.latent_size, 1024);
+  const std::int64_t h = 4096, w = 1024, ffn = 2688, experts = 512;
+  EXPECT_EQ(count_parameters(plain.model) - count_parameters(latent.model),
+            2 * (2 * experts * ffn * (h - w) - 2 * h * w));
+  // The exchanges move the latent tokens: the dispatch's all-to-all carries top-k copies of each of the
+  // rank's 8192 tokens at 1024 wide, bf16 (a quarter of the hidden width's volume).
+  for (const auto* cfg : {&plain, &latent}) {
+    const LayerGraph g = build_layer_graph(cfg->model, cfg->strategy);
+    bool dispatch = false, down = false, up = false;
+    for (const Op* op : layer_ops(g, 0)) {
+      const std::int64_t width = cfg == &latent ? w : h;
+      if (op->role == OpRole::Dispatch) {
+        dispatch = true;
+        ASSERT_FALSE(op->comms.empty());
+        EXPECT_EQ(op->comms[0].bytes, 8192LL * 22 * width * 2);
+      }
+      if (op->role == OpRole::ExpertsFc1) {
+        EXPECT_EQ(op->in_features, width);
+      }
+      if (op->role == OpRole::LatentDown) {
+        down = true;
+        EXPECT_EQ(op->param_numel(), h * w);  // whole on every tp rank (duplicated)
+      }
+      up = up || op->role == OpRole::LatentUp;
+    }
+    EXPECT_TRUE(dispatch);
+    EXPECT_EQ(down, cfg == &latent);
+    EXPECT_EQ(up, cfg == &latent);
+  }
+  // Duplicated over tp: tp 2 leaves the projections whole on every rank.
+  const MegatronConfig tp2 = parse_megatron_args(latent_moe(
+      "EE", true, {"--tensor-model-parallel-size", "2", "--sequence-parallel", "--nproc_per_node", "16"}));
+  const LayerGraph g2 = build_layer_graph(tp2.model, tp2.strategy);
+  for (const Op* op : layer_ops(g2, 0))
+    if (op->role == OpRole::LatentDown || op->role == OpRole::LatentUp) {
+      EXPECT_EQ(op->param_numel(), h * w);
+    }
+  // Megatron's MFU count (training.py moe_layer_flops with moe_latent_size): 4 · latent · ffn · top-k for the
+  // experts plus 4 · hidden · latent for the projections, per token and MoE layer, × 3.
+  const double d =
+      cost::flops_per_token(plain.model, 131072, 8192) - cost::flops_per_token(latent.model, 131072, 8192);
+  EXPECT_NEAR(d, 3 * 2 * (4.0 * ffn * 22 * (h - w) - 4.0 * h * w), 1.0);
+  // Priced: both projections and the experts' GEMMs at the latent width.
+  cost::EstimateOptions opt;
+  opt.layer_ops = true;
+  opt.strict = true;
+  const MegatronConfig run = parse_megatron_args(latent_moe("EE", true, {"--global-batch-size", "8"}));
+  const cost::Estimate est = cost::estimate(run.model, run.strategy, cost::load_simumax_system("b200"), opt);
+  int projections = 0;
+  for (const auto& lo : est.layer_ops)
+    for (const auto& op : lo.ops) {
+      if (op.name.find("latent_proj") != std::string::npos) {
+        ++projections;
+        EXPECT_DOUBLE_EQ(op.work.fwd_flops, 2.0 * 8192 * h * w) << op.name;
+      }
+      if (op.kind == "GroupLinearCol") {
+        EXPECT_DOUBLE_EQ(op.work.fwd_flops, 2.0 * 8192 * 22 * w * ffn);
+      }
+    }
+  EXPECT_EQ(projections, 2);
+}
+
+// A hybrid model's MTP depths are given after '/' in its pattern (Megatron's parse_hybrid_pattern): Super's
+// "/*E/*E" is two depths, each an attention layer and a MoE layer.
+TEST(Hybrid, MtpDepthsOfThePattern) {
+  const MegatronConfig c = parse_megatron_args(latent_moe("M*E/*E/*E", true, {"--mtp-num-layers", "3"}));
+  EXPECT_EQ(c.model.num_layers, 3);
+  EXPECT_EQ(c.model.mtp_num_layers, 2);
+  EXPECT_EQ(c.model.mtp_hybrid_pattern, "*E");
+  bool said = false;
+  for (const auto& w : c.warnings)
+    said = said || w.find("--mtp-num-layers 3 is replaced") != std::string::npos;
+  EXPECT_TRUE(said);
+  const LayerGraph g = build_layer_graph(c.model, c.strategy);
+  int attention = 0, down = 0, eh = 0;
+  for (const auto& ch : g.chunks)
+    for (const auto& op : ch.ops) {
+      if (op.mtp_layer < 0) continue;
+      attention += op.role == OpRole::CoreAttention;
+      down += op.role == OpRole::LatentDown;
+      eh += op.role == OpRole::MtpEhProj;
+    }
+  EXPECT_EQ(attention, 2);
+  EXPECT_EQ(down, 2);
+  EXPECT_EQ(eh, 2);
+  // Each depth adds an attention layer and a MoE layer of the decoder's, eh_proj (2h → h), enorm, hnorm,
+  // final norm and the two layers' norms; the output layer is shared.
+  const MegatronConfig none = parse_megatron_args(latent_moe("M*E", true));
+  const MegatronConfig pair = parse_megatron_args(latent_moe("M*E*E", true));
+  const std::int64_t h = 4096;
+  EXPECT_EQ(count_parameters(c.model) - count_parameters(none.model),
+            2 * (count_parameters(pair.model) - count_parameters(none.model) + 2 * h * h + 3 * h));
+  cost::EstimateOptions opt;
+  opt.strict = true;
+  const MegatronConfig run = parse_megatron_args(latent_moe("M*E/*E/*E", true, {"--global-batch-size", "8"}));
+  EXPECT_GT(cost::estimate(run.model, run.strategy, cost::load_simumax_system("b200"), opt).iteration_ms, 0);
+
+  auto refused = [](const Words& a, const std::string& where, const std::string& what) {
+    try {
+      const MegatronConfig r = parse_megatron_args(a);
+      r.model.validate();
+      ADD_FAILURE() << "accepted, expected an error at " << where;
+    } catch (const preflight::InputError& e) {
+      EXPECT_EQ(e.where(), where) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  refused(latent_moe("M*E/*E/E*", true), "--hybrid-layer-pattern", "differ");
+  refused(latent_moe("M*E/MM", true), "--hybrid-layer-pattern", "not modelled");
+  refused(latent_moe("M*E", true, {"--mtp-num-layers", "1"}), "--mtp-num-layers", "'/'");
+  refused(latent_moe("M*E", true, {"--moe-latent-size", "-4"}), "--moe-latent-size", "greater than zero");
 }

@@ -533,9 +533,17 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
                                   "--linear-attention-freq", "3", "--linear-num-key-heads", "4"}),
                "--experimental-attention-variant");
   expect_error(with(base_args(), {"--dsa-indexer-n-heads", "64"}), "--dsa-indexer-n-heads");
-  // Latent MoE (experts at --moe-latent-size) is refused, not priced at the hidden width (it was read past
-  // silently).
-  expect_error(with(base_args(), {"--num-experts", "8", "--moe-latent-size", "256"}), "--moe-latent-size");
+  // Latent MoE (experts at --moe-latent-size) is read, not priced at the hidden width (it was read past
+  // silently, then refused); its latent size must be positive, as Megatron asserts.
+  EXPECT_EQ(parse_megatron_args(with(base_args(), {"--num-experts", "8", "--moe-latent-size", "256"}))
+                .model.moe.latent_size,
+            256);
+  EXPECT_THROW(
+      {
+        auto bad = parse_megatron_args(with(base_args(), {"--num-experts", "8", "--moe-latent-size", "-1"}));
+        bad.model.validate();
+      },
+      preflight::InputError);
   expect_error(with(base_args(), {"--enable-mhc-connections", "--mhc-num-residual-streams", "4"}),
                "--enable-mhc-connections");
   // Vision-language (LLaVA) and RL (GRPO) runs are refused rather than priced as their language model's

@@ -101,10 +101,13 @@ double hybrid_flops_per_token(const ModelSpec& m, std::int64_t vocab, std::int64
       case '-':
         fwd += 4 * static_cast<double>(m.ffn_hidden_size) * scale * h;
         break;
-      default:  // 'E'
-        fwd += 4 * h * static_cast<double>(m.moe.ffn_hidden_size) * m.moe.router_topk * scale +
+      default: {  // 'E'; a LatentMoE's experts at the latent width, plus its two projections
+        const double w = static_cast<double>(m.moe.expert_width(m.hidden_size));
+        fwd += 4 * w * static_cast<double>(m.moe.ffn_hidden_size) * m.moe.router_topk * scale +
                4 * h * static_cast<double>(m.moe.shared_expert_ffn_hidden_size) * scale;
+        if (m.moe.latent_size > 0) fwd += 4 * h * w;
         break;
+      }
     }
   }
   fwd += 2 * h * static_cast<double>(vocab) * (1 + m.mtp_num_layers);
@@ -138,6 +141,13 @@ double flops_per_token(const ModelSpec& m, std::int64_t vocab, std::int64_t seq)
   }
   if (m.moe.enabled() && m.moe.shared_expert_ffn_hidden_size > 0)
     factor += static_cast<double>(m.moe.shared_expert_ffn_hidden_size) / ffn;
+  if (m.moe.enabled() && m.moe.latent_size > 0) {
+    // LatentMoE (Megatron's transformer_flops): the routed experts at the latent width w, and the two
+    // projections h ↔ w.
+    const double w = static_cast<double>(m.moe.latent_size);
+    factor -= m.moe.router_topk * (1 - w / h);
+    res += 6 * L * 2 * h * w;
+  }
   res += 6 * L * (qkv + proj) + 6 * L * mlp * factor;
   double s = static_cast<double>(seq);
   if (m.mla.enabled)

@@ -420,6 +420,15 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     if (c.st->simumax_compat) return std::ceil(t / E) * E * m.moe.capacity_factor;
     return std::ceil(t / E * m.moe.capacity_factor) * E;
   };
+  // LatentMoE: the tokens go down to the experts' width before the exchange (fc1_latent_proj, duplicated
+  // over tp on the rank's own tokens) and come back up after it; the exchanges and the experts at that width.
+  const bool latent_rc = rc.linear || rc.meg_moe;
+  double d = h;
+  if (const Op* down = ops.find(OpRole::LatentDown)) {
+    d = down->out_features;
+    add_duplicated_linear(bld, "mlp.fc1_latent_proj", mp, i++, down->tokens, down->in_features,
+                          down->out_features, latent_rc, false, false, false, false, 0);
+  }
   double permuted = pad(topk * b * s);
   double routed = pad(b * ((c.sp && c.etp > 1) ? s * c.etp : s) * topk);
   const Op& fc1 = ops.need(OpRole::ExpertsFc1);
@@ -432,10 +441,10 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
   p.kind = LeafKind::Permutation;
   p.b = b;
   p.s = s;
-  p.in = h;
+  p.in = d;
   p.tokens = permuted;
   p.experts = E;
-  p.input_bytes = b * s * h * 2 + b * s * E * 4;
+  p.input_bytes = b * s * d * 2 + b * s * E * 4;
   p.recompute = perm_rc;
   p.name = "mlp.permutation";
   p.path = mp + Builder::idx(i++, "Permutation");
@@ -542,15 +551,18 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     u.kind = LeafKind::UnPermutation;
     u.b = b;
     u.s = s;
-    u.in = h;
+    u.in = d;
     u.tokens = routed;
-    u.input_bytes = routed * h * 2 + (c.st->moe_dispatch_probs ? 0 : b * s * E * 4);
+    u.input_bytes = routed * d * 2 + (c.st->moe_dispatch_probs ? 0 : b * s * E * 4);
     u.recompute = perm_rc;
     u.breakpoint = perm_rc && selective;
     u.name = "mlp.unpermutation";
     u.path = mp + Builder::idx(i++, "UnPermutation");
     bld.push(std::move(u));
   }
+  if (const Op* up = ops.find(OpRole::LatentUp))
+    add_duplicated_linear(bld, "mlp.fc2_latent_proj", mp, i++, up->tokens, up->in_features, up->out_features,
+                          latent_rc, false, false, false, false, 0);
   if (has_shared)
     bld.push(layout_leaf(LeafKind::Add, 2 * b * s * h * 2, false, mp + Builder::idx(i++, ""), "AddModule"));
 }

@@ -411,8 +411,11 @@ void read_nemotron_h(const Fields& f, ModelSpec& m, std::vector<std::string>* wa
     m.moe.router_group_topk = static_cast<int>(f.non_negative_or("topk_group", 0));
     if (m.moe.router_num_groups <= 1) m.moe.router_num_groups = m.moe.router_group_topk = 0;
   }
-  if (f.positive_or("moe_latent_size", 0) > 0)
-    throw f.error("moe_latent_size", "latent MoE (Nemotron-3 Super / Ultra) is not modelled");
+  // LatentMoE (Nemotron-3 Super / Ultra): the routed experts and the exchanges at moe_latent_size.
+  if (I64 latent = f.positive_or("moe_latent_size", 0); latent > 0) {
+    if (!m.moe.enabled()) throw f.error("moe_latent_size", "is set but the model has no routed experts");
+    m.moe.latent_size = latent;
+  }
   if (I64 mtp = f.non_negative_or("num_nextn_predict_layers", 0); mtp > 0 && warnings)
     warnings->push_back(source + ": num_nextn_predict_layers " + std::to_string(mtp) +
                         ": the multi-token-prediction layers are left out");

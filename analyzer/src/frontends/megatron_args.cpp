@@ -292,15 +292,6 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
         "--enable-mhc-connections",
         "hyper-connections (several residual streams per token) are not modelled: preflight prices "
         "one residual stream of the hidden size");
-  // Latent MoE (Nemotron 3's LatentMoE): the routed experts run on a projection of the hidden state to
-  // --moe-latent-size (fc1 / fc2_latent_proj around the exchanges, the exchanges and the experts at the
-  // latent width; megatron/core/transformer/moe/moe_layer.py): pricing the experts at the hidden width would
-  // be wrong.
-  if (std::find(cfg.ignored.begin(), cfg.ignored.end(), "--moe-latent-size") != cfg.ignored.end())
-    throw InputError(
-        "--moe-latent-size",
-        "MoE latent projections (LatentMoE: experts and token exchanges at the latent width) are not "
-        "modelled: preflight would price the experts at the hidden width");
   // Vision-language models (Megatron's LLaVA, pretrain_vlm.py: a vision encoder over --img-h × --img-w
   // images in --patch-dim patches, a projector, then the language model) and reinforcement learning
   // (train_rl.py, GRPO: an inference engine with its KV-cache buffers generates the rollouts the training

@@ -169,9 +169,36 @@ void read_hybrid_pattern(const Flags& f, ModelSpec& m, std::vector<std::string>&
   const char* flag = layer ? "--hybrid-layer-pattern" : "--hybrid-override-pattern";
   std::string pattern = f.get(flag);
   std::erase_if(pattern, [](char ch) { return ch == ' ' || ch == '"' || ch == '\''; });
-  if (pattern.find('/') != std::string::npos)
-    throw InputError(flag, "multi-token prediction layers of a hybrid model (after '/') are not modelled");
-  for (char ch : pattern) {
+  // Multi-token prediction: "main/mtp/mtp…", one identical pattern per depth (Megatron's
+  // parse_hybrid_pattern); the legacy --mtp-hybrid-override-pattern gives one depth for --mtp-num-layers.
+  std::string mtp;
+  int depths = 0;
+  if (const auto slash = pattern.find('/'); slash != std::string::npos) {
+    std::string rest = pattern.substr(slash + 1);
+    pattern.resize(slash);
+    std::vector<std::string> parts;
+    for (std::size_t at = 0;;) {
+      const auto next = rest.find('/', at);
+      parts.push_back(rest.substr(at, next == std::string::npos ? std::string::npos : next - at));
+      if (next == std::string::npos) break;
+      at = next + 1;
+    }
+    if (!std::all_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); })) {
+      for (const auto& p : parts)
+        if (p != parts[0])
+          throw InputError(flag, "MTP depth patterns differ ('" + parts[0] + "' and '" + p +
+                                     "'): Megatron requires every depth after '/' to be the same");
+      mtp = parts[0];
+      depths = static_cast<int>(parts.size());
+      if (mtp.find('|') != std::string::npos)
+        throw InputError(flag, "an MTP depth pattern (after '/') cannot hold pipeline separators '|'");
+    }
+  } else if (f.has("--mtp-hybrid-override-pattern") && f.has("--mtp-num-layers")) {
+    mtp = f.get("--mtp-hybrid-override-pattern");
+    std::erase_if(mtp, [](char ch) { return ch == ' ' || ch == '"' || ch == '\''; });
+    depths = static_cast<int>(parse_int("--mtp-num-layers", f.get("--mtp-num-layers")));
+  }
+  for (char ch : pattern + mtp) {
     if (ch == 'G' || ch == 'D')
       throw InputError(
           flag, std::string("layer symbol '") + ch + "' (" +
@@ -181,6 +208,8 @@ void read_hybrid_pattern(const Flags& f, ModelSpec& m, std::vector<std::string>&
       throw InputError(
           flag, std::string("unknown layer symbol '") + ch + "' (M, *, -, E; | between pipeline segments)");
   }
+  if (!mtp.empty() && !ModelSpec::mtp_depth_modelled(mtp))
+    throw InputError(flag, "multi-token-prediction depth '" + mtp + "' " + ModelSpec::kMtpDepthNote);
   std::erase(pattern, '|');  // the segments are the pipeline layout (read_pipeline_split)
   if (pattern.empty()) throw InputError(flag, "is empty");
   if (f.has("--num-layers") &&
@@ -189,6 +218,21 @@ void read_hybrid_pattern(const Flags& f, ModelSpec& m, std::vector<std::string>&
                        " layers: --num-layers " + f.get("--num-layers") + " is ignored (as Megatron does)");
   m.hybrid_pattern = pattern;
   m.num_layers = static_cast<int>(pattern.size());
+  if (depths > 0) {
+    // Megatron infers --mtp-num-layers from the depths (a different value is warned about and replaced).
+    if (f.has("--mtp-num-layers") &&
+        parse_int("--mtp-num-layers", f.get("--mtp-num-layers")) != static_cast<I64>(depths))
+      warnings.push_back(std::string(flag) + " has " + std::to_string(depths) +
+                         " MTP depths: --mtp-num-layers " + f.get("--mtp-num-layers") +
+                         " is replaced by them (as Megatron does)");
+    m.mtp_hybrid_pattern = mtp;
+    m.mtp_num_layers = depths;
+  } else if (f.has("--mtp-num-layers") && parse_int("--mtp-num-layers", f.get("--mtp-num-layers")) > 0) {
+    throw InputError("--mtp-num-layers",
+                     std::string("a hybrid model's MTP layers are given by its pattern: add '/' and one "
+                                 "depth's layers per depth to ") +
+                         flag + " (e.g. 'M*M*/*E/*E'), or --mtp-hybrid-override-pattern");
+  }
   auto dim = [&](const char* name, I64 current) {
     return f.has(name) ? parse_int(name, f.get(name)) : current;
   };
@@ -224,6 +268,8 @@ const std::vector<FlagSpec>& model_flags() {
       {"--add-qkv-bias", Arity::Switch},
       {"--qk-layernorm", Arity::Switch},
       {"--mtp-num-layers", Arity::One},
+      {"--mtp-hybrid-override-pattern", Arity::One},
+      {"--moe-latent-size", Arity::One},
       {"--mtp-loss-scaling-factor", Arity::One},
       {"--normalization", Arity::One},
       {"--position-embedding-type", Arity::One},
@@ -389,7 +435,7 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
         "the sigmoid gating of the attention output is not (an elementwise op, and its saved inputs: about "
         "2 × tokens × heads × kv_channels × 2 bytes of activations per layer and micro batch)");
   }
-  if (f.has("--mtp-num-layers"))
+  if (f.has("--mtp-num-layers") && !m.hybrid())  // a hybrid model's come from its pattern
     m.mtp_num_layers = static_cast<int>(parse_int("--mtp-num-layers", f.get("--mtp-num-layers")));
   m.attention_dropout = f.float_or("--attention-dropout", base ? m.attention_dropout : 0.1);
   m.hidden_dropout = f.float_or("--hidden-dropout", base ? m.hidden_dropout : 0.1);
@@ -557,6 +603,7 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
                                      m.moe.ffn_hidden_size > 0 ? m.moe.ffn_hidden_size : m.ffn_hidden_size);
     m.moe.shared_expert_ffn_hidden_size =
         f.int_or("--moe-shared-expert-intermediate-size", m.moe.shared_expert_ffn_hidden_size);
+    m.moe.latent_size = f.int_or("--moe-latent-size", m.moe.latent_size);
     if (f.has("--moe-layer-freq"))
       m.moe.layer_is_moe = parse_layer_pattern("--moe-layer-freq", f.get("--moe-layer-freq"), m.num_layers, false);
     if (f.has("--moe-pad-expert-input-to-capacity")) m.moe.pad_expert_input_to_capacity = true;

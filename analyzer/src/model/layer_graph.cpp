@@ -355,6 +355,10 @@ const char* to_string(OpRole r) {
       return "shared_act";
     case OpRole::SharedFc2:
       return "shared_fc2";
+    case OpRole::LatentDown:
+      return "fc1_latent_proj";
+    case OpRole::LatentUp:
+      return "fc2_latent_proj";
     case OpRole::Dispatch:
       return "dispatch";
     case OpRole::ExpertsFc1:

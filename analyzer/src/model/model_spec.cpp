@@ -5,8 +5,17 @@
 namespace preflight::analyzer {
 
 char ModelSpec::layer_symbol(int layer) const {
-  if (hybrid_pattern.empty() || layer < 0 || layer >= static_cast<int>(hybrid_pattern.size())) return 0;
-  return hybrid_pattern[static_cast<std::size_t>(layer)];
+  if (hybrid_pattern.empty() || layer < 0) return 0;
+  const auto i = static_cast<std::size_t>(layer);
+  if (i < hybrid_pattern.size()) return hybrid_pattern[i];
+  if (i - hybrid_pattern.size() < mtp_hybrid_pattern.size())
+    return mtp_hybrid_pattern[i - hybrid_pattern.size()];
+  return 0;
+}
+
+bool ModelSpec::mtp_depth_modelled(const std::string& p) {
+  if (p.empty() || p.size() > 2 || p.find_first_not_of("M*-E") != std::string::npos) return false;
+  return p.size() == 1 || ((p[0] == '*' || p[0] == 'M') && (p[1] == '-' || p[1] == 'E'));
 }
 
 bool ModelSpec::has_attention(int layer) const {
@@ -104,7 +113,19 @@ void ModelSpec::validate() const {
                          std::string("unknown layer symbol '") + ch + "' (M, *, -, E are modelled)");
     if (hybrid_pattern.find('E') != std::string::npos && !moe.enabled())
       throw InputError("--hybrid-layer-pattern", "has MoE layers (E) but --num-experts is not set");
-    if (hybrid_pattern.find('M') != std::string::npos) {
+    if (!mtp_hybrid_pattern.empty()) {
+      // What one MTP depth's transformer layer can be: an optional attention (or Mamba) block, then an
+      // optional MLP (dense or MoE) — the pricing walks one layer of each kind.
+      const std::string& p = mtp_hybrid_pattern;
+      if (!mtp_depth_modelled(p))
+        throw InputError("--hybrid-layer-pattern",
+                         "multi-token-prediction depth '" + p + "' " + kMtpDepthNote);
+      if (mtp_num_layers <= 0)
+        throw InputError("--hybrid-layer-pattern", "has an MTP depth pattern but no MTP depths");
+      if (p.find('E') != std::string::npos && !moe.enabled())
+        throw InputError("--hybrid-layer-pattern", "has MoE MTP layers (E) but --num-experts is not set");
+    }
+    if ((hybrid_pattern + mtp_hybrid_pattern).find('M') != std::string::npos) {
       require_positive(mamba.state_dim, "--mamba-state-dim");
       require_positive(mamba.head_dim, "--mamba-head-dim");
       require_positive(mamba.num_groups, "--mamba-num-groups");
@@ -132,6 +153,8 @@ void ModelSpec::validate() const {
                                                 std::to_string(moe.num_experts) + " experts");
     if (moe.shared_expert_ffn_hidden_size < 0)
       throw InputError("--moe-shared-expert-intermediate-size", "must not be negative");
+    if (moe.latent_size < 0) throw InputError("--moe-latent-size", "must be greater than zero");
+    require_at_most(moe.latent_size, 1 << 24, "--moe-latent-size");
     if (!moe.layer_is_moe.empty() && static_cast<int>(moe.layer_is_moe.size()) != num_layers)
       throw InputError("--moe-layer-freq", "pattern has " + std::to_string(moe.layer_is_moe.size()) +
                                                " entries but the model has " + std::to_string(num_layers) +

@@ -133,11 +133,20 @@ void add_mtp_layer(const Ctx& c, std::vector<Op>& ops, int k, bool embedding_wei
   block.push_back(std::move(eh));
   finish_kept(block);
 
-  std::vector<Op> layer = build_layer(c, m.num_layers - 1);
-  const std::size_t decoder_prefix = ("decoder.layers." + std::to_string(m.num_layers - 1) + ".").size();
-  for (auto& op : layer) {
-    op.path = pre + "transformer_layer." + op.path.substr(decoder_prefix);
-    op.layer = -1;
+  // A hybrid model's depth is its MTP pattern's layers (e.g. "*E": attention, then MoE — together one
+  // transformer layer); otherwise one layer built like the decoder's last.
+  std::vector<Op> layer;
+  const int n_mtp = static_cast<int>(m.mtp_hybrid_pattern.size());
+  for (int j = 0; j < std::max(1, n_mtp); ++j) {
+    const int index = n_mtp > 0 ? m.num_layers + j : m.num_layers - 1;
+    const std::size_t decoder_prefix = ("decoder.layers." + std::to_string(index) + ".").size();
+    const std::string inner =
+        n_mtp > 0 ? "mtp_model_layer.layers." + std::to_string(j) + "." : "transformer_layer.";
+    for (auto& op : build_layer(c, index)) {
+      op.path = pre + inner + op.path.substr(decoder_prefix);
+      op.layer = -1;
+      layer.push_back(std::move(op));
+    }
   }
   finish_kept(layer);
   if (c.st.recompute_granularity == RecomputeGranularity::Selective) {

@@ -91,6 +91,14 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   }
   I64 ffn = moe.ffn_hidden_size;
   I64 fc1_out = c.m.gated() ? 2 * ffn : ffn;
+  // The routed experts' width: the hidden size, or the latent size of a LatentMoE, whose fc1_latent_proj
+  // (a TELinear duplicated over tp, on the rank's own tokens; its gradient all-reduced over tp with
+  // sequence parallelism, as the router's) projects the tokens down before they are exchanged.
+  const I64 d = moe.expert_width(c.h);
+  if (moe.latent_size > 0) {
+    ops.push_back(make_duplicated(c, pre + "fc1_latent_proj", OpRole::LatentDown, layer, c.h, d));
+    ops.back().moe = true;
+  }
 
   Op dispatch;
   dispatch.path = pre + "token_dispatcher.dispatch";
@@ -99,19 +107,19 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   dispatch.layer = layer;
   dispatch.moe = true;
   dispatch.tokens = routed;
-  dispatch.in_features = dispatch.out_features = c.h;
+  dispatch.in_features = dispatch.out_features = d;
   dispatch.local_experts = local;
-  dispatch.input_bytes = c.tok_sp * c.h * c.a;
-  dispatch.output_bytes = routed * c.h * c.a;
+  dispatch.input_bytes = c.tok_sp * d * c.a;
+  dispatch.output_bytes = routed * d * c.a;
   dispatch.saved.push_back({"permutation_indices", routed * 8});
   // The allgather dispatcher's gather spans expert tp too: no expert-tp exchange of its own.
   const bool allgather = st.moe_dispatcher == MoeDispatcher::AllGather;
-  const I64 gathered = c.tok_sp * c.h * c.a * st.ep * etp;
-  add_ep_exchange(dispatch, st, gathered, routed * c.h * c.a, true);
+  const I64 gathered = c.tok_sp * d * c.a * st.ep * etp;
+  add_ep_exchange(dispatch, st, gathered, routed * d * c.a, true);
   if (etp > 1 && !allgather) {
-    dispatch.comms.push_back({Collective::AllGather, ParallelDim::ETP, Pass::Forward, routed * c.h * c.a, 1,
+    dispatch.comms.push_back({Collective::AllGather, ParallelDim::ETP, Pass::Forward, routed * d * c.a, 1,
                               "all-gather of routed tokens over expert-tp"});
-    dispatch.comms.push_back({Collective::ReduceScatter, ParallelDim::ETP, Pass::Backward, routed * c.h * c.a,
+    dispatch.comms.push_back({Collective::ReduceScatter, ParallelDim::ETP, Pass::Backward, routed * d * c.a,
                               1, "reduce-scatter of routed token gradients"});
   }
   ops.push_back(std::move(dispatch));
@@ -124,15 +132,15 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   fc1.moe = true;
   fc1.tokens = routed;
   fc1.local_experts = local;
-  fc1.in_features = c.h;
+  fc1.in_features = d;
   fc1.out_features = fc1_out / etp;
-  fc1.params.push_back(param("weight", {local, fc1_out / etp, c.h}, {E, fc1_out, c.h}, false, true));
+  fc1.params.push_back(param("weight", {local, fc1_out / etp, d}, {E, fc1_out, d}, false, true));
   if (c.m.add_bias_linear)
     fc1.params.push_back(param("bias", {local, fc1_out / etp}, {E, fc1_out}, false, true));
-  fc1.input_bytes = routed * c.h * c.a;
+  fc1.input_bytes = routed * d * c.a;
   fc1.output_bytes = routed * (fc1_out / etp) * c.a;
-  fc1.saved.push_back({"input", c.lin_bytes(routed * c.h)});
-  linear_flops(fc1, routed, c.h, fc1_out / etp);
+  fc1.saved.push_back({"input", c.lin_bytes(routed * d)});
+  linear_flops(fc1, routed, d, fc1_out / etp);
   ops.push_back(std::move(fc1));
 
   Op act = make_activation(c, pre + "experts.activation_func", OpRole::ExpertsAct, layer, routed,
@@ -150,13 +158,13 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   fc2.tokens = routed;
   fc2.local_experts = local;
   fc2.in_features = ffn / etp;
-  fc2.out_features = c.h;
-  fc2.params.push_back(param("weight", {local, c.h, ffn / etp}, {E, c.h, ffn}, false, true));
-  if (c.m.add_bias_linear) fc2.params.push_back(param("bias", {local, c.h}, {E, c.h}, false, true));
+  fc2.out_features = d;
+  fc2.params.push_back(param("weight", {local, d, ffn / etp}, {E, d, ffn}, false, true));
+  if (c.m.add_bias_linear) fc2.params.push_back(param("bias", {local, d}, {E, d}, false, true));
   fc2.input_bytes = routed * (ffn / etp) * c.a;
-  fc2.output_bytes = routed * c.h * c.a;
+  fc2.output_bytes = routed * d * c.a;
   fc2.saved.push_back({"input", c.lin_bytes(routed * (ffn / etp))});
-  linear_flops(fc2, routed, ffn / etp, c.h);
+  linear_flops(fc2, routed, ffn / etp, d);
   ops.push_back(std::move(fc2));
 
   Op combine;
@@ -166,25 +174,29 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
   combine.layer = layer;
   combine.moe = true;
   combine.tokens = routed;
-  combine.in_features = combine.out_features = c.h;
+  combine.in_features = combine.out_features = d;
   combine.local_experts = local;
-  combine.input_bytes = routed * c.h * c.a;
-  combine.output_bytes = c.tok_sp * c.h * c.a;
+  combine.input_bytes = routed * d * c.a;
+  combine.output_bytes = c.tok_sp * d * c.a;
   combine.saved.push_back({"probs", routed * 4});
   // The router probabilities are applied where the tokens are unpermuted, and their gradient needs the expert
   // outputs: Megatron's unpermute keeps them (unfused: `permuted_tokens * permuted_probs` saves its input;
   // fused: TransformerEngine's moe_unpermute with merging_probs saves `inp`, transformer_engine/pytorch/
   // permutation.py).  Measured on SimuMax's B200 DeepSeek-V2/V3 runs (tests/data/memory_corpus): without it
   // the first stage of pp 2 was 1.6-2.1 % short, one such tensor per micro batch in flight.
-  if (!c.torch_cpu) combine.saved.push_back({"expert_output", routed * c.h * c.a});
-  add_ep_exchange(combine, st, gathered, routed * c.h * c.a, false);
+  if (!c.torch_cpu) combine.saved.push_back({"expert_output", routed * d * c.a});
+  add_ep_exchange(combine, st, gathered, routed * d * c.a, false);
   if (etp > 1 && !allgather) {
-    combine.comms.push_back({Collective::ReduceScatter, ParallelDim::ETP, Pass::Forward, routed * c.h * c.a,
-                             1, "reduce-scatter of partial expert outputs"});
-    combine.comms.push_back({Collective::AllGather, ParallelDim::ETP, Pass::Backward, routed * c.h * c.a, 1,
+    combine.comms.push_back({Collective::ReduceScatter, ParallelDim::ETP, Pass::Forward, routed * d * c.a, 1,
+                             "reduce-scatter of partial expert outputs"});
+    combine.comms.push_back({Collective::AllGather, ParallelDim::ETP, Pass::Backward, routed * d * c.a, 1,
                              "all-gather of output gradients"});
   }
   ops.push_back(std::move(combine));
+  if (moe.latent_size > 0) {
+    ops.push_back(make_duplicated(c, pre + "fc2_latent_proj", OpRole::LatentUp, layer, d, c.h));
+    ops.back().moe = true;
+  }
 }
 
 std::vector<Op> build_layer(const Ctx& c, int layer) {

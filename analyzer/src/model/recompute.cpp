@@ -25,6 +25,8 @@ bool in_mlp(OpRole r) {
     case OpRole::ExpertsAct:
     case OpRole::ExpertsFc2:
     case OpRole::Combine:
+    case OpRole::LatentDown:
+    case OpRole::LatentUp:
       return true;
     default:
       return false;

@@ -102,6 +102,8 @@ enum class OpRole : std::uint8_t {
   ExpertsAct,  ///< mlp.experts.activation_func
   ExpertsFc2,  ///< mlp.experts.linear_fc2 (grouped GEMM)
   Combine,     ///< mlp.token_dispatcher.combine: all-to-all back + un-permutation
+  LatentDown,  ///< mlp.fc1_latent_proj: hidden → latent before the dispatch (LatentMoE; duplicated over tp)
+  LatentUp,    ///< mlp.fc2_latent_proj: latent → hidden after the combine
   // Head (last stage).
   FinalNorm,    ///< decoder.final_layernorm
   OutputLayer,  ///< output_layer (logits; the word embedding when tied and pp = 1)

@@ -38,8 +38,16 @@ struct MoESpec {
   /// within its group_topk best groups.  0 = not limited.  Only the flex dispatcher's inter-node volume
   /// depends on it (a token reaches at most group_topk groups' nodes).
   int router_num_groups = 0, router_group_topk = 0;
+  /// LatentMoE (`--moe-latent-size`; Nemotron-3 Super / Ultra; megatron/core/transformer/moe/moe_layer.py):
+  /// the routed experts run at this width — fc1_latent_proj (hidden → latent, a TELinear duplicated over
+  /// tp, on the rank's own tokens) before the dispatch, the exchanges and the experts' GEMMs at the latent
+  /// width, fc2_latent_proj (latent → hidden) after the combine.  The router and the shared expert see the
+  /// full hidden state.  0 = no latent projections.
+  std::int64_t latent_size = 0;
 
   bool enabled() const { return num_experts > 0; }
+  /// Width of the routed experts' input and output, and of the token exchanges: latent_size or `hidden`.
+  std::int64_t expert_width(std::int64_t hidden) const { return latent_size > 0 ? latent_size : hidden; }
 };
 
 /// Multi-head latent attention (DeepSeek-V2/V3; Megatron `--multi-latent-attention`).
@@ -121,6 +129,11 @@ struct ModelSpec {
   /// one block and the residual add (megatron/core/models/hybrid).  Empty: every layer is a transformer
   /// layer (attention and MLP).
   std::string hybrid_pattern;
+  /// A hybrid model's multi-token-prediction block, the pattern of one depth (after the first '/' of
+  /// `--hybrid-layer-pattern`; every depth the same, as Megatron asserts): "*E" is an attention layer and a
+  /// MoE layer (Nemotron-3 Super).  Its layers have the indices num_layers … num_layers + size − 1 for
+  /// layer_symbol().  Empty: an MTP depth is one transformer layer built like the decoder's last.
+  std::string mtp_hybrid_pattern;
   MambaSpec mamba;
   /// Multi-token prediction layers (`--mtp-num-layers`; DeepSeek-V3 trains with 1).  Each sits on the last
   /// pipeline stage after the decoder: embedding of the tokens shifted once more (the shared embedding),
@@ -142,7 +155,13 @@ struct ModelSpec {
   /// Whether transformer layer `layer` (0-based, global) has a MoE MLP.
   bool is_moe_layer(int layer) const;
   bool hybrid() const { return !hybrid_pattern.empty(); }
-  /// The hybrid pattern's symbol of `layer` ('M', '*', '-', 'E'); 0 when the model is not hybrid.
+  /// Whether an MTP depth of this hybrid pattern is priced: one block (M, *, - or E), or a mixer and an MLP
+  /// (*E, *-, ME, M-) — one transformer layer's walk.
+  static bool mtp_depth_modelled(const std::string& depth);
+  static constexpr const char* kMtpDepthNote =
+      "is not modelled: a depth of one block (M, *, - or E) or of a mixer then an MLP (*E, *-, ME, M-) is";
+  /// The hybrid pattern's symbol of `layer` ('M', '*', '-', 'E'); 0 when the model is not hybrid.  Layers
+  /// num_layers … are those of an MTP depth (mtp_hybrid_pattern).
   char layer_symbol(int layer) const;
   /// Whether layer `layer` has self-attention / an MLP (dense or MoE) / a Mamba mixer: a transformer layer
   /// has the first two, a hybrid layer one of the three.
