@@ -448,8 +448,12 @@ TEST(Hybrid, MtpDepthsOfThePattern) {
   const MegatronConfig none = parse_megatron_args(latent_moe("M*E", true));
   const MegatronConfig pair = parse_megatron_args(latent_moe("M*E*E", true));
   const std::int64_t h = 4096;
-  EXPECT_EQ(count_parameters(c.model) - count_parameters(none.model),
-            2 * (count_parameters(pair.model) - count_parameters(none.model) + 2 * h * h + 3 * h));
+  const std::int64_t depth = count_parameters(pair.model) - count_parameters(none.model) + 2 * h * h + 3 * h;
+  EXPECT_EQ(count_parameters(c.model) - count_parameters(none.model), 2 * depth);
+  // --mtp-use-repeated-layer (Megatron-Bridge's Nemotron-3 recipes): one depth's weights, applied twice.
+  const MegatronConfig repeated =
+      parse_megatron_args(latent_moe("M*E/*E/*E", true, {"--mtp-use-repeated-layer"}));
+  EXPECT_EQ(count_parameters(repeated.model) - count_parameters(none.model), depth);
   cost::EstimateOptions opt;
   opt.strict = true;
   const MegatronConfig run = parse_megatron_args(latent_moe("M*E/*E/*E", true, {"--global-batch-size", "8"}));

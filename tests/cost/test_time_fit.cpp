@@ -1533,6 +1533,7 @@ TEST(TimeFit, Nemotron3SuperRowsHeldOut) {
       ASSERT_TRUE(r.model.hybrid()) << r.name;
       EXPECT_EQ(r.model.moe.latent_size, 1024) << r.name;
       EXPECT_EQ(r.model.mtp_num_layers, 2) << r.name;
+      EXPECT_TRUE(r.model.mtp_repeated_layer) << r.name;
     }
     const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
     const TimeFit fit = fit_time(runs, cost::load_simumax_system(j["system"].get<std::string>()));

@@ -153,6 +153,7 @@ void mtp_leaves(Builder& bld, int k, const std::vector<Op>& ops, Unpriced* unpri
   const std::string path = "MTPLayer" + std::to_string(k);
   const bool full = c.rc.scope == RecomputeScope::FullBlock && c.rc.layers > 0;
   RoleCursor cur(own);
+  const std::size_t first_leaf = bld.out.size();
   const Op& lookup = cur.need(OpRole::MtpEmbedding);
   Leaf emb = embedding_leaf(c, lookup, name + "embedding", path + Builder::idx(0, "Embedding"));
   bld.push(std::move(emb));
@@ -174,6 +175,9 @@ void mtp_leaves(Builder& bld, int k, const std::vector<Op>& ops, Unpriced* unpri
               path + Builder::idx(6, "LinearCol"));
   shared_weights(bld.out.back());
   bld.push(ce_leaf(c, cur.need(OpRole::MtpLoss), name + "loss", path + Builder::idx(7, "ParallelCE")));
+  // --mtp-use-repeated-layer: the depths after the first run depth 0's weights again.
+  if (c.m->mtp_repeated_layer && k > 0 && !c.st->simumax_compat)
+    for (std::size_t i = first_leaf; i < bld.out.size(); ++i) shared_weights(bld.out[i]);
   cur.report_unpriced(unpriced);
 }
 

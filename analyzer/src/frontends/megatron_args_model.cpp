@@ -269,6 +269,7 @@ const std::vector<FlagSpec>& model_flags() {
       {"--qk-layernorm", Arity::Switch},
       {"--mtp-num-layers", Arity::One},
       {"--mtp-hybrid-override-pattern", Arity::One},
+      {"--mtp-use-repeated-layer", Arity::Switch},
       {"--moe-latent-size", Arity::One},
       {"--mtp-loss-scaling-factor", Arity::One},
       {"--normalization", Arity::One},
@@ -437,6 +438,7 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
   }
   if (f.has("--mtp-num-layers") && !m.hybrid())  // a hybrid model's come from its pattern
     m.mtp_num_layers = static_cast<int>(parse_int("--mtp-num-layers", f.get("--mtp-num-layers")));
+  if (f.has("--mtp-use-repeated-layer")) m.mtp_repeated_layer = true;
   m.attention_dropout = f.float_or("--attention-dropout", base ? m.attention_dropout : 0.1);
   m.hidden_dropout = f.float_or("--hidden-dropout", base ? m.hidden_dropout : 0.1);
   m.make_vocab_size_divisible_by = static_cast<int>(

@@ -176,6 +176,9 @@ void add_mtp_layer(const Ctx& c, std::vector<Op>& ops, int k, bool embedding_wei
     set_kept(block[checkpoint_from], {{"input", c.tok_sp * c.h * c.a, true}});  // the embedding output
   }
   for (std::size_t i = checkpoint_from; i < block.size(); ++i) block[i].mtp_layer = k;
+  // --mtp-use-repeated-layer: depth 0's layer applied again — no weights of its own.
+  if (m.mtp_repeated_layer && k > 0)
+    for (std::size_t i = checkpoint_from; i < block.size(); ++i) block[i].params.clear();
   for (auto& op : block) ops.push_back(std::move(op));
 }
 

@@ -141,6 +141,9 @@ struct ModelSpec {
   /// decoder's last layer, final_layernorm, then the shared output layer and its own loss (Megatron-core
   /// `transformer/multi_token_prediction.py`, DeepSeek-V3 report arXiv 2412.19437 §2.2).
   int mtp_num_layers = 0;
+  /// `--mtp-use-repeated-layer` (Megatron-Bridge's Nemotron-3 recipes): one MTP layer built and applied at
+  /// every depth — its weights (norms, eh_proj, the transformer layer) held once, its compute per depth.
+  bool mtp_repeated_layer = false;
   /// Each MTP lookup on a last stage without the first stage's embedding holds its own copy of the word
   /// embedding (Megatron, kept in sync by the embedding group); false when the framework shares the one
   /// parameter across stages (MindFormers DeepSeek-V3).
