@@ -21,6 +21,36 @@ using Words = std::vector<std::string>;
 namespace {
 const char* kNanoPattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME";
 
+// The flags Nemotron-3's hybrid stacks share: 32 attention heads in 2 kv groups of 128, grouped GEMMs,
+// squared-ReLU MLPs, no bias or position embedding, RMSNorm, untied 131072-token vocabulary, seq 8192, no
+// dropout, bf16.
+Words nemotron3_common() {
+  return {"--num-attention-heads",
+          "32",
+          "--group-query-attention",
+          "--num-query-groups",
+          "2",
+          "--kv-channels",
+          "128",
+          "--moe-grouped-gemm",
+          "--squared-relu",
+          "--seq-length",
+          "8192",
+          "--disable-bias-linear",
+          "--position-embedding-type",
+          "none",
+          "--normalization",
+          "RMSNorm",
+          "--untie-embeddings-and-output-weights",
+          "--vocab-size",
+          "131072",
+          "--attention-dropout",
+          "0",
+          "--hidden-dropout",
+          "0",
+          "--bf16"};
+}
+
 Words nano(const Words& more = {}) {
   Words a = {"--hybrid-layer-pattern",
              kNanoPattern,
@@ -28,13 +58,6 @@ Words nano(const Words& more = {}) {
              "2688",
              "--ffn-hidden-size",
              "1856",
-             "--num-attention-heads",
-             "32",
-             "--group-query-attention",
-             "--num-query-groups",
-             "2",
-             "--kv-channels",
-             "128",
              "--mamba-num-heads",
              "64",
              "--mamba-head-dim",
@@ -51,23 +74,6 @@ Words nano(const Words& more = {}) {
              "3712",
              "--moe-router-topk",
              "6",
-             "--moe-grouped-gemm",
-             "--squared-relu",
-             "--seq-length",
-             "8192",
-             "--disable-bias-linear",
-             "--position-embedding-type",
-             "none",
-             "--normalization",
-             "RMSNorm",
-             "--untie-embeddings-and-output-weights",
-             "--vocab-size",
-             "131072",
-             "--attention-dropout",
-             "0",
-             "--hidden-dropout",
-             "0",
-             "--bf16",
              "--use-flash-attn",
              "--micro-batch-size",
              "1",
@@ -75,6 +81,8 @@ Words nano(const Words& more = {}) {
              "8",
              "--nproc_per_node",
              "8"};
+  const Words common = nemotron3_common();
+  a.insert(a.end(), common.begin(), common.end());
   a.insert(a.end(), more.begin(), more.end());
   return a;
 }
@@ -305,13 +313,6 @@ Words latent_moe(const std::string& pattern, bool latent, const Words& more = {}
              pattern,
              "--hidden-size",
              "4096",
-             "--num-attention-heads",
-             "32",
-             "--group-query-attention",
-             "--num-query-groups",
-             "2",
-             "--kv-channels",
-             "128",
              "--num-experts",
              "512",
              "--moe-ffn-hidden-size",
@@ -320,23 +321,6 @@ Words latent_moe(const std::string& pattern, bool latent, const Words& more = {}
              "5376",
              "--moe-router-topk",
              "22",
-             "--moe-grouped-gemm",
-             "--squared-relu",
-             "--seq-length",
-             "8192",
-             "--disable-bias-linear",
-             "--position-embedding-type",
-             "none",
-             "--normalization",
-             "RMSNorm",
-             "--untie-embeddings-and-output-weights",
-             "--vocab-size",
-             "131072",
-             "--attention-dropout",
-             "0",
-             "--hidden-dropout",
-             "0",
-             "--bf16",
              "--micro-batch-size",
              "1",
              "--expert-model-parallel-size",
@@ -345,6 +329,8 @@ Words latent_moe(const std::string& pattern, bool latent, const Words& more = {}
              "alltoall",
              "--nproc_per_node",
              "8"};
+  const Words common = nemotron3_common();
+  a.insert(a.end(), common.begin(), common.end());
   if (latent) a.insert(a.end(), {"--moe-latent-size", "1024"});
   a.insert(a.end(), more.begin(), more.end());
   return a;
