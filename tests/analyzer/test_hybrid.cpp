@@ -286,6 +286,26 @@ TEST(Hybrid, NemotronHConfigJsonIsTheSameModel) {
   latent.replace(latent.find("\"topk_group\": 1"), 15, "\"topk_group\": 1, \"moe_latent_size\": 1024");
   EXPECT_EQ(parse_hf_config(latent, "config.json").moe.latent_size, 1024);
   EXPECT_LT(count_parameters(parse_hf_config(latent, "config.json")), count_parameters(hf));
+  // Multi-token prediction as Megatron-Bridge maps it: num_nextn_predict_layers depths of
+  // mtp_hybrid_override_pattern, the layer repeated by default.
+  std::string mtp = latent;
+  mtp.replace(
+      mtp.find("\"moe_latent_size\": 1024"), 23,
+      "\"moe_latent_size\": 1024, \"num_nextn_predict_layers\": 1, \"mtp_hybrid_override_pattern\": \"*E\"");
+  const ModelSpec with_mtp = parse_hf_config(mtp, "config.json");
+  EXPECT_EQ(with_mtp.mtp_num_layers, 1);
+  EXPECT_EQ(with_mtp.mtp_hybrid_pattern, "*E");
+  EXPECT_TRUE(with_mtp.mtp_repeated_layer);
+  EXPECT_GT(count_parameters(with_mtp), count_parameters(parse_hf_config(latent, "config.json")));
+  std::string no_depth = latent;
+  no_depth.replace(no_depth.find("\"moe_latent_size\": 1024"), 23,
+                   "\"moe_latent_size\": 1024, \"num_nextn_predict_layers\": 1");
+  try {
+    parse_hf_config(no_depth, "config.json");
+    ADD_FAILURE() << "accepted MTP depths without their pattern";
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), "config.json: mtp_hybrid_override_pattern");
+  }
   std::string no_experts = latent;
   no_experts.replace(no_experts.find("\"n_routed_experts\": 128, "), 25, "");
   try {

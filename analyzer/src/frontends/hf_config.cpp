@@ -357,8 +357,7 @@ void read_qwen_moe(const Fields& f, ModelSpec& m, bool shared, std::vector<std::
 /// Mamba-2 mixers, attention without position embedding and squared-ReLU MLPs or MoE layers, one symbol per
 /// layer in hybrid_override_pattern (M, *, -, E), as Megatron-Bridge's NemotronH bridge maps it onto
 /// Megatron's hybrid model.
-void read_nemotron_h(const Fields& f, ModelSpec& m, std::vector<std::string>* warnings,
-                     const std::string& source) {
+void read_nemotron_h(const Fields& f, ModelSpec& m) {
   m.hidden_size = f.positive("hidden_size");
   m.num_layers = static_cast<int>(f.positive("num_hidden_layers"));
   m.hybrid_pattern = f.string_or("hybrid_override_pattern", "");
@@ -416,9 +415,26 @@ void read_nemotron_h(const Fields& f, ModelSpec& m, std::vector<std::string>* wa
     if (!m.moe.enabled()) throw f.error("moe_latent_size", "is set but the model has no routed experts");
     m.moe.latent_size = latent;
   }
-  if (I64 mtp = f.non_negative_or("num_nextn_predict_layers", 0); mtp > 0 && warnings)
-    warnings->push_back(source + ": num_nextn_predict_layers " + std::to_string(mtp) +
-                        ": the multi-token-prediction layers are left out");
+  // Multi-token prediction as Megatron-Bridge's NemotronH bridge maps it (_hf_mtp_config): the depths from
+  // num_nextn_predict_layers, each of mtp_hybrid_override_pattern's layers, one layer repeated at every depth
+  // unless mtp_use_repeated_layer says otherwise.  (Its pretraining recipes then ask for more depths: Super's
+  // runs 2; --mtp-num-layers on the command line would say so.)
+  if (I64 mtp = f.non_negative_or("num_nextn_predict_layers", 0); mtp > 0) {
+    const std::string depth = f.string_or("mtp_hybrid_override_pattern", "");
+    if (depth.empty())
+      throw f.error("mtp_hybrid_override_pattern",
+                    "is required with num_nextn_predict_layers > 0 (Megatron-Bridge raises it too)");
+    if (!ModelSpec::mtp_depth_modelled(depth))
+      throw f.error("mtp_hybrid_override_pattern",
+                    "multi-token-prediction depth '" + depth + "' " + ModelSpec::kMtpDepthNote);
+    if (depth.find('E') != std::string::npos && !m.moe.enabled())
+      throw f.error("mtp_hybrid_override_pattern", "has MoE layers (E) but the model has no routed experts");
+    if (mtp > 64)
+      throw f.error("num_nextn_predict_layers", "is implausibly large (" + std::to_string(mtp) + ")");
+    m.mtp_num_layers = static_cast<int>(mtp);
+    m.mtp_hybrid_pattern = depth;
+    m.mtp_repeated_layer = f.boolean_or("mtp_use_repeated_layer", true);
+  }
 }
 
 void read_gpt2(const Fields& f, ModelSpec& m) {
@@ -545,7 +561,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       m.moe.ffn_hidden_size = m.ffn_hidden_size;
       break;
     case Family::NemotronH:
-      read_nemotron_h(f, m, warnings, source);
+      read_nemotron_h(f, m);
       break;
     case Family::DeepSeek:
     case Family::DeepSeekV2:

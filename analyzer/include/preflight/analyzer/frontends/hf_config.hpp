@@ -15,8 +15,10 @@
 ///  - `mixtral`: `num_local_experts`, `num_experts_per_tok`; `intermediate_size` is the expert FFN; every
 ///    layer is MoE.
 ///  - `gpt_oss`: as mixtral, with `attention_bias`; `sliding_window` on the layers `layer_types` marks
-///    "sliding_attention" (every other one).  Expert and router biases and the attention sinks are not counted.
-///  - `sliding_window` (Mistral, Mixtral, GPT-OSS; Qwen with `use_sliding_window`), per layer by `layer_types`
+///    "sliding_attention" (every other one).  Expert and router biases and the attention sinks are not
+///    counted.
+///  - `sliding_window` (Mistral, Mixtral, GPT-OSS; Qwen with `use_sliding_window`), per layer by
+///  `layer_types`
 ///    when given (ModelSpec::layer_has_window).
 ///  - `qwen2_moe`, `qwen3_moe`: `num_experts`, `num_experts_per_tok`, `moe_intermediate_size`,
 ///    `shared_expert_intermediate_size` (qwen2_moe), `decoder_sparse_step`, `mlp_only_layers`; layer i is MoE
@@ -32,6 +34,12 @@
 ///    (`num_nextn_predict_layers`) are left out (a warning says so; ModelSpec::mtp_num_layers, Megatron's
 ///    `--mtp-num-layers`, includes them), and so is the router's score-correction bias (n_routed_experts
 ///    per layer).
+///  - `nemotron_h` (Nemotron-H, Nemotron-3): `hybrid_override_pattern` (M / * / - / E per layer),
+///    `mamba_num_heads`, `mamba_head_dim`, `ssm_state_size`, `n_groups`, `conv_kernel`, `chunk_size`,
+///    `mlp_hidden_act` (relu2 = squared ReLU), `n_routed_experts`, `num_experts_per_tok`,
+///    `moe_intermediate_size`, `moe_shared_expert_intermediate_size`, `moe_latent_size` (LatentMoE), and the
+///    multi-token prediction as Megatron-Bridge's NemotronH bridge maps it: `num_nextn_predict_layers` depths
+///    of `mtp_hybrid_override_pattern`, one repeated layer unless `mtp_use_repeated_layer` is false.
 ///  - `gpt2` (also how the GPT-3 preset is written): `n_embd`, `n_layer`, `n_head`, `n_inner` (null =
 ///  4·n_embd),
 ///    `n_positions` (learned position table), `vocab_size`, `attn_pdrop`, `resid_pdrop`; LayerNorm, GeLU,
