@@ -477,6 +477,11 @@ TEST(Hybrid, MtpDepthsOfThePattern) {
   };
   refused(latent_moe("M*E/*E/E*", true), "--hybrid-layer-pattern", "differ");
   refused(latent_moe("M*E/MM", true), "--hybrid-layer-pattern", "not modelled");
-  refused(latent_moe("M*E", true, {"--mtp-num-layers", "1"}), "--mtp-num-layers", "'/'");
+  // --mtp-num-layers without depths in the pattern: Megatron warns and builds no MTP block.
+  const MegatronConfig no_depths = parse_megatron_args(latent_moe("M*E", true, {"--mtp-num-layers", "1"}));
+  EXPECT_EQ(no_depths.model.mtp_num_layers, 0);
+  bool warned = false;
+  for (const auto& w : no_depths.warnings) warned = warned || w.find("builds none") != std::string::npos;
+  EXPECT_TRUE(warned);
   refused(latent_moe("M*E", true, {"--moe-latent-size", "-4"}), "--moe-latent-size", "greater than zero");
 }

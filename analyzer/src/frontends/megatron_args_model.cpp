@@ -228,10 +228,11 @@ void read_hybrid_pattern(const Flags& f, ModelSpec& m, std::vector<std::string>&
     m.mtp_hybrid_pattern = mtp;
     m.mtp_num_layers = depths;
   } else if (f.has("--mtp-num-layers") && parse_int("--mtp-num-layers", f.get("--mtp-num-layers")) > 0) {
-    throw InputError("--mtp-num-layers",
-                     std::string("a hybrid model's MTP layers are given by its pattern: add '/' and one "
-                                 "depth's layers per depth to ") +
-                         flag + " (e.g. 'M*M*/*E/*E'), or --mtp-hybrid-override-pattern");
+    // Megatron warns and builds no MTP block (HybridModel.mtp_process needs the pattern's depths).
+    warnings.push_back("--mtp-num-layers " + f.get("--mtp-num-layers") +
+                       ": a hybrid model's MTP layers are given by " + flag +
+                       " after '/' (e.g. 'M*M*/*E/*E') or --mtp-hybrid-override-pattern; without them "
+                       "Megatron builds none, and none are priced");
   }
   auto dim = [&](const char* name, I64 current) {
     return f.has(name) ? parse_int(name, f.get(name)) : current;
