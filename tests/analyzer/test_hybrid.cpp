@@ -271,6 +271,14 @@ TEST(Hybrid, NemotronHConfigJsonIsTheSameModel) {
     "ssm_state_size": 128, "tie_word_embeddings": false, "use_bias": false, "vocab_size": 131072,
     "n_routed_experts": 128, "num_experts_per_tok": 6, "moe_intermediate_size": 1856,
     "moe_shared_expert_intermediate_size": 3712, "n_group": 1, "topk_group": 1})";
+  auto refused_at = [](const std::string& text, const std::string& where) {
+    try {
+      parse_hf_config(text, "config.json");
+      ADD_FAILURE() << "accepted, expected an error at " << where;
+    } catch (const preflight::InputError& e) {
+      EXPECT_EQ(e.where(), where) << e.what();
+    }
+  };
   const ModelSpec hf = parse_hf_config(config, "config.json");
   const MegatronConfig args = parse_megatron_args(nano());
   EXPECT_EQ(hf.hybrid_pattern, args.model.hybrid_pattern);
@@ -300,29 +308,14 @@ TEST(Hybrid, NemotronHConfigJsonIsTheSameModel) {
   std::string no_depth = latent;
   no_depth.replace(no_depth.find("\"moe_latent_size\": 1024"), 23,
                    "\"moe_latent_size\": 1024, \"num_nextn_predict_layers\": 1");
-  try {
-    parse_hf_config(no_depth, "config.json");
-    ADD_FAILURE() << "accepted MTP depths without their pattern";
-  } catch (const preflight::InputError& e) {
-    EXPECT_EQ(e.where(), "config.json: mtp_hybrid_override_pattern");
-  }
+  refused_at(no_depth, "config.json: mtp_hybrid_override_pattern");
   std::string no_experts = latent;
   no_experts.replace(no_experts.find("\"n_routed_experts\": 128, "), 25, "");
-  try {
-    parse_hf_config(no_experts, "config.json");
-    ADD_FAILURE() << "accepted a latent size without experts";
-  } catch (const preflight::InputError& e) {
-    EXPECT_EQ(e.where(), "config.json: moe_latent_size");
-  }
+  refused_at(no_experts, "config.json: moe_latent_size");
   // A pattern that does not match the layer count is named by its field.
   std::string bad = config;
   bad.replace(bad.find("\"num_hidden_layers\": 52"), 23, "\"num_hidden_layers\": 50");
-  try {
-    parse_hf_config(bad, "config.json");
-    ADD_FAILURE() << "accepted a pattern of 52 layers for 50";
-  } catch (const preflight::InputError& e) {
-    EXPECT_EQ(e.where(), "config.json: hybrid_override_pattern");
-  }
+  refused_at(bad, "config.json: hybrid_override_pattern");
 }
 
 namespace {
