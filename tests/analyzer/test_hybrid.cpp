@@ -246,6 +246,13 @@ TEST(Hybrid, PipeSegmentsAreThePipelineLayout) {
   ASSERT_EQ(c.strategy.chunk_layout.size(), 2u);
   EXPECT_EQ(c.strategy.chunk_layout[0], (std::vector<int>{4, 5}));
   EXPECT_EQ(c.strategy.chunk_layout[1], (std::vector<int>{2, 7}));
+  // MTP depths after '/' are not pipeline segments: they sit on the last stage.
+  const MegatronConfig m = parse_megatron_args(
+      {"--hybrid-layer-pattern", "M-M-|M-M*-|M-|M-M*-M-/*-/*-", "--hidden-size", "1024",
+       "--num-attention-heads", "8", "--seq-length", "2048", "--vocab-size", "32000",
+       "--pipeline-model-parallel-size", "2", "--global-batch-size", "16", "--nproc_per_node", "2"});
+  EXPECT_EQ(m.strategy.chunk_layout, c.strategy.chunk_layout);
+  EXPECT_EQ(m.model.mtp_num_layers, 2);
   const LayerGraph g = build_layer_graph(c.model, c.strategy);
   int stage0 = 0;
   for (const StageGraph* ch : g.stage(0)) stage0 += ch->num_layers;

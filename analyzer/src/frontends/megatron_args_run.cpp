@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "megatron_flags.hpp"
 #include "preflight/common/error.hpp"
@@ -436,7 +437,8 @@ void read_hybrid_pipeline(const Flags& f, Strategy& st) {
                        std::string("should not be used with ") + flag +
                            " (Megatron asserts it: the pattern's | segments give the pipeline layout)");
   std::vector<int> segments{0};
-  for (char ch : f.get(flag)) {
+  const std::string& pattern = f.get(flag);
+  for (char ch : std::string_view(pattern).substr(0, pattern.find('/'))) {  // the MTP depths are not staged
     if (ch == '|')
       segments.push_back(0);
     else if (ch == 'M' || ch == '*' || ch == '-' || ch == 'E')
