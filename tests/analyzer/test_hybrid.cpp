@@ -164,12 +164,17 @@ TEST(Hybrid, MegatronsChecksOfTheMixer) {
       EXPECT_EQ(e.where(), where) << e.what();
     }
   };
-  // 16 tp ranks do not divide the 8 groups; 6 groups do not divide the 64 heads; the mixers' context
-  // parallelism is not modelled.
+  // 16 tp ranks do not divide the 8 groups; 6 groups do not divide the 64 heads; MambaContextParallel's
+  // checks: cp 128 leaves a rank no whole head; cp 3 divides neither the 8 groups nor the heads; 96 heads in
+  // 4 groups split over cp 6 (16 heads a rank) but the 4 groups and the 6 ranks do not divide one another.
   refused(nano({"--tensor-model-parallel-size", "16", "--sequence-parallel", "--nproc_per_node", "16"}),
           "--tensor-model-parallel-size");
   refused(nano({"--mamba-num-groups", "6"}), "--mamba-num-groups");
-  refused(nano({"--context-parallel-size", "2"}), "--context-parallel-size");
+  refused(nano({"--context-parallel-size", "128", "--nproc_per_node", "128"}), "--context-parallel-size");
+  refused(nano({"--context-parallel-size", "3", "--nproc_per_node", "3"}), "--context-parallel-size");
+  refused(nano({"--mamba-num-heads", "96", "--mamba-num-groups", "4", "--context-parallel-size", "6",
+                "--nproc_per_node", "6"}),
+          "--context-parallel-size");
   // MoE layers in the pattern need experts.
   refused({"--hybrid-layer-pattern", "M*-E", "--hidden-size", "1024", "--num-attention-heads", "8",
            "--seq-length", "128", "--vocab-size", "1000"},
@@ -484,4 +489,46 @@ TEST(Hybrid, MtpDepthsOfThePattern) {
   for (const auto& w : no_depths.warnings) warned = warned || w.find("builds none") != std::string::npos;
   EXPECT_TRUE(warned);
   refused(latent_moe("M*E", true, {"--moe-latent-size", "-4"}), "--moe-latent-size", "greater than zero");
+}
+
+// The mixers' context parallelism (megatron/core/ssm/mamba_context_parallel.py): z, x, B, C, dt go from
+// sequence to head shards by an all-to-all over cp before the scan and its output back after, the gradients
+// the other way; a tp rank with fewer groups than cp repeats each group's B and C over cp / groups ranks.
+TEST(Hybrid, MambaContextParallelIsAnAllToAllOfHeads) {
+  // Nano at cp 2: 8192 / 2 tokens a rank, z, x (4096 each), B, C (8 groups × 128 each) and dt (64).
+  const MegatronConfig c = parse_megatron_args(nano({"--context-parallel-size", "2"}));
+  c.strategy.validate(c.model);
+  const LayerGraph g = build_layer_graph(c.model, c.strategy);
+  const std::int64_t tok = 4096, in = 2 * 4096 + 2 * 8 * 128 + 64, out = 4096;
+  std::vector<std::int64_t> bytes;
+  for (const Op* op : layer_ops(g, 0))
+    if (op->role == OpRole::MambaScan) {
+      for (const auto& cm : op->comms) {
+        EXPECT_EQ(cm.kind, Collective::AllToAll);
+        EXPECT_EQ(cm.group, ParallelDim::CP);
+        bytes.push_back(cm.bytes);
+      }
+      EXPECT_EQ(op->kept_bytes,
+                tok * in * 2 + tok * out * 2);  // as at cp 1 a token: heads / cp of the whole sequence
+    }
+  EXPECT_EQ(bytes, (std::vector<std::int64_t>{tok * in * 2, tok * out * 2, tok * out * 2, tok * in * 2}));
+  // 16 ranks for 8 groups: each group's B and C go to 2 ranks (16 groups' worth sent).
+  EXPECT_EQ(c.model.mamba.cp_group_repeat(1, 16), 2);
+  EXPECT_EQ(c.model.mamba.scan_input_width(2688, 1, 16), 2 * 4096 + 64 + 2 * 8 * 2 * 128);
+  EXPECT_EQ(c.model.mamba.scan_input_width(2688, 1, 2), in);
+  // Priced: the four all-to-alls cost time over cp; none at cp 1.
+  cost::EstimateOptions opt;
+  opt.layer_ops = true;
+  const SystemSpec sys = cost::load_simumax_system("h100-sxm");
+  auto scan_comm_ms = [&](const MegatronConfig& cfg) {
+    const cost::Estimate est = cost::estimate(cfg.model, cfg.strategy, sys, opt);
+    for (const auto& lo : est.layer_ops)
+      for (const auto& op : lo.ops)
+        if (op.kind == "MambaScan") return op.times.fwd_net_ms + op.times.bwd_net_ms();
+    return -1.0;
+  };
+  EXPECT_GT(
+      scan_comm_ms(parse_megatron_args(nano({"--context-parallel-size", "2", "--global-batch-size", "8"}))),
+      0);
+  EXPECT_EQ(scan_comm_ms(parse_megatron_args(nano({"--global-batch-size", "8"}))), 0);
 }

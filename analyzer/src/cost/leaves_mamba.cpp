@@ -31,6 +31,14 @@ void price_mamba_scan(const Ctx& c, Leaf& l) {
   p.bwd_w_flops = 0;
   p.fwd_bytes = in_b + 2 * out_b + 2 * states;
   p.bwd_act_bytes = 2 * in_b + 3 * out_b + 3 * states;
+  // Context parallelism (MambaContextParallel): z, x, B, C, dt to head shards before the scan, its output
+  // back after; the gradients the other way in backward.  Each rank keeps 1 / cp of what it holds.
+  if (c.cp > 1) {
+    const double a2a = net(c, Collective::AllToAll, in_b, c.cp, c.nets.cp, CommGroup::Cp) +
+                       net(c, Collective::AllToAll, out_b, c.cp, c.nets.cp, CommGroup::Cp);
+    p.fwd_net_ms += a2a;
+    p.bwd_act_net_ms += a2a;
+  }
   finish_recompute(l);
   price_passes(c, l, "mamba_scan", "mamba_scan", "mamba_scan");
 }

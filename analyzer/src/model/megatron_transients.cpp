@@ -158,14 +158,19 @@ void set_megatron_transients(const Ctx& c, StageGraph& g) {
         // mamba_split_conv1d_scan_combined: forward makes the chunk states in fp32 (batch × chunks × heads ×
         // head_dim × state) and per-head fp32 dt / its cumulative sums over the tokens; backward recomputes
         // the convolution's output (x, B, C) and the states, beside the input gradient (z, x, B, C, dt).
+        // With context parallelism a rank holds the whole sequence of heads / cp (the same products), and the
+        // all-to-alls around the scan hold their outputs and the concatenation beside the tensor they shard
+        // (MambaContextParallel.pre_conv_ssm, and the gradients' way back).
         const MambaSpec& mb = c.m.mamba;
         const I64 heads_l = mb.heads(c.h) / c.t;
         const I64 chunks = (c.s_loc + mb.chunk_size - 1) / mb.chunk_size;
         const I64 states = c.b * chunks * heads_l * mb.head_dim * mb.state_dim * 4;
         const I64 per_head = 2 * c.tok * heads_l * 4;
-        const I64 conv_out = c.tok * (mb.conv_dim(c.h) / c.t) * e;
-        op.fwd_transient_bytes = states + per_head + conv_out;
-        op.bwd_transient_bytes = grad_in + conv_out + 2 * states + per_head + wgrad;
+        const I64 scan_in = mb.scan_input_width(c.h, c.t, c.st.cp);
+        const I64 conv_out = c.tok * (scan_in - mb.d_inner(c.h) / c.t - heads_l) * e;
+        const I64 exchange = c.st.cp > 1 ? 2 * c.tok * scan_in * e : 0;
+        op.fwd_transient_bytes = states + per_head + conv_out + exchange;
+        op.bwd_transient_bytes = grad_in + conv_out + 2 * states + per_head + wgrad + exchange;
         break;
       }
       default:

@@ -296,7 +296,7 @@ void Strategy::validate(const ModelSpec& model) const {
   positive(seq_length, "--seq-length");
   positive(micro_batch_size, "--micro-batch-size");
   if (global_batch_size < 0) throw InputError("--global-batch-size", "must not be negative");
-  if (model.hybrid() && model.hybrid_pattern.find('M') != std::string::npos) {
+  if (model.hybrid() && (model.hybrid_pattern + model.mtp_hybrid_pattern).find('M') != std::string::npos) {
     // MambaMixer's asserts: heads and groups split over tp.
     const std::int64_t heads = model.mamba.heads(model.hidden_size);
     if (heads % tp != 0)
@@ -305,9 +305,18 @@ void Strategy::validate(const ModelSpec& model) const {
     if (model.mamba.num_groups % tp != 0)
       throw InputError("--tensor-model-parallel-size", "tp " + num(tp) + " does not divide the " +
                                                            num(model.mamba.num_groups) + " Mamba groups");
-    if (cp > 1)
-      throw InputError("--context-parallel-size",
-                       "context parallelism of the Mamba mixers (their all-to-all of heads) is not modelled");
+    // MambaContextParallel's asserts: every cp rank gets whole heads, and whole groups or one group's
+    // heads (the group state then repeated over cp / groups ranks).
+    if (cp > 1) {
+      const std::int64_t heads_l = heads / tp, groups_l = model.mamba.num_groups / tp;
+      if (heads_l % cp != 0)
+        throw InputError("--context-parallel-size", "cp " + num(cp) + " does not divide the " + num(heads_l) +
+                                                        " Mamba heads of a tp rank (Megatron asserts it)");
+      if (groups_l < cp ? cp % groups_l != 0 : groups_l % cp != 0)
+        throw InputError("--context-parallel-size",
+                         "cp " + num(cp) + " and the " + num(groups_l) +
+                             " Mamba groups of a tp rank do not divide one another (Megatron asserts it)");
+    }
   }
 
   auto at_most = [](std::int64_t v, std::int64_t limit, const char* flag) {

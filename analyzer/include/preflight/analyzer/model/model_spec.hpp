@@ -84,6 +84,20 @@ struct MambaSpec {
   }
   /// Channels of the causal convolution: x, B, C.
   std::int64_t conv_dim(std::int64_t hidden) const { return d_inner(hidden) + 2 * num_groups * state_dim; }
+  /// Context parallelism of the mixer (megatron/core/ssm/mamba_context_parallel.py): z, x, B, C and dt go
+  /// from sequence shards to head shards by an all-to-all over cp before the convolution and the scan (each
+  /// rank then holds the whole sequence of heads / (tp · cp) heads), the scan's output back after it.  A tp
+  /// rank with fewer groups than cp repeats each group's B and C over cp / groups ranks.
+  std::int64_t cp_group_repeat(int tp, int cp) const {
+    const std::int64_t groups = num_groups / tp;
+    return groups > 0 && groups < cp ? cp / groups : 1;
+  }
+  /// Elements per token of a tp rank's z, x, B, C, dt as the scan gets them (in_proj_out / tp at cp 1, B and
+  /// C repeated otherwise); the all-to-all before the scan moves (cp − 1) / cp of them.
+  std::int64_t scan_input_width(std::int64_t hidden, int tp, int cp) const {
+    return (2 * d_inner(hidden) + heads(hidden)) / tp +
+           2 * (num_groups / tp) * cp_group_repeat(tp, cp) * state_dim;
+  }
 };
 
 /// Architecture of the network.  Sizes are element counts, not bytes.
