@@ -429,6 +429,39 @@ TEST(Hybrid, LatentMoeParametersAndExchanges) {
       }
     }
   EXPECT_EQ(projections, 2);
+  // SimuMax v1.2 has no latent projections: its compatibility mode says so (a transformer LatentMoE here).
+  MegatronConfig gpt = parse_megatron_args({"--num-layers",
+                                            "2",
+                                            "--hidden-size",
+                                            "4096",
+                                            "--num-attention-heads",
+                                            "32",
+                                            "--seq-length",
+                                            "4096",
+                                            "--vocab-size",
+                                            "32000",
+                                            "--num-experts",
+                                            "64",
+                                            "--moe-router-topk",
+                                            "4",
+                                            "--moe-ffn-hidden-size",
+                                            "1024",
+                                            "--moe-latent-size",
+                                            "1024",
+                                            "--moe-grouped-gemm",
+                                            "--bf16",
+                                            "--expert-model-parallel-size",
+                                            "8",
+                                            "--nproc_per_node",
+                                            "8"});
+  EXPECT_GT(cost::estimate(gpt.model, gpt.strategy, cost::load_simumax_system("b200")).iteration_ms, 0);
+  gpt.strategy.simumax_compat = true;
+  try {
+    cost::estimate(gpt.model, gpt.strategy, cost::load_simumax_system("b200"));
+    ADD_FAILURE() << "SimuMax compatibility priced a LatentMoE";
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), "--moe-latent-size");
+  }
 }
 
 // A hybrid model's MTP depths are given after '/' in its pattern (Megatron's parse_hybrid_pattern): Super's

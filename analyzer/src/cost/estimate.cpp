@@ -1164,6 +1164,9 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
     throw InputError(
         "--hybrid-layer-pattern",
         "hybrid (Mamba) models are not in SimuMax v1.2's model; drop --simumax-compat to price them");
+  if (model.moe.enabled() && model.moe.latent_size > 0 && strategy.simumax_compat)
+    throw InputError("--moe-latent-size",
+                     "LatentMoE is not in SimuMax v1.2's model; drop --simumax-compat to price it");
   Estimate est;
   est.model = model;
   est.strategy = strategy;
