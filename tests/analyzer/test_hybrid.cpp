@@ -300,6 +300,14 @@ TEST(Hybrid, NemotronHConfigJsonIsTheSameModel) {
   EXPECT_EQ(hf.position_embedding, PositionEmbedding::None);
   EXPECT_EQ(count_parameters(hf), count_parameters(args.model));
   EXPECT_EQ(count_parameters(hf), 31577937344);
+  // The config as the base of a Megatron command line (`--model config.json -- …`): no pattern flag, so no
+  // pipe segments to read (this threw an internal error).
+  const MegatronConfig on_hf =
+      parse_megatron_args({"--seq-length", "8192", "--micro-batch-size", "1",
+                           "--pipeline-model-parallel-size", "2", "--nproc_per_node", "2"},
+                          {}, &hf);
+  EXPECT_EQ(on_hf.model.hybrid_pattern, hf.hybrid_pattern);
+  EXPECT_EQ(on_hf.strategy.pp, 2);
   // A LatentMoE config (Nemotron-3 Super's field) reads its latent width; without routed experts it is an
   // error.
   std::string latent = config;

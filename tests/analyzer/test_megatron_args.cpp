@@ -538,12 +538,8 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
   EXPECT_EQ(parse_megatron_args(with(base_args(), {"--num-experts", "8", "--moe-latent-size", "256"}))
                 .model.moe.latent_size,
             256);
-  EXPECT_THROW(
-      {
-        auto bad = parse_megatron_args(with(base_args(), {"--num-experts", "8", "--moe-latent-size", "-1"}));
-        bad.model.validate();
-      },
-      preflight::InputError);
+  expect_error(with(base_args(), {"--num-experts", "8", "--moe-latent-size", "-1"}), "--moe-latent-size");
+  expect_error(with(base_args(), {"--num-experts", "8", "--moe-latent-size", "0"}), "--moe-latent-size");
   expect_error(with(base_args(), {"--enable-mhc-connections", "--mhc-num-residual-streams", "4"}),
                "--enable-mhc-connections");
   // Vision-language (LLaVA) and RL (GRPO) runs are refused rather than priced as their language model's

@@ -607,6 +607,10 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
     m.moe.shared_expert_ffn_hidden_size =
         f.int_or("--moe-shared-expert-intermediate-size", m.moe.shared_expert_ffn_hidden_size);
     m.moe.latent_size = f.int_or("--moe-latent-size", m.moe.latent_size);
+    if (f.has("--moe-latent-size") && m.moe.latent_size <= 0)
+      throw InputError(
+          "--moe-latent-size",
+          "must be greater than zero (Megatron asserts it; leave the flag out for no latent projections)");
     if (f.has("--moe-layer-freq"))
       m.moe.layer_is_moe = parse_layer_pattern("--moe-layer-freq", f.get("--moe-layer-freq"), m.num_layers, false);
     if (f.has("--moe-pad-expert-input-to-capacity")) m.moe.pad_expert_input_to_capacity = true;

@@ -532,7 +532,9 @@ void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
                                             static_cast<int>(m.num_layers), m.mtp_num_layers);
     st.vpp = static_cast<int>(st.chunk_layout.size());
   }
-  if (m.hybrid()) read_hybrid_pipeline(f, st);
+  // A hybrid model from a config.json (a base model) has no pattern flag and no | segments.
+  if (m.hybrid() && (f.has("--hybrid-layer-pattern") || f.has("--hybrid-override-pattern")))
+    read_hybrid_pipeline(f, st);
 }
 
 void read_numerics(const Flags& f, Strategy& st) {
