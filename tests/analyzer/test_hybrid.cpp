@@ -308,6 +308,11 @@ TEST(Hybrid, NemotronHConfigJsonIsTheSameModel) {
                           {}, &hf);
   EXPECT_EQ(on_hf.model.hybrid_pattern, hf.hybrid_pattern);
   EXPECT_EQ(on_hf.strategy.pp, 2);
+  // Megatron's checks hold there too: no virtual stages but the pattern's.
+  EXPECT_THROW(parse_megatron_args({"--seq-length", "8192", "--pipeline-model-parallel-size", "2",
+                                    "--num-layers-per-virtual-pipeline-stage", "2", "--nproc_per_node", "2"},
+                                   {}, &hf),
+               preflight::InputError);
   // A LatentMoE config (Nemotron-3 Super's field) reads its latent width; without routed experts it is an
   // error.
   std::string latent = config;

@@ -427,7 +427,12 @@ void read_deepspeed(const Flags& f, MegatronConfig& cfg) {
 /// v · pp + r on pipeline rank r, its v-th chunk; vpp = segments / pp), the other split flags refused as
 /// Megatron's argument validation does (training/arguments.py); without pipes the layers split evenly.
 void read_hybrid_pipeline(const Flags& f, Strategy& st) {
-  const char* flag = f.has("--hybrid-layer-pattern") ? "--hybrid-layer-pattern" : "--hybrid-override-pattern";
+  // A hybrid model from a config.json (a base model) has no pattern flag, and so no | segments; Megatron's
+  // checks still hold (Megatron-Bridge builds it from the same pattern).
+  const bool given = f.has("--hybrid-layer-pattern") || f.has("--hybrid-override-pattern");
+  const char* flag = !given                            ? "a hybrid model's pattern"
+                     : f.has("--hybrid-layer-pattern") ? "--hybrid-layer-pattern"
+                                                       : "--hybrid-override-pattern";
   for (const char* other :
        {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
         "--pipeline-model-parallel-layout", "--account-for-embedding-in-pipeline-split",
@@ -436,6 +441,7 @@ void read_hybrid_pipeline(const Flags& f, Strategy& st) {
       throw InputError(other,
                        std::string("should not be used with ") + flag +
                            " (Megatron asserts it: the pattern's | segments give the pipeline layout)");
+  if (!given) return;
   std::vector<int> segments{0};
   const std::string& pattern = f.get(flag);
   for (char ch : std::string_view(pattern).substr(0, pattern.find('/'))) {  // the MTP depths are not staged
@@ -532,9 +538,7 @@ void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
                                             static_cast<int>(m.num_layers), m.mtp_num_layers);
     st.vpp = static_cast<int>(st.chunk_layout.size());
   }
-  // A hybrid model from a config.json (a base model) has no pattern flag and no | segments.
-  if (m.hybrid() && (f.has("--hybrid-layer-pattern") || f.has("--hybrid-override-pattern")))
-    read_hybrid_pipeline(f, st);
+  if (m.hybrid()) read_hybrid_pipeline(f, st);
 }
 
 void read_numerics(const Flags& f, Strategy& st) {
