@@ -144,6 +144,71 @@ std::string megatron_checkout_date(const std::string& v) {
   return v;
 }
 
+}  // namespace
+
+HybridPatternFlag read_hybrid_pattern_flag(const Flags& f) {
+  HybridPatternFlag hp;
+  if (!f.has("--hybrid-layer-pattern") && !f.has("--hybrid-override-pattern")) return hp;
+  hp.flag = f.has("--hybrid-layer-pattern") ? "--hybrid-layer-pattern" : "--hybrid-override-pattern";
+  const char* flag = hp.flag;
+  auto unquoted = [](std::string v) {
+    std::erase_if(v, [](char ch) { return ch == ' ' || ch == '"' || ch == '\''; });
+    return v;
+  };
+  std::string pattern = unquoted(f.get(flag));
+  // Multi-token prediction: "main/mtp/mtp…", one identical pattern per depth (Megatron's
+  // parse_hybrid_pattern); the legacy --mtp-hybrid-override-pattern gives one depth for --mtp-num-layers.
+  if (const auto slash = pattern.find('/'); slash != std::string::npos) {
+    const std::string rest = pattern.substr(slash + 1);
+    pattern.resize(slash);
+    std::vector<std::string> parts;
+    for (std::size_t at = 0;;) {
+      const auto next = rest.find('/', at);
+      parts.push_back(rest.substr(at, next == std::string::npos ? std::string::npos : next - at));
+      if (next == std::string::npos) break;
+      at = next + 1;
+    }
+    if (!std::all_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); })) {
+      for (const auto& p : parts)
+        if (p != parts[0])
+          throw InputError(flag, "MTP depth patterns differ ('" + parts[0] + "' and '" + p +
+                                     "'): Megatron requires every depth after '/' to be the same");
+      hp.mtp = parts[0];
+      hp.depths = static_cast<int>(parts.size());
+      if (hp.mtp.find('|') != std::string::npos)
+        throw InputError(flag, "an MTP depth pattern (after '/') cannot hold pipeline separators '|'");
+    }
+  } else if (f.has("--mtp-hybrid-override-pattern") && f.has("--mtp-num-layers")) {
+    hp.mtp = unquoted(f.get("--mtp-hybrid-override-pattern"));
+    hp.depths = static_cast<int>(parse_int("--mtp-num-layers", f.get("--mtp-num-layers")));
+  }
+  for (char ch : pattern + hp.mtp) {
+    if (ch == 'G' || ch == 'D')
+      throw InputError(
+          flag, std::string("layer symbol '") + ch + "' (" +
+                    (ch == 'G' ? "gated delta net" : "DeepSeek sparse attention") +
+                    ") is not modelled: preflight models M (Mamba-2), * (attention), - (MLP), E (MoE)");
+    if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E' && ch != '|')
+      throw InputError(
+          flag, std::string("unknown layer symbol '") + ch + "' (M, *, -, E; | between pipeline segments)");
+  }
+  if (!hp.mtp.empty() && !ModelSpec::mtp_depth_modelled(hp.mtp))
+    throw InputError(flag, "multi-token-prediction depth '" + hp.mtp + "' " + ModelSpec::kMtpDepthNote);
+  hp.segments = {0};
+  for (char ch : pattern) {
+    if (ch == '|')
+      hp.segments.push_back(0);
+    else
+      ++hp.segments.back();
+  }
+  std::erase(pattern, '|');
+  if (pattern.empty()) throw InputError(flag, "is empty");
+  hp.layers = pattern;
+  return hp;
+}
+
+namespace {
+
 /// Megatron's hybrid models (training/arguments.py, core/models/hybrid/hybrid_layer_allocation.py):
 /// `--hybrid-layer-pattern` (or the deprecated `--hybrid-override-pattern`) gives one symbol per layer and
 /// sets the layer count; the Mamba mixers' sizes come from `--mamba-*`.
@@ -166,52 +231,11 @@ void read_hybrid_pattern(const Flags& f, ModelSpec& m, std::vector<std::string>&
                            " has no effect without --hybrid-layer-pattern (no Mamba layers)");
     return;
   }
-  const char* flag = layer ? "--hybrid-layer-pattern" : "--hybrid-override-pattern";
-  std::string pattern = f.get(flag);
-  std::erase_if(pattern, [](char ch) { return ch == ' ' || ch == '"' || ch == '\''; });
-  // Multi-token prediction: "main/mtp/mtp…", one identical pattern per depth (Megatron's
-  // parse_hybrid_pattern); the legacy --mtp-hybrid-override-pattern gives one depth for --mtp-num-layers.
-  std::string mtp;
-  int depths = 0;
-  if (const auto slash = pattern.find('/'); slash != std::string::npos) {
-    std::string rest = pattern.substr(slash + 1);
-    pattern.resize(slash);
-    std::vector<std::string> parts;
-    for (std::size_t at = 0;;) {
-      const auto next = rest.find('/', at);
-      parts.push_back(rest.substr(at, next == std::string::npos ? std::string::npos : next - at));
-      if (next == std::string::npos) break;
-      at = next + 1;
-    }
-    if (!std::all_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); })) {
-      for (const auto& p : parts)
-        if (p != parts[0])
-          throw InputError(flag, "MTP depth patterns differ ('" + parts[0] + "' and '" + p +
-                                     "'): Megatron requires every depth after '/' to be the same");
-      mtp = parts[0];
-      depths = static_cast<int>(parts.size());
-      if (mtp.find('|') != std::string::npos)
-        throw InputError(flag, "an MTP depth pattern (after '/') cannot hold pipeline separators '|'");
-    }
-  } else if (f.has("--mtp-hybrid-override-pattern") && f.has("--mtp-num-layers")) {
-    mtp = f.get("--mtp-hybrid-override-pattern");
-    std::erase_if(mtp, [](char ch) { return ch == ' ' || ch == '"' || ch == '\''; });
-    depths = static_cast<int>(parse_int("--mtp-num-layers", f.get("--mtp-num-layers")));
-  }
-  for (char ch : pattern + mtp) {
-    if (ch == 'G' || ch == 'D')
-      throw InputError(
-          flag, std::string("layer symbol '") + ch + "' (" +
-                    (ch == 'G' ? "gated delta net" : "DeepSeek sparse attention") +
-                    ") is not modelled: preflight models M (Mamba-2), * (attention), - (MLP), E (MoE)");
-    if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E' && ch != '|')
-      throw InputError(
-          flag, std::string("unknown layer symbol '") + ch + "' (M, *, -, E; | between pipeline segments)");
-  }
-  if (!mtp.empty() && !ModelSpec::mtp_depth_modelled(mtp))
-    throw InputError(flag, "multi-token-prediction depth '" + mtp + "' " + ModelSpec::kMtpDepthNote);
-  std::erase(pattern, '|');  // the segments are the pipeline layout (read_pipeline_split)
-  if (pattern.empty()) throw InputError(flag, "is empty");
+  const HybridPatternFlag hp = read_hybrid_pattern_flag(f);
+  const char* flag = hp.flag;
+  const std::string& pattern = hp.layers;
+  const std::string& mtp = hp.mtp;
+  const int depths = hp.depths;
   if (f.has("--num-layers") &&
       parse_int("--num-layers", f.get("--num-layers")) != static_cast<I64>(pattern.size()))
     warnings.push_back(std::string(flag) + " has " + std::to_string(pattern.size()) +

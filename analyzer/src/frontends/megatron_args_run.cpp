@@ -7,7 +7,6 @@
 #include <optional>
 #include <set>
 #include <sstream>
-#include <string_view>
 
 #include "megatron_flags.hpp"
 #include "preflight/common/error.hpp"
@@ -429,10 +428,8 @@ void read_deepspeed(const Flags& f, MegatronConfig& cfg) {
 void read_hybrid_pipeline(const Flags& f, Strategy& st) {
   // A hybrid model from a config.json (a base model) has no pattern flag, and so no | segments; Megatron's
   // checks still hold (Megatron-Bridge builds it from the same pattern).
-  const bool given = f.has("--hybrid-layer-pattern") || f.has("--hybrid-override-pattern");
-  const char* flag = !given                            ? "a hybrid model's pattern"
-                     : f.has("--hybrid-layer-pattern") ? "--hybrid-layer-pattern"
-                                                       : "--hybrid-override-pattern";
+  const HybridPatternFlag hp = read_hybrid_pattern_flag(f);
+  const char* flag = hp.flag ? hp.flag : "a hybrid model's pattern";
   for (const char* other :
        {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
         "--pipeline-model-parallel-layout", "--account-for-embedding-in-pipeline-split",
@@ -441,16 +438,9 @@ void read_hybrid_pipeline(const Flags& f, Strategy& st) {
       throw InputError(other,
                        std::string("should not be used with ") + flag +
                            " (Megatron asserts it: the pattern's | segments give the pipeline layout)");
-  if (!given) return;
-  std::vector<int> segments{0};
-  const std::string& pattern = f.get(flag);
-  for (char ch : std::string_view(pattern).substr(0, pattern.find('/'))) {  // the MTP depths are not staged
-    if (ch == '|')
-      segments.push_back(0);
-    else if (ch == 'M' || ch == '*' || ch == '-' || ch == 'E')
-      ++segments.back();
-  }
-  if (segments.size() == 1) return;  // no pipes: Megatron's even split (select_pipeline_segment)
+  const std::vector<int>& segments = hp.segments;
+  if (segments.size() <= 1)
+    return;  // no pipes (or no pattern flag): Megatron's even split (select_pipeline_segment)
   for (const char* other : {"--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"})
     if (f.has(other))
       throw InputError(

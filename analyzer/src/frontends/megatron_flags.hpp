@@ -104,4 +104,19 @@ void read_cuda_graphs(const Flags& f, Strategy& st);
 /// --transformer-impl, attention backend, cross-entropy fusion.
 void read_kernels(const Flags& f, MegatronConfig& cfg);
 
+/// `--hybrid-layer-pattern` (or the deprecated `--hybrid-override-pattern`) as Megatron's
+/// parse_hybrid_pattern reads it: "main/mtp/mtp…" — the main layers (M, *, -, E) in `|`-separated pipeline
+/// segments, then one identical MTP depth per `/` (or the legacy `--mtp-hybrid-override-pattern` for
+/// `--mtp-num-layers` depths).
+struct HybridPatternFlag {
+  const char* flag = nullptr;  ///< the flag given; nullptr when neither is
+  std::string layers;          ///< the main pattern without its `|`
+  std::vector<int> segments;   ///< layers per `|` segment (one entry without pipes)
+  std::string mtp;             ///< one MTP depth's layers; empty without MTP
+  int depths = 0;              ///< MTP depths
+};
+/// @throws InputError naming the flag for an unknown or unmodelled symbol, differing or unmodelled MTP
+/// depths, pipes in a depth, or an empty main pattern.
+HybridPatternFlag read_hybrid_pattern_flag(const Flags& f);
+
 }  // namespace preflight::analyzer::megatron
