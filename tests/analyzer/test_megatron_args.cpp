@@ -527,11 +527,17 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
                "--decoder-first-pipeline-num-layers");
   expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*-M", "--hybrid-override-pattern", "M*-M"}),
                "--hybrid-override-pattern");
-  // Linear (gated delta net) and sparse attention layers are refused by name, not priced as softmax attention
-  // (Megatron's functional test gpt3_mcore_te_tp2_pp1_gdn; DeepSeek-V3.2's indexer).
-  expect_error(with(base_args(), {"--experimental-attention-variant", "gated_delta_net",
-                                  "--linear-attention-freq", "3", "--linear-num-key-heads", "4"}),
+  // Gated delta net layers are read (tests/analyzer/test_gdn.cpp); sparse attention and GDN2 are refused by
+  // name, not priced as softmax attention (DeepSeek-V3.2's indexer).
+  EXPECT_TRUE(
+      parse_megatron_args(with(base_args(), {"--experimental-attention-variant", "gated_delta_net",
+                                             "--linear-attention-freq", "3", "--linear-num-key-heads", "4"}))
+          .model.has_gdn());
+  expect_error(with(base_args(), {"--experimental-attention-variant", "dsa"}),
                "--experimental-attention-variant");
+  expect_error(
+      with(base_args(), {"--experimental-attention-variant", "gdn2", "--linear-attention-freq", "3"}),
+      "--experimental-attention-variant");
   expect_error(with(base_args(), {"--dsa-indexer-n-heads", "64"}), "--dsa-indexer-n-heads");
   // Latent MoE (experts at --moe-latent-size) is read, not priced at the hidden width (it was read past
   // silently, then refused); its latent size must be positive, as Megatron asserts.

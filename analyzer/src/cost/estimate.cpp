@@ -148,13 +148,25 @@ double flops_per_token(const ModelSpec& m, std::int64_t vocab, std::int64_t seq)
     factor -= m.moe.router_topk * (1 - w / h);
     res += 6 * L * 2 * h * w;
   }
-  res += 6 * L * (qkv + proj) + 6 * L * mlp * factor;
+  // Gated delta net layers (Megatron's transformer_flops, linear_self_attn_term): in_proj, the convolution,
+  // the delta rule (4 · value heads · dv² a token) and out_proj in place of the attention's terms.
+  double gdn_layers = 0;
+  for (int l = 0; l < m.num_layers; ++l) gdn_layers += m.is_gdn_layer(l) ? 1 : 0;
+  const double La = L - gdn_layers;
+  if (gdn_layers > 0) {
+    const GdnSpec& g = m.gdn;
+    const double dv = static_cast<double>(g.value_head_dim);
+    res += 6 * gdn_layers *
+           (h * static_cast<double>(g.in_proj_out()) + static_cast<double>(g.conv_kernel * g.conv_dim()) +
+            static_cast<double>(g.num_value_heads) * dv * dv * 4 + h * static_cast<double>(g.v_dim()));
+  }
+  res += 6 * La * (qkv + proj) + 6 * L * mlp * factor;
   double s = static_cast<double>(seq);
   if (m.mla.enabled)
     res +=
-        6 * L * (s * (m.mla.qk_head_dim + m.mla.qk_pos_emb_head_dim) * heads + s * m.mla.v_head_dim * heads);
+        6 * La * (s * (m.mla.qk_head_dim + m.mla.qk_pos_emb_head_dim) * heads + s * m.mla.v_head_dim * heads);
   else
-    res += 6 * L * (2 * s * h);
+    res += 6 * La * (2 * s * h);
   res += 6 * h * static_cast<double>(vocab);
   return res;
 }
@@ -611,7 +623,7 @@ class Builder {
       const std::vector<Leaf>& tpl = layer_template(
           m_.is_moe_layer(global), m_.is_window_layer(global),
           !st_.simumax_compat && st_.layer_in_bf16(global, m_.num_layers),
-          detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]), m_.layer_symbol(global));
+          detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]), m_.block_symbol(global));
       for (const auto& l : tpl) take(l, i);
       record_ops(tpl, name, global, m_.is_moe_layer(global));
       if (st_.overlap_moe_expert_parallel_comm && m_.is_moe_layer(global))
@@ -719,15 +731,15 @@ class Builder {
 
   /// Priced leaves of a layer kind: dense (0) or MoE (1), + 4 with sliding-window attention, + 8 for a layer
   /// of an fp8 run kept in 16 bits (`--first-last-layers-bf16`) (2 and 3 are the embedding and the head),
-  /// + 16 · (1 … 4) for a hybrid model's Mamba / attention / MLP / MoE layer (`sym`; 0 for a transformer
-  /// layer).
+  /// + 16 · (1 … 4) for a hybrid model's Mamba / attention / MLP / MoE layer, + 16 · 5 for a transformer
+  /// layer with a gated delta net (`sym`: ModelSpec::block_symbol; 0 for a transformer layer).
   const std::vector<Leaf>& layer_template(bool moe, bool window, bool bf16, const detail::LayerRc& rc,
                                           char sym) {
-    const int hybrid = sym == 'M' ? 1 : sym == '*' ? 2 : sym == '-' ? 3 : sym == 'E' ? 4 : 0;
+    const int hybrid = sym == 'M' ? 1 : sym == '*' ? 2 : sym == '-' ? 3 : sym == 'E' ? 4 : sym == 'G' ? 5 : 0;
     return get((moe ? 1 : 0) + (window ? 4 : 0) + (bf16 ? 8 : 0) + 16 * hybrid, rc, [&](detail::Unpriced* u) {
       int rep = 0;
       for (int l = 0; l < m_.num_layers; ++l)
-        if (m_.is_moe_layer(l) == moe && m_.is_window_layer(l) == window && m_.layer_symbol(l) == sym) {
+        if (m_.is_moe_layer(l) == moe && m_.is_window_layer(l) == window && m_.block_symbol(l) == sym) {
           rep = l;
           break;
         }
@@ -967,7 +979,7 @@ std::vector<std::string> unpriced_ops(const ModelSpec& model, const Strategy& st
   // One layer of each kind: dense / MoE, and a hybrid model's Mamba / attention / MLP / MoE layers.
   std::set<std::pair<bool, char>> seen;
   for (int l = 0; l < model.num_layers; ++l)
-    if (seen.insert({model.is_moe_layer(l), model.layer_symbol(l)}).second)
+    if (seen.insert({model.is_moe_layer(l), model.block_symbol(l)}).second)
       detail::layer_leaves(c, build_layer_ops(model, strategy, l), detail::layer_rc(c, 0), &lines);
   detail::head_leaves(c, build_head_ops(model, strategy), &lines);
   std::set<std::string> unique(lines.begin(), lines.end());
@@ -1164,6 +1176,10 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
     throw InputError(
         "--hybrid-layer-pattern",
         "hybrid (Mamba) models are not in SimuMax v1.2's model; drop --simumax-compat to price them");
+  if (model.has_gdn() && strategy.simumax_compat)
+    throw InputError(
+        "--experimental-attention-variant",
+        "gated delta net layers are not in SimuMax v1.2's model; drop --simumax-compat to price them");
   if (model.moe.enabled() && model.moe.latent_size > 0 && strategy.simumax_compat)
     throw InputError("--moe-latent-size",
                      "LatentMoE is not in SimuMax v1.2's model; drop --simumax-compat to price it");

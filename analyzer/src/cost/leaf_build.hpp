@@ -49,6 +49,7 @@ void price_group_linear(const Ctx& c, Leaf& l, bool column);  // leaves_mlp.cpp
 void price_embedding(const Ctx& c, Leaf& l);                  // leaves_embedding_head.cpp
 void price_ce(const Ctx& c, Leaf& l);                         // leaves_embedding_head.cpp
 void price_mamba_scan(const Ctx& c, Leaf& l);                 // leaves_mamba.cpp
+void price_gdn_rule(const Ctx& c, Leaf& l);                   // leaves_mamba.cpp
 void price(const Ctx& c, Leaf& l);
 
 /// The graph ops a leaf builder prices, found by role.  Every op a leaf is built from is marked; what is
@@ -110,5 +111,7 @@ void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc);
 void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc);
 /// A hybrid model's Mamba-2 mixer (in_proj, the fused scan, the gated norm, out_proj), module 1 of its layer.
 void mamba_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc);
+/// A gated delta net in the attention slot (in_proj, the delta rule, the gated norm, out_proj), module 1.
+void gdn_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc);
 
 }  // namespace preflight::analyzer::cost::detail

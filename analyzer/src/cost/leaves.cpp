@@ -60,6 +60,8 @@ const char* leaf_kind_name(LeafKind kind) {
       return "ExpertsHost";
     case LeafKind::MambaScan:
       return "MambaScan";
+    case LeafKind::GatedDeltaRule:
+      return "GatedDeltaRule";
   }
   return "?";
 }
@@ -487,6 +489,9 @@ void price(const Ctx& c, Leaf& l) {
     case LeafKind::MambaScan:
       price_mamba_scan(c, l);
       break;
+    case LeafKind::GatedDeltaRule:
+      price_gdn_rule(c, l);
+      break;
     case LeafKind::ExpertsHost: {
       // The GPU idles while the host launches the local experts' kernels after the tokens-per-expert copy:
       // forward, backward (the backward GEMMs are launched per expert too), and again when recomputed.
@@ -718,6 +723,9 @@ std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const L
   if (cur.has(OpRole::MambaScan)) {
     mamba_leaves(bld, cur, rc);
     bda_leaf(bld, cur, OpRole::MambaBda, rc.out, "mamba_bda", 4);
+  } else if (cur.has(OpRole::GdnRule)) {
+    gdn_leaves(bld, cur, rc);
+    bda_leaf(bld, cur, OpRole::AttnBda, rc.out, "self_attn_bda", 4);
   } else if (cur.has(OpRole::CoreAttention)) {
     attention_leaves(bld, cur, rc);
     bda_leaf(bld, cur, OpRole::AttnBda, rc.out, "self_attn_bda", 4);

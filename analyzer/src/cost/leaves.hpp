@@ -44,7 +44,9 @@ enum class LeafKind : std::uint8_t {
   BiasDropoutAdd,     ///< Megatron's fused bias-dropout-add (hidden dropout > 0; not in SimuMax)
   PositionEmbedding,  ///< learned absolute position table (GPT; not in SimuMax)
   ExpertsHost,        ///< host time of a MoE layer's routed experts (SystemSpec::moe_host_us_per_expert)
-  MambaScan,  ///< a Mamba-2 mixer's fused causal convolution + SSD scan (hybrid models; not in SimuMax)
+  MambaScan,       ///< a Mamba-2 mixer's fused causal convolution + SSD scan (hybrid models; not in SimuMax)
+  GatedDeltaRule,  ///< a gated delta net's convolution, L2 norm, gates and chunked delta rule (not in
+                   ///< SimuMax)
 };
 
 /// The kind's name as SimuMax names the module ("LinearCol", "GroupLinearCol", "CoreAttention", …).

@@ -72,4 +72,77 @@ void mamba_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
              rc.out, false, false, false, false);
 }
 
+// A gated delta net (megatron/core/ssm/gated_delta_net): the convolution, L2 norm, gates and FLA's
+// chunk_gated_delta_rule priced as Megatron counts their FLOPs (training.py gdn_layer_flops) at the system's
+// `gated_delta_rule` efficiency (`default` when the system file has none: no published measurement of the
+// kernels is in the corpus), with the bytes they move — the projections in, the tensors they keep, the
+// WY factors and the chunk states (bf16) — as the memory-bound bound.
+void price_gdn_rule(const Ctx& c, Leaf& l) {
+  const GdnSpec& g = c.m->gdn;
+  const double nv = static_cast<double>(g.num_value_heads) / c.tp;
+  const double nk = static_cast<double>(g.num_key_heads) / c.tp;
+  const double conv = static_cast<double>(g.conv_dim()) / c.tp;
+  const double dk = static_cast<double>(g.key_head_dim), dv = static_cast<double>(g.value_head_dim);
+  const double tok = l.tokens;
+  const double chunks = std::ceil(l.s / static_cast<double>(GdnSpec::kChunk));
+  const double states = l.b * chunks * nv * dk * dv * c.e;
+  const double wy = tok * nv * (dk + dv) * c.e;
+  const double in_b = tok * l.in * c.e, out_b = tok * l.out * c.e;
+  // What the op keeps (add_gdn): the convolution's input, the L2-normed q, k (+ rstd), the repeated q, k and
+  // v, the gates, the WY matrix A, z.
+  const double kept =
+      tok * (conv * c.e + 2 * nk * dk * c.e + 2 * nk * 4 + (2 * nv * dk + nv * dv) * c.e + nv * (8 + c.e) +
+             nv * static_cast<double>(GdnSpec::kChunk) * c.e + nv * dv * c.e);
+  l.cache = kept;
+  l.fwd_peak = kept + out_b + wy + states + tok * conv * c.e;
+  l.bwd_peak = 2 * kept + out_b + 2 * (wy + states) + tok * conv * c.e;
+  const double params = conv * static_cast<double>(g.conv_kernel) + 2 * nv;
+  dense_params(c, l, params, c.e, params * c.tp);
+  Pass& p = l.pass;
+  p.fwd_flops = 2 * tok * conv * static_cast<double>(g.conv_kernel) + 8 * tok * nv * dv * dv;
+  p.bwd_act_flops = 2 * p.fwd_flops;
+  p.bwd_w_flops = 0;
+  p.fwd_bytes = in_b + kept + out_b + wy + states;
+  p.bwd_act_bytes = 2 * (kept + out_b + wy + states) + in_b;
+  // Context parallelism: the projections to head shards before the convolution, the output back after;
+  // the gradients the other way in backward.
+  if (c.cp > 1) {
+    const double a2a = net(c, Collective::AllToAll, in_b, c.cp, c.nets.cp, CommGroup::Cp) +
+                       net(c, Collective::AllToAll, out_b, c.cp, c.nets.cp, CommGroup::Cp);
+    p.fwd_net_ms += a2a;
+    p.bwd_act_net_ms += a2a;
+  }
+  finish_recompute(l);
+  price_passes(c, l, "gated_delta_rule", "gated_delta_rule", "gated_delta_rule");
+}
+
+void gdn_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
+  const Ctx& c = bld.c;
+  const std::string mp = Builder::idx(1, "GatedDeltaNet");
+  const Op& in = ops.need(OpRole::GdnInProj);
+  const double tok_in = (c.sp && c.tp > 1) ? in.tokens / c.tp : in.tokens;
+  // in_proj is a TELayerNormColumnParallelLinear, as the attention's linear_qkv (its recompute flags).
+  add_linear(bld, true, "self_attention.in_proj", mp, 0, in.tokens, tok_in, in.in_features, in.out_features,
+             rc.out || rc.meg_ln, rc.meg_ln, rc.meg_ln, rc.meg_ln, false);
+  const Op& rule = ops.need(OpRole::GdnRule);
+  Leaf l;
+  l.kind = LeafKind::GatedDeltaRule;
+  l.b = mbs(c);
+  l.s = static_cast<double>(rule.tokens) / l.b;
+  l.tokens = static_cast<double>(rule.tokens);
+  l.in = static_cast<double>(rule.in_features);
+  l.out = static_cast<double>(rule.out_features);
+  l.input_bytes = l.tokens * l.in * c.e;
+  l.recompute = rc.out;
+  l.name = "self_attention.gated_delta_rule";
+  l.path = mp + Builder::idx(1, "GatedDeltaRule");
+  bld.push(std::move(l));
+  const Op& norm = ops.need(OpRole::GdnNorm);
+  bld.push(norm_leaf(static_cast<double>(norm.tokens), static_cast<double>(norm.in_features), rc.out,
+                     "self_attention.out_norm", mp + Builder::idx(2, "LayerNorm")));
+  const Op& out = ops.need(OpRole::GdnOutProj);
+  add_linear(bld, false, "self_attention.out_proj", mp, 3, out.tokens, out.tokens, out.in_features,
+             out.out_features, rc.out, false, false, false, false);
+}
+
 }  // namespace preflight::analyzer::cost::detail

@@ -497,6 +497,7 @@ std::string layer_ops_text(const Estimate& est) {
                                                : est.model.layer_symbol(lo.layer) == '-' ? "MLP"
                                                : lo.moe                                  ? "MoE"
                                                                                          : "dense") +
+                                       (est.model.is_gdn_layer(lo.layer) ? " (gated delta net)" : "") +
                                        " layer " + std::to_string(lo.layer);
     out += what + " (" + lo.chunk + ")" + (lo.recompute ? ", recomputed" : "") +
            ": ms per micro batch on one rank\n";

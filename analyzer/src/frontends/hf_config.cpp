@@ -33,7 +33,8 @@ enum class Family {
   DeepSeekV3,
   Gpt2,
   GptOss,
-  NemotronH
+  NemotronH,
+  Qwen3Next
 };
 
 const std::map<std::string, Family>& families() {
@@ -51,6 +52,7 @@ const std::map<std::string, Family>& families() {
       {"gpt2", Family::Gpt2},
       {"gpt_oss", Family::GptOss},
       {"nemotron_h", Family::NemotronH},
+      {"qwen3_next", Family::Qwen3Next},
   };
   return f;
 }
@@ -70,6 +72,7 @@ const std::map<std::string, std::string>& architectures() {
       {"DeepseekV3ForCausalLM", "deepseek_v3"},
       {"GPT2LMHeadModel", "gpt2"},
       {"NemotronHForCausalLM", "nemotron_h"},
+      {"Qwen3NextForCausalLM", "qwen3_next"},
   };
   return a;
 }
@@ -353,6 +356,39 @@ void read_qwen_moe(const Fields& f, ModelSpec& m, bool shared, std::vector<std::
   set_moe_pattern(m, std::move(pattern));
 }
 
+/// Qwen3-Next (model_type qwen3_next, transformers' configuration_qwen3_next.py) as Megatron trains it
+/// (Megatron-Bridge's Qwen3-Next bridge: --experimental-attention-variant gated_delta_net): every layer a
+/// transformer layer whose self-attention is a gated delta net (layer_types "linear_attention", or all but
+/// every full_attention_interval-th layer) or gated softmax attention with q / k norms
+/// (--attention-output-gate), and a MoE MLP with a shared expert.
+void read_qwen3_next(const Fields& f, ModelSpec& m) {
+  m.qk_layernorm = true;
+  m.attention_output_gate = true;
+  std::vector<bool> linear(m.num_layers);
+  const std::vector<std::string> types =
+      f.present("layer_types") ? f.string_list("layer_types") : std::vector<std::string>{};
+  if (f.present("layer_types")) {
+    if (static_cast<int>(types.size()) != m.num_layers)
+      throw f.error("layer_types", "has " + std::to_string(types.size()) +
+                                       " entries but num_hidden_layers is " + std::to_string(m.num_layers));
+    for (int i = 0; i < m.num_layers; ++i) {
+      if (types[i] != "linear_attention" && types[i] != "full_attention")
+        throw f.error("layer_types",
+                      "entry '" + types[i] + "' is neither linear_attention nor full_attention");
+      linear[i] = types[i] == "linear_attention";
+    }
+  } else {
+    const I64 every = f.positive_or("full_attention_interval", 4);
+    for (int i = 0; i < m.num_layers; ++i) linear[i] = (i + 1) % every != 0;
+  }
+  m.gdn_layers = std::move(linear);
+  m.gdn.key_head_dim = f.positive_or("linear_key_head_dim", 128);
+  m.gdn.value_head_dim = f.positive_or("linear_value_head_dim", 128);
+  m.gdn.num_key_heads = f.positive_or("linear_num_key_heads", 16);
+  m.gdn.num_value_heads = f.positive_or("linear_num_value_heads", 32);
+  m.gdn.conv_kernel = f.positive_or("linear_conv_kernel_dim", 4);
+}
+
 /// NVIDIA's Nemotron-H / Nemotron-3 (model_type nemotron_h, its configuration_nemotron_h.py): a hybrid of
 /// Mamba-2 mixers, attention without position embedding and squared-ReLU MLPs or MoE layers, one symbol per
 /// layer in hybrid_override_pattern (M, *, -, E), as Megatron-Bridge's NemotronH bridge maps it onto
@@ -563,6 +599,16 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
     case Family::NemotronH:
       read_nemotron_h(f, m);
       break;
+    case Family::Qwen3Next:
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      read_qwen3_next(f, m);
+      read_qwen_moe(f, m, /*shared=*/true, warnings, source);
+      if (I64 mtp = f.non_negative_or("num_nextn_predict_layers", 0); mtp > 0 && warnings)
+        warnings->push_back(source + ": num_nextn_predict_layers " + std::to_string(mtp) +
+                            ": the multi-token-prediction layers are left out; "
+                            "--mtp-num-layers N includes them as Megatron trains them");
+      break;
     case Family::DeepSeek:
     case Family::DeepSeekV2:
     case Family::DeepSeekV3:
@@ -578,7 +624,8 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
   }
   if (fam->second == Family::Mistral || fam->second == Family::Mixtral || fam->second == Family::GptOss)
     read_sliding_window(f, /*used_by_default=*/true, m, warnings, source);
-  else if (fam->second != Family::Gpt2 && fam->second != Family::NemotronH)
+  else if (fam->second != Family::Gpt2 && fam->second != Family::NemotronH &&
+           fam->second != Family::Qwen3Next)
     read_sliding_window(f, /*used_by_default=*/false, m, warnings, source);  // Qwen: `use_sliding_window`
 
   // Everything above checked the fields by their Hugging Face names; this is a last guard for what the

@@ -276,14 +276,13 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   }
 
   // Model families whose layers are not transformer layers: refused by name, not as a missing size.
-  // Attention that is not softmax attention over every key: gated delta net linear attention (Qwen3-Next
-  // style, --linear-attention-freq of the layers) and DeepSeek sparse attention (an indexer picks the keys).
-  for (const char* name :
-       {"--experimental-attention-variant", "--linear-attention-freq", "--dsa-indexer-n-heads"})
+  // DeepSeek sparse attention (an indexer picks the keys; its variant flag is refused where the gated delta
+  // net's is read).
+  for (const char* name : {"--dsa-indexer-n-heads"})
     if (std::find(cfg.ignored.begin(), cfg.ignored.end(), name) != cfg.ignored.end())
       throw InputError(name,
-                       "experimental attention variants (gated delta net linear attention, DeepSeek sparse "
-                       "attention) are not modelled: preflight prices softmax attention over the causal keys "
+                       "DeepSeek sparse attention (an indexer picks the keys each query attends) is not "
+                       "modelled: preflight prices softmax attention over the causal keys "
                        "(or a sliding window), which would misprice these layers' time and memory");
   // Manifold-constrained hyper-connections (mHC: n residual streams mixed by learned doubly stochastic
   // matrices; TransformerConfig.enable_mhc_connections) widen every layer's residual stream n-fold.

@@ -267,6 +267,60 @@ void read_hybrid_pattern(const Flags& f, ModelSpec& m, std::vector<std::string>&
   m.mamba.num_heads = dim("--mamba-num-heads", m.mamba.num_heads);
 }
 
+/// Megatron's experimental attention variants (models/gpt/experimental_attention_variant_module_specs.py):
+/// `--experimental-attention-variant gdn` (or its deprecated spelling gated_delta_net) puts a gated delta
+/// net in the self-attention slot of the layers `--linear-attention-freq` marks (an int k: every layer but
+/// the k-th, 2k-th, …; or a 0/1 list expression), sized by `--linear-*` (TransformerConfig's defaults).
+/// GDN2, DeepSeek sparse attention and a hybrid pattern's G layers are refused by name.
+void read_gated_delta_net(const Flags& f, ModelSpec& m, std::vector<std::string>& warnings) {
+  const char* kSizes[] = {"--linear-key-head-dim", "--linear-value-head-dim", "--linear-num-key-heads",
+                          "--linear-num-value-heads", "--linear-conv-kernel-dim"};
+  if (!f.has("--experimental-attention-variant")) {
+    for (const char* flag :
+         {"--linear-attention-freq", "--linear-key-head-dim", "--linear-value-head-dim",
+          "--linear-num-key-heads", "--linear-num-value-heads", "--linear-conv-kernel-dim"})
+      if (f.has(flag))
+        warnings.push_back(std::string(flag) +
+                           " has no effect without --experimental-attention-variant gdn (as in Megatron)");
+    return;
+  }
+  const std::string variant = f.get("--experimental-attention-variant");
+  if (variant == "dsa")
+    throw InputError(
+        "--experimental-attention-variant",
+        "DeepSeek sparse attention (an indexer picks the keys each query attends) is not "
+        "modelled: preflight prices softmax attention over the causal keys (or a sliding window), "
+        "which would misprice these layers' time and memory");
+  if (variant == "gdn2")
+    throw InputError(
+        "--experimental-attention-variant",
+        "gdn2 (GatedDeltaNet2: its own projections and gates) is not modelled; gdn (gated_delta_net) is");
+  if (variant != "gdn" && variant != "gated_delta_net")
+    throw InputError("--experimental-attention-variant",
+                     "unknown variant '" + variant + "' (Megatron's are gdn, gated_delta_net, gdn2, dsa)");
+  if (!f.has("--linear-attention-freq"))
+    throw InputError("--linear-attention-freq",
+                     "must be set for linear gdn (Megatron asserts it): which layers are gated delta nets");
+  if (m.hybrid())
+    throw InputError("--experimental-attention-variant",
+                     "gated delta net layers of a hybrid model (pattern symbol G) are not modelled");
+  std::vector<bool> layers =
+      parse_layer_pattern("--linear-attention-freq", f.get("--linear-attention-freq"), m.num_layers, true);
+  if (static_cast<int>(layers.size()) != m.num_layers)
+    throw InputError("--linear-attention-freq", "gives " + std::to_string(layers.size()) +
+                                                    " layers but the model has " +
+                                                    std::to_string(m.num_layers));
+  m.gdn_layers = std::move(layers);
+  auto dim = [&](const char* name, I64 current) {
+    return f.has(name) ? parse_int(name, f.get(name)) : current;
+  };
+  m.gdn.key_head_dim = dim(kSizes[0], m.gdn.key_head_dim);
+  m.gdn.value_head_dim = dim(kSizes[1], m.gdn.value_head_dim);
+  m.gdn.num_key_heads = dim(kSizes[2], m.gdn.num_key_heads);
+  m.gdn.num_value_heads = dim(kSizes[3], m.gdn.num_value_heads);
+  m.gdn.conv_kernel = dim(kSizes[4], m.gdn.conv_kernel);
+}
+
 }  // namespace
 
 const std::vector<FlagSpec>& model_flags() {
@@ -352,6 +406,14 @@ const std::vector<FlagSpec>& model_flags() {
       {"--mamba-head-dim", Arity::One},
       {"--mamba-num-groups", Arity::One},
       {"--mamba-num-heads", Arity::One},
+      // Gated delta net layers (Qwen3-Next style).
+      {"--experimental-attention-variant", Arity::One},
+      {"--linear-attention-freq", Arity::One},
+      {"--linear-key-head-dim", Arity::One},
+      {"--linear-value-head-dim", Arity::One},
+      {"--linear-num-key-heads", Arity::One},
+      {"--linear-num-value-heads", Arity::One},
+      {"--linear-conv-kernel-dim", Arity::One},
   };
   return flags;
 }
@@ -450,6 +512,7 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
   if (f.has("--window-attn-skip-freq") && m.sliding_window > 0)  // its length is checked by ModelSpec::validate
     m.layer_has_window =
         parse_layer_pattern("--window-attn-skip-freq", f.get("--window-attn-skip-freq"), m.num_layers, true);
+  read_gated_delta_net(f, m, warnings);
   if (f.has("--untie-embeddings-and-output-weights")) m.untie_embeddings_and_output_weights = true;
   if (f.has("--disable-bias-linear")) m.add_bias_linear = false;
   if (f.has("--add-qkv-bias")) m.add_qkv_bias = true;

@@ -298,6 +298,8 @@ const char* to_string(OpKind k) {
       return "CrossEntropy";
     case OpKind::SelectiveScan:
       return "SelectiveScan";
+    case OpKind::GatedDeltaRule:
+      return "GatedDeltaRule";
   }
   return "?";
 }
@@ -399,6 +401,14 @@ const char* to_string(OpRole r) {
       return "mamba_out_proj";
     case OpRole::MambaBda:
       return "mamba_bda";
+    case OpRole::GdnInProj:
+      return "gdn_in_proj";
+    case OpRole::GdnRule:
+      return "gdn_rule";
+    case OpRole::GdnNorm:
+      return "gdn_norm";
+    case OpRole::GdnOutProj:
+      return "gdn_out_proj";
   }
   return "?";
 }

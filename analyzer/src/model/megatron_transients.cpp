@@ -173,6 +173,25 @@ void set_megatron_transients(const Ctx& c, StageGraph& g) {
         op.bwd_transient_bytes = grad_in + conv_out + 2 * states + per_head + wgrad + exchange;
         break;
       }
+      case OpKind::GatedDeltaRule: {
+        // FLA's chunk_gated_delta_rule forward makes the WY factors w, u (a key and a value row per value
+        // head and token) and the chunk states h (batch × chunks × value heads × dk × dv), beside the
+        // convolution's output (q, k, v before the L2 norm); backward recomputes them with the state
+        // gradients dh, beside the input gradient (fla/ops/gated_delta_rule/chunk.py: the autograd function
+        // keeps q, k, v, the cumulative g, beta and A; chunk_gated_delta_rule_bwd recomputes w, u and h).
+        const GdnSpec& gd = c.m.gdn;
+        const I64 nv_l = gd.num_value_heads / c.t;
+        const I64 chunks = (c.s_loc + GdnSpec::kChunk - 1) / GdnSpec::kChunk;
+        const I64 states = c.b * chunks * nv_l * gd.key_head_dim * gd.value_head_dim * e;
+        const I64 wy = c.tok * nv_l * (gd.key_head_dim + gd.value_head_dim) * e;
+        const I64 conv_out = c.tok * (gd.conv_dim() / c.t) * e;
+        // With context parallelism the all-to-all before the convolution holds its output beside the
+        // sequence-sharded projections (a2a_cp_to_hp), and the gradients' way back the same.
+        const I64 exchange = c.st.cp > 1 ? 2 * c.tok * op.in_features * e : 0;
+        op.fwd_transient_bytes = conv_out + wy + states + exchange;
+        op.bwd_transient_bytes = grad_in + conv_out + wy + 2 * states + wgrad + exchange;
+        break;
+      }
       default:
         op.bwd_transient_bytes = grad_in + wgrad;
         break;

@@ -102,6 +102,34 @@ void ModelSpec::validate() const {
   if (!layer_has_window.empty() && static_cast<int>(layer_has_window.size()) != num_layers)
     throw InputError("--window-attn-skip-freq", "gives " + std::to_string(layer_has_window.size()) +
                                                     " layers but the model has " + std::to_string(num_layers));
+  if (!gdn_layers.empty()) {
+    if (static_cast<int>(gdn_layers.size()) != num_layers)
+      throw InputError("--linear-attention-freq", "gives " + std::to_string(gdn_layers.size()) +
+                                                      " layers but the model has " +
+                                                      std::to_string(num_layers));
+    if (hybrid())
+      throw InputError("--linear-attention-freq",
+                       "gated delta net layers of a hybrid pattern (G) are not modelled; only a GPT model's "
+                       "--experimental-attention-variant gated_delta_net layers are");
+    if (mla.enabled)
+      throw InputError("--experimental-attention-variant",
+                       "gated delta net beside multi-latent attention is not modelled");
+    require_positive(gdn.key_head_dim, "--linear-key-head-dim");
+    require_positive(gdn.value_head_dim, "--linear-value-head-dim");
+    require_positive(gdn.num_key_heads, "--linear-num-key-heads");
+    require_positive(gdn.num_value_heads, "--linear-num-value-heads");
+    require_positive(gdn.conv_kernel, "--linear-conv-kernel-dim");
+    require_at_most(gdn.key_head_dim, 1 << 14, "--linear-key-head-dim");
+    require_at_most(gdn.value_head_dim, 1 << 14, "--linear-value-head-dim");
+    require_at_most(gdn.num_key_heads, 1 << 14, "--linear-num-key-heads");
+    require_at_most(gdn.num_value_heads, 1 << 14, "--linear-num-value-heads");
+    require_at_most(gdn.conv_kernel, 1 << 10, "--linear-conv-kernel-dim");
+    if (gdn.num_value_heads % gdn.num_key_heads != 0)
+      throw InputError("--linear-num-value-heads", "the " + std::to_string(gdn.num_value_heads) +
+                                                       " value heads are not a multiple of the " +
+                                                       std::to_string(gdn.num_key_heads) +
+                                                       " key heads (Megatron asserts it)");
+  }
   if (hybrid()) {
     if (static_cast<int>(hybrid_pattern.size()) != num_layers)
       throw InputError("--hybrid-layer-pattern", "gives " + std::to_string(hybrid_pattern.size()) +

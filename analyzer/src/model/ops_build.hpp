@@ -86,6 +86,9 @@ std::vector<Op> build_layer(const Ctx& c, int layer);
 /// A hybrid model's Mamba-2 mixer (paths under `pre`, "decoder.layers.<i>.mixer."): in_proj, the fused
 /// convolution + SSD scan, the gated norm, out_proj.
 void add_mamba(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& pre);
+/// A gated delta net in a transformer layer's self-attention slot (paths under `pre`,
+/// "decoder.layers.<i>.self_attention."): in_proj, the convolution + delta rule, the gated norm, out_proj.
+void add_gdn(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& pre);
 
 // --- ops_embedding_head.cpp ------------------------------------------------------------------------
 /// The embedding module's ops appended to `ops`: word embedding (vocab-parallel lookup + its TP reduction)

@@ -70,4 +70,86 @@ void add_mamba(const Ctx& c, std::vector<Op>& ops, int layer, const std::string&
   ops.push_back(make_row(c, pre + "out_proj", OpRole::MambaOutProj, layer, d_inner, c.h, false));
 }
 
+// A gated delta net (megatron/core/ssm/gated_delta_net/gdn.py, GatedDeltaNet.forward without context
+// parallelism), per token of a tp rank (heads split over tp):
+//   in_proj (TELayerNormColumnParallelLinear) → q, k, v, z, beta, alpha;
+//   causal_conv1d (FLA, SiLU) over q, k, v — keeps its input for backward;
+//   l2norm (FLA) of q, k — keeps its output and an fp32 rstd per head; q, k repeated to the value heads and
+//   made contiguous, v made contiguous — the delta rule's saved inputs;
+//   _compute_gates: g = −exp(A_log) · softplus(alpha + dt_bias) in fp32 (softplus keeps its fp32 input),
+//   beta = sigmoid(beta) (kept);
+//   chunk_gated_delta_rule (FLA) keeps q, k, v, its chunk-local cumulative g (fp32), beta and the
+//   chunks' WY matrix A (64 per value head and token); z made contiguous for the gate;
+//   out_norm (RMSNorm per value head) then × SiLU(z) — the norm keeps its input and rstd, the product its
+//   two inputs; out_proj keeps the gated output.
+void add_gdn(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& pre) {
+  const GdnSpec& g = c.m.gdn;
+  const I64 qk_l = g.qk_dim() / c.t, v_l = g.v_dim() / c.t;
+  const I64 nk_l = g.num_key_heads / c.t, nv_l = g.num_value_heads / c.t;
+  const I64 conv_full = g.conv_dim(), conv_l = conv_full / c.t;
+  const I64 in_l = g.in_proj_out() / c.t;
+
+  ops.push_back(
+      make_column(c, pre + "in_proj", OpRole::GdnInProj, layer, c.h, g.in_proj_out(), c.m.add_bias_linear));
+
+  Op rule;
+  rule.path = pre + "gated_delta_rule";
+  rule.kind = OpKind::GatedDeltaRule;
+  rule.role = OpRole::GdnRule;
+  rule.layer = layer;
+  rule.tokens = c.tok;
+  rule.in_features = in_l;
+  rule.out_features = v_l;
+  rule.input_bytes = c.tok * in_l * c.a;
+  rule.output_bytes = c.tok * v_l * c.a;
+  rule.params.push_back(param("conv1d.weight", {conv_l, 1, g.conv_kernel}, {conv_full, 1, g.conv_kernel}));
+  rule.params.push_back(param("dt_bias", {nv_l}, {g.num_value_heads}));
+  rule.params.push_back(param("A_log", {nv_l}, {g.num_value_heads}));
+  const I64 t = c.tok, a = c.a;
+  rule.saved.push_back({"conv_input", t * conv_l * a, true});
+  rule.saved.push_back({"qk_l2norm", t * 2 * qk_l * a});
+  rule.saved.push_back({"qk_rstd", t * 2 * nk_l * 4});
+  rule.saved.push_back({"q_k_v", t * (2 * nv_l * g.key_head_dim + v_l) * a});
+  rule.saved.push_back({"gates", t * nv_l * (4 + 4 + a)});  // softplus input, cumulative g (fp32), beta
+  rule.saved.push_back({"wy_A", t * nv_l * GdnSpec::kChunk * a});
+  rule.saved.push_back({"z", t * v_l * a});
+  // Context parallelism (gated_delta_net/common.py a2a_cp_to_hp / a2a_hp_to_cp): in_proj's output goes from
+  // sequence shards to head shards over cp before the convolution (each rank then runs the whole sequence of
+  // heads / (tp · cp) heads, as many elements as it held), the rule's output back after the gated norm; the
+  // gradients the other way.  The convolution's weights and the gates' parameters are sliced per cp rank.
+  if (c.st.cp > 1) {
+    const I64 in_bytes = c.tok * in_l * c.a, out_bytes = c.tok * v_l * c.a;
+    rule.comms.push_back(
+        {Collective::AllToAll, ParallelDim::CP, Pass::Forward, in_bytes, 1,
+         "all-to-all of q, k, v, z, beta, alpha from sequence to head shards (GDN context parallel)"});
+    rule.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Forward, out_bytes, 1,
+                          "all-to-all of the gated output back to sequence shards"});
+    rule.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Backward, out_bytes, 1,
+                          "all-to-all of the output gradient to head shards"});
+    rule.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Backward, in_bytes, 1,
+                          "all-to-all of the projections' gradients back to sequence shards"});
+  }
+  // Megatron's count (training.py gdn_layer_flops): the depthwise convolution 2 · tokens · width · channels;
+  // the delta rule 2 · tokens · value heads · dv² · 4 (KKᵀ, VKᵀ, S(a(I − bKKᵀ)), SQ).  Backward twice.
+  const double tok = static_cast<double>(c.tok);
+  rule.fwd_flops =
+      2.0 * tok * static_cast<double>(g.conv_kernel * conv_l) +
+      2.0 * tok * static_cast<double>(nv_l) * static_cast<double>(g.value_head_dim * g.value_head_dim) * 4;
+  rule.bwd_input_flops = 2 * rule.fwd_flops;
+  ops.push_back(std::move(rule));
+
+  // out_norm over each value head (its weight of value_head_dim, replicated), gated by SiLU(z).
+  Op norm = make_norm(c, pre + "out_norm", OpRole::GdnNorm, layer, c.tok, v_l);
+  norm.params = {param("weight", {g.value_head_dim}, {g.value_head_dim}, true)};
+  if (c.m.normalization == Normalization::LayerNorm)  // backend.layer_norm(rms_norm=False): a LayerNorm
+    norm.params.push_back(param("bias", {g.value_head_dim}, {g.value_head_dim}, true));
+  for (auto& s : norm.saved)  // one fp32 rstd per value head of each token
+    if (s.name == "stats") s.bytes = c.tok * nv_l * 4;
+  norm.saved.push_back({"normed", c.tok * v_l * a});  // the product's other input
+  ops.push_back(std::move(norm));
+
+  ops.push_back(
+      make_row(c, pre + "out_proj", OpRole::GdnOutProj, layer, g.v_dim(), c.h, c.m.add_bias_linear));
+}
+
 }  // namespace preflight::analyzer::graph_ops

@@ -213,7 +213,10 @@ std::vector<Op> build_layer(const Ctx& c, int layer) {
   }
   if (c.m.has_attention(layer)) {
     ops.push_back(make_norm(c, pre + "input_layernorm", OpRole::InputNorm, layer, c.tok_sp, c.h));
-    add_attention(c, ops, layer, pre + "self_attention.");
+    if (c.m.is_gdn_layer(layer))
+      add_gdn(c, ops, layer, pre + "self_attention.");
+    else
+      add_attention(c, ops, layer, pre + "self_attention.");
     ops.push_back(make_bda(c, pre + "self_attn_bda", OpRole::AttnBda, layer));
   }
   if (c.m.has_mlp(layer)) {

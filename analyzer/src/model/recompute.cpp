@@ -116,6 +116,25 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops, const std::vector<std::
       }
     }
   }
+  if (has("gdn_norm_out")) {
+    // A gated delta net's output norm and gate under CheckpointWithoutOutput
+    // (GatedDeltaNet.recompute_norm_out): the checkpoint keeps its inputs (the rule's output; z is kept by
+    // the rule), the gated output — out_proj's input — is discarded and made again before out_proj's
+    // backward.
+    for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
+      if (ops[i].role != OpRole::GdnNorm) continue;
+      ops[i].recompute = true;
+      std::vector<SavedTensor> kept;
+      for (const auto& t : ops[i].kept)
+        if (t.name == "input") kept.push_back(t);
+      set_kept(ops[i], kept);
+      Op& next = ops[i + 1];
+      std::vector<SavedTensor> rest;
+      for (const auto& t : next.kept)
+        if (t.name != "input") rest.push_back(t);
+      set_kept(next, rest);
+    }
+  }
   if (has("layernorm")) {
     // CheckpointWithoutOutput on both norms: the norm output, saved as the next linear's input, is
     // discarded and recomputed in backward.

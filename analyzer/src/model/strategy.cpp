@@ -32,6 +32,7 @@ void validate_torch_cpu(const Strategy& st, const ModelSpec& model) {
   if (st.distributed_optimizer) refuse("--use-distributed-optimizer", "the distributed optimizer");
   if (st.optimizer != Optimizer::Adam) refuse("--optimizer", "optimizers other than adam");
   if (model.hybrid()) refuse("--hybrid-layer-pattern", "hybrid (Mamba) models");
+  if (model.has_gdn()) refuse("--experimental-attention-variant", "gated delta net layers");
   if (st.attention_backend != AttentionBackend::Math) refuse("--attention-backend", "flash attention");
   if (st.cross_entropy_loss_fusion) refuse("--cross-entropy-loss-fusion", "the fused cross entropy");
   if (st.grad_reduce_in_bf16) refuse("--grad-reduce-in-bf16", "bf16 gradient buffers");
@@ -318,6 +319,15 @@ void Strategy::validate(const ModelSpec& model) const {
                              " Mamba groups of a tp rank do not divide one another (Megatron asserts it)");
     }
   }
+  if (model.has_gdn()) {
+    // TransformerConfig's asserts: key and value heads split over tp · cp (context parallelism shards heads).
+    const std::int64_t tp_cp = static_cast<std::int64_t>(tp) * cp;
+    if (model.gdn.num_key_heads % tp_cp != 0 || model.gdn.num_value_heads % tp_cp != 0)
+      throw InputError("--tensor-model-parallel-size",
+                       "tp " + num(tp) + " × cp " + num(cp) + " does not divide the gated delta net's " +
+                           num(model.gdn.num_key_heads) + " key and " + num(model.gdn.num_value_heads) +
+                           " value heads (Megatron asserts it)");
+  }
 
   auto at_most = [](std::int64_t v, std::int64_t limit, const char* flag) {
     if (v > limit)
@@ -415,10 +425,16 @@ void Strategy::validate(const ModelSpec& model) const {
   if (recompute_granularity == RecomputeGranularity::Selective) {
     for (const auto& m : recompute_modules)
       if (m != "core_attn" && m != "mlp" && m != "moe" && m != "moe_act" && m != "layernorm" &&
-          m != "shared_experts" && m != "mla_up_proj")
+          m != "shared_experts" && m != "mla_up_proj" && m != "gdn_norm_out")
         throw InputError("--recompute-modules", "unknown module '" + m +
                                                     "' (known: core_attn, mlp, moe, moe_act, layernorm, "
-                                                    "shared_experts, mla_up_proj)");
+                                                    "shared_experts, mla_up_proj, gdn_norm_out)");
+    if (std::find(recompute_modules.begin(), recompute_modules.end(), "gdn_norm_out") !=
+            recompute_modules.end() &&
+        !model.has_gdn())
+      throw InputError("--recompute-modules",
+                       "gdn_norm_out is only supported with --experimental-attention-variant gdn (Megatron "
+                       "refuses it otherwise)");
   }
   if (!per_layer_recompute.empty()) {
     if (static_cast<int>(per_layer_recompute.size()) != model.num_layers)

@@ -153,6 +153,7 @@ std::vector<LayerKind> layer_kinds(const ModelSpec& m) {
                         : sym == '-'        ? "MLP"
                         : m.is_moe_layer(l) ? "MoE"
                                             : "dense";
+    if (m.is_gdn_layer(l)) label += " gated-delta-net";
     auto it = std::find_if(kinds.begin(), kinds.end(), [&](const LayerKind& k) { return k.label == label; });
     if (it == kinds.end())
       kinds.push_back({label, 1, l});

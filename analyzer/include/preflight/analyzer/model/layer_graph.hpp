@@ -59,6 +59,9 @@ enum class OpKind {
   /// A Mamba-2 mixer's causal convolution and SSD scan, fused as Megatron trains them
   /// (mamba_split_conv1d_scan_combined): in = in_proj's local output (z, x, B, C, dt), out = d_inner / tp.
   SelectiveScan,
+  /// A gated delta net's causal convolution, q / k L2 norm, gates and chunked delta rule (FLA kernels):
+  /// in = in_proj's local output (q, k, v, z, beta, alpha), out = v_dim / tp.
+  GatedDeltaRule,
 };
 
 /// What an op is in the network (its place in Megatron-core's module tree), as opposed to OpKind, the
@@ -122,6 +125,12 @@ enum class OpRole : std::uint8_t {
   MambaNorm,     ///< mixer.norm: the gated RMSNorm over d_inner / tp
   MambaOutProj,  ///< mixer.out_proj: d_inner → h (row-parallel)
   MambaBda,      ///< mamba_bda: the residual add
+  // Gated delta net in a transformer layer's self-attention slot (its norm is InputNorm, its residual add
+  // AttnBda).
+  GdnInProj,   ///< self_attention.in_proj: h → q, k, v, z, beta, alpha (column-parallel)
+  GdnRule,     ///< conv1d + L2 norm + gates + chunk_gated_delta_rule
+  GdnNorm,     ///< self_attention.out_norm: RMSNorm per value head, gated by SiLU(z)
+  GdnOutProj,  ///< self_attention.out_proj: v_dim → h (row-parallel)
 };
 
 /// A parameter tensor as held by this rank.

@@ -7,6 +7,7 @@
 /// calibration) reads it through the layer graph (layer_graph.hpp).  Field names follow Megatron-LM's
 /// arguments (`megatron/training/arguments.py`) where Megatron has one.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -100,6 +101,28 @@ struct MambaSpec {
   }
 };
 
+/// Gated DeltaNet linear attention (Yang, Kautz & Hatamizadeh 2025, arXiv 2412.06464; Qwen3-Next), as
+/// Megatron builds it in place of a transformer layer's self-attention (`--experimental-attention-variant
+/// gated_delta_net`, megatron/core/ssm/gated_delta_net/gdn.py): in_proj (TELayerNormColumnParallelLinear:
+/// h → q, k, v, the output gate z, beta, alpha), a depthwise causal convolution with SiLU over q, k, v,
+/// L2-normalised q and k repeated to the value heads, the chunked gated delta rule (FLA's
+/// chunk_gated_delta_rule, chunks of 64 tokens), an RMSNorm per value head gated by SiLU(z), out_proj
+/// (v_dim → h).  Sizes are element counts; defaults are TransformerConfig's.
+struct GdnSpec {
+  std::int64_t key_head_dim = 128;            ///< `--linear-key-head-dim` (q and k)
+  std::int64_t value_head_dim = 128;          ///< `--linear-value-head-dim` (v and z)
+  std::int64_t num_key_heads = 16;            ///< `--linear-num-key-heads`
+  std::int64_t num_value_heads = 32;          ///< `--linear-num-value-heads` (a multiple of the key heads)
+  std::int64_t conv_kernel = 4;               ///< `--linear-conv-kernel-dim`
+  static constexpr std::int64_t kChunk = 64;  ///< FLA's chunk (GatedDeltaNet.chunk_size)
+  std::int64_t qk_dim() const { return key_head_dim * num_key_heads; }
+  std::int64_t v_dim() const { return value_head_dim * num_value_heads; }
+  /// in_proj's output features: q, k (qk_dim each), v, z (v_dim each), beta and alpha (one per value head).
+  std::int64_t in_proj_out() const { return 2 * qk_dim() + 2 * v_dim() + 2 * num_value_heads; }
+  /// Channels of the causal convolution: q, k, v.
+  std::int64_t conv_dim() const { return 2 * qk_dim() + v_dim(); }
+};
+
 /// Architecture of the network.  Sizes are element counts, not bytes.
 struct ModelSpec {
   std::string name;                          ///< label shown in reports ("llama3-8b", "megatron-args")
@@ -149,6 +172,11 @@ struct ModelSpec {
   /// layer_symbol().  Empty: an MTP depth is one transformer layer built like the decoder's last.
   std::string mtp_hybrid_pattern;
   MambaSpec mamba;
+  /// Per decoder layer (0-based): whether its self-attention is a gated delta net (Megatron
+  /// `--linear-attention-freq` k: every layer but the k-th, 2k-th, …; or a list such as "([1]*3+[0]*1)*12").
+  /// Empty: no layer is.  MTP layers (indices ≥ num_layers) keep softmax attention.
+  std::vector<bool> gdn_layers;
+  GdnSpec gdn;
   /// Multi-token prediction layers (`--mtp-num-layers`; DeepSeek-V3 trains with 1).  Each sits on the last
   /// pipeline stage after the decoder: embedding of the tokens shifted once more (the shared embedding),
   /// enorm + hnorm, eh_proj (column-parallel 2h → h, no bias), one transformer layer built like the
@@ -185,6 +213,16 @@ struct ModelSpec {
   bool has_attention(int layer) const;
   bool has_mlp(int layer) const;
   bool is_mamba_layer(int layer) const { return layer_symbol(layer) == 'M'; }
+  /// Whether layer `layer`'s self-attention is a gated delta net (gdn_layers).
+  bool is_gdn_layer(int layer) const {
+    return layer >= 0 && layer < static_cast<int>(gdn_layers.size()) && gdn_layers[layer];
+  }
+  /// The layer's block kind for grouping layers that are built alike: layer_symbol() for a hybrid model,
+  /// 'G' for a transformer layer whose self-attention is a gated delta net, 0 for other transformer layers.
+  char block_symbol(int layer) const {
+    return hybrid() ? layer_symbol(layer) : is_gdn_layer(layer) ? 'G' : 0;
+  }
+  bool has_gdn() const { return std::find(gdn_layers.begin(), gdn_layers.end(), true) != gdn_layers.end(); }
   /// Whether transformer layer `layer` (0-based, global) attends a sliding window (not the whole sequence).
   bool is_window_layer(int layer) const;
   /// Vocabulary padded as Megatron does: up to a multiple of make_vocab_size_divisible_by · tp.
