@@ -89,8 +89,9 @@ void add_gdn(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& p
   const I64 conv_full = g.conv_dim(), conv_l = conv_full / c.t;
   const I64 in_l = g.in_proj_out() / c.t;
 
-  ops.push_back(
-      make_column(c, pre + "in_proj", OpRole::GdnInProj, layer, c.h, g.in_proj_out(), c.m.add_bias_linear));
+  // GatedDeltaNet gets bias=False from TransformerLayer (its default): no bias whatever --disable-bias-linear
+  // says.
+  ops.push_back(make_column(c, pre + "in_proj", OpRole::GdnInProj, layer, c.h, g.in_proj_out(), false));
 
   Op rule;
   rule.path = pre + "gated_delta_rule";
@@ -148,8 +149,7 @@ void add_gdn(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& p
   norm.saved.push_back({"normed", c.tok * v_l * a});  // the product's other input
   ops.push_back(std::move(norm));
 
-  ops.push_back(
-      make_row(c, pre + "out_proj", OpRole::GdnOutProj, layer, g.v_dim(), c.h, c.m.add_bias_linear));
+  ops.push_back(make_row(c, pre + "out_proj", OpRole::GdnOutProj, layer, g.v_dim(), c.h, false));
 }
 
 }  // namespace preflight::analyzer::graph_ops
