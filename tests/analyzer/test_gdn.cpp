@@ -337,3 +337,73 @@ TEST(GatedDeltaNet, RecomputeOfTheGatedNorm) {
   EXPECT_EQ(norm1, 4096LL * 4096 * 2);
   EXPECT_EQ(out0 - out1, 4096LL * 4096 * 2);
 }
+
+TEST(GatedDeltaNet, HybridPatternGLayers) {
+  // A hybrid pattern's G (hybrid_layer_specs.py gdn_layer): a layer whose one block is a gated delta net, its
+  // norm fused into in_proj, sized by --linear-*; no MLP in it.
+  const Words args = {"--hybrid-layer-pattern",
+                      "MG*-G",
+                      "--hidden-size",
+                      "1024",
+                      "--num-attention-heads",
+                      "8",
+                      "--seq-length",
+                      "2048",
+                      "--vocab-size",
+                      "32000",
+                      "--micro-batch-size",
+                      "1",
+                      "--global-batch-size",
+                      "4",
+                      "--bf16",
+                      "--normalization",
+                      "RMSNorm",
+                      "--disable-bias-linear",
+                      "--linear-num-key-heads",
+                      "8",
+                      "--linear-num-value-heads",
+                      "16",
+                      "--linear-key-head-dim",
+                      "64",
+                      "--linear-value-head-dim",
+                      "64"};
+  const MegatronConfig c = parse_megatron_args(args);
+  c.model.validate();
+  c.strategy.validate(c.model);
+  for (int l = 0; l < 5; ++l) EXPECT_EQ(c.model.is_gdn_layer(l), l == 1 || l == 4) << l;
+  const LayerGraph g = build_layer_graph(c.model, c.strategy);
+  std::int64_t params = 0;
+  bool rule = false, mlp = false;
+  for (const Op* op : layer_ops(g, 1)) {
+    params += op->param_numel();
+    rule = rule || op->role == OpRole::GdnRule;
+    mlp = mlp || op->role == OpRole::PreMlpNorm;
+  }
+  EXPECT_TRUE(rule);
+  EXPECT_FALSE(mlp);
+  // The norm (1024), in_proj 1024 → 2·512 + 2·1024 + 2·16, the conv (2048 channels × 4), dt_bias and A_log,
+  // out_norm (64), out_proj 1024 → 1024.
+  EXPECT_EQ(params, 1024 + 1024 * (2 * 512 + 2 * 1024 + 32) + 2048 * 4 + 32 + 64 + 1024 * 1024);
+  // Megatron's hybrid_flops adds gdn_layer_flops for each G layer: the same model with those layers as
+  // attention ('*') differs by the two layers' terms (forward × 3).
+  Words attn = args;
+  attn[1] = "M**-*";
+  const MegatronConfig a = parse_megatron_args(attn);
+  const double h = 1024, s = 2048;
+  const double gdn = 2 * (h * (2 * 512 + 2 * 1024 + 32) + 4 * 2048 + 16 * 64.0 * 64 * 4 + h * 1024);
+  const double softmax = 4 * h * (h + h) + 2 * s * h;  // no GQA: kv heads = heads
+  EXPECT_NEAR(cost::flops_per_token(c.model, 32000, 2048) - cost::flops_per_token(a.model, 32000, 2048),
+              3 * 2 * (gdn - softmax), 1.0);
+  cost::EstimateOptions opt;
+  opt.strict = true;
+  opt.layer_ops = true;
+  const cost::Estimate est = cost::estimate(c.model, c.strategy, cost::load_simumax_system("b200"), opt);
+  int rules = 0;
+  for (const auto& lo : est.layer_ops)
+    for (const auto& op : lo.ops) rules += op.kind == "GatedDeltaRule" ? 1 : 0;
+  EXPECT_EQ(rules, 1);
+  // --linear-attention-freq is a GPT model's; a G in an MTP depth is refused by name.
+  Words mtp = args;
+  mtp[1] = "MG*-G/*G";
+  expect_refused(mtp, "--hybrid-layer-pattern");
+}

@@ -517,7 +517,7 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
   // A hybrid model allocated from ratios (old Megatron's --is-hybrid-model) is refused: its pattern is
   // needed; so are the hybrid patterns' symbols and separators preflight does not model.
   expect_error(with(base_args(), {"--is-hybrid-model"}), "--is-hybrid-model");
-  expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*GM"}), "--hybrid-layer-pattern");
+  expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*DM"}), "--hybrid-layer-pattern");
   expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*-M/MM"}), "--hybrid-layer-pattern");
   expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*|-M|-", "--pipeline-model-parallel-size", "2",
                                   "--nproc_per_node", "2"}),

@@ -92,6 +92,14 @@ double hybrid_flops_per_token(const ModelSpec& m, std::int64_t vocab, std::int64
         fwd += 2 * h * (2 * d_in + 2 * g * n + heads) + 7 * d_in * n + 2 * d_in * h;
         break;
       }
+      case 'G': {  // training.py gdn_layer_flops
+        const GdnSpec& g = m.gdn;
+        const double dv = static_cast<double>(g.value_head_dim);
+        fwd += 2 *
+               (h * static_cast<double>(g.in_proj_out()) + static_cast<double>(g.conv_kernel * g.conv_dim()) +
+                static_cast<double>(g.num_value_heads) * dv * dv * 4 + h * static_cast<double>(g.v_dim()));
+        break;
+      }
       case '*': {
         const double heads = m.num_attention_heads, kv = static_cast<double>(m.kv_channels);
         const double p = kv > 0 ? kv * heads / h : 1.0;

@@ -489,16 +489,18 @@ std::string layer_ops_text(const Estimate& est) {
       work += op.work;
     }
     const double layer_ms = total.forward_ms() + total.backward_ms();
-    const std::string what = lo.layer == -1 ? std::string("embedding")
-                             : lo.layer == -2
-                                 ? std::string("head")
-                                 : std::string(est.model.layer_symbol(lo.layer) == 'M'   ? "Mamba"
-                                               : est.model.layer_symbol(lo.layer) == '*' ? "attention"
-                                               : est.model.layer_symbol(lo.layer) == '-' ? "MLP"
-                                               : lo.moe                                  ? "MoE"
-                                                                                         : "dense") +
-                                       (est.model.is_gdn_layer(lo.layer) ? " (gated delta net)" : "") +
-                                       " layer " + std::to_string(lo.layer);
+    const std::string what =
+        lo.layer == -1 ? std::string("embedding")
+        : lo.layer == -2
+            ? std::string("head")
+            : std::string(est.model.layer_symbol(lo.layer) == 'M'   ? "Mamba"
+                          : est.model.layer_symbol(lo.layer) == 'G' ? "gated delta net"
+                          : est.model.layer_symbol(lo.layer) == '*' ? "attention"
+                          : est.model.layer_symbol(lo.layer) == '-' ? "MLP"
+                          : lo.moe                                  ? "MoE"
+                                                                    : "dense") +
+                  (est.model.is_gdn_layer(lo.layer) && !est.model.hybrid() ? " (gated delta net)" : "") +
+                  " layer " + std::to_string(lo.layer);
     out += what + " (" + lo.chunk + ")" + (lo.recompute ? ", recomputed" : "") +
            ": ms per micro batch on one rank\n";
     TextTable t;

@@ -183,14 +183,15 @@ HybridPatternFlag read_hybrid_pattern_flag(const Flags& f) {
     hp.depths = static_cast<int>(parse_int("--mtp-num-layers", f.get("--mtp-num-layers")));
   }
   for (char ch : pattern + hp.mtp) {
-    if (ch == 'G' || ch == 'D')
-      throw InputError(
-          flag, std::string("layer symbol '") + ch + "' (" +
-                    (ch == 'G' ? "gated delta net" : "DeepSeek sparse attention") +
-                    ") is not modelled: preflight models M (Mamba-2), * (attention), - (MLP), E (MoE)");
-    if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E' && ch != '|')
-      throw InputError(
-          flag, std::string("unknown layer symbol '") + ch + "' (M, *, -, E; | between pipeline segments)");
+    if (ch == 'D')
+      throw InputError(flag,
+                       "layer symbol 'D' (DeepSeek sparse attention) is not modelled: preflight models M "
+                       "(Mamba-2), G (gated delta net), * (attention), - (MLP), E (MoE)");
+    if (ch == 'G' && hp.mtp.find('G') != std::string::npos)
+      throw InputError(flag, "a gated delta net (G) in an MTP depth is not modelled");
+    if (ch != 'M' && ch != 'G' && ch != '*' && ch != '-' && ch != 'E' && ch != '|')
+      throw InputError(flag, std::string("unknown layer symbol '") + ch +
+                                 "' (M, G, *, -, E; | between pipeline segments)");
   }
   if (!hp.mtp.empty() && !ModelSpec::mtp_depth_modelled(hp.mtp))
     throw InputError(flag, "multi-token-prediction depth '" + hp.mtp + "' " + ModelSpec::kMtpDepthNote);
@@ -281,6 +282,26 @@ void read_gated_delta_net(const Flags& f, ModelSpec& m, std::vector<std::string>
     throw InputError("--linear-attention-type",
                      "and --experimental-attention-variant both name the attention variant; give one");
   const char* variant_flag = legacy ? "--linear-attention-type" : "--experimental-attention-variant";
+  auto dim = [&](const char* name, I64 current) {
+    return f.has(name) ? parse_int(name, f.get(name)) : current;
+  };
+  auto read_sizes = [&] {
+    m.gdn.key_head_dim = dim(kSizes[0], m.gdn.key_head_dim);
+    m.gdn.value_head_dim = dim(kSizes[1], m.gdn.value_head_dim);
+    m.gdn.num_key_heads = dim(kSizes[2], m.gdn.num_key_heads);
+    m.gdn.num_value_heads = dim(kSizes[3], m.gdn.num_value_heads);
+    m.gdn.conv_kernel = dim(kSizes[4], m.gdn.conv_kernel);
+  };
+  // A hybrid pattern's G layers (hybrid_layer_specs.py gdn_layer: a TransformerLayer whose only block is a
+  // GatedDeltaNet), sized by the same --linear-* flags; --linear-attention-freq is unused there.
+  if (m.hybrid() && m.hybrid_pattern.find('G') != std::string::npos) {
+    if (f.has(variant_flag) && f.get(variant_flag) == "gdn2")
+      throw InputError(variant_flag, "gdn2 (GatedDeltaNet2) is not modelled; gdn is");
+    m.gdn_layers.assign(m.num_layers, false);
+    for (int i = 0; i < m.num_layers; ++i) m.gdn_layers[i] = m.hybrid_pattern[i] == 'G';
+    read_sizes();
+    return;
+  }
   if (!f.has(variant_flag)) {
     for (const char* flag :
          {"--linear-attention-freq", "--linear-key-head-dim", "--linear-value-head-dim",
@@ -311,8 +332,10 @@ void read_gated_delta_net(const Flags& f, ModelSpec& m, std::vector<std::string>
     throw InputError("--linear-attention-freq",
                      "must be set for linear gdn (Megatron asserts it): which layers are gated delta nets");
   if (m.hybrid())
-    throw InputError("--experimental-attention-variant",
-                     "gated delta net layers of a hybrid model (pattern symbol G) are not modelled");
+    throw InputError(
+        variant_flag,
+        "names the layers of a GPT model (--linear-attention-freq); a hybrid model's gated delta nets "
+        "are its pattern's G layers");
   std::vector<bool> layers =
       parse_layer_pattern("--linear-attention-freq", f.get("--linear-attention-freq"), m.num_layers, true);
   if (static_cast<int>(layers.size()) != m.num_layers)
@@ -327,14 +350,7 @@ void read_gated_delta_net(const Flags& f, ModelSpec& m, std::vector<std::string>
         "reference's "
         "autograd exceeds (Megatron's CI run: max allocated 2.47 GB where the kernels' account gives 1.79 "
         "GB)");
-  auto dim = [&](const char* name, I64 current) {
-    return f.has(name) ? parse_int(name, f.get(name)) : current;
-  };
-  m.gdn.key_head_dim = dim(kSizes[0], m.gdn.key_head_dim);
-  m.gdn.value_head_dim = dim(kSizes[1], m.gdn.value_head_dim);
-  m.gdn.num_key_heads = dim(kSizes[2], m.gdn.num_key_heads);
-  m.gdn.num_value_heads = dim(kSizes[3], m.gdn.num_value_heads);
-  m.gdn.conv_kernel = dim(kSizes[4], m.gdn.conv_kernel);
+  read_sizes();
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ bool ModelSpec::mtp_depth_modelled(const std::string& p) {
 }
 
 bool ModelSpec::has_attention(int layer) const {
-  return !hybrid() || layer_symbol(layer) == '*';
+  return !hybrid() || layer_symbol(layer) == '*' || layer_symbol(layer) == 'G';
 }
 
 bool ModelSpec::has_mlp(int layer) const {
@@ -108,9 +108,10 @@ void ModelSpec::validate() const {
                                                       " layers but the model has " +
                                                       std::to_string(num_layers));
     if (hybrid())
-      throw InputError("--linear-attention-freq",
-                       "gated delta net layers of a hybrid pattern (G) are not modelled; only a GPT model's "
-                       "--experimental-attention-variant gated_delta_net layers are");
+      for (int i = 0; i < num_layers; ++i)
+        if (gdn_layers[i] != (hybrid_pattern[i] == 'G'))
+          throw InputError("--hybrid-layer-pattern",
+                           "layer " + std::to_string(i) + ": the gated delta net layers are the pattern's G");
     if (mla.enabled)
       throw InputError("--experimental-attention-variant",
                        "gated delta net beside multi-latent attention is not modelled");
@@ -136,9 +137,11 @@ void ModelSpec::validate() const {
                                                      " layers but the model has " +
                                                      std::to_string(num_layers));
     for (char ch : hybrid_pattern)
-      if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E')
+      if (ch != 'M' && ch != 'G' && ch != '*' && ch != '-' && ch != 'E')
         throw InputError("--hybrid-layer-pattern",
-                         std::string("unknown layer symbol '") + ch + "' (M, *, -, E are modelled)");
+                         std::string("unknown layer symbol '") + ch + "' (M, G, *, -, E are modelled)");
+    if (hybrid_pattern.find('G') != std::string::npos && !has_gdn())
+      throw InputError("--hybrid-layer-pattern", "has gated delta net layers (G) but no GDN sizes were read");
     if (hybrid_pattern.find('E') != std::string::npos && !moe.enabled())
       throw InputError("--hybrid-layer-pattern", "has MoE layers (E) but --num-experts is not set");
     if (!mtp_hybrid_pattern.empty()) {

@@ -149,11 +149,12 @@ std::vector<LayerKind> layer_kinds(const ModelSpec& m) {
     // A hybrid model's layers by their block: Mamba, attention, MLP, MoE.
     const char sym = m.layer_symbol(l);
     std::string label = sym == 'M'          ? "Mamba"
+                        : sym == 'G'        ? "gated-delta-net"
                         : sym == '*'        ? "attention"
                         : sym == '-'        ? "MLP"
                         : m.is_moe_layer(l) ? "MoE"
                                             : "dense";
-    if (m.is_gdn_layer(l)) label += " gated-delta-net";
+    if (m.is_gdn_layer(l) && sym != 'G') label += " gated-delta-net";
     auto it = std::find_if(kinds.begin(), kinds.end(), [&](const LayerKind& k) { return k.label == label; });
     if (it == kinds.end())
       kinds.push_back({label, 1, l});
