@@ -445,3 +445,73 @@ TEST(HfConfig, GptOss120bWindowOnEveryOtherLayer) {
   odd.replace(odd.find("full_attention"), 14, "chunked_attention");
   EXPECT_TRUE(contains(parse_error(odd).what(), "unknown layer type 'chunked_attention'"));
 }
+
+// GLM-4.5 (zai-org/GLM-4.5 config.json, model_type glm4_moe): GQA attention with q / k / v biases (o_proj has
+// none), three dense layers then 89 MoE layers of 160 experts (1536 wide, top 8) and one shared expert.
+// Parameters by hand: 352,797,791,232 (Zhipu's 355 B counts the MTP layer too, which the config's
+// num_nextn_predict_layers leaves out here, with a note).
+TEST(HfConfig, Glm45MoeLayout) {
+  std::vector<std::string> warnings;
+  const ModelSpec m = parse_hf_config(R"({"architectures": ["Glm4MoeForCausalLM"], "attention_bias": true,
+      "head_dim": 128, "hidden_size": 5120, "partial_rotary_factor": 0.5, "intermediate_size": 12288,
+      "max_position_embeddings": 131072, "model_type": "glm4_moe", "moe_intermediate_size": 1536,
+      "num_attention_heads": 96, "n_group": 1, "topk_group": 1, "n_routed_experts": 160, "n_shared_experts": 1,
+      "num_experts_per_tok": 8, "first_k_dense_replace": 3, "num_hidden_layers": 92, "num_key_value_heads": 8,
+      "num_nextn_predict_layers": 1, "tie_word_embeddings": false, "use_qk_norm": false, "vocab_size": 151552})",
+                                      "config.json", &warnings);
+  EXPECT_TRUE(m.add_qkv_bias);
+  EXPECT_FALSE(m.add_bias_linear);
+  EXPECT_FALSE(m.qk_layernorm);
+  EXPECT_EQ(m.moe.num_experts, 160);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 1536);
+  for (int l = 0; l < 92; ++l) EXPECT_EQ(m.is_moe_layer(l), l >= 3) << l;
+  const std::int64_t h = 5120;
+  const std::int64_t attn = h * (96 * 128 + 2 * 8 * 128) + (96 * 128 + 2 * 8 * 128) + 96 * 128 * h;
+  const std::int64_t dense = 3 * h * 12288, moe = 160 * 3 * h * 1536 + 3 * h * 1536 + 160 * h;
+  EXPECT_EQ(count_parameters(m), 92 * (attn + 2 * h) + 3 * dense + 89 * moe + 2 * 151552 * h + h);
+  EXPECT_EQ(count_parameters(m), 352'797'791'232);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(contains(warnings[0], "num_nextn_predict_layers")) << warnings[0];
+}
+
+// A model type of its own on a known architecture: Kimi-K2's config.json says model_type "kimi_k2" and
+// DeepseekV3ForCausalLM — read as DeepSeek-V3 (384 experts, MLA), with a note; an unknown type on an unknown
+// architecture is still an error naming model_type.
+TEST(HfConfig, UnknownModelTypeOnAKnownArchitecture) {
+  std::vector<std::string> warnings;
+  const ModelSpec m = parse_hf_config(R"({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "kimi_k2",
+      "first_k_dense_replace": 1, "hidden_size": 7168, "intermediate_size": 18432, "kv_lora_rank": 512,
+      "moe_intermediate_size": 2048, "n_group": 1, "n_routed_experts": 384, "n_shared_experts": 1,
+      "num_attention_heads": 64, "num_experts_per_tok": 8, "num_hidden_layers": 61, "num_key_value_heads": 64,
+      "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "tie_word_embeddings": false,
+      "topk_group": 1, "v_head_dim": 128, "vocab_size": 163840})",
+                                      "config.json", &warnings);
+  EXPECT_TRUE(m.mla.enabled);
+  EXPECT_EQ(m.moe.num_experts, 384);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_TRUE(contains(warnings[0], "kimi_k2")) << warnings[0];
+  EXPECT_EQ(
+      parse_error(R"({"model_type": "bert", "architectures": ["BertModel"], "hidden_size": 768})").where(),
+      "config.json: model_type");
+}
+
+// Qwen3.5's checkpoints keep Qwen3-Next's language model in text_config (model_type qwen3_5_moe_text):
+// gated delta nets on the layer_types "linear_attention" layers, gated softmax attention on the others.
+TEST(HfConfig, Qwen35TextConfigIsQwen3NextLayers) {
+  std::vector<std::string> warnings;
+  const ModelSpec m = parse_hf_config(R"({"architectures": ["Qwen3_5MoeForConditionalGeneration"],
+      "model_type": "qwen3_5_moe", "vision_config": {"depth": 2},
+      "text_config": {"model_type": "qwen3_5_moe_text", "hidden_size": 1024, "num_hidden_layers": 4,
+        "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 2048,
+        "vocab_size": 1000, "layer_types": ["linear_attention", "linear_attention", "linear_attention",
+        "full_attention"], "linear_key_head_dim": 64, "linear_value_head_dim": 64, "linear_num_key_heads": 4,
+        "linear_num_value_heads": 8, "linear_conv_kernel_dim": 4, "num_experts": 16, "num_experts_per_tok": 4,
+        "moe_intermediate_size": 256, "shared_expert_intermediate_size": 256}})",
+                                      "config.json", &warnings);
+  ASSERT_EQ(m.gdn_layers.size(), 4u);
+  EXPECT_EQ(m.gdn_layers, (std::vector<bool>{true, true, true, false}));
+  EXPECT_EQ(m.gdn.num_value_heads, 8);
+  EXPECT_TRUE(m.attention_output_gate);
+  EXPECT_EQ(m.moe.num_experts, 16);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 256);
+}

@@ -34,7 +34,8 @@ enum class Family {
   Gpt2,
   GptOss,
   NemotronH,
-  Qwen3Next
+  Qwen3Next,
+  Glm4Moe
 };
 
 const std::map<std::string, Family>& families() {
@@ -53,6 +54,12 @@ const std::map<std::string, Family>& families() {
       {"gpt_oss", Family::GptOss},
       {"nemotron_h", Family::NemotronH},
       {"qwen3_next", Family::Qwen3Next},
+      // Qwen3.5's language model (the text_config of its checkpoints): Qwen3-Next's layers.
+      {"qwen3_5_text", Family::Qwen3Next},
+      {"qwen3_5_moe_text", Family::Qwen3Next},
+      {"qwen3_5", Family::Qwen3Next},
+      {"qwen3_5_moe", Family::Qwen3Next},
+      {"glm4_moe", Family::Glm4Moe},
   };
   return f;
 }
@@ -73,6 +80,10 @@ const std::map<std::string, std::string>& architectures() {
       {"GPT2LMHeadModel", "gpt2"},
       {"NemotronHForCausalLM", "nemotron_h"},
       {"Qwen3NextForCausalLM", "qwen3_next"},
+      {"Glm4MoeForCausalLM", "glm4_moe"},
+      {"Qwen3_5ForCausalLM", "qwen3_5_text"},
+      {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
+      {"GptOssForCausalLM", "gpt_oss"},
   };
   return a;
 }
@@ -547,6 +558,21 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
     throw InputError(source + ": model_type", "is missing (and no architectures entry names the model)");
   }
   auto fam = families().find(type);
+  if (fam == families().end()) {
+    // A model type of its own on a known architecture (Kimi-K2's "kimi_k2" is DeepseekV3ForCausalLM): read
+    // as that architecture, and say so.
+    auto arch = config.find("architectures");
+    if (arch != config.end() && arch->is_array() && !arch->empty() && (*arch)[0].is_string()) {
+      auto a = architectures().find((*arch)[0].get<std::string>());
+      if (a != architectures().end()) {
+        if (warnings)
+          warnings->push_back(source + ": model_type '" + type + "' read as its architecture " +
+                              (*arch)[0].get<std::string>() + " (model_type " + a->second + ")");
+        type = a->second;
+        fam = families().find(type);
+      }
+    }
+  }
   if (fam == families().end())
     throw InputError(source + ": model_type",
                      "unsupported model type '" + type + "' (supported: " + joined_types() + ")");
@@ -598,6 +624,20 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       break;
     case Family::NemotronH:
       read_nemotron_h(f, m);
+      break;
+    case Family::Glm4Moe:
+      // GLM-4.5 / 4.6 (transformers' configuration_glm4_moe.py): GQA attention with partial RoPE and q / k /
+      // v biases (attention_bias; o_proj has none), optional q / k norms (use_qk_norm), DeepSeek-V3's MoE
+      // layout (first_k_dense_replace dense layers, n_routed_experts of moe_intermediate_size, shared
+      // experts).
+      read_llama_like(f, m);
+      m.add_qkv_bias = f.boolean_or("attention_bias", false);
+      m.qk_layernorm = f.boolean_or("use_qk_norm", false);
+      read_deepseek_moe(f, m, warnings, source);
+      if (I64 mtp = f.non_negative_or("num_nextn_predict_layers", 0); mtp > 0 && warnings)
+        warnings->push_back(source + ": num_nextn_predict_layers " + std::to_string(mtp) +
+                            ": the multi-token-prediction layers are left out; "
+                            "--mtp-num-layers N includes them as Megatron trains them");
       break;
     case Family::Qwen3Next:
       read_llama_like(f, m);
