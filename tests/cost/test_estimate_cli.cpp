@@ -374,3 +374,36 @@ TEST(EstimateCli, HybridMambaLaunch) {
   EXPECT_NE(r.out.find("hybrid dense bf16"), std::string::npos) << r.out;
   EXPECT_EQ(r.err.find("not priced"), std::string::npos) << r.err;
 }
+
+// A Qwen3-Next config.json given to `estimate --model FILE` with Megatron's size flags: named after the file
+// (the header said " on b200" without a name), its gated delta net layers priced op by op, the GDN layers and
+// the softmax ones as two kinds in analyze's table.
+TEST(EstimateCli, Qwen3NextConfigJsonWithGatedDeltaNets) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "preflight_qwen3_next_cli";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path config = dir / "qwen3-next-tiny.json";
+  {
+    std::ofstream out(config);
+    out << R"({"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "hidden_size": 1024,
+      "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128,
+      "intermediate_size": 2048, "vocab_size": 32000, "full_attention_interval": 4, "linear_key_head_dim": 64,
+      "linear_value_head_dim": 64, "linear_num_key_heads": 4, "linear_num_value_heads": 8,
+      "num_experts": 16, "num_experts_per_tok": 4, "moe_intermediate_size": 256,
+      "shared_expert_intermediate_size": 256, "tie_word_embeddings": false})";
+  }
+  const std::string sizes =
+      " --seq-length 2048 --micro-batch-size 1 --global-batch-size 16 --bf16"
+      " --expert-model-parallel-size 4 --nproc_per_node 8";
+  auto r = run_shell(shell_quote(PREFLIGHT_BINARY) + " estimate --system b200 --ops --model " +
+                     shell_quote(config.string()) + " --" + sizes);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("qwen3-next-tiny on b200:", 0), 0u) << r.out.substr(0, 200);
+  EXPECT_NE(r.out.find("self_attention.gated_delta_rule"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("not priced"), std::string::npos) << r.err;
+  r = run_shell(shell_quote(PREFLIGHT_BINARY) + " analyze --model " + shell_quote(config.string()) + " --" +
+                sizes);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("decoder.layers × 6 (MoE gated-delta-net)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("decoder.layers × 2 (MoE)"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
+}

@@ -726,7 +726,14 @@ ModelSpec load_cost_model(const std::string& word, std::vector<std::string>* war
   if (std::filesystem::is_regular_file(word)) {
     json j = read_json_file(word);
     if (is_simumax_model_json(j)) return read_simumax_model(j, word);
-    return model_from_hf_config(j, word, warnings);
+    ModelSpec m = model_from_hf_config(j, word, warnings);
+    if (m.name.empty()) {  // as load_model names a config.json: its folder, or the file's stem
+      const std::filesystem::path p(word);
+      const std::filesystem::path dir = std::filesystem::absolute(p).parent_path();
+      m.name = p.filename() == "config.json" && !dir.filename().empty() ? dir.filename().string()
+                                                                        : p.stem().string();
+    }
+    return m;
   }
   // A checkpoint folder, a URL, a Hub repository id (ORG/REPO) or a preset: the analyzer's front ends.
   if (word.find('/') != std::string::npos || std::filesystem::is_directory(word) || is_preset(word))
