@@ -1381,7 +1381,7 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
   EXPECT_GE(tight_lo, 0.94);
   EXPECT_LE(tight_hi, 0.995);
   EXPECT_EQ(checked, 11 + 2 + 2 + 17 + 12 + 7 + 12 + 3 + 13 + 13 + 5 + 5 + 8 + 7 + 9 + 4 + 4 + 9 + 8 + 4 + 4 +
-                         4 + 3 + 3 + 3 + 3 + 3 + 3 + 3 + 2 + 2 + 2 + 4 + 4 + 11 + 12 + 3 + 2 + 6 + 2 + 1);
+                         4 + 4 + 4 + 3 + 3 + 4 + 4 + 3 + 2 + 2 + 2 + 4 + 4 + 11 + 12 + 3 + 2 + 6 + 2 + 1);
 }
 
 // The embedded presets (analyzer/data/systems) are the generator's output: re-running it reproduces every
@@ -1484,7 +1484,7 @@ TEST(SystemPresets, PublishedRunErrorsAreTheCorpusPricedAsGiven) {
       runs += c["runs"].get<int>();
     }
   }
-  EXPECT_EQ(runs, 353);  // every run of tests/data/time_corpus
+  EXPECT_EQ(runs, 357);  // every run of tests/data/time_corpus
 }
 
 }  // namespace
@@ -1500,12 +1500,12 @@ namespace {
 // Mamba scan's kernel rate is not measured: the `default` efficiency), H100 +12.2 … +15.2 % (Hopper's FP8
 // grouped GEMMs at the scale fitted on Qwen3).  Bounded as measured.
 TEST(TimeFit, Nemotron3NanoRowsHeldOut) {
-  for (const auto& [file, lo, hi] : {std::tuple{"b300_nemo_nemotron3_nano.json", -0.075, 0.025},
-                                     std::tuple{"gb200_nemo_nemotron3_nano.json", -0.095, -0.03},
-                                     std::tuple{"gb300_nemo_nemotron3_nano.json", -0.175, -0.09},
-                                     std::tuple{"h100_nemo_nemotron3_nano.json", 0.10, 0.175}}) {
+  for (const auto& [file, n, lo, hi] : {std::tuple{"b300_nemo_nemotron3_nano.json", 3u, -0.075, 0.025},
+                                        std::tuple{"gb200_nemo_nemotron3_nano.json", 4u, -0.095, -0.03},
+                                        std::tuple{"gb300_nemo_nemotron3_nano.json", 4u, -0.175, -0.09},
+                                        std::tuple{"h100_nemo_nemotron3_nano.json", 3u, 0.10, 0.175}}) {
     const auto runs = corpus_runs(file);
-    ASSERT_EQ(runs.size(), 3u) << file;
+    ASSERT_EQ(runs.size(), n) << file;
     for (const auto& r : runs) ASSERT_TRUE(r.model.hybrid()) << r.name;
     const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
     const TimeFit fit = fit_time(runs, cost::load_simumax_system(j["system"].get<std::string>()));
@@ -1523,8 +1523,8 @@ TEST(TimeFit, Nemotron3NanoRowsHeldOut) {
 // Nano's rows, about 20 points further (docs/time_fidelity.md: not explained; no profile).  A regression guard
 // bounded as measured, not a claim of fidelity.
 TEST(TimeFit, Nemotron3SuperRowsHeldOut) {
-  for (const auto& [file, n, lo, hi] : {std::tuple{"gb300_nemo_nemotron3_super.json", 3u, -0.37, -0.29},
-                                        std::tuple{"gb200_nemo_nemotron3_super.json", 3u, -0.345, -0.29},
+  for (const auto& [file, n, lo, hi] : {std::tuple{"gb300_nemo_nemotron3_super.json", 4u, -0.37, -0.29},
+                                        std::tuple{"gb200_nemo_nemotron3_super.json", 4u, -0.345, -0.27},
                                         std::tuple{"b300_nemo_nemotron3_super.json", 3u, -0.26, -0.12},
                                         std::tuple{"b200_nemo_nemotron3_super.json", 2u, -0.25, -0.20}}) {
     const auto runs = corpus_runs(file);
@@ -1542,6 +1542,23 @@ TEST(TimeFit, Nemotron3SuperRowsHeldOut) {
       EXPECT_LT(r.error_before(), hi) << r.name;
     }
   }
+}
+
+// NeMo's Nemotron-3.5-Lightning MXFP8 row of 26.08 on 8 GB200s (the last row of tests/data/time_corpus/
+// gb200_nemo_nemotron3_nano.json: Nano's stack and GB200 layout with two repeated MTP depths of an attention
+// and a MoE layer; held out, added at stop 38): within the 5 % (measured: −3.3 %; Nano's own GB200
+// rows −7.2 … −5.0 %).  Pricing the MTP depths as separate weights (not repeated) leaves the time alike;
+// dropping them (−16 % of the step's FLOPs) fails it.
+TEST(TimeFit, Nemotron35LightningRowHeldOut) {
+  const auto runs = corpus_runs("gb200_nemo_nemotron3_nano.json");
+  ASSERT_EQ(runs.size(), 4u);
+  const TimedRun& r = runs.back();
+  EXPECT_NE(r.name.find("lightning"), std::string::npos) << r.name;
+  EXPECT_EQ(r.model.mtp_num_layers, 2);
+  EXPECT_EQ(r.model.mtp_hybrid_pattern, "*E");
+  const cost::Estimate est = cost::estimate(r.model, r.strategy, cost::load_simumax_system("gb200"));
+  const double error = (est.iteration_ms - r.measured_ms) / r.measured_ms;
+  EXPECT_LT(std::fabs(error), 0.05) << error;
 }
 
 }  // namespace
