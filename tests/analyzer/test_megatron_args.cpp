@@ -539,6 +539,9 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
       with(base_args(), {"--experimental-attention-variant", "gdn2", "--linear-attention-freq", "3"}),
       "--experimental-attention-variant");
   expect_error(with(base_args(), {"--dsa-indexer-n-heads", "64"}), "--dsa-indexer-n-heads");
+  // A layer pattern of a trillion entries is refused at once (it used to be built, entry by entry).
+  expect_error(with(base_args(), {"--num-experts", "8", "--moe-layer-freq", "([1]*1000000000000)"}),
+               "--moe-layer-freq");
   // Latent MoE (experts at --moe-latent-size) is read, not priced at the hidden width (it was read past
   // silently, then refused); its latent size must be positive, as Megatron asserts.
   EXPECT_EQ(parse_megatron_args(with(base_args(), {"--num-experts", "8", "--moe-latent-size", "256"}))

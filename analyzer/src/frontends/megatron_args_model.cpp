@@ -71,6 +71,10 @@ std::vector<bool> parse_layer_pattern(const char* flag, const std::string& v, in
       while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) ++pos;
       if (start == pos) return fail();
       I64 times = parse_int(flag, s.substr(start, pos - start));
+      // A pattern gives one entry per layer: far more than any model has is a typo, not a model (and would
+      // not fit in memory).
+      if (times < 0 || (times > 0 && static_cast<I64>(base.size()) > 1000000 / times))
+        throw InputError(flag, "'" + v + "' gives more than 1,000,000 layers");
       std::vector<bool> rep;
       for (I64 i = 0; i < times; ++i) rep.insert(rep.end(), base.begin(), base.end());
       base = rep;

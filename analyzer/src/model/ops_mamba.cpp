@@ -70,8 +70,8 @@ void add_mamba(const Ctx& c, std::vector<Op>& ops, int layer, const std::string&
   ops.push_back(make_row(c, pre + "out_proj", OpRole::MambaOutProj, layer, d_inner, c.h, false));
 }
 
-// A gated delta net (megatron/core/ssm/gated_delta_net/gdn.py, GatedDeltaNet.forward without context
-// parallelism), per token of a tp rank (heads split over tp):
+// A gated delta net (megatron/core/ssm/gated_delta_net/gdn.py, GatedDeltaNet.forward), per token of a tp rank
+// (heads split over tp; with context parallelism each rank holds as many elements, below):
 //   in_proj (TELayerNormColumnParallelLinear) → q, k, v, z, beta, alpha;
 //   causal_conv1d (FLA, SiLU) over q, k, v — keeps its input for backward;
 //   l2norm (FLA) of q, k — keeps its output and an fp32 rstd per head; q, k repeated to the value heads and
@@ -144,8 +144,9 @@ void add_gdn(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& p
   norm.params = {param("weight", {g.value_head_dim}, {g.value_head_dim}, true)};
   if (c.m.normalization == Normalization::LayerNorm)  // backend.layer_norm(rms_norm=False): a LayerNorm
     norm.params.push_back(param("bias", {g.value_head_dim}, {g.value_head_dim}, true));
-  for (auto& s : norm.saved)  // one fp32 rstd per value head of each token
-    if (s.name == "stats") s.bytes = c.tok * nv_l * 4;
+  for (auto& s : norm.saved)  // fp32 statistics per value head of each token: rstd (and a LayerNorm's mean)
+    if (s.name == "stats")
+      s.bytes = c.tok * nv_l * 4 * (c.m.normalization == Normalization::LayerNorm ? 2 : 1);
   norm.saved.push_back({"normed", c.tok * v_l * a});  // the product's other input
   ops.push_back(std::move(norm));
 
