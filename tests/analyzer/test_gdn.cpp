@@ -219,6 +219,17 @@ TEST(GatedDeltaNet, MegatronsChecksAndTheRefusedVariants) {
   expect_refused(no_freq, "--linear-attention-freq");
   expect_refused(qwen3_next({"--linear-attention-freq", "[1,0]"}), "--linear-attention-freq");
   expect_refused(qwen3_next({"--linear-num-value-heads", "24"}), "--linear-num-value-heads");
+  // fp8 needs in_proj's output a multiple of 16: 2 · 4 · 32 + 2 · 4 · 32 + 2 · 4 = 520 is not.
+  expect_refused(
+      qwen3_next({"--linear-num-key-heads", "4", "--linear-num-value-heads", "4", "--linear-key-head-dim",
+                  "32", "--linear-value-head-dim", "32", "--fp8-format", "hybrid"}),
+      "--linear-num-value-heads");
+  EXPECT_NO_THROW({
+    const MegatronConfig ok =
+        parse_megatron_args(qwen3_next({"--linear-num-key-heads", "4", "--linear-num-value-heads", "4",
+                                        "--linear-key-head-dim", "32", "--linear-value-head-dim", "32"}));
+    ok.strategy.validate(ok.model);
+  });
   // Heads split over tp · cp: 16 key heads over tp 32.
   expect_refused(
       qwen3_next({"--tensor-model-parallel-size", "32", "--sequence-parallel", "--nproc_per_node", "32"}),

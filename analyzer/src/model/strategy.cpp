@@ -320,6 +320,12 @@ void Strategy::validate(const ModelSpec& model) const {
     }
   }
   if (model.has_gdn()) {
+    // GatedDeltaNet asserts its in_proj's output is a multiple of 16 under fp8 (get_fp8_align_size).
+    if (fp8 != Fp8Format::None && model.gdn.in_proj_out() % 16 != 0)
+      throw InputError("--linear-num-value-heads",
+                       "the gated delta net's in_proj output (" + num(model.gdn.in_proj_out()) +
+                           " = 2 · q/k + 2 · v + 2 · value heads) is not a multiple of 16, which fp8 needs "
+                           "(Megatron asserts it)");
     // TransformerConfig's asserts: key and value heads split over tp · cp (context parallelism shards heads).
     const std::int64_t tp_cp = static_cast<std::int64_t>(tp) * cp;
     if (model.gdn.num_key_heads % tp_cp != 0 || model.gdn.num_value_heads % tp_cp != 0)
