@@ -1608,7 +1608,7 @@ TEST(CostModel, QuickGegluIsGated) {
 
 // --attention-output-gate (Megatron's SelfAttention, Qwen3-Next style): linear_qkv also yields a gate of
 // heads × kv_channels; the extra weights are hidden × heads × kv_channels per layer and its GEMM's FLOPs
-// grow likewise.  Refused with MLA; the unpriced sigmoid gating is named.  (It was read past silently.)
+// grow likewise.  Refused with MLA; the gating's unpriced time is named.  (It was read past silently.)
 TEST(CostModel, AttentionOutputGateWidensTheQkvProjection) {
   const std::string base =
       "--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --group-query-attention "
@@ -1626,6 +1626,22 @@ TEST(CostModel, AttentionOutputGateWidensTheQkvProjection) {
   for (const auto& w : gated.warnings)
     named = named || w.find("--attention-output-gate: the gate's projection") == 0;
   EXPECT_TRUE(named);
+  // What the gating keeps (x · sigmoid(gate), jit-fused): the attention output, apart from linear_proj's
+  // input now, and the gate's contiguous copy — 2 × 1024 tokens × 16 heads × 64 × 4 bytes (fp32) a layer,
+  // kept under core_attn recompute too (the product runs outside its checkpoint).
+  for (const char* rc : {"", "--recompute-granularity selective --recompute-modules core_attn "}) {
+    const auto p2 = parse_megatron_args(preflight::test::words(base + rc));
+    const auto g2 = parse_megatron_args(preflight::test::words(base + rc + "--attention-output-gate"));
+    auto attention_kept = [](const MegatronConfig& c) {
+      const LayerGraph graph = build_layer_graph(c.model, c.strategy);
+      std::int64_t bytes = 0;
+      for (const auto& ch : graph.chunks)
+        for (const auto& op : ch.ops)
+          if (op.layer == 0 && op.role == OpRole::CoreAttention) bytes += op.kept_bytes;
+      return bytes;
+    };
+    EXPECT_EQ(attention_kept(g2) - attention_kept(p2), 2LL * 1024 * 16 * 64 * 4) << rc;
+  }
   expect_input_error(
       [&] {
         const auto mla = parse_megatron_args(preflight::test::words(

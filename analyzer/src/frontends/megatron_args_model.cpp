@@ -352,7 +352,7 @@ void read_gated_delta_net(const Flags& f, ModelSpec& m, std::vector<std::string>
         "--deterministic-mode: Megatron runs its torch reference of the gated delta rule (and F.conv1d) in "
         "place of the FLA kernels; their activations are priced as the kernels keep them, which the "
         "reference's "
-        "autograd exceeds (Megatron's CI run: max allocated 2.47 GB where the kernels' account gives 1.79 "
+        "autograd exceeds (Megatron's CI run: max allocated 2.47 GB where the kernels' account gives 1.80 "
         "GB)");
   read_sizes();
 }
@@ -558,9 +558,11 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
   if (f.has("--attention-output-gate")) {
     m.attention_output_gate = true;
     warnings.push_back(
-        "--attention-output-gate: the gate's projection is priced (linear_qkv wider by heads × kv_channels); "
-        "the sigmoid gating of the attention output is not (an elementwise op, and its saved inputs: about "
-        "2 × tokens × heads × kv_channels × 2 bytes of activations per layer and micro batch)");
+        "--attention-output-gate: the gate's projection (linear_qkv wider by heads × kv_channels) and what "
+        "the "
+        "gating keeps (the attention output and the gate, 2 × tokens × heads × kv_channels × 2 bytes a layer "
+        "and "
+        "micro batch) are counted; the elementwise gating's time is not priced");
   }
   if (f.has("--mtp-num-layers") && !m.hybrid())  // a hybrid model's come from its pattern
     m.mtp_num_layers = static_cast<int>(parse_int("--mtp-num-layers", f.get("--mtp-num-layers")));

@@ -123,6 +123,14 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
       at.saved.push_back({"dropout_output", scores * c.a});
     }
   }
+  // --attention-output-gate (SelfAttention._apply_output_gate, jit-fused x · sigmoid(gate)): the product
+  // keeps its two inputs — the attention output, now a tensor apart from linear_proj's input (the gated
+  // output), and the contiguous copy of the gate split from linear_qkv's output.  Outside core attention's
+  // checkpoint, so recompute of core_attn keeps them.
+  if (m.attention_output_gate && !c.torch_cpu && !m.mla.enabled) {
+    at.saved.push_back({"gate_input_output", at.output_bytes});
+    at.saved.push_back({"gate", at.output_bytes});
+  }
   // QKᵀ and attention·V over the attended keys, non-causal count (as Megatron's and SimuMax's formulas).
   double f =
       2.0 * c.b * heads * static_cast<double>(c.s_loc) * static_cast<double>(at.kv_seq) * (qk_dim + v_dim);

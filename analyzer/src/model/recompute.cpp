@@ -54,7 +54,9 @@ void apply_selective(const Ctx& c, std::vector<Op>& ops, const std::vector<std::
         // checkpoint(core_attention)(q, k, v): only the inputs stay.
         std::vector<SavedTensor> kept;
         for (const auto& t : op.saved)
-          if (t.name == "q" || t.name == "k" || t.name == "v") kept.push_back(t);
+          if (t.name == "q" || t.name == "k" || t.name == "v" || t.name == "gate" ||
+              t.name == "gate_input_output")
+            kept.push_back(t);
         set_kept(op, kept);
       }
     }
