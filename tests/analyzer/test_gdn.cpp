@@ -347,6 +347,18 @@ TEST(GatedDeltaNet, RecomputeOfTheGatedNorm) {
   EXPECT_EQ(norm0, 4096LL * (4096 * 2 + 32 * 4 + 4096 * 2));
   EXPECT_EQ(norm1, 4096LL * 4096 * 2);
   EXPECT_EQ(out0 - out1, 4096LL * 4096 * 2);
+  // Priced: the norm's forward runs again in backward.
+  cost::EstimateOptions opt;
+  opt.layer_ops = true;
+  auto norm_recompute_ms = [&](const MegatronConfig& c) {
+    const cost::Estimate est = cost::estimate(c.model, c.strategy, cost::load_simumax_system("b200"), opt);
+    for (const auto& lo : est.layer_ops)
+      for (const auto& op : lo.ops)
+        if (op.name == "self_attention.out_norm") return op.times.recompute_compute_ms;
+    return -1.0;
+  };
+  EXPECT_EQ(norm_recompute_ms(plain), 0);
+  EXPECT_GT(norm_recompute_ms(rc), 0);
 }
 
 TEST(GatedDeltaNet, HybridPatternGLayers) {

@@ -23,6 +23,7 @@ LayerRc layer_rc(const Ctx& c, int i) {
     r.meg_moe = has("moe");
     r.meg_moe_act = has("moe_act") && !r.meg_moe;
     r.meg_mlp = has("mlp");
+    r.meg_gdn_norm = has("gdn_norm_out");
     r.pre_ln = r.meg_ln;
     return r;
   }

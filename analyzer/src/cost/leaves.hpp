@@ -146,6 +146,7 @@ struct LayerRc {
   bool rope = false, core = false, out = false, meg_ln = false, meg_up = false;
   bool pre_ln = false, shared = false, linear = false, router = false, perm = false;
   bool meg_mlp = false, meg_moe = false, meg_moe_act = false;
+  bool meg_gdn_norm = false;  ///< Megatron's gdn_norm_out: a gated delta net's out_norm and gate recomputed
 };
 LayerRc layer_rc(const Ctx& c, int local_index);
 

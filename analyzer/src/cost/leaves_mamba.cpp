@@ -138,8 +138,10 @@ void gdn_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
   l.path = mp + Builder::idx(1, "GatedDeltaRule");
   bld.push(std::move(l));
   const Op& norm = ops.need(OpRole::GdnNorm);
-  bld.push(norm_leaf(static_cast<double>(norm.tokens), static_cast<double>(norm.in_features), rc.out,
-                     "self_attention.out_norm", mp + Builder::idx(2, "LayerNorm")));
+  // --recompute-modules gdn_norm_out: the norm and gate run again before out_proj's backward.
+  bld.push(norm_leaf(static_cast<double>(norm.tokens), static_cast<double>(norm.in_features),
+                     rc.out || rc.meg_gdn_norm, "self_attention.out_norm",
+                     mp + Builder::idx(2, "LayerNorm")));
   const Op& out = ops.need(OpRole::GdnOutProj);
   add_linear(bld, false, "self_attention.out_proj", mp, 3, out.tokens, out.tokens, out.in_features,
              out.out_features, rc.out, false, false, false, false);
