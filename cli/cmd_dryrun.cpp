@@ -59,7 +59,8 @@ std::string relative_to_cwd(const fs::path& p) {
   return r.string();
 }
 
-int run_dryrun_command(const DryrunCli& c) {
+int run_dryrun_command(DryrunCli c) {
+  restore_bracket_words(c.command);
   if (c.command.empty()) throw InputError("dryrun", "expects a command after --");
   wrap::DryrunOptions o;
   if (c.stages > 0) o.stages = c.stages;

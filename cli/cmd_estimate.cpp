@@ -31,8 +31,9 @@ void write_file(const std::filesystem::path& p, const std::string& text) {
   f << text;
 }
 
-int run(const EstimateOptions& o) {
+int run(EstimateOptions o) {
   using namespace preflight::analyzer;
+  restore_bracket_words(o.megatron);
   std::vector<std::string> warnings;
   std::optional<double> yaml_device_gib;  // --config: context.max_device_memory
   ModelSpec model;

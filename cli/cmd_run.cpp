@@ -434,6 +434,7 @@ Command run_command() {
         CLI::App* app = &sub;
         return [c, app]() {
           check_command_after_dashes(app->remaining(), "run");
+          restore_bracket_words(c->command);
           return run_run(*c);
         };
       }};

@@ -22,6 +22,13 @@ namespace preflight::cli {
 
 using Words = std::vector<std::string>;
 
+/// CLI11 (2.1) splits a word "[a,b]" given to a list option into "a", "b"; a Megatron flag's Python list
+/// (`--moe-layer-freq '[0,1,1,1]'`) after `--` would reach the command cut up.  main() prefixes such words
+/// after `--` with kBracketGuard before parsing; the commands that take those words call
+/// restore_bracket_words() on them.
+constexpr char kBracketGuard = '\x1f';
+void restore_bracket_words(Words& words);
+
 /// `preflight analyze [options] [torchrun + Megatron args…]`
 int run_analyze(const Words& args);
 /// `preflight balance [options]` — raw because it accepts SAPP's single-dash long flags (-mb, -mem, -lm).

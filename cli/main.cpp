@@ -35,8 +35,19 @@ int dispatch(int argc, char** argv) {
     auto run = c.add(*sub);
     sub->callback([&to_run, run]() { to_run = run; });
   }
+  // Words after `--` that CLI11 would split as "[a,b]" lists are guarded (commands.hpp, kBracketGuard).
+  std::vector<std::string> guarded(argv, argv + argc);
+  bool after_dashes = false;
+  for (std::size_t i = 1; i < guarded.size(); ++i) {
+    std::string& w = guarded[i];
+    if (after_dashes && w.size() >= 2 && w.front() == '[' && w.back() == ']')
+      w.insert(w.begin(), kBracketGuard);
+    after_dashes = after_dashes || w == "--";
+  }
+  std::vector<char*> guarded_argv;
+  for (auto& w : guarded) guarded_argv.push_back(w.data());
   try {
-    app.parse(argc, argv);
+    app.parse(argc, guarded_argv.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -53,6 +64,11 @@ int dispatch(int argc, char** argv) {
 }
 
 }  // namespace
+
+void preflight::cli::restore_bracket_words(Words& words) {
+  for (auto& w : words)
+    if (!w.empty() && w.front() == kBracketGuard) w.erase(w.begin());
+}
 
 int main(int argc, char** argv) {
   try {

@@ -407,3 +407,20 @@ TEST(EstimateCli, Qwen3NextConfigJsonWithGatedDeltaNets) {
   EXPECT_NE(r.out.find("decoder.layers × 2 (MoE)"), std::string::npos) << r.out;
   std::filesystem::remove_all(dir);
 }
+
+// A Megatron flag's Python list after `--` reaches the command whole: CLI11 splits a word "[a,b]" given to a
+// list option into "a", "b", which made `estimate -- … --moe-layer-freq '[0,1,1,1]'` read --moe-layer-freq 0
+// ("must be positive") and `--linear-attention-freq '[1,0,1,1]'` read 1 (no GDN layer at all).
+TEST(EstimateCli, PythonListFlagsAfterDashesStayWhole) {
+  const std::string args =
+      " --num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size 1000 --bf16"
+      " --num-experts 4 --moe-layer-freq '[0,1,1,1]' --nproc_per_node 1";
+  auto r = run_shell(shell_quote(PREFLIGHT_BINARY) + " estimate --system h100-sxm --ops --" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("dense layer 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MoE layer 1"), std::string::npos) << r.out;
+  r = run_shell(shell_quote(PREFLIGHT_BINARY) +
+                " run --mode analyze -- torchrun --nproc_per_node 1 pretrain_gpt.py" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("decoder.layers × 3 (MoE)"), std::string::npos) << r.out;
+}
