@@ -946,3 +946,17 @@ TEST(MegatronArgs, PrecisionAwareOptimizerDtypes) {
     EXPECT_EQ(e.where(), "--main-grads-dtype");
   }
 }
+
+// A list flag written as one word, the way YAML configs and Megatron-LM's CI recipes spell it ("[layernorm
+// moe_act]", "['attn', 'mlp']"), is read as its items, as the separate words argparse's nargs takes.
+TEST(MegatronArgs, ListFlagsWrittenAsOneBracketedWord) {
+  const MegatronConfig words =
+      parse_megatron_args(with(base_args(), {"--recompute-granularity", "selective", "--recompute-modules",
+                                             "layernorm", "core_attn"}));
+  for (const char* one : {"[layernorm core_attn]", "['layernorm', 'core_attn']", "[layernorm,core_attn]"}) {
+    const MegatronConfig c = parse_megatron_args(
+        with(base_args(), {"--recompute-granularity", "selective", "--recompute-modules", one}));
+    EXPECT_EQ(c.strategy.recompute_modules, words.strategy.recompute_modules) << one;
+  }
+  EXPECT_EQ(words.strategy.recompute_modules, (std::vector<std::string>{"layernorm", "core_attn"}));
+}

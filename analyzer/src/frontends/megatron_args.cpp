@@ -50,7 +50,14 @@ I64 Flags::require_int(const char* f) const {
 std::vector<std::string> Flags::list(const char* f) const {
   std::vector<std::string> out;
   if (!has(f)) return out;
-  std::istringstream in(get(f));
+  // Words as argparse's nargs gives them; a list written as one word the way YAML configs and Megatron's CI
+  // recipes spell it ("[layernorm moe_act]", "['attn', 'mlp']", "[2,2]") is read as its items.
+  std::string text = get(f);
+  const auto first = text.find_first_not_of(' ');
+  if (first != std::string::npos && text[first] == '[' && text.find_last_not_of(' ') == text.rfind(']'))
+    for (char& ch : text)
+      if (ch == '[' || ch == ']' || ch == ',' || ch == '\'' || ch == '"') ch = ' ';
+  std::istringstream in(text);
   for (std::string v; in >> v;) out.push_back(v);
   return out;
 }
