@@ -399,6 +399,9 @@ TEST(EstimateCli, Qwen3NextConfigJsonWithGatedDeltaNets) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("qwen3-next-tiny on b200:", 0), 0u) << r.out.substr(0, 200);
   EXPECT_NE(r.out.find("self_attention.gated_delta_rule"), std::string::npos) << r.out;
+  // No published run has gated delta nets: the estimate says its class is unchecked.
+  EXPECT_NE(r.out.find("published runs: none of this class (gdn moe bf16) on b200"), std::string::npos)
+      << r.out;
   EXPECT_EQ(r.err.find("not priced"), std::string::npos) << r.err;
   r = run_shell(shell_quote(PREFLIGHT_BINARY) + " analyze --model " + shell_quote(config.string()) + " --" +
                 sizes);
