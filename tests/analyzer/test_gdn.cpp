@@ -56,6 +56,7 @@ Words qwen3_next(const Words& more = {}, bool gdn = true) {
              "512",
              "--moe-shared-expert-intermediate-size",
              "512",
+             "--moe-shared-expert-gate",
              "--moe-grouped-gemm",
              "--vocab-size",
              "151936",
@@ -260,13 +261,14 @@ TEST(GatedDeltaNet, Qwen3NextConfigJsonIsTheSameModel) {
   EXPECT_EQ(hf.gdn_layers, args.model.gdn_layers);
   EXPECT_TRUE(hf.attention_output_gate);
   EXPECT_TRUE(hf.qk_layernorm);
+  EXPECT_TRUE(hf.moe.shared_expert_gate);
   EXPECT_EQ(count_parameters(hf), count_parameters(args.model));
-  // By hand: 36 GDN layers, 12 gated softmax ones, 48 MoE MLPs (512 experts and a shared one), two
+  // By hand: 36 GDN layers, 12 gated softmax ones, 48 MoE MLPs (512 experts and a gated shared one), two
   // embeddings, two norms a layer and the final norm.
   const std::int64_t h = 2048;
   const std::int64_t gdn = h * 12352 + 8192 * 4 + 64 + 128 + 4096 * h;
   const std::int64_t attn = h * (16 * 256 * 2 + 2 * 2 * 256) + 2 * 256 + 16 * 256 * h;
-  const std::int64_t moe = 512 * h + 512 * 3 * h * 512 + 3 * h * 512;
+  const std::int64_t moe = 512 * h + 512 * 3 * h * 512 + 3 * h * 512 + h;  // router, experts, gated shared
   EXPECT_EQ(count_parameters(hf), 36 * gdn + 12 * attn + 48 * (moe + 2 * h) + 2 * 151936 * h + h);
   // layer_types, when given, says the same.
   std::string typed = config;
@@ -429,4 +431,24 @@ TEST(GatedDeltaNet, HybridPatternGLayers) {
   Words mtp = args;
   mtp[1] = "MG*-G/*G";
   expect_refused(mtp, "--hybrid-layer-pattern");
+}
+
+TEST(GatedDeltaNet, SharedExpertGateKeepsTheSharedOutput) {
+  // --moe-shared-expert-gate (Qwen3-Next's shared_expert_gate; SharedExpertMLP with gate): a [1, hidden]
+  // weight per MoE layer, and output · sigmoid(score) keeps the shared expert's output (4096 tokens × 2048,
+  // bf16) and the score (one a token).
+  Words plain = qwen3_next();
+  plain.erase(std::find(plain.begin(), plain.end(), "--moe-shared-expert-gate"));
+  const MegatronConfig without = parse_megatron_args(plain);
+  const MegatronConfig with = parse_megatron_args(qwen3_next());
+  EXPECT_FALSE(without.model.moe.shared_expert_gate);
+  EXPECT_TRUE(with.model.moe.shared_expert_gate);
+  EXPECT_EQ(count_parameters(with.model) - count_parameters(without.model), 8 * 2048);
+  auto shared_fc2_saved = [](const MegatronConfig& c) {
+    const LayerGraph g = build_layer_graph(c.model, c.strategy);
+    for (const Op* op : layer_ops(g, 0))
+      if (op->role == OpRole::SharedFc2) return op->saved_bytes();
+    return std::int64_t{-1};
+  };
+  EXPECT_EQ(shared_fc2_saved(with) - shared_fc2_saved(without), 4096LL * 2048 * 2 + 4096LL * 2);
 }

@@ -167,9 +167,10 @@ TEST(HfConfig, Qwen3MoeAndQwen2Moe) {
   EXPECT_EQ(b.moe.router_topk, 4);
   EXPECT_EQ(b.moe.shared_expert_ffn_hidden_size, 5632);
   // Per layer: attention 4·2048² + 3·2048 = 16,783,360; experts 60·3·2048·1408 = 519,045,120; shared
-  // 3·2048·5632 = 34,603,008; router 60·2048; norms 4096 → 570,558,464 · 24 + 2·151936·2048 + 2048
-  // = 14,315,735,040 (model card 14.3 B; the shared-expert gate, 2048 per layer, is not modelled).
-  EXPECT_EQ(count_parameters(b), 14'315'735'040);
+  // 3·2048·5632 = 34,603,008 and its gate 2048 (shared_expert_gate); router 60·2048; norms 4096 → 570,560,512
+  // · 24 + 2·151936·2048 + 2048 = 14,315,784,192 (model card 14.3 B).
+  EXPECT_TRUE(b.moe.shared_expert_gate);
+  EXPECT_EQ(count_parameters(b), 14'315'784'192);
 }
 
 TEST(HfConfig, Gpt2) {

@@ -352,6 +352,9 @@ void read_qwen_moe(const Fields& f, ModelSpec& m, bool shared, std::vector<std::
   check_topk(f, m, "num_experts");
   m.moe.ffn_hidden_size = f.positive("moe_intermediate_size");
   if (shared) m.moe.shared_expert_ffn_hidden_size = f.non_negative_or("shared_expert_intermediate_size", 0);
+  // Qwen2MoeSparseMoeBlock / Qwen3NextSparseMoeBlock: shared_expert_gate, Linear(hidden, 1), sigmoid-scales
+  // the shared expert's output (Megatron-Bridge maps it to --moe-shared-expert-gate).
+  m.moe.shared_expert_gate = shared && m.moe.shared_expert_ffn_hidden_size > 0;
   I64 step = f.positive_or("decoder_sparse_step", 1);
   std::vector<I64> dense = f.layer_list("mlp_only_layers", m.num_layers);
   std::vector<bool> pattern(m.num_layers);

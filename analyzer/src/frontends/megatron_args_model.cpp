@@ -421,6 +421,7 @@ const std::vector<FlagSpec>& model_flags() {
       {"--moe-router-topk", Arity::One},
       {"--moe-ffn-hidden-size", Arity::One},
       {"--moe-shared-expert-intermediate-size", Arity::One},
+      {"--moe-shared-expert-gate", Arity::Switch},
       {"--moe-layer-freq", Arity::One},
       {"--moe-pad-expert-input-to-capacity", Arity::Switch},
       {"--moe-expert-capacity-factor", Arity::One},
@@ -733,6 +734,7 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
                                      m.moe.ffn_hidden_size > 0 ? m.moe.ffn_hidden_size : m.ffn_hidden_size);
     m.moe.shared_expert_ffn_hidden_size =
         f.int_or("--moe-shared-expert-intermediate-size", m.moe.shared_expert_ffn_hidden_size);
+    if (f.has("--moe-shared-expert-gate")) m.moe.shared_expert_gate = true;
     m.moe.latent_size = f.int_or("--moe-latent-size", m.moe.latent_size);
     if (f.has("--moe-latent-size") && m.moe.latent_size <= 0)
       throw InputError(

@@ -77,6 +77,16 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
     std::size_t first = ops.size();
     add_dense_mlp(c, ops, layer, pre + "shared_experts.", moe.shared_expert_ffn_hidden_size, true);
     for (std::size_t i = first; i < ops.size(); ++i) ops[i].moe = true;
+    if (moe.shared_expert_gate) {
+      // SharedExpertMLP with gate: output · sigmoid(linear(input, gate_weight)) — a [1, hidden] weight
+      // (replicated), and the product keeps the shared expert's output (its rows of the stream) and the
+      // score.
+      Op& fc2 = ops.back();
+      fc2.params.push_back(param("gate_weight", {1, c.h}, {1, c.h}, true));
+      fc2.saved.push_back({"gated_output", c.tok_sp * c.h * c.a});
+      fc2.saved.push_back({"gate_score", c.tok_sp * c.a});
+      fc2.fwd_flops += 2.0 * static_cast<double>(c.tok_sp * c.h);
+    }
   }
 
   // Tokens each rank's local experts process, balanced routing: every token goes to top-k experts; EP

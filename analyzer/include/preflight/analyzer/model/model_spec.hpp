@@ -29,6 +29,9 @@ struct MoESpec {
   int router_topk = 2;                             ///< experts chosen per token (`--moe-router-topk`)
   std::int64_t ffn_hidden_size = 0;                ///< routed expert FFN size (`--moe-ffn-hidden-size`)
   std::int64_t shared_expert_ffn_hidden_size = 0;  ///< shared expert FFN; 0 = none
+  /// The shared expert's output scaled by sigmoid(hidden · gate_weight) (`--moe-shared-expert-gate`;
+  /// Qwen2-MoE, Qwen3-Next): a weight of hidden_size, and the product keeps the shared expert's output.
+  bool shared_expert_gate = false;
   /// Per layer: true = MoE MLP, false = dense MLP (`--moe-layer-freq`, HF `first_k_dense_replace`).
   /// Empty = every layer is MoE when num_experts > 0.
   std::vector<bool> layer_is_moe;
