@@ -516,3 +516,37 @@ TEST(HfConfig, Qwen35TextConfigIsQwen3NextLayers) {
   EXPECT_EQ(m.moe.num_experts, 16);
   EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 256);
 }
+
+// Llama 4 (model_type llama4, its language model in text_config, llama4_text): Scout's 48 MoE layers of 16
+// experts (8192 wide, top 1) with a shared expert of 8192; Maverick-style interleave_moe_layer_step 2 puts
+// MoE on every other layer and a dense MLP of intermediate_size_mlp on the rest.  Chunked attention is said,
+// not priced.  Parameters by hand: 107,770,528,768 (the model card's 109 B counts the vision tower too).
+TEST(HfConfig, Llama4TextConfig) {
+  const std::string scout = R"({"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+      "text_config": {"attention_chunk_size": 8192, "head_dim": 128, "hidden_size": 5120,
+        "interleave_moe_layer_step": 1, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+        "model_type": "llama4_text", "num_attention_heads": 40, "num_experts_per_tok": 1, "num_hidden_layers": 48,
+        "num_key_value_heads": 8, "num_local_experts": 16, "tie_word_embeddings": false, "use_qk_norm": true,
+        "vocab_size": 202048}, "vision_config": {"hidden_size": 1408}})";
+  std::vector<std::string> warnings;
+  const ModelSpec m = parse_hf_config(scout, "config.json", &warnings);
+  EXPECT_EQ(m.moe.num_experts, 16);
+  EXPECT_EQ(m.moe.router_topk, 1);
+  EXPECT_EQ(m.moe.ffn_hidden_size, 8192);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 8192);
+  EXPECT_EQ(m.ffn_hidden_size, 16384);
+  EXPECT_TRUE(m.qk_layernorm);
+  for (int l = 0; l < 48; ++l) EXPECT_TRUE(m.is_moe_layer(l)) << l;
+  const std::int64_t h = 5120;
+  const std::int64_t attention = h * (40 * 128 + 2 * 8 * 128) + 40 * 128 * h + 2 * 128;
+  const std::int64_t moe = 16 * 3 * h * 8192 + 3 * h * 8192 + 16 * h;
+  EXPECT_EQ(count_parameters(m), 48 * (attention + moe + 2 * h) + 2 * 202112 * h + h);
+  EXPECT_EQ(count_parameters(m), 107'770'528'768);
+  bool chunk_said = false;
+  for (const auto& w : warnings) chunk_said = chunk_said || contains(w, "attention_chunk_size");
+  EXPECT_TRUE(chunk_said);
+  std::string maverick = scout;
+  maverick.replace(maverick.find("\"interleave_moe_layer_step\": 1"), 30, "\"interleave_moe_layer_step\": 2");
+  const ModelSpec v = parse_hf_config(maverick, "config.json");
+  for (int l = 0; l < 48; ++l) EXPECT_EQ(v.is_moe_layer(l), l % 2 == 1) << l;
+}

@@ -35,7 +35,8 @@ enum class Family {
   GptOss,
   NemotronH,
   Qwen3Next,
-  Glm4Moe
+  Glm4Moe,
+  Llama4
 };
 
 const std::map<std::string, Family>& families() {
@@ -60,6 +61,8 @@ const std::map<std::string, Family>& families() {
       {"qwen3_5", Family::Qwen3Next},
       {"qwen3_5_moe", Family::Qwen3Next},
       {"glm4_moe", Family::Glm4Moe},
+      // Llama 4's language model (the text_config of its checkpoints).
+      {"llama4_text", Family::Llama4},
   };
   return f;
 }
@@ -81,6 +84,7 @@ const std::map<std::string, std::string>& architectures() {
       {"NemotronHForCausalLM", "nemotron_h"},
       {"Qwen3NextForCausalLM", "qwen3_next"},
       {"Glm4MoeForCausalLM", "glm4_moe"},
+      {"Llama4ForCausalLM", "llama4_text"},
       {"Qwen3_5ForCausalLM", "qwen3_5_text"},
       {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
       {"GptOssForCausalLM", "gpt_oss"},
@@ -403,6 +407,40 @@ void read_qwen3_next(const Fields& f, ModelSpec& m) {
   m.gdn.conv_kernel = f.positive_or("linear_conv_kernel_dim", 4);
 }
 
+/// Llama 4's language model (transformers' configuration_llama4.py Llama4TextConfig): MoE layers every
+/// interleave_moe_layer_step-th layer (or `moe_layers`) with num_local_experts of intermediate_size, top
+/// num_experts_per_tok, and a shared expert of intermediate_size; the other layers a dense MLP of
+/// intermediate_size_mlp; q / k norms (use_qk_norm: Llama 4's weightless L2 norm, counted as Megatron's
+/// per-head norm).  Chunked local attention (attention_chunk_size on the RoPE layers) is priced as full
+/// causal attention, with a note: the same for sequences up to the chunk.
+void read_llama4(const Fields& f, ModelSpec& m, std::vector<std::string>* warnings,
+                 const std::string& source) {
+  m.ffn_hidden_size = f.positive_or("intermediate_size_mlp", m.ffn_hidden_size);
+  m.qk_layernorm = f.boolean_or("use_qk_norm", false);
+  const I64 experts = f.positive("num_local_experts");
+  m.moe.num_experts = static_cast<int>(experts);
+  m.moe.router_topk = static_cast<int>(f.positive_or("num_experts_per_tok", 1));
+  check_topk(f, m, "num_local_experts");
+  m.moe.ffn_hidden_size = f.positive("intermediate_size");
+  m.moe.shared_expert_ffn_hidden_size = m.moe.ffn_hidden_size;  // Llama4TextMoe.shared_expert
+  std::vector<bool> pattern(m.num_layers);
+  const std::vector<I64> listed = f.layer_list("moe_layers", m.num_layers);
+  if (f.present("moe_layers")) {
+    for (I64 l : listed) pattern[l] = true;
+  } else {
+    const I64 step = f.positive_or("interleave_moe_layer_step", 1);
+    for (int i = 0; i < m.num_layers; ++i) pattern[i] = (i + 1) % step == 0;
+  }
+  if (std::none_of(pattern.begin(), pattern.end(), [](bool b) { return b; }))
+    throw f.error("moe_layers", "leaves no MoE layer");
+  set_moe_pattern(m, std::move(pattern));
+  if (f.present("attention_chunk_size") && warnings)
+    warnings->push_back(
+        source + ": attention_chunk_size " + std::to_string(f.positive("attention_chunk_size")) +
+        ": Llama 4's chunked local attention is priced as full causal attention (the same up to a "
+        "sequence of one chunk; longer ones are priced slow)");
+}
+
 /// NVIDIA's Nemotron-H / Nemotron-3 (model_type nemotron_h, its configuration_nemotron_h.py): a hybrid of
 /// Mamba-2 mixers, attention without position embedding and squared-ReLU MLPs or MoE layers, one symbol per
 /// layer in hybrid_override_pattern (M, *, -, E), as Megatron-Bridge's NemotronH bridge maps it onto
@@ -627,6 +665,11 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       break;
     case Family::NemotronH:
       read_nemotron_h(f, m);
+      break;
+    case Family::Llama4:
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      read_llama4(f, m, warnings, source);
       break;
     case Family::Glm4Moe:
       // GLM-4.5 / 4.6 (transformers' configuration_glm4_moe.py): GQA attention with partial RoPE and q / k /
