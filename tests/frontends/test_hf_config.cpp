@@ -550,3 +550,19 @@ TEST(HfConfig, Llama4TextConfig) {
   const ModelSpec v = parse_hf_config(maverick, "config.json");
   for (int l = 0; l < 48; ++l) EXPECT_EQ(v.is_moe_layer(l), l % 2 == 1) << l;
 }
+
+// Phi-3 (model_type phi3): Llama's layers with fused qkv / gate-up projections; Phi-3-mini-4k: 32 × (4 ·
+// 3072²
+// + 3 · 3072 · 8192 + 2 · 3072) + 2 · 32128 · 3072 + 3072 = 3,821,472,768 (Hugging Face's 3,821,079,552 plus
+// the 64 padding rows of each embedding Megatron adds), its 2047-key sliding window on, as Phi3Attention uses
+// it.
+TEST(HfConfig, Phi3IsLlamaWithItsWindow) {
+  const ModelSpec m = parse_hf_config(R"({"architectures": ["Phi3ForCausalLM"], "hidden_size": 3072,
+      "intermediate_size": 8192, "max_position_embeddings": 4096, "model_type": "phi3", "num_attention_heads": 32,
+      "num_hidden_layers": 32, "num_key_value_heads": 32, "sliding_window": 2047, "tie_word_embeddings": false,
+      "vocab_size": 32064})",
+                                      "config.json");
+  EXPECT_EQ(count_parameters(m), 3'821'472'768);
+  EXPECT_EQ(m.sliding_window, 2047);
+  EXPECT_EQ(m.activation, Activation::SwiGLU);
+}

@@ -63,6 +63,9 @@ const std::map<std::string, Family>& families() {
       {"glm4_moe", Family::Glm4Moe},
       // Llama 4's language model (the text_config of its checkpoints).
       {"llama4_text", Family::Llama4},
+      // Phi-3 / Phi-4: Llama's layers with fused qkv / gate-up projections (the same parameters); the window
+      // is on whenever sliding_window is set, as in Mistral.
+      {"phi3", Family::Mistral},
   };
   return f;
 }
@@ -85,6 +88,7 @@ const std::map<std::string, std::string>& architectures() {
       {"Qwen3NextForCausalLM", "qwen3_next"},
       {"Glm4MoeForCausalLM", "glm4_moe"},
       {"Llama4ForCausalLM", "llama4_text"},
+      {"Phi3ForCausalLM", "phi3"},
       {"Qwen3_5ForCausalLM", "qwen3_5_text"},
       {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
       {"GptOssForCausalLM", "gpt_oss"},
