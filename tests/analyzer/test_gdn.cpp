@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "layer_graph_support.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/hf_config.hpp"
@@ -83,13 +84,7 @@ Words qwen3_next(const Words& more = {}, bool gdn = true) {
   return a;
 }
 
-std::vector<const Op*> layer_ops(const LayerGraph& g, int layer) {
-  std::vector<const Op*> out;
-  for (const auto& c : g.chunks)
-    for (const auto& op : c.ops)
-      if (op.layer == layer) out.push_back(&op);
-  return out;
-}
+using preflight::test::layer_ops;
 
 void expect_refused(const Words& args, const std::string& where) {
   try {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "layer_graph_support.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/hf_config.hpp"
@@ -87,13 +88,7 @@ Words nano(const Words& more = {}) {
   return a;
 }
 // The ops of layer `layer` (global) in the first chunk holding it.
-std::vector<const Op*> layer_ops(const LayerGraph& g, int layer) {
-  std::vector<const Op*> out;
-  for (const auto& c : g.chunks)
-    for (const auto& op : c.ops)
-      if (op.layer == layer) out.push_back(&op);
-  return out;
-}
+using preflight::test::layer_ops;
 }  // namespace
 
 TEST(Hybrid, PatternSetsTheLayers) {

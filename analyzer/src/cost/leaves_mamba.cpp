@@ -10,6 +10,63 @@
 
 namespace preflight::analyzer::cost::detail {
 
+namespace {
+
+/// A mixer's context parallelism (Mamba's and the gated delta net's): its input all-to-all'd from sequence to
+/// head shards over cp before the kernel, its output back after; the gradients the other way in backward.
+void add_cp_head_exchanges(const Ctx& c, Pass& p, double in_bytes, double out_bytes) {
+  if (c.cp <= 1) return;
+  const double a2a = net(c, Collective::AllToAll, in_bytes, c.cp, c.nets.cp, CommGroup::Cp) +
+                     net(c, Collective::AllToAll, out_bytes, c.cp, c.nets.cp, CommGroup::Cp);
+  p.fwd_net_ms += a2a;
+  p.bwd_act_net_ms += a2a;
+}
+
+/// The leaves of a mixer built as in_proj (TELayerNormColumnParallelLinear), a fused kernel, a norm and
+/// out_proj, module 1 of its layer: Mamba-2's and the gated delta net's.  `norm_recompute` adds what
+/// recomputes the norm alone (gdn_norm_out).
+struct MixerLeaves {
+  OpRole in_proj, kernel, norm, out_proj;
+  LeafKind kind;
+  const char* module;        // "MambaMixer"
+  const char* kernel_class;  // "MambaScan"
+  const char* prefix;        // "mixer."
+  const char* kernel_name;   // "ssm"
+  const char* norm_name;     // "norm"
+};
+
+void mixer_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc, const MixerLeaves& d,
+                  bool norm_recompute) {
+  const Ctx& c = bld.c;
+  const std::string mp = Builder::idx(1, d.module), pre = d.prefix;
+  const Op& in = ops.need(d.in_proj);
+  const double tok_in = (c.sp && c.tp > 1) ? in.tokens / c.tp : in.tokens;
+  // in_proj is a TELayerNormColumnParallelLinear, as the attention's linear_qkv (its recompute flags).
+  add_linear(bld, true, pre + "in_proj", mp, 0, in.tokens, tok_in, in.in_features, in.out_features,
+             rc.out || rc.meg_ln, rc.meg_ln, rc.meg_ln, rc.meg_ln, false);
+  const Op& kernel = ops.need(d.kernel);
+  Leaf l;
+  l.kind = d.kind;
+  l.b = mbs(c);
+  l.s = static_cast<double>(kernel.tokens) / l.b;
+  l.tokens = static_cast<double>(kernel.tokens);
+  l.in = static_cast<double>(kernel.in_features);
+  l.out = static_cast<double>(kernel.out_features);
+  l.input_bytes = l.tokens * l.in * c.e;
+  l.recompute = rc.out;
+  l.name = pre + d.kernel_name;
+  l.path = mp + Builder::idx(1, d.kernel_class);
+  bld.push(std::move(l));
+  const Op& norm = ops.need(d.norm);
+  bld.push(norm_leaf(static_cast<double>(norm.tokens), static_cast<double>(norm.in_features),
+                     rc.out || norm_recompute, pre + d.norm_name, mp + Builder::idx(2, "LayerNorm")));
+  const Op& out = ops.need(d.out_proj);
+  add_linear(bld, false, pre + "out_proj", mp, 3, out.tokens, out.tokens, out.in_features, out.out_features,
+             rc.out, false, false, false, false);
+}
+
+}  // namespace
+
 void price_mamba_scan(const Ctx& c, Leaf& l) {
   const MambaSpec& mb = c.m->mamba;
   const double heads = static_cast<double>(mb.heads(c.m->hidden_size)) / c.tp;
@@ -33,43 +90,16 @@ void price_mamba_scan(const Ctx& c, Leaf& l) {
   p.bwd_act_bytes = 2 * in_b + 3 * out_b + 3 * states;
   // Context parallelism (MambaContextParallel): z, x, B, C, dt to head shards before the scan, its output
   // back after; the gradients the other way in backward.  Each rank keeps 1 / cp of what it holds.
-  if (c.cp > 1) {
-    const double a2a = net(c, Collective::AllToAll, in_b, c.cp, c.nets.cp, CommGroup::Cp) +
-                       net(c, Collective::AllToAll, out_b, c.cp, c.nets.cp, CommGroup::Cp);
-    p.fwd_net_ms += a2a;
-    p.bwd_act_net_ms += a2a;
-  }
+  add_cp_head_exchanges(c, p, in_b, out_b);
   finish_recompute(l);
   price_passes(c, l, "mamba_scan", "mamba_scan", "mamba_scan");
 }
 
 void mamba_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
-  const Ctx& c = bld.c;
-  const std::string mp = Builder::idx(1, "MambaMixer");
-  const Op& in = ops.need(OpRole::MambaInProj);
-  const double tok_in = (c.sp && c.tp > 1) ? in.tokens / c.tp : in.tokens;
-  // in_proj is a TELayerNormColumnParallelLinear, as the attention's linear_qkv (its recompute flags).
-  add_linear(bld, true, "mixer.in_proj", mp, 0, in.tokens, tok_in, in.in_features, in.out_features,
-             rc.out || rc.meg_ln, rc.meg_ln, rc.meg_ln, rc.meg_ln, false);
-  const Op& scan = ops.need(OpRole::MambaScan);
-  Leaf l;
-  l.kind = LeafKind::MambaScan;
-  l.b = mbs(c);
-  l.s = static_cast<double>(scan.tokens) / l.b;
-  l.tokens = static_cast<double>(scan.tokens);
-  l.in = static_cast<double>(scan.in_features);
-  l.out = static_cast<double>(scan.out_features);
-  l.input_bytes = l.tokens * l.in * c.e;
-  l.recompute = rc.out;
-  l.name = "mixer.ssm";
-  l.path = mp + Builder::idx(1, "MambaScan");
-  bld.push(std::move(l));
-  const Op& norm = ops.need(OpRole::MambaNorm);
-  bld.push(norm_leaf(static_cast<double>(norm.tokens), static_cast<double>(norm.in_features), rc.out,
-                     "mixer.norm", mp + Builder::idx(2, "LayerNorm")));
-  const Op& out = ops.need(OpRole::MambaOutProj);
-  add_linear(bld, false, "mixer.out_proj", mp, 3, out.tokens, out.tokens, out.in_features, out.out_features,
-             rc.out, false, false, false, false);
+  mixer_leaves(bld, ops, rc,
+               {OpRole::MambaInProj, OpRole::MambaScan, OpRole::MambaNorm, OpRole::MambaOutProj,
+                LeafKind::MambaScan, "MambaMixer", "MambaScan", "mixer.", "ssm", "norm"},
+               false);
 }
 
 // A gated delta net (megatron/core/ssm/gated_delta_net): the convolution, L2 norm, gates and FLA's
@@ -106,45 +136,18 @@ void price_gdn_rule(const Ctx& c, Leaf& l) {
   p.bwd_act_bytes = 2 * (kept + out_b + wy + states) + in_b;
   // Context parallelism: the projections to head shards before the convolution, the output back after;
   // the gradients the other way in backward.
-  if (c.cp > 1) {
-    const double a2a = net(c, Collective::AllToAll, in_b, c.cp, c.nets.cp, CommGroup::Cp) +
-                       net(c, Collective::AllToAll, out_b, c.cp, c.nets.cp, CommGroup::Cp);
-    p.fwd_net_ms += a2a;
-    p.bwd_act_net_ms += a2a;
-  }
+  add_cp_head_exchanges(c, p, in_b, out_b);
   finish_recompute(l);
   price_passes(c, l, "gated_delta_rule", "gated_delta_rule", "gated_delta_rule");
 }
 
 void gdn_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
-  const Ctx& c = bld.c;
-  const std::string mp = Builder::idx(1, "GatedDeltaNet");
-  const Op& in = ops.need(OpRole::GdnInProj);
-  const double tok_in = (c.sp && c.tp > 1) ? in.tokens / c.tp : in.tokens;
-  // in_proj is a TELayerNormColumnParallelLinear, as the attention's linear_qkv (its recompute flags).
-  add_linear(bld, true, "self_attention.in_proj", mp, 0, in.tokens, tok_in, in.in_features, in.out_features,
-             rc.out || rc.meg_ln, rc.meg_ln, rc.meg_ln, rc.meg_ln, false);
-  const Op& rule = ops.need(OpRole::GdnRule);
-  Leaf l;
-  l.kind = LeafKind::GatedDeltaRule;
-  l.b = mbs(c);
-  l.s = static_cast<double>(rule.tokens) / l.b;
-  l.tokens = static_cast<double>(rule.tokens);
-  l.in = static_cast<double>(rule.in_features);
-  l.out = static_cast<double>(rule.out_features);
-  l.input_bytes = l.tokens * l.in * c.e;
-  l.recompute = rc.out;
-  l.name = "self_attention.gated_delta_rule";
-  l.path = mp + Builder::idx(1, "GatedDeltaRule");
-  bld.push(std::move(l));
-  const Op& norm = ops.need(OpRole::GdnNorm);
   // --recompute-modules gdn_norm_out: the norm and gate run again before out_proj's backward.
-  bld.push(norm_leaf(static_cast<double>(norm.tokens), static_cast<double>(norm.in_features),
-                     rc.out || rc.meg_gdn_norm, "self_attention.out_norm",
-                     mp + Builder::idx(2, "LayerNorm")));
-  const Op& out = ops.need(OpRole::GdnOutProj);
-  add_linear(bld, false, "self_attention.out_proj", mp, 3, out.tokens, out.tokens, out.in_features,
-             out.out_features, rc.out, false, false, false, false);
+  mixer_leaves(
+      bld, ops, rc,
+      {OpRole::GdnInProj, OpRole::GdnRule, OpRole::GdnNorm, OpRole::GdnOutProj, LeafKind::GatedDeltaRule,
+       "GatedDeltaNet", "GatedDeltaRule", "self_attention.", "gated_delta_rule", "out_norm"},
+      rc.meg_gdn_norm);
 }
 
 }  // namespace preflight::analyzer::cost::detail

@@ -225,6 +225,15 @@ void set_moe_pattern(ModelSpec& m, std::vector<bool> pattern) {
   m.moe.layer_is_moe = std::move(pattern);
 }
 
+/// A checkpoint's MTP layers (num_nextn_predict_layers) are not in the model a Megatron-Bridge import builds
+/// (its DeepSeek, GLM and Qwen bridges do not map them); training sets --mtp-num-layers itself.
+void warn_mtp_left_out(const Fields& f, std::vector<std::string>* warnings, const std::string& source) {
+  if (I64 mtp = f.non_negative_or("num_nextn_predict_layers", 0); mtp > 0 && warnings)
+    warnings->push_back(source + ": num_nextn_predict_layers " + std::to_string(mtp) +
+                        ": the multi-token-prediction layers are left out; "
+                        "--mtp-num-layers N includes them as Megatron trains them");
+}
+
 /// Common to every llama-like family: geometry, vocabulary, norm and position embedding.
 void read_llama_like(const Fields& f, ModelSpec& m) {
   m.hidden_size = f.positive("hidden_size");
@@ -684,20 +693,14 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       m.add_qkv_bias = f.boolean_or("attention_bias", false);
       m.qk_layernorm = f.boolean_or("use_qk_norm", false);
       read_deepseek_moe(f, m, warnings, source);
-      if (I64 mtp = f.non_negative_or("num_nextn_predict_layers", 0); mtp > 0 && warnings)
-        warnings->push_back(source + ": num_nextn_predict_layers " + std::to_string(mtp) +
-                            ": the multi-token-prediction layers are left out; "
-                            "--mtp-num-layers N includes them as Megatron trains them");
+      warn_mtp_left_out(f, warnings, source);
       break;
     case Family::Qwen3Next:
       read_llama_like(f, m);
       read_biases(f, m, warnings, source);
       read_qwen3_next(f, m);
       read_qwen_moe(f, m, /*shared=*/true, warnings, source);
-      if (I64 mtp = f.non_negative_or("num_nextn_predict_layers", 0); mtp > 0 && warnings)
-        warnings->push_back(source + ": num_nextn_predict_layers " + std::to_string(mtp) +
-                            ": the multi-token-prediction layers are left out; "
-                            "--mtp-num-layers N includes them as Megatron trains them");
+      warn_mtp_left_out(f, warnings, source);
       break;
     case Family::DeepSeek:
     case Family::DeepSeekV2:
@@ -706,10 +709,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       read_biases(f, m, warnings, source);
       if (fam->second != Family::DeepSeek) read_mla(f, m);
       read_deepseek_moe(f, m, warnings, source);
-      if (I64 mtp = f.non_negative_or("num_nextn_predict_layers", 0); mtp > 0 && warnings)
-        warnings->push_back(source + ": num_nextn_predict_layers " + std::to_string(mtp) +
-                            ": the multi-token-prediction layers are left out; "
-                            "--mtp-num-layers N includes them as Megatron trains them");
+      warn_mtp_left_out(f, warnings, source);
       break;
   }
   if (fam->second == Family::Mistral || fam->second == Family::Mixtral || fam->second == Family::GptOss)

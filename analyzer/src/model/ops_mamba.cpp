@@ -6,6 +6,24 @@
 
 namespace preflight::analyzer::graph_ops {
 
+namespace {
+
+/// A mixer's context parallelism (Mamba's, the gated delta net's): `what` (its input, `in_bytes` a rank) goes
+/// from sequence to head shards by an all-to-all over cp before the kernel and its output (`out_bytes`) back
+/// after; backward, the gradients the other way.
+void add_cp_head_exchanges(Op& op, I64 in_bytes, I64 out_bytes, const std::string& what, const char* who) {
+  op.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Forward, in_bytes, 1,
+                      "all-to-all of " + what + " from sequence to head shards (" + who + ")"});
+  op.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Forward, out_bytes, 1,
+                      "all-to-all of the output back to sequence shards"});
+  op.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Backward, out_bytes, 1,
+                      "all-to-all of the output gradient to head shards"});
+  op.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Backward, in_bytes, 1,
+                      "all-to-all of the " + what + " gradients back to sequence shards"});
+}
+
+}  // namespace
+
 void add_mamba(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& pre) {
   const MambaSpec& mb = c.m.mamba;
   const I64 heads = mb.heads(c.h), d_inner = mb.d_inner(c.h);
@@ -39,18 +57,9 @@ void add_mamba(const Ctx& c, std::vector<Op>& ops, int layer, const std::string&
   scan.input_bytes = c.tok * scan_in * c.a;
   scan.output_bytes = c.tok * d_inner_l * c.a;
   scan.saved.push_back({"zxbcdt", c.tok * scan_in * c.a, true});
-  if (cp > 1) {
-    const I64 in_bytes = c.tok * scan_in * c.a, out_bytes = c.tok * d_inner_l * c.a;
-    scan.comms.push_back(
-        {Collective::AllToAll, ParallelDim::CP, Pass::Forward, in_bytes, 1,
-         "all-to-all of z, x, B, C, dt from sequence to head shards (Mamba context parallel)"});
-    scan.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Forward, out_bytes, 1,
-                          "all-to-all of the scan output back to sequence shards"});
-    scan.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Backward, out_bytes, 1,
-                          "all-to-all of the output gradient to head shards"});
-    scan.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Backward, in_bytes, 1,
-                          "all-to-all of the z, x, B, C, dt gradients back to sequence shards"});
-  }
+  if (cp > 1)
+    add_cp_head_exchanges(scan, c.tok * scan_in * c.a, c.tok * d_inner_l * c.a, "z, x, B, C, dt",
+                          "Mamba context parallel");
   scan.saved.push_back({"out_x", c.tok * d_inner_l * c.a});
   // Megatron's count (training.py mamba_layer_flops): 7 · tokens · d_inner · state for the scan; the
   // depthwise convolution 2 · tokens · channels · width.  Backward about twice the forward.
@@ -118,18 +127,9 @@ void add_gdn(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& p
   // sequence shards to head shards over cp before the convolution (each rank then runs the whole sequence of
   // heads / (tp · cp) heads, as many elements as it held), the rule's output back after the gated norm; the
   // gradients the other way.  The convolution's weights and the gates' parameters are sliced per cp rank.
-  if (c.st.cp > 1) {
-    const I64 in_bytes = c.tok * in_l * c.a, out_bytes = c.tok * v_l * c.a;
-    rule.comms.push_back(
-        {Collective::AllToAll, ParallelDim::CP, Pass::Forward, in_bytes, 1,
-         "all-to-all of q, k, v, z, beta, alpha from sequence to head shards (GDN context parallel)"});
-    rule.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Forward, out_bytes, 1,
-                          "all-to-all of the gated output back to sequence shards"});
-    rule.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Backward, out_bytes, 1,
-                          "all-to-all of the output gradient to head shards"});
-    rule.comms.push_back({Collective::AllToAll, ParallelDim::CP, Pass::Backward, in_bytes, 1,
-                          "all-to-all of the projections' gradients back to sequence shards"});
-  }
+  if (c.st.cp > 1)
+    add_cp_head_exchanges(rule, c.tok * in_l * c.a, c.tok * v_l * c.a, "q, k, v, z, beta, alpha",
+                          "GDN context parallel");
   // Megatron's count (training.py gdn_layer_flops): the depthwise convolution 2 · tokens · width · channels;
   // the delta rule 2 · tokens · value heads · dv² · 4 (KKᵀ, VKᵀ, S(a(I − bKKᵀ)), SQ).  Backward twice.
   const double tok = static_cast<double>(c.tok);
