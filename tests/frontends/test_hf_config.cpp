@@ -566,3 +566,26 @@ TEST(HfConfig, Phi3IsLlamaWithItsWindow) {
   EXPECT_EQ(m.sliding_window, 2047);
   EXPECT_EQ(m.activation, Activation::SwiGLU);
 }
+
+// Qwen's vision-language checkpoints keep their language model in text_config under a model type of its own
+// (qwen3_vl_moe_text, qwen3_vl_text, qwen2_5_vl_text): read as Qwen3-MoE / Qwen3 / Qwen2 layers, with the
+// note that the vision tower is not counted.
+TEST(HfConfig, QwenVisionLanguageTextConfigs) {
+  std::vector<std::string> warnings;
+  const ModelSpec m = parse_hf_config(R"({"architectures": ["Qwen3VLMoeForConditionalGeneration"],
+      "model_type": "qwen3_vl_moe", "vision_config": {"depth": 27},
+      "text_config": {"model_type": "qwen3_vl_moe_text", "hidden_size": 2048, "num_hidden_layers": 48,
+        "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
+        "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
+        "vocab_size": 151936, "tie_word_embeddings": false}})",
+                                      "config.json", &warnings);
+  EXPECT_EQ(m.moe.num_experts, 128);
+  EXPECT_TRUE(m.qk_layernorm);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_TRUE(contains(warnings[0], "vision tower")) << warnings[0];
+  const ModelSpec q25 = parse_hf_config(R"({"model_type": "qwen2_5_vl", "text_config": {"model_type":
+      "qwen2_5_vl_text", "hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 8,
+      "intermediate_size": 2048, "vocab_size": 1000}})",
+                                        "config.json");
+  EXPECT_TRUE(q25.add_qkv_bias);
+}

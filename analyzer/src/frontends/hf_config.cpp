@@ -48,6 +48,10 @@ const std::map<std::string, Family>& families() {
       {"qwen2_moe", Family::Qwen2Moe},
       {"qwen3", Family::Qwen3},
       {"qwen3_moe", Family::Qwen3Moe},
+      // The language models of Qwen's vision-language checkpoints (their text_config).
+      {"qwen2_5_vl_text", Family::Qwen2},
+      {"qwen3_vl_text", Family::Qwen3},
+      {"qwen3_vl_moe_text", Family::Qwen3Moe},
       {"deepseek", Family::DeepSeek},
       {"deepseek_v2", Family::DeepSeekV2},
       {"deepseek_v3", Family::DeepSeekV3},
