@@ -549,6 +549,10 @@ TEST(HfConfig, Llama4TextConfig) {
   maverick.replace(maverick.find("\"interleave_moe_layer_step\": 1"), 30, "\"interleave_moe_layer_step\": 2");
   const ModelSpec v = parse_hf_config(maverick, "config.json");
   for (int l = 0; l < 48; ++l) EXPECT_EQ(v.is_moe_layer(l), l % 2 == 1) << l;
+  // A step beyond the layers leaves none: the error names the field given.
+  std::string none = scout;
+  none.replace(none.find("\"interleave_moe_layer_step\": 1"), 30, "\"interleave_moe_layer_step\": 99");
+  EXPECT_EQ(parse_error(none).where(), "config.json: text_config: interleave_moe_layer_step");
 }
 
 // Phi-3 (model_type phi3): Llama's layers with fused qkv / gate-up projections; Phi-3-mini-4k: 32 × (4 ·

@@ -449,7 +449,8 @@ void read_llama4(const Fields& f, ModelSpec& m, std::vector<std::string>* warnin
     for (int i = 0; i < m.num_layers; ++i) pattern[i] = (i + 1) % step == 0;
   }
   if (std::none_of(pattern.begin(), pattern.end(), [](bool b) { return b; }))
-    throw f.error("moe_layers", "leaves no MoE layer");
+    throw f.error(f.present("moe_layers") ? "moe_layers" : "interleave_moe_layer_step",
+                  "leaves no MoE layer among the " + std::to_string(m.num_layers));
   set_moe_pattern(m, std::move(pattern));
   if (f.present("attention_chunk_size") && warnings)
     warnings->push_back(
