@@ -388,6 +388,15 @@ TEST(HfConfigErrors, InconsistentSizes) {
   EXPECT_FALSE(m.is_moe_layer(3));
 }
 
+TEST(HfConfigErrors, KnownButUnmodelledModelTypesSayWhy) {
+  // DeepSeek-V3.2's sparse attention and Gemma's sandwich norms are named, not reported as unknown types.
+  InputError dsa =
+      parse_error(R"({"model_type": "deepseek_v32", "architectures": ["DeepseekV32ForCausalLM"]})");
+  EXPECT_EQ(dsa.where(), "config.json: model_type");
+  EXPECT_TRUE(contains(dsa.detail(), "sparse attention")) << dsa.detail();
+  EXPECT_TRUE(contains(parse_error(R"({"model_type": "gemma3_text"})").detail(), "soft-capping"));
+}
+
 TEST(HfConfigErrors, UnsupportedModelType) {
   InputError e = parse_error(R"({"model_type": "bert", "hidden_size": 768})");
   EXPECT_EQ(e.where(), "config.json: model_type");

@@ -616,6 +616,17 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
   } else {
     throw InputError(source + ": model_type", "is missing (and no architectures entry names the model)");
   }
+  // Known model types whose layers preflight does not price: refused by what they are, not as unknown.
+  static const std::map<std::string, std::string> refused = {
+      {"deepseek_v32", "DeepSeek sparse attention (an indexer picks the keys each query attends)"},
+      {"glm_moe_dsa", "DeepSeek sparse attention (an indexer picks the keys each query attends)"},
+      {"gemma2", "Gemma's sandwich norms and attention-logit soft-capping"},
+      {"gemma3", "Gemma's sandwich norms and attention-logit soft-capping"},
+      {"gemma3_text", "Gemma's sandwich norms and attention-logit soft-capping"},
+  };
+  if (auto r = refused.find(type); r != refused.end())
+    throw InputError(source + ": model_type", "'" + type + "': " + r->second +
+                                                  " is not modelled; preflight would misprice these layers");
   auto fam = families().find(type);
   if (fam == families().end()) {
     // A model type of its own on a known architecture (Kimi-K2's "kimi_k2" is DeepseekV3ForCausalLM): read
