@@ -394,7 +394,7 @@ TEST(HfConfigErrors, KnownButUnmodelledModelTypesSayWhy) {
       parse_error(R"({"model_type": "deepseek_v32", "architectures": ["DeepseekV32ForCausalLM"]})");
   EXPECT_EQ(dsa.where(), "config.json: model_type");
   EXPECT_TRUE(contains(dsa.detail(), "sparse attention")) << dsa.detail();
-  EXPECT_TRUE(contains(parse_error(R"({"model_type": "gemma3_text"})").detail(), "soft-capping"));
+  EXPECT_TRUE(contains(parse_error(R"({"model_type": "gemma2"})").detail(), "soft-capping"));
 }
 
 TEST(HfConfigErrors, UnsupportedModelType) {
@@ -601,4 +601,39 @@ TEST(HfConfig, QwenVisionLanguageTextConfigs) {
       "intermediate_size": 2048, "vocab_size": 1000}})",
                                         "config.json");
   EXPECT_TRUE(q25.add_qkv_bias);
+}
+
+// Gemma 3 (model_type gemma3, its language model in text_config, gemma3_text): a norm before and after each
+// block (post_attention_layernorm, post_feedforward_layernorm), q / k norms, tied embeddings, a 1024-key
+// window on five of every six layers.  27B: 62 × (66,060,288 attention + 346,816,512 MLP + 4 · 5376 norms + 2
+// · 128 q / k norms) + 262272 · 5376 (tied, padded) + 5376 = 27,009,690,368 (Google's 27 B language model).
+TEST(HfConfig, Gemma3SandwichNormsAndWindows) {
+  std::vector<std::string> warnings;
+  const ModelSpec m = parse_hf_config(R"({"architectures": ["Gemma3ForConditionalGeneration"],
+      "model_type": "gemma3", "text_config": {"head_dim": 128, "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_size": 5376, "intermediate_size": 21504, "model_type": "gemma3_text", "num_attention_heads": 32,
+        "num_hidden_layers": 62, "num_key_value_heads": 16, "sliding_window": 1024, "vocab_size": 262208},
+      "vision_config": {"hidden_size": 1152}})",
+                                      "config.json", &warnings);
+  EXPECT_TRUE(m.sandwich_norms);
+  EXPECT_TRUE(m.qk_layernorm);
+  EXPECT_FALSE(m.untie_embeddings_and_output_weights);
+  EXPECT_EQ(m.sliding_window, 1024);
+  for (int l = 0; l < 62; ++l) EXPECT_EQ(m.is_window_layer(l), (l + 1) % 6 != 0) << l;
+  const std::int64_t h = 5376;
+  const std::int64_t layer = h * (32 * 128 + 2 * 16 * 128) + 32 * 128 * h + 3 * h * 21504 + 4 * h + 2 * 128;
+  EXPECT_EQ(count_parameters(m), 62 * layer + 262272 * h + h);
+  EXPECT_EQ(count_parameters(m), 27'009'690'368);
+  // The post norms are ops of the layer: each keeps its input (the block's output) and its statistics.
+  Strategy st;
+  st.seq_length = 4096;
+  st.micro_batch_size = 1;
+  const LayerGraph g = build_layer_graph(m, st);
+  int post = 0;
+  for (const auto& c : g.chunks)
+    for (const auto& op : c.ops)
+      if (op.layer == 0 && (op.role == OpRole::PostAttnNorm || op.role == OpRole::PostMlpNorm)) ++post;
+  EXPECT_EQ(post, 2);
+  // Gemma 2's soft-capped attention logits stay refused by name.
+  EXPECT_TRUE(contains(parse_error(R"({"model_type": "gemma2"})").detail(), "soft-capping"));
 }

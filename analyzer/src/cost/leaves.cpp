@@ -728,6 +728,9 @@ std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const L
     bda_leaf(bld, cur, OpRole::AttnBda, rc.out, "self_attn_bda", 4);
   } else if (cur.has(OpRole::CoreAttention)) {
     attention_leaves(bld, cur, rc);
+    if (const Op* post = cur.find(OpRole::PostAttnNorm))  // Gemma's sandwich norm
+      bld.push(norm_leaf(post->tokens, post->in_features, rc.out, "post_attention_layernorm",
+                         Builder::idx(1, "LayerNorm")));
     bda_leaf(bld, cur, OpRole::AttnBda, rc.out, "self_attn_bda", 4);
   }
   // 3. Pre-MLP norm and 4. the MLP.
@@ -735,6 +738,9 @@ std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const L
     push_first(norm_leaf(ln2->tokens, ln2->in_features, rc.pre_ln, "pre_mlp_layernorm",
                          Builder::idx(2, "LayerNorm")));
     mlp_leaves(bld, cur, rc);
+    if (const Op* post = cur.find(OpRole::PostMlpNorm))
+      bld.push(norm_leaf(post->tokens, post->in_features, rc.linear || rc.meg_mlp,
+                         "post_feedforward_layernorm", Builder::idx(3, "LayerNorm")));
     bda_leaf(bld, cur, OpRole::MlpBda, rc.linear || rc.meg_mlp, "mlp_bda", 5);
   }
   // The residual adds: SimuMax folds them into their neighbours (no time, no memory); with dropout they

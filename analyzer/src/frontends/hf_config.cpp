@@ -36,7 +36,8 @@ enum class Family {
   NemotronH,
   Qwen3Next,
   Glm4Moe,
-  Llama4
+  Llama4,
+  Gemma3
 };
 
 const std::map<std::string, Family>& families() {
@@ -70,6 +71,7 @@ const std::map<std::string, Family>& families() {
       // Phi-3 / Phi-4: Llama's layers with fused qkv / gate-up projections (the same parameters); the window
       // is on whenever sliding_window is set, as in Mistral.
       {"phi3", Family::Mistral},
+      {"gemma3_text", Family::Gemma3},
   };
   return f;
 }
@@ -93,6 +95,7 @@ const std::map<std::string, std::string>& architectures() {
       {"Glm4MoeForCausalLM", "glm4_moe"},
       {"Llama4ForCausalLM", "llama4_text"},
       {"Phi3ForCausalLM", "phi3"},
+      {"Gemma3ForCausalLM", "gemma3_text"},
       {"Qwen3_5ForCausalLM", "qwen3_5_text"},
       {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
       {"GptOssForCausalLM", "gpt_oss"},
@@ -620,9 +623,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
   static const std::map<std::string, std::string> refused = {
       {"deepseek_v32", "DeepSeek sparse attention (an indexer picks the keys each query attends)"},
       {"glm_moe_dsa", "DeepSeek sparse attention (an indexer picks the keys each query attends)"},
-      {"gemma2", "Gemma's sandwich norms and attention-logit soft-capping"},
-      {"gemma3", "Gemma's sandwich norms and attention-logit soft-capping"},
-      {"gemma3_text", "Gemma's sandwich norms and attention-logit soft-capping"},
+      {"gemma2", "Gemma 2's attention-logit soft-capping"},
   };
   if (auto r = refused.find(type); r != refused.end())
     throw InputError(source + ": model_type", "'" + type + "': " + r->second +
@@ -700,6 +701,25 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       read_biases(f, m, warnings, source);
       read_llama4(f, m, warnings, source);
       break;
+    case Family::Gemma3:
+      // Gemma 3's language model (transformers' configuration_gemma3.py Gemma3TextConfig): Llama's geometry
+      // with a norm before and after each block (sandwich norms), q / k norms per head, a gated GELU (priced
+      // as SwiGLU: the same shapes), tied embeddings by default, and local sliding-window attention on all
+      // but every sliding_window_pattern-th layer (or as layer_types says).
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      m.sandwich_norms = true;
+      m.qk_layernorm = true;
+      m.untie_embeddings_and_output_weights = !f.boolean_or("tie_word_embeddings", true);
+      if (f.present("attn_logit_softcapping"))
+        throw f.error("attn_logit_softcapping", "attention-logit soft-capping is not modelled");
+      if (f.present("sliding_window") && !f.present("layer_types")) {
+        m.sliding_window = f.positive("sliding_window");
+        const I64 every = f.positive_or("sliding_window_pattern", 6);
+        m.layer_has_window.assign(m.num_layers, false);
+        for (int i = 0; i < m.num_layers; ++i) m.layer_has_window[i] = (i + 1) % every != 0;
+      }
+      break;
     case Family::Glm4Moe:
       // GLM-4.5 / 4.6 (transformers' configuration_glm4_moe.py): GQA attention with partial RoPE and q / k /
       // v biases (attention_bias; o_proj has none), optional q / k norms (use_qk_norm), DeepSeek-V3's MoE
@@ -728,7 +748,8 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       warn_mtp_left_out(f, warnings, source);
       break;
   }
-  if (fam->second == Family::Mistral || fam->second == Family::Mixtral || fam->second == Family::GptOss)
+  if (fam->second == Family::Mistral || fam->second == Family::Mixtral || fam->second == Family::GptOss ||
+      (fam->second == Family::Gemma3 && f.present("layer_types")))
     read_sliding_window(f, /*used_by_default=*/true, m, warnings, source);
   else if (fam->second != Family::Gpt2 && fam->second != Family::NemotronH &&
            fam->second != Family::Qwen3Next)

@@ -341,6 +341,10 @@ const char* to_string(OpRole r) {
       return "attn_bda";
     case OpRole::PreMlpNorm:
       return "pre_mlp_norm";
+    case OpRole::PostAttnNorm:
+      return "post_attn_norm";
+    case OpRole::PostMlpNorm:
+      return "post_mlp_norm";
     case OpRole::Fc1:
       return "fc1";
     case OpRole::Act:

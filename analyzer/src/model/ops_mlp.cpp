@@ -227,6 +227,9 @@ std::vector<Op> build_layer(const Ctx& c, int layer) {
       add_gdn(c, ops, layer, pre + "self_attention.");
     else
       add_attention(c, ops, layer, pre + "self_attention.");
+    if (c.m.sandwich_norms)
+      ops.push_back(
+          make_norm(c, pre + "post_attention_layernorm", OpRole::PostAttnNorm, layer, c.tok_sp, c.h));
     ops.push_back(make_bda(c, pre + "self_attn_bda", OpRole::AttnBda, layer));
   }
   if (c.m.has_mlp(layer)) {
@@ -235,6 +238,9 @@ std::vector<Op> build_layer(const Ctx& c, int layer) {
       add_moe_mlp(c, ops, layer, pre + "mlp.");
     else
       add_dense_mlp(c, ops, layer, pre + "mlp.", c.m.ffn_hidden_size);
+    if (c.m.sandwich_norms)
+      ops.push_back(
+          make_norm(c, pre + "post_feedforward_layernorm", OpRole::PostMlpNorm, layer, c.tok_sp, c.h));
     ops.push_back(make_bda(c, pre + "mlp_bda", OpRole::MlpBda, layer));
   }
   return ops;

@@ -89,12 +89,15 @@ enum class OpRole : std::uint8_t {
   CoreAttention,  ///< self_attention.core_attention: softmax(QKᵀ)V
   AttnProj,       ///< self_attention.linear_proj (row-parallel output projection)
   AttnBda,        ///< self_attn_bda: bias-dropout-add into the residual stream
+  PostAttnNorm,   ///< post_attention_layernorm: a norm of the attention's output before the residual add
+                  ///< (Gemma)
   // MLP block.
-  PreMlpNorm,  ///< pre_mlp_layernorm
-  Fc1,         ///< mlp.linear_fc1
-  Act,         ///< mlp.activation_func
-  Fc2,         ///< mlp.linear_fc2
-  MlpBda,      ///< mlp_bda
+  PreMlpNorm,   ///< pre_mlp_layernorm
+  Fc1,          ///< mlp.linear_fc1
+  Act,          ///< mlp.activation_func
+  Fc2,          ///< mlp.linear_fc2
+  MlpBda,       ///< mlp_bda
+  PostMlpNorm,  ///< post_feedforward_layernorm: a norm of the MLP's output before the residual add (Gemma)
   // MoE MLP (replaces Fc1/Act/Fc2 on MoE layers).
   Router,      ///< mlp.router: gate h → experts, top-k
   SharedFc1,   ///< mlp.shared_experts.linear_fc1

@@ -157,6 +157,10 @@ struct ModelSpec {
   /// projection also produces a gate of heads × kv_channels per token, and the attention output is
   /// multiplied by its sigmoid before the output projection.  Not with MLA (Megatron's MLA has none).
   bool attention_output_gate = false;
+  /// Sandwich norms (Gemma 2 / 3: post_attention_layernorm, post_feedforward_layernorm): each block's output
+  /// is normed before its residual add, beside the usual pre-norms — two more norms (and their saved input
+  /// and statistics) per transformer layer.
+  bool sandwich_norms = false;
   Normalization normalization = Normalization::LayerNorm;
   bool untie_embeddings_and_output_weights = false;
   PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
