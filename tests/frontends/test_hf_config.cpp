@@ -637,3 +637,25 @@ TEST(HfConfig, Gemma3SandwichNormsAndWindows) {
   // Gemma 2's soft-capped attention logits stay refused by name.
   EXPECT_TRUE(contains(parse_error(R"({"model_type": "gemma2"})").detail(), "soft-capping"));
 }
+
+// MiniMax-M2 (model_type minimax_m2, as Megatron-Bridge's MiniMaxM2Bridge maps it): 62 MoE layers of 256
+// experts of intermediate_size 1536 (top 8), GQA 48 / 8 heads of 128 with q / k norms.  By hand: 62 ×
+// (44,040,192 attention + 2 · 128 + 256 · 3 · 3072 · 1536 experts + 256 · 3072 router + 2 · 3072) + 2 ·
+// 200064 · 3072 + 3072 = 228,689,320,448 (MiniMax's 230 B counts its MTP modules too).
+TEST(HfConfig, MinimaxM2) {
+  const ModelSpec m =
+      parse_hf_config(R"({"architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2",
+      "head_dim": 128, "hidden_size": 3072, "intermediate_size": 1536, "num_attention_heads": 48,
+      "num_experts_per_tok": 8, "num_hidden_layers": 62, "num_key_value_heads": 8, "num_local_experts": 256,
+      "rotary_dim": 64, "shared_intermediate_size": 0, "tie_word_embeddings": false, "use_qk_norm": true,
+      "vocab_size": 200064})",
+                      "config.json");
+  EXPECT_EQ(m.moe.num_experts, 256);
+  EXPECT_EQ(m.moe.ffn_hidden_size, 1536);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 0);
+  const std::int64_t h = 3072;
+  const std::int64_t layer =
+      h * (48 * 128 + 2 * 8 * 128) + 48 * 128 * h + 2 * 128 + 256 * 3 * h * 1536 + 256 * h + 2 * h;
+  EXPECT_EQ(count_parameters(m), 62 * layer + 2 * 200064 * h + h);
+  EXPECT_EQ(count_parameters(m), 228'689'320'448);
+}

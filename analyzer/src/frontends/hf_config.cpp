@@ -37,7 +37,8 @@ enum class Family {
   Qwen3Next,
   Glm4Moe,
   Llama4,
-  Gemma3
+  Gemma3,
+  MinimaxM2
 };
 
 const std::map<std::string, Family>& families() {
@@ -72,6 +73,7 @@ const std::map<std::string, Family>& families() {
       // is on whenever sliding_window is set, as in Mistral.
       {"phi3", Family::Mistral},
       {"gemma3_text", Family::Gemma3},
+      {"minimax_m2", Family::MinimaxM2},
   };
   return f;
 }
@@ -96,6 +98,7 @@ const std::map<std::string, std::string>& architectures() {
       {"Llama4ForCausalLM", "llama4_text"},
       {"Phi3ForCausalLM", "phi3"},
       {"Gemma3ForCausalLM", "gemma3_text"},
+      {"MiniMaxM2ForCausalLM", "minimax_m2"},
       {"Qwen3_5ForCausalLM", "qwen3_5_text"},
       {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
       {"GptOssForCausalLM", "gpt_oss"},
@@ -719,6 +722,21 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
         m.layer_has_window.assign(m.num_layers, false);
         for (int i = 0; i < m.num_layers; ++i) m.layer_has_window[i] = (i + 1) % every != 0;
       }
+      break;
+    case Family::MinimaxM2:
+      // MiniMax-M2 / M2.5 / M2.7 (Megatron-Bridge's MiniMaxM2Bridge): every layer MoE, num_local_experts of
+      // intermediate_size (the bridge's generic mapping: no moe_intermediate_size, so the experts take
+      // ffn_hidden_size), top num_experts_per_tok, GQA attention with q / k norms (full-dimension in the
+      // model, counted per head: the weights differ by a few thousand a layer); its MTP modules are not
+      // mapped.
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      m.qk_layernorm = f.boolean_or("use_qk_norm", false);
+      m.moe.num_experts = static_cast<int>(f.positive("num_local_experts"));
+      m.moe.router_topk = static_cast<int>(f.positive("num_experts_per_tok"));
+      check_topk(f, m, "num_local_experts");
+      m.moe.ffn_hidden_size = m.ffn_hidden_size;
+      m.moe.shared_expert_ffn_hidden_size = f.non_negative_or("shared_intermediate_size", 0);
       break;
     case Family::Glm4Moe:
       // GLM-4.5 / 4.6 (transformers' configuration_glm4_moe.py): GQA attention with partial RoPE and q / k /
