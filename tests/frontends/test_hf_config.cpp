@@ -659,3 +659,21 @@ TEST(HfConfig, MinimaxM2) {
   EXPECT_EQ(count_parameters(m), 62 * layer + 2 * 200064 * h + h);
   EXPECT_EQ(count_parameters(m), 228'689'320'448);
 }
+
+// OLMoE-1B-7B (model_type olmoe, as Megatron-Bridge's OlmoeBridge maps it): 16 MoE layers of 64 experts of
+// 1024 (top 8), q / k norms.  By hand: 16 × (4 · 2048² + 2 · 128 + 64 · 3 · 2048 · 1024 + 64 · 2048 + 2 ·
+// 2048)
+// + 2 · 50304 · 2048 + 2048 = 6,919,100,416 (AI2's 6.9 B).
+TEST(HfConfig, Olmoe) {
+  const ModelSpec m = parse_hf_config(R"({"architectures": ["OlmoeForCausalLM"], "model_type": "olmoe",
+      "hidden_size": 2048, "intermediate_size": 1024, "num_attention_heads": 16, "num_experts": 64,
+      "num_experts_per_tok": 8, "num_hidden_layers": 16, "num_key_value_heads": 16, "tie_word_embeddings": false,
+      "vocab_size": 50304})",
+                                      "config.json");
+  EXPECT_EQ(m.moe.num_experts, 64);
+  EXPECT_EQ(m.moe.router_topk, 8);
+  EXPECT_TRUE(m.qk_layernorm);
+  const std::int64_t h = 2048;
+  EXPECT_EQ(count_parameters(m),
+            16 * (4 * h * h + 2 * 128 + 64 * 3 * h * 1024 + 64 * h + 2 * h) + 2 * 50304 * h + h);
+}

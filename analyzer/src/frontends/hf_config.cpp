@@ -38,7 +38,8 @@ enum class Family {
   Glm4Moe,
   Llama4,
   Gemma3,
-  MinimaxM2
+  MinimaxM2,
+  Olmoe
 };
 
 const std::map<std::string, Family>& families() {
@@ -74,6 +75,7 @@ const std::map<std::string, Family>& families() {
       {"phi3", Family::Mistral},
       {"gemma3_text", Family::Gemma3},
       {"minimax_m2", Family::MinimaxM2},
+      {"olmoe", Family::Olmoe},
   };
   return f;
 }
@@ -99,6 +101,7 @@ const std::map<std::string, std::string>& architectures() {
       {"Phi3ForCausalLM", "phi3"},
       {"Gemma3ForCausalLM", "gemma3_text"},
       {"MiniMaxM2ForCausalLM", "minimax_m2"},
+      {"OlmoeForCausalLM", "olmoe"},
       {"Qwen3_5ForCausalLM", "qwen3_5_text"},
       {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
       {"GptOssForCausalLM", "gpt_oss"},
@@ -722,6 +725,17 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
         m.layer_has_window.assign(m.num_layers, false);
         for (int i = 0; i < m.num_layers; ++i) m.layer_has_window[i] = (i + 1) % every != 0;
       }
+      break;
+    case Family::Olmoe:
+      // OLMoE (Megatron-Bridge's OlmoeBridge): every layer MoE, num_experts of intermediate_size, top
+      // num_experts_per_tok, q / k norms, untied embeddings.
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      m.qk_layernorm = true;
+      m.moe.num_experts = static_cast<int>(f.positive("num_experts"));
+      m.moe.router_topk = static_cast<int>(f.positive("num_experts_per_tok"));
+      check_topk(f, m, "num_experts");
+      m.moe.ffn_hidden_size = m.ffn_hidden_size;
       break;
     case Family::MinimaxM2:
       // MiniMax-M2 / M2.5 / M2.7 (Megatron-Bridge's MiniMaxM2Bridge): every layer MoE, num_local_experts of
