@@ -677,3 +677,37 @@ TEST(HfConfig, Olmoe) {
   EXPECT_EQ(count_parameters(m),
             16 * (4 * h * h + 2 * 128 + 64 * 3 * h * 1024 + 64 * h + 2 * h) + 2 * 50304 * h + h);
 }
+
+// ERNIE 4.5 MoE (model_type ernie4_5_moe, as Megatron-Bridge's Ernie45Bridge maps it): the text pool of
+// moe_num_experts ([64, 64] → 64) of moe_intermediate_size ([1536, 512] → 1536), top moe_k, two shared
+// experts of 1536, layer 0 dense (moe_layer_start_index 1) with intermediate_size.  21B-A3B by hand: 28
+// attention layers of 15,728,640 + 27 MoE MLPs of 64 · 3 · 2560 · 1536 + 3 · 2560 · 3072 + 64 · 2560 + one
+// dense of 3 · 2560 · 12288, two norms a layer, a tied embedding of 103424 · 2560 and the final norm.
+TEST(HfConfig, Ernie45Moe) {
+  std::vector<std::string> warnings;
+  const ModelSpec m =
+      parse_hf_config(R"({"architectures": ["Ernie4_5_MoeForCausalLM"], "model_type": "ernie4_5_moe",
+      "hidden_size": 2560, "intermediate_size": 12288, "num_hidden_layers": 28, "num_attention_heads": 20,
+      "num_key_value_heads": 4, "head_dim": 128, "moe_num_experts": [64, 64], "moe_k": 6,
+      "moe_intermediate_size": [1536, 512], "moe_num_shared_experts": 2, "moe_layer_start_index": [1, 1],
+      "tie_word_embeddings": true, "vocab_size": 103424})",
+                      "config.json", &warnings);
+  EXPECT_EQ(m.moe.num_experts, 64);
+  EXPECT_EQ(m.moe.router_topk, 6);
+  EXPECT_EQ(m.moe.ffn_hidden_size, 1536);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 3072);
+  for (int l = 0; l < 28; ++l) EXPECT_EQ(m.is_moe_layer(l), l >= 1) << l;
+  const std::int64_t h = 2560;
+  const std::int64_t attention = h * (20 * 128 + 2 * 4 * 128) + 20 * 128 * h;
+  const std::int64_t moe = 64 * 3 * h * 1536 + 3 * h * 3072 + 64 * h;
+  EXPECT_EQ(count_parameters(m), 28 * (attention + 2 * h) + 27 * moe + 3 * h * 12288 + 103424 * h + h);
+  // mlp_layer_types, when given, says which layers are dense.
+  const ModelSpec t =
+      parse_hf_config(R"({"model_type": "ernie4_5_moe", "hidden_size": 256, "intermediate_size": 512,
+      "num_hidden_layers": 3, "num_attention_heads": 4, "moe_num_experts": 8, "moe_k": 2,
+      "moe_intermediate_size": 128, "mlp_layer_types": ["dense", "sparse", "dense"], "vocab_size": 1000})",
+                      "config.json");
+  EXPECT_FALSE(t.is_moe_layer(0));
+  EXPECT_TRUE(t.is_moe_layer(1));
+  EXPECT_FALSE(t.is_moe_layer(2));
+}

@@ -39,7 +39,8 @@ enum class Family {
   Llama4,
   Gemma3,
   MinimaxM2,
-  Olmoe
+  Olmoe,
+  Ernie45Moe
 };
 
 const std::map<std::string, Family>& families() {
@@ -76,6 +77,7 @@ const std::map<std::string, Family>& families() {
       {"gemma3_text", Family::Gemma3},
       {"minimax_m2", Family::MinimaxM2},
       {"olmoe", Family::Olmoe},
+      {"ernie4_5_moe", Family::Ernie45Moe},
   };
   return f;
 }
@@ -102,6 +104,7 @@ const std::map<std::string, std::string>& architectures() {
       {"Gemma3ForCausalLM", "gemma3_text"},
       {"MiniMaxM2ForCausalLM", "minimax_m2"},
       {"OlmoeForCausalLM", "olmoe"},
+      {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
       {"Qwen3_5ForCausalLM", "qwen3_5_text"},
       {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
       {"GptOssForCausalLM", "gpt_oss"},
@@ -144,6 +147,17 @@ class Fields {
     I64 v = integer(field);
     if (v <= 0) throw error(field, "must be a positive integer, got " + std::to_string(v));
     return v;
+  }
+
+  /// An optional positive integer given as an int or as a list whose first entry counts (ERNIE 4.5's
+  /// moe_num_experts / moe_intermediate_size: [text, vision] pools); absent or null → dflt.
+  I64 first_positive_or(const std::string& field, I64 dflt, bool zero_allowed = false) const {
+    if (!present(field)) return dflt;
+    const json& v = j_.at(field);
+    if (!v.is_array()) return zero_allowed ? non_negative_or(field, dflt) : positive_or(field, dflt);
+    if (v.empty() || !v[0].is_number_integer() || v[0].get<I64>() < (zero_allowed ? 0 : 1))
+      throw error(field, "expected an integer or a list starting with one, got " + v.dump());
+    return v[0].get<I64>();
   }
 
   /// An optional non-negative integer (absent or null → dflt).
@@ -726,6 +740,35 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
         for (int i = 0; i < m.num_layers; ++i) m.layer_has_window[i] = (i + 1) % every != 0;
       }
       break;
+    case Family::Ernie45Moe: {
+      // ERNIE 4.5 MoE (Megatron-Bridge's Ernie45Bridge): moe_num_experts (the text pool's: the first of a
+      // list) of moe_intermediate_size, top moe_k, moe_num_shared_experts shared experts of the same width;
+      // dense layers by mlp_layer_types, else before moe_layer_start_index, else layer 0 alone.
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      m.moe.num_experts = static_cast<int>(f.first_positive_or("moe_num_experts", 64));
+      m.moe.router_topk = static_cast<int>(f.positive_or("moe_k", 6));
+      check_topk(f, m, "moe_num_experts");
+      m.moe.ffn_hidden_size = f.first_positive_or("moe_intermediate_size", m.ffn_hidden_size);
+      m.moe.shared_expert_ffn_hidden_size =
+          f.non_negative_or("moe_num_shared_experts", 2) * m.moe.ffn_hidden_size;
+      std::vector<bool> pattern(m.num_layers, true);
+      if (f.present("mlp_layer_types")) {
+        const auto types = f.string_list("mlp_layer_types");
+        if (static_cast<int>(types.size()) != m.num_layers)
+          throw f.error("mlp_layer_types", "has " + std::to_string(types.size()) +
+                                               " entries but num_hidden_layers is " +
+                                               std::to_string(m.num_layers));
+        for (int i = 0; i < m.num_layers; ++i) pattern[i] = types[i] != "dense";
+      } else {
+        const I64 start = f.first_positive_or("moe_layer_start_index", 1, /*zero_allowed=*/true);
+        if (start >= m.num_layers) throw f.error("moe_layer_start_index", "leaves no MoE layer");
+        for (int i = 0; i < static_cast<int>(start); ++i) pattern[i] = false;
+      }
+      set_moe_pattern(m, std::move(pattern));
+      warn_mtp_left_out(f, warnings, source);
+      break;
+    }
     case Family::Olmoe:
       // OLMoE (Megatron-Bridge's OlmoeBridge): every layer MoE, num_experts of intermediate_size, top
       // num_experts_per_tok, q / k norms, untied embeddings.
