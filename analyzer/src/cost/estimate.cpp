@@ -92,14 +92,9 @@ double hybrid_flops_per_token(const ModelSpec& m, std::int64_t vocab, std::int64
         fwd += 2 * h * (2 * d_in + 2 * g * n + heads) + 7 * d_in * n + 2 * d_in * h;
         break;
       }
-      case 'G': {  // training.py gdn_layer_flops
-        const GdnSpec& g = m.gdn;
-        const double dv = static_cast<double>(g.value_head_dim);
-        fwd += 2 *
-               (h * static_cast<double>(g.in_proj_out()) + static_cast<double>(g.conv_kernel * g.conv_dim()) +
-                static_cast<double>(g.num_value_heads) * dv * dv * 4 + h * static_cast<double>(g.v_dim()));
+      case 'G':  // training.py gdn_layer_flops
+        fwd += m.gdn.layer_flops_per_token(m.hidden_size);
         break;
-      }
       case '*': {
         const double heads = m.num_attention_heads, kv = static_cast<double>(m.kv_channels);
         const double p = kv > 0 ? kv * heads / h : 1.0;
@@ -161,13 +156,7 @@ double flops_per_token(const ModelSpec& m, std::int64_t vocab, std::int64_t seq)
   double gdn_layers = 0;
   for (int l = 0; l < m.num_layers; ++l) gdn_layers += m.is_gdn_layer(l) ? 1 : 0;
   const double La = L - gdn_layers;
-  if (gdn_layers > 0) {
-    const GdnSpec& g = m.gdn;
-    const double dv = static_cast<double>(g.value_head_dim);
-    res += 6 * gdn_layers *
-           (h * static_cast<double>(g.in_proj_out()) + static_cast<double>(g.conv_kernel * g.conv_dim()) +
-            static_cast<double>(g.num_value_heads) * dv * dv * 4 + h * static_cast<double>(g.v_dim()));
-  }
+  res += 3 * gdn_layers * m.gdn.layer_flops_per_token(m.hidden_size);
   res += 6 * La * (qkv + proj) + 6 * L * mlp * factor;
   double s = static_cast<double>(seq);
   if (m.mla.enabled)

@@ -115,6 +115,7 @@ struct Leaf {
   double n_in = 0, n_out = 0;  // element counts (activation functions, quantizer)
   double grad_numel = 0;       // quantizer: elements of the output gradient its GEMM quantizes in backward
   double input_bytes = 0;      // SimuMax all_input_element_num: bytes cached when a checkpoint starts here
+  double graph_saved_bytes = 0;  // a fused kernel (Mamba scan, delta rule): what its layer-graph op saves
   bool fp8_gemm = false;       // weights / inputs of this linear in fp8
   // Linear replicated over tp (TE parallel_mode="duplicated": MLA's down projections): full weight,
   // the rank's own tokens, no tp collective of its own.

@@ -53,6 +53,7 @@ void mixer_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc, const MixerL
   l.in = static_cast<double>(kernel.in_features);
   l.out = static_cast<double>(kernel.out_features);
   l.input_bytes = l.tokens * l.in * c.e;
+  l.graph_saved_bytes = static_cast<double>(kernel.saved_bytes());
   l.recompute = rc.out;
   l.name = pre + d.kernel_name;
   l.path = mp + Builder::idx(1, d.kernel_class);
@@ -76,7 +77,8 @@ void price_mamba_scan(const Ctx& c, Leaf& l) {
   // fp32 chunk states: batch × chunks × heads × head_dim × state.
   const double states = l.b * chunks * heads * static_cast<double>(mb.head_dim * mb.state_dim) * 4;
   const double in_b = tok * l.in * c.e, out_b = tok * l.out * c.e;
-  l.cache = (l.has_cached_inputs ? 0 : in_b) + out_b;  // z, x, B, C, dt and the ungated output
+  // What the op keeps (add_mamba: z, x, B, C, dt and the ungated output), its input left out when cached.
+  l.cache = l.graph_saved_bytes - (l.has_cached_inputs ? in_b : 0);
   l.fwd_peak = in_b + 2 * out_b + states;
   l.bwd_peak = 2 * in_b + 2 * out_b + 2 * states;
   const double params = conv * static_cast<double>(mb.conv_kernel) + conv + 3 * heads;
@@ -110,7 +112,6 @@ void mamba_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
 void price_gdn_rule(const Ctx& c, Leaf& l) {
   const GdnSpec& g = c.m->gdn;
   const double nv = static_cast<double>(g.num_value_heads) / c.tp;
-  const double nk = static_cast<double>(g.num_key_heads) / c.tp;
   const double conv = static_cast<double>(g.conv_dim()) / c.tp;
   const double dk = static_cast<double>(g.key_head_dim), dv = static_cast<double>(g.value_head_dim);
   const double tok = l.tokens;
@@ -118,18 +119,16 @@ void price_gdn_rule(const Ctx& c, Leaf& l) {
   const double states = l.b * chunks * nv * dk * dv * c.e;
   const double wy = tok * nv * (dk + dv) * c.e;
   const double in_b = tok * l.in * c.e, out_b = tok * l.out * c.e;
-  // What the op keeps (add_gdn): the convolution's input, the L2-normed q, k (+ rstd), the repeated q, k and
-  // v, the gates, the WY matrix A, z.
-  const double kept =
-      tok * (conv * c.e + 2 * nk * dk * c.e + 2 * nk * 4 + (2 * nv * dk + nv * dv) * c.e + nv * (8 + c.e) +
-             nv * static_cast<double>(GdnSpec::kChunk) * c.e + nv * dv * c.e);
+  // What the op keeps (add_gdn: the convolution's input, the L2-normed q, k, the repeated q, k and v, the
+  // gates, the WY matrix A, z).
+  const double kept = l.graph_saved_bytes;
   l.cache = kept;
   l.fwd_peak = kept + out_b + wy + states + tok * conv * c.e;
   l.bwd_peak = 2 * kept + out_b + 2 * (wy + states) + tok * conv * c.e;
   const double params = conv * static_cast<double>(g.conv_kernel) + 2 * nv;
   dense_params(c, l, params, c.e, params * c.tp);
   Pass& p = l.pass;
-  p.fwd_flops = 2 * tok * conv * static_cast<double>(g.conv_kernel) + 8 * tok * nv * dv * dv;
+  p.fwd_flops = tok * g.kernel_flops_per_token(c.tp);
   p.bwd_act_flops = 2 * p.fwd_flops;
   p.bwd_w_flops = 0;
   p.fwd_bytes = in_b + kept + out_b + wy + states;

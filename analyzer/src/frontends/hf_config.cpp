@@ -356,6 +356,16 @@ void check_topk(const Fields& f, const ModelSpec& m, const std::string& experts_
                                              experts_field);
 }
 
+/// Every layer MoE with experts of intermediate_size (Mixtral, GPT-OSS, OLMoE, MiniMax-M2): `experts_field`
+/// experts, top num_experts_per_tok (required when `default_topk` is 0).
+void read_uniform_moe(const Fields& f, ModelSpec& m, const char* experts_field, I64 default_topk) {
+  m.moe.num_experts = static_cast<int>(f.positive(experts_field));
+  m.moe.router_topk = static_cast<int>(default_topk > 0 ? f.positive_or("num_experts_per_tok", default_topk)
+                                                        : f.positive("num_experts_per_tok"));
+  check_topk(f, m, experts_field);
+  m.moe.ffn_hidden_size = m.ffn_hidden_size;
+}
+
 void read_deepseek_moe(const Fields& f, ModelSpec& m, std::vector<std::string>* warnings,
                        const std::string& source) {
   if (!f.present("n_routed_experts")) return;  // a dense DeepSeek
@@ -701,17 +711,11 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       // clamped SwiGLU (priced as SwiGLU), attention biases and sinks (one scalar per head, not counted).
       read_llama_like(f, m);
       read_biases(f, m, warnings, source);
-      m.moe.num_experts = static_cast<int>(f.positive("num_local_experts"));
-      m.moe.router_topk = static_cast<int>(f.positive("num_experts_per_tok"));
-      check_topk(f, m, "num_local_experts");
-      m.moe.ffn_hidden_size = m.ffn_hidden_size;
+      read_uniform_moe(f, m, "num_local_experts", 0);
       break;
     case Family::Mixtral:
       read_llama_like(f, m);
-      m.moe.num_experts = static_cast<int>(f.positive("num_local_experts"));
-      m.moe.router_topk = static_cast<int>(f.positive_or("num_experts_per_tok", 2));
-      check_topk(f, m, "num_local_experts");
-      m.moe.ffn_hidden_size = m.ffn_hidden_size;
+      read_uniform_moe(f, m, "num_local_experts", 2);
       break;
     case Family::NemotronH:
       read_nemotron_h(f, m);
@@ -775,10 +779,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       read_llama_like(f, m);
       read_biases(f, m, warnings, source);
       m.qk_layernorm = true;
-      m.moe.num_experts = static_cast<int>(f.positive("num_experts"));
-      m.moe.router_topk = static_cast<int>(f.positive("num_experts_per_tok"));
-      check_topk(f, m, "num_experts");
-      m.moe.ffn_hidden_size = m.ffn_hidden_size;
+      read_uniform_moe(f, m, "num_experts", 0);
       break;
     case Family::MinimaxM2:
       // MiniMax-M2 / M2.5 / M2.7 (Megatron-Bridge's MiniMaxM2Bridge): every layer MoE, num_local_experts of
@@ -789,10 +790,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       read_llama_like(f, m);
       read_biases(f, m, warnings, source);
       m.qk_layernorm = f.boolean_or("use_qk_norm", false);
-      m.moe.num_experts = static_cast<int>(f.positive("num_local_experts"));
-      m.moe.router_topk = static_cast<int>(f.positive("num_experts_per_tok"));
-      check_topk(f, m, "num_local_experts");
-      m.moe.ffn_hidden_size = m.ffn_hidden_size;
+      read_uniform_moe(f, m, "num_local_experts", 0);
       m.moe.shared_expert_ffn_hidden_size = f.non_negative_or("shared_intermediate_size", 0);
       break;
     case Family::Glm4Moe:

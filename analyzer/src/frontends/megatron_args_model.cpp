@@ -301,8 +301,6 @@ void read_gated_delta_net(const Flags& f, ModelSpec& m, std::vector<std::string>
   if (m.hybrid() && m.hybrid_pattern.find('G') != std::string::npos) {
     if (f.has(variant_flag) && f.get(variant_flag) == "gdn2")
       throw InputError(variant_flag, "gdn2 (GatedDeltaNet2) is not modelled; gdn is");
-    m.gdn_layers.assign(m.num_layers, false);
-    for (int i = 0; i < m.num_layers; ++i) m.gdn_layers[i] = m.hybrid_pattern[i] == 'G';
     read_sizes();
     return;
   }

@@ -108,10 +108,10 @@ void ModelSpec::validate() const {
                                                       " layers but the model has " +
                                                       std::to_string(num_layers));
     if (hybrid())
-      for (int i = 0; i < num_layers; ++i)
-        if (gdn_layers[i] != (hybrid_pattern[i] == 'G'))
-          throw InputError("--hybrid-layer-pattern",
-                           "layer " + std::to_string(i) + ": the gated delta net layers are the pattern's G");
+      throw InputError("--linear-attention-freq",
+                       "marks a GPT model's layers; a hybrid model's gated delta nets are its pattern's G");
+  }
+  if (has_gdn()) {
     if (mla.enabled)
       throw InputError("--experimental-attention-variant",
                        "gated delta net beside multi-latent attention is not modelled");
@@ -140,8 +140,6 @@ void ModelSpec::validate() const {
       if (ch != 'M' && ch != 'G' && ch != '*' && ch != '-' && ch != 'E')
         throw InputError("--hybrid-layer-pattern",
                          std::string("unknown layer symbol '") + ch + "' (M, G, *, -, E are modelled)");
-    if (hybrid_pattern.find('G') != std::string::npos && !has_gdn())
-      throw InputError("--hybrid-layer-pattern", "has gated delta net layers (G) but no GDN sizes were read");
     if (hybrid_pattern.find('E') != std::string::npos && !moe.enabled())
       throw InputError("--hybrid-layer-pattern", "has MoE layers (E) but --num-experts is not set");
     if (!mtp_hybrid_pattern.empty()) {

@@ -130,12 +130,8 @@ void add_gdn(const Ctx& c, std::vector<Op>& ops, int layer, const std::string& p
   if (c.st.cp > 1)
     add_cp_head_exchanges(rule, c.tok * in_l * c.a, c.tok * v_l * c.a, "q, k, v, z, beta, alpha",
                           "GDN context parallel");
-  // Megatron's count (training.py gdn_layer_flops): the depthwise convolution 2 · tokens · width · channels;
-  // the delta rule 2 · tokens · value heads · dv² · 4 (KKᵀ, VKᵀ, S(a(I − bKKᵀ)), SQ).  Backward twice.
-  const double tok = static_cast<double>(c.tok);
-  rule.fwd_flops =
-      2.0 * tok * static_cast<double>(g.conv_kernel * conv_l) +
-      2.0 * tok * static_cast<double>(nv_l) * static_cast<double>(g.value_head_dim * g.value_head_dim) * 4;
+  // Megatron's count (GdnSpec::kernel_flops_per_token, training.py gdn_layer_flops).  Backward twice.
+  rule.fwd_flops = static_cast<double>(c.tok) * g.kernel_flops_per_token(c.t);
   rule.bwd_input_flops = 2 * rule.fwd_flops;
   ops.push_back(std::move(rule));
 

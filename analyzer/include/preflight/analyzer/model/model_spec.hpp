@@ -124,6 +124,21 @@ struct GdnSpec {
   std::int64_t in_proj_out() const { return 2 * qk_dim() + 2 * v_dim() + 2 * num_value_heads; }
   /// Channels of the causal convolution: q, k, v.
   std::int64_t conv_dim() const { return 2 * qk_dim() + v_dim(); }
+  /// Forward FLOPs per token of the convolution and the delta rule on a tp rank's heads, as Megatron counts
+  /// them (training.py gdn_layer_flops: 2 · width · conv channels, 2 · 4 · value heads · dv² for KKᵀ, VKᵀ,
+  /// S(a(I − bKKᵀ)) and SQ).
+  double kernel_flops_per_token(int tp) const {
+    const double dv = static_cast<double>(value_head_dim);
+    return (2.0 * static_cast<double>(conv_kernel * conv_dim()) +
+            8.0 * static_cast<double>(num_value_heads) * dv * dv) /
+           tp;
+  }
+  /// Forward FLOPs per token of a whole GDN block (in_proj, kernels, out_proj) over all heads: Megatron's
+  /// gdn_layer_flops / total_tokens.
+  double layer_flops_per_token(std::int64_t hidden) const {
+    const double h = static_cast<double>(hidden);
+    return 2.0 * h * static_cast<double>(in_proj_out() + v_dim()) + kernel_flops_per_token(1);
+  }
 };
 
 /// Architecture of the network.  Sizes are element counts, not bytes.
@@ -179,9 +194,9 @@ struct ModelSpec {
   /// layer_symbol().  Empty: an MTP depth is one transformer layer built like the decoder's last.
   std::string mtp_hybrid_pattern;
   MambaSpec mamba;
-  /// Per decoder layer (0-based): whether its self-attention is a gated delta net (Megatron
+  /// Per decoder layer (0-based) of a GPT model: whether its self-attention is a gated delta net (Megatron
   /// `--linear-attention-freq` k: every layer but the k-th, 2k-th, …; or a list such as "([1]*3+[0]*1)*12").
-  /// Empty: no layer is.  MTP layers (indices ≥ num_layers) keep softmax attention.
+  /// Empty: no layer is.  A hybrid model's are its pattern's G layers (is_gdn_layer()).
   std::vector<bool> gdn_layers;
   GdnSpec gdn;
   /// Multi-token prediction layers (`--mtp-num-layers`; DeepSeek-V3 trains with 1).  Each sits on the last
@@ -220,8 +235,10 @@ struct ModelSpec {
   bool has_attention(int layer) const;
   bool has_mlp(int layer) const;
   bool is_mamba_layer(int layer) const { return layer_symbol(layer) == 'M'; }
-  /// Whether layer `layer`'s self-attention is a gated delta net (gdn_layers).
+  /// Whether layer `layer`'s block is a gated delta net: a hybrid pattern's G layer, or a transformer layer
+  /// gdn_layers marks.
   bool is_gdn_layer(int layer) const {
+    if (hybrid()) return layer >= 0 && layer < num_layers && layer_symbol(layer) == 'G';
     return layer >= 0 && layer < static_cast<int>(gdn_layers.size()) && gdn_layers[layer];
   }
   /// The layer's block kind for grouping layers that are built alike: layer_symbol() for a hybrid model,
@@ -229,7 +246,10 @@ struct ModelSpec {
   char block_symbol(int layer) const {
     return hybrid() ? layer_symbol(layer) : is_gdn_layer(layer) ? 'G' : 0;
   }
-  bool has_gdn() const { return std::find(gdn_layers.begin(), gdn_layers.end(), true) != gdn_layers.end(); }
+  bool has_gdn() const {
+    return hybrid() ? hybrid_pattern.find('G') != std::string::npos
+                    : std::find(gdn_layers.begin(), gdn_layers.end(), true) != gdn_layers.end();
+  }
   /// Whether transformer layer `layer` (0-based, global) attends a sliding window (not the whole sequence).
   bool is_window_layer(int layer) const;
   /// Vocabulary padded as Megatron does: up to a multiple of make_vocab_size_divisible_by · tp.
