@@ -6,14 +6,15 @@
 
 #include "commands.hpp"
 #include "preflight/analyzer/calibrate/calibrate.hpp"
+#include "preflight/analyzer/compat/compat_get_training_info.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
-#include "preflight/analyzer/compat/compat_get_training_info.hpp"
-#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/frontends/hf_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/mindformers_yaml.hpp"
 #include "preflight/analyzer/frontends/presets.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/tables/report.hpp"
 #include "preflight/common/error.hpp"
 
@@ -164,6 +165,7 @@ int run_analyze(const Words& words) {
     strategy = cfg.strategy;
     opts.warnings.insert(opts.warnings.end(), cfg.warnings.begin(), cfg.warnings.end());
   }
+  if (std::string note = analyzer::mtp_left_out_note(model); !note.empty()) opts.warnings.push_back(note);
   analyzer::LayerGraph graph = analyzer::build_layer_graph(model, strategy);
   if (cli.calibration) {
     analyzer::apply_calibration(graph, analyzer::load_calibration_file(*cli.calibration));

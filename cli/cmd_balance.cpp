@@ -21,6 +21,7 @@
 #include "preflight/analyzer/balance/seq_pipe.hpp"
 #include "preflight/analyzer/balance/svg.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/hf_config.hpp"
 #include "preflight/analyzer/frontends/mindformers_yaml.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/log_parse/sapp_timeline.hpp"
@@ -469,6 +470,7 @@ int run_balance(const Words& words) {
     }
     yaml = analyzer::load_mindformers_yaml(*o.config, mf);
     for (const auto& w : yaml->warnings) notes.push_back(w);
+    if (std::string note = analyzer::mtp_left_out_note(yaml->model); !note.empty()) notes.push_back(note);
     const std::string system_name = o.cost_system.value_or("a100_pcie");
     const analyzer::SystemSpec system = analyzer::cost::load_simumax_system(system_name);
     from_cost = balance_input_from_mindformers(
@@ -490,6 +492,7 @@ int run_balance(const Words& words) {
       throw InputError("--strategy", "is required with --model (SimuMax strategy JSON or preset)");
     std::vector<std::string> warnings;
     const analyzer::ModelSpec spec = analyzer::cost::load_cost_model(*o.cost_model, &warnings);
+    if (std::string note = analyzer::mtp_left_out_note(spec); !note.empty()) warnings.push_back(note);
     const analyzer::Strategy strategy = analyzer::cost::load_simumax_strategy(*o.cost_strategy).strategy;
     const std::string system_name = o.cost_system.value_or("a100_pcie");
     const analyzer::SystemSpec system = analyzer::cost::load_simumax_system(system_name);

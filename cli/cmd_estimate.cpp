@@ -10,6 +10,7 @@
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/hf_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/mindformers_yaml.hpp"
 #include "preflight/common/error.hpp"
@@ -87,6 +88,7 @@ int run(EstimateOptions o) {
                            "group span: '" +
                            *names[key] + "' (SimuMax overwrites it silently)");
   }
+  if (std::string note = mtp_left_out_note(model); !note.empty()) warnings.push_back(note);
   SystemSpec system = cost::load_simumax_system(o.system);
   if (yaml_device_gib) cap_device_memory(system.mem_gib, *yaml_device_gib, warnings);
   if (o.simumax_compat) strategy.simumax_compat = true;

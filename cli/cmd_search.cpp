@@ -14,6 +14,7 @@
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/search.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/hf_config.hpp"
 #include "preflight/analyzer/frontends/mindformers_yaml.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/common/table.hpp"
@@ -176,6 +177,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                std::vector<std::string>& warnings) {
   using namespace analyzer;
   for (const auto& w : cost::unmodelled_features(model, &base)) warnings.push_back("model " + model.name + ": " + w);
+  if (std::string note = mtp_left_out_note(model); !note.empty()) warnings.push_back(note);
   SystemSpec system = cost::load_simumax_system(o.system);
   cap_device_memory(system.mem_gib, o.yaml_device_gib, warnings);
   for (const auto& w : warnings) std::cerr << "preflight: warning: " << w << "\n";

@@ -100,8 +100,9 @@ TEST(HfConfig, DeepSeekV3) {
   EXPECT_EQ(m.ffn_hidden_size, 18432);
   for (int l = 0; l < 3; ++l) EXPECT_FALSE(m.is_moe_layer(l)) << l;  // first_k_dense_replace = 3
   for (int l = 3; l < 61; ++l) EXPECT_TRUE(m.is_moe_layer(l)) << l;
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_TRUE(contains(warnings[0], "num_nextn_predict_layers")) << warnings[0];
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(m.checkpoint_mtp_layers, 1);
+  EXPECT_TRUE(contains(mtp_left_out_note(m), "num_nextn_predict_layers 1")) << m.checkpoint_mtp_note;
   // MLA per layer: q_a 7168·1536 + q norm 1536 + q_b 1536·128·192 + kv_a 7168·576 + kv norm 512
   //   + kv_b 512·128·256 + o 128·128·7168 = 187,107,328.
   // Dense layer: + 3·7168·18432 + 2·7168 = 583,482,368.  MoE layer: + 256·3·7168·2048 (experts)
@@ -395,6 +396,10 @@ TEST(HfConfigErrors, KnownButUnmodelledModelTypesSayWhy) {
   EXPECT_EQ(dsa.where(), "config.json: model_type");
   EXPECT_TRUE(contains(dsa.detail(), "sparse attention")) << dsa.detail();
   EXPECT_TRUE(contains(parse_error(R"({"model_type": "gemma2"})").detail(), "soft-capping"));
+  EXPECT_TRUE(
+      contains(parse_error(R"({"model_type": "deepseek_v4"})").detail(), "compressed sparse attention"));
+  EXPECT_TRUE(contains(parse_error(R"({"model_type": "nemotron-nas"})").detail(), "heterogeneous"));
+  EXPECT_TRUE(contains(parse_error(R"({"model_type": "olmo2"})").detail(), "post-norm"));
 }
 
 TEST(HfConfigErrors, UnsupportedModelType) {
@@ -480,8 +485,8 @@ TEST(HfConfig, Glm45MoeLayout) {
   const std::int64_t dense = 3 * h * 12288, moe = 160 * 3 * h * 1536 + 3 * h * 1536 + 160 * h;
   EXPECT_EQ(count_parameters(m), 92 * (attn + 2 * h) + 3 * dense + 89 * moe + 2 * 151552 * h + h);
   EXPECT_EQ(count_parameters(m), 352'797'791'232);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_TRUE(contains(warnings[0], "num_nextn_predict_layers")) << warnings[0];
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(m.checkpoint_mtp_layers, 1);
 }
 
 // A model type of its own on a known architecture: Kimi-K2's config.json says model_type "kimi_k2" and
@@ -516,9 +521,10 @@ TEST(HfConfig, Qwen35TextConfigIsQwen3NextLayers) {
         "vocab_size": 1000, "layer_types": ["linear_attention", "linear_attention", "linear_attention",
         "full_attention"], "linear_key_head_dim": 64, "linear_value_head_dim": 64, "linear_num_key_heads": 4,
         "linear_num_value_heads": 8, "linear_conv_kernel_dim": 4, "num_experts": 16, "num_experts_per_tok": 4,
-        "moe_intermediate_size": 256, "shared_expert_intermediate_size": 256}})",
+        "moe_intermediate_size": 256, "shared_expert_intermediate_size": 256, "mtp_num_hidden_layers": 1}})",
                                       "config.json", &warnings);
   ASSERT_EQ(m.gdn_layers.size(), 4u);
+  EXPECT_EQ(m.checkpoint_mtp_layers, 1);  // Qwen's name for the MTP depth
   EXPECT_EQ(m.gdn_layers, (std::vector<bool>{true, true, true, false}));
   EXPECT_EQ(m.gdn.num_value_heads, 8);
   EXPECT_TRUE(m.attention_output_gate);
@@ -636,6 +642,10 @@ TEST(HfConfig, Gemma3SandwichNormsAndWindows) {
   EXPECT_EQ(post, 2);
   // Gemma 2's soft-capped attention logits stay refused by name.
   EXPECT_TRUE(contains(parse_error(R"({"model_type": "gemma2"})").detail(), "soft-capping"));
+  EXPECT_TRUE(
+      contains(parse_error(R"({"model_type": "deepseek_v4"})").detail(), "compressed sparse attention"));
+  EXPECT_TRUE(contains(parse_error(R"({"model_type": "nemotron-nas"})").detail(), "heterogeneous"));
+  EXPECT_TRUE(contains(parse_error(R"({"model_type": "olmo2"})").detail(), "post-norm"));
 }
 
 // MiniMax-M2 (model_type minimax_m2, as Megatron-Bridge's MiniMaxM2Bridge maps it): 62 MoE layers of 256
@@ -710,4 +720,123 @@ TEST(HfConfig, Ernie45Moe) {
   EXPECT_FALSE(t.is_moe_layer(0));
   EXPECT_TRUE(t.is_moe_layer(1));
   EXPECT_FALSE(t.is_moe_layer(2));
+}
+
+// Gemma-7B (model_type gemma, as Megatron-Bridge's GemmaBridge maps it): 28 layers of 16 heads of 256 (q, k,
+// v and o each 3072 × 4096), a gated MLP of 24576, embeddings tied (GemmaForCausalLM always ties).  By hand:
+// 28 · (4 · 3072 · 4096 + 3 · 3072 · 24576 + 2 · 3072) + 256000 · 3072 + 3072 = 8,537,680,896 (Google's
+// 8.54 B).
+TEST(HfConfig, GemmaTiedAndGated) {
+  const ModelSpec m = parse_hf_config(R"({"architectures": ["GemmaForCausalLM"], "model_type": "gemma",
+      "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28, "num_attention_heads": 16,
+      "num_key_value_heads": 16, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh", "vocab_size": 256000,
+      "max_position_embeddings": 8192})",
+                                      "config.json");
+  EXPECT_EQ(m.kv_channels, 256);
+  EXPECT_TRUE(m.gated());
+  EXPECT_FALSE(m.untie_embeddings_and_output_weights);
+  EXPECT_EQ(count_parameters(m), 8'537'680'896);
+}
+
+// Nemotron-4-15B (model_type nemotron; NemotronBridge): LayerNorm1P with weight and bias, squared ReLU
+// without a gate, 48 heads in 8 groups, untied embeddings.  By hand: 32 · (6144 · 6144 + 2 · 6144 · 1024 +
+// 6144 · 6144 + 2 · 6144 · 24576 + 4 · 6144) + 2 · 256000 · 6144 + 2 · 6144 = 15,628,775,424 (15.6 B: 12.5 B
+// outside the embeddings, as the report counts them).
+TEST(HfConfig, NemotronLayerNormAndSquaredRelu) {
+  const std::string cfg = R"({"architectures": ["NemotronForCausalLM"], "model_type": "nemotron",
+      "hidden_size": 6144, "intermediate_size": 24576, "num_hidden_layers": 32, "num_attention_heads": 48,
+      "num_key_value_heads": 8, "hidden_act": "relu2", "partial_rotary_factor": 0.5, "vocab_size": 256000,
+      "tie_word_embeddings": false, "max_position_embeddings": 4096})";
+  const ModelSpec m = parse_hf_config(cfg, "config.json");
+  EXPECT_EQ(m.normalization, Normalization::LayerNorm);
+  EXPECT_EQ(m.activation, Activation::SquaredReLU);
+  EXPECT_FALSE(m.gated());
+  EXPECT_EQ(m.kv_channels, 128);
+  EXPECT_EQ(count_parameters(m), 15'628'775'424);
+  std::string other = cfg;
+  other.replace(other.find("\"relu2\""), 7, "\"silu\"");
+  InputError e = parse_error(other);
+  EXPECT_EQ(e.where(), "config.json: hidden_act");
+  EXPECT_TRUE(contains(e.detail(), "'silu'")) << e.detail();
+}
+
+// GLM-4.7-Flash (model_type glm4_moe_lite; Glm4MoeLiteBridge): DeepSeek-V3's layers at its own sizes.  By
+// hand: MLA 2048 · 768 + 768 + 768 · 20 · 256 + 2048 · 576 + 512 + 512 · 20 · 448 + 20 · 256 · 2048 =
+// 21,759,232; layer 0 dense (+ 3 · 2048 · 10240 + 2 · 2048); 46 MoE layers (+ 64 · 3 · 2048 · 1536 + 3 ·
+// 2048 · 1536 + 64 · 2048 + 2 · 2048); untied 154880 · 2048 twice and the final norm: 29,943,390,976
+// (Zhipu's 30B-A3B; the MTP layer left out, said).
+TEST(HfConfig, Glm47FlashIsDeepSeekV3Layers) {
+  std::vector<std::string> warnings;
+  const ModelSpec m =
+      parse_hf_config(R"({"architectures": ["Glm4MoeLiteForCausalLM"], "model_type": "glm4_moe_lite",
+      "hidden_size": 2048, "intermediate_size": 10240, "num_hidden_layers": 47, "num_attention_heads": 20,
+      "num_key_value_heads": 20, "q_lora_rank": 768, "kv_lora_rank": 512, "qk_nope_head_dim": 192,
+      "qk_rope_head_dim": 64, "v_head_dim": 256, "n_routed_experts": 64, "n_shared_experts": 1,
+      "num_experts_per_tok": 4, "moe_intermediate_size": 1536, "first_k_dense_replace": 1, "n_group": 1,
+      "topk_group": 1, "num_nextn_predict_layers": 1, "vocab_size": 154880, "tie_word_embeddings": false})",
+                      "config.json", &warnings);
+  EXPECT_TRUE(m.mla.enabled);
+  EXPECT_EQ(m.moe.num_experts, 64);
+  EXPECT_EQ(m.moe.router_topk, 4);
+  EXPECT_EQ(m.moe.router_num_groups, 0);  // n_group 1: no group limit
+  EXPECT_FALSE(m.is_moe_layer(0));
+  EXPECT_TRUE(m.is_moe_layer(1));
+  EXPECT_EQ(m.mtp_num_layers, 0);
+  EXPECT_EQ(count_parameters(m), 29'943'390'976);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(m.checkpoint_mtp_layers, 1);
+  EXPECT_TRUE(contains(mtp_left_out_note(m), "--mtp-num-layers 1 includes them")) << m.checkpoint_mtp_note;
+}
+
+// Ling-mini-2.0 (model_type bailing_moe_v2; BailingMoeV2Bridge): GQA with q / k norms, DeepSeek's MoE layout
+// under Ling's field names.  By hand: attention 2048 · 2048 · 2 + 2 · 2048 · 512 + 2 · 128 per layer; layer 0
+// dense (3 · 2048 · 5120); 19 MoE layers of 256 · 3 · 2048 · 512 + a shared expert 3 · 2048 · 512 + the
+// router 256 · 2048; two norms a layer; untied 157184 · 2048 twice: 16,255,638,528 (inclusionAI's 16 B).
+TEST(HfConfig, LingMoeV2) {
+  std::vector<std::string> warnings;
+  const ModelSpec m =
+      parse_hf_config(R"({"architectures": ["BailingMoeV2ForCausalLM"], "model_type": "bailing_moe_v2",
+      "hidden_size": 2048, "intermediate_size": 5120, "num_hidden_layers": 20, "num_attention_heads": 16,
+      "num_key_value_heads": 4, "head_dim": 128, "num_experts": 256, "num_shared_experts": 1,
+      "num_experts_per_tok": 8, "n_group": 8, "topk_group": 4, "moe_intermediate_size": 512,
+      "first_k_dense_replace": 1, "use_qk_norm": true, "use_qkv_bias": false, "use_bias": false,
+      "num_nextn_predict_layers": 0, "vocab_size": 157184, "tie_word_embeddings": false})",
+                      "config.json", &warnings);
+  EXPECT_TRUE(m.qk_layernorm);
+  EXPECT_EQ(m.moe.num_experts, 256);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 512);
+  EXPECT_EQ(m.moe.router_num_groups, 8);
+  EXPECT_EQ(m.moe.router_group_topk, 4);
+  EXPECT_FALSE(m.is_moe_layer(0));
+  EXPECT_TRUE(m.is_moe_layer(19));
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(m.checkpoint_mtp_layers, 0);
+  EXPECT_EQ(count_parameters(m), 16'255'638'528);
+}
+
+// MiMo (Qwen2's layers; its MTP layers said, left out) and Ministral 3's language model (Mistral's layers,
+// read from the text_config of a Mistral3ForConditionalGeneration checkpoint).
+TEST(HfConfig, MimoAndMinistral3) {
+  std::vector<std::string> warnings;
+  const ModelSpec mimo = parse_hf_config(R"({"architectures": ["MiMoForCausalLM"], "model_type": "mimo",
+      "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 36, "num_attention_heads": 32,
+      "num_key_value_heads": 8, "num_nextn_predict_layers": 1, "vocab_size": 151680})",
+                                         "config.json", &warnings);
+  EXPECT_TRUE(mimo.add_qkv_bias);
+  EXPECT_EQ(mimo.checkpoint_mtp_layers, 1);
+
+  warnings.clear();
+  const ModelSpec m = parse_hf_config(R"({"architectures": ["Mistral3ForConditionalGeneration"],
+      "model_type": "mistral3", "text_config": {"model_type": "ministral3", "hidden_size": 3072,
+      "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 32, "num_key_value_heads": 8,
+      "head_dim": 128, "vocab_size": 131072, "tie_word_embeddings": true}})",
+                                      "config.json", &warnings);
+  EXPECT_EQ(m.num_layers, 26);
+  EXPECT_EQ(m.kv_channels, 128);
+  EXPECT_FALSE(m.untie_embeddings_and_output_weights);
+  const std::int64_t h = 3072;
+  EXPECT_EQ(count_parameters(m),
+            26 * (h * 4096 + 2 * h * 1024 + 4096 * h + 3 * h * 9216 + 2 * h) + 131072 * h + h);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(contains(warnings[0], "text_config")) << warnings[0];
 }

@@ -157,10 +157,17 @@ TEST(LoadModel, PresetFileFolderOrMissing) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "--model");
   }
+  // The preset's MTP layer is left out with a note, which only a launch without --mtp-num-layers prints.
   std::vector<std::string> warnings;
-  load_model("deepseek-v3", &warnings);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_TRUE(contains(warnings[0], "preset deepseek-v3: num_nextn_predict_layers 1")) << warnings[0];
+  const ModelSpec ds = load_model("deepseek-v3", &warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(ds.mtp_num_layers, 0);
+  EXPECT_EQ(ds.checkpoint_mtp_layers, 1);
+  EXPECT_TRUE(contains(mtp_left_out_note(ds), "preset deepseek-v3: num_nextn_predict_layers 1"))
+      << ds.checkpoint_mtp_note;
+  MegatronConfig with = parse_megatron_args({"--mtp-num-layers", "1", "--seq-length", "4096"}, {}, &ds);
+  EXPECT_EQ(with.model.mtp_num_layers, 1);
+  EXPECT_EQ(mtp_left_out_note(with.model), "");
 }
 
 // The preset as a base for a launch command line: parallel sizes come from the arguments, the

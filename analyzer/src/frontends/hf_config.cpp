@@ -40,7 +40,10 @@ enum class Family {
   Gemma3,
   MinimaxM2,
   Olmoe,
-  Ernie45Moe
+  Ernie45Moe,
+  Gemma,
+  Nemotron,
+  BailingMoeV2
 };
 
 const std::map<std::string, Family>& families() {
@@ -78,6 +81,21 @@ const std::map<std::string, Family>& families() {
       {"minimax_m2", Family::MinimaxM2},
       {"olmoe", Family::Olmoe},
       {"ernie4_5_moe", Family::Ernie45Moe},
+      // Gemma (1) / CodeGemma (Megatron-Bridge's GemmaBridge): Llama's layers with a gated tanh-GELU, tied
+      // embeddings.
+      {"gemma", Family::Gemma},
+      // Nemotron-4 / Minitron (NemotronBridge): LayerNorm (1p) with bias, a squared-ReLU MLP without a gate.
+      {"nemotron", Family::Nemotron},
+      // GLM-4.7-Flash (Glm4MoeLiteBridge): DeepSeek-V3's layers (MLA, shared experts, leading dense layers).
+      {"glm4_moe_lite", Family::DeepSeekV3},
+      // MiMo-7B (MiMoBridge): Qwen2's layers (q / k / v biases) and MTP layers.
+      {"mimo", Family::Qwen2},
+      // Ling 2.0 (BailingMoeV2Bridge): GQA with q / k norms, leading dense layers, shared experts.
+      {"bailing_moe_v2", Family::BailingMoeV2},
+      // Ministral 3's language model (the text_config of Mistral3ForConditionalGeneration; Ministral3Bridge)
+      // and Ministral: Mistral's layers.
+      {"ministral3", Family::Mistral},
+      {"ministral", Family::Mistral},
   };
   return f;
 }
@@ -108,6 +126,12 @@ const std::map<std::string, std::string>& architectures() {
       {"Qwen3_5ForCausalLM", "qwen3_5_text"},
       {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
       {"GptOssForCausalLM", "gpt_oss"},
+      {"GemmaForCausalLM", "gemma"},
+      {"NemotronForCausalLM", "nemotron"},
+      {"Glm4MoeLiteForCausalLM", "glm4_moe_lite"},
+      {"MiMoForCausalLM", "mimo"},
+      {"BailingMoeV2ForCausalLM", "bailing_moe_v2"},
+      {"MinistralForCausalLM", "ministral"},
   };
   return a;
 }
@@ -252,13 +276,22 @@ void set_moe_pattern(ModelSpec& m, std::vector<bool> pattern) {
   m.moe.layer_is_moe = std::move(pattern);
 }
 
-/// A checkpoint's MTP layers (num_nextn_predict_layers) are not in the model a Megatron-Bridge import builds
-/// (its DeepSeek, GLM and Qwen bridges do not map them); training sets --mtp-num-layers itself.
-void warn_mtp_left_out(const Fields& f, std::vector<std::string>* warnings, const std::string& source) {
-  if (I64 mtp = f.non_negative_or("num_nextn_predict_layers", 0); mtp > 0 && warnings)
-    warnings->push_back(source + ": num_nextn_predict_layers " + std::to_string(mtp) +
-                        ": the multi-token-prediction layers are left out; "
-                        "--mtp-num-layers N includes them as Megatron trains them");
+/// A checkpoint's MTP layers (num_nextn_predict_layers; Qwen3-Next / Qwen3.5's mtp_num_hidden_layers) are
+/// left out of the model read from its config.json: Megatron-LM builds them only under --mtp-num-layers, the
+/// flag a launch gives (Megatron-Bridge's AutoBridge maps the field to mtp_num_layers, so a Bridge recipe
+/// trains them unless it sets mtp_num_layers None).  Recorded with the note that says so, which a command
+/// prints only if its launch does not build them (mtp_left_out_note()).
+void note_mtp_left_out(const Fields& f, ModelSpec& m, const std::string& source) {
+  for (const char* field : {"num_nextn_predict_layers", "mtp_num_hidden_layers"})
+    if (I64 mtp = f.non_negative_or(field, 0); mtp > 0) {
+      m.checkpoint_mtp_layers = static_cast<int>(mtp);
+      m.checkpoint_mtp_note =
+          source + ": " + field + " " + std::to_string(mtp) +
+          ": the multi-token-prediction layers are left out (Megatron-LM builds them only "
+          "under --mtp-num-layers; a Megatron-Bridge import maps them); --mtp-num-layers " +
+          std::to_string(mtp) + " includes them";
+      return;
+    }
 }
 
 /// Common to every llama-like family: geometry, vocabulary, norm and position embedding.
@@ -273,6 +306,9 @@ void read_llama_like(const Fields& f, ModelSpec& m) {
                                              std::to_string(m.num_attention_heads) + " attention heads");
   if (f.present("head_dim")) {
     m.kv_channels = f.positive("head_dim");
+  } else if (f.present("kv_lora_rank")) {
+    m.kv_channels =
+        0;  // multi-latent attention: read_mla sets the head sizes (GLM-4.7-Flash: 2048 / 20 heads)
   } else {
     if (m.hidden_size % m.num_attention_heads != 0)
       throw f.error("hidden_size", std::to_string(m.hidden_size) +
@@ -366,14 +402,18 @@ void read_uniform_moe(const Fields& f, ModelSpec& m, const char* experts_field, 
   m.moe.ffn_hidden_size = m.ffn_hidden_size;
 }
 
+/// DeepSeek's MoE layout (also GLM-4.5, GLM-4.7-Flash, Ling 2.0): `experts_field` routed experts of
+/// moe_intermediate_size, top num_experts_per_tok, `shared_field` shared experts of the same width fused
+/// into one, group-limited routing, first_k_dense_replace dense layers and moe_layer_freq.
 void read_deepseek_moe(const Fields& f, ModelSpec& m, std::vector<std::string>* warnings,
-                       const std::string& source) {
-  if (!f.present("n_routed_experts")) return;  // a dense DeepSeek
-  m.moe.num_experts = static_cast<int>(f.positive("n_routed_experts"));
+                       const std::string& source, const char* experts_field = "n_routed_experts",
+                       const char* shared_field = "n_shared_experts") {
+  if (!f.present(experts_field)) return;  // a dense DeepSeek
+  m.moe.num_experts = static_cast<int>(f.positive(experts_field));
   m.moe.router_topk = static_cast<int>(f.positive("num_experts_per_tok"));
-  check_topk(f, m, "n_routed_experts");
+  check_topk(f, m, experts_field);
   m.moe.ffn_hidden_size = f.positive("moe_intermediate_size");
-  m.moe.shared_expert_ffn_hidden_size = f.non_negative_or("n_shared_experts", 0) * m.moe.ffn_hidden_size;
+  m.moe.shared_expert_ffn_hidden_size = f.non_negative_or(shared_field, 0) * m.moe.ffn_hidden_size;
   // Group-limited routing (DeepSeek-V3: n_group 8, topk_group 4); V2-Lite's n_group 1 is no limit.
   I64 groups = f.non_negative_or("n_group", 0), group_topk = f.non_negative_or("topk_group", 0);
   if (groups > 1 && group_topk > 0 && group_topk < groups && m.moe.num_experts % groups == 0) {
@@ -605,6 +645,10 @@ std::string json_error_line(const std::string& text, std::size_t byte) {
 
 }  // namespace
 
+std::string mtp_left_out_note(const ModelSpec& final_model) {
+  return final_model.mtp_num_layers > 0 ? std::string() : final_model.checkpoint_mtp_note;
+}
+
 const std::vector<std::string>& supported_hf_model_types() {
   static const std::vector<std::string> types = [] {
     std::vector<std::string> t;
@@ -654,6 +698,14 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       {"deepseek_v32", "DeepSeek sparse attention (an indexer picks the keys each query attends)"},
       {"glm_moe_dsa", "DeepSeek sparse attention (an indexer picks the keys each query attends)"},
       {"gemma2", "Gemma 2's attention-logit soft-capping"},
+      {"deepseek_v4", "DeepSeek-V4's compressed sparse attention and hash routing"},
+      {"falcon_h1", "Falcon-H1's attention and Mamba mixers side by side in one layer"},
+      {"nemotron-nas",
+       "a heterogeneous stack (block_configs: per-layer attention and FFN; Megatron's "
+       "--heterogeneous-layers-config-path)"},
+      {"exaone4", "EXAONE 4's post-norm-only layers (no norm before attention and MLP)"},
+      {"olmo2", "OLMo 2's post-norm-only layers (no norm before attention and MLP)"},
+      {"olmo3", "OLMo 3's post-norm-only layers (no norm before attention and MLP)"},
   };
   if (auto r = refused.find(type); r != refused.end())
     throw InputError(source + ": model_type", "'" + type + "': " + r->second +
@@ -693,6 +745,43 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
     case Family::Qwen2:
       read_llama_like(f, m);
       m.add_qkv_bias = true;  // Qwen2Attention: q/k/v projections with bias, o_proj without
+      note_mtp_left_out(f, m, source);  // MiMo
+      break;
+    case Family::Gemma:
+      // Gemma (transformers' configuration_gemma.py; Megatron-Bridge's GemmaBridge): Llama's geometry with
+      // head_dim 256, a gated tanh-GELU (priced as SwiGLU: the same shapes), RMSNorm, embeddings always tied.
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      m.untie_embeddings_and_output_weights = false;
+      break;
+    case Family::Nemotron: {
+      // Nemotron-4 / Minitron (transformers' configuration_nemotron.py; NemotronBridge): LayerNorm1P (a
+      // LayerNorm with weight and bias), an MLP of up_proj → hidden_act → down_proj without a gate (relu2:
+      // squared ReLU), partial rotary (priced as full: the rotation's time is in the attention's elementwise
+      // ops), untied embeddings.
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      m.normalization = Normalization::LayerNorm;
+      const std::string act = f.string_or("hidden_act", "relu2");
+      if (act == "relu2")
+        m.activation = Activation::SquaredReLU;
+      else if (act == "gelu" || act == "gelu_pytorch_tanh")
+        m.activation = Activation::GeLU;
+      else
+        throw f.error("hidden_act", "'" + act + "' is not modelled for nemotron (relu2, gelu)");
+      break;
+    }
+    case Family::BailingMoeV2:
+      // Ling 2.0 (BailingMoeV2Bridge): GQA with q / k norms and optional q / k / v biases (use_qkv_bias),
+      // DeepSeek's MoE layout under its own field names (num_experts, num_shared_experts of
+      // moe_intermediate_size, first_k_dense_replace, group-limited routing), MTP layers left out.
+      read_llama_like(f, m);
+      m.qk_layernorm = f.boolean_or("use_qk_norm", true);
+      m.add_qkv_bias = f.boolean_or("use_qkv_bias", false);
+      if (f.boolean_or("use_bias", false))
+        throw f.error("use_bias", "linear biases are not modelled for bailing_moe_v2");
+      read_deepseek_moe(f, m, warnings, source, "num_experts", "num_shared_experts");
+      note_mtp_left_out(f, m, source);
       break;
     case Family::Qwen2Moe:
       read_llama_like(f, m);
@@ -770,7 +859,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
         for (int i = 0; i < static_cast<int>(start); ++i) pattern[i] = false;
       }
       set_moe_pattern(m, std::move(pattern));
-      warn_mtp_left_out(f, warnings, source);
+      note_mtp_left_out(f, m, source);
       break;
     }
     case Family::Olmoe:
@@ -802,14 +891,14 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       m.add_qkv_bias = f.boolean_or("attention_bias", false);
       m.qk_layernorm = f.boolean_or("use_qk_norm", false);
       read_deepseek_moe(f, m, warnings, source);
-      warn_mtp_left_out(f, warnings, source);
+      note_mtp_left_out(f, m, source);
       break;
     case Family::Qwen3Next:
       read_llama_like(f, m);
       read_biases(f, m, warnings, source);
       read_qwen3_next(f, m);
       read_qwen_moe(f, m, /*shared=*/true, warnings, source);
-      warn_mtp_left_out(f, warnings, source);
+      note_mtp_left_out(f, m, source);
       break;
     case Family::DeepSeek:
     case Family::DeepSeekV2:
@@ -818,7 +907,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       read_biases(f, m, warnings, source);
       if (fam->second != Family::DeepSeek) read_mla(f, m);
       read_deepseek_moe(f, m, warnings, source);
-      warn_mtp_left_out(f, warnings, source);
+      note_mtp_left_out(f, m, source);
       break;
   }
   if (fam->second == Family::Mistral || fam->second == Family::Mixtral || fam->second == Family::GptOss ||

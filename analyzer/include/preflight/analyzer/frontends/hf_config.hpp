@@ -65,7 +65,9 @@ namespace preflight::analyzer {
 /// Converts a parsed config.json.
 /// @param config    the top-level JSON object
 /// @param source    how errors and the model name refer to it ("config.json", a path or a URL)
-/// @param warnings  when non-null, receives one line per simplification taken (MTP not modelled, …)
+/// @param warnings  when non-null, receives one line per simplification taken (a vision tower not counted, …;
+/// a
+///                  checkpoint's MTP layers left out go to ModelSpec::checkpoint_mtp_note instead)
 /// @throws InputError naming `<source>: <field>` for an unsupported model_type or a missing, mistyped
 ///         (non-integer, non-positive) or inconsistent field.
 ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& source,
@@ -85,6 +87,11 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source,
 /// @throws InputError for a missing or unreadable file, a failed download (see http_get) or bad content.
 ModelSpec load_hf_config(const std::string& path_or_url, std::vector<std::string>* warnings = nullptr,
                          const HttpOptions& http = {});
+
+/// The note of a checkpoint's MTP layers left out (ModelSpec::checkpoint_mtp_note) when `final_model` — the
+/// model after the launch's flags — builds none; empty when it builds them (`--mtp-num-layers N`) or the
+/// checkpoint has none.  Each command adds it to its warnings.
+std::string mtp_left_out_note(const ModelSpec& final_model);
 
 /// The `model_type` values understood, sorted.
 const std::vector<std::string>& supported_hf_model_types();

@@ -212,6 +212,11 @@ struct ModelSpec {
   /// embedding (Megatron, kept in sync by the embedding group); false when the framework shares the one
   /// parameter across stages (MindFormers DeepSeek-V3).
   bool mtp_embedding_copy = true;
+  /// A checkpoint's MTP depth that is not built (a config.json's num_nextn_predict_layers /
+  /// mtp_num_hidden_layers: Megatron-LM builds them only under `--mtp-num-layers`), with the note that says
+  /// so; the note is printed only if the final model has no MTP layers (mtp_left_out_note()).  0 / "": none.
+  int checkpoint_mtp_layers = 0;
+  std::string checkpoint_mtp_note;
 
   bool gated() const { return activation == Activation::SwiGLU; }
   /// Bias present in the qkv projection.
