@@ -840,3 +840,26 @@ TEST(HfConfig, MimoAndMinistral3) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_TRUE(contains(warnings[0], "text_config")) << warnings[0];
 }
+
+// GLM-4-9B-0414 (model_type glm4): q / k / v biases, 2 key/value heads, and a norm after attention and after
+// the MLP besides the two before them.  By hand: 40 · (4096 · 4096 + 2 · 4096 · 256 + 4096 + 2 · 256 + 4096 ·
+// 4096 + 3 · 4096 · 13696 + 4 · 4096) + 2 · 151552 · 4096 + 4096 = 9,400,279,040 (Zhipu's 9.4 B);
+// GLM-4-9B-chat (glm) has the two norms a layer fewer.
+TEST(HfConfig, Glm4SandwichNormsAndGlm) {
+  const std::string glm4 =
+      R"({"architectures": ["Glm4ForCausalLM"], "model_type": "glm4", "hidden_size": 4096,
+      "intermediate_size": 13696, "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2,
+      "head_dim": 128, "attention_bias": true, "partial_rotary_factor": 0.5, "vocab_size": 151552,
+      "tie_word_embeddings": false})";
+  const ModelSpec m = parse_hf_config(glm4, "config.json");
+  EXPECT_TRUE(m.sandwich_norms);
+  EXPECT_TRUE(m.add_qkv_bias);
+  EXPECT_FALSE(m.add_bias_linear);
+  EXPECT_EQ(count_parameters(m), 9'400'279'040);
+  std::string glm = glm4;
+  glm.replace(glm.find("\"glm4\""), 6, "\"glm\"");
+  glm.replace(glm.find("Glm4ForCausalLM"), 15, "GlmForCausalLM");
+  const ModelSpec g = parse_hf_config(glm, "config.json");
+  EXPECT_FALSE(g.sandwich_norms);
+  EXPECT_EQ(count_parameters(g), 9'400'279'040 - 40 * 2 * 4096);
+}

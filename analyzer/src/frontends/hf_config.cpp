@@ -43,7 +43,9 @@ enum class Family {
   Ernie45Moe,
   Gemma,
   Nemotron,
-  BailingMoeV2
+  BailingMoeV2,
+  Glm,
+  Glm4
 };
 
 const std::map<std::string, Family>& families() {
@@ -96,6 +98,14 @@ const std::map<std::string, Family>& families() {
       // and Ministral: Mistral's layers.
       {"ministral3", Family::Mistral},
       {"ministral", Family::Mistral},
+      // GLM-4-9B (glm: q / k / v biases, partial rotary) and GLM-4-0414 / GLM-Z1 (glm4: the same with a norm
+      // after attention and after the MLP, as Gemma 3); GLM-4.1V's language model is glm4's.
+      {"glm", Family::Glm},
+      {"glm4", Family::Glm4},
+      {"glm4v_text", Family::Glm4},
+      // GLM-4.5V's language model: GLM-4.5's layers.
+      {"glm4v_moe_text", Family::Glm4Moe},
+      {"qwen2_vl_text", Family::Qwen2},
   };
   return f;
 }
@@ -132,6 +142,8 @@ const std::map<std::string, std::string>& architectures() {
       {"MiMoForCausalLM", "mimo"},
       {"BailingMoeV2ForCausalLM", "bailing_moe_v2"},
       {"MinistralForCausalLM", "ministral"},
+      {"GlmForCausalLM", "glm"},
+      {"Glm4ForCausalLM", "glm4"},
   };
   return a;
 }
@@ -746,6 +758,15 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       read_llama_like(f, m);
       m.add_qkv_bias = true;  // Qwen2Attention: q/k/v projections with bias, o_proj without
       note_mtp_left_out(f, m, source);  // MiMo
+      break;
+    case Family::Glm:
+    case Family::Glm4:
+      // GLM-4 (transformers' configuration_glm.py / configuration_glm4.py): Llama's geometry with q / k / v
+      // biases (attention_bias, default true; o_proj has none) and partial rotary (priced as full); glm4 adds
+      // post_self_attn_layernorm and post_mlp_layernorm on the blocks' outputs (sandwich norms).
+      read_llama_like(f, m);
+      m.add_qkv_bias = f.boolean_or("attention_bias", true);
+      m.sandwich_norms = fam->second == Family::Glm4;
       break;
     case Family::Gemma:
       // Gemma (transformers' configuration_gemma.py; Megatron-Bridge's GemmaBridge): Llama's geometry with
