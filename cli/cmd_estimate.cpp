@@ -184,10 +184,13 @@ Command estimate_command() {
         sub.add_option("--config", o->config,
                        "MindFormers training yaml: model, layout, batch and recompute (run_mindformer.py "
                        "arguments may follow --)");
+        std::string systems;
+        for (const auto& n : analyzer::cost::system_preset_names())
+          systems += (systems.empty() ? "" : ", ") + n;
         sub.add_option("--system", o->system,
-                       "SimuMax system JSON or preset: a100_pcie, b200_bf16_ceperm (SimuMax's calibrations), "
-                       "a100-sxm-40gb, a100-sxm-80gb, h100-sxm, h800, h200, b200, gb200, b300, gb300, "
-                       "mi300x, ascend-910b")
+                       "SimuMax system JSON or preset (a100_pcie and b200_bf16_ceperm are SimuMax's "
+                       "calibrations; a product name such as H100 or DGX-B200 also selects one): " +
+                           systems)
             ->capture_default_str();
         sub.add_option("--gpus-per-node", o->gpus_per_node,
                        "devices per node (the fast intra-node domain); default: the system's");

@@ -339,10 +339,10 @@ Command search_command() {
       [](CLI::App& sub) -> std::function<int()> {
         auto o = std::make_shared<SearchOptions>();
         sub.add_option("--model", o->model, "SimuMax model JSON, simumax:<name>, config.json or preset");
-        sub.add_option(
-               "--system", o->system,
-               "SimuMax system JSON or preset (a100_pcie, b200_bf16_ceperm, a100-sxm-80gb, h100-sxm, h800, "
-               "h200, b200, gb200, b300, gb300, mi300x, ascend-910b, …)")
+        std::string systems;
+        for (const auto& n : analyzer::cost::system_preset_names())
+          systems += (systems.empty() ? "" : ", ") + n;
+        sub.add_option("--system", o->system, "SimuMax system JSON or preset: " + systems)
             ->capture_default_str();
         sub.add_option("--gpus-per-node", o->gpus_per_node, "devices per node; default: the system's");
         sub.add_option(

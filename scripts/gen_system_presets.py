@@ -48,11 +48,17 @@ SYSTEMS = {
     "a100-sxm-80gb": (312, 0, 80, 2039, 300, 8, 25, "a100",
                       "NVIDIA A100 datasheet (SXM4 80GB: 312 TFLOPS BF16 dense, 2,039 GB/s, NVLink 600 GB/s); "
                       "DGX A100: 8x HDR 200 Gb/s"),
+    "a800-sxm-80gb": (312, 0, 80, 2039, 200, 8, 25, "a100",
+                      "NVIDIA A800 SXM4 80GB (the A100 80GB's compute and memory, NVLink 400 GB/s); 8x HDR 200 Gb/s"),
     "h100-sxm": (989, 1979, 80, 3350, 450, 8, 50, "b200",
                  "NVIDIA H100 datasheet (SXM5: 989 TFLOPS BF16 dense, 1,979 FP8, 80 GB, 3.35 TB/s, NVLink 900 GB/s); "
                  "DGX H100: 8x NDR 400 Gb/s"),
     "h800": (989, 1979, 80, 3350, 200, 8, 50, "b200",
              "NVIDIA H800 SXM5 (H100 compute, NVLink 400 GB/s); 8x 400 Gb/s per node"),
+    # H20 (HGX H20): Hopper with 78 SMs, so a sixth of the H100's tensor-core rate, more HBM and the full NVLink.
+    "h20": (148, 296, 96, 4000, 450, 8, 50, "b200",
+            "NVIDIA H20 (HGX H20 SXM5: 148 TFLOPS BF16 dense, 296 FP8, 96 GB HBM3, 4.0 TB/s, NVLink 900 GB/s); "
+            "8x 400 Gb/s per node"),
     "h200": (989, 1979, 140, 4800, 450, 8, 50, "b200",
              "NVIDIA H200 datasheet (SXM: 989 TFLOPS BF16 dense, 141 GB, 4.8 TB/s, NVLink 900 GB/s); "
              "8x NDR 400 Gb/s"),
@@ -76,6 +82,9 @@ SYSTEMS = {
     "mi300x": (1307, 2615, 192, 5300, 448, 8, 50, "b200",
                "AMD Instinct MI300X datasheet (1,307 TFLOPS BF16 dense, 2,615 FP8, 192 GB, 5.3 TB/s, Infinity "
                "Fabric 7x 128 GB/s peer links, 896 GB/s aggregate); 8x 400 Gb/s per node"),
+    "mi325x": (1307, 2615, 256, 6000, 448, 8, 50, "b200",
+               "AMD Instinct MI325X datasheet (MI300X's 1,307 TFLOPS BF16 dense and 2,615 FP8, 256 GB HBM3E, 6 TB/s, "
+               "the same Infinity Fabric: 7x 128 GB/s peer links); 8x 400 Gb/s per node"),
     "ascend-910b": (313, 0, 64, 1600, 196, 8, 25, "b200",
                     "Huawei Atlas 800T A2 / Ascend 910B (313 TFLOPS FP16, 64 GB HBM2e, 1.6 TB/s, HCCS full mesh "
                     "7x 56 GB/s = 392 GB/s); 8x 200 Gb/s RoCE"),
@@ -115,8 +124,9 @@ STRAGGLER = {"a100-sxm-40gb": 0.09, "a100-sxm-80gb": 0.09}
 # 0 ... 1 % without it (residual RMS 2.2 % -> 1.1 %; the 7 FP8 pairs, held out, 3.8 % -> 2.8 %).  SimuMax's 0.09
 # priced the 2024-25 multi-node runs 5 ... 17 % slow.
 _nvidia_straggler = fit("nvidia_straggler", 0.0153)
-for _n in ("h100-sxm", "h200", "h800", "b200", "gb200", "b300", "gb300"):
+for _n in ("h100-sxm", "h200", "h800", "h20", "b200", "gb200", "b300", "gb300"):
     STRAGGLER[_n] = _nvidia_straggler
+STRAGGLER["a800-sxm-80gb"] = STRAGGLER["a100-sxm-80gb"]
 # Host time of a MoE layer's routed experts (`moe_host_us_per_expert`: µs per local expert and pass).  A dropless
 # MoE layer copies its tokens-per-expert counts to the host before the experts run (TE's GroupedLinear takes
 # them as a host list), and the GPU then waits while the host launches a GEMM and its quantization per local
@@ -129,7 +139,7 @@ _moe_host = fit("moe_host_us", 61.02)
 MOE_HOST_US = {n: (_moe_host, "fitted on NeMo's six B200 MXFP8 MoE rows (Qwen3-30B-A3B, Qwen3-235B-A22B, "
                               "DeepSeek-V3; 26.02 ... 26.04.01) with the FP8 grouped GEMMs at their published rate: "
                               "the host's launches of the routed experts' kernels after the tokens-per-expert copy")
-               for n in ("h100-sxm", "h200", "h800", "b200", "b300")}
+               for n in ("h100-sxm", "h200", "h800", "h20", "b200", "b300")}
 # Grace-hosted parts (GB200 / GB300 NVL72): the same launches cost the Arm host more — NVIDIA's DeepSeek-V3 on
 # GB200 write-up gains ~10 % from binding each process to its GPU's NUMA node and asks for the CPUs' highest boost
 # clocks.  A factor on the host time, least squares on NeMo's GB200 / GB300 MXFP8 MoE rows (Qwen3-30B-A3B, Qwen3-
@@ -145,11 +155,12 @@ for _n in ("gb200", "gb300"):
 # them drives k - 1 of each device's 7 links, so its intra-node bandwidth is (k - 1) / 7 of the figure above
 # (primitives.cpp).  Atlas 800T A2: HCCS between every pair of the 8 910Bs; MI300X: Infinity Fabric, 7 peer
 # links per GPU.  NVLink nodes have NVSwitches (any subset at the full rate).
-FULL_MESH = ("ascend-910b", "mi300x")
+FULL_MESH = ("ascend-910b", "mi300x", "mi325x")
 RING_STEP_LATENCY_US = 8
 # Streaming multiprocessors per device (spec sheets / whitepapers; MI300X: compute units); Ascend unknown (0).
 # B300: 148 as a B300 SXM6 AC reports (multiProcessorCount; the Blackwell Ultra die has 160).
-SM_COUNT = {"a100-sxm-40gb": 108, "a100-sxm-80gb": 108, "h100-sxm": 132, "h800": 132, "h200": 132,
+SM_COUNT = {"a100-sxm-40gb": 108, "a100-sxm-80gb": 108, "a800-sxm-80gb": 108, "h100-sxm": 132, "h800": 132,
+            "h200": 132, "h20": 78, "mi325x": 304,
             "b200": 148, "gb200": 148, "b300": 148, "gb300": 160, "mi300x": 304}
 FITTED = {
     "a100-sxm-40gb": A100_FIT,
@@ -157,6 +168,9 @@ FITTED = {
     "h100-sxm": HOPPER_FIT,
     "h200": HOPPER_FIT,
     "h800": HOPPER_FIT,
+    # Transferred from the same GPU generation, unfitted on their own: no published measurement in the corpus.
+    "h20": HOPPER_FIT,
+    "a800-sxm-80gb": A100_FIT,
     "ascend-910b": ASCEND_FIT,
     "b200": (1.0569, 1.173,
              "fitted on tests/data/time_corpus/b200_llama3.json and b200_deepseek.json (SimuMax v1.2's B200 table: "
@@ -230,7 +244,7 @@ HOPPER_FP8 = (fit("hopper_fp8", 0.9736), "fitted on the 11 rows of tests/data/ti
                      "pass): the 70B rows +3.5 ... +6.3 %, the 405B rows -8.2 ... +1.4 % (with the rows' recipe, tensorwise, the "
                      "least-squares value is 0.957, within the 3 % the presets' test allows); the other H100 files "
                      "held out")
-for _n in ("h100-sxm", "h200", "h800"):
+for _n in ("h100-sxm", "h200", "h800", "h20"):
     FP8_FITTED[_n] = HOPPER_FP8
 FP8_FITTED["gb200"] = (FP8_FITTED["b200"][0], "the b200 preset's, transferred: " + FP8_FITTED["b200"][1])
 # Blackwell Ultra (B300 / GB300) carries B200's fits the same way (its doubled attention-softmax rate, SFU
@@ -267,6 +281,7 @@ A100_GROUPS = ({"gemm": 1.0223, "attention": 0.952, "memory": 0.9591, "all_reduc
 GROUP_FITTED = {
     "a100-sxm-40gb": A100_GROUPS,
     "a100-sxm-80gb": A100_GROUPS,
+    "a800-sxm-80gb": A100_GROUPS,
     "b200": ({"gemm": 0.9982, "attention": 1.0514, "memory": 0.8549, "all_reduce": 0.9984, "all_gather": 1.0457,
               "reduce_scatter": 0.9039, "all2all": 1.4544, "p2p": 1.0044},
              "per-group fit on the same 43 runs: largest |error| 9.4 % -> 7.0 % (DeepSeek 9.4 % -> 7.0 %, Llama-3 "
@@ -303,7 +318,8 @@ HOPPER_GROUPED = ({"grouped_gemm": fit("hopper_grouped", 1.2199), "fp8_grouped_g
                   "grouped-GEMM scales fitted on NeMo's H100 MoE rows (FP8: Qwen3-30B-A3B, Qwen3-235B-A22B and "
                   "DeepSeek-V3, 8 runs, with the experts' host time priced apart; BF16: GPT-OSS-120B, 4 runs, "
                   "16-bit grouped GEMMs paying no host time): largest |error| 3.6 %")
-GROUP_FITTED.update({"h100-sxm": HOPPER_GROUPED, "h200": HOPPER_GROUPED, "h800": HOPPER_GROUPED})
+GROUP_FITTED.update({"h100-sxm": HOPPER_GROUPED, "h200": HOPPER_GROUPED, "h800": HOPPER_GROUPED,
+                     "h20": HOPPER_GROUPED})
 for _n in ("gb200",) + BLACKWELL_ULTRA:
     GROUP_FITTED[_n] = (GROUP_FITTED["b200"][0], "the b200 preset's, transferred: " + GROUP_FITTED["b200"][1],
                         GROUP_FITTED["b200"][2])
@@ -336,7 +352,8 @@ HOPPER_BF16_GEMM = (fit("hopper_bf16_gemm", 0.89), "fitted on the five smallest-
                           "(NVIDIA dgxc-benchmarking, NeMo 24.09 / 24.05 on DGX-H100: Llama-3.1 8B, 70B, 405B, "
                           "Nemotron-4 15B, GPT-3 175B): largest |error| 10.8 % -> 2.7 %; the BF16 rows at 128 ... 2304 "
                           "GPUs held out")
-BF16_GEMM_FITTED = {"h100-sxm": HOPPER_BF16_GEMM, "h200": HOPPER_BF16_GEMM, "h800": HOPPER_BF16_GEMM}
+BF16_GEMM_FITTED = {"h100-sxm": HOPPER_BF16_GEMM, "h200": HOPPER_BF16_GEMM, "h800": HOPPER_BF16_GEMM,
+                    "h20": HOPPER_BF16_GEMM}
 GEMM_OPS = ("matmul",)
 FP8_GEMM_OPS = ("fp8_matmul",)
 GROUPED_GEMM_OPS = ("group_matmul",)

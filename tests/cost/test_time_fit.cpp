@@ -1023,6 +1023,9 @@ TEST(TimeFit, SystemPresetsByProductName) {
   EXPECT_EQ(cost::system_preset_for("a100-pcie"), "a100_pcie");
   EXPECT_EQ(cost::system_preset_for("910B"), "ascend-910b");
   EXPECT_EQ(cost::system_preset_for("MI300"), "mi300x");
+  EXPECT_EQ(cost::system_preset_for("A800"), "a800-sxm-80gb");
+  EXPECT_EQ(cost::system_preset_for("NVIDIA_H20"), "h20");
+  EXPECT_EQ(cost::system_preset_for("MI325X"), "mi325x");
   EXPECT_EQ(cost::system_preset_for("h100-pcie"), "");  // no preset for the PCIe card
   EXPECT_EQ(cost::system_preset_for("a100"), "");
   EXPECT_EQ(cost::system_preset_choices("A100").size(), 2u);
@@ -1033,6 +1036,37 @@ TEST(TimeFit, SystemPresetsByProductName) {
   } catch (const preflight::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("a100-sxm-40gb, a100-sxm-80gb"), std::string::npos) << e.what();
   }
+}
+
+// The spec-sheet presets without a published run of their own (A800, H20, MI325X): their peak rates, memory
+// and links from the spec sheet, every efficiency their sibling's (A100-80GB, H100, MI300X), so a run's time
+// differs from the sibling's only through the rates — the H800 / H100 pair's rule.
+TEST(SystemPresets, SiblingsWithoutTheirOwnRuns) {
+  struct Case {
+    const char* name;
+    const char* sibling;
+    double bf16_tflops, mem_gib, hbm_gbps, link_gbps;
+    int sm;
+  };
+  for (const Case& c : {Case{"a800-sxm-80gb", "a100-sxm-80gb", 312, 80, 2039, 200, 108},
+                        Case{"h20", "h100-sxm", 148, 96, 4000, 450, 78},
+                        Case{"mi325x", "mi300x", 1307, 256, 6000, 448, 304}}) {
+    const SystemSpec s = cost::load_simumax_system(c.name), sib = cost::load_simumax_system(c.sibling);
+    EXPECT_DOUBLE_EQ(s.op.at("matmul").tflops, c.bf16_tflops) << c.name;
+    EXPECT_DOUBLE_EQ(s.mem_gib, c.mem_gib) << c.name;
+    EXPECT_DOUBLE_EQ(s.memory_bw.at("default").gbps, c.hbm_gbps) << c.name;
+    EXPECT_DOUBLE_EQ(s.networks.at("high_intra_node").bandwidth.gbps, c.link_gbps) << c.name;
+    EXPECT_EQ(s.sm_count, c.sm) << c.name;
+    for (const auto& [op, o] : sib.op) {
+      EXPECT_DOUBLE_EQ(s.op.at(op).efficient_factor, o.efficient_factor) << c.name << " " << op;
+      EXPECT_EQ(s.op.at(op).accurate_efficient_factor.size(), o.accurate_efficient_factor.size()) << c.name;
+    }
+    EXPECT_EQ(s.straggler_coefficient, sib.straggler_coefficient) << c.name;
+    EXPECT_EQ(s.moe_host_us_per_expert, sib.moe_host_us_per_expert) << c.name;
+  }
+  // H20 has an FP8 rate (296 TFLOP/s dense); the A800, like the A100, has none.
+  EXPECT_DOUBLE_EQ(cost::load_simumax_system("h20").op.at("fp8_matmul").tflops, 296);
+  EXPECT_EQ(cost::load_simumax_system("a800").op.at("fp8_matmul").efficient_factor, 0);
 }
 
 // FP8 on the spec-sheet presets: where the GPU has an FP8 rate the GEMMs run at it (with the BF16
@@ -1404,7 +1438,7 @@ TEST(SystemPresets, GeneratorReproducesTheEmbeddedPresetsAndSetsOneConstant) {
               nlohmann::json::parse(read_file(out / e.path().filename())))
         << e.path().filename() << " differs from scripts/gen_system_presets.py's output: regenerate it";
   }
-  EXPECT_EQ(files, 11);
+  EXPECT_EQ(files, 14);
 
   r = run_shell(gen + " --out " + shell_quote((out / "set").string()) + " --set hopper_fp8=1.1");
   ASSERT_EQ(r.exit_code, 0) << r.err;

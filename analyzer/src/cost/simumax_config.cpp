@@ -673,6 +673,9 @@ std::string product_of(const std::string& name) {
 const std::map<std::string, std::vector<std::string>>& product_presets() {
   static const std::map<std::string, std::vector<std::string>> m = {
       {"a100", {"a100-sxm-40gb", "a100-sxm-80gb"}},
+      {"a800", {"a800-sxm-80gb"}},
+      {"h20-96gb", {"h20"}},
+      {"mi325", {"mi325x"}},
       {"h100-80gb", {"h100-sxm"}},
       {"h200-141gb", {"h200"}},
       {"mi300", {"mi300x"}},
