@@ -1518,7 +1518,7 @@ TEST(SystemPresets, PublishedRunErrorsAreTheCorpusPricedAsGiven) {
       runs += c["runs"].get<int>();
     }
   }
-  EXPECT_EQ(runs, 357);  // every run of tests/data/time_corpus
+  EXPECT_EQ(runs, 361);  // every run of tests/data/time_corpus
 }
 
 }  // namespace
@@ -1593,6 +1593,30 @@ TEST(TimeFit, Nemotron35LightningRowHeldOut) {
   const cost::Estimate est = cost::estimate(r.model, r.strategy, cost::load_simumax_system("gb200"));
   const double error = (est.iteration_ms - r.measured_ms) / r.measured_ms;
   EXPECT_LT(std::fabs(error), 0.05) << error;
+}
+
+// NeMo 26.06's Llama-3-70B SFT rows on 32 GB200s / GB300s
+// (tests/data/time_corpus/{gb200,gb300}_nemo_sft.json; held out, added at stop 39): 2 (GB300, pp 2 vp 20) and
+// 8 (GB200, pp 8 vp 10) micro batches a pipeline, so the interleaved schedule's fill and drain, its p2p and
+// the exposed ends of the overlapped gradient reduce and fp8 parameter gather weigh more than in the
+// pre-training rows.  The GB200 rows (pp 8 vp 10) and GB300's FP8 row (pp 2 vp 20) within the 5 %
+// (−1.7, −3.6, −4.4 %); GB300's MXFP8 row ran 12 % slower than its FP8 current-scaling row, which the model
+// does not say (−12.1 %: guarded from getting worse).  Without the fp8 parameter gather the recipes set, the
+// GB300 rows price 15 … 16 % slower (the pp 2 stages' 35 B parameters gathered in bf16 over dp 16).
+TEST(TimeFit, LlamaSftRowsHeldOut) {
+  for (const char* file : {"gb200_nemo_sft.json", "gb300_nemo_sft.json"}) {
+    const std::string system = std::string(file).substr(0, 5);
+    const auto runs = corpus_runs(file);
+    ASSERT_EQ(runs.size(), 2u) << file;
+    for (const TimedRun& r : runs) {
+      EXPECT_EQ(r.strategy.num_microbatches(), system == "gb300" ? 2 : 8) << r.name;
+      EXPECT_TRUE(r.strategy.fp8_param_gather) << r.name;
+      const cost::Estimate est = cost::estimate(r.model, r.strategy, cost::load_simumax_system(system));
+      const double error = (est.iteration_ms - r.measured_ms) / r.measured_ms;
+      const bool mxfp8_gb300 = system == "gb300" && r.name.find("mxfp8") != std::string::npos;
+      EXPECT_LT(std::fabs(error), mxfp8_gb300 ? 0.13 : 0.05) << r.name << " " << error;
+    }
+  }
 }
 
 }  // namespace
