@@ -1,6 +1,8 @@
 // preflight logs dryrun DIR · preflight logs megatron FILE…
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -56,15 +58,44 @@ struct MegatronOptions {
   std::string calibration;
 };
 
+/// The log files a FILE argument names: the file itself, or for a directory every log under it, sorted —
+/// names ending .log / .txt / .out / .err (a job's rank_<r>.log, torchrun --log-dir's
+/// <run>/attempt_0/<r>/stdout.log).
+std::vector<std::string> megatron_log_files(const std::vector<std::string>& args) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const std::string& a : args) {
+    std::error_code ec;
+    if (!fs::is_directory(a, ec)) {
+      files.push_back(a);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (fs::recursive_directory_iterator it(a, fs::directory_options::skip_permission_denied, ec), end;
+         !ec && it != end; it.increment(ec)) {
+      if (!it->is_regular_file(ec)) continue;
+      const std::string ext = it->path().extension().string();
+      if (ext == ".log" || ext == ".txt" || ext == ".out" || ext == ".err")
+        found.push_back(it->path().string());
+    }
+    if (ec) throw InputError(a, "cannot list: " + ec.message());
+    if (found.empty()) throw InputError(a, "no log under this directory (*.log, *.txt, *.out, *.err)");
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
 int run_logs_megatron(const MegatronOptions& o) {
+  const std::vector<std::string> files = megatron_log_files(o.files);
   if (o.predict) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& f : o.files) predict_megatron_log(f, o.calibration, o.json, &out);
+    for (const auto& f : files) predict_megatron_log(f, o.calibration, o.json, &out);
     if (o.json) std::cout << nlohmann::json{{"logs", out}}.dump(2) << "\n";
     return kExitOk;
   }
   std::vector<log_parse::MegatronLog> logs;
-  for (const std::string& f : o.files) logs.push_back(log_parse::read_megatron_log(f));
+  for (const std::string& f : files) logs.push_back(log_parse::read_megatron_log(f));
   log_parse::MegatronSummary summary = log_parse::summarize_megatron(logs, o.warmup);
   if (o.json)
     std::cout << log_parse::megatron_json(logs, summary).dump(2) << "\n";
@@ -105,7 +136,10 @@ std::function<int()> add_logs_command(CLI::App& sub) {
                                    "reserved, max reserved), iteration lines, "
                                    "theoretical memory and parameter counts, with file:line; per-rank peak "
                                    "and steady-state iteration time.");
-  m->add_option("FILE", meg->files, "Megatron stdout logs (one per rank or merged)")->required();
+  m->add_option("FILE", meg->files,
+                "Megatron stdout logs (one per rank or merged), or directories of them (every *.log, *.txt, "
+                "*.out, *.err under it, e.g. torchrun --log-dir's)")
+      ->required();
   m->add_flag("--json", meg->json, "every record as JSON, with its line");
   m->add_option("--warmup", meg->warmup,
                 "iteration lines left out before the steady-state median (default: the first line and "

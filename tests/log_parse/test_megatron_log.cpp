@@ -2,6 +2,9 @@
 // worked out by hand), the 2026 format written from Megatron's f-strings, glued prints and cut lines.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "log_fixtures.hpp"
@@ -317,6 +320,34 @@ TEST(LogsMegatronCli, TablesAndJson) {
   r = run_preflight("logs megatron /nonexistent/x.log");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("preflight: error: /nonexistent/x.log: cannot open"), std::string::npos) << r.err;
+}
+
+// A directory names every log under it (torchrun --log-dir's <run>/attempt_0/<local rank>/stdout.log), read
+// as the files one by one; a directory without one is an error naming it.
+TEST(LogsMegatronCli, DirectoryOfRankLogs) {
+  namespace fs = std::filesystem;
+  const fs::path dir = preflight::test::scratch_dir() / "torchrun_logs";
+  fs::remove_all(dir);
+  for (int r = 0; r < 2; ++r) {
+    fs::create_directories(dir / "run" / "attempt_0" / std::to_string(r));
+    std::ofstream(dir / "run" / "attempt_0" / std::to_string(r) / "stdout.log")
+        << " [2026-11-27 10:00:0" << r << "] iteration        3/     100 | consumed samples:          768 | "
+        << "elapsed time per iteration (ms): " << (r == 0 ? "1228.0" : "1240.0")
+        << " | learning rate: 1.000000E-05 | global batch size:   256 | lm loss: 1.003800E+01 |\n"
+        << "[Rank " << r << "] (after 3 iterations) memory (MB) | allocated: 1000.0 | max allocated: "
+        << (r == 0 ? "5000.5" : "6000.5") << " | reserved: 7000.0 | max reserved: 7000.0\n";
+  }
+  std::ofstream(dir / "run" / "notes.json") << "{}";  // not a log: skipped
+  RunResult r = run_preflight("logs megatron " + shell_quote(dir.string()) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["ranks"].size(), 2u);
+  EXPECT_EQ(j["ranks"][1]["max_allocated_mib"], 6000.5);
+  EXPECT_NE(j["ranks"][1]["file"].get<std::string>().find("attempt_0/1/stdout.log"), std::string::npos);
+  fs::create_directories(dir / "empty");
+  r = run_preflight("logs megatron " + shell_quote((dir / "empty").string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("empty: no log under this directory"), std::string::npos) << r.err;
 }
 
 // Megatron-DeepSpeed logs (tests/data/megatron_logs, quoted from public issues): torchrun's `--tee` prefix on
