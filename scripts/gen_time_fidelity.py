@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes analyzer/data/fidelity/time_errors.json: how far `preflight estimate` was off on the published
 measured iteration times of tests/data/time_corpus, per system preset and run class ("moe mxfp8": dense or MoE, prefixed
-"hybrid " for a hybrid Mamba model, "gdn " with gated delta net layers, and the GEMMs' precision), each run priced on the system it ran on as given (`preflight calibrate --fit-time`'s
+"hybrid " for a hybrid Mamba model, "gdn " with gated delta net layers, "lora " for LoRA fine-tuning, and the GEMMs' precision), each run priced on the system it ran on as given (`preflight calibrate --fit-time`'s
 error before the fit).  The binary embeds the file and prints the range of an estimate's class with it
 (analyzer/include/preflight/analyzer/cost/fidelity.hpp).  Re-run after a change of the cost model, the presets or
 the corpora; tests/cost/test_time_fit.cpp checks that the embedded file is this script's output.

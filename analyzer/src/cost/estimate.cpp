@@ -159,13 +159,17 @@ double flops_per_token(const ModelSpec& m, std::int64_t vocab, std::int64_t seq)
   res += 3 * gdn_layers * m.gdn.layer_flops_per_token(m.hidden_size);
   res += 6 * La * (qkv + proj) + 6 * L * mlp * factor;
   double s = static_cast<double>(seq);
+  double attention = 0;
   if (m.mla.enabled)
-    res +=
+    attention =
         6 * La * (s * (m.mla.qk_head_dim + m.mla.qk_pos_emb_head_dim) * heads + s * m.mla.v_head_dim * heads);
   else
-    res += 6 * La * (2 * s * h);
+    attention = 6 * La * (2 * s * h);
   res += 6 * h * static_cast<double>(vocab);
-  return res;
+  // LoRA: the frozen weights' GEMMs run forward and input gradient only (2 of 3), the attention all three;
+  // the adapters' FLOPs are not counted (Megatron-Bridge flop_utils.py, its LoRA branch).
+  if (m.lora.enabled()) res *= 2.0 / 3.0;
+  return res + attention;
 }
 
 namespace {
@@ -845,9 +849,10 @@ DpComm dp_time(const Estimate& est, const Ctx& c, const ModelMemory& mem, const 
   auto to_param = [&](double grad_bytes) { return grad_bytes / c.main_grad * c.e; };
   // --fp8-param-gather: the gathered parameters are the weights as stored — 1 byte per element of the fp8
   // GEMMs' weights, 2 for the rest — which is what the leaves' weight bytes count (unsharded below ZeRO 3).
+  // (LoRA: only the adapters are gathered — 16-bit, as their gradients count them.)
   const bool fp8_params = est.strategy.fp8_param_gather && est.strategy.fp8 != Fp8Format::None &&
                           !est.strategy.simumax_compat && c.zero < 3 && !c.shard_weights &&
-                          c.param_bytes == 0;
+                          c.param_bytes == 0 && !est.model.lora.enabled();
   out.dense =
       helper(mem.dense_grad_bytes, fp8_params ? mem.dense_weight_bytes : to_param(mem.dense_grad_bytes),
              c.nets.dp, c.dp * c.cp, CommGroup::DpCp);
@@ -1169,6 +1174,8 @@ Estimate estimate(const ModelSpec& model, const Strategy& given, const SystemSpe
   const Strategy strategy = cost_model_layout(model, given, layout_warnings);
   if (strategy.optimizer == Optimizer::Muon && strategy.simumax_compat)
     throw InputError("--optimizer", "Muon is not in SimuMax v1.2's model; drop --simumax-compat to price it");
+  if (model.lora.enabled() && strategy.simumax_compat)
+    throw InputError("--lora-rank", "LoRA is not in SimuMax v1.2's model; drop --simumax-compat to price it");
   if (model.hybrid() && strategy.simumax_compat)
     throw InputError(
         "--hybrid-layer-pattern",

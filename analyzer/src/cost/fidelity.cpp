@@ -62,8 +62,9 @@ std::string time_run_class(const ModelSpec& model, const Strategy& strategy) {
                                                                           : "fp8";
   // Gated delta net layers make a class of their own (no published run has them: an estimate of one says it
   // is unchecked rather than borrowing the softmax-attention runs' errors).
-  return std::string(model.hybrid() ? "hybrid " : "") + (model.has_gdn() ? "gdn " : "") +
-         (model.moe.enabled() ? "moe " : "dense ") + precision;
+  // LoRA too: its step has no weight-gradient GEMMs, so its errors are not the pre-training runs'.
+  return std::string(model.lora.enabled() ? "lora " : "") + (model.hybrid() ? "hybrid " : "") +
+         (model.has_gdn() ? "gdn " : "") + (model.moe.enabled() ? "moe " : "dense ") + precision;
 }
 
 PublishedCheck published_check(const std::string& preset, const std::string& run_class) {

@@ -62,6 +62,8 @@ const char* leaf_kind_name(LeafKind kind) {
       return "MambaScan";
     case LeafKind::GatedDeltaRule:
       return "GatedDeltaRule";
+    case LeafKind::LoraAdapter:
+      return "LoraAdapter";
   }
   return "?";
 }
@@ -433,6 +435,45 @@ void price_bias_dropout_add(const Ctx& c, Leaf& l) {
   price_passes(c, l, "default", "default", "default");
 }
 
+// --- LoRA adapter (Megatron-Bridge ParallelLinearAdapter) --------------------------------------------
+// Geometry: tokens = rows, in / out = the base linear's full features, rank; the two 16-bit GEMMs split over
+// tp. Rank-thin GEMMs stream their operands: forward reads x and writes x·Aᵀ (rows × rank), then reads it and
+// adds x·Aᵀ·Bᵀ into the base output (read and write); backward reads the output gradient for B's input
+// gradient and its weight gradient, writes and adds the input gradient, and reads x again for A's weight
+// gradient.  Priced as GEMMs at the matmul efficiency or as that traffic at the memory bandwidth, whichever
+// is slower.
+void price_lora_adapter(const Ctx& c, Leaf& l) {
+  const double t = c.tp, rows = l.tokens, r = l.rank;
+  const double x = rows * l.in / t * c.e, y = rows * l.out / t * c.e, hid = rows * r * c.e;
+  Pass& p = l.pass;
+  const double f = 2 * rows * r * (l.in + l.out) / t;
+  p.fwd_flops = f;
+  p.bwd_act_flops = f;
+  p.bwd_w_flops = f;
+  p.fwd_bytes = x + hid + hid + 2 * y;
+  p.bwd_act_bytes = y + hid + hid + 2 * x;
+  p.bwd_w_bytes = y + hid + x + hid;
+  l.cache = x + hid;
+  l.fwd_peak = x + hid + y;
+  l.bwd_peak = l.fwd_peak;
+  const double numel = r * (l.in + l.out) / t;
+  dense_params(c, l, numel, c.e, numel * t);
+  finish_recompute(l);
+  price_passes(c, l, "matmul", "matmul", "matmul");
+}
+
+/// LoRA: a leaf of the base model keeps its weights but no gradient or optimizer state, and runs no weight
+/// gradient (a linear's GEMM and the gather of its input for it, a norm's or an embedding's reduction).
+void freeze(Leaf& l) {
+  l.mem.dense_g = l.mem.dense_s = l.mem.moe_g = l.mem.moe_s = 0;
+  l.mem.te_shapes.clear();  // no dummy wgrad buffer either
+  if (l.kind == LeafKind::LinearCol || l.kind == LeafKind::LinearRow || l.kind == LeafKind::Norm ||
+      l.kind == LeafKind::Embedding) {
+    Pass& p = l.pass;
+    p.bwd_w_flops = p.bwd_w_bytes = p.bwd_w_ms = p.bwd_w_net_ms = 0;
+  }
+}
+
 void price(const Ctx& c, Leaf& l) {
   switch (l.kind) {
     case LeafKind::Embedding:
@@ -491,6 +532,9 @@ void price(const Ctx& c, Leaf& l) {
       break;
     case LeafKind::GatedDeltaRule:
       price_gdn_rule(c, l);
+      break;
+    case LeafKind::LoraAdapter:
+      price_lora_adapter(c, l);
       break;
     case LeafKind::ExpertsHost: {
       // The GPU idles while the host launches the local experts' kernels after the tokens-per-expert copy:
@@ -584,6 +628,7 @@ void Builder::push(Leaf l) {
     l.path.clear();
   }
   price(c, l);
+  if (c.m->lora.enabled() && l.kind != LeafKind::LoraAdapter) freeze(l);
   out.push_back(std::move(l));
 }
 
@@ -749,6 +794,27 @@ std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const L
     cur.free(OpRole::AttnBda);
     cur.free(OpRole::MlpBda);
     cur.free(OpRole::MambaBda);
+  }
+  // LoRA: each targeted linear's adapter (the layer graph's lora_a / lora_b on its op).
+  for (const Op& op : ops) {
+    const auto a = std::find_if(op.params.begin(), op.params.end(),
+                                [](const ParamTensor& p) { return p.name == "lora_a"; });
+    const auto b = std::find_if(op.params.begin(), op.params.end(),
+                                [](const ParamTensor& p) { return p.name == "lora_b"; });
+    if (a == op.params.end() || b == op.params.end()) continue;
+    Leaf l;
+    l.kind = LeafKind::LoraAdapter;
+    l.tokens = static_cast<double>(op.tokens);
+    l.rank = static_cast<double>(a->full_shape[0]);
+    l.in = static_cast<double>(a->full_shape[1]);
+    l.out = static_cast<double>(b->full_shape[0]);
+    l.recompute = false;
+    const std::string base = op.path.substr(op.path.find(".layers.") == std::string::npos
+                                                ? 0
+                                                : op.path.find('.', op.path.find(".layers.") + 8) + 1);
+    l.name = base + ".adapter";
+    l.path = Builder::idx(9, "LoraAdapter");
+    bld.push(std::move(l));
   }
   cur.report_unpriced(unpriced);
   return out;

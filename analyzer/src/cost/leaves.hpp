@@ -47,6 +47,7 @@ enum class LeafKind : std::uint8_t {
   MambaScan,       ///< a Mamba-2 mixer's fused causal convolution + SSD scan (hybrid models; not in SimuMax)
   GatedDeltaRule,  ///< a gated delta net's convolution, L2 norm, gates and chunked delta rule (not in
                    ///< SimuMax)
+  LoraAdapter,  ///< a LoRA adapter beside a frozen linear: x·Aᵀ·Bᵀ added to its output (not in SimuMax)
 };
 
 /// The kind's name as SimuMax names the module ("LinearCol", "GroupLinearCol", "CoreAttention", …).
@@ -112,6 +113,7 @@ struct Leaf {
   double heads = 0, kv_heads = 0, head_dim = 0, v_dim = 0;
   double keys_per_query = 0;  // core attention: keys each query attends when fewer than the sequence (0: all)
   double experts = 0, local_experts = 0, topk = 0;
+  double rank = 0;             // LoRA adapter: its rank (in / out: the base linear's full features)
   double n_in = 0, n_out = 0;  // element counts (activation functions, quantizer)
   double grad_numel = 0;       // quantizer: elements of the output gradient its GEMM quantizes in backward
   double input_bytes = 0;      // SimuMax all_input_element_num: bytes cached when a checkpoint starts here

@@ -272,6 +272,41 @@ void read_hybrid_pattern(const Flags& f, ModelSpec& m, std::vector<std::string>&
   m.mamba.num_heads = dim("--mamba-num-heads", m.mamba.num_heads);
 }
 
+/// LoRA (`--lora-rank R`, `--lora-target-modules` of linear_qkv / linear_proj / linear_fc1 / linear_fc2 — all
+/// four by default, as Megatron-Bridge's LoRA; `--lora-alpha` scales the adapter's output and costs nothing;
+/// `--lora-dropout` > 0 is said: its mask is not counted).
+void read_lora(const Flags& f, ModelSpec& m, std::vector<std::string>& warnings) {
+  if (!f.has("--lora-rank")) {
+    for (const char* flag : {"--lora-target-modules", "--lora-alpha", "--lora-dropout"})
+      if (f.has(flag)) throw InputError(flag, "is given without --lora-rank");
+    return;
+  }
+  const I64 rank = parse_int("--lora-rank", f.get("--lora-rank"));
+  if (rank <= 0) throw InputError("--lora-rank", "must be a positive integer, got " + f.get("--lora-rank"));
+  if (rank > (1 << 16))
+    throw InputError("--lora-rank", "is implausibly large (" + f.get("--lora-rank") + ")");
+  m.lora.rank = static_cast<int>(rank);
+  if (f.has("--lora-target-modules")) {
+    m.lora.linear_qkv = m.lora.linear_proj = m.lora.linear_fc1 = m.lora.linear_fc2 = false;
+    for (const auto& t : f.list("--lora-target-modules")) {
+      if (t == "linear_qkv")
+        m.lora.linear_qkv = true;
+      else if (t == "linear_proj")
+        m.lora.linear_proj = true;
+      else if (t == "linear_fc1")
+        m.lora.linear_fc1 = true;
+      else if (t == "linear_fc2")
+        m.lora.linear_fc2 = true;
+      else
+        throw InputError(
+            "--lora-target-modules",
+            "'" + t + "' is not a modelled target (linear_qkv, linear_proj, linear_fc1, linear_fc2)");
+    }
+  }
+  if (f.has("--lora-dropout") && f.float_or("--lora-dropout", 0.0) > 0)
+    warnings.push_back("--lora-dropout: the adapters' dropout mask (1 byte an input element) is not counted");
+}
+
 /// Megatron's experimental attention variants (models/gpt/experimental_attention_variant_module_specs.py):
 /// `--experimental-attention-variant gdn` (or its deprecated spelling gated_delta_net) puts a gated delta
 /// net in the self-attention slot of the layers `--linear-attention-freq` marks (an int k: every layer but
@@ -376,6 +411,12 @@ const std::vector<FlagSpec>& model_flags() {
       {"--quick-geglu", Arity::Switch},
       {"--gated-linear-unit", Arity::Switch},
       {"--attention-output-gate", Arity::Switch},
+      // LoRA (preflight's own flags: Megatron-LM has none; Megatron-Bridge's LoRA(dim, target_modules, alpha,
+      // dropout) under the same names).
+      {"--lora-rank", Arity::One},
+      {"--lora-target-modules", Arity::Many},
+      {"--lora-alpha", Arity::One},
+      {"--lora-dropout", Arity::One},
       {"--untie-embeddings-and-output-weights", Arity::Switch},
       {"--disable-bias-linear", Arity::Switch},
       {"--add-qkv-bias", Arity::Switch},
@@ -563,6 +604,7 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
         "and "
         "micro batch) are counted; the elementwise gating's time is not priced");
   }
+  read_lora(f, m, warnings);
   if (f.has("--mtp-num-layers") && !m.hybrid())  // a hybrid model's come from its pattern
     m.mtp_num_layers = static_cast<int>(parse_int("--mtp-num-layers", f.get("--mtp-num-layers")));
   if (f.has("--mtp-use-repeated-layer")) m.mtp_repeated_layer = true;

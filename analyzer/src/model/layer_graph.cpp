@@ -42,6 +42,13 @@ std::int64_t StageGraph::param_numel() const {
   for (const auto& op : ops) n += op.param_numel();
   return n;
 }
+std::int64_t StageGraph::frozen_param_numel(bool expert) const {
+  std::int64_t n = 0;
+  for (const auto& op : ops)
+    for (const auto& p : op.params)
+      if (p.frozen && p.expert == expert) n += p.numel();
+  return n;
+}
 std::int64_t StageGraph::expert_param_numel() const {
   std::int64_t n = 0;
   for (const auto& op : ops)
@@ -127,6 +134,7 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
   }
 
   if (head) add_head(c, g.ops, embedding);
+  freeze_params(c, g.ops);  // LoRA: the embedding and the head too
   apply_offload(c, g);  // after recompute, over the chunk's layers and MTP layers in forward order
   if (st.delta_offload_bytes_across_pp_ranks > 0 && vchunk == 0)
     g.offload_delta_bytes = static_cast<I64>(pp_rank) * st.delta_offload_bytes_across_pp_ranks;

@@ -34,7 +34,8 @@ namespace {
 /// embedding and the output layer; a learned position table is 2-D and not flagged).  Grouped experts'
 /// weights are [local experts, out, in] here, one 2-D weight per expert in Transformer Engine.
 bool muon_matrix(const Op& op, const ParamTensor& p) {
-  if (p.name != "weight") return false;
+  if (p.frozen) return false;
+  if (p.name != "weight" && p.name != "lora_a" && p.name != "lora_b") return false;
   if (op.role == OpRole::WordEmbedding || op.role == OpRole::OutputLayer || op.role == OpRole::MtpEmbedding ||
       op.role == OpRole::MtpOutputLayer)
     return false;
@@ -60,6 +61,7 @@ std::pair<std::vector<double>, std::vector<double>> ping_pong(const LayerGraph& 
   for (const StageGraph* c : graph.stage(pp_rank))
     for (const Op& op : c->ops)
       for (const ParamTensor& p : op.params) {
+        if (p.frozen) continue;  // no optimizer state
         const bool matrix = muon_matrix(op, p);
         const double per = matrix ? bpp.muon_optimizer : bpp.optimizer;
         // A grouped linear's experts are one parameter each in Transformer Engine.
@@ -197,6 +199,8 @@ MemoryReport stage_memory(const LayerGraph& graph) {
       s.num_layers += c->num_layers;
       s.params += c->param_numel();
       s.expert_params += c->expert_param_numel();
+      s.frozen_params += c->frozen_param_numel(false) + c->frozen_param_numel(true);
+      s.frozen_expert_params += c->frozen_param_numel(true);
       if (st.optimizer == Optimizer::Muon)
         for (const Op& op : c->ops)
           for (const ParamTensor& p : op.params)
@@ -217,16 +221,21 @@ MemoryReport stage_memory(const LayerGraph& graph) {
     double expert = static_cast<double>(s.expert_params);
     s.weight_bytes = dense * bpp.weight / (shard_params ? dense_shard : 1.0) +
                      expert * bpp.weight / (shard_params ? expert_shard : 1.0);
-    s.grad_bytes = dense * bpp.grad / (shard_grads ? dense_shard : 1.0) +
-                   expert * bpp.grad / (shard_grads ? expert_shard : 1.0);
+    // Frozen weights (LoRA) have no gradient and no optimizer state.
+    const double frozen_expert = static_cast<double>(s.frozen_expert_params);
+    const double frozen_dense = static_cast<double>(s.frozen_params) - frozen_expert;
+    const double train_dense = dense - frozen_dense, train_expert = expert - frozen_expert;
+    s.grad_bytes = train_dense * bpp.grad / (shard_grads ? dense_shard : 1.0) +
+                   train_expert * bpp.grad / (shard_grads ? expert_shard : 1.0);
     s.buffer_bytes += fsdp_buffer;
     // Muon's matrices keep one momentum where the scalar optimizer keeps its states (muon_params = 0
     // otherwise).
     const double dense_muon = static_cast<double>(s.muon_params),
                  expert_muon = static_cast<double>(s.muon_expert_params);
     s.optimizer_bytes =
-        ((dense - dense_muon) * bpp.optimizer / dense_shard + dense_muon * bpp.muon_optimizer / dense_shard +
-         (expert - expert_muon) * bpp.optimizer / expert_shard +
+        ((train_dense - dense_muon) * bpp.optimizer / dense_shard +
+         dense_muon * bpp.muon_optimizer / dense_shard +
+         (train_expert - expert_muon) * bpp.optimizer / expert_shard +
          expert_muon * bpp.muon_optimizer / expert_shard) *
         (1.0 - st.optimizer_cpu_offload_fraction);  // the host's share (HybridDeviceOptimizer)
     if (st.optimizer == Optimizer::Muon) {

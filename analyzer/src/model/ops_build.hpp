@@ -48,6 +48,13 @@ Ctx make_ctx(const ModelSpec& model, const Strategy& st);
 void set_kept(Op& op, std::vector<SavedTensor> kept);
 /// kept = saved for every op (no recompute).
 void finish_kept(std::vector<Op>& ops);
+/// LoRA (ModelSpec::lora) on one decoder layer's ops, before finish_kept(): every parameter frozen; a frozen
+/// linear keeps no input and runs no weight-gradient GEMM; a targeted one gains its adapter's weights
+/// (lora_a [rank, in], lora_b [out, rank], split over tp), keeps the adapter's 16-bit input and rank-wide
+/// intermediate, and the adapter's FLOPs.  No-op without LoRA.
+void apply_lora(const Ctx& c, std::vector<Op>& ops);
+/// LoRA: the parameters of these ops (embedding, head) frozen.  No-op without LoRA.
+void freeze_params(const Ctx& c, std::vector<Op>& ops);
 ParamTensor param(std::string name, std::vector<I64> local, std::vector<I64> full, bool replicated = false,
                   bool expert = false);
 /// Forward FLOPs of a [tokens, in] × [in, out] GEMM and the same for both backward GEMMs.

@@ -215,4 +215,44 @@ void finish_kept(std::vector<Op>& ops) {
   for (auto& op : ops) set_kept(op, op.saved);
 }
 
+void freeze_params(const Ctx& c, std::vector<Op>& ops) {
+  if (!c.m.lora.enabled()) return;
+  for (auto& op : ops)
+    for (auto& p : op.params)
+      if (p.name != "lora_a" && p.name != "lora_b") p.frozen = true;
+}
+
+void apply_lora(const Ctx& c, std::vector<Op>& ops) {
+  const LoraSpec& lora = c.m.lora;
+  if (!lora.enabled()) return;
+  freeze_params(c, ops);
+  for (auto& op : ops) {
+    const bool column = op.kind == OpKind::LinearColumn, row = op.kind == OpKind::LinearRow;
+    if (!column && !row) continue;
+    // Transformer Engine keeps a linear's input only for its weight gradient (backward_needs_input).
+    std::erase_if(op.saved, [](const SavedTensor& t) { return t.name == "input"; });
+    op.bwd_weight_flops = 0;
+    const bool target =
+        (op.role == OpRole::Qkv && lora.linear_qkv) || (op.role == OpRole::AttnProj && lora.linear_proj) ||
+        (op.role == OpRole::Fc1 && lora.linear_fc1) || (op.role == OpRole::Fc2 && lora.linear_fc2);
+    if (!target) continue;
+    // The adapter on the full (unsplit) in / out features, its two weights split over tp (Bridge's
+    // ParallelLinearAdapter: linear_in / linear_out parallel as the base linear is).
+    const I64 r = lora.rank, t = c.t;
+    const I64 in_full = column ? op.in_features : op.in_features * t;
+    const I64 out_full = column ? op.out_features * t : op.out_features;
+    op.params.push_back(param("lora_a", {r, in_full / t}, {r, in_full}, false));
+    op.params.push_back(param("lora_b", {out_full / t, r}, {out_full, r}, false));
+    // Its input in 16 bits (the base linear's input as it arrives: sequence-split before a column linear
+    // under sequence parallelism) and x·Aᵀ over the rank.
+    op.saved.push_back({"lora_input", op.input_bytes, true});
+    op.saved.push_back({"lora_hidden", c.tok * r * c.a});
+    const double f = 2.0 * static_cast<double>(c.tok) * static_cast<double>(r) *
+                     static_cast<double>(in_full + out_full) / static_cast<double>(t);
+    op.fwd_flops += f;
+    op.bwd_input_flops += f;
+    op.bwd_weight_flops += f;
+  }
+}
+
 }  // namespace preflight::analyzer::graph_ops

@@ -243,6 +243,7 @@ std::vector<Op> build_layer(const Ctx& c, int layer) {
           make_norm(c, pre + "post_feedforward_layernorm", OpRole::PostMlpNorm, layer, c.tok_sp, c.h));
     ops.push_back(make_bda(c, pre + "mlp_bda", OpRole::MlpBda, layer));
   }
+  apply_lora(c, ops);
   return ops;
 }
 

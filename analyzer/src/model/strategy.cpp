@@ -46,6 +46,7 @@ void validate_torch_cpu(const Strategy& st, const ModelSpec& model) {
   if (model.mla.enabled) refuse("--multi-latent-attention", "multi-latent attention");
   if (model.qk_layernorm) refuse("--qk-layernorm", "qk layernorm");
   if (model.mtp_num_layers > 0) refuse("--mtp-num-layers", "multi-token prediction");
+  if (model.lora.enabled()) refuse("--lora-rank", "LoRA");
   if (model.activation == Activation::SquaredReLU) refuse("--squared-relu", "squared ReLU");
   if (st.recompute_granularity == RecomputeGranularity::Selective &&
       (st.recompute_modules.size() != 1 || st.recompute_modules[0] != "core_attn"))

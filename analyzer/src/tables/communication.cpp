@@ -25,8 +25,9 @@ CommReport communication(const LayerGraph& graph) {
       for (const CommOp& co : c->p2p)
         sc.per_microbatch[co.group] +=
             {static_cast<double>(co.count), static_cast<double>(co.bytes) * co.count};
-      expert += c->expert_param_numel();
-      dense += c->param_numel() - c->expert_param_numel();
+      // Trained parameters only: LoRA's frozen base weights are neither reduced nor gathered.
+      expert += c->expert_param_numel() - c->frozen_param_numel(true);
+      dense += c->param_numel() - c->expert_param_numel() - c->frozen_param_numel(false);
     }
     // The graph holds one pass of the schedule: a micro batch, or a unit of the sequence pipeline.
     const int passes = st.pipeline_units();

@@ -356,11 +356,17 @@ std::string full_model_section(const LayerGraph& g) {
   MemoryReport mem = stage_memory(u);
   const StageMemory& s = mem.stages[0];
   BytesPerParam bpp = bytes_per_param(st);
-  out += "parameters: " + with_commas(s.params) + "\n";
+  // LoRA: the frozen base weights have no gradient and no optimizer state.
+  const std::int64_t trainable = s.params - s.frozen_params;
+  out +=
+      "parameters: " + with_commas(s.params) +
+      (s.frozen_params > 0 ? " (" + with_commas(trainable) + " trained: the LoRA adapters; the rest frozen)"
+                           : "") +
+      "\n";
   // Muon's matrices keep bpp.muon_optimizer bytes each, the other parameters the scalar optimizer's.
   const double matrices = static_cast<double>(s.muon_params + s.muon_expert_params);
   const double states =
-      (static_cast<double>(s.params) - matrices) * bpp.optimizer + matrices * bpp.muon_optimizer;
+      (static_cast<double>(trainable) - matrices) * bpp.optimizer + matrices * bpp.muon_optimizer;
   out += "weights: " + gib(s.weight_bytes) + " GiB (" + fixed(bpp.weight, 0) +
          " B/param), gradients: " + gib(s.grad_bytes) + " GiB (" + fixed(bpp.grad, 0) +
          " B/param), optimizer states: " + gib(states) + " GiB (" +
@@ -521,14 +527,15 @@ std::string data_parallel_section(const LayerGraph& g, const CommReport& comm, c
   t.column("stage").column("parameters", A::Right).column("gradient sync").column("GiB/GPU", A::Right);
   t.column("parameter gather").column("GiB/GPU", A::Right);
   for (const auto& s : mem.stages) {
-    double dense = static_cast<double>(s.params - s.expert_params);
+    // Trained parameters only (LoRA's frozen base weights are neither reduced nor gathered).
+    const std::int64_t trained = s.params - s.expert_params - (s.frozen_params - s.frozen_expert_params);
+    double dense = static_cast<double>(trained);
     // Muon's legacy layer-wise deal all-reduces the gradients before it gathers the updated parameters.
     const bool all_reduce =
         !st.distributed_optimizer || (st.optimizer == Optimizer::Muon && !st.muon.param_layout);
     std::string sync = to_string(all_reduce ? Collective::AllReduce : Collective::ReduceScatter);
-    t.row({num(s.pp_rank), with_commas(s.params - s.expert_params),
-           sync + " (" + fixed(bpp.grad, 0) + " B/grad)", gib(dense * bpp.grad),
-           st.distributed_optimizer ? to_string(Collective::AllGather) : "—",
+    t.row({num(s.pp_rank), with_commas(trained), sync + " (" + fixed(bpp.grad, 0) + " B/grad)",
+           gib(dense * bpp.grad), st.distributed_optimizer ? to_string(Collective::AllGather) : "—",
            st.distributed_optimizer ? gib(dense * bpp.weight) : "—"});
   }
   out += t.render();

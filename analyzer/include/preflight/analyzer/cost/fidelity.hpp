@@ -16,7 +16,7 @@ namespace preflight::analyzer::cost {
 /// A run's class for the published check: "<dense|moe> <precision>", precision one of bf16, fp16, fp32,
 /// fp8 (per-tensor scaling: delayed or current), mxfp8, nvfp4 — e.g. "moe mxfp8"; a hybrid (Mamba) model's
 /// class is prefixed "hybrid " ("hybrid moe mxfp8"), one with gated delta net layers "gdn " ("gdn moe bf16";
-/// "hybrid gdn …" for a hybrid pattern's G layers).
+/// "hybrid gdn …" for a hybrid pattern's G layers), a LoRA fine-tuning "lora " ("lora dense fp8").
 std::string time_run_class(const ModelSpec& model, const Strategy& strategy);
 
 /// The published runs of one class on one preset, priced as given (before any fit).

@@ -143,6 +143,8 @@ struct ParamTensor {
   std::vector<std::int64_t> full_shape;  ///< shape without parallelism
   bool expert = false;                   ///< expert weight (sharded over ep, reduced over expert-dp)
   bool tp_replicated = false;            ///< identical on every tp rank (norm weights, row-linear bias)
+  /// Frozen (LoRA's base weights, ModelSpec::lora): held, but no gradient and no optimizer state.
+  bool frozen = false;
   std::int64_t numel() const;
   std::int64_t full_numel() const;
 };
@@ -255,7 +257,9 @@ struct StageGraph {
   std::int64_t offload_delta_bytes = 0;
 
   std::int64_t param_numel() const;            ///< all parameters held
-  std::int64_t expert_param_numel() const;     ///< of which expert parameters
+  std::int64_t expert_param_numel() const;
+  /// Of param_numel() / expert_param_numel(): the frozen ones (ParamTensor::frozen).
+  std::int64_t frozen_param_numel(bool expert) const;  ///< of which expert parameters
   std::int64_t kept_activation_bytes() const;  ///< Σ kept_bytes: one micro batch
   /// The largest Σ kept_bytes of one transformer or MTP layer of the chunk (0 without layers): what a forward
   /// run layer by layer beside a backward adds (the expert-parallel overlap's combined 1F1B).

@@ -34,6 +34,8 @@ struct StageMemory {
   int num_layers = 0;       ///< transformer layers over all its virtual chunks
   std::int64_t params = 0;  ///< parameters held (elements)
   std::int64_t expert_params = 0;
+  /// Of params / expert_params: frozen (LoRA's base weights) — weights only, no gradient or optimizer state.
+  std::int64_t frozen_params = 0, frozen_expert_params = 0;
   /// Of params / expert_params: the matrices Muon orthogonalizes (Optimizer::Muon; 0 otherwise) — each
   /// 2-D weight but the word embedding's and the output layer's, each expert's weight of a grouped linear.
   std::int64_t muon_params = 0, muon_expert_params = 0;

@@ -23,6 +23,20 @@ enum class PositionEmbedding { LearnedAbsolute, Rope, None };
 /// Activation of the MLP.  SwiGLU is gated: fc1 produces 2·ffn outputs (`--swiglu`).
 enum class Activation { GeLU, SwiGLU, SquaredReLU };
 
+/// LoRA fine-tuning as Megatron-Bridge runs it (megatron/bridge/peft/lora.py LoRA(dim, target_modules)):
+/// every base weight frozen — no gradient, no optimizer state, no weight-gradient GEMM, and a Transformer
+/// Engine linear whose weight needs no gradient keeps no input (linear.py: backward_needs_input) — and on
+/// each targeted linear of the decoder layers an adapter x → x·Aᵀ·Bᵀ (A: rank × in, B: out × rank;
+/// ParallelLinearAdapter, Megatron-core column / row linears in 16 bits, split over tp) added to its output:
+/// the adapter keeps its 16-bit input and the rank-wide intermediate, and only its weights train.  Dense
+/// softmax-attention GPT models only (ModelSpec::validate refuses MoE, MLA, hybrid and gated-delta-net
+/// models: their targets are not modelled).
+struct LoraSpec {
+  int rank = 0;  ///< adapter rank (`--lora-rank`, Bridge's `dim`); 0 = no LoRA
+  bool linear_qkv = true, linear_proj = true, linear_fc1 = true, linear_fc2 = true;  ///< target_modules
+  bool enabled() const { return rank > 0; }
+};
+
 /// Mixture-of-experts layers (Megatron `--num-experts`, `--moe-*`).
 struct MoESpec {
   int num_experts = 0;                             ///< routed experts per MoE layer; 0 = dense model
@@ -199,6 +213,7 @@ struct ModelSpec {
   /// Empty: no layer is.  A hybrid model's are its pattern's G layers (is_gdn_layer()).
   std::vector<bool> gdn_layers;
   GdnSpec gdn;
+  LoraSpec lora;
   /// Multi-token prediction layers (`--mtp-num-layers`; DeepSeek-V3 trains with 1).  Each sits on the last
   /// pipeline stage after the decoder: embedding of the tokens shifted once more (the shared embedding),
   /// enorm + hnorm, eh_proj (column-parallel 2h → h, no bias), one transformer layer built like the

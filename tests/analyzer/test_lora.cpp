@@ -1,0 +1,233 @@
+// LoRA fine-tuning (`--lora-rank`, `--lora-target-modules`; Megatron-Bridge's LoRA): the adapters' weights,
+// what the frozen base keeps and no longer keeps, the gradients and optimizer states of the adapters alone,
+// the step without weight-gradient GEMMs, Megatron-Bridge's FLOP count — each against numbers computed here
+// by hand from the model's shapes — and the refusals.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/model/layer_graph.hpp"
+#include "preflight/analyzer/model/memory.hpp"
+#include "preflight/common/error.hpp"
+#include "test_support.hpp"
+
+using namespace preflight::analyzer;
+using Words = std::vector<std::string>;
+
+namespace {
+// 2 layers, h 1024, 8 heads of 128 in 2 query groups (q 1024 + k, v 256 each = 1536 qkv outputs), SwiGLU ffn
+// 2816, rope, untied, no biases, bf16, one micro batch of 512 tokens.
+Words small(const Words& more) {
+  Words a = {"--num-layers",
+             "2",
+             "--hidden-size",
+             "1024",
+             "--num-attention-heads",
+             "8",
+             "--group-query-attention",
+             "--num-query-groups",
+             "2",
+             "--ffn-hidden-size",
+             "2816",
+             "--swiglu",
+             "--seq-length",
+             "512",
+             "--max-position-embeddings",
+             "512",
+             "--position-embedding-type",
+             "rope",
+             "--disable-bias-linear",
+             "--normalization",
+             "RMSNorm",
+             "--untie-embeddings-and-output-weights",
+             "--vocab-size",
+             "32000",
+             "--micro-batch-size",
+             "1",
+             "--global-batch-size",
+             "8",
+             "--bf16",
+             "--use-flash-attn",
+             "--use-distributed-optimizer"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+constexpr std::int64_t h = 1024, qkv_out = 1536, ffn = 2816, tok = 512;
+
+std::int64_t layer_kept(const LayerGraph& g, int layer) {
+  std::int64_t n = 0;
+  for (const auto& c : g.chunks)
+    for (const auto& op : c.ops)
+      if (op.layer == layer) n += op.kept_bytes;
+  return n;
+}
+
+template <class F>
+preflight::InputError input_error(F&& f) {
+  try {
+    f();
+  } catch (const preflight::InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no InputError";
+  return preflight::InputError("", "");
+}
+}  // namespace
+
+TEST(Lora, FlagsAndRefusals) {
+  const MegatronConfig all = parse_megatron_args(small({"--lora-rank", "16"}));
+  EXPECT_EQ(all.model.lora.rank, 16);
+  EXPECT_TRUE(all.model.lora.linear_qkv && all.model.lora.linear_proj && all.model.lora.linear_fc1 &&
+              all.model.lora.linear_fc2);  // Megatron-Bridge's default target_modules
+  const MegatronConfig two =
+      parse_megatron_args(small({"--lora-rank", "8", "--lora-target-modules", "linear_qkv", "linear_fc2"}));
+  EXPECT_TRUE(two.model.lora.linear_qkv && two.model.lora.linear_fc2);
+  EXPECT_FALSE(two.model.lora.linear_proj || two.model.lora.linear_fc1);
+
+  EXPECT_EQ(input_error([] {
+              parse_megatron_args(small({"--lora-target-modules", "linear_qkv"}));
+            }).where(),
+            "--lora-target-modules");  // without --lora-rank
+  const auto bad = input_error([] {
+    parse_megatron_args(small({"--lora-rank", "8", "--lora-target-modules", "linear_q_proj"}));
+  });
+  EXPECT_EQ(bad.where(), "--lora-target-modules");
+  EXPECT_NE(bad.detail().find("'linear_q_proj'"), std::string::npos) << bad.detail();
+  EXPECT_EQ(input_error([] { parse_megatron_args(small({"--lora-rank", "0"})); }).where(), "--lora-rank");
+  const auto moe = input_error([] {
+    parse_megatron_args(small({"--lora-rank", "8", "--num-experts", "8", "--moe-ffn-hidden-size", "512"}))
+        .model.validate();
+  });
+  EXPECT_EQ(moe.where(), "--lora-rank");
+  EXPECT_NE(moe.detail().find("mixture-of-experts"), std::string::npos) << moe.detail();
+  // SimuMax has no LoRA: its parity mode refuses it.
+  MegatronConfig compat = parse_megatron_args(small({"--lora-rank", "8", "--world-size", "1"}));
+  compat.strategy.simumax_compat = true;
+  EXPECT_EQ(input_error([&] {
+              cost::estimate(compat.model, compat.strategy, cost::load_simumax_system("h100-sxm"));
+            }).where(),
+            "--lora-rank");
+}
+
+// The adapters' weights: A (rank × in) and B (out × rank) on each targeted linear of each layer — the same
+// count at any tp (their full shapes); the base weights all frozen.
+TEST(Lora, AdapterParametersByHand) {
+  const MegatronConfig base = parse_megatron_args(small({}));
+  const std::int64_t n = count_parameters(base.model);
+  const std::int64_t r = 16;
+  const std::int64_t per_layer = r * (h + qkv_out) + r * (h + h) + r * (h + 2 * ffn) + r * (ffn + h);
+  EXPECT_EQ(count_parameters(parse_megatron_args(small({"--lora-rank", "16"})).model), n + 2 * per_layer);
+  EXPECT_EQ(
+      count_parameters(
+          parse_megatron_args(small({"--lora-rank", "16", "--lora-target-modules", "linear_qkv"})).model),
+      n + 2 * r * (h + qkv_out));
+  const MegatronConfig tp2 = parse_megatron_args(small({"--lora-rank", "16", "--tensor-model-parallel-size",
+                                                        "2", "--sequence-parallel", "--world-size", "2"}));
+  EXPECT_EQ(count_parameters(tp2.model), n + 2 * per_layer);
+  const LayerGraph g = build_layer_graph(tp2.model, tp2.strategy);
+  std::int64_t frozen = 0, local = 0;
+  for (const auto& c : g.chunks) {
+    frozen += c.frozen_param_numel(false);
+    local += c.param_numel();
+  }
+  EXPECT_EQ(local - frozen, per_layer);  // the adapters, split over the 2 tp ranks: half of 2 layers' each
+}
+
+// Memory: the frozen base keeps its 16-bit weights only; gradients (fp32 main grads, 4 bytes) and the
+// distributed optimizer's states (fp32 master + two moments, 12 bytes, over dp) are the adapters'.
+TEST(Lora, GradientsAndOptimizerStatesAreTheAdapters) {
+  const std::int64_t r = 8, adapters = 2 * r * (h + qkv_out);
+  const MegatronConfig c = parse_megatron_args(
+      small({"--lora-rank", "8", "--lora-target-modules", "linear_qkv", "--world-size", "4"}));
+  const MemoryReport m = stage_memory(build_layer_graph(c.model, c.strategy));
+  ASSERT_EQ(m.stages.size(), 1u);
+  const StageMemory& s = m.stages[0];
+  EXPECT_EQ(s.params - s.frozen_params, adapters);
+  EXPECT_DOUBLE_EQ(s.weight_bytes, static_cast<double>(s.params) * 2);
+  EXPECT_DOUBLE_EQ(s.grad_bytes, static_cast<double>(adapters) * 4);
+  EXPECT_DOUBLE_EQ(s.optimizer_bytes, static_cast<double>(adapters) * 12 / 4);
+  const MemoryReport full =
+      stage_memory(build_layer_graph(parse_megatron_args(small({"--world-size", "4"})).model,
+                                     parse_megatron_args(small({"--world-size", "4"})).strategy));
+  EXPECT_GT(full.stages[0].grad_bytes, 1000 * s.grad_bytes);
+}
+
+// Activations: a frozen Transformer Engine linear keeps no input (no weight gradient); an adapted one's
+// adapter keeps its 16-bit input (the same bytes in bf16) and its rank-wide intermediate (tokens × rank × 2).
+TEST(Lora, WhatTheLayersKeep) {
+  const MegatronConfig base = parse_megatron_args(small({}));
+  const std::int64_t kept = layer_kept(build_layer_graph(base.model, base.strategy), 0);
+  const std::int64_t r = 8;
+  const MegatronConfig all = parse_megatron_args(small({"--lora-rank", "8"}));
+  EXPECT_EQ(layer_kept(build_layer_graph(all.model, all.strategy), 0), kept + 4 * tok * r * 2);
+  // Only linear_qkv adapted: linear_proj's, linear_fc1's and linear_fc2's inputs go.
+  const MegatronConfig qkv =
+      parse_megatron_args(small({"--lora-rank", "8", "--lora-target-modules", "linear_qkv"}));
+  EXPECT_EQ(layer_kept(build_layer_graph(qkv.model, qkv.strategy), 0),
+            kept + tok * r * 2 - (tok * h * 2 + tok * h * 2 + tok * ffn * 2));
+}
+
+// Time: no weight-gradient GEMM on the frozen linears (their backward is the input gradient alone), each
+// adapter priced, so the step is shorter than full fine-tuning; the gradient reduction moves the adapters
+// only.
+TEST(Lora, StepWithoutWeightGradients) {
+  const Words more = {"--world-size", "8", "--global-batch-size", "32"};
+  Words lora_words = more;
+  lora_words.insert(lora_words.end(), {"--lora-rank", "16"});
+  const MegatronConfig full = parse_megatron_args(small(more)), lora = parse_megatron_args(small(lora_words));
+  const SystemSpec sys = cost::load_simumax_system("h100-sxm");
+  cost::EstimateOptions eo;
+  eo.layer_ops = true;
+  const cost::Estimate ef = cost::estimate(full.model, full.strategy, sys, eo);
+  const cost::Estimate el = cost::estimate(lora.model, lora.strategy, sys, eo);
+  EXPECT_LT(el.iteration_ms, ef.iteration_ms);
+  int adapters = 0;
+  for (const auto& layer : el.layer_ops) {
+    if (layer.layer < 0) continue;
+    for (const auto& op : layer.ops) {
+      if (op.kind == "LinearCol" || op.kind == "LinearRow") {
+        EXPECT_EQ(op.times.bwd_grad_w_ms, 0) << op.name;
+      }
+      if (op.kind == "LoraAdapter") {
+        ++adapters;
+        EXPECT_GT(op.times.bwd_grad_w_ms, 0) << op.name;
+      }
+    }
+  }
+  EXPECT_EQ(adapters, 4);  // one layer's four targets
+  // fp32 gradients: the adapters' numel × 4 bytes on the one stage.
+  const std::int64_t r = 16;
+  const double adapters_numel = 2.0 * (r * (h + qkv_out) + r * (2 * h) + r * (h + 2 * ffn) + r * (ffn + h));
+  EXPECT_DOUBLE_EQ(el.chunks[0].memory.dense_grad_bytes, adapters_numel * 4);
+}
+
+// Megatron-Bridge's FLOPs of a LoRA step (flop_utils.py): the frozen weights' GEMMs count two passes of
+// three, the attention all three — against Megatron's full count with its attention term 6 · L · 2 · s · h
+// per token.
+TEST(Lora, FlopsAsMegatronBridgeCountsThem) {
+  const MegatronConfig full = parse_megatron_args(small({"--world-size", "1"}));
+  const MegatronConfig lora = parse_megatron_args(small({"--world-size", "1", "--lora-rank", "16"}));
+  const SystemSpec sys = cost::load_simumax_system("h100-sxm");
+  const double f = cost::estimate(full.model, full.strategy, sys).flops_per_token;
+  const double attention = 6.0 * 2 * (2.0 * 512 * h);
+  EXPECT_DOUBLE_EQ(cost::estimate(lora.model, lora.strategy, sys).flops_per_token,
+                   (f - attention) * 2 / 3 + attention);
+}
+
+// `preflight analyze` with LoRA: the parameters line says which train, the optimizer states and the
+// data-parallel traffic are the adapters' (2 layers × 16 · (1024 + 1536) on linear_qkv = 81,920 trained).
+TEST(Lora, AnalyzeReportsTheTrainedParameters) {
+  std::string args;
+  for (const auto& w :
+       small({"--lora-rank", "16", "--lora-target-modules", "linear_qkv", "--nproc_per_node", "4"}))
+    args += " " + w;
+  const preflight::test::RunResult r = preflight::test::run_preflight("analyze" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(81,920 trained: the LoRA adapters; the rest frozen)"), std::string::npos) << r.out;
+  // The data-parallel table: the adapters' 81,920 parameters, reduce-scattered at 4 bytes a gradient.
+  EXPECT_NE(r.out.find("81,920  reduce_scatter (4 B/grad)"), std::string::npos) << r.out;
+}
