@@ -306,6 +306,15 @@ void note_mtp_left_out(const Fields& f, ModelSpec& m, const std::string& source)
     }
 }
 
+/// The activation of an MLP without a gate (Nemotron-4's hidden_act, Nemotron-H's mlp_hidden_act): relu2
+/// (squared ReLU, the default) or GELU; anything else is named.
+Activation ungated_activation(const Fields& f, const char* field) {
+  const std::string act = f.string_or(field, "relu2");
+  if (act == "relu2") return Activation::SquaredReLU;
+  if (act == "gelu" || act == "gelu_pytorch_tanh") return Activation::GeLU;
+  throw f.error(field, "'" + act + "' is not modelled (relu2, gelu)");
+}
+
 /// Common to every llama-like family: geometry, vocabulary, norm and position embedding.
 void read_llama_like(const Fields& f, ModelSpec& m) {
   m.hidden_size = f.positive("hidden_size");
@@ -574,13 +583,7 @@ void read_nemotron_h(const Fields& f, ModelSpec& m) {
   m.hidden_dropout = f.probability_or("hidden_dropout", 0.0);
   m.normalization = Normalization::RMSNorm;
   m.position_embedding = PositionEmbedding::None;
-  const std::string act = f.string_or("mlp_hidden_act", "relu2");
-  if (act == "relu2")
-    m.activation = Activation::SquaredReLU;
-  else if (act == "gelu" || act == "gelu_pytorch_tanh")
-    m.activation = Activation::GeLU;
-  else
-    throw f.error("mlp_hidden_act", "'" + act + "' is not modelled (relu2, gelu)");
+  m.activation = ungated_activation(f, "mlp_hidden_act");
   m.add_bias_linear = f.boolean_or("use_bias", false) || f.boolean_or("mlp_bias", false);
   m.add_qkv_bias = f.boolean_or("attention_bias", false);
   m.mamba.num_heads = f.positive_or("mamba_num_heads", 0);
@@ -783,13 +786,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       read_llama_like(f, m);
       read_biases(f, m, warnings, source);
       m.normalization = Normalization::LayerNorm;
-      const std::string act = f.string_or("hidden_act", "relu2");
-      if (act == "relu2")
-        m.activation = Activation::SquaredReLU;
-      else if (act == "gelu" || act == "gelu_pytorch_tanh")
-        m.activation = Activation::GeLU;
-      else
-        throw f.error("hidden_act", "'" + act + "' is not modelled for nemotron (relu2, gelu)");
+      m.activation = ungated_activation(f, "hidden_act");
       break;
     }
     case Family::BailingMoeV2:
