@@ -98,12 +98,11 @@ TEST(Lora, FlagsAndRefusals) {
   EXPECT_EQ(bad.where(), "--lora-target-modules");
   EXPECT_NE(bad.detail().find("'linear_q_proj'"), std::string::npos) << bad.detail();
   EXPECT_EQ(input_error([] { parse_megatron_args(small({"--lora-rank", "0"})); }).where(), "--lora-rank");
-  const auto moe = input_error([] {
-    parse_megatron_args(small({"--lora-rank", "8", "--num-experts", "8", "--moe-ffn-hidden-size", "512"}))
-        .model.validate();
+  const auto mtp = input_error([] {
+    parse_megatron_args(small({"--lora-rank", "8", "--mtp-num-layers", "1"})).model.validate();
   });
-  EXPECT_EQ(moe.where(), "--lora-rank");
-  EXPECT_NE(moe.detail().find("mixture-of-experts"), std::string::npos) << moe.detail();
+  EXPECT_EQ(mtp.where(), "--lora-rank");
+  EXPECT_NE(mtp.detail().find("multi-token prediction"), std::string::npos) << mtp.detail();
   // SimuMax has no LoRA: its parity mode refuses it.
   MegatronConfig compat = parse_megatron_args(small({"--lora-rank", "8", "--world-size", "1"}));
   compat.strategy.simumax_compat = true;
@@ -230,4 +229,58 @@ TEST(Lora, AnalyzeReportsTheTrainedParameters) {
   EXPECT_NE(r.out.find("(81,920 trained: the LoRA adapters; the rest frozen)"), std::string::npos) << r.out;
   // The data-parallel table: the adapters' 81,920 parameters, reduce-scattered at 4 bytes a gradient.
   EXPECT_NE(r.out.find("81,920  reduce_scatter (4 B/grad)"), std::string::npos) << r.out;
+}
+
+// A MoE layer: linear_fc1 / linear_fc2 name the routed experts' grouped linears too, which share one adapter
+// among a rank's local experts (Bridge's share_expert_adapters), applied to every routed row; the frozen
+// experts keep no input and run no weight gradient.  8 experts of 512 (SwiGLU: fc1 1024 wide), top 2, ep 2.
+TEST(Lora, MoeExpertsShareOneAdapterPerRank) {
+  const Words moe = {"--num-experts",
+                     "8",
+                     "--moe-ffn-hidden-size",
+                     "512",
+                     "--moe-router-topk",
+                     "2",
+                     "--moe-grouped-gemm",
+                     "--expert-model-parallel-size",
+                     "2",
+                     "--world-size",
+                     "2"};
+  Words with = moe;
+  with.insert(with.end(), {"--lora-rank", "8", "--lora-target-modules", "linear_fc1", "linear_fc2"});
+  const MegatronConfig base = parse_megatron_args(small(moe)), lora = parse_megatron_args(small(with));
+  const std::int64_t r = 8, expert_adapters = r * (h + 1024) + r * (512 + h);
+  EXPECT_EQ(count_parameters(lora.model), count_parameters(base.model) + 2 * expert_adapters);
+  const LayerGraph g = build_layer_graph(lora.model, lora.strategy);
+  const MemoryReport m = stage_memory(g);
+  const StageMemory& s = m.stages[0];
+  // Each rank holds its own adapter of its 4 local experts (full width at expert tp 1), the frozen rest.
+  EXPECT_EQ(s.params - s.frozen_params, 2 * expert_adapters);
+  EXPECT_EQ(s.expert_params - s.frozen_expert_params, 2 * expert_adapters);
+  // Kept by the experts' fc1 per layer: the adapter's 16-bit routed input and its intermediate, not the
+  // frozen grouped linear's input (here the same 16-bit bytes).  Routed rows: 512 tokens × top 2 = 1024.
+  for (const auto& c : g.chunks)
+    for (const auto& op : c.ops)
+      if (op.role == OpRole::ExpertsFc1 && op.layer == 0) {
+        EXPECT_EQ(op.tokens, 1024);
+        std::int64_t lora_hidden = 0;
+        for (const auto& t : op.kept)
+          if (t.name == "lora_hidden") lora_hidden = t.bytes;
+        EXPECT_EQ(lora_hidden, 1024 * r * 2);
+        EXPECT_EQ(op.bwd_weight_flops, 2.0 * 1024 * r * (h + 1024));  // the adapter's alone
+      }
+  cost::EstimateOptions eo;
+  eo.layer_ops = true;
+  const cost::Estimate e =
+      cost::estimate(lora.model, lora.strategy, cost::load_simumax_system("h100-sxm"), eo);
+  int adapters = 0;
+  for (const auto& layer : e.layer_ops)
+    for (const auto& op : layer.ops) {
+      if (op.kind == "GroupLinearCol" || op.kind == "GroupLinearRow") {
+        EXPECT_EQ(op.times.bwd_grad_w_ms, 0) << op.name;
+      }
+      adapters += op.kind == "LoraAdapter";
+    }
+  EXPECT_EQ(adapters, 2);  // one MoE layer's experts' fc1 and fc2
+  EXPECT_DOUBLE_EQ(e.chunks[0].memory.moe_grad_bytes, 2.0 * expert_adapters * 4);
 }

@@ -443,7 +443,9 @@ void price_bias_dropout_add(const Ctx& c, Leaf& l) {
 // gradient.  Priced as GEMMs at the matmul efficiency or as that traffic at the memory bandwidth, whichever
 // is slower.
 void price_lora_adapter(const Ctx& c, Leaf& l) {
-  const double t = c.tp, rows = l.tokens, r = l.rank;
+  // An expert linear's adapter (l.experts > 0) is split over expert tp and is an expert parameter.
+  const bool expert = l.experts > 0;
+  const double t = expert ? c.etp : c.tp, rows = l.tokens, r = l.rank;
   const double x = rows * l.in / t * c.e, y = rows * l.out / t * c.e, hid = rows * r * c.e;
   Pass& p = l.pass;
   const double f = 2 * rows * r * (l.in + l.out) / t;
@@ -458,6 +460,13 @@ void price_lora_adapter(const Ctx& c, Leaf& l) {
   l.bwd_peak = l.fwd_peak;
   const double numel = r * (l.in + l.out) / t;
   dense_params(c, l, numel, c.e, numel * t);
+  if (expert) {  // reduced over expert-dp: the expert side of the static memory
+    Mem& m = l.mem;
+    std::swap(m.dense_w, m.moe_w);
+    std::swap(m.dense_g, m.moe_g);
+    std::swap(m.dense_s, m.moe_s);
+    std::swap(m.weight_numel, m.moe_weight_numel);
+  }
   finish_recompute(l);
   price_passes(c, l, "matmul", "matmul", "matmul");
 }
@@ -468,7 +477,8 @@ void freeze(Leaf& l) {
   l.mem.dense_g = l.mem.dense_s = l.mem.moe_g = l.mem.moe_s = 0;
   l.mem.te_shapes.clear();  // no dummy wgrad buffer either
   if (l.kind == LeafKind::LinearCol || l.kind == LeafKind::LinearRow || l.kind == LeafKind::Norm ||
-      l.kind == LeafKind::Embedding) {
+      l.kind == LeafKind::Embedding || l.kind == LeafKind::GroupLinearCol ||
+      l.kind == LeafKind::GroupLinearRow) {
     Pass& p = l.pass;
     p.bwd_w_flops = p.bwd_w_bytes = p.bwd_w_ms = p.bwd_w_net_ms = 0;
   }
@@ -808,6 +818,7 @@ std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const L
     l.rank = static_cast<double>(a->full_shape[0]);
     l.in = static_cast<double>(a->full_shape[1]);
     l.out = static_cast<double>(b->full_shape[0]);
+    l.experts = a->expert ? 1 : 0;  // a routed experts' shared adapter
     l.recompute = false;
     const std::string base = op.path.substr(op.path.find(".layers.") == std::string::npos
                                                 ? 0

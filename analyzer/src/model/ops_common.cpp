@@ -227,27 +227,36 @@ void apply_lora(const Ctx& c, std::vector<Op>& ops) {
   if (!lora.enabled()) return;
   freeze_params(c, ops);
   for (auto& op : ops) {
-    const bool column = op.kind == OpKind::LinearColumn, row = op.kind == OpKind::LinearRow;
-    if (!column && !row) continue;
-    // Transformer Engine keeps a linear's input only for its weight gradient (backward_needs_input).
+    const bool grouped = op.kind == OpKind::GroupedLinearColumn || op.kind == OpKind::GroupedLinearRow;
+    const bool column = op.kind == OpKind::LinearColumn || op.kind == OpKind::GroupedLinearColumn;
+    if (!column && !grouped && op.kind != OpKind::LinearRow) continue;
+    // Transformer Engine keeps a linear's input only for its weight gradient (linear.py / grouped_linear.py
+    // backward_needs_input).
     std::erase_if(op.saved, [](const SavedTensor& t) { return t.name == "input"; });
     op.bwd_weight_flops = 0;
-    const bool target =
-        (op.role == OpRole::Qkv && lora.linear_qkv) || (op.role == OpRole::AttnProj && lora.linear_proj) ||
-        (op.role == OpRole::Fc1 && lora.linear_fc1) || (op.role == OpRole::Fc2 && lora.linear_fc2);
+    // Bridge's target names match the shared experts' and the routed experts' linear_fc1 / linear_fc2 too.
+    const bool fc1 = op.role == OpRole::Fc1 || op.role == OpRole::SharedFc1 || op.role == OpRole::ExpertsFc1;
+    const bool fc2 = op.role == OpRole::Fc2 || op.role == OpRole::SharedFc2 || op.role == OpRole::ExpertsFc2;
+    const bool target = (op.role == OpRole::Qkv && lora.linear_qkv) ||
+                        (op.role == OpRole::AttnProj && lora.linear_proj) || (fc1 && lora.linear_fc1) ||
+                        (fc2 && lora.linear_fc2);
     if (!target) continue;
-    // The adapter on the full (unsplit) in / out features, its two weights split over tp (Bridge's
-    // ParallelLinearAdapter: linear_in / linear_out parallel as the base linear is).
-    const I64 r = lora.rank, t = c.t;
+    // The adapter on the full (unsplit) in / out features, its two weights split over tp — expert tp for the
+    // experts — (Bridge's ParallelLinearAdapter: linear_in / linear_out parallel as the base linear is).  A
+    // routed experts' grouped linear shares one adapter among a rank's local experts (LoRA
+    // share_expert_adapters, the default), applied to every routed row; an expert parameter (reduced over
+    // expert-dp).
+    const I64 r = lora.rank, t = grouped ? c.st.expert_tp() : c.t;
     const I64 in_full = column ? op.in_features : op.in_features * t;
     const I64 out_full = column ? op.out_features * t : op.out_features;
-    op.params.push_back(param("lora_a", {r, in_full / t}, {r, in_full}, false));
-    op.params.push_back(param("lora_b", {out_full / t, r}, {out_full, r}, false));
+    op.params.push_back(param("lora_a", {r, in_full / t}, {r, in_full}, false, grouped));
+    op.params.push_back(param("lora_b", {out_full / t, r}, {out_full, r}, false, grouped));
     // Its input in 16 bits (the base linear's input as it arrives: sequence-split before a column linear
-    // under sequence parallelism) and x·Aᵀ over the rank.
+    // under sequence parallelism, the routed rows before an expert linear) and x·Aᵀ over the rank.
+    const I64 rows = grouped ? op.tokens : c.tok;
     op.saved.push_back({"lora_input", op.input_bytes, true});
-    op.saved.push_back({"lora_hidden", c.tok * r * c.a});
-    const double f = 2.0 * static_cast<double>(c.tok) * static_cast<double>(r) *
+    op.saved.push_back({"lora_hidden", rows * r * c.a});
+    const double f = 2.0 * static_cast<double>(rows) * static_cast<double>(r) *
                      static_cast<double>(in_full + out_full) / static_cast<double>(t);
     op.fwd_flops += f;
     op.bwd_input_flops += f;

@@ -28,8 +28,10 @@ enum class Activation { GeLU, SwiGLU, SquaredReLU };
 /// Engine linear whose weight needs no gradient keeps no input (linear.py: backward_needs_input) — and on
 /// each targeted linear of the decoder layers an adapter x → x·Aᵀ·Bᵀ (A: rank × in, B: out × rank;
 /// ParallelLinearAdapter, Megatron-core column / row linears in 16 bits, split over tp) added to its output:
-/// the adapter keeps its 16-bit input and the rank-wide intermediate, and only its weights train.  Dense
-/// softmax-attention GPT models only (ModelSpec::validate refuses MoE, MLA, hybrid and gated-delta-net
+/// the adapter keeps its 16-bit input and the rank-wide intermediate, and only its weights train.
+/// linear_fc1 / linear_fc2 also name a MoE layer's shared experts and its routed experts' grouped linears
+/// (one adapter shared by a rank's local experts, Bridge's share_expert_adapters default).  Softmax-attention
+/// GPT models, dense or MoE (ModelSpec::validate refuses MLA, LatentMoE, hybrid, gated-delta-net and MTP
 /// models: their targets are not modelled).
 struct LoraSpec {
   int rank = 0;  ///< adapter rank (`--lora-rank`, Bridge's `dim`); 0 = no LoRA
