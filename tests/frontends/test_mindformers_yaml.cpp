@@ -406,23 +406,53 @@ TEST(MindFormersYaml, OffsetErrorsNameTheKeyAndLine) {
   EXPECT_NE(e.find("-1 layers"), std::string::npos) << e;
 }
 
-// Parameter-efficient fine-tuning (model_config.pet_config, r1.5's lora_*.yaml) is not modelled: a warning
-// says the run is priced as a full fine-tuning, so its memory (frozen weights' gradients and optimizer
-// states) is read as the upper bound it is; without pet_config no such warning.
-TEST(MindFormersYaml, ParameterEfficientFineTuningIsSaidToBePricedInFull) {
-  auto pet_warning = [](const std::string& text) {
-    for (const auto& w : parse_mindformers_yaml(text, "x.yaml").warnings)
-      if (w.find("parameter-efficient fine-tuning is not modelled") != std::string::npos) return w;
+// Parameter-efficient fine-tuning (model_config.pet_config).  LoRA is modelled: lora_rank, and target_modules
+// matched as MindFormers matches each linear cell's name (re.match) — '.*wq|.*wv' adapts the attention's
+// projection in (its two separate adapters priced as one, said), '.*w1|.*w2|.*w3' the MLP; the frozen rest
+// keeps no gradient or optimizer state.  A pattern naming no modelled linear is an error on its line;
+// ptuning2 / prefixtuning are said to be priced as a full fine-tuning (an upper bound).
+TEST(MindFormersYaml, ParameterEfficientFineTuning) {
+  auto with_pet = [](const std::string& pet) {
+    std::string t = small("[0, 1, 1, 0]");
+    t.replace(t.find("    offset:"), 0, "    pet_config:\n" + pet);
+    return t;
+  };
+  auto warning = [](const MindFormersConfig& c, const std::string& part) {
+    for (const auto& w : c.warnings)
+      if (w.find(part) != std::string::npos) return w;
     return std::string();
   };
-  std::string t = small("[0, 1, 1, 0]");
-  EXPECT_EQ(pet_warning(t), "");
-  t.replace(
-      t.find("    offset:"), 0,
-      "    pet_config:\n      pet_type: lora\n      lora_rank: 16\n      target_modules: '.*wq|.*wv'\n");
-  const std::string w = pet_warning(t);
-  EXPECT_NE(w.find("model.model_config.pet_config.pet_type lora"), std::string::npos) << w;
-  EXPECT_NE(w.find("full fine-tuning"), std::string::npos) << w;
+  const MindFormersConfig plain = parse_mindformers_yaml(small("[0, 1, 1, 0]"), "x.yaml");
+  EXPECT_FALSE(plain.model.lora.enabled());
+  const MindFormersConfig qv = parse_mindformers_yaml(
+      with_pet("      pet_type: lora\n      lora_rank: 16\n      target_modules: '.*wq|.*wv'\n"), "x.yaml");
+  EXPECT_EQ(qv.model.lora.rank, 16);
+  EXPECT_TRUE(qv.model.lora.linear_qkv);
+  EXPECT_FALSE(qv.model.lora.linear_proj || qv.model.lora.linear_fc1 || qv.model.lora.linear_fc2);
+  EXPECT_NE(warning(qv, "2 separate adapters of q / k / v"), "") << qv.warnings.size();
+  EXPECT_EQ(warning(qv, "not modelled — priced as a full fine-tuning"), "");
+  const MemoryReport m = stage_memory(build_layer_graph(qv.model, qv.strategy));
+  for (const auto& s : m.stages) {  // gradients (in param_init_type) of the adapters alone
+    EXPECT_GT(s.frozen_params, 0);
+    EXPECT_DOUBLE_EQ(s.grad_bytes, static_cast<double>(s.params - s.frozen_params) * qv.strategy.param_bytes);
+  }
+  const MindFormersConfig mlp = parse_mindformers_yaml(
+      with_pet("      pet_type: lora\n      lora_rank: 8\n      target_modules: '.*w1|.*w2|.*w3'\n"),
+      "x.yaml");
+  EXPECT_TRUE(mlp.model.lora.linear_fc1 && mlp.model.lora.linear_fc2);
+  EXPECT_FALSE(mlp.model.lora.linear_qkv || mlp.model.lora.linear_proj);
+
+  try {
+    parse_mindformers_yaml(with_pet("      pet_type: lora\n      target_modules: '.*embedding'\n"), "x.yaml");
+    ADD_FAILURE() << "a pattern naming no linear was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().find("model.model_config.pet_config.target_modules"), std::string::npos) << e.where();
+    EXPECT_NE(e.detail().find("names none of the modelled linears"), std::string::npos) << e.detail();
+  }
+  const MindFormersConfig p2 =
+      parse_mindformers_yaml(with_pet("      pet_type: ptuning2\n      pre_seq_len: 16\n"), "x.yaml");
+  EXPECT_FALSE(p2.model.lora.enabled());
+  EXPECT_NE(warning(p2, "pet_type ptuning2: parameter-efficient fine-tuning is not modelled"), "");
 }
 
 // Context parallelism as MindFormers runs it (parallel_config.context_parallel_algo): colossalai_cp, the

@@ -8,8 +8,9 @@
 #include <set>
 #include <sstream>
 
-#include <CLI/CLI.hpp>
+#include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
+#include <CLI/CLI.hpp>
 
 #include "preflight/analyzer/frontends/hf_config.hpp"
 #include "preflight/common/error.hpp"
@@ -569,6 +570,57 @@ void read_new_style_model(const Doc& doc, const Section& mc, ModelSpec& m, bool 
 // ------------------------------------------------------------------------------------------------
 // Layer split (LayerSetting, models/utils.py @ r1.5.0:129-219).
 
+/// MindFormers' LoRA (pet_config: pet_type lora, lora_rank, target_modules): MindFormers replaces every
+/// linear cell whose own name `re.match`es target_modules (pet/tuners/lora_adapter.py
+/// recursive_replace_dense_cell), here matched against the names of each modelled linear — wq / wk / wv /
+/// w_qkv / linear_qkv / dense1-3 (the attention's projection in), wo / linear_proj / projection (out), w1 /
+/// w3 / w_gate_hidden / linear_fc1 / mapping (the MLP's in, the experts' too), w2 / linear_fc2 / projection
+/// (its out).  Separate wq / wk / wv adapters are priced as one on the fused projection (their A matrices
+/// counted once: said).  A pattern naming none of them is refused by name.
+LoraSpec read_pet_lora(const Section& pet, std::vector<std::string>& warnings) {
+  LoraSpec lora;
+  lora.rank = static_cast<int>(pet.positive_or("lora_rank", 8));
+  const std::string pattern = pet.string_or("target_modules", ".*wq|.*wk|.*wv|.*wo");
+  const RE2 re("(?:" + pattern + ")", RE2::Quiet);
+  if (!re.ok()) throw pet.error("target_modules", "is not a regular expression: " + re.error());
+  auto matches = [&](std::initializer_list<const char*> names) {
+    std::vector<std::string> hit;
+    for (const char* n : names) {
+      re2::StringPiece name(n);
+      if (RE2::Consume(&name, re)) hit.push_back(n);  // re.match: anchored at the start only
+    }
+    return hit;
+  };
+  // mindformers.modules.transformer (GPT-2 and the other legacy transformer models): dense1 / dense2 / dense3
+  // are q / k / v, `projection` the attention's output and the feed-forward's, `mapping` its input.
+  const auto qkv = matches({"wq", "wk", "wv", "w_qkv", "linear_qkv", "dense1", "dense2", "dense3"});
+  const auto proj = matches({"wo", "linear_proj", "projection"});
+  const auto fc1 = matches({"w1", "w3", "w_gate_hidden", "linear_fc1", "mapping"});
+  const auto fc2 = matches({"w2", "linear_fc2", "projection"});
+  lora.linear_qkv = !qkv.empty();
+  lora.linear_proj = !proj.empty();
+  lora.linear_fc1 = !fc1.empty();
+  lora.linear_fc2 = !fc2.empty();
+  if (!(lora.linear_qkv || lora.linear_proj || lora.linear_fc1 || lora.linear_fc2))
+    throw pet.error("target_modules",
+                    "'" + pattern +
+                        "' names none of the modelled linears (wq, wk, wv, w_qkv, wo, w1, w2, w3, "
+                        "w_gate_hidden, linear_qkv, linear_proj, linear_fc1, linear_fc2, dense1, "
+                        "dense2, dense3, projection, mapping)");
+  const long separate = std::count_if(qkv.begin(), qkv.end(), [](const std::string& n) {
+    return n == "wq" || n == "wk" || n == "wv" || n.rfind("dense", 0) == 0;
+  });
+  if (separate > 1)
+    warnings.push_back(pet.key_path("target_modules") + ": the " + std::to_string(separate) +
+                       " separate adapters of q / k / v are priced as one on the fused projection (their " +
+                       "A matrices counted once: " + std::to_string(separate - 1) +
+                       " × rank × hidden parameters a layer fewer)");
+  if (const YAML::Node d = pet.get("lora_dropout");
+      d.IsScalar() && std::strtod(d.Scalar().c_str(), nullptr) > 0)
+    warnings.push_back(pet.key_path("lora_dropout") + ": the adapters' dropout mask is not counted");
+  return lora;
+}
+
 ChunkGrid read_offset(const Doc& doc, const Section& mc, int L, int pp, int V) {
   ChunkGrid off(static_cast<std::size_t>(V), std::vector<int>(static_cast<std::size_t>(pp), 0));
   if (!mc.has("offset") || pp * V <= 1) return off;
@@ -880,16 +932,23 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
     throw InputError(source, "no model: section (is this a MindFormers training yaml?)");
   const Section mc = section(doc, model_sec.node, "model_config", "model.model_config");
   if (!mc.present()) throw doc.error(model_sec.node, "model.model_config", "is missing");
-  // Parameter-efficient fine-tuning (model_config.pet_config: lora, ptuning2, prefixtuning): the frozen base
-  // weights keep no gradients or optimizer states and run no weight-gradient GEMMs.  Not modelled: said, so a
-  // "does not fit" of a LoRA yaml is read for what it is.
-  if (const Section pet = section(doc, mc.node, "pet_config", "model.model_config.pet_config"); pet.present())
-    warnings.push_back(
-        pet.key_path("pet_type") + " " + pet.string_or("pet_type", "(not given)") +
-        ": parameter-efficient fine-tuning is not modelled — priced as a full fine-tuning: the "
-        "frozen weights' gradients, optimizer states, weight-gradient GEMMs and gradient "
-        "reduction are counted, so memory and time are overstated (a run said not to fit may "
-        "fit)");
+  // Parameter-efficient fine-tuning (model_config.pet_config).  LoRA is modelled (ModelSpec::lora: frozen
+  // base, adapters on the linears target_modules names); ptuning2 / prefixtuning are not: said, so a "does
+  // not fit" of such a yaml is read for what it is.
+  LoraSpec pet_lora;
+  if (const Section pet = section(doc, mc.node, "pet_config", "model.model_config.pet_config");
+      pet.present()) {
+    const std::string type = pet.string_or("pet_type", "(not given)");
+    if (type == "lora")
+      pet_lora = read_pet_lora(pet, warnings);
+    else
+      warnings.push_back(
+          pet.key_path("pet_type") + " " + type +
+          ": parameter-efficient fine-tuning is not modelled — priced as a full fine-tuning: the "
+          "frozen weights' gradients, optimizer states, weight-gradient GEMMs and gradient "
+          "reduction are counted, so memory and time are overstated (a run said not to fit may "
+          "fit)");
+  }
   cfg.legacy = !top.has("use_legacy") || doc.boolean(top.get("use_legacy"), "use_legacy");
   const Section parallel_config = top_key("parallel_config");
   const Section parallel = top_key("parallel");
@@ -1166,6 +1225,7 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
     }
   }
   m.name = fs::path(source).stem().string() + " (" + cfg.model_type + ")";
+  m.lora = pet_lora;
   if (m.position_embedding != PositionEmbedding::LearnedAbsolute && m.max_position_embeddings < st.seq_length)
     m.max_position_embeddings = st.seq_length;
   try {
