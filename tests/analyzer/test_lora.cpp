@@ -284,3 +284,30 @@ TEST(Lora, MoeExpertsShareOneAdapterPerRank) {
   EXPECT_EQ(adapters, 2);  // one MoE layer's experts' fc1 and fc2
   EXPECT_DOUBLE_EQ(e.chunks[0].memory.moe_grad_bytes, 2.0 * expert_adapters * 4);
 }
+
+// Under full recompute an adapter runs again with its layer (recomputed forward time), not without it.
+TEST(Lora, AdaptersRecomputeWithTheirLayer) {
+  const SystemSpec sys = cost::load_simumax_system("h100-sxm");
+  cost::EstimateOptions eo;
+  eo.layer_ops = true;
+  for (const bool full : {false, true}) {
+    Words w = {"--world-size", "1", "--lora-rank", "16"};
+    if (full)
+      w.insert(w.end(), {"--recompute-granularity", "full", "--recompute-method", "uniform",
+                         "--recompute-num-layers", "1"});
+    const MegatronConfig c = parse_megatron_args(small(w));
+    const cost::Estimate e = cost::estimate(c.model, c.strategy, sys, eo);
+    int seen = 0;
+    for (const auto& layer : e.layer_ops)
+      for (const auto& op : layer.ops)
+        if (op.kind == "LoraAdapter") {
+          ++seen;
+          if (full) {
+            EXPECT_DOUBLE_EQ(op.times.recompute_compute_ms, op.times.fwd_compute_ms) << op.name;
+          } else {
+            EXPECT_EQ(op.times.recompute_compute_ms, 0) << op.name;
+          }
+        }
+    EXPECT_EQ(seen, 4) << full;
+  }
+}

@@ -819,7 +819,9 @@ std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const L
     l.in = static_cast<double>(a->full_shape[1]);
     l.out = static_cast<double>(b->full_shape[0]);
     l.experts = a->expert ? 1 : 0;  // a routed experts' shared adapter
-    l.recompute = false;
+    // Recomputed with the block its linear is recomputed in (full recompute, the attention or the MLP).
+    const bool attention_side = op.role == OpRole::Qkv || op.role == OpRole::AttnProj;
+    l.recompute = attention_side ? rc.out : (rc.linear || rc.meg_mlp || rc.meg_moe);
     const std::string base = op.path.substr(op.path.find(".layers.") == std::string::npos
                                                 ? 0
                                                 : op.path.find('.', op.path.find(".layers.") + 8) + 1);
