@@ -10,6 +10,7 @@
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/frontends/presets.hpp"
 #include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/model/memory.hpp"
 #include "preflight/common/error.hpp"
@@ -310,4 +311,30 @@ TEST(Lora, AdaptersRecomputeWithTheirLayer) {
         }
     EXPECT_EQ(seen, 4) << full;
   }
+}
+
+// Multi-latent attention (DeepSeek-V2-Lite's layers): the four default targets adapt linear_proj (heads ·
+// v_head_dim → h) and the MLPs; MLA's down / up projections stay frozen, keep no input and get no adapter.
+// linear_proj alone: 27 layers × 16 · (16 · 128 + 2048).
+TEST(Lora, MultiLatentAttentionKeepsItsProjectionsFrozen) {
+  ModelSpec m = preset_model("deepseek-v2-lite");
+  const std::int64_t base = count_parameters(m);
+  m.lora.rank = 16;
+  m.lora.linear_qkv = m.lora.linear_fc1 = m.lora.linear_fc2 = false;
+  m.validate();
+  EXPECT_EQ(count_parameters(m), base + 27 * 16 * (16 * 128 + 2048));
+  Strategy st;
+  st.world_size = 1;
+  st.seq_length = 1024;
+  st.micro_batch_size = 1;
+  const LayerGraph g = build_layer_graph(m, st);
+  int mla = 0;
+  for (const auto& c : g.chunks)
+    for (const auto& op : c.ops)
+      if (op.role == OpRole::QDownProj || op.role == OpRole::KvUpProj) {
+        ++mla;
+        for (const auto& p : op.params) EXPECT_TRUE(p.frozen) << op.path;
+        for (const auto& t : op.saved) EXPECT_NE(t.name, "input") << op.path;
+      }
+  EXPECT_GT(mla, 0);
 }

@@ -63,15 +63,15 @@ void ModelSpec::validate() const {
   if (lora.enabled()) {
     require_at_most(lora.rank, 1 << 16, "--lora-rank");
     const char* what = moe.latent_size > 0  ? "LatentMoE experts"
-                       : mla.enabled        ? "multi-latent attention"
                        : hybrid()           ? "a hybrid (Mamba) stack"
                        : has_gdn()          ? "gated delta net layers"
                        : mtp_num_layers > 0 ? "multi-token prediction layers"
                                             : nullptr;
     if (what)
-      throw InputError("--lora-rank",
-                       std::string("LoRA on a model with ") + what +
-                           " is not modelled (softmax-attention GPT models, dense or MoE, only)");
+      throw InputError(
+          "--lora-rank",
+          std::string("LoRA on a model with ") + what +
+              " is not modelled (GPT models with softmax or multi-latent attention, dense or MoE, only)");
     if (!(lora.linear_qkv || lora.linear_proj || lora.linear_fc1 || lora.linear_fc2))
       throw InputError("--lora-target-modules",
                        "names no module (linear_qkv, linear_proj, linear_fc1, linear_fc2)");

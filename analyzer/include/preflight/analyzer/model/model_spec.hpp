@@ -30,9 +30,10 @@ enum class Activation { GeLU, SwiGLU, SquaredReLU };
 /// ParallelLinearAdapter, Megatron-core column / row linears in 16 bits, split over tp) added to its output:
 /// the adapter keeps its 16-bit input and the rank-wide intermediate, and only its weights train.
 /// linear_fc1 / linear_fc2 also name a MoE layer's shared experts and its routed experts' grouped linears
-/// (one adapter shared by a rank's local experts, Bridge's share_expert_adapters default).  Softmax-attention
-/// GPT models, dense or MoE (ModelSpec::validate refuses MLA, LatentMoE, hybrid, gated-delta-net and MTP
-/// models: their targets are not modelled).
+/// (one adapter shared by a rank's local experts, Bridge's share_expert_adapters default); with multi-latent
+/// attention the four targets leave its down / up projections frozen without adapters (Bridge's
+/// linear_q_down_proj … targets are not modelled).  GPT models, dense or MoE (ModelSpec::validate refuses
+/// LatentMoE, hybrid, gated-delta-net and MTP models: their layers' targets are not modelled).
 struct LoraSpec {
   int rank = 0;  ///< adapter rank (`--lora-rank`, Bridge's `dim`); 0 = no LoRA
   bool linear_qkv = true, linear_proj = true, linear_fc1 = true, linear_fc2 = true;  ///< target_modules
