@@ -99,11 +99,13 @@ TEST(Lora, FlagsAndRefusals) {
   EXPECT_EQ(bad.where(), "--lora-target-modules");
   EXPECT_NE(bad.detail().find("'linear_q_proj'"), std::string::npos) << bad.detail();
   EXPECT_EQ(input_error([] { parse_megatron_args(small({"--lora-rank", "0"})); }).where(), "--lora-rank");
-  const auto mtp = input_error([] {
-    parse_megatron_args(small({"--lora-rank", "8", "--mtp-num-layers", "1"})).model.validate();
+  const auto latent = input_error([] {
+    parse_megatron_args(small({"--lora-rank", "8", "--num-experts", "8", "--moe-ffn-hidden-size", "512",
+                               "--moe-latent-size", "256"}))
+        .model.validate();
   });
-  EXPECT_EQ(mtp.where(), "--lora-rank");
-  EXPECT_NE(mtp.detail().find("multi-token prediction"), std::string::npos) << mtp.detail();
+  EXPECT_EQ(latent.where(), "--lora-rank");
+  EXPECT_NE(latent.detail().find("LatentMoE"), std::string::npos) << latent.detail();
   // SimuMax has no LoRA: its parity mode refuses it.
   MegatronConfig compat = parse_megatron_args(small({"--lora-rank", "8", "--world-size", "1"}));
   compat.strategy.simumax_compat = true;
@@ -125,6 +127,11 @@ TEST(Lora, AdapterParametersByHand) {
       count_parameters(
           parse_megatron_args(small({"--lora-rank", "16", "--lora-target-modules", "linear_qkv"})).model),
       n + 2 * r * (h + qkv_out));
+  // An MTP layer's transformer layer is adapted as a decoder layer is (its eh_proj frozen, no adapter).
+  const std::int64_t with_mtp = count_parameters(parse_megatron_args(small({"--mtp-num-layers", "1"})).model);
+  EXPECT_EQ(
+      count_parameters(parse_megatron_args(small({"--mtp-num-layers", "1", "--lora-rank", "16"})).model),
+      with_mtp + 3 * per_layer);
   const MegatronConfig tp2 = parse_megatron_args(small({"--lora-rank", "16", "--tensor-model-parallel-size",
                                                         "2", "--sequence-parallel", "--world-size", "2"}));
   EXPECT_EQ(count_parameters(tp2.model), n + 2 * per_layer);

@@ -822,10 +822,14 @@ std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const L
     // Recomputed with the block its linear is recomputed in (full recompute, the attention or the MLP).
     const bool attention_side = op.role == OpRole::Qkv || op.role == OpRole::AttnProj;
     l.recompute = attention_side ? rc.out : (rc.linear || rc.meg_mlp || rc.meg_moe);
-    const std::string base = op.path.substr(op.path.find(".layers.") == std::string::npos
-                                                ? 0
-                                                : op.path.find('.', op.path.find(".layers.") + 8) + 1);
-    l.name = base + ".adapter";
+    // Named inside its layer as the other leaves are ("self_attention.linear_qkv.adapter"): past
+    // "decoder.layers.<i>." or an MTP layer's "transformer_layer.".
+    std::size_t from = 0;
+    if (const auto t = op.path.find("transformer_layer."); t != std::string::npos)
+      from = t + 18;
+    else if (const auto d = op.path.find("decoder.layers."); d != std::string::npos)
+      from = op.path.find('.', d + 15) + 1;
+    l.name = op.path.substr(from) + ".adapter";
     l.path = Builder::idx(9, "LoraAdapter");
     bld.push(std::move(l));
   }

@@ -62,11 +62,10 @@ void ModelSpec::validate() const {
   require_positive(num_layers, "--num-layers");
   if (lora.enabled()) {
     require_at_most(lora.rank, 1 << 16, "--lora-rank");
-    const char* what = moe.latent_size > 0  ? "LatentMoE experts"
-                       : hybrid()           ? "a hybrid (Mamba) stack"
-                       : has_gdn()          ? "gated delta net layers"
-                       : mtp_num_layers > 0 ? "multi-token prediction layers"
-                                            : nullptr;
+    const char* what = moe.latent_size > 0 ? "LatentMoE experts"
+                       : hybrid()          ? "a hybrid (Mamba) stack"
+                       : has_gdn()         ? "gated delta net layers"
+                                           : nullptr;
     if (what)
       throw InputError(
           "--lora-rank",

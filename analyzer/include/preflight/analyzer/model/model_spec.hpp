@@ -32,8 +32,9 @@ enum class Activation { GeLU, SwiGLU, SquaredReLU };
 /// linear_fc1 / linear_fc2 also name a MoE layer's shared experts and its routed experts' grouped linears
 /// (one adapter shared by a rank's local experts, Bridge's share_expert_adapters default); with multi-latent
 /// attention the four targets leave its down / up projections frozen without adapters (Bridge's
-/// linear_q_down_proj … targets are not modelled).  GPT models, dense or MoE (ModelSpec::validate refuses
-/// LatentMoE, hybrid, gated-delta-net and MTP models: their layers' targets are not modelled).
+/// linear_q_down_proj … targets are not modelled); an MTP layer's transformer layer gets its adapters as a
+/// decoder layer does.  GPT models, dense or MoE (ModelSpec::validate refuses LatentMoE, hybrid and
+/// gated-delta-net models: their layers' targets are not modelled).
 struct LoraSpec {
   int rank = 0;  ///< adapter rank (`--lora-rank`, Bridge's `dim`); 0 = no LoRA
   bool linear_qkv = true, linear_proj = true, linear_fc1 = true, linear_fc2 = true;  ///< target_modules
