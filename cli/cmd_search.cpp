@@ -32,6 +32,7 @@ struct SearchOptions {
   bool use_etp = false, no_reserved = false, json = false, quiet = false, strict = false, simumax_compat = false;
   bool mbs_default = true, seq_default = true;  // not given on the command line
   int gpus_per_node = 0;
+  int lora_rank = 0;           // --lora-rank: LoRA on the model's four default targets (0: none)
   double yaml_device_gib = 0;  // --config: context.max_device_memory (0: none)
 };
 
@@ -169,6 +170,11 @@ int run(const SearchOptions& o) {
   } else {
     if (o.model.empty()) throw InputError("--model", "is required (or --config X.yaml)");
     model = cost::load_cost_model(o.model, &warnings);
+  }
+  if (o.lora_rank < 0) throw InputError("--lora-rank", "must not be negative");
+  if (o.lora_rank > 0) {
+    model.lora = LoraSpec{};
+    model.lora.rank = o.lora_rank;
   }
   return run_search(oo, model, base, warnings);
 }
@@ -352,6 +358,9 @@ Command search_command() {
                        "MindFormers training yaml: model, numerics, batch, sequence and world size (tp, pp, "
                        "ep and recompute are searched)");
         sub.add_option("--world-size", o->world, "GPUs");
+        sub.add_option("--lora-rank", o->lora_rank,
+                       "LoRA fine-tuning of the model: adapters of this rank on linear_qkv, linear_proj, "
+                       "linear_fc1 and linear_fc2, the rest frozen (as estimate's --lora-rank)");
         sub.add_option("--global-batch-size", o->gbs, "samples per iteration");
         sub.add_option("--micro-batch-size", o->mbs, "samples per micro batch")->capture_default_str();
         sub.add_option("--seq-length", o->seq, "tokens per sample")->capture_default_str();

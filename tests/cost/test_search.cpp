@@ -387,3 +387,20 @@ TEST(SearchCli, NamesLayoutsThatFitOnlyByTheAllocatedPeak) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("by the allocated peak only"), std::string::npos) << r.out;
 }
+
+// --lora-rank: Llama-3-70B on 8 H100s does not fit fully fine-tuned in any layout (its gradients and
+// optimizer states alone are 16 bytes a parameter); under LoRA the frozen weights are all it holds and
+// layouts fit.
+TEST(SearchCli, LoraFitsWhereFullFineTuningCannot) {
+  const std::string args =
+      "search --model llama3-70b --system h100-sxm --world-size 8 --global-batch-size 32 --seq-length 4096 "
+      "--quiet --top 3";
+  const auto full = preflight::test::run_preflight(args);
+  EXPECT_EQ(full.exit_code, 1) << full.err;
+  EXPECT_NE(full.out.find("no layout fits"), std::string::npos) << full.out;
+  const auto lora = preflight::test::run_preflight(args + " --lora-rank 16");
+  ASSERT_EQ(lora.exit_code, 0) << lora.err;
+  EXPECT_NE(lora.out.find("best: "), std::string::npos) << lora.out;
+  EXPECT_NE(lora.out.find("lora dense bf16"), std::string::npos) << lora.out;  // its own run class
+  EXPECT_EQ(preflight::test::run_preflight(args + " --lora-rank -1").exit_code, 2);
+}
