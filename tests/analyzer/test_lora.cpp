@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
@@ -237,6 +239,11 @@ TEST(Lora, AnalyzeReportsTheTrainedParameters) {
   EXPECT_NE(r.out.find("(81,920 trained: the LoRA adapters; the rest frozen)"), std::string::npos) << r.out;
   // The data-parallel table: the adapters' 81,920 parameters, reduce-scattered at 4 bytes a gradient.
   EXPECT_NE(r.out.find("81,920  reduce_scatter (4 B/grad)"), std::string::npos) << r.out;
+  const preflight::test::RunResult j = preflight::test::run_preflight("analyze --json" + args);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const nlohmann::json model = nlohmann::json::parse(j.out)["model"];
+  EXPECT_EQ(model["lora"]["rank"], 16);
+  EXPECT_EQ(model["lora"]["target_modules"], nlohmann::json::array({"linear_qkv"}));
 }
 
 // A MoE layer: linear_fc1 / linear_fc2 name the routed experts' grouped linears too, which share one adapter
