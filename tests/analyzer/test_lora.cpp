@@ -244,6 +244,10 @@ TEST(Lora, AnalyzeReportsTheTrainedParameters) {
   const nlohmann::json model = nlohmann::json::parse(j.out)["model"];
   EXPECT_EQ(model["lora"]["rank"], 16);
   EXPECT_EQ(model["lora"]["target_modules"], nlohmann::json::array({"linear_qkv"}));
+  const preflight::test::RunResult e =
+      preflight::test::run_preflight("estimate --json --system h100-sxm --" + args);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(nlohmann::json::parse(e.out)["summary"]["lora_rank"], 16);
 }
 
 // A MoE layer: linear_fc1 / linear_fc2 name the routed experts' grouped linears too, which share one adapter

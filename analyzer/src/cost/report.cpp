@@ -380,6 +380,7 @@ ojson summary_json(const Estimate& est) {
        est.strategy.overlap_moe_expert_parallel_comm && !est.strategy.simumax_compat},
       {"shared_expert_overlap", est.strategy.moe_shared_expert_overlap && !est.strategy.simumax_compat},
       {"experts_cuda_graph", est.strategy.moe_experts_cuda_graph && !est.strategy.simumax_compat},
+      {"lora_rank", est.model.lora.rank},  // 0: not a LoRA fine-tuning
       {"allocated_to_reserved_ratio", est.strategy.allocated_to_reserved_ratio},
       {"stages", stages},
       {"device_memory_bytes", est.device_memory_gib * 1024.0 * 1024.0 * 1024.0},
