@@ -248,6 +248,11 @@ TEST(Lora, AnalyzeReportsTheTrainedParameters) {
       preflight::test::run_preflight("estimate --json --system h100-sxm --" + args);
   ASSERT_EQ(e.exit_code, 0) << e.err;
   EXPECT_EQ(nlohmann::json::parse(e.out)["summary"]["lora_rank"], 16);
+  const preflight::test::RunResult text =
+      preflight::test::run_preflight("estimate --system h100-sxm --" + args);
+  EXPECT_NE(text.out.find("fine-tuning: LoRA of rank 16 on linear_qkv (every other weight frozen"),
+            std::string::npos)
+      << text.out;
 }
 
 // A MoE layer: linear_fc1 / linear_fc2 name the routed experts' grouped linears too, which share one adapter

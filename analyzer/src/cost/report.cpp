@@ -409,6 +409,16 @@ std::string summary_text(const Estimate& est) {
   std::string out = est.model.name + " on " + est.system_name + ": " + parallelism_text(st) +
                     (st.vpp > 1 ? ", " + std::to_string(st.vpp) + " virtual stages per rank" : "") + "\n";
   out += "recompute: " + recompute_status_text(est.recompute) + "\n";
+  if (const LoraSpec& lora = est.model.lora; lora.enabled()) {
+    std::string targets;
+    for (const auto& [name, on] : {std::pair{"linear_qkv", lora.linear_qkv},
+                                   {"linear_proj", lora.linear_proj},
+                                   {"linear_fc1", lora.linear_fc1},
+                                   {"linear_fc2", lora.linear_fc2}})
+      if (on) targets += (targets.empty() ? "" : ", ") + std::string(name);
+    out += "fine-tuning: LoRA of rank " + std::to_string(lora.rank) + " on " + targets +
+           " (every other weight frozen: no gradient, optimizer state or weight-gradient GEMM)\n";
+  }
   if (st.seq_split > 1)
     out += "sequence pipeline: each micro batch in " + std::to_string(st.seq_split) + " units of " +
            std::to_string(st.seq_length / st.seq_split) + " tokens, " + std::to_string(est.micro_batches) +
