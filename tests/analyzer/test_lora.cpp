@@ -361,3 +361,28 @@ TEST(Lora, MultiLatentAttentionKeepsItsProjectionsFrozen) {
       }
   EXPECT_GT(mla, 0);
 }
+
+// With --tp-comm-overlap the reduce-scatter of a column linear's input gradient runs under its
+// weight-gradient GEMM; a frozen linear has none, so under LoRA that exchange is exposed (more exposed
+// backward communication than full fine-tuning's, none of it hidden under a GEMM that no longer runs).
+TEST(Lora, NothingHidesUnderAMissingWeightGradient) {
+  const SystemSpec sys = cost::load_simumax_system("h100-sxm");
+  cost::EstimateOptions eo;
+  eo.layer_ops = true;
+  auto qkv_bwd_net = [&](bool lora) {
+    Words w = {"--world-size",     "2", "--tensor-model-parallel-size", "2", "--sequence-parallel",
+               "--tp-comm-overlap"};
+    if (lora) w.insert(w.end(), {"--lora-rank", "16"});
+    const MegatronConfig c = parse_megatron_args(small(w));
+    for (const auto& layer : cost::estimate(c.model, c.strategy, sys, eo).layer_ops)
+      for (const auto& op : layer.ops)
+        if (op.name == "attention.linear_qkv" || op.name == "self_attention.linear_qkv") return op.times;
+    ADD_FAILURE() << "no linear_qkv";
+    return cost::PassTimes{};
+  };
+  const cost::PassTimes full = qkv_bwd_net(false), lora = qkv_bwd_net(true);
+  EXPECT_GT(full.bwd_grad_w_ms, 0);
+  EXPECT_EQ(lora.bwd_grad_w_ms, 0);
+  EXPECT_EQ(lora.bwd_grad_w_net_ms, 0);  // no re-gather of the input for a weight gradient
+  EXPECT_GT(lora.bwd_grad_act_net_ms, full.bwd_grad_act_net_ms);
+}
