@@ -1,8 +1,6 @@
 // preflight logs dryrun DIR · preflight logs megatron FILE…
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -58,36 +56,11 @@ struct MegatronOptions {
   std::string calibration;
 };
 
-/// The log files a FILE argument names: the file itself, or for a directory every log under it, sorted —
-/// names ending .log / .txt / .out / .err (a job's rank_<r>.log, torchrun --log-dir's
-/// <run>/attempt_0/<r>/stdout.log).
-std::vector<std::string> megatron_log_files(const std::vector<std::string>& args) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> files;
-  for (const std::string& a : args) {
-    std::error_code ec;
-    if (!fs::is_directory(a, ec)) {
-      files.push_back(a);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (fs::recursive_directory_iterator it(a, fs::directory_options::skip_permission_denied, ec), end;
-         !ec && it != end; it.increment(ec)) {
-      if (!it->is_regular_file(ec)) continue;
-      const std::string ext = it->path().extension().string();
-      if (ext == ".log" || ext == ".txt" || ext == ".out" || ext == ".err")
-        found.push_back(it->path().string());
-    }
-    if (ec) throw InputError(a, "cannot list: " + ec.message());
-    if (found.empty()) throw InputError(a, "no log under this directory (*.log, *.txt, *.out, *.err)");
-    std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
-  }
-  return files;
-}
-
 int run_logs_megatron(const MegatronOptions& o) {
-  const std::vector<std::string> files = megatron_log_files(o.files);
+  // A directory: every log under it (a job's rank_<r>.log, torchrun --log-dir's
+  // <run>/attempt_0/<r>/stdout.log).
+  const Words files = expand_file_arguments(o.files, {".log", ".txt", ".out", ".err"}, true,
+                                            "log (*.log, *.txt, *.out, *.err)");
   if (o.predict) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& f : files) predict_megatron_log(f, o.calibration, o.json, &out);

@@ -21,22 +21,8 @@ namespace fs = std::filesystem;
 
 // A directory stands for the *.pftrace files in it (sorted).
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
-  std::vector<std::string> files;
-  for (const std::string& in : inputs) {
-    std::error_code ec;
-    if (!fs::is_directory(in, ec)) {
-      files.push_back(in);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (const auto& entry : fs::directory_iterator(in, ec))
-      if (entry.path().extension() == trace::kFileSuffix) found.push_back(entry.path().string());
-    if (found.empty())
-      throw InputError(in, std::string("no *") + trace::kFileSuffix + " trace files in this directory");
-    std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
-  }
-  return files;
+  return expand_file_arguments(inputs, {trace::kFileSuffix}, false,
+                               std::string("*") + trace::kFileSuffix + " trace files");
 }
 
 struct SummarizeOptions {

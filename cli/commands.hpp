@@ -29,6 +29,12 @@ using Words = std::vector<std::string>;
 constexpr char kBracketGuard = '\x1f';
 void restore_bracket_words(Words& words);
 
+/// File arguments where a directory stands for the files in it whose names end in one of `suffixes`, sorted
+/// (below it too when `recursive`); other arguments are kept as given.  `what` names the files in the error.
+/// @throws InputError naming a directory that holds none, or that cannot be listed.
+Words expand_file_arguments(const Words& inputs, const std::vector<std::string>& suffixes, bool recursive,
+                            const std::string& what);
+
 /// `preflight analyze [options] [torchrun + Megatron args…]`
 int run_analyze(const Words& args);
 /// `preflight balance [options]` — raw because it accepts SAPP's single-dash long flags (-mb, -mem, -lm).

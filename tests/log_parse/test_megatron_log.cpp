@@ -347,7 +347,8 @@ TEST(LogsMegatronCli, DirectoryOfRankLogs) {
   fs::create_directories(dir / "empty");
   r = run_preflight("logs megatron " + shell_quote((dir / "empty").string()));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("empty: no log under this directory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("empty: no log (*.log, *.txt, *.out, *.err) under this directory"), std::string::npos)
+      << r.err;
 }
 
 // Megatron-DeepSpeed logs (tests/data/megatron_logs, quoted from public issues): torchrun's `--tee` prefix on
