@@ -96,10 +96,10 @@ TEST(Lora, FlagsAndRefusals) {
             }).where(),
             "--lora-target-modules");  // without --lora-rank
   const auto bad = input_error([] {
-    parse_megatron_args(small({"--lora-rank", "8", "--lora-target-modules", "linear_q_proj"}));
+    parse_megatron_args(small({"--lora-rank", "8", "--lora-target-modules", "in_proj"}));
   });
   EXPECT_EQ(bad.where(), "--lora-target-modules");
-  EXPECT_NE(bad.detail().find("'linear_q_proj'"), std::string::npos) << bad.detail();
+  EXPECT_NE(bad.detail().find("'in_proj'"), std::string::npos) << bad.detail();
   EXPECT_EQ(input_error([] { parse_megatron_args(small({"--lora-rank", "0"})); }).where(), "--lora-rank");
   const auto latent = input_error([] {
     parse_megatron_args(small({"--lora-rank", "8", "--num-experts", "8", "--moe-ffn-hidden-size", "512",
@@ -385,4 +385,39 @@ TEST(Lora, NothingHidesUnderAMissingWeightGradient) {
   EXPECT_EQ(lora.bwd_grad_w_ms, 0);
   EXPECT_EQ(lora.bwd_grad_w_net_ms, 0);  // no re-gather of the input for a weight gradient
   EXPECT_GT(lora.bwd_grad_act_net_ms, full.bwd_grad_act_net_ms);
+}
+
+// Multi-latent attention's projections named as Megatron-Bridge's Moonlight recipe names them (linear_q_proj,
+// linear_kv_down_proj, linear_kv_up_proj, linear_proj) on DeepSeek-V2-Lite's 27 layers (16 heads, q 128 +
+// rope 64, v 128, kv latent 512 + rope 64, h 2048).  The kv down projection is replicated over tp, so is its
+// adapter.
+TEST(Lora, MultiLatentAttentionTargets) {
+  ModelSpec m = preset_model("deepseek-v2-lite");
+  const std::int64_t base = count_parameters(m);
+  m.lora.rank = 8;
+  m.lora.linear_qkv = m.lora.linear_fc1 = m.lora.linear_fc2 = false;
+  m.lora.linear_q_proj = m.lora.linear_kv_down_proj = m.lora.linear_kv_up_proj = true;
+  m.validate();
+  const std::int64_t q = 8 * (2048 + 16 * 192), kv_down = 8 * (2048 + 576), kv_up = 8 * (512 + 16 * 256),
+                     proj = 8 * (16 * 128 + 2048);
+  EXPECT_EQ(count_parameters(m), base + 27 * (q + kv_down + kv_up + proj));
+  EXPECT_EQ(m.lora.targets(), (std::vector<std::string>{"linear_q_proj", "linear_kv_down_proj",
+                                                        "linear_kv_up_proj", "linear_proj"}));
+  Strategy st;
+  st.world_size = 2;
+  st.tp = 2;
+  st.sequence_parallel = true;
+  st.seq_length = 1024;
+  st.micro_batch_size = 1;
+  std::int64_t trained = 0;
+  for (const auto& c : build_layer_graph(m, st).chunks)
+    trained += c.param_numel() - c.frozen_param_numel(false) - c.frozen_param_numel(true);
+  // On each of the 2 tp ranks: the replicated kv-down adapter whole, the others halved.
+  EXPECT_EQ(trained, 27 * (kv_down + (q + kv_up + proj) / 2));
+  // The Megatron flag reads the names.
+  const MegatronConfig c = parse_megatron_args(
+      small({"--lora-rank", "8", "--lora-target-modules", "linear_kv_down_proj", "linear_kv_up_proj"}));
+  EXPECT_TRUE(c.model.lora.linear_kv_down_proj && c.model.lora.linear_kv_up_proj && !c.model.lora.linear_qkv);
+  // … and on a model without MLA they would adapt nothing: refused.
+  EXPECT_EQ(input_error([&] { c.model.validate(); }).where(), "--lora-target-modules");
 }

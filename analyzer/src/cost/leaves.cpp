@@ -452,7 +452,7 @@ void price_bias_dropout_add(const Ctx& c, Leaf& l) {
 void price_lora_adapter(const Ctx& c, Leaf& l) {
   // An expert linear's adapter (l.experts > 0) is split over expert tp and is an expert parameter.
   const bool expert = l.experts > 0;
-  const double t = expert ? c.etp : c.tp, rows = l.tokens, r = l.rank;
+  const double t = l.duplicated ? 1 : expert ? c.etp : c.tp, rows = l.tokens, r = l.rank;
   const double x = rows * l.in / t * c.e, y = rows * l.out / t * c.e, hid = rows * r * c.e;
   Pass& p = l.pass;
   const double f = 2 * rows * r * (l.in + l.out) / t;
@@ -826,8 +826,10 @@ std::vector<Leaf> layer_leaves(const Ctx& c, const std::vector<Op>& ops, const L
     l.in = static_cast<double>(a->full_shape[1]);
     l.out = static_cast<double>(b->full_shape[0]);
     l.experts = a->expert ? 1 : 0;  // a routed experts' shared adapter
+    l.duplicated = a->tp_replicated;  // an MLA down projection's, replicated over tp
     // Recomputed with the block its linear is recomputed in (full recompute, the attention or the MLP).
-    const bool attention_side = op.role == OpRole::Qkv || op.role == OpRole::AttnProj;
+    const bool attention_side = !op.moe && op.role != OpRole::Fc1 && op.role != OpRole::Fc2 &&
+                                op.role != OpRole::SharedFc1 && op.role != OpRole::SharedFc2;
     l.recompute = attention_side ? rc.out : (rc.linear || rc.meg_mlp || rc.meg_moe);
     // Named inside its layer as the other leaves are ("self_attention.linear_qkv.adapter"): past
     // "decoder.layers.<i>." or an MTP layer's "transformer_layer.".

@@ -411,11 +411,7 @@ std::string summary_text(const Estimate& est) {
   out += "recompute: " + recompute_status_text(est.recompute) + "\n";
   if (const LoraSpec& lora = est.model.lora; lora.enabled()) {
     std::string targets;
-    for (const auto& [name, on] : {std::pair{"linear_qkv", lora.linear_qkv},
-                                   {"linear_proj", lora.linear_proj},
-                                   {"linear_fc1", lora.linear_fc1},
-                                   {"linear_fc2", lora.linear_fc2}})
-      if (on) targets += (targets.empty() ? "" : ", ") + std::string(name);
+    for (const auto& name : lora.targets()) targets += (targets.empty() ? "" : ", ") + name;
     out += "fine-tuning: LoRA of rank " + std::to_string(lora.rank) + " on " + targets +
            " (every other weight frozen: no gradient, optimizer state or weight-gradient GEMM)\n";
   }

@@ -297,10 +297,23 @@ void read_lora(const Flags& f, ModelSpec& m, std::vector<std::string>& warnings)
         m.lora.linear_fc1 = true;
       else if (t == "linear_fc2")
         m.lora.linear_fc2 = true;
+      else if (t == "linear_q_down_proj")
+        m.lora.linear_q_down_proj = true;
+      else if (t == "linear_q_up_proj")
+        m.lora.linear_q_up_proj = true;
+      else if (t == "linear_q_proj")
+        m.lora.linear_q_proj = true;
+      else if (t == "linear_kv_down_proj")
+        m.lora.linear_kv_down_proj = true;
+      else if (t == "linear_kv_up_proj")
+        m.lora.linear_kv_up_proj = true;
       else
         throw InputError(
             "--lora-target-modules",
-            "'" + t + "' is not a modelled target (linear_qkv, linear_proj, linear_fc1, linear_fc2)");
+            "'" + t +
+                "' is not a modelled target (linear_qkv, linear_proj, linear_fc1, linear_fc2; with "
+                "multi-latent attention linear_q_down_proj, linear_q_up_proj, linear_q_proj, "
+                "linear_kv_down_proj, linear_kv_up_proj)");
     }
   }
   if (f.has("--lora-dropout") && f.float_or("--lora-dropout", 0.0) > 0)

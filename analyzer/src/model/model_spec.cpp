@@ -71,9 +71,14 @@ void ModelSpec::validate() const {
           "--lora-rank",
           std::string("LoRA on a model with ") + what +
               " is not modelled (GPT models with softmax or multi-latent attention, dense or MoE, only)");
-    if (!(lora.linear_qkv || lora.linear_proj || lora.linear_fc1 || lora.linear_fc2))
+    if (!(lora.linear_qkv || lora.linear_proj || lora.linear_fc1 || lora.linear_fc2 ||
+          lora.linear_q_down_proj || lora.linear_q_up_proj || lora.linear_q_proj ||
+          lora.linear_kv_down_proj || lora.linear_kv_up_proj))
       throw InputError("--lora-target-modules",
                        "names no module (linear_qkv, linear_proj, linear_fc1, linear_fc2)");
+    if (!mla.enabled && !(lora.linear_qkv || lora.linear_proj || lora.linear_fc1 || lora.linear_fc2))
+      throw InputError("--lora-target-modules",
+                       "names only multi-latent attention's projections, and this model has none");
   }
   require_at_most(num_layers, 10000, "--num-layers");
   require_at_most(hidden_size, 1 << 20, "--hidden-size");

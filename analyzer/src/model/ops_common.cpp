@@ -239,21 +239,29 @@ void apply_lora(const Ctx& c, std::vector<Op>& ops) {
     const bool fc2 = op.role == OpRole::Fc2 || op.role == OpRole::SharedFc2 || op.role == OpRole::ExpertsFc2;
     const bool target = (op.role == OpRole::Qkv && lora.linear_qkv) ||
                         (op.role == OpRole::AttnProj && lora.linear_proj) || (fc1 && lora.linear_fc1) ||
-                        (fc2 && lora.linear_fc2);
+                        (fc2 && lora.linear_fc2) ||
+                        (op.role == OpRole::QDownProj && lora.linear_q_down_proj) ||
+                        (op.role == OpRole::QUpProj && lora.linear_q_up_proj) ||
+                        (op.role == OpRole::QProj && lora.linear_q_proj) ||
+                        (op.role == OpRole::KvDownProj && lora.linear_kv_down_proj) ||
+                        (op.role == OpRole::KvUpProj && lora.linear_kv_up_proj);
     if (!target) continue;
     // The adapter on the full (unsplit) in / out features, its two weights split over tp — expert tp for the
     // experts — (Bridge's ParallelLinearAdapter: linear_in / linear_out parallel as the base linear is).  A
     // routed experts' grouped linear shares one adapter among a rank's local experts (LoRA
     // share_expert_adapters, the default), applied to every routed row; an expert parameter (reduced over
     // expert-dp).
-    const I64 r = lora.rank, t = grouped ? c.st.expert_tp() : c.t;
+    // A linear replicated over tp (MLA's down projections, TE parallel_mode "duplicated") has a replicated
+    // adapter on the rank's own tokens.
+    const bool replicated = !op.params.empty() && op.params.front().tp_replicated;
+    const I64 r = lora.rank, t = replicated ? 1 : grouped ? c.st.expert_tp() : c.t;
     const I64 in_full = column ? op.in_features : op.in_features * t;
     const I64 out_full = column ? op.out_features * t : op.out_features;
-    op.params.push_back(param("lora_a", {r, in_full / t}, {r, in_full}, false, grouped));
-    op.params.push_back(param("lora_b", {out_full / t, r}, {out_full, r}, false, grouped));
+    op.params.push_back(param("lora_a", {r, in_full / t}, {r, in_full}, replicated, grouped));
+    op.params.push_back(param("lora_b", {out_full / t, r}, {out_full, r}, replicated, grouped));
     // Its input in 16 bits (the base linear's input as it arrives: sequence-split before a column linear
     // under sequence parallelism, the routed rows before an expert linear) and x·Aᵀ over the rank.
-    const I64 rows = grouped ? op.tokens : c.tok;
+    const I64 rows = grouped || replicated ? op.tokens : c.tok;
     op.saved.push_back({"lora_input", op.input_bytes, true});
     op.saved.push_back({"lora_hidden", rows * r * c.a});
     const double f = 2.0 * static_cast<double>(rows) * static_cast<double>(r) *

@@ -724,13 +724,7 @@ nlohmann::json model_json(const ModelSpec& m, std::int64_t padded_vocab) {
                 {"shared_expert_ffn_hidden_size", m.moe.shared_expert_ffn_hidden_size}};
   }
   if (m.lora.enabled()) {  // LoRA fine-tuning: the adapters' rank and targets
-    nlohmann::json targets = nlohmann::json::array();
-    for (const auto& [name, on] : {std::pair{"linear_qkv", m.lora.linear_qkv},
-                                   {"linear_proj", m.lora.linear_proj},
-                                   {"linear_fc1", m.lora.linear_fc1},
-                                   {"linear_fc2", m.lora.linear_fc2}})
-      if (on) targets.push_back(name);
-    j["lora"] = {{"rank", m.lora.rank}, {"target_modules", targets}};
+    j["lora"] = {{"rank", m.lora.rank}, {"target_modules", m.lora.targets()}};
   }
   if (m.mla.enabled) {
     j["mla"] = {{"q_lora_rank", m.mla.q_lora_rank},

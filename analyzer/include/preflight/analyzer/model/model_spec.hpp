@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace preflight::analyzer {
@@ -30,15 +31,35 @@ enum class Activation { GeLU, SwiGLU, SquaredReLU };
 /// ParallelLinearAdapter, Megatron-core column / row linears in 16 bits, split over tp) added to its output:
 /// the adapter keeps its 16-bit input and the rank-wide intermediate, and only its weights train.
 /// linear_fc1 / linear_fc2 also name a MoE layer's shared experts and its routed experts' grouped linears
-/// (one adapter shared by a rank's local experts, Bridge's share_expert_adapters default); with multi-latent
-/// attention the four targets leave its down / up projections frozen without adapters (Bridge's
-/// linear_q_down_proj … targets are not modelled); an MTP layer's transformer layer gets its adapters as a
-/// decoder layer does.  GPT models, dense or MoE (ModelSpec::validate refuses LatentMoE, hybrid and
+/// (one adapter shared by a rank's local experts, Bridge's share_expert_adapters default); multi-latent
+/// attention's projections take adapters when named (linear_q_down_proj, linear_q_up_proj, linear_q_proj,
+/// linear_kv_down_proj, linear_kv_up_proj); an MTP layer's transformer layer gets its adapters as a decoder
+/// layer does.  GPT models, dense or MoE (ModelSpec::validate refuses LatentMoE, hybrid and
 /// gated-delta-net models: their layers' targets are not modelled).
 struct LoraSpec {
   int rank = 0;  ///< adapter rank (`--lora-rank`, Bridge's `dim`); 0 = no LoRA
   bool linear_qkv = true, linear_proj = true, linear_fc1 = true, linear_fc2 = true;  ///< target_modules
+  /// Multi-latent attention's projections (Bridge's Moonlight / GLM-5 recipes name them): the down
+  /// projections are replicated over tp, so are their adapters.
+  bool linear_q_down_proj = false, linear_q_up_proj = false, linear_q_proj = false,
+       linear_kv_down_proj = false, linear_kv_up_proj = false;
   bool enabled() const { return rank > 0; }
+  /// The targets' names, in Megatron-Bridge's spelling.
+  std::vector<std::string> targets() const {
+    std::vector<std::string> t;
+    const std::pair<const char*, bool> all[] = {{"linear_qkv", linear_qkv},
+                                                {"linear_q_down_proj", linear_q_down_proj},
+                                                {"linear_q_up_proj", linear_q_up_proj},
+                                                {"linear_q_proj", linear_q_proj},
+                                                {"linear_kv_down_proj", linear_kv_down_proj},
+                                                {"linear_kv_up_proj", linear_kv_up_proj},
+                                                {"linear_proj", linear_proj},
+                                                {"linear_fc1", linear_fc1},
+                                                {"linear_fc2", linear_fc2}};
+    for (const auto& [name, on] : all)
+      if (on) t.push_back(name);
+    return t;
+  }
 };
 
 /// Mixture-of-experts layers (Megatron `--num-experts`, `--moe-*`).
