@@ -287,33 +287,18 @@ void read_lora(const Flags& f, ModelSpec& m, std::vector<std::string>& warnings)
     throw InputError("--lora-rank", "is implausibly large (" + f.get("--lora-rank") + ")");
   m.lora.rank = static_cast<int>(rank);
   if (f.has("--lora-target-modules")) {
-    m.lora.linear_qkv = m.lora.linear_proj = m.lora.linear_fc1 = m.lora.linear_fc2 = false;
+    const auto& table = LoraSpec::target_table();
+    for (const auto& [name, flag] : table) m.lora.*flag = false;
     for (const auto& t : f.list("--lora-target-modules")) {
-      if (t == "linear_qkv")
-        m.lora.linear_qkv = true;
-      else if (t == "linear_proj")
-        m.lora.linear_proj = true;
-      else if (t == "linear_fc1")
-        m.lora.linear_fc1 = true;
-      else if (t == "linear_fc2")
-        m.lora.linear_fc2 = true;
-      else if (t == "linear_q_down_proj")
-        m.lora.linear_q_down_proj = true;
-      else if (t == "linear_q_up_proj")
-        m.lora.linear_q_up_proj = true;
-      else if (t == "linear_q_proj")
-        m.lora.linear_q_proj = true;
-      else if (t == "linear_kv_down_proj")
-        m.lora.linear_kv_down_proj = true;
-      else if (t == "linear_kv_up_proj")
-        m.lora.linear_kv_up_proj = true;
-      else
+      const auto hit = std::find_if(table.begin(), table.end(), [&](const auto& e) { return t == e.first; });
+      if (hit == table.end())
         throw InputError(
             "--lora-target-modules",
             "'" + t +
                 "' is not a modelled target (linear_qkv, linear_proj, linear_fc1, linear_fc2; with "
                 "multi-latent attention linear_q_down_proj, linear_q_up_proj, linear_q_proj, "
                 "linear_kv_down_proj, linear_kv_up_proj)");
+      m.lora.*(hit->second) = true;
     }
   }
   if (f.has("--lora-dropout") && f.float_or("--lora-dropout", 0.0) > 0)

@@ -58,6 +58,28 @@ void require_at_most(std::int64_t v, std::int64_t limit, const char* flag) {
 }
 }  // namespace
 
+const std::vector<std::pair<const char*, bool LoraSpec::*>>& LoraSpec::target_table() {
+  static const std::vector<std::pair<const char*, bool LoraSpec::*>> t = {
+      {"linear_qkv", &LoraSpec::linear_qkv},
+      {"linear_q_down_proj", &LoraSpec::linear_q_down_proj},
+      {"linear_q_up_proj", &LoraSpec::linear_q_up_proj},
+      {"linear_q_proj", &LoraSpec::linear_q_proj},
+      {"linear_kv_down_proj", &LoraSpec::linear_kv_down_proj},
+      {"linear_kv_up_proj", &LoraSpec::linear_kv_up_proj},
+      {"linear_proj", &LoraSpec::linear_proj},
+      {"linear_fc1", &LoraSpec::linear_fc1},
+      {"linear_fc2", &LoraSpec::linear_fc2},
+  };
+  return t;
+}
+
+std::vector<std::string> LoraSpec::targets() const {
+  std::vector<std::string> out;
+  for (const auto& [name, flag] : target_table())
+    if (this->*flag) out.push_back(name);
+  return out;
+}
+
 void ModelSpec::validate() const {
   require_positive(num_layers, "--num-layers");
   if (lora.enabled()) {

@@ -44,22 +44,10 @@ struct LoraSpec {
   bool linear_q_down_proj = false, linear_q_up_proj = false, linear_q_proj = false,
        linear_kv_down_proj = false, linear_kv_up_proj = false;
   bool enabled() const { return rank > 0; }
-  /// The targets' names, in Megatron-Bridge's spelling.
-  std::vector<std::string> targets() const {
-    std::vector<std::string> t;
-    const std::pair<const char*, bool> all[] = {{"linear_qkv", linear_qkv},
-                                                {"linear_q_down_proj", linear_q_down_proj},
-                                                {"linear_q_up_proj", linear_q_up_proj},
-                                                {"linear_q_proj", linear_q_proj},
-                                                {"linear_kv_down_proj", linear_kv_down_proj},
-                                                {"linear_kv_up_proj", linear_kv_up_proj},
-                                                {"linear_proj", linear_proj},
-                                                {"linear_fc1", linear_fc1},
-                                                {"linear_fc2", linear_fc2}};
-    for (const auto& [name, on] : all)
-      if (on) t.push_back(name);
-    return t;
-  }
+  /// Each target's name in Megatron-Bridge's spelling and its switch here, in the layer's order.
+  static const std::vector<std::pair<const char*, bool LoraSpec::*>>& target_table();
+  /// The names of the targets switched on.
+  std::vector<std::string> targets() const;
 };
 
 /// Mixture-of-experts layers (Megatron `--num-experts`, `--moe-*`).
