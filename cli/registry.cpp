@@ -22,8 +22,7 @@ Words expand_file_arguments(const Words& inputs, const std::vector<std::string>&
     auto take = [&](const fs::directory_entry& e) {
       const std::string name = e.path().filename().string();
       for (const auto& s : suffixes)
-        if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0 &&
-            e.is_regular_file(ec)) {
+        if (name.ends_with(s) && e.is_regular_file(ec)) {
           found.push_back(e.path().string());
           return;
         }

@@ -193,6 +193,11 @@ std::string fmt_int(double v) {
   return std::to_string(static_cast<long long>(v));
 }
 
+/// LoRA (ModelSpec::lora): every leaf of the base model is frozen, its adapters are not.
+bool frozen(const Ctx& c, const Leaf& l) {
+  return c.m->lora.enabled() && l.kind != LeafKind::LoraAdapter;
+}
+
 /// Leaves whose weight-gradient pass is a weight's gradient (LoRA's frozen base skips it).
 bool has_weight_gradient(LeafKind k) {
   return k == LeafKind::LinearCol || k == LeafKind::LinearRow || k == LeafKind::Norm ||
@@ -204,7 +209,9 @@ bool has_weight_gradient(LeafKind k) {
 void price_passes(const Ctx& c, Leaf& l, const char* fwd_op, const char* bwd_op, const char* w_op,
                   const std::string& k_fwd, const std::string& k_act, const std::string& k_w) {
   Pass& p = l.pass;
-  if (l.frozen && has_weight_gradient(l.kind)) p.bwd_w_flops = p.bwd_w_bytes = p.bwd_w_net_ms = 0;
+  // A frozen weight has no gradient pass, so nothing of the backward hides under one either (the tensor-
+  // parallel overlaps are priced after this).
+  if (frozen(c, l) && has_weight_gradient(l.kind)) p.bwd_w_flops = p.bwd_w_bytes = p.bwd_w_net_ms = 0;
   p.fwd_ms = pass_time(c, fwd_op, p.fwd_flops, p.fwd_bytes, k_fwd);
   p.bwd_act_ms = pass_time(c, bwd_op, p.bwd_act_flops, p.bwd_act_bytes, k_act);
   p.bwd_w_ms = pass_time(c, w_op, p.bwd_w_flops, p.bwd_w_bytes, k_w);
@@ -478,16 +485,11 @@ void price_lora_adapter(const Ctx& c, Leaf& l) {
   price_passes(c, l, "matmul", "matmul", "matmul");
 }
 
-/// LoRA: a leaf of the base model keeps its weights but no gradient or optimizer state, and runs no weight
-/// gradient (a linear's GEMM and the gather of its input for it, a norm's or an embedding's reduction: zeroed
-/// by price_passes before the tensor-parallel overlaps are priced, so nothing hides under that pass).
+/// LoRA: a leaf of the base model keeps its weights but no gradient or optimizer state (its weight-gradient
+/// pass is dropped by price_passes).
 void freeze(Leaf& l) {
   l.mem.dense_g = l.mem.dense_s = l.mem.moe_g = l.mem.moe_s = 0;
   l.mem.te_shapes.clear();  // no dummy wgrad buffer either
-  if (has_weight_gradient(l.kind)) {
-    Pass& p = l.pass;
-    p.bwd_w_flops = p.bwd_w_bytes = p.bwd_w_ms = p.bwd_w_net_ms = 0;
-  }
 }
 
 void price(const Ctx& c, Leaf& l) {
@@ -643,9 +645,8 @@ void Builder::push(Leaf l) {
     l.name.clear();
     l.path.clear();
   }
-  l.frozen = c.m->lora.enabled() && l.kind != LeafKind::LoraAdapter;
   price(c, l);
-  if (l.frozen) freeze(l);
+  if (frozen(c, l)) freeze(l);
   out.push_back(std::move(l));
 }
 

@@ -129,9 +129,6 @@ struct Leaf {
   bool recompute = false, has_cached_inputs = false, variance = false, breakpoint = false;
   bool offload_inputs = false, cache_outputs = false, weighted_silu = false;
   bool layer_first = false;  // first leaf of a transformer layer (LLMModel.set_breakpoints)
-  // LoRA's frozen base (ModelSpec::lora): no weight-gradient pass, so nothing of the backward hides under
-  // one.
-  bool frozen = false;
   // A MoE layer's shared expert: 1 its fc1 side (fc1, its quantizer, the activation), 2 its fc2 side — what
   // --moe-shared-expert-overlap runs beside the dispatch / the combine (names are cleared in searches).
   std::uint8_t shared_expert_side = 0;

@@ -222,9 +222,8 @@ MemoryReport stage_memory(const LayerGraph& graph) {
     s.weight_bytes = dense * bpp.weight / (shard_params ? dense_shard : 1.0) +
                      expert * bpp.weight / (shard_params ? expert_shard : 1.0);
     // Frozen weights (LoRA) have no gradient and no optimizer state.
-    const double frozen_expert = static_cast<double>(s.frozen_expert_params);
-    const double frozen_dense = static_cast<double>(s.frozen_params) - frozen_expert;
-    const double train_dense = dense - frozen_dense, train_expert = expert - frozen_expert;
+    const double train_dense = static_cast<double>(s.trained_dense_params());
+    const double train_expert = static_cast<double>(s.trained_expert_params());
     s.grad_bytes = train_dense * bpp.grad / (shard_grads ? dense_shard : 1.0) +
                    train_expert * bpp.grad / (shard_grads ? expert_shard : 1.0);
     s.buffer_bytes += fsdp_buffer;

@@ -226,10 +226,9 @@ PeakPoint stage_peak(const LayerGraph& graph, int pp_rank) {
     t.act = 0;
     t.trans = 0;
     const bool sharded = st.distributed_optimizer || st.effective_zero_stage() >= 1;
-    // Trainable parameters only (LoRA's frozen base weights have no gradient).
-    const double expert = static_cast<double>(sm.expert_params - sm.frozen_expert_params);
-    const double dense = static_cast<double>(sm.params - sm.expert_params) -
-                         static_cast<double>(sm.frozen_params - sm.frozen_expert_params);
+    // Trained parameters only (LoRA's frozen base weights have no gradient).
+    const double expert = static_cast<double>(sm.trained_expert_params());
+    const double dense = static_cast<double>(sm.trained_dense_params());
     double copies = 4.0 * (dense / (sharded ? static_cast<double>(st.dense_shard_group()) : 1.0) +
                            expert / (sharded ? static_cast<double>(st.expert_shard_group()) : 1.0));
     if (st.zero3_sub_group_elements >= 0) {

@@ -357,7 +357,7 @@ std::string full_model_section(const LayerGraph& g) {
   const StageMemory& s = mem.stages[0];
   BytesPerParam bpp = bytes_per_param(st);
   // LoRA: the frozen base weights have no gradient and no optimizer state.
-  const std::int64_t trainable = s.params - s.frozen_params;
+  const std::int64_t trainable = s.trained_dense_params() + s.trained_expert_params();
   out +=
       "parameters: " + with_commas(s.params) +
       (s.frozen_params > 0 ? " (" + with_commas(trainable) + " trained: the LoRA adapters; the rest frozen)"
@@ -528,7 +528,7 @@ std::string data_parallel_section(const LayerGraph& g, const CommReport& comm, c
   t.column("parameter gather").column("GiB/GPU", A::Right);
   for (const auto& s : mem.stages) {
     // Trained parameters only (LoRA's frozen base weights are neither reduced nor gathered).
-    const std::int64_t trained = s.params - s.expert_params - (s.frozen_params - s.frozen_expert_params);
+    const std::int64_t trained = s.trained_dense_params();
     double dense = static_cast<double>(trained);
     // Muon's legacy layer-wise deal all-reduces the gradients before it gathers the updated parameters.
     const bool all_reduce =

@@ -36,6 +36,12 @@ struct StageMemory {
   std::int64_t expert_params = 0;
   /// Of params / expert_params: frozen (LoRA's base weights) — weights only, no gradient or optimizer state.
   std::int64_t frozen_params = 0, frozen_expert_params = 0;
+  /// The trained (not frozen) dense and expert parameters: what has gradients, optimizer states and
+  /// data-parallel traffic.
+  std::int64_t trained_dense_params() const {
+    return params - expert_params - (frozen_params - frozen_expert_params);
+  }
+  std::int64_t trained_expert_params() const { return expert_params - frozen_expert_params; }
   /// Of params / expert_params: the matrices Muon orthogonalizes (Optimizer::Muon; 0 otherwise) — each
   /// 2-D weight but the word embedding's and the output layer's, each expert's weight of a grouped linear.
   std::int64_t muon_params = 0, muon_expert_params = 0;
