@@ -1,5 +1,6 @@
 // preflight search: the best parallel layout (tp × pp × ep × recompute) by MFU under the memory limit.
 #include <CLI/CLI.hpp>
+#include <cmath>
 
 #include <unistd.h>
 #include <cstdio>
@@ -33,6 +34,7 @@ struct SearchOptions {
   bool mbs_default = true, seq_default = true;  // not given on the command line
   int gpus_per_node = 0;
   int lora_rank = 0;           // --lora-rank: LoRA on the model's four default targets (0: none)
+  double moe_load_imbalance = 1.0;  // --moe-load-imbalance: the busiest ep rank's routed tokens ÷ the mean
   double yaml_device_gib = 0;  // --config: context.max_device_memory (0: none)
 };
 
@@ -176,6 +178,13 @@ int run(const SearchOptions& o) {
     model.lora = LoraSpec{};
     model.lora.rank = o.lora_rank;
   }
+  if (!(o.moe_load_imbalance >= 1.0) || !std::isfinite(o.moe_load_imbalance))
+    throw InputError("--moe-load-imbalance",
+                     "must be a number ≥ 1 (the busiest expert-parallel rank's routed "
+                     "tokens ÷ the mean)");
+  if (o.moe_load_imbalance > 1.0 && !model.moe.enabled())
+    throw InputError("--moe-load-imbalance", "is given for a model without experts");
+  base.moe_load_imbalance = o.moe_load_imbalance;
   return run_search(oo, model, base, warnings);
 }
 
@@ -361,6 +370,10 @@ Command search_command() {
         sub.add_option("--lora-rank", o->lora_rank,
                        "LoRA fine-tuning of the model: adapters of this rank on linear_qkv, linear_proj, "
                        "linear_fc1 and linear_fc2, the rest frozen (as estimate's --lora-rank)");
+        sub.add_option(
+            "--moe-load-imbalance", o->moe_load_imbalance,
+            "MoE: the busiest expert-parallel rank's routed tokens ÷ the mean (1 = balanced, as "
+            "benchmarks force; capped at each candidate's ep), priced on that rank (as estimate's)");
         sub.add_option("--global-batch-size", o->gbs, "samples per iteration");
         sub.add_option("--micro-batch-size", o->mbs, "samples per micro batch")->capture_default_str();
         sub.add_option("--seq-length", o->seq, "tokens per sample")->capture_default_str();

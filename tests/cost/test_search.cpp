@@ -404,3 +404,26 @@ TEST(SearchCli, LoraFitsWhereFullFineTuningCannot) {
   EXPECT_NE(lora.out.find("lora dense bf16"), std::string::npos) << lora.out;  // its own run class
   EXPECT_EQ(preflight::test::run_preflight(args + " --lora-rank -1").exit_code, 2);
 }
+
+// Routing imbalance in the search (--moe-load-imbalance): every expert-parallel candidate is priced on its
+// busiest rank, so the best balanced layout (Mixtral-8x7B on 32 H100s: ep 8) runs slower at 1.5 and the
+// search moves to a layout with less expert parallelism; ep 1 is unaffected.
+TEST(SearchCli, LoadImbalanceMovesAwayFromExpertParallelism) {
+  const std::string args =
+      "search --model mixtral-8x7b --system h100-sxm --world-size 32 --global-batch-size 256 --seq-length "
+      "4096 "
+      "--quiet --top 3 --json";
+  const auto bal = preflight::test::run_preflight(args);
+  ASSERT_EQ(bal.exit_code, 0) << bal.err;
+  const auto imb = preflight::test::run_preflight(args + " --moe-load-imbalance 1.5");
+  ASSERT_EQ(imb.exit_code, 0) << imb.err;
+  const nlohmann::json b = nlohmann::json::parse(bal.out)["best"], i = nlohmann::json::parse(imb.out)["best"];
+  ASSERT_GT(b["ep"].get<int>(), 1);
+  EXPECT_LT(i["mfu"].get<double>(), b["mfu"].get<double>());
+  EXPECT_LT(i["ep"].get<int>(), b["ep"].get<int>());
+  EXPECT_EQ(preflight::test::run_preflight(args + " --moe-load-imbalance 0.8").exit_code, 2);
+  EXPECT_EQ(preflight::test::run_preflight(
+                "search --model llama3-8b --system h100-sxm --world-size 8 --moe-load-imbalance 1.2")
+                .exit_code,
+            2);
+}

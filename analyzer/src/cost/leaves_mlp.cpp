@@ -123,11 +123,16 @@ constexpr double kFlexForwardBytesPerS = 145e9;
 /// to fit the experts' host time (SystemSpec::moe_host_us_per_expert).
 constexpr double kFlexIntraNodeLinkFraction = 0.5;
 
+double flex_exchange_ms(const Ctx& c, double routed, double local);
+
 /// One token exchange over the expert-parallel group (a dispatch or a combine, forward or backward):
 /// `routed` = bytes of this rank's routed copies (tokens · top-k rows), `local` = bytes of its tokens before
 /// routing, `gather` = the all-gather side of the allgather dispatcher (dispatch forward / combine
 /// backward; the other side reduce-scatters).  Strategy::moe_dispatcher says how each one moves.
 double ep_exchange_ms(const Ctx& c, double routed, double local, bool gather) {
+  // The busiest rank (--moe-load-imbalance) receives its share times the factor in a token exchange, and
+  // sends as much back in the combine; the allgather dispatcher gathers every token either way.
+  const double imb = moe_busiest_rank_factor(c.m->moe, *c.st);
   switch (c.st->moe_dispatcher) {
     case MoeDispatcher::AllGather:
       // MoEAllGatherTokenDispatcher: the tokens of the expert-tp × ep group (`tp_ep`) are gathered whole
@@ -135,10 +140,15 @@ double ep_exchange_ms(const Ctx& c, double routed, double local, bool gather) {
       return net(c, gather ? Collective::AllGather : Collective::ReduceScatter, local * c.ep * c.etp,
                  c.ep * c.etp, c.nets.ep, CommGroup::Ep);
     case MoeDispatcher::AllToAll:
-      return net(c, Collective::AllToAll, routed, c.ep, c.nets.ep, CommGroup::Ep);
+      return imb * net(c, Collective::AllToAll, routed, c.ep, c.nets.ep, CommGroup::Ep);
     case MoeDispatcher::Flex:
       break;
   }
+  return imb * flex_exchange_ms(c, routed, local);
+}
+
+/// A DeepEP / HybridEP exchange at balanced routing (ep_exchange_ms).
+double flex_exchange_ms(const Ctx& c, double routed, double local) {
   // DeepEP / HybridEP.  Inside one node: every token once to each other rank holding any of its experts, one
   // kernel (one latency) at kFlexIntraNodeLinkFraction of the NVLink bandwidth.  Across nodes a
   // token goes once per other node holding any of its experts (RDMA, one kernel streaming to every peer)
@@ -182,6 +192,9 @@ bool tokens_replicated_over_etp(const Ctx& c) {
 // permuted_act_size / hidden), experts.  UnPermutation: tokens = rows before combine, b·s after.
 void price_permute(const Ctx& c, Leaf& l, bool un) {
   double e = c.e;
+  // The busiest rank's factor (--moe-load-imbalance): an UnPermutation's rows already carry it, a
+  // Permutation's (the rank's own tokens) do not; ep_exchange_ms applies it to the exchanges.
+  const double imb = moe_busiest_rank_factor(c.m->moe, *c.st);
   Pass& p = l.pass;
   double first, second;
   if (!un) {
@@ -205,9 +218,10 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
     if (tokens_replicated_over_etp(c)) {
       // The expert fc1 is column-parallel on tokens every expert-tp rank holds: its input gradient is
       // summed over the group in the backward pass.
-      p.bwd_act_net_ms += net(c, Collective::AllReduce, permuted * e, c.etp, c.nets.etp, CommGroup::Etp);
+      p.bwd_act_net_ms +=
+          net(c, Collective::AllReduce, permuted * imb * e, c.etp, c.nets.etp, CommGroup::Etp);
     } else if (c.etp > 1 && c.st->moe_dispatcher != MoeDispatcher::AllGather) {  // allgather: within tp_ep
-      double sz = permuted * e * c.etp;
+      double sz = permuted * imb * e * c.etp;
       p.fwd_net_ms += net(c, Collective::AllGather, sz, c.etp, c.nets.etp, CommGroup::Etp);
       p.bwd_act_net_ms += net(c, Collective::ReduceScatter, sz, c.etp, c.nets.etp, CommGroup::Etp);
     }
@@ -232,8 +246,8 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
       p.bwd_act_net_ms += net(c, Collective::AllGather, sz, c.etp, c.nets.etp, CommGroup::Etp);
     }
     if (ep_exchanges(c)) {
-      p.fwd_ep_net_ms += ep_exchange_ms(c, before * e, after * e, false);
-      p.bwd_ep_net_ms += ep_exchange_ms(c, before * e, after * e, true);
+      p.fwd_ep_net_ms += ep_exchange_ms(c, before / imb * e, after * e, false);
+      p.bwd_ep_net_ms += ep_exchange_ms(c, before / imb * e, after * e, true);
       p.fwd_net_ms += p.fwd_ep_net_ms;
       p.bwd_act_net_ms += p.bwd_ep_net_ms;
     }
@@ -244,8 +258,8 @@ void price_permute(const Ctx& c, Leaf& l, bool un) {
     // MoEFlexTokenDispatcher: dispatch, then permute; HybridEP fuses its buffer copy and the fp8 padding into
     // that permute — NVIDIA's DeepSeek-V3 on GB200 write-up); the combine side mirrors it.  One kernel each
     // way: the received tokens (each once) and the expert-ordered rows.
-    const double received = l.b * l.s * l.in * units_hit_per_token(c.m->moe, c.ep);
-    first = (received + l.tokens * l.in) * e;
+    const double received = l.b * l.s * l.in * units_hit_per_token(c.m->moe, c.ep) * imb;
+    first = (received + l.tokens * l.in * (un ? 1 : imb)) * e;
     second = 0;
   }
   p.fwd_bytes = first + second;
@@ -429,8 +443,11 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     add_duplicated_linear(bld, "mlp.fc1_latent_proj", mp, i++, down->tokens, down->in_features,
                           down->out_features, latent_rc, false, false, false, false, 0);
   }
+  // `permuted`: the rank's own tokens' copies before the exchange; `routed`: the rows its experts run — the
+  // busiest rank's under --moe-load-imbalance (moe_busiest_rank_factor).
   double permuted = pad(topk * b * s);
-  double routed = pad(b * ((c.sp && c.etp > 1) ? s * c.etp : s) * topk);
+  double routed =
+      pad(b * ((c.sp && c.etp > 1) ? s * c.etp : s) * topk) * moe_busiest_rank_factor(m.moe, *c.st);
   const Op& fc1 = ops.need(OpRole::ExpertsFc1);
   const Op& act = ops.need(OpRole::ExpertsAct);
   const Op& fc2 = ops.need(OpRole::ExpertsFc2);

@@ -381,6 +381,7 @@ ojson summary_json(const Estimate& est) {
       {"shared_expert_overlap", est.strategy.moe_shared_expert_overlap && !est.strategy.simumax_compat},
       {"experts_cuda_graph", est.strategy.moe_experts_cuda_graph && !est.strategy.simumax_compat},
       {"lora_rank", est.model.lora.rank},  // 0: not a LoRA fine-tuning
+      {"moe_load_imbalance", moe_busiest_rank_factor(est.model.moe, est.strategy)},  // 1: balanced
       {"allocated_to_reserved_ratio", est.strategy.allocated_to_reserved_ratio},
       {"stages", stages},
       {"device_memory_bytes", est.device_memory_gib * 1024.0 * 1024.0 * 1024.0},
@@ -438,6 +439,13 @@ std::string summary_text(const Estimate& est) {
             : st.moe_shared_expert_overlap        ? "beside the shared expert's compute (the rest exposed)"
                                                   : "exposed") +
            "\n";
+    if (const double imb = moe_busiest_rank_factor(est.model.moe, st); imb > 1) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.3g", imb);
+      out += std::string("routing: the busiest ep rank priced, ") + buf +
+             " × the mean routed tokens (--moe-load-imbalance; its experts, exchanges and activations; MFU "
+             "counts the mean)\n";
+    }
   }
   if (est.model.moe.enabled() && st.moe_experts_cuda_graph && !st.simumax_compat)
     out +=

@@ -782,6 +782,7 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
       m.moe.layer_is_moe = parse_layer_pattern("--moe-layer-freq", f.get("--moe-layer-freq"), m.num_layers, false);
     if (f.has("--moe-pad-expert-input-to-capacity")) m.moe.pad_expert_input_to_capacity = true;
     m.moe.capacity_factor = f.float_or("--moe-expert-capacity-factor", m.moe.capacity_factor);
+    m.moe.capacity_drop = f.has("--moe-expert-capacity-factor") && !m.moe.pad_expert_input_to_capacity;
     m.moe.router_num_groups = static_cast<int>(f.int_or("--moe-router-num-groups", m.moe.router_num_groups));
     m.moe.router_group_topk = static_cast<int>(f.int_or("--moe-router-group-topk", m.moe.router_group_topk));
     if (m.moe.router_group_topk > 0 && m.moe.router_num_groups <= 0)

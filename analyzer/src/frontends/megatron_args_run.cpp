@@ -1,6 +1,7 @@
 // Megatron arguments, run group: launcher and parallel sizes, pipeline split, numerics, recompute, kernels.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -114,6 +115,8 @@ const std::vector<FlagSpec>& training_flags() {
       {"--recompute-activations", Arity::Switch},
       {"--moe-layer-recompute", Arity::Switch},
       {"--moe-token-dispatcher-type", Arity::One},
+      {"--moe-load-imbalance", Arity::One},
+      {"--moe-router-force-load-balancing", Arity::Switch},
       {"--moe-grouped-gemm", Arity::Switch},
       {"--moe-use-legacy-grouped-gemm", Arity::Switch},
       {"--moe-flex-dispatcher-backend", Arity::One},
@@ -1045,6 +1048,27 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
       st.moe_comm_sms = static_cast<int>(sms);
     }
   read_cuda_graphs(f, st);
+  if (f.has("--moe-load-imbalance")) {
+    const std::string v = f.get("--moe-load-imbalance");
+    double x = 0;
+    try {
+      std::size_t used = 0;
+      x = std::stod(v, &used);
+      if (used != v.size()) x = 0;
+    } catch (const std::exception&) {
+      x = 0;
+    }
+    if (!(x >= 1.0) || !std::isfinite(x))
+      throw InputError("--moe-load-imbalance",
+                       "must be a number ≥ 1 (the busiest expert-parallel rank's routed tokens ÷ the mean), "
+                       "got '" +
+                           v + "'");
+    if (f.has("--moe-router-force-load-balancing") && x != 1.0)
+      throw InputError("--moe-load-imbalance",
+                       "contradicts --moe-router-force-load-balancing, which routes every expert the same "
+                       "number of tokens");
+    st.moe_load_imbalance = x;
+  }
   st.moe_shared_expert_overlap = f.has("--moe-shared-expert-overlap");
   if (st.moe_shared_expert_overlap) {
     // transformer_config.py: "moe_shared_expert_overlap only works with alltoall or flex token dispatcher"

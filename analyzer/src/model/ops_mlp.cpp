@@ -99,6 +99,10 @@ void add_moe_mlp(const Ctx& c, std::vector<Op>& ops, int layer, const std::strin
     const double per_expert = std::ceil(static_cast<double>(routed) / E * moe.capacity_factor);
     routed = static_cast<I64>(per_expert) * E;
   }
+  // A trained router's busiest ep rank receives more than the mean (--moe-load-imbalance): the graph is
+  // that rank's, which sets the layer's pace and holds the most.
+  if (const double imb = moe_busiest_rank_factor(moe, st); imb > 1)
+    routed = static_cast<I64>(std::llround(static_cast<double>(routed) * imb));
   I64 ffn = moe.ffn_hidden_size;
   I64 fc1_out = c.m.gated() ? 2 * ffn : ffn;
   // The routed experts' width: the hidden size, or the latent size of a LatentMoE, whose fc1_latent_proj

@@ -1,4 +1,5 @@
 #include "preflight/analyzer/tables/report.hpp"
+#include <cstdio>
 
 #include <algorithm>
 #include <map>
@@ -257,6 +258,12 @@ std::string header(const LayerGraph& g, const AnalyzeOptions& opts) {
          " × dp " + num(st.dp());
   if (m.moe.enabled())
     out += "; experts: ep " + num(st.ep) + " × etp " + num(st.expert_tp()) + " × edp " + num(st.expert_dp());
+  if (const double imb = moe_busiest_rank_factor(m.moe, st); imb > 1) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", imb);
+    out += std::string("; the busiest ep rank's experts at ") + buf +
+           " × the mean routed tokens (--moe-load-imbalance)";
+  }
   std::string recompute = to_string(st.recompute_granularity);
   if (!st.per_layer_recompute.empty()) {
     recompute = "per layer (layers per stage:";
@@ -746,6 +753,7 @@ nlohmann::json strategy_json(const Strategy& st) {
           {"etp", st.expert_tp()},
           {"dp", st.dp()},
           {"expert_dp", st.expert_dp()},
+          {"moe_load_imbalance", st.moe_load_imbalance},
           {"vpp", st.vpp},
           {"sequence_parallel", st.sequence_parallel},
           {"order", st.order},

@@ -64,6 +64,9 @@ struct MoESpec {
   std::vector<bool> layer_is_moe;
   bool pad_expert_input_to_capacity = false;  ///< `--moe-pad-expert-input-to-capacity`
   double capacity_factor = 1.0;               ///< `--moe-expert-capacity-factor` (only with padding)
+  /// `--moe-expert-capacity-factor` without padding: an expert keeps at most capacity_factor × its mean
+  /// share of the tokens and drops the rest (Megatron's moe_utils.py topk_routing_with_score_function).
+  bool capacity_drop = false;
   /// Group-limited routing (`--moe-router-num-groups` / `--moe-router-group-topk`; HF `n_group` /
   /// `topk_group`: DeepSeek-V3 8 / 4): experts split into num_groups equal groups, each token's top-k taken
   /// within its group_topk best groups.  0 = not limited.  Only the flex dispatcher's inter-node volume

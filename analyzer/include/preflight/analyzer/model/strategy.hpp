@@ -416,6 +416,14 @@ struct Strategy {
   /// fc2 beside the combine, and their backwards beside the exchanges' backwards.  Needs the alltoall or flex
   /// dispatcher and not --overlap-moe-expert-parallel-comm (Megatron asserts both).
   bool moe_shared_expert_overlap = false;
+  /// Routing imbalance: the routed token copies the busiest expert-parallel rank receives ÷ the mean over
+  /// the ep group (preflight's `--moe-load-imbalance F`; Megatron has no such flag).  1 = balanced routing,
+  /// what NeMo's and Megatron-LM's benchmarks force (`--moe-router-force-load-balancing`) and what the
+  /// published runs measured.  A trained router is not balanced: the busiest rank sets every MoE layer's pace
+  /// (the token exchanges synchronise the ep group) and holds the most activations, so its experts' GEMMs,
+  /// activation, quantizers, received exchanges and kept activations are priced at F times the mean (see
+  /// moe_busiest_rank_factor).  The model FLOPs (MFU) stay the mean.
+  double moe_load_imbalance = 1.0;
   /// SMs the token exchanges' kernels occupy while they overlap compute (`--moe-flex-dispatcher-num-sms`,
   /// older `--moe-deepep-num-sms` / `--moe-hybridep-num-sms`); 0 = 20, DeepEP's default (NCCL's
   /// all-to-all takes a similar number of channels).  The overlapped compute runs on the rest.
@@ -527,6 +535,17 @@ struct Strategy {
   /// @throws InputError naming the offending flag.
   void validate(const ModelSpec& model) const;
 };
+
+/// The factor on the busiest expert-parallel rank's routed rows (Strategy::moe_load_imbalance): 1 for a
+/// dense model, at ep 1 (one rank holds every expert: its total does not change), and when the experts'
+/// inputs are padded to capacity (every rank holds the capacity, MoESpec::pad_expert_input_to_capacity);
+/// capped at the capacity factor when tokens beyond it are dropped (MoESpec::capacity_drop); else
+/// moe_load_imbalance, at most ep (every token on one rank).
+inline double moe_busiest_rank_factor(const MoESpec& moe, const Strategy& st) {
+  if (!moe.enabled() || st.ep <= 1 || moe.pad_expert_input_to_capacity) return 1.0;
+  const double f = std::min(std::max(1.0, st.moe_load_imbalance), static_cast<double>(st.ep));
+  return moe.capacity_drop ? std::min(f, std::max(1.0, moe.capacity_factor)) : f;
+}
 
 const char* to_string(Precision p);
 const char* to_string(RecomputeGranularity g);
