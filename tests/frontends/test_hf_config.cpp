@@ -814,6 +814,39 @@ TEST(HfConfig, LingMoeV2) {
   EXPECT_EQ(count_parameters(m), 16'255'638'528);
 }
 
+// Sarvam-30B (model_type sarvam_moe; SarvamMoEBridge; transformers' SarvamMoeConfig defaults): Ling 2.0's
+// layers under the same field names, with heads of 256.  By hand: attention 4096 · 4096 · 2 + 2 · 4096 · 1024
+// + q / k norms 2 · 256 per layer; layer 0 dense (3 · 4096 · 8192); 18 MoE layers of 128 · 3 · 4096 · 1024 +
+// a shared expert 3 · 4096 · 1024 + the router 128 · 4096; two norms a layer; untied 262144 · 4096 twice:
+// 32,272,193,024.  n_group 1 is no group limit; linear biases are refused by its own name.
+TEST(HfConfig, SarvamMoe) {
+  std::vector<std::string> warnings;
+  const std::string config = R"({"architectures": ["SarvamMoEForCausalLM"], "model_type": "sarvam_moe",
+      "vocab_size": 262144, "hidden_size": 4096, "intermediate_size": 8192, "num_hidden_layers": 19,
+      "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256, "hidden_act": "silu",
+      "use_qkv_bias": false, "use_bias": false, "tie_word_embeddings": false, "num_experts": 128,
+      "num_shared_experts": 1, "num_experts_per_tok": 6, "n_group": 1, "topk_group": 1,
+      "moe_intermediate_size": 1024, "first_k_dense_replace": 1, "use_qk_norm": true})";
+  const ModelSpec m = parse_hf_config(config, "config.json", &warnings);
+  EXPECT_TRUE(m.qk_layernorm);
+  EXPECT_EQ(m.kv_channels, 256);
+  EXPECT_EQ(m.moe.router_topk, 6);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 1024);
+  EXPECT_EQ(m.moe.router_num_groups, 0);
+  EXPECT_FALSE(m.is_moe_layer(0));
+  EXPECT_TRUE(m.is_moe_layer(18));
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(count_parameters(m), 32'272'193'024);
+  std::string biased = config;
+  biased.replace(biased.find(R"("use_bias": false)"), 17, R"("use_bias": true)");
+  try {
+    parse_hf_config(biased, "config.json", &warnings);
+    ADD_FAILURE() << "linear biases accepted";
+  } catch (const preflight::InputError& e) {
+    EXPECT_TRUE(contains(e.detail(), "sarvam_moe")) << e.detail();
+  }
+}
+
 // MiMo (Qwen2's layers; its MTP layers said, left out) and Ministral 3's language model (Mistral's layers,
 // read from the text_config of a Mistral3ForConditionalGeneration checkpoint).
 TEST(HfConfig, MimoAndMinistral3) {

@@ -94,6 +94,9 @@ const std::map<std::string, Family>& families() {
       {"mimo", Family::Qwen2},
       // Ling 2.0 (BailingMoeV2Bridge): GQA with q / k norms, leading dense layers, shared experts.
       {"bailing_moe_v2", Family::BailingMoeV2},
+      // Sarvam-30B (SarvamMoEBridge; transformers' SarvamMoeConfig): Ling 2.0's layers and field names — GQA
+      // with q / k norms over head_dim, a leading dense layer, shared experts of moe_intermediate_size.
+      {"sarvam_moe", Family::BailingMoeV2},
       // Ministral 3's language model (the text_config of Mistral3ForConditionalGeneration; Ministral3Bridge)
       // and Ministral: Mistral's layers.
       {"ministral3", Family::Mistral},
@@ -141,6 +144,8 @@ const std::map<std::string, std::string>& architectures() {
       {"Glm4MoeLiteForCausalLM", "glm4_moe_lite"},
       {"MiMoForCausalLM", "mimo"},
       {"BailingMoeV2ForCausalLM", "bailing_moe_v2"},
+      {"SarvamMoEForCausalLM", "sarvam_moe"},
+      {"SarvamMoeForCausalLM", "sarvam_moe"},
       {"MinistralForCausalLM", "ministral"},
       {"GlmForCausalLM", "glm"},
       {"Glm4ForCausalLM", "glm4"},
@@ -797,7 +802,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       m.qk_layernorm = f.boolean_or("use_qk_norm", true);
       m.add_qkv_bias = f.boolean_or("use_qkv_bias", false);
       if (f.boolean_or("use_bias", false))
-        throw f.error("use_bias", "linear biases are not modelled for bailing_moe_v2");
+        throw f.error("use_bias", "linear biases are not modelled for " + type);
       read_deepseek_moe(f, m, warnings, source, "num_experts", "num_shared_experts");
       note_mtp_left_out(f, m, source);
       break;
