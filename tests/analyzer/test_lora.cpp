@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "input_error.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
@@ -69,16 +70,7 @@ std::int64_t layer_kept(const LayerGraph& g, int layer) {
   return n;
 }
 
-template <class F>
-preflight::InputError input_error(F&& f) {
-  try {
-    f();
-  } catch (const preflight::InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no InputError";
-  return preflight::InputError("", "");
-}
+using preflight::test::input_error;
 }  // namespace
 
 TEST(Lora, FlagsAndRefusals) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "input_error.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
@@ -68,16 +69,7 @@ Words moe(const Words& more) {
 }
 constexpr std::int64_t tok = 1024, topk = 2;
 
-template <class F>
-preflight::InputError input_error(F&& f) {
-  try {
-    f();
-  } catch (const preflight::InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no InputError";
-  return preflight::InputError("", "");
-}
+using preflight::test::input_error;
 
 const Op& op_of(const LayerGraph& g, OpRole role) {
   for (const auto& c : g.chunks)
