@@ -1049,20 +1049,12 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
     }
   read_cuda_graphs(f, st);
   if (f.has("--moe-load-imbalance")) {
-    const std::string v = f.get("--moe-load-imbalance");
-    double x = 0;
-    try {
-      std::size_t used = 0;
-      x = std::stod(v, &used);
-      if (used != v.size()) x = 0;
-    } catch (const std::exception&) {
-      x = 0;
-    }
+    const double x = f.float_or("--moe-load-imbalance", 1.0);
     if (!(x >= 1.0) || !std::isfinite(x))
       throw InputError("--moe-load-imbalance",
                        "must be a number ≥ 1 (the busiest expert-parallel rank's routed tokens ÷ the mean), "
                        "got '" +
-                           v + "'");
+                           f.get("--moe-load-imbalance") + "'");
     if (f.has("--moe-router-force-load-balancing") && x != 1.0)
       throw InputError("--moe-load-imbalance",
                        "contradicts --moe-router-force-load-balancing, which routes every expert the same "
