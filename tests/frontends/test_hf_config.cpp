@@ -896,3 +896,135 @@ TEST(HfConfig, Glm4SandwichNormsAndGlm) {
   EXPECT_FALSE(g.sandwich_norms);
   EXPECT_EQ(count_parameters(g), 9'400'279'040 - 40 * 2 * 4096);
 }
+
+// Sarvam-105B (model_type sarvam_mla; SarvamMLABridge; the shapes of Megatron-Bridge's test config and the
+// released config.json, whose unused head_dim 576 is the latent + rope width): MLA with one q projection.  By
+// hand per layer: q 4096 · 64 · 192, kv down 4096 · (512 + 64), kv norm 512, kv up 512 · 64 · (128 + 128),
+// out 64 · 128 · 4096, two norms; layer 0 dense 3 · 4096 · 16384; 31 MoE layers of 128 · 3 · 4096 · 2048 +
+// a shared expert 3 · 4096 · 2048 + the router 128 · 4096; untied 262144 · 4096 twice; the final norm:
+// 106,031,763,456 (Sarvam's "105B"; 106.0 B counted the same way by hand elsewhere).
+TEST(HfConfig, SarvamMla) {
+  std::vector<std::string> warnings;
+  const std::string config = R"({"architectures": ["SarvamMLAForCausalLM"], "model_type": "sarvam_mla",
+      "num_hidden_layers": 32, "hidden_size": 4096, "intermediate_size": 16384, "moe_intermediate_size": 2048,
+      "num_attention_heads": 64, "head_dim": 576, "num_experts": 128, "num_experts_per_tok": 8,
+      "num_shared_experts": 1, "first_k_dense_replace": 1, "vocab_size": 262144,
+      "max_position_embeddings": 131072, "kv_lora_rank": 512, "q_lora_rank": null, "qk_nope_head_dim": 128,
+      "qk_rope_head_dim": 64, "v_head_dim": 128, "tie_word_embeddings": false})";
+  const ModelSpec m = parse_hf_config(config, "config.json", &warnings);
+  EXPECT_TRUE(m.mla.enabled);
+  EXPECT_EQ(m.mla.q_lora_rank, 0);
+  EXPECT_EQ(m.kv_channels, 128);
+  EXPECT_EQ(m.moe.num_experts, 128);
+  EXPECT_EQ(m.moe.router_topk, 8);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 2048);
+  EXPECT_FALSE(m.is_moe_layer(0));
+  EXPECT_TRUE(m.is_moe_layer(31));
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(count_parameters(m), 106'031'763'456);
+  // Read by its architecture when model_type is absent.
+  std::string by_arch = config;
+  by_arch.replace(by_arch.find(R"("model_type": "sarvam_mla",)"), 27, "");
+  EXPECT_EQ(count_parameters(parse_hf_config(by_arch, "config.json")), 106'031'763'456);
+}
+
+// K-EXAONE's shapes (SGLang's EXAONE-MoE test config; 48 layers): GQA 64 / 8 heads of 128 with q / k norms,
+// three sliding-window layers of 128 keys to one full layer ("LLLG"), layer 0 dense (is_moe_layer), 128
+// experts top 8 and a shared expert of 2048, untied 153600-token embeddings.  By hand: 48 · (6144 · 8192 · 2
+// + 2 · 6144 · 1024 + 2 · 128 + 2 · 6144) + 3 · 6144 · 18432 + 47 · (128 · 3 · 6144 · 2048 + 3 · 6144 · 2048
+// + 128 · 6144) + 2 · 153600 · 6144 + 6144 = 236,571,150,336 (K-EXAONE's "236B").  The same schedule from
+// mlp_layer_types, the windows from sliding_windows, and different windows refused by field.
+TEST(HfConfig, ExaoneMoe) {
+  std::vector<std::string> warnings;
+  std::string layers, is_moe;
+  for (int i = 0; i < 48; ++i) {
+    layers += std::string(i ? ", " : "") + (i % 4 == 3 ? "\"full_attention\"" : "\"sliding_attention\"");
+    is_moe += std::string(i ? ", " : "") + (i == 0 ? "false" : "true");
+  }
+  const std::string head = R"({"architectures": ["ExaoneMoEForCausalLM"], "model_type": "exaone_moe",
+      "head_dim": 128, "hidden_size": 6144, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+      "n_group": 1, "topk_group": 1, "num_attention_heads": 64, "num_experts": 128, "num_experts_per_tok": 8,
+      "num_hidden_layers": 48, "num_key_value_heads": 8, "num_shared_experts": 1, "num_nextn_predict_layers": 1,
+      "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "sliding_window": 128,
+      "sliding_window_pattern": "LLLG", "tie_word_embeddings": false, "vocab_size": 153600, )";
+  const ModelSpec m =
+      parse_hf_config(head + "\"is_moe_layer\": [" + is_moe + "], \"layer_types\": [" + layers + "]}",
+                      "config.json", &warnings);
+  EXPECT_TRUE(m.qk_layernorm);
+  EXPECT_EQ(m.sliding_window, 128);
+  ASSERT_EQ(m.layer_has_window.size(), 48u);
+  EXPECT_TRUE(m.layer_has_window[0]);
+  EXPECT_FALSE(m.layer_has_window[3]);
+  EXPECT_TRUE(m.layer_has_window[46]);
+  EXPECT_FALSE(m.layer_has_window[47]);
+  EXPECT_FALSE(m.is_moe_layer(0));
+  EXPECT_TRUE(m.is_moe_layer(1));
+  EXPECT_EQ(m.moe.router_num_groups, 0);
+  EXPECT_EQ(m.checkpoint_mtp_layers, 1);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(count_parameters(m), 236'571'150'336);
+
+  // mlp_layer_types and the pattern string give the same model; so do sliding_windows.
+  std::string mlp_types, windows;
+  for (int i = 0; i < 48; ++i) {
+    mlp_types += std::string(i ? ", " : "") + (i == 0 ? "\"dense\"" : "\"sparse\"");
+    windows += std::string(i ? ", " : "") + (i % 4 == 3 ? "0" : "128");
+  }
+  const ModelSpec by_types =
+      parse_hf_config(head + "\"mlp_layer_types\": [" + mlp_types + "]}", "config.json");
+  EXPECT_EQ(by_types.layer_has_window, m.layer_has_window);
+  EXPECT_EQ(count_parameters(by_types), 236'571'150'336);
+  const ModelSpec by_windows = parse_hf_config(
+      head + "\"first_k_dense_replace\": 1, \"sliding_windows\": [" + windows + "]}", "config.json");
+  EXPECT_EQ(by_windows.layer_has_window, m.layer_has_window);
+  EXPECT_EQ(by_windows.sliding_window, 128);
+
+  std::string mixed = windows;
+  mixed.replace(0, 3, "256");
+  InputError e = parse_error(head + "\"first_k_dense_replace\": 1, \"sliding_windows\": [" + mixed + "]}");
+  EXPECT_TRUE(contains(e.where(), "sliding_windows")) << e.where();
+  EXPECT_TRUE(contains(e.detail(), "256")) << e.detail();
+  e = parse_error(head + "\"mlp_layer_types\": [\"dense\", \"sparse\"]}");
+  EXPECT_TRUE(contains(e.where(), "mlp_layer_types")) << e.where();
+  EXPECT_TRUE(contains(e.detail(), "2 entries for 48 layers")) << e.detail();
+  e = parse_error(head + "\"mlp_layer_types\": [" + std::string(mlp_types).replace(0, 7, "\"moe\"") + "]}");
+  EXPECT_TRUE(contains(e.detail(), "unknown layer type 'moe'")) << e.detail();
+}
+
+// A Hy3-shaped config (HYV3Bridge; the field names of transformers' HYV3Config, the expert width under its
+// older name expert_hidden_dim): GQA 32 / 8 heads of 128 with q / k norms, one dense layer, 64 experts of
+// 1536 top 8 and a shared expert.  By hand: 8 · (4096 · 4096 · 2 + 2 · 4096 · 1024 + 2 · 128 + 2 · 4096) +
+// 3 · 4096 · 12288 + 7 · (64 · 3 · 4096 · 1536 + 3 · 4096 · 1536 + 64 · 4096) + 2 · 120832 · 4096 + 4096.
+TEST(HfConfig, HyV3) {
+  std::vector<std::string> warnings;
+  const ModelSpec m = parse_hf_config(R"({"architectures": ["HYV3ForCausalLM"], "model_type": "hy_v3",
+      "hidden_size": 4096, "num_hidden_layers": 8, "num_attention_heads": 32, "num_key_value_heads": 8,
+      "head_dim": 128, "intermediate_size": 12288, "expert_hidden_dim": 1536, "first_k_dense_replace": 1,
+      "num_experts": 64, "num_experts_per_tok": 8, "num_shared_experts": 1, "qk_norm": true,
+      "router_scaling_factor": 2.826, "tie_word_embeddings": false, "vocab_size": 120832})",
+                                      "config.json", &warnings);
+  EXPECT_TRUE(m.qk_layernorm);
+  EXPECT_EQ(m.moe.ffn_hidden_size, 1536);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 1536);
+  EXPECT_FALSE(m.is_moe_layer(0));
+  EXPECT_TRUE(m.is_moe_layer(7));
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(count_parameters(m), 10'066'139'136);
+}
+
+// Hugging Face model types whose layers preflight does not price are refused by what they are.
+TEST(HfConfig, HybridHeadLayoutsRefusedByName) {
+  for (const auto& [type, what] :
+       std::vector<std::pair<std::string, std::string>>{{"mimo_v2_flash", "key/value head counts"},
+                                                        {"step3p5", "their own head counts"},
+                                                        {"gemma4_text", "key/value sharing"}}) {
+    const InputError e = parse_error(R"({"model_type": ")" + type + R"(", "hidden_size": 4096})");
+    EXPECT_TRUE(contains(e.where(), "model_type")) << e.where();
+    EXPECT_TRUE(contains(e.detail(), what)) << e.detail();
+  }
+  // Gemma 4's language model inside its multimodal config.
+  const InputError e =
+      parse_error(R"({"model_type": "gemma4", "text_config": {"model_type": "gemma4_text"}})");
+  EXPECT_TRUE(contains(e.where(), "text_config")) << e.where();
+  EXPECT_TRUE(contains(e.detail(), "Gemma 4")) << e.detail();
+}

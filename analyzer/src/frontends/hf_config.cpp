@@ -45,7 +45,10 @@ enum class Family {
   Nemotron,
   BailingMoeV2,
   Glm,
-  Glm4
+  Glm4,
+  SarvamMla,
+  ExaoneMoe,
+  HyV3
 };
 
 const std::map<std::string, Family>& families() {
@@ -97,6 +100,15 @@ const std::map<std::string, Family>& families() {
       // Sarvam-30B (SarvamMoEBridge; transformers' SarvamMoeConfig): Ling 2.0's layers and field names — GQA
       // with q / k norms over head_dim, a leading dense layer, shared experts of moe_intermediate_size.
       {"sarvam_moe", Family::BailingMoeV2},
+      // Sarvam-105B (SarvamMLABridge): DeepSeek-V3's multi-latent attention without a q compression, under
+      // Sarvam's MoE field names.
+      {"sarvam_mla", Family::SarvamMla},
+      // K-EXAONE (ExaoneMoeBridge; transformers' configuration_exaone_moe.py): GQA with q / k norms, sliding
+      // and full attention layers, a dense / sparse MLP schedule, shared experts.
+      {"exaone_moe", Family::ExaoneMoe},
+      // Hy3 (HYV3Bridge; transformers' configuration_hy_v3.py): GQA with q / k norms, dense-first layers,
+      // routed and shared experts.
+      {"hy_v3", Family::HyV3},
       // Ministral 3's language model (the text_config of Mistral3ForConditionalGeneration; Ministral3Bridge)
       // and Ministral: Mistral's layers.
       {"ministral3", Family::Mistral},
@@ -146,6 +158,11 @@ const std::map<std::string, std::string>& architectures() {
       {"BailingMoeV2ForCausalLM", "bailing_moe_v2"},
       {"SarvamMoEForCausalLM", "sarvam_moe"},
       {"SarvamMoeForCausalLM", "sarvam_moe"},
+      {"SarvamMLAForCausalLM", "sarvam_mla"},
+      {"ExaoneMoeForCausalLM", "exaone_moe"},
+      {"ExaoneMoEForCausalLM", "exaone_moe"},
+      {"HYV3ForCausalLM", "hy_v3"},
+      {"HyV3ForCausalLM", "hy_v3"},
       {"MinistralForCausalLM", "ministral"},
       {"GlmForCausalLM", "glm"},
       {"Glm4ForCausalLM", "glm4"},
@@ -238,6 +255,32 @@ class Fields {
     }
     return out;
   }
+  /// A list of booleans (EXAONE's is_moe_layer).
+  std::vector<bool> bool_list(const std::string& field) const {
+    const json& v = j_.at(field);
+    std::vector<bool> out;
+    if (!v.is_array()) throw error(field, "must be a list of true / false, got " + v.dump());
+    for (const auto& e : v) {
+      if (!e.is_boolean())
+        throw error(field, "must be a list of true / false; entry " + e.dump() + " is not");
+      out.push_back(e.get<bool>());
+    }
+    return out;
+  }
+  /// A list of non-negative integers (EXAONE's sliding_windows).
+  std::vector<I64> non_negative_list(const std::string& field) const {
+    const json& v = j_.at(field);
+    std::vector<I64> out;
+    if (!v.is_array()) throw error(field, "must be a list of non-negative integers, got " + v.dump());
+    for (const auto& e : v) {
+      if (!e.is_number_integer() || e.get<I64>() < 0 ||
+          e.get<I64>() > std::numeric_limits<std::int32_t>::max())
+        throw error(field, "must be a list of non-negative integers; entry " + e.dump() + " is not");
+      out.push_back(e.get<I64>());
+    }
+    return out;
+  }
+  bool is_string(const std::string& field) const { return present(field) && j_.at(field).is_string(); }
   std::string dump(const std::string& field) const {
     return j_.contains(field) ? j_.at(field).dump() : "null";
   }
@@ -428,17 +471,52 @@ void read_uniform_moe(const Fields& f, ModelSpec& m, const char* experts_field, 
   m.moe.ffn_hidden_size = m.ffn_hidden_size;
 }
 
-/// DeepSeek's MoE layout (also GLM-4.5, GLM-4.7-Flash, Ling 2.0): `experts_field` routed experts of
-/// moe_intermediate_size, top num_experts_per_tok, `shared_field` shared experts of the same width fused
-/// into one, group-limited routing, first_k_dense_replace dense layers and moe_layer_freq.
+/// Which layers are MoE under DeepSeek's layout: `mlp_layer_types` ("dense" / "sparse" per layer; EXAONE-MoE,
+/// Hy3, MiniMax-M3) or `is_moe_layer` (true / false per layer; EXAONE-MoE's older configs) when given, else
+/// the first first_k_dense_replace layers dense and then every moe_layer_freq-th layer MoE.
+std::vector<bool> moe_layer_schedule(const Fields& f, const ModelSpec& m) {
+  std::vector<bool> pattern(m.num_layers);
+  const auto check_length = [&](const char* field, std::size_t n) {
+    if (static_cast<int>(n) != m.num_layers)
+      throw f.error(field, std::to_string(n) + " entries for " + std::to_string(m.num_layers) +
+                               " layers (num_hidden_layers)");
+  };
+  if (f.present("mlp_layer_types")) {
+    const auto types = f.string_list("mlp_layer_types");
+    check_length("mlp_layer_types", types.size());
+    for (int i = 0; i < m.num_layers; ++i) {
+      if (types[i] != "dense" && types[i] != "sparse")
+        throw f.error("mlp_layer_types", "unknown layer type '" + types[i] + "' (dense, sparse)");
+      pattern[i] = types[i] == "sparse";
+    }
+    return pattern;
+  }
+  if (f.present("is_moe_layer")) {
+    pattern = f.bool_list("is_moe_layer");
+    check_length("is_moe_layer", pattern.size());
+    return pattern;
+  }
+  I64 first_dense = f.non_negative_or("first_k_dense_replace", 0);
+  if (first_dense > m.num_layers)
+    throw f.error("first_k_dense_replace",
+                  std::to_string(first_dense) + " exceeds num_hidden_layers " + std::to_string(m.num_layers));
+  I64 freq = f.positive_or("moe_layer_freq", 1);
+  for (int i = 0; i < m.num_layers; ++i) pattern[i] = i >= first_dense && i % freq == 0;
+  return pattern;
+}
+
+/// DeepSeek's MoE layout (also GLM-4.5, GLM-4.7-Flash, Ling 2.0, Sarvam, EXAONE-MoE, Hy3): `experts_field`
+/// routed experts of `width_field`, top num_experts_per_tok, `shared_field` shared experts of the same width
+/// fused into one, group-limited routing, and the dense / MoE schedule of moe_layer_schedule().
 void read_deepseek_moe(const Fields& f, ModelSpec& m, std::vector<std::string>* warnings,
                        const std::string& source, const char* experts_field = "n_routed_experts",
-                       const char* shared_field = "n_shared_experts") {
+                       const char* shared_field = "n_shared_experts",
+                       const char* width_field = "moe_intermediate_size") {
   if (!f.present(experts_field)) return;  // a dense DeepSeek
   m.moe.num_experts = static_cast<int>(f.positive(experts_field));
   m.moe.router_topk = static_cast<int>(f.positive("num_experts_per_tok"));
   check_topk(f, m, experts_field);
-  m.moe.ffn_hidden_size = f.positive("moe_intermediate_size");
+  m.moe.ffn_hidden_size = f.positive(width_field);
   m.moe.shared_expert_ffn_hidden_size = f.non_negative_or(shared_field, 0) * m.moe.ffn_hidden_size;
   // Group-limited routing (DeepSeek-V3: n_group 8, topk_group 4); V2-Lite's n_group 1 is no limit.
   I64 groups = f.non_negative_or("n_group", 0), group_topk = f.non_negative_or("topk_group", 0);
@@ -446,21 +524,67 @@ void read_deepseek_moe(const Fields& f, ModelSpec& m, std::vector<std::string>* 
     m.moe.router_num_groups = static_cast<int>(groups);
     m.moe.router_group_topk = static_cast<int>(group_topk);
   }
-  I64 first_dense = f.non_negative_or("first_k_dense_replace", 0);
-  if (first_dense > m.num_layers)
-    throw f.error("first_k_dense_replace",
-                  std::to_string(first_dense) + " exceeds num_hidden_layers " + std::to_string(m.num_layers));
-  I64 freq = f.positive_or("moe_layer_freq", 1);
-  std::vector<bool> pattern(m.num_layers);
-  for (int i = 0; i < m.num_layers; ++i) pattern[i] = i >= first_dense && i % freq == 0;
+  std::vector<bool> pattern = moe_layer_schedule(f, m);
   if (std::none_of(pattern.begin(), pattern.end(), [](bool b) { return b; })) {
     if (warnings)
-      warnings->push_back(source +
-                          ": first_k_dense_replace / moe_layer_freq leave no MoE layer: the model is dense");
+      warnings->push_back(source + ": " +
+                          (f.present("mlp_layer_types") ? "mlp_layer_types"
+                           : f.present("is_moe_layer")  ? "is_moe_layer"
+                                                        : "first_k_dense_replace / moe_layer_freq") +
+                          " leave no MoE layer: the model is dense");
     m.moe = MoESpec{};
     return;
   }
   set_moe_pattern(m, std::move(pattern));
+}
+
+/// EXAONE-MoE's attention layers (ExaoneMoeBridge): `sliding_windows` (a window per layer, 0 = full
+/// attention) or `sliding_window` on the layers `layer_types` names ("sliding_attention" / "full_attention"),
+/// else on the local layers of `sliding_window_pattern` ("LLLG": L local, G global, repeated; an integer N:
+/// every N-th layer global), else on every layer (the bridge's reading).  One window size is modelled
+/// (ModelSpec::sliding_window): layers with different positive windows are refused.
+void read_exaone_windows(const Fields& f, ModelSpec& m) {
+  std::vector<I64> windows;
+  const char* field = "sliding_windows";
+  if (f.present("sliding_windows")) {
+    windows = f.non_negative_list("sliding_windows");
+  } else if (f.present("sliding_window")) {
+    field = "sliding_window";
+    const I64 w = f.positive("sliding_window");
+    if (f.present("layer_types")) {
+      field = "layer_types";
+      for (const auto& t : f.string_list("layer_types")) {
+        if (t != "sliding_attention" && t != "full_attention")
+          throw f.error("layer_types", "unknown layer type '" + t + "' (sliding_attention, full_attention)");
+        windows.push_back(t == "sliding_attention" ? w : 0);
+      }
+    } else if (f.is_string("sliding_window_pattern")) {
+      const std::string pattern = f.string_or("sliding_window_pattern", "");
+      if (pattern.empty() || pattern.find_first_not_of("LG") != std::string::npos)
+        throw f.error("sliding_window_pattern",
+                      "'" + pattern + "' is not a pattern of L (local) and G (global)");
+      for (int i = 0; i < m.num_layers; ++i) windows.push_back(pattern[i % pattern.size()] == 'L' ? w : 0);
+    } else {
+      const I64 every = f.positive_or("sliding_window_pattern", 0);
+      for (int i = 0; i < m.num_layers; ++i) windows.push_back(every > 0 && (i + 1) % every == 0 ? 0 : w);
+    }
+  } else {
+    return;  // full attention on every layer
+  }
+  if (static_cast<int>(windows.size()) != m.num_layers)
+    throw f.error(field, std::to_string(windows.size()) + " entries for " + std::to_string(m.num_layers) +
+                             " layers (num_hidden_layers)");
+  I64 window = 0;
+  for (I64 w : windows) {
+    if (w > 0 && window > 0 && w != window)
+      throw f.error(field, "layers attend different windows (" + std::to_string(window) + " and " +
+                               std::to_string(w) + " keys); one window size is modelled");
+    if (w > 0) window = w;
+  }
+  if (window == 0) return;
+  m.sliding_window = window;
+  m.layer_has_window.clear();
+  for (I64 w : windows) m.layer_has_window.push_back(w > 0);
 }
 
 void read_qwen_moe(const Fields& f, ModelSpec& m, bool shared, std::vector<std::string>* warnings,
@@ -726,6 +850,18 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       {"exaone4", "EXAONE 4's post-norm-only layers (no norm before attention and MLP)"},
       {"olmo2", "OLMo 2's post-norm-only layers (no norm before attention and MLP)"},
       {"olmo3", "OLMo 3's post-norm-only layers (no norm before attention and MLP)"},
+      {"mimo_v2_flash",
+       "MiMo-V2-Flash's hybrid attention (full and sliding-window layers with their own key/value head "
+       "counts, value heads narrower than query / key heads, attention sinks)"},
+      {"step3p5",
+       "Step-3.5's hybrid attention (full and sliding-window layers with their own head counts, per-head "
+       "attention gates)"},
+      {"gemma4",
+       "Gemma 4's layers (per-layer input embeddings, key/value sharing across layers, global layers with "
+       "their own head size)"},
+      {"gemma4_text",
+       "Gemma 4's layers (per-layer input embeddings, key/value sharing across layers, global layers with "
+       "their own head size)"},
   };
   if (auto r = refused.find(type); r != refused.end())
     throw InputError(source + ": model_type", "'" + type + "': " + r->second +
@@ -794,6 +930,43 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       m.activation = ungated_activation(f, "hidden_act");
       break;
     }
+    case Family::SarvamMla:
+      // Sarvam-105B (SarvamMLABridge, SarvamMLAModelProvider): DeepSeek-V3's multi-latent attention with one
+      // q projection (no q_lora_rank), a leading dense layer (first_k_dense_replace), num_experts routed and
+      // num_shared_experts shared experts of moe_intermediate_size.  The checkpoint's own gate groups
+      // experts when its config names no n_group (16 groups, keep 2); the bridge does not, so neither does
+      // preflight — routing groups do not change the priced work.
+      read_llama_like(f, m);
+      if (f.boolean_or("use_bias", false) || f.boolean_or("attention_bias", false))
+        throw f.error(f.present("use_bias") ? "use_bias" : "attention_bias",
+                      "linear biases are not modelled for " + type);
+      read_mla(f, m);
+      read_deepseek_moe(f, m, warnings, source, "num_experts", "num_shared_experts");
+      note_mtp_left_out(f, m, source);
+      break;
+    case Family::ExaoneMoe:
+      // K-EXAONE (ExaoneMoeBridge): GQA with q / k norms (always on), sliding-window and full attention
+      // layers (read_exaone_windows; the full layers' missing RoPE costs nothing), DeepSeek's MoE under
+      // num_experts / num_shared_experts with the dense / sparse schedule of mlp_layer_types or is_moe_layer,
+      // group-limited routing (n_group / topk_group), MTP layers left out.
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      m.qk_layernorm = true;
+      read_deepseek_moe(f, m, warnings, source, "num_experts", "num_shared_experts");
+      read_exaone_windows(f, m);
+      note_mtp_left_out(f, m, source);
+      break;
+    case Family::HyV3:
+      // Hy3 (HYV3Bridge): GQA with q / k norms (qk_norm), dense-first layers (first_k_dense_replace, or
+      // mlp_layer_types), num_experts routed and num_shared_experts shared experts of moe_intermediate_size
+      // (expert_hidden_dim in older configs), MTP layers left out.
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      m.qk_layernorm = f.boolean_or("qk_norm", true);
+      read_deepseek_moe(f, m, warnings, source, "num_experts", "num_shared_experts",
+                        f.present("moe_intermediate_size") ? "moe_intermediate_size" : "expert_hidden_dim");
+      note_mtp_left_out(f, m, source);
+      break;
     case Family::BailingMoeV2:
       // Ling 2.0 (BailingMoeV2Bridge): GQA with q / k norms and optional q / k / v biases (use_qkv_bias),
       // DeepSeek's MoE layout under its own field names (num_experts, num_shared_experts of
@@ -937,7 +1110,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       (fam->second == Family::Gemma3 && f.present("layer_types")))
     read_sliding_window(f, /*used_by_default=*/true, m, warnings, source);
   else if (fam->second != Family::Gpt2 && fam->second != Family::NemotronH &&
-           fam->second != Family::Qwen3Next)
+           fam->second != Family::Qwen3Next && fam->second != Family::ExaoneMoe)
     read_sliding_window(f, /*used_by_default=*/false, m, warnings, source);  // Qwen: `use_sliding_window`
 
   // Everything above checked the fields by their Hugging Face names; this is a last guard for what the

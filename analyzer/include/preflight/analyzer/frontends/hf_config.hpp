@@ -44,6 +44,12 @@
 ///  4·n_embd),
 ///    `n_positions` (learned position table), `vocab_size`, `attn_pdrop`, `resid_pdrop`; LayerNorm, GeLU,
 ///    biases everywhere, tied embeddings by default.
+///  - `sarvam_mla` (Sarvam-105B): DeepSeek-V3's MLA fields with Sarvam's MoE names (`num_experts`,
+///    `num_shared_experts`, `moe_intermediate_size`, `first_k_dense_replace`); `exaone_moe` (K-EXAONE) and
+///    `hy_v3` (Hy3): GQA with q / k norms and the same MoE names (Hy3's older `expert_hidden_dim`), layer i
+///    MoE as `mlp_layer_types` ("dense" / "sparse") or `is_moe_layer` (true / false) says when given;
+///    EXAONE's windows from `sliding_windows` (0 = full attention) or `sliding_window` on the layers of
+///    `layer_types` / `sliding_window_pattern` ("LLLG"); layers with different windows are refused.
 /// A config without `model_type` is recognised by its `architectures` entry (`LlamaForCausalLM`, …).
 /// The Megatron-only field ModelSpec::make_vocab_size_divisible_by keeps its default (128): the analysis
 /// pads the vocabulary as Megatron would when training this model.
