@@ -711,5 +711,69 @@ TEST(MindFormersYaml, SelectAndCommRecomputeDropWhatTheyRecompute) {
   EXPECT_EQ(none - layer_bytes({"layernorm", "mlp_act"}), 8192LL * 18944 * 2 + 2 * 8192LL * 3584 * 2);
 }
 
+// run_mindformer.py's other arguments are --KEY VALUE settings of the yaml (its parse_known_args rest):
+// applied after --options, a dotted key's parents required, a new top-level key said; odd or malformed
+// pairs refused.  Before, they were dropped and the yaml's own values priced.
+TEST(MindFormersYaml, RunMindformerRestArgumentsSetYamlKeys) {
+  MindFormersOptions o;
+  read_run_mindformer_args({"--config", "a.yaml", "--parallel_config.data_parallel", "2", "--seed", "1",
+                            "--runner_config.batch_size=3", "--load_checkpoint", "/ckpt", "--not_a_key", "7"},
+                           o);
+  EXPECT_EQ(o.rest_args, (std::vector<std::string>{"--parallel_config.data_parallel", "2",
+                                                   "--runner_config.batch_size=3", "--not_a_key", "7"}));
+  const MindFormersConfig c = parse_mindformers_yaml(small("[0, 1, 1, 0]"), "x.yaml", o);
+  EXPECT_EQ(c.world_size(), 16);
+  EXPECT_EQ(c.strategy.global_batch(), 3 * 2 * 8);
+  bool said = false;
+  for (const auto& w : c.warnings) said = said || w.find("--not_a_key") != std::string::npos;
+  EXPECT_TRUE(said);
+
+  MindFormersOptions missing;
+  read_run_mindformer_args({"--no_such_section.data_parallel", "2"}, missing);
+  InputError e("", "");
+  try {
+    parse_mindformers_yaml(small("[0, 1, 1, 0]"), "x.yaml", missing);
+    ADD_FAILURE() << "a key under a missing section accepted";
+  } catch (const InputError& x) {
+    e = x;
+  }
+  EXPECT_EQ(e.where(), "--no_such_section.data_parallel");
+  EXPECT_NE(e.detail().find("'no_such_section' is not a section"), std::string::npos) << e.detail();
+  // Unpaired or stray words are refused when the yaml is read (a Megatron launch's words pass through the
+  // argument reader too, which takes them as they come).
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--parallel_config.data_parallel"}, {"--seed", "1", "stray", "2"}}) {
+    MindFormersOptions r;
+    read_run_mindformer_args(bad, r);
+    EXPECT_THROW(parse_mindformers_yaml(small("[0, 1, 1, 0]"), "x.yaml", r), InputError) << bad.back();
+  }
+}
+
+// preflight's --moe-load-imbalance among run_mindformer.py's arguments prices the busiest expert-parallel
+// rank of a MindFormers MoE run (DeepSeek-V3 at ep 16 here: its iteration slower); refused on a dense
+// yaml and below 1.
+TEST(MindFormersYaml, MoeLoadImbalanceArgument) {
+  MindFormersOptions o;
+  read_run_mindformer_args({"--config", "a.yaml", "--moe-load-imbalance", "1.3"}, o);
+  ASSERT_TRUE(o.moe_load_imbalance.has_value());
+  EXPECT_DOUBLE_EQ(*o.moe_load_imbalance, 1.3);
+  const MindFormersConfig moe = load_mindformers_yaml(yaml("pretrain_deepseek3_671b.yaml"), o);
+  EXPECT_DOUBLE_EQ(moe.strategy.moe_load_imbalance, 1.3);
+  EXPECT_GT(moe.strategy.ep, 1);
+  EXPECT_DOUBLE_EQ(moe_busiest_rank_factor(moe.model.moe, moe.strategy), 1.3);
+  InputError e("", "");
+  try {
+    load_mindformers_yaml(yaml("pretrain_llama2_7b.yaml"), o);
+    ADD_FAILURE() << "imbalance accepted on a dense model";
+  } catch (const InputError& x) {
+    e = x;
+  }
+  EXPECT_EQ(e.where(), "--moe-load-imbalance");
+  for (const char* bad : {"0.9", "x", "inf"}) {
+    MindFormersOptions r;
+    EXPECT_THROW(read_run_mindformer_args({"--moe-load-imbalance", bad}, r), InputError) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace preflight::analyzer

@@ -358,25 +358,10 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::read_kernels(f, cfg);
   megatron::fit_world_size(f, env, cfg);
   if (f.has("--moe-load-imbalance")) {
-    const double imb = cfg.strategy.moe_load_imbalance;
     if (!cfg.model.moe.enabled())
       throw InputError("--moe-load-imbalance", "is given for a model without experts (--num-experts)");
-    if (cfg.strategy.ep > 1 && imb > cfg.strategy.ep)
-      throw InputError("--moe-load-imbalance", "cannot exceed the expert-parallel size (" +
-                                                   std::to_string(cfg.strategy.ep) +
-                                                   "): at most every token is routed to one rank's experts");
-    if (cfg.strategy.ep <= 1 && imb != 1.0)
-      cfg.warnings.push_back(
-          "--moe-load-imbalance: at ep 1 one rank holds every expert and its routed tokens do not change; "
-          "the factor has no effect");
-    else if (cfg.model.moe.pad_expert_input_to_capacity && imb != 1.0)
-      cfg.warnings.push_back(
-          "--moe-load-imbalance: the experts' inputs are padded to capacity "
-          "(--moe-pad-expert-input-to-capacity): every rank holds the capacity and the factor has no effect");
-    else if (cfg.model.moe.capacity_drop && imb > cfg.model.moe.capacity_factor)
-      cfg.warnings.push_back("--moe-load-imbalance: capped at the capacity factor " +
-                             f.get("--moe-expert-capacity-factor") +
-                             " (--moe-expert-capacity-factor without padding drops the tokens beyond it)");
+    for (auto& w : check_moe_load_imbalance(cfg.model, cfg.strategy, "--moe-load-imbalance"))
+      cfg.warnings.push_back(std::move(w));
   }
   megatron::check_interleaved_groups(cfg.strategy);
   megatron::read_cpu_offloading(f, cfg);

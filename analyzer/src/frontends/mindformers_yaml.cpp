@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -837,19 +838,48 @@ std::vector<int> MindFormersConfig::full_recompute_per_stage() const {
 }
 
 std::string read_run_mindformer_args(const std::vector<std::string>& args, MindFormersOptions& options) {
-  // run_mindformer.py's argparse options that change the run; everything else is kept as CLI11 extras
-  // (argparse's parse_known_args), and a repeated option keeps its last value, as argparse does.
+  // run_mindformer.py's argparse options (r1.5.0 … master): those that change the run are read, the others
+  // consumed; what argparse's parse_known_args leaves are `--KEY VALUE` config settings (its rest_args_), and
+  // a repeated option keeps its last value, as argparse does.
   CLI::App app{"run_mindformer.py"};
   app.allow_extras();
-  std::string config, run_mode, use_parallel, batch_size, accumulation;
-  std::vector<std::string> items;
+  std::string config, run_mode, use_parallel, batch_size, accumulation, imbalance, ignored;
+  std::vector<std::string> items, ignored_list;
   auto last = CLI::MultiOptionPolicy::TakeLast;
   app.add_option("--config", config)->multi_option_policy(last);
   auto* mode = app.add_option("--run_mode", run_mode)->multi_option_policy(last);
   auto* parallel = app.add_option("--use_parallel", use_parallel)->multi_option_policy(last);
   auto* batch = app.add_option("--batch_size", batch_size)->multi_option_policy(last);
   auto* ga = app.add_option("--gradient_accumulation_steps", accumulation)->multi_option_policy(last);
+  auto* imb = app.add_option("--moe-load-imbalance", imbalance)->multi_option_policy(last);
   app.add_option("--options", items)->expected(1, CLI::detail::expected_max_vector_size);
+  for (const char* name : {"--mode",
+                           "--device_id",
+                           "--device_target",
+                           "--do_eval",
+                           "--train_dataset_dir",
+                           "--eval_dataset_dir",
+                           "--predict_batch_size",
+                           "--load_checkpoint",
+                           "--src_strategy_path_or_dir",
+                           "--auto_trans_ckpt",
+                           "--transform_process_num",
+                           "--only_save_strategy",
+                           "--resume_training",
+                           "--strategy_load_checkpoint",
+                           "--remote_save_url",
+                           "--seed",
+                           "--profile",
+                           "--epochs",
+                           "--sink_mode",
+                           "--num_samples",
+                           "--output_dir",
+                           "--register_path",
+                           "--do_sample",
+                           "--trust_remote_code"})
+    app.add_option(name, ignored)->multi_option_policy(last);
+  for (const char* name : {"--predict_data", "--modal_type", "--adapter_id"})
+    app.add_option(name, ignored_list)->expected(1, CLI::detail::expected_max_vector_size);
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
     app.parse(reversed);
@@ -864,6 +894,16 @@ std::string read_run_mindformer_args(const std::vector<std::string>& args, MindF
       throw InputError("--use_parallel", "expected True or False, got '" + use_parallel + "'");
     options.use_parallel = v == "true" || v == "1";
   }
+  if (*imb) {
+    char* end = nullptr;
+    const double x = std::strtod(imbalance.c_str(), &end);
+    if (imbalance.empty() || *end != '\0' || !(x >= 1.0) || !std::isfinite(x))
+      throw InputError("--moe-load-imbalance",
+                       "must be a number ≥ 1 (the busiest expert-parallel rank's routed tokens ÷ the mean), "
+                       "got '" +
+                           imbalance + "'");
+    options.moe_load_imbalance = x;
+  }
   if (*batch) options.overrides.emplace_back("runner_config.batch_size", batch_size);
   if (*ga) options.overrides.emplace_back("runner_config.gradient_accumulation_steps", accumulation);
   for (const auto& item : items) {
@@ -871,6 +911,7 @@ std::string read_run_mindformer_args(const std::vector<std::string>& args, MindF
     if (eq == std::string::npos || eq == 0) throw InputError("--options", "expected KEY=VALUE, got '" + item + "'");
     options.overrides.emplace_back(item.substr(0, eq), item.substr(eq + 1));
   }
+  options.rest_args = app.remaining();
   return config;
 }
 
@@ -912,8 +953,66 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
     }
     node[parts.back()] = v;
   }
+  // run_mindformer.py's own --KEY VALUE arguments: the parents of a dotted key must exist (it raises
+  // "… is not a key of …"); the last key is set, a new one added.
+  // The rest, as run_mindformer.py pairs it: `--KEY=VALUE` split at '=', then KEY VALUE pairs.
+  std::vector<std::string> rest;
+  for (const auto& a : options.rest_args) {
+    auto eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      rest.push_back(a.substr(0, eq));
+      rest.push_back(a.substr(eq + 1));
+    } else {
+      rest.push_back(a);
+    }
+  }
+  if (rest.size() % 2 != 0)
+    throw InputError("run_mindformer.py arguments",
+                     "'" + rest.back() +
+                         "' has no value (run_mindformer.py takes the arguments it does not know "
+                         "as --KEY VALUE pairs that set yaml keys)");
+  std::vector<std::pair<std::string, std::string>> config_args;
+  for (std::size_t i = 0; i < rest.size(); i += 2) {
+    if (rest[i].rfind("--", 0) != 0 || rest[i].size() < 3)
+      throw InputError("run_mindformer.py arguments",
+                       "'" + rest[i] +
+                           "' is not an option (run_mindformer.py's other arguments are --KEY VALUE "
+                           "pairs that set yaml keys)");
+    config_args.emplace_back(rest[i].substr(2), rest[i + 1]);
+  }
+  std::vector<std::string> new_top_keys;
+  for (const auto& [key, value] : config_args) {
+    const std::string arg = "--" + key;
+    YAML::Node v;
+    try {
+      v = YAML::Load(value);
+    } catch (const YAML::Exception& e) {
+      throw InputError(arg, "malformed value '" + value + "': " + e.msg);
+    }
+    std::vector<std::string> parts;
+    std::stringstream in(key);
+    for (std::string part; std::getline(in, part, '.');) parts.push_back(part);
+    if (parts.empty() ||
+        std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }))
+      throw InputError(arg, "expected a yaml key such as parallel_config.data_parallel");
+    YAML::Node node = root;
+    std::string path;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      path += (path.empty() ? "" : ".") + parts[i];
+      if (!node[parts[i]] || !node[parts[i]].IsMap())
+        throw InputError(arg, "'" + path + "' is not a section of " + source +
+                                  " (run_mindformer.py refuses a key whose parents the yaml lacks)");
+      node.reset(node[parts[i]]);
+    }
+    if (parts.size() == 1 && !root[parts[0]]) new_top_keys.push_back(arg);
+    node[parts.back()] = v;
+  }
 
   MindFormersConfig cfg;
+  for (const auto& arg : new_top_keys)
+    cfg.warnings.push_back(arg +
+                           ": run_mindformer.py adds it to the yaml as a new top-level key, which no "
+                           "training reads; preflight ignores it");
   cfg.source = source;
   auto& warnings = cfg.warnings;
   Section top{&doc, root, ""};
@@ -1314,6 +1413,10 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
     st.optimizer = Optimizer::SGD;
   cfg.max_device_memory_gib = memory_gib(doc, context);
 
+  if (options.moe_load_imbalance) {
+    st.moe_load_imbalance = *options.moe_load_imbalance;
+    for (auto& w : check_moe_load_imbalance(m, st, "--moe-load-imbalance")) warnings.push_back(std::move(w));
+  }
   try {
     st.validate(m);
   } catch (const InputError& e) {

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
+#include <cmath>
 #include <cstdlib>
+#include <map>
 #include <numeric>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "preflight/common/error.hpp"
@@ -680,6 +682,38 @@ const char* to_string(AttentionBackend b) {
 }
 const char* to_string(TransformerImpl i) {
   return i == TransformerImpl::TorchCpu ? "torch_cpu" : "megatron_core";
+}
+
+std::vector<std::string> check_moe_load_imbalance(const ModelSpec& model, const Strategy& st,
+                                                  const std::string& flag) {
+  const double imb = st.moe_load_imbalance;
+  std::vector<std::string> warnings;
+  if (!(imb >= 1.0) || !std::isfinite(imb))
+    throw InputError(flag,
+                     "must be a number ≥ 1 (the busiest expert-parallel rank's routed tokens ÷ the mean), "
+                     "got " +
+                         std::to_string(imb));
+  if (!model.moe.enabled()) throw InputError(flag, "is given for a model without experts");
+  if (st.ep > 1 && imb > st.ep)
+    throw InputError(flag, "cannot exceed the expert-parallel size (" + std::to_string(st.ep) +
+                               "): at most every token is routed to one rank's experts");
+  if (imb == 1.0) return warnings;
+  if (st.ep <= 1) {
+    warnings.push_back(
+        flag +
+        ": at ep 1 one rank holds every expert and its routed tokens do not change; the factor "
+        "has no effect");
+  } else if (model.moe.pad_expert_input_to_capacity) {
+    warnings.push_back(flag +
+                       ": the experts' inputs are padded to capacity: every rank holds the capacity and the "
+                       "factor has no effect");
+  } else if (model.moe.capacity_drop && imb > model.moe.capacity_factor) {
+    std::ostringstream cap;
+    cap << model.moe.capacity_factor;
+    warnings.push_back(flag + ": capped at the capacity factor " + cap.str() +
+                       " (a capacity factor without padding drops the tokens beyond it)");
+  }
+  return warnings;
 }
 
 std::string format_pipeline_layout(const std::vector<std::vector<int>>& chunk_layers) {

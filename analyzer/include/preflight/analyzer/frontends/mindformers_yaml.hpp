@@ -108,6 +108,15 @@ struct MindFormersOptions {
   /// `--batch_size` (runner_config.batch_size), `--gradient_accumulation_steps` and `--options KEY=VALUE…`
   /// (dotted keys, YAML values).  Errors in them name `--options KEY`.
   std::vector<std::pair<std::string, std::string>> overrides;
+  /// run_mindformer.py's other arguments, as given (its parse_known_args rest: `--KEY VALUE` or
+  /// `--KEY=VALUE` pairs), set after the overrides when the yaml is read, as it sets them: a dotted KEY's
+  /// parents must be in the yaml, a new top-level KEY is added (said: no training reads it); an unpaired
+  /// or non-option word is an InputError then (not while reading the arguments: a Megatron launch's words
+  /// pass through read_run_mindformer_args too).
+  std::vector<std::string> rest_args;
+  /// preflight's `--moe-load-imbalance F` among the run_mindformer.py arguments
+  /// (Strategy::moe_load_imbalance; checked as check_moe_load_imbalance does).
+  std::optional<double> moe_load_imbalance;
   /// run_mindformer.py's --run_mode (overrides the yaml's run_mode); predict and eval are refused.
   std::optional<std::string> run_mode;
 };

@@ -536,6 +536,14 @@ struct Strategy {
   void validate(const ModelSpec& model) const;
 };
 
+/// Checks a routing imbalance (Strategy::moe_load_imbalance) against the model and layout, whichever front
+/// end set it (`flag` names it in messages: `--moe-load-imbalance`).  Throws InputError for a factor below
+/// 1 or not finite, for a model without experts and for a factor above ep (every token on one rank);
+/// returns, one line each, why a factor above 1 has no or less effect (ep 1, padding to capacity, a
+/// dropping capacity factor below it).
+std::vector<std::string> check_moe_load_imbalance(const ModelSpec& model, const Strategy& st,
+                                                  const std::string& flag);
+
 /// The factor on the busiest expert-parallel rank's routed rows (Strategy::moe_load_imbalance): 1 for a
 /// dense model, at ep 1 (one rank holds every expert: its total does not change), and when the experts'
 /// inputs are padded to capacity (every rank holds the capacity, MoESpec::pad_expert_input_to_capacity);
