@@ -1012,11 +1012,54 @@ TEST(HfConfig, HyV3) {
   EXPECT_EQ(count_parameters(m), 10'066'139'136);
 }
 
+// MiniMax-M3 (model_type minimax_m3_vl; MiniMaxM3Bridge): its language model from text_config, which names
+// no model_type (read by its architecture MiniMaxM3SparseForCausalLM).  Megatron-Bridge's toy config with
+// the shape of the released one: a dense layer of dense_intermediate_size, then MoE layers by the 0 / 1
+// list moe_layer_freq of 8 experts of intermediate_size and a shared expert of shared_intermediate_size,
+// GQA with q / k norms.  By hand: 4 · (64 · 128 + 2 · 64 · 64 + 128 · 64 + 2 · 16 + 2 · 64) + 3 · 64 · 128 +
+// 3 · (8 · 3 · 64 · 32 + 3 · 64 · 32 + 8 · 64) + 2 · 1024 · 64 + 64 = 422,080.  The lightning indexer and
+// the vision tower are said, not counted.
+TEST(HfConfig, MinimaxM3LanguageModel) {
+  std::vector<std::string> warnings;
+  const ModelSpec m = parse_hf_config(R"({"architectures": ["MiniMaxM3SparseForConditionalGeneration"],
+      "model_type": "minimax_m3_vl", "text_config": {"architectures": ["MiniMaxM3SparseForCausalLM"],
+      "hidden_size": 64, "intermediate_size": 32, "dense_intermediate_size": 128, "shared_intermediate_size": 32,
+      "n_shared_experts": 1, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4,
+      "head_dim": 16, "hidden_act": "swigluoai", "rotary_dim": 8, "partial_rotary_factor": 0.5,
+      "vocab_size": 1024, "tie_word_embeddings": false, "num_local_experts": 8, "num_experts_per_tok": 2,
+      "scoring_func": "sigmoid", "use_qk_norm": true, "use_gemma_norm": true, "moe_layer_freq": [0, 1, 1, 1],
+      "sparse_attention_config": {"sparse_num_index_heads": 2, "sparse_index_dim": 8,
+      "sparse_attention_freq": [0, 1, 1, 1]}, "num_nextn_predict_layers": 1, "swiglu_limit": 7.0}})",
+                                      "config.json", &warnings);
+  EXPECT_EQ(m.ffn_hidden_size, 128);
+  EXPECT_EQ(m.moe.ffn_hidden_size, 32);
+  EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 32);
+  EXPECT_EQ(m.moe.num_experts, 8);
+  EXPECT_FALSE(m.is_moe_layer(0));
+  EXPECT_TRUE(m.is_moe_layer(1));
+  EXPECT_TRUE(m.qk_layernorm);
+  EXPECT_EQ(count_parameters(m), 422'080);
+  bool indexer = false, tower = false;
+  for (const auto& w : warnings) {
+    indexer = indexer || contains(w, "lightning indexer");
+    tower = tower || contains(w, "vision tower");
+  }
+  EXPECT_TRUE(indexer);
+  EXPECT_TRUE(tower);
+  // A per-layer moe_layer_freq holds 0 / 1 and one entry a layer.
+  EXPECT_TRUE(contains(parse_error(R"({"model_type": "minimax_m3", "hidden_size": 64, "intermediate_size": 32,
+      "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 1024, "num_local_experts": 8,
+      "num_experts_per_tok": 2, "moe_layer_freq": [0, 1, 1]})")
+                           .detail(),
+                       "3 entries for 2 layers"));
+}
+
 // Hugging Face model types whose layers preflight does not price are refused by what they are.
 TEST(HfConfig, HybridHeadLayoutsRefusedByName) {
   for (const auto& [type, what] :
        std::vector<std::pair<std::string, std::string>>{{"mimo_v2_flash", "key/value head counts"},
                                                         {"step3p5", "their own head counts"},
+                                                        {"kimi_k3", "Kimi-delta-attention"},
                                                         {"gemma4_text", "key/value sharing"}}) {
     const InputError e = parse_error(R"({"model_type": ")" + type + R"(", "hidden_size": 4096})");
     EXPECT_TRUE(contains(e.where(), "model_type")) << e.where();

@@ -48,7 +48,8 @@ enum class Family {
   Glm4,
   SarvamMla,
   ExaoneMoe,
-  HyV3
+  HyV3,
+  MinimaxM3
 };
 
 const std::map<std::string, Family>& families() {
@@ -109,6 +110,10 @@ const std::map<std::string, Family>& families() {
       // Hy3 (HYV3Bridge; transformers' configuration_hy_v3.py): GQA with q / k norms, dense-first layers,
       // routed and shared experts.
       {"hy_v3", Family::HyV3},
+      // MiniMax-M3's language model (the text_config of minimax_m3_vl; MiniMaxM3Bridge): GQA with q / k
+      // norms, dense-first layers, routed experts and a shared expert of their own widths.
+      {"minimax_m3", Family::MinimaxM3},
+      {"minimax_m3_text", Family::MinimaxM3},
       // Ministral 3's language model (the text_config of Mistral3ForConditionalGeneration; Ministral3Bridge)
       // and Ministral: Mistral's layers.
       {"ministral3", Family::Mistral},
@@ -163,6 +168,8 @@ const std::map<std::string, std::string>& architectures() {
       {"ExaoneMoEForCausalLM", "exaone_moe"},
       {"HYV3ForCausalLM", "hy_v3"},
       {"HyV3ForCausalLM", "hy_v3"},
+      {"MiniMaxM3SparseForCausalLM", "minimax_m3"},
+      {"MiniMaxM3ForCausalLM", "minimax_m3"},
       {"MinistralForCausalLM", "ministral"},
       {"GlmForCausalLM", "glm"},
       {"Glm4ForCausalLM", "glm4"},
@@ -281,6 +288,7 @@ class Fields {
     return out;
   }
   bool is_string(const std::string& field) const { return present(field) && j_.at(field).is_string(); }
+  bool is_list(const std::string& field) const { return present(field) && j_.at(field).is_array(); }
   std::string dump(const std::string& field) const {
     return j_.contains(field) ? j_.at(field).dump() : "null";
   }
@@ -472,8 +480,9 @@ void read_uniform_moe(const Fields& f, ModelSpec& m, const char* experts_field, 
 }
 
 /// Which layers are MoE under DeepSeek's layout: `mlp_layer_types` ("dense" / "sparse" per layer; EXAONE-MoE,
-/// Hy3, MiniMax-M3) or `is_moe_layer` (true / false per layer; EXAONE-MoE's older configs) when given, else
-/// the first first_k_dense_replace layers dense and then every moe_layer_freq-th layer MoE.
+/// Hy3, MiniMax-M3), `is_moe_layer` (true / false per layer; EXAONE-MoE's older configs) or a
+/// `moe_layer_freq` list (0 / 1 per layer; MiniMax-M3) when given, else the first first_k_dense_replace
+/// layers dense and then every moe_layer_freq-th layer MoE.
 std::vector<bool> moe_layer_schedule(const Fields& f, const ModelSpec& m) {
   std::vector<bool> pattern(m.num_layers);
   const auto check_length = [&](const char* field, std::size_t n) {
@@ -494,6 +503,15 @@ std::vector<bool> moe_layer_schedule(const Fields& f, const ModelSpec& m) {
   if (f.present("is_moe_layer")) {
     pattern = f.bool_list("is_moe_layer");
     check_length("is_moe_layer", pattern.size());
+    return pattern;
+  }
+  if (f.is_list("moe_layer_freq")) {  // 0 / 1 per layer (MiniMax-M3; Megatron's --moe-layer-freq list)
+    const auto flags = f.non_negative_list("moe_layer_freq");
+    check_length("moe_layer_freq", flags.size());
+    for (int i = 0; i < m.num_layers; ++i) {
+      if (flags[i] > 1) throw f.error("moe_layer_freq", "a per-layer list holds 0 (dense) or 1 (MoE)");
+      pattern[i] = flags[i] == 1;
+    }
     return pattern;
   }
   I64 first_dense = f.non_negative_or("first_k_dense_replace", 0);
@@ -853,6 +871,11 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       {"mimo_v2_flash",
        "MiMo-V2-Flash's hybrid attention (full and sliding-window layers with their own key/value head "
        "counts, value heads narrower than query / key heads, attention sinks)"},
+      {"kimi_k3", "Kimi K3's Kimi-delta-attention (KDA) linear layers and block attention residuals"},
+      {"kimi_linear", "Kimi Linear's Kimi-delta-attention (KDA) linear layers"},
+      {"step3p7",
+       "Step-3.7's hybrid attention (full and sliding-window layers with their own head counts, per-head "
+       "attention gates)"},
       {"step3p5",
        "Step-3.5's hybrid attention (full and sliding-window layers with their own head counts, per-head "
        "attention gates)"},
@@ -966,6 +989,29 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       read_deepseek_moe(f, m, warnings, source, "num_experts", "num_shared_experts",
                         f.present("moe_intermediate_size") ? "moe_intermediate_size" : "expert_hidden_dim");
       note_mtp_left_out(f, m, source);
+      break;
+    case Family::MinimaxM3:
+      // MiniMax-M3's language model (MiniMaxM3Bridge): GQA with q / k norms (use_qk_norm), partial RoPE,
+      // dense layers of dense_intermediate_size and MoE layers (moe_layer_freq, a 0 / 1 list, or
+      // mlp_layer_types) of num_local_experts experts of intermediate_size, top num_experts_per_tok, and
+      // n_shared_experts (1 when only the width is given) of shared_intermediate_size; the clamped SwiGLU-OAI
+      // priced as SwiGLU (same shapes) and zero-centred norms as RMSNorm.  The lightning indexer of its
+      // sparse attention is not run by Megatron (full attention on every layer, as priced) and the released
+      // checkpoint has no MTP weights (the bridge builds none).
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      m.qk_layernorm = f.boolean_or("use_qk_norm", true);
+      m.ffn_hidden_size = f.positive_or("dense_intermediate_size", m.ffn_hidden_size);
+      read_deepseek_moe(f, m, warnings, source, "num_local_experts", "n_shared_experts", "intermediate_size");
+      if (m.moe.enabled()) {
+        const I64 shared_width = f.non_negative_or("shared_intermediate_size", 0);
+        const I64 shared = f.non_negative_or("n_shared_experts", shared_width > 0 ? 1 : 0);
+        m.moe.shared_expert_ffn_hidden_size = shared * shared_width;
+      }
+      if (f.present("sparse_attention_config") && warnings)
+        warnings->push_back(source +
+                            ": sparse_attention_config: the lightning indexer is not run by Megatron (full "
+                            "attention on every layer, as priced) and its weights are not counted");
       break;
     case Family::BailingMoeV2:
       // Ling 2.0 (BailingMoeV2Bridge): GQA with q / k norms and optional q / k / v biases (use_qkv_bias),

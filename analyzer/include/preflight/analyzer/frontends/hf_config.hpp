@@ -50,6 +50,9 @@
 ///    MoE as `mlp_layer_types` ("dense" / "sparse") or `is_moe_layer` (true / false) says when given;
 ///    EXAONE's windows from `sliding_windows` (0 = full attention) or `sliding_window` on the layers of
 ///    `layer_types` / `sliding_window_pattern` ("LLLG"); layers with different windows are refused.
+///  - `minimax_m3` (MiniMax-M3's text_config, read by its architecture): `num_local_experts` of
+///    `intermediate_size`, dense layers of `dense_intermediate_size`, `n_shared_experts` of
+///    `shared_intermediate_size`, a 0 / 1 `moe_layer_freq` list (also accepted for the DeepSeek layout).
 /// A config without `model_type` is recognised by its `architectures` entry (`LlamaForCausalLM`, …).
 /// The Megatron-only field ModelSpec::make_vocab_size_divisible_by keeps its default (128): the analysis
 /// pads the vocabulary as Megatron would when training this model.
