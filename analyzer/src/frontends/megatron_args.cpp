@@ -218,6 +218,12 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
        "here is high under full recompute"},
       {"--mlp-chunks-for-training",
        "the MLP is priced over the whole sequence at once, not in chunks: its activation peak here is high"},
+      {"--te-precision-config-file",
+       "per-module precision overrides (Transformer Engine recipes chosen by module-name patterns) are not "
+       "read: every linear is priced at the run's --fp8-format / --fp4-format recipe, so modules the file "
+       "keeps "
+       "in 16 bits are priced fast and small (NeMo's Nemotron-3-Super NVFP4 recipe keeps attention and the "
+       "last layers in BF16)"},
   };
   std::set<std::string> said;
   for (const auto& name : cfg.ignored)
@@ -253,7 +259,9 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                                                     "dot-product-attention",
                                                     "capacity",
                                                     "stash",
-                                                    "transpose-cache"};
+                                                    "transpose-cache",
+                                                    "precision",
+                                                    "quant"};
   // (ckpt: checkpoint formats and their saving, e.g. --dist-ckpt-optim-fully-reshardable's "shard".)
   static constexpr std::string_view kNotCost[] = {"log",   "logging",    "tensorboard", "wandb", "save",
                                                   "load",  "eval",       "tokenizer",   "seed",  "profile",
