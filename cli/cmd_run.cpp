@@ -178,6 +178,21 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
   if (launches.empty()) {
     wrap::EntryPatterns entries;
     entries.globs.insert(entries.globs.end(), c.launch.entries.begin(), c.launch.entries.end());
+    std::ifstream skipped_log(dir / "skipped.log");
+    std::vector<std::string> skipped;
+    for (std::string line; std::getline(skipped_log, line);) skipped.push_back(line);
+    if (!skipped.empty()) {
+      std::cerr << "preflight run: nothing analysed: no launch of a training entry point ("
+                << entries.describe() << "); " << skipped.size() << " distributed launch"
+                << (skipped.size() == 1 ? " of " : "es of ") << skipped.front()
+                << (skipped.size() > 1 ? " and others" : "")
+                << " not run (said above): --entry NAME analyses such a script\n";
+      if (!run_dir.empty()) {
+        std::error_code ec;
+        fs::remove(run_dir, ec);
+      }
+      return code != 0 ? code : kExitBadInput;
+    }
     std::cerr << "preflight run: no launch of a training entry point (" << entries.describe()
               << ") reached the shims";
     if (code != 0)
@@ -353,6 +368,24 @@ int run_run(const RunCli& c) {
         std::cerr << "srun: " << e.detail() << "\n";
         return 127;
       }
+    }
+  }
+  // A distributed launcher (torchrun, deepspeed, msrun, mpirun, srun) starting a python script that is not a
+  // known entry point: in analyze mode it is not run — on a cluster it would start the job for real (an
+  // --entry glob analyses it with Megatron's arguments).  Plain python and everything else run untouched.
+  if (!c.shim.empty() && c.mode == "analyze") {
+    wrap::EntryPatterns any_script;
+    any_script.globs = {"*.py"};
+    if (auto m = wrap::match_launch(argv, any_script);
+        m && m->launcher != wrap::Launcher::Python && !m->recipe_tool) {
+      const std::string name = m->entry_name.substr(
+          m->entry_name.rfind('/') == std::string::npos ? 0 : m->entry_name.rfind('/') + 1);
+      std::cerr << "preflight run: " << wrap::launcher_name(m->launcher) << " starting " << m->entry_name
+                << " — not a training entry point preflight knows (" << entries.describe()
+                << "): not run in analyze mode (it would start the job for real); --entry '" << name
+                << "' analyses it with Megatron's arguments\n";
+      if (!skip.empty()) std::ofstream(skip / "skipped.log", std::ios::app) << m->entry_name << "\n";
+      return kExitOk;
     }
   }
   if (!c.shim.empty()) {  // not a training launch: the real program, untouched

@@ -95,6 +95,29 @@ TEST(RunCli, ShimsLeaveOtherCommandsAlone) {
   EXPECT_EQ(missing.exit_code, 127) << missing.err;
 }
 
+// A distributed launcher starting a script that is not a known entry point (Megatron-LM's MIMO examples:
+// `torchrun examples/mimo/train.py`) is not run in analyze mode — on a cluster it would start the job for
+// real; before, it went to the real torchrun.  Plain python still runs; --entry analyses the script.
+TEST(RunCli, UnknownDistributedLaunchIsNotRunInAnalyzeMode) {
+  TempDir dir;
+  write_file(dir / "train.py", "open('ran.txt', 'w').write('trained')\n");
+  write_file(dir / "s.sh",
+             "python3 -c 'print(7 * 6)'\n"
+             "torchrun --nproc_per_node 2 train.py --num-layers 2 --hidden-size 64 --num-attention-heads 2 "
+             "--seq-length 16 --vocab-size 100\n");
+  RunResult r = run_in(dir.path(), preflight_bin() + " run -- bash s.sh");
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // nothing analysed
+  EXPECT_EQ(r.out.rfind("42\n", 0), 0u) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "ran.txt"));
+  EXPECT_NE(r.err.find("torchrun starting train.py"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not run in analyze mode"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 distributed launch of train.py not run"), std::string::npos) << r.err;
+  RunResult entry = run_in(dir.path(), preflight_bin() + " run --entry train.py -- bash s.sh");
+  EXPECT_EQ(entry.exit_code, 0) << entry.err;
+  EXPECT_NE(entry.out.find("preflight analyze"), std::string::npos) << entry.out;
+  EXPECT_FALSE(fs::exists(dir / "ran.txt"));
+}
+
 // srun starting a shell (Megatron-LM's sc21 SRUN.sh: `srun … sh -c "${CMD}"`, CMD a plain python launch): in
 // analysis the shell runs once, here (no Slurm on this machine), and the python inside is analysed as one of
 // srun's -N × --ntasks-per-node tasks.
