@@ -168,6 +168,9 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
   // The graph's attended keys: a sliding window, or the whole sequence for a unit of the sequence pipeline.
   if (l.keys_per_query > 0)
     seq_k = c.st->seq_split > 1 ? l.keys_per_query : std::min(seq_k, l.keys_per_query);
+  // Packed samples: each query attends its own sample's keys (Strategy::packed_seq_mean_length).
+  const double packed = c.st->packed_seq_mean_length;
+  if (packed > 0) seq_k = std::min(seq_k, packed);
   double base = mla ? (b * heads * d * seq_q * seq_k + b * heads * dv * seq_q * seq_k)
                     : 2 * b * heads * d * seq_q * seq_k;
   base *= 1 - c.st->attention_sparse_ratio;
@@ -231,8 +234,14 @@ void price_attention(const Ctx& c, Leaf& l, bool mla) {
   // A unit of the sequence pipeline runs the kernel of its queries against the whole sequence's keys: priced
   // at the whole sequence's shape (the kernel's efficiency; the FLOPs are the unit's).
   double key_seq = c.st->seq_split > 1 ? seq_k : (c.cp > 1 ? s * c.cp : s);
+  // Packed samples: the varlen kernel runs row / L sequences of L tokens — its efficiency at that shape.
+  double key_batch = b;
+  if (packed > 0 && packed < key_seq) {
+    key_batch = std::max(1.0, std::round(b * key_seq / packed));
+    key_seq = packed;
+  }
   bool contiguous = c.sys->name.find("s5000") == std::string::npos;
-  std::string key = "batch=" + fmt_int(b) + ", seq_len=" + fmt_int(key_seq) +
+  std::string key = "batch=" + fmt_int(key_batch) + ", seq_len=" + fmt_int(key_seq) +
                     ", head_num=" + fmt_int(kq_heads) + ", kv_head_num=" + fmt_int(kb_heads) +
                     ", qk_head_dim=" + fmt_int(d) + ", v_head_dim=" + fmt_int(mla ? dv : d) +
                     ", qkv_contiguous=" + (contiguous ? "True" : "False");

@@ -116,6 +116,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--moe-layer-recompute", Arity::Switch},
       {"--moe-token-dispatcher-type", Arity::One},
       {"--moe-load-imbalance", Arity::One},
+      {"--packed-seq-mean-length", Arity::One},
       {"--moe-router-force-load-balancing", Arity::Switch},
       {"--moe-grouped-gemm", Arity::Switch},
       {"--moe-use-legacy-grouped-gemm", Arity::Switch},
@@ -1048,6 +1049,15 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
       st.moe_comm_sms = static_cast<int>(sms);
     }
   read_cuda_graphs(f, st);
+  if (f.has("--packed-seq-mean-length")) {
+    const double x = f.float_or("--packed-seq-mean-length", 0.0);
+    if (!(x >= 1.0) || !std::isfinite(x))
+      throw InputError("--packed-seq-mean-length",
+                       "must be a number of tokens ≥ 1 (the mean length of the samples packed into each "
+                       "sequence), got '" +
+                           f.get("--packed-seq-mean-length") + "'");
+    st.packed_seq_mean_length = x;
+  }
   if (f.has("--moe-load-imbalance")) {
     const double x = f.float_or("--moe-load-imbalance", 1.0);
     if (!(x >= 1.0) || !std::isfinite(x))

@@ -401,6 +401,13 @@ struct Strategy {
   bool weight_in_linear_peak =
       false;  ///< count a weight copy in linear transient peaks (SimuMax !use_accm_weight)
   double attention_sparse_ratio = 0.0;  ///< fraction of the s² attention skipped (0.5 ≈ causal kernel)
+  /// Packed sequences (preflight's `--packed-seq-mean-length L`; Megatron-Bridge's packed fine-tuning data,
+  /// Megatron's THD format with cu_seqlens): each --seq-length row holds samples of L tokens on average
+  /// (for uneven samples Σ s² / Σ s, what attention's work follows), and the flash / TE attention kernel
+  /// attends within each sample, so the core attention is priced as seq_length / L sequences of L tokens
+  /// (its FLOPs and its kernel's efficiency; its memory is per token either way).  0 = one sequence per row.
+  /// The model FLOPs (MFU) are Megatron's, over the whole row.
+  double packed_seq_mean_length = 0.0;
   bool moe_dispatch_probs = false;      ///< Megatron ≥ 0.14 probs path: probs all-to-all + weighted SiLU
   /// Token dispatcher; AllToAll for SimuMax strategies and under `--simumax-compat`, Megatron's default
   /// (AllGather) for launch arguments without `--moe-token-dispatcher-type`.
