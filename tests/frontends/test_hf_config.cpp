@@ -399,7 +399,6 @@ TEST(HfConfigErrors, KnownButUnmodelledModelTypesSayWhy) {
   EXPECT_TRUE(
       contains(parse_error(R"({"model_type": "deepseek_v4"})").detail(), "compressed sparse attention"));
   EXPECT_TRUE(contains(parse_error(R"({"model_type": "nemotron-nas"})").detail(), "heterogeneous"));
-  EXPECT_TRUE(contains(parse_error(R"({"model_type": "olmo2"})").detail(), "post-norm"));
 }
 
 TEST(HfConfigErrors, UnsupportedModelType) {
@@ -645,7 +644,6 @@ TEST(HfConfig, Gemma3SandwichNormsAndWindows) {
   EXPECT_TRUE(
       contains(parse_error(R"({"model_type": "deepseek_v4"})").detail(), "compressed sparse attention"));
   EXPECT_TRUE(contains(parse_error(R"({"model_type": "nemotron-nas"})").detail(), "heterogeneous"));
-  EXPECT_TRUE(contains(parse_error(R"({"model_type": "olmo2"})").detail(), "post-norm"));
 }
 
 // MiniMax-M2 (model_type minimax_m2, as Megatron-Bridge's MiniMaxM2Bridge maps it): 62 MoE layers of 256
@@ -1052,6 +1050,46 @@ TEST(HfConfig, MinimaxM3LanguageModel) {
       "num_experts_per_tok": 2, "moe_layer_freq": [0, 1, 1]})")
                            .detail(),
                        "3 entries for 2 layers"));
+}
+
+// Post-norm layers (EXAONE 4, OLMo 2 / 3): a norm after attention and after the MLP and none before — the
+// same two norms a layer over tensors of the same shape as pre-norm layers, priced as those and said; they
+// were refused.  OLMo-2-7B by hand: 32 · (4 · 4096² + 3 · 4096 · 11008 + 2 · 128 (q / k norms per head;
+// OLMo's span the projection: 7936 more a layer) + 2 · 4096) + 2 · 100352 · 4096 + 4096 = 7,298,363,392 (7.30
+// B). EXAONE-4.0-32B's shape: 64 · (5120 · 5120 · 2 + 2 · 5120 · 1024 + 2 · 128 + 2 · 5120 + 3 · 5120 ·
+// 27392)
+// + 2 · 102400 · 5120 + 5120 = 32,003,216,384, three sliding-window layers of 4096 keys to one full ("LLLG").
+TEST(HfConfig, PostNormLayers) {
+  std::vector<std::string> warnings;
+  const ModelSpec olmo = parse_hf_config(R"({"architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2",
+      "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+      "num_key_value_heads": 32, "vocab_size": 100352, "tie_word_embeddings": false, "attention_bias": false})",
+                                         "config.json", &warnings);
+  EXPECT_TRUE(olmo.qk_layernorm);
+  EXPECT_EQ(olmo.sliding_window, 0);
+  EXPECT_EQ(count_parameters(olmo), 7'298'363'392);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(contains(warnings[0], "post-norm layers")) << warnings[0];
+
+  warnings.clear();
+  const ModelSpec exaone =
+      parse_hf_config(R"({"architectures": ["Exaone4ForCausalLM"], "model_type": "exaone4",
+      "hidden_size": 5120, "intermediate_size": 27392, "num_hidden_layers": 64, "num_attention_heads": 40,
+      "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 102400, "tie_word_embeddings": false,
+      "sliding_window": 4096, "sliding_window_pattern": "LLLG"})",
+                      "config.json", &warnings);
+  EXPECT_EQ(count_parameters(exaone), 32'003'216'384);
+  EXPECT_EQ(exaone.sliding_window, 4096);
+  ASSERT_EQ(exaone.layer_has_window.size(), 64u);
+  EXPECT_TRUE(exaone.layer_has_window[2]);
+  EXPECT_FALSE(exaone.layer_has_window[3]);
+  // OLMo 3: its windows from layer_types.
+  const ModelSpec olmo3 = parse_hf_config(R"({"model_type": "olmo3", "hidden_size": 1024,
+      "intermediate_size": 4096, "num_hidden_layers": 4, "num_attention_heads": 8, "vocab_size": 1000,
+      "sliding_window": 512, "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+      "full_attention"]})",
+                                          "config.json");
+  EXPECT_EQ(olmo3.layer_has_window, (std::vector<bool>{true, true, true, false}));
 }
 
 // Hugging Face model types whose layers preflight does not price are refused by what they are.

@@ -49,7 +49,8 @@ enum class Family {
   SarvamMla,
   ExaoneMoe,
   HyV3,
-  MinimaxM3
+  MinimaxM3,
+  PostNorm
 };
 
 const std::map<std::string, Family>& families() {
@@ -114,6 +115,13 @@ const std::map<std::string, Family>& families() {
       // norms, dense-first layers, routed experts and a shared expert of their own widths.
       {"minimax_m3", Family::MinimaxM3},
       {"minimax_m3_text", Family::MinimaxM3},
+      // EXAONE 4 (Exaone4Bridge) and OLMo 2 / 3: Llama's geometry with q / k norms and the two norms of a
+      // layer after attention and after the MLP instead of before them (priced as pre-norm layers: the same
+      // norms on tensors of the same shape); EXAONE 4 and OLMo 3 attend sliding windows on the layers
+      // layer_types (or EXAONE's "LLLG" sliding_window_pattern) names.
+      {"exaone4", Family::PostNorm},
+      {"olmo2", Family::PostNorm},
+      {"olmo3", Family::PostNorm},
       // Ministral 3's language model (the text_config of Mistral3ForConditionalGeneration; Ministral3Bridge)
       // and Ministral: Mistral's layers.
       {"ministral3", Family::Mistral},
@@ -170,6 +178,9 @@ const std::map<std::string, std::string>& architectures() {
       {"HyV3ForCausalLM", "hy_v3"},
       {"MiniMaxM3SparseForCausalLM", "minimax_m3"},
       {"MiniMaxM3ForCausalLM", "minimax_m3"},
+      {"Exaone4ForCausalLM", "exaone4"},
+      {"Olmo2ForCausalLM", "olmo2"},
+      {"Olmo3ForCausalLM", "olmo3"},
       {"MinistralForCausalLM", "ministral"},
       {"GlmForCausalLM", "glm"},
       {"Glm4ForCausalLM", "glm4"},
@@ -865,9 +876,6 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       {"nemotron-nas",
        "a heterogeneous stack (block_configs: per-layer attention and FFN; Megatron's "
        "--heterogeneous-layers-config-path)"},
-      {"exaone4", "EXAONE 4's post-norm-only layers (no norm before attention and MLP)"},
-      {"olmo2", "OLMo 2's post-norm-only layers (no norm before attention and MLP)"},
-      {"olmo3", "OLMo 3's post-norm-only layers (no norm before attention and MLP)"},
       {"mimo_v2_flash",
        "MiMo-V2-Flash's hybrid attention (full and sliding-window layers with their own key/value head "
        "counts, value heads narrower than query / key heads, attention sinks)"},
@@ -1013,6 +1021,21 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
                             ": sparse_attention_config: the lightning indexer is not run by Megatron (full "
                             "attention on every layer, as priced) and its weights are not counted");
       break;
+    case Family::PostNorm:
+      // EXAONE 4 / OLMo 2 / OLMo 3: q / k norms always (counted per head; OLMo's span the whole projection, a
+      // few thousand weights a layer more), a norm after each block's output and none before it — the same
+      // two norms a layer over tensors of the same shape as pre-norm layers, with the same work and the same
+      // kept activations, so priced as those (said).
+      read_llama_like(f, m);
+      read_biases(f, m, warnings, source);
+      m.qk_layernorm = true;
+      read_exaone_windows(f, m);
+      if (warnings)
+        warnings->push_back(
+            source + ": " + type +
+            ": post-norm layers (a norm after attention and after the MLP, none before) priced "
+            "as pre-norm layers: the same norms on tensors of the same shape");
+      break;
     case Family::BailingMoeV2:
       // Ling 2.0 (BailingMoeV2Bridge): GQA with q / k norms and optional q / k / v biases (use_qkv_bias),
       // DeepSeek's MoE layout under its own field names (num_experts, num_shared_experts of
@@ -1156,7 +1179,8 @@ ModelSpec model_from_hf_config(const json& config, const std::string& source,
       (fam->second == Family::Gemma3 && f.present("layer_types")))
     read_sliding_window(f, /*used_by_default=*/true, m, warnings, source);
   else if (fam->second != Family::Gpt2 && fam->second != Family::NemotronH &&
-           fam->second != Family::Qwen3Next && fam->second != Family::ExaoneMoe)
+           fam->second != Family::Qwen3Next && fam->second != Family::ExaoneMoe &&
+           fam->second != Family::PostNorm)
     read_sliding_window(f, /*used_by_default=*/false, m, warnings, source);  // Qwen: `use_sliding_window`
 
   // Everything above checked the fields by their Hugging Face names; this is a last guard for what the

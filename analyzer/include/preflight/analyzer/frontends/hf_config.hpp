@@ -53,6 +53,8 @@
 ///  - `minimax_m3` (MiniMax-M3's text_config, read by its architecture): `num_local_experts` of
 ///    `intermediate_size`, dense layers of `dense_intermediate_size`, `n_shared_experts` of
 ///    `shared_intermediate_size`, a 0 / 1 `moe_layer_freq` list (also accepted for the DeepSeek layout).
+///  - `exaone4`, `olmo2`, `olmo3`: Llama's fields with q / k norms; their post-norm layers are priced as
+///    pre-norm ones (a warning says so); windows as `exaone_moe` reads them.
 /// A config without `model_type` is recognised by its `architectures` entry (`LlamaForCausalLM`, …).
 /// The Megatron-only field ModelSpec::make_vocab_size_divisible_by keeps its default (128): the analysis
 /// pads the vocabulary as Megatron would when training this model.
