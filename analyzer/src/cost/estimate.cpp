@@ -510,6 +510,14 @@ struct EstimateCache::Impl {
   std::vector<detail::LayerRc> variants;
   std::map<Key, std::vector<Leaf>> templates;
   std::map<Key, detail::Unpriced> unpriced;  ///< graph ops each template leaves unpriced
+  /// Per-module precision signatures (sixteen_bit_linears) seen, by id; id 0 is "none kept in 16 bits".
+  std::vector<std::uint64_t> signatures{0};
+  int signature_id(std::uint64_t sig) {
+    for (std::size_t i = 0; i < signatures.size(); ++i)
+      if (signatures[i] == sig) return static_cast<int>(i);
+    signatures.push_back(sig);
+    return static_cast<int>(signatures.size()) - 1;
+  }
   int variant_of(const detail::LayerRc& rc) {
     for (std::size_t i = 0; i < variants.size(); ++i)
       if (same_rc(variants[i], rc)) return static_cast<int>(i);
@@ -621,10 +629,11 @@ class Builder {
     }
     for (int i = 0; i < num_layers; ++i) {
       int global = first_layer + i;
-      const std::vector<Leaf>& tpl = layer_template(
-          m_.is_moe_layer(global), m_.is_window_layer(global),
-          !st_.simumax_compat && st_.layer_in_bf16(global, m_.num_layers),
-          detail::layer_rc(ctx_, rc_index[static_cast<std::size_t>(i)]), m_.block_symbol(global));
+      const int local = rc_index[static_cast<std::size_t>(i)];
+      const std::vector<Leaf>& tpl =
+          layer_template(m_.is_moe_layer(global), m_.is_window_layer(global),
+                         !st_.simumax_compat && st_.layer_in_bf16(global, m_.num_layers),
+                         detail::layer_rc(ctx_, local), m_.block_symbol(global), global, local);
       for (const auto& l : tpl) take(l, i);
       record_ops(tpl, name, global, m_.is_moe_layer(global));
       if (st_.overlap_moe_expert_parallel_comm && m_.is_moe_layer(global))
@@ -735,9 +744,16 @@ class Builder {
   /// + 16 · (1 … 4) for a hybrid model's Mamba / attention / MLP / MoE layer, + 16 · 5 for a transformer
   /// layer with a gated delta net (`sym`: ModelSpec::block_symbol; 0 for a transformer layer).
   const std::vector<Leaf>& layer_template(bool moe, bool window, bool bf16, const detail::LayerRc& rc,
-                                          char sym) {
+                                          char sym, int global, int local) {
     const int hybrid = sym == 'M' ? 1 : sym == '*' ? 2 : sym == '-' ? 3 : sym == 'E' ? 4 : sym == 'G' ? 5 : 0;
-    return get((moe ? 1 : 0) + (window ? 4 : 0) + (bf16 ? 8 : 0) + 16 * hybrid, rc, [&](detail::Unpriced* u) {
+    // --te-precision-config-file: the layers whose linears its matchers keep in 16 bits differ (a matcher
+    // may name a layer by its index inside the chunk), priced apart.
+    const std::uint64_t kept16 =
+        st_.precision_overrides.empty() || bf16 ? 0 : sixteen_bit_linears(m_, st_, global, local);
+    const int kind =
+        (moe ? 1 : 0) + (window ? 4 : 0) + (bf16 ? 8 : 0) + 16 * hybrid + 128 * cache_->signature_id(kept16);
+    return get(kind, rc, [&](detail::Unpriced* u) {
+      if (kept16 != 0) return detail::layer_leaves(ctx_, build_layer_ops(m_, st_, global, local), rc, u);
       int rep = 0;
       for (int l = 0; l < m_.num_layers; ++l)
         if (m_.is_moe_layer(l) == moe && m_.is_window_layer(l) == window && m_.block_symbol(l) == sym) {

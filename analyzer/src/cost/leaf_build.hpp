@@ -96,12 +96,14 @@ Leaf quantizer_leaf(double numel, bool recompute, std::string name, std::string 
 /// `tokens_full` = b·s_full, `in_tokens` = rows of the (un-gathered) input.
 void add_linear(Builder& bld, bool column, const std::string& name, const std::string& parent_path, int index,
                 double tokens_full, double in_tokens, double in, double out, bool recompute, bool has_cached,
-                bool is_last, bool use_var, bool breakpoint, bool fp8_allowed = true);
+                bool is_last, bool use_var, bool breakpoint, bool fp8_allowed = true,
+                bool sixteen_bit = false);
 /// A linear replicated over tp (Leaf::duplicated) on `tokens` rows of this rank, otherwise as add_linear
 /// (SimuMax's LinearCol name and path, which it is at tp 1).
 void add_duplicated_linear(Builder& bld, const std::string& name, const std::string& parent_path, int index,
                            double tokens, double in, double out, bool recompute, bool has_cached,
-                           bool is_last, bool use_var, bool breakpoint, double sp_gather_bytes = 0);
+                           bool is_last, bool use_var, bool breakpoint, double sp_gather_bytes = 0,
+                           bool sixteen_bit = false);
 Leaf norm_leaf(double tokens, double width, bool recompute, std::string name, std::string path);
 Leaf layout_leaf(LeafKind kind, double input_bytes, bool recompute, const std::string& path, const char* cls);
 

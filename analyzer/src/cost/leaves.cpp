@@ -311,7 +311,7 @@ void hide_userbuffers_comm(Leaf& l, bool column) {
 // --- LinearCol / LinearRow (dense_module.py) -----------------------------------------------------
 // Geometry: x = elements of the (gathered) input b·s_full·in; out local; B = micro batch, M = s_full.
 void price_gemm_passes(const Ctx& c, Leaf& l, double b, double m) {
-  const char* op = c.fp8 ? "fp8_matmul" : "matmul";
+  const char* op = c.fp8 && !l.gemm_16bit ? "fp8_matmul" : "matmul";
   const char* grad_dtype = c.st->grad_reduce_in_bf16 ? "bf16" : "fp32";
   price_passes(c, l, op, op, op, gemm_key(b, m, l.in, l.out, "TN", false, "bf16"),
                gemm_key(b, m, l.out, l.in, "NN", false, "bf16"),
@@ -670,7 +670,7 @@ namespace {
 void push_linear(Builder& bld, bool column, const std::string& name, const std::string& parent_path,
                  int index, double tokens_full, double in_tokens, double in, double out, bool recompute,
                  bool has_cached, bool is_last, bool use_var, bool breakpoint, bool fp8_allowed,
-                 bool duplicated, double sp_gather_bytes) {
+                 bool duplicated, double sp_gather_bytes, bool sixteen_bit) {
   const Ctx& c = bld.c;
   bool quantized = c.fp8 && fp8_allowed;
   // The output gradient its backward quantizes: a column-parallel linear's is every token's (its columns); a
@@ -689,6 +689,7 @@ void push_linear(Builder& bld, bool column, const std::string& name, const std::
   l.variance = recompute && is_last && (use_var || bld.variance_all);
   l.breakpoint = breakpoint;
   l.fp8_gemm = quantized;
+  l.gemm_16bit = c.fp8 && sixteen_bit;
   const char* cls = column ? "LinearCol" : "LinearRow";
   if (quantized) {
     bld.push(quantizer_leaf(in_tokens * in, recompute, name + ".quntizer",
@@ -711,16 +712,17 @@ void push_linear(Builder& bld, bool column, const std::string& name, const std::
 
 void add_linear(Builder& bld, bool column, const std::string& name, const std::string& parent_path, int index,
                 double tokens_full, double in_tokens, double in, double out, bool recompute, bool has_cached,
-                bool is_last, bool use_var, bool breakpoint, bool fp8_allowed) {
+                bool is_last, bool use_var, bool breakpoint, bool fp8_allowed, bool sixteen_bit) {
   push_linear(bld, column, name, parent_path, index, tokens_full, in_tokens, in, out, recompute, has_cached,
-              is_last, use_var, breakpoint, fp8_allowed, false, 0);
+              is_last, use_var, breakpoint, fp8_allowed && !sixteen_bit, false, 0, sixteen_bit);
 }
 
 void add_duplicated_linear(Builder& bld, const std::string& name, const std::string& parent_path, int index,
                            double tokens, double in, double out, bool recompute, bool has_cached,
-                           bool is_last, bool use_var, bool breakpoint, double sp_gather_bytes) {
+                           bool is_last, bool use_var, bool breakpoint, double sp_gather_bytes,
+                           bool sixteen_bit) {
   push_linear(bld, true, name, parent_path, index, tokens, tokens, in, out, recompute, has_cached, is_last,
-              use_var, breakpoint, true, true, sp_gather_bytes);
+              use_var, breakpoint, !sixteen_bit, true, sp_gather_bytes, sixteen_bit);
 }
 
 Leaf norm_leaf(double tokens, double width, bool recompute, std::string name, std::string path) {

@@ -119,6 +119,10 @@ struct Leaf {
   double input_bytes = 0;      // SimuMax all_input_element_num: bytes cached when a checkpoint starts here
   double graph_saved_bytes = 0;  // a fused kernel (Mamba scan, delta rule): what its layer-graph op saves
   bool fp8_gemm = false;       // weights / inputs of this linear in fp8
+  // A linear of an fp8 / fp4 run that a --te-precision-config-file matcher keeps in 16 bits
+  // (Op::sixteen_bit): its GEMMs at the 16-bit rate (the run's other 16-bit linears, the output layer, keep
+  // SimuMax's fp8 rate).
+  bool gemm_16bit = false;
   // Linear replicated over tp (TE parallel_mode="duplicated": MLA's down projections): full weight,
   // the rank's own tokens, no tp collective of its own.
   bool duplicated = false;

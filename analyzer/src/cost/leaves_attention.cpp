@@ -261,7 +261,8 @@ void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     std::string ap = Builder::idx(1, "Attention");
     const Op& qkv = ops.need(OpRole::Qkv);
     add_linear(bld, true, "attention.linear_qkv", ap, 0, qkv.tokens, tok_in, qkv.in_features,
-               qkv.out_features, rc.q_up || rc.meg_ln, rc.meg_ln, rc.meg_ln, rc.meg_ln, false);
+               qkv.out_features, rc.q_up || rc.meg_ln, rc.meg_ln, rc.meg_ln, rc.meg_ln, false, true,
+               qkv.sixteen_bit);
     int next = 1;
     for (OpRole qk : {OpRole::QNorm, OpRole::KNorm}) {  // Qwen3-style qk norms (not in SimuMax)
       if (const Op* n = ops.find(qk)) {
@@ -288,7 +289,7 @@ void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     bld.push(std::move(at));
     const Op& proj = ops.need(OpRole::AttnProj);
     add_linear(bld, false, "attention.linear_out", ap, next, proj.tokens, proj.tokens, proj.in_features,
-               proj.out_features, rc.out, false, false, false, false);
+               proj.out_features, rc.out, false, false, false, false, true, proj.sixteen_bit);
   } else {
     // Multi-latent attention (SimuMax dense_module.py MLAAttention.forward, tp 1 there).  With tp > 1 as
     // Megatron's MLASelfAttention: the down projections are replicated over tp on the rank's own tokens,
@@ -304,22 +305,23 @@ void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     if (mla.q_lora_rank > 0) {
       const Op& qd_op = ops.need(OpRole::QDownProj);
       add_duplicated_linear(bld, "attention.linear_q_down_proj", ap, i++, qd_op.tokens, qd_op.in_features,
-                            qd_op.out_features, rc.q_down, rc.meg_ln, true, rc.meg_ln, bp_down);
+                            qd_op.out_features, rc.q_down, rc.meg_ln, true, rc.meg_ln, bp_down, 0,
+                            qd_op.sixteen_bit);
       if (const Op* qn = ops.find(OpRole::QDownNorm))
         bld.push(norm_leaf(qn->tokens, qn->in_features, rc.q_ln, "attention.q_layernorm",
                            ap + Builder::idx(i++, "LayerNorm")));
       const Op& qu = ops.need(OpRole::QUpProj);
       add_linear(bld, true, "attention.linear_q_up_proj", ap, i++, qu.tokens, tok_in, qu.in_features,
-                 qu.out_features, rc.q_up, false, false, false, false);
+                 qu.out_features, rc.q_up, false, false, false, false, true, qu.sixteen_bit);
     } else {
       const Op& qp = ops.need(OpRole::QProj);
       add_linear(bld, true, "attention.linear_q_proj", ap, i++, qp.tokens, tok_in, qp.in_features,
-                 qp.out_features, rc.q_up, false, false, false, false);
+                 qp.out_features, rc.q_up, false, false, false, false, true, qp.sixteen_bit);
     }
     const Op& kvd = ops.need(OpRole::KvDownProj);
     add_duplicated_linear(bld, "attention.linear_kv_down_proj", ap, i++, kvd.tokens, kvd.in_features,
                           kvd.out_features, rc.kv_down, true, true, rc.meg_ln, bp_down,
-                          tok * mla.qk_pos_emb_head_dim * c.e);
+                          tok * mla.qk_pos_emb_head_dim * c.e, kvd.sixteen_bit);
     double kv_comb = mla.kv_lora_rank + mla.qk_pos_emb_head_dim;
     bld.push(layout_leaf(LeafKind::Split, tok_in * kv_comb * 2, rc.core, ap + Builder::idx(i++, ""),
                          "SplitModule"));
@@ -328,7 +330,7 @@ void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
                          ap + Builder::idx(i++, "LayerNorm")));
     const Op& kvu = ops.need(OpRole::KvUpProj);
     add_linear(bld, true, "attention.linear_kv_up_proj", ap, i++, kvu.tokens, tok_in, kvu.in_features,
-               kvu.out_features, rc.kv_up, false, false, false, false);
+               kvu.out_features, rc.kv_up, false, false, false, false, true, kvu.sixteen_bit);
     bld.push(layout_leaf(LeafKind::Split, tok * n * (mla.qk_head_dim + vd) * 2, rc.core,
                          ap + Builder::idx(i++, ""), "SplitModule"));
     Leaf rope = layout_leaf(LeafKind::Rotary, tok * mla.qk_pos_emb_head_dim * 2, rc.rope,
@@ -359,7 +361,7 @@ void attention_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     bld.push(std::move(at));
     const Op& proj = ops.need(OpRole::AttnProj);
     add_linear(bld, true, "attention.linear_out_proj", ap, i++, proj.tokens, proj.tokens, proj.in_features,
-               proj.out_features, rc.out, false, false, false, rc.out && selective);
+               proj.out_features, rc.out, false, false, false, rc.out && selective, true, proj.sixteen_bit);
   }
 }
 

@@ -43,7 +43,7 @@ void mixer_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc, const MixerL
   const double tok_in = (c.sp && c.tp > 1) ? in.tokens / c.tp : in.tokens;
   // in_proj is a TELayerNormColumnParallelLinear, as the attention's linear_qkv (its recompute flags).
   add_linear(bld, true, pre + "in_proj", mp, 0, in.tokens, tok_in, in.in_features, in.out_features,
-             rc.out || rc.meg_ln, rc.meg_ln, rc.meg_ln, rc.meg_ln, false);
+             rc.out || rc.meg_ln, rc.meg_ln, rc.meg_ln, rc.meg_ln, false, true, in.sixteen_bit);
   const Op& kernel = ops.need(d.kernel);
   Leaf l;
   l.kind = d.kind;
@@ -63,7 +63,7 @@ void mixer_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc, const MixerL
                      rc.out || norm_recompute, pre + d.norm_name, mp + Builder::idx(2, "LayerNorm")));
   const Op& out = ops.need(d.out_proj);
   add_linear(bld, false, pre + "out_proj", mp, 3, out.tokens, out.tokens, out.in_features, out.out_features,
-             rc.out, false, false, false, false);
+             rc.out, false, false, false, false, true, out.sixteen_bit);
 }
 
 }  // namespace

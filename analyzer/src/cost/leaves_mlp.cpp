@@ -325,7 +325,7 @@ void price_group_linear(const Ctx& c, Leaf& l, bool column) {
     price_gemm_passes(c, l, 1, rows_per_expert);
     return;
   }
-  const char* op = c.fp8 ? "fp8_group_matmul" : "group_matmul";
+  const char* op = l.fp8_gemm ? "fp8_group_matmul" : "group_matmul";
   // The efficiency tables are keyed by rows per expert; with balanced routing those need not be whole
   // (e.g. Kimi-K2's 384 experts over ep 64: 6 local experts): the key takes the nearest whole count, the
   // FLOPs and bytes the exact rows.  SimuMax refuses such a layout (kept under --simumax-compat).
@@ -369,7 +369,7 @@ void add_mlp(Builder& bld, const Op& fc1, const Op& act, const Op& fc2, const st
   bool bp_fc1 = c.rc.scope == RecomputeScope::Selective && rc.meg_ln && enable && !shared;
   const std::size_t fc1_side = bld.out.size();
   add_linear(bld, true, name + ".linear_fc1", path, 0, fc1.tokens, in_tokens_fc1, fc1.in_features,
-             fc1.out_features, enable || ln_tail, ln_tail, ln_tail, ln_tail, bp_fc1);
+             fc1.out_features, enable || ln_tail, ln_tail, ln_tail, ln_tail, bp_fc1, true, fc1.sixteen_bit);
   Leaf a;
   a.kind = bld.c.m->gated() ? LeafKind::Swiglu : LeafKind::Gelu;
   a.n_in = act.tokens * act.in_features;
@@ -381,7 +381,7 @@ void add_mlp(Builder& bld, const Op& fc1, const Op& act, const Op& fc2, const st
   bld.push(std::move(a));
   const std::size_t fc2_side = bld.out.size();
   add_linear(bld, false, name + ".linear_fc2", path, 2, fc2.tokens, fc2.tokens, fc2.in_features,
-             fc2.out_features, enable, false, true, false, false);
+             fc2.out_features, enable, false, true, false, false, true, fc2.sixteen_bit);
   if (shared)
     for (std::size_t k = fc1_side; k < bld.out.size(); ++k)
       bld.out[k].shared_expert_side = k < fc2_side ? 1 : 2;
@@ -441,7 +441,7 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
   if (const Op* down = ops.find(OpRole::LatentDown)) {
     d = down->out_features;
     add_duplicated_linear(bld, "mlp.fc1_latent_proj", mp, i++, down->tokens, down->in_features,
-                          down->out_features, latent_rc, false, false, false, false, 0);
+                          down->out_features, latent_rc, false, false, false, false, 0, down->sixteen_bit);
   }
   // `permuted`: the rank's own tokens' copies before the exchange; `routed`: the rows its experts run — the
   // busiest rank's under --moe-load-imbalance (moe_busiest_rank_factor).
@@ -503,8 +503,9 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     g.out = fc1.out_features;
     g.local_experts = local;
     g.recompute = lin_rc;
-    g.fp8_gemm = c.fp8;
-    if (c.fp8) {
+    g.fp8_gemm = c.fp8 && !fc1.sixteen_bit;
+    g.gemm_16bit = c.fp8 && fc1.sixteen_bit;
+    if (g.fp8_gemm) {
       Leaf q = quantizer_leaf(
           routed * g.in, c.st->cache_grouped_gemm_fp8_inputs ? false : lin_rc, "mlp.group_linear1.quantizer",
           mp + Builder::idx(i, "QuantizedGroupLinearCol") + Builder::idx(0, "Float8Quantizer"));
@@ -547,8 +548,9 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
     g.recompute = act_rc;
     g.has_cached_inputs = rc.meg_moe_act;
     g.variance = act_rc && (rc.meg_moe_act || c.rc.variance);
-    g.fp8_gemm = c.fp8;
-    if (c.fp8) {
+    g.fp8_gemm = c.fp8 && !fc2.sixteen_bit;
+    g.gemm_16bit = c.fp8 && fc2.sixteen_bit;
+    if (g.fp8_gemm) {
       bld.push(quantizer_leaf(
           routed * g.in, act_rc, "mlp.group_linear2.quantizer",
           mp + Builder::idx(i, "QuantizedGroupLinearRow") + Builder::idx(0, "Float8Quantizer")));
@@ -579,7 +581,7 @@ void mlp_leaves(Builder& bld, RoleCursor& ops, const LayerRc& rc) {
   }
   if (const Op* up = ops.find(OpRole::LatentUp))
     add_duplicated_linear(bld, "mlp.fc2_latent_proj", mp, i++, up->tokens, up->in_features, up->out_features,
-                          latent_rc, false, false, false, false, 0);
+                          latent_rc, false, false, false, false, 0, up->sixteen_bit);
   if (has_shared)
     bld.push(layout_leaf(LeafKind::Add, 2 * b * s * h * 2, false, mp + Builder::idx(i++, ""), "AddModule"));
 }

@@ -218,12 +218,6 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
        "here is high under full recompute"},
       {"--mlp-chunks-for-training",
        "the MLP is priced over the whole sequence at once, not in chunks: its activation peak here is high"},
-      {"--te-precision-config-file",
-       "per-module precision overrides (Transformer Engine recipes chosen by module-name patterns) are not "
-       "read: every linear is priced at the run's --fp8-format / --fp4-format recipe, so modules the file "
-       "keeps "
-       "in 16 bits are priced fast and small (NeMo's Nemotron-3-Super NVFP4 recipe keeps attention and the "
-       "last layers in BF16)"},
   };
   std::set<std::string> said;
   for (const auto& name : cfg.ignored)
@@ -364,6 +358,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::read_deepspeed(f, cfg);
   megatron::read_recompute(f, cfg.strategy);
   megatron::read_kernels(f, cfg);
+  megatron::read_precision_config(f, cfg);
   megatron::fit_world_size(f, env, cfg);
   if (f.has("--moe-load-imbalance")) {
     if (!cfg.model.moe.enabled())

@@ -1,4 +1,5 @@
 // Megatron arguments, run group: launcher and parallel sizes, pipeline split, numerics, recompute, kernels.
+#include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -117,6 +118,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--moe-token-dispatcher-type", Arity::One},
       {"--moe-load-imbalance", Arity::One},
       {"--packed-seq-mean-length", Arity::One},
+      {"--te-precision-config-file", Arity::One},
       {"--moe-router-force-load-balancing", Arity::Switch},
       {"--moe-grouped-gemm", Arity::Switch},
       {"--moe-use-legacy-grouped-gemm", Arity::Switch},
@@ -928,6 +930,131 @@ bool legacy_model(const Flags& f, const Strategy& st) {
   // Megatron-DeepSpeed (--deepspeed) builds its models from megatron/model.
   if (f.has("--deepspeed")) return true;
   return !st.megatron_version.empty() && st.megatron_version < "2024-05-01";
+}
+
+void read_precision_config(const Flags& f, MegatronConfig& cfg) {
+  static const char* const kFlag = "--te-precision-config-file";
+  if (!f.has(kFlag)) return;
+  const std::string flag = kFlag;
+  Strategy& st = cfg.strategy;
+  const std::string path = f.get(kFlag);
+  st.precision_config_file = path;
+  if (st.fp8 == Fp8Format::None) {
+    cfg.warnings.push_back(flag +
+                           ": no effect without --fp8-format / --fp4-format (its overrides apply to "
+                           "modules that run quantized)");
+    return;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    cfg.warnings.push_back(
+        flag + " " + path +
+        ": not readable here, so its per-module precision overrides are not applied: every "
+        "linear is priced at the run's recipe (modules it keeps in 16 bits priced fast and "
+        "small)");
+    return;
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    throw InputError(path + ":" + std::to_string(e.mark.line + 1), "malformed YAML: " + e.msg);
+  }
+  auto where = [&](const YAML::Node& n, const std::string& key) {
+    return path + ":" + std::to_string(n.Mark().line + 1) + ": " + key;
+  };
+  if (!root.IsMap())
+    throw InputError(path, "expected a mapping with configs: and matchers: (Megatron's recipe file)");
+  // configs: NAME → its training recipe ("" = 16 bits).
+  struct Config {
+    std::string recipe;
+    bool fp4 = false, supported = true;
+  };
+  std::map<std::string, Config> configs;
+  if (const YAML::Node cs = root["configs"]; cs && cs.IsMap()) {
+    for (const auto& kv : cs) {
+      const std::string name = kv.first.as<std::string>();
+      const YAML::Node c = kv.second;
+      Config conf;
+      if (!c.IsMap()) throw InputError(where(c, "configs." + name), "expected a mapping");
+      const std::string type =
+          c["transformer_engine_config_type"] ? c["transformer_engine_config_type"].as<std::string>() : "";
+      if (type != "TEQuantizationParams") {
+        conf.supported = false;  // a Kitchen recipe or another back end's
+      } else if (const YAML::Node t = c["training_recipe"]; t && t.IsMap() && t.size() > 0) {
+        if (t["fp4_quantization_recipe"]) {
+          conf.recipe = t["fp4_quantization_recipe"].as<std::string>();
+          conf.fp4 = true;
+        } else if (t["fp8_quantization_recipe"]) {
+          conf.recipe = t["fp8_quantization_recipe"].as<std::string>();
+        } else {
+          conf.supported = false;
+        }
+      }
+      configs[name] = conf;
+    }
+  }
+  std::vector<std::string> sixteen, other, unsupported;
+  if (const YAML::Node ms = root["matchers"]; ms && ms.IsMap()) {
+    for (const auto& kv : ms) {
+      const std::string name = kv.first.as<std::string>();
+      const YAML::Node m = kv.second;
+      const std::string key = "matchers." + name;
+      if (!m.IsMap()) throw InputError(where(m, key), "expected a mapping (config, type, pattern, enabled)");
+      bool enabled = false;  // Megatron: matcher.get("enabled", False)
+      if (m["enabled"]) {
+        try {
+          enabled = m["enabled"].as<bool>();
+        } catch (const YAML::Exception&) {
+          throw InputError(where(m["enabled"], key + ".enabled"), "expected true or false");
+        }
+      }
+      if (!enabled) continue;
+      const std::string type = m["type"] ? m["type"].as<std::string>() : "";
+      if (type != "glob")
+        throw InputError(where(m, key + ".type"),
+                         type.empty() ? "is missing (Megatron requires it)"
+                                      : "'" + type + "' is not a matcher type Megatron implements (glob)");
+      if (!m["pattern"])
+        throw InputError(where(m, key + ".pattern"), "is missing (a glob matcher needs one)");
+      if (!m["config"]) throw InputError(where(m, key + ".config"), "is missing (a glob matcher needs one)");
+      PrecisionOverride o;
+      o.matcher = name;
+      o.pattern = m["pattern"].as<std::string>();
+      o.config = m["config"].as<std::string>();
+      auto c = configs.find(o.config);
+      if (c == configs.end())
+        throw InputError(where(m["config"], key + ".config"),
+                         "'" + o.config + "' is not among the file's configs");
+      o.recipe = c->second.recipe;
+      o.fp4 = c->second.fp4;
+      if (!c->second.supported)
+        unsupported.push_back(name);
+      else if (o.recipe.empty())
+        sixteen.push_back(o.pattern);
+      else if (o.recipe != to_string(st.fp8_recipe) && !(o.fp4 && st.fp4()))
+        other.push_back(o.pattern + " → " + o.recipe);
+      // An unsupported or other-format config stays at the run's recipe: its matcher still claims the modules
+      // (the first match wins), so it stays in the list with a non-empty recipe.
+      if (!c->second.supported && o.recipe.empty()) o.recipe = "unsupported";
+      st.precision_overrides.push_back(std::move(o));
+    }
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  std::string note = flag + " " + path + ": " + std::to_string(st.precision_overrides.size()) +
+                     " enabled matchers; linears matching " + (sixteen.empty() ? "none" : join(sixteen)) +
+                     " run in 16 bits (module paths inside their model chunk, the first match deciding)";
+  if (!other.empty())
+    note +=
+        "; other recipes (" + join(other) + ") are priced at the run's own (one low-precision format a run)";
+  if (!unsupported.empty())
+    note += "; matchers of configs that are not Transformer Engine training recipes (" + join(unsupported) +
+            ") are priced at the run's recipe";
+  cfg.warnings.push_back(note);
 }
 
 void read_kernels(const Flags& f, MegatronConfig& cfg) {

@@ -103,6 +103,10 @@ void read_recompute(const Flags& f, Strategy& st);
 void read_cuda_graphs(const Flags& f, Strategy& st);
 /// --transformer-impl, attention backend, cross-entropy fusion.
 void read_kernels(const Flags& f, MegatronConfig& cfg);
+/// --te-precision-config-file: Megatron's per-module quantization recipe (configs + ordered glob matchers)
+/// into Strategy::precision_overrides; a file not on this machine is said and not applied.
+/// @throws InputError naming FILE:LINE: key for a malformed file or a matcher Megatron would refuse
+void read_precision_config(const Flags& f, MegatronConfig& cfg);
 
 /// `--hybrid-layer-pattern` (or the deprecated `--hybrid-override-pattern`) as Megatron's
 /// parse_hybrid_pattern reads it: "main/mtp/mtp…" — the main layers (M, *, -, E) in `|`-separated pipeline

@@ -106,6 +106,7 @@ StageGraph build_chunk(const Ctx& c, int pp_rank, int vchunk, int first_layer, i
       ops = build_layer(sixteen, first_layer + i);
     } else {
       ops = build_layer(c, first_layer + i);
+      apply_precision_overrides(c, ops, i);
     }
     finish_kept(ops);
     if (!st.per_layer_recompute.empty()) {
@@ -231,6 +232,26 @@ std::vector<Op> build_layer_ops(const ModelSpec& model, const Strategy& strategy
   std::vector<Op> ops = graph_ops::build_layer(c, layer);
   graph_ops::finish_kept(ops);
   return ops;
+}
+
+std::vector<Op> build_layer_ops(const ModelSpec& model, const Strategy& strategy, int layer,
+                                int local_index) {
+  Ctx c = make_ctx(model, strategy);
+  std::vector<Op> ops = graph_ops::build_layer(c, layer);
+  if (!strategy.layer_in_bf16(layer, model.num_layers))
+    graph_ops::apply_precision_overrides(c, ops, local_index);
+  graph_ops::finish_kept(ops);
+  return ops;
+}
+
+std::uint64_t sixteen_bit_linears(const ModelSpec& model, const Strategy& strategy, int layer,
+                                  int local_index) {
+  if (strategy.precision_overrides.empty() || strategy.layer_in_bf16(layer, model.num_layers)) return 0;
+  const std::vector<Op> ops = build_layer_ops(model, strategy, layer, local_index);
+  std::uint64_t bits = 0;
+  for (std::size_t i = 0; i < ops.size() && i < 64; ++i)
+    if (ops[i].sixteen_bit) bits |= std::uint64_t{1} << i;
+  return bits;
 }
 
 std::vector<Op> build_embedding_ops(const ModelSpec& model, const Strategy& strategy) {

@@ -48,6 +48,10 @@ Ctx make_ctx(const ModelSpec& model, const Strategy& st);
 void set_kept(Op& op, std::vector<SavedTensor> kept);
 /// kept = saved for every op (no recompute).
 void finish_kept(std::vector<Op>& ops);
+/// Strategy::precision_overrides on freshly built ops (before finish_kept): each linear of a quantized layer
+/// whose module path — the transformer layer renumbered `local_index` when ≥ 0 — first matches a 16-bit
+/// matcher gets Op::sixteen_bit and its saved input at 16 bits.
+void apply_precision_overrides(const Ctx& c, std::vector<Op>& ops, int local_index);
 /// LoRA (ModelSpec::lora) on one decoder layer's ops, before finish_kept(): every parameter frozen; a frozen
 /// linear keeps no input and runs no weight-gradient GEMM; a targeted one gains its adapter's weights
 /// (lora_a [rank, in], lora_b [out, rank], split over tp), keeps the adapter's 16-bit input and rank-wide

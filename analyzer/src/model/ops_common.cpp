@@ -211,6 +211,26 @@ Op make_activation(const Ctx& c, std::string path, OpRole role, int layer, I64 t
   return op;
 }
 
+void apply_precision_overrides(const Ctx& c, std::vector<Op>& ops, int local_index) {
+  if (c.st.precision_overrides.empty() || (c.lin_a == c.a && c.lin_a_den == 1)) return;  // 16-bit already
+  for (auto& op : ops) {
+    if (op.kind != OpKind::LinearColumn && op.kind != OpKind::LinearRow &&
+        op.kind != OpKind::GroupedLinearColumn && op.kind != OpKind::GroupedLinearRow)
+      continue;
+    std::string path = op.path;
+    static const std::string layers = "decoder.layers.";
+    if (local_index >= 0 && path.rfind(layers, 0) == 0) {
+      const auto dot = path.find('.', layers.size());
+      if (dot != std::string::npos) path = layers + std::to_string(local_index) + path.substr(dot);
+    }
+    const PrecisionOverride* o = c.st.precision_override_for(path);
+    if (!o || !o->recipe.empty()) continue;
+    op.sixteen_bit = true;
+    for (auto& t : op.saved)
+      if (t.name == "input") t.bytes = t.bytes * c.lin_a_den / c.lin_a * c.a;
+  }
+}
+
 void finish_kept(std::vector<Op>& ops) {
   for (auto& op : ops) set_kept(op, op.saved);
 }

@@ -131,6 +131,7 @@ void add_mtp_layer(const Ctx& c, std::vector<Op>& ops, int k, bool embedding_wei
     eh.comms.push_back({Collective::AllGather, ParallelDim::TP, Pass::Forward, c.tok * c.h * c.a, 1,
                         "all-gather of the eh_proj output over tp"});
   block.push_back(std::move(eh));
+  apply_precision_overrides(c, block, -1);
   finish_kept(block);
 
   // A hybrid model's depth is its MTP pattern's layers (e.g. "*E": attention, then MoE — together one
@@ -148,6 +149,7 @@ void add_mtp_layer(const Ctx& c, std::vector<Op>& ops, int k, bool embedding_wei
       layer.push_back(std::move(op));
     }
   }
+  apply_precision_overrides(c, layer, -1);
   finish_kept(layer);
   if (c.st.recompute_granularity == RecomputeGranularity::Selective) {
     apply_selective(c, layer);

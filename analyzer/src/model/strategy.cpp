@@ -1,5 +1,7 @@
 #include "preflight/analyzer/model/strategy.hpp"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -682,6 +684,12 @@ const char* to_string(AttentionBackend b) {
 }
 const char* to_string(TransformerImpl i) {
   return i == TransformerImpl::TorchCpu ? "torch_cpu" : "megatron_core";
+}
+
+const PrecisionOverride* Strategy::precision_override_for(const std::string& module_path) const {
+  for (const auto& o : precision_overrides)
+    if (::fnmatch(o.pattern.c_str(), module_path.c_str(), 0) == 0) return &o;
+  return nullptr;
 }
 
 std::vector<std::string> check_moe_load_imbalance(const ModelSpec& model, const Strategy& st,

@@ -185,6 +185,9 @@ struct Op {
   int layer = -1;      ///< global transformer layer index (0-based); -1 for embedding / head / MTP
   int mtp_layer = -1;  ///< multi-token-prediction layer (0-based) the op belongs to; -1 otherwise
   bool moe = false;    ///< part of a MoE MLP
+  /// A linear of a quantized run that a `--te-precision-config-file` matcher keeps in 16 bits
+  /// (Strategy::precision_overrides): its saved input is 16-bit and its GEMMs are priced unquantized.
+  bool sixteen_bit = false;
 
   // Geometry on this rank (elements): tokens entering the op and feature sizes after sharding.
   std::int64_t tokens = 0;        ///< rows processed on this rank: b · s_local (· topk for experts)
@@ -286,6 +289,13 @@ LayerGraph build_layer_graph(const ModelSpec& model, const Strategy& strategy);
 /// that price one layer and reuse the result for every layer of the same kind.  Does not validate:
 /// call model.validate() and strategy.validate(model) first.
 std::vector<Op> build_layer_ops(const ModelSpec& model, const Strategy& strategy, int layer);
+/// The same with the per-module precision overrides (Strategy::precision_overrides) applied as to the layer
+/// numbered `local_index` inside its model chunk (the index Megatron's module names carry there).
+std::vector<Op> build_layer_ops(const ModelSpec& model, const Strategy& strategy, int layer, int local_index);
+/// Which linears of layer `layer`, numbered `local_index` in its chunk, the overrides keep in 16 bits: one
+/// bit per op in forward order (0 without overrides, or for a layer already in 16 bits).
+std::uint64_t sixteen_bit_linears(const ModelSpec& model, const Strategy& strategy, int layer,
+                                  int local_index);
 /// Ops of the embedding (word embedding [+ position embedding] [+ dropout]) on the first stage.
 /// Does not validate.
 std::vector<Op> build_embedding_ops(const ModelSpec& model, const Strategy& strategy);

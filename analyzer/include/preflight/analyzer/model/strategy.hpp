@@ -147,6 +147,18 @@ std::string uneven_split_advice(int num_layers, int pp);
 /// The one count of it: Strategy::interleaved_warmup and the cost model's simulated programs call it.
 int megatron_interleaved_warmup(int pp, int vpp, int rank, int group, int extra, int total);
 
+/// One enabled matcher of a `--te-precision-config-file` (Megatron's core/quantization/quant_config.py
+/// RecipeConfig; extensions/TransformerEngineMixedPrecision.md): a glob over a module's path and the config
+/// it selects, with that config's training recipe.
+struct PrecisionOverride {
+  std::string matcher;  ///< its name in the file
+  std::string pattern;  ///< fnmatch glob over the module path (`*` crosses dots)
+  std::string config;   ///< the config it selects
+  /// The config's training recipe: "" = 16 bits (`training_recipe: {}`), else the fp8 / fp4 recipe it names.
+  std::string recipe;
+  bool fp4 = false;  ///< `recipe` is an fp4_quantization_recipe
+};
+
 struct Strategy {
   // --- layout ---
   int world_size = 1;     ///< total ranks (torchrun nproc_per_node · nnodes)
@@ -217,6 +229,15 @@ struct Strategy {
   /// head, and MTP's call of it) runs as a Transformer Engine linear under the MXFP8 autocast, its GEMMs at
   /// the fp8 rate with their quantizers; without it the head is Megatron's own bf16 ColumnParallelLinear.
   bool fp8_output_proj = false;
+  /// `--te-precision-config-file FILE` as given, and its enabled matchers in the file's order (Megatron's
+  /// per-module quantization recipe).  A linear that runs quantized under the run's recipe and whose module
+  /// path (inside its model chunk) first matches a matcher of a 16-bit config runs in 16 bits
+  /// (Op::sixteen_bit); a matcher of another quantized recipe leaves it at the run's (said: one low-precision
+  /// format per run is priced); modules already in 16 bits stay so, as Megatron leaves them.
+  std::string precision_config_file;
+  std::vector<PrecisionOverride> precision_overrides;
+  /// The first matcher whose glob matches `module_path` (Python's fnmatch, which Megatron uses), or nullptr.
+  const PrecisionOverride* precision_override_for(const std::string& module_path) const;
   /// Transformer layer `layer` (global, of `num_layers`) runs its GEMMs in 16 bits although the run is fp8.
   bool layer_in_bf16(int layer, int num_layers) const {
     return fp8 != Fp8Format::None &&
