@@ -12,6 +12,7 @@
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/common/error.hpp"
+#include "test_support.hpp"
 
 using namespace preflight::analyzer;
 using Words = std::vector<std::string>;
@@ -115,4 +116,17 @@ TEST(PackedSeq, AttentionWithinEachSample) {
   const cost::OpEstimate* aw = op_of(ew, "attention.attention");
   ASSERT_TRUE(aw);
   EXPECT_NEAR(aw->work.fwd_flops, ar->work.fwd_flops * 256 / 8192, 1e-6 * ar->work.fwd_flops);
+}
+
+// The reports: estimate's text says the rows are packed, its JSON gives the mean length.
+TEST(PackedSeq, EstimateReportsIt) {
+  std::string args;
+  for (const auto& w : dense({"--packed-seq-mean-length", "512"})) args += " " + w;
+  const preflight::test::RunResult t = preflight::test::run_preflight("estimate --system h100-sxm --" + args);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("packed sequences: samples of 512 tokens on average"), std::string::npos) << t.out;
+  const preflight::test::RunResult j =
+      preflight::test::run_preflight("estimate --json --system h100-sxm --" + args);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_NE(j.out.find("\"packed_seq_mean_length\": 512"), std::string::npos);
 }

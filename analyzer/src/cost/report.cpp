@@ -382,6 +382,9 @@ ojson summary_json(const Estimate& est) {
       {"experts_cuda_graph", est.strategy.moe_experts_cuda_graph && !est.strategy.simumax_compat},
       {"lora_rank", est.model.lora.rank},  // 0: not a LoRA fine-tuning
       {"moe_load_imbalance", moe_busiest_rank_factor(est.model.moe, est.strategy)},  // 1: balanced
+      {"packed_seq_mean_length", est.strategy.packed_seq_mean_length},               // 0: unpacked rows
+      {"precision_overrides",
+       est.strategy.precision_overrides.size()},  // --te-precision-config-file matchers
       {"allocated_to_reserved_ratio", est.strategy.allocated_to_reserved_ratio},
       {"stages", stages},
       {"device_memory_bytes", est.device_memory_gib * 1024.0 * 1024.0 * 1024.0},
@@ -446,6 +449,14 @@ std::string summary_text(const Estimate& est) {
              " × the mean routed tokens (--moe-load-imbalance; its experts, exchanges and activations; MFU "
              "counts the mean)\n";
     }
+  }
+  if (st.packed_seq_mean_length > 0) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", st.packed_seq_mean_length);
+    out +=
+        std::string("packed sequences: samples of ") + buf +
+        " tokens on average in each row, attention priced within each (--packed-seq-mean-length; MFU counts "
+        "the row)\n";
   }
   if (est.model.moe.enabled() && st.moe_experts_cuda_graph && !st.simumax_compat)
     out +=
