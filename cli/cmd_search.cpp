@@ -35,6 +35,7 @@ struct SearchOptions {
   int gpus_per_node = 0;
   int lora_rank = 0;           // --lora-rank: LoRA on the model's four default targets (0: none)
   double moe_load_imbalance = 1.0;  // --moe-load-imbalance: the busiest ep rank's routed tokens ÷ the mean
+  double packed_seq_mean_length = 0;  // --packed-seq-mean-length: packed samples' mean length (0: unpacked)
   double yaml_device_gib = 0;  // --config: context.max_device_memory (0: none)
 };
 
@@ -185,6 +186,12 @@ int run(const SearchOptions& o) {
   if (o.moe_load_imbalance > 1.0 && !model.moe.enabled())
     throw InputError("--moe-load-imbalance", "is given for a model without experts");
   base.moe_load_imbalance = o.moe_load_imbalance;
+  if (o.packed_seq_mean_length != 0 &&
+      !(o.packed_seq_mean_length >= 1 && std::isfinite(o.packed_seq_mean_length)))
+    throw InputError(
+        "--packed-seq-mean-length",
+        "must be a number of tokens ≥ 1 (the mean length of the samples packed into each sequence)");
+  base.packed_seq_mean_length = o.packed_seq_mean_length;
   return run_search(oo, model, base, warnings);
 }
 
@@ -211,6 +218,13 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   }
   if (o.config.empty() && (o.seq != 4096 || o.strategy.empty())) base.seq_length = o.seq;
   if (o.simumax_compat) base.simumax_compat = true;
+  if (base.packed_seq_mean_length > static_cast<double>(base.seq_length))
+    throw InputError("--packed-seq-mean-length", "the samples' mean length exceeds the sequence length " +
+                                                     std::to_string(base.seq_length));
+  if (base.packed_seq_mean_length > 0 && base.attention_backend != AttentionBackend::Flash)
+    throw InputError("--packed-seq-mean-length",
+                     "packed sequences run on the flash / TransformerEngine attention kernels, not unfused "
+                     "attention");
   cost::SearchSpace space;
   space.world_size = o.world;
   space.global_batch_size = o.gbs;
@@ -374,6 +388,10 @@ Command search_command() {
             "--moe-load-imbalance", o->moe_load_imbalance,
             "MoE: the busiest expert-parallel rank's routed tokens ÷ the mean (1 = balanced, as "
             "benchmarks force; capped at each candidate's ep), priced on that rank (as estimate's)");
+        sub.add_option(
+            "--packed-seq-mean-length", o->packed_seq_mean_length,
+            "packed samples of this many tokens on average in each sequence: attention priced within "
+            "each (as estimate's)");
         sub.add_option("--global-batch-size", o->gbs, "samples per iteration");
         sub.add_option("--micro-batch-size", o->mbs, "samples per micro batch")->capture_default_str();
         sub.add_option("--seq-length", o->seq, "tokens per sample")->capture_default_str();

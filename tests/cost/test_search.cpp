@@ -427,3 +427,21 @@ TEST(SearchCli, LoadImbalanceMovesAwayFromExpertParallelism) {
                 .exit_code,
             2);
 }
+
+// Packed samples (`--packed-seq-mean-length`, as estimate's): every candidate's attention priced within the
+// samples — the best layout's step shorter (MFU, over the row's FLOPs, higher); refused above the sequence
+// length and below 1.
+TEST(SearchCli, PackedSequencesPriceAttentionWithinTheSamples) {
+  const std::string args =
+      "search --model llama3-8b --system h100-sxm --world-size 8 --global-batch-size 64 --seq-length 8192 "
+      "--quiet --top 1 --json";
+  const auto rows = preflight::test::run_preflight(args);
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  const auto packed = preflight::test::run_preflight(args + " --packed-seq-mean-length 512");
+  ASSERT_EQ(packed.exit_code, 0) << packed.err;
+  const nlohmann::json r = nlohmann::json::parse(rows.out)["best"],
+                       p = nlohmann::json::parse(packed.out)["best"];
+  EXPECT_GT(p["mfu"].get<double>(), r["mfu"].get<double>());
+  EXPECT_EQ(preflight::test::run_preflight(args + " --packed-seq-mean-length 9000").exit_code, 2);
+  EXPECT_EQ(preflight::test::run_preflight(args + " --packed-seq-mean-length 0.5").exit_code, 2);
+}
