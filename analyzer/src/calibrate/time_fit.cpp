@@ -180,7 +180,12 @@ std::vector<TimedRun> read_time_corpus(const std::string& file) {
         r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : where;
     const double measured = r["measured_iteration_ms"].get<double>();
     if (r.contains("args") && r["args"].is_array()) {
-      const auto cfg = parse_megatron_args(r["args"].get<std::vector<std::string>>());
+      std::vector<std::string> args = r["args"].get<std::vector<std::string>>();
+      // A file an argument names (--te-precision-config-file) is found beside the corpus, as a "config" is.
+      for (std::size_t k = 0; k + 1 < args.size(); ++k)
+        if (args[k] == "--te-precision-config-file" && std::filesystem::path(args[k + 1]).is_relative())
+          args[k + 1] = (std::filesystem::path(file).parent_path() / args[k + 1]).string();
+      const auto cfg = parse_megatron_args(args);
       runs.push_back({name, cfg.model, cfg.strategy, measured});
     } else if (r.contains("config") && r["config"].is_string()) {
       MindFormersOptions options;
