@@ -21,38 +21,14 @@ using preflight::test::input_error;
 namespace {
 // A Llama-like dense model: 2 layers, h 4096, 32 heads (GQA 8), 8192-token rows, one H100, flash attention.
 Words dense(const Words& more) {
-  Words a = {"--num-layers",
-             "2",
-             "--hidden-size",
-             "4096",
-             "--num-attention-heads",
-             "32",
-             "--group-query-attention",
-             "--num-query-groups",
-             "8",
-             "--ffn-hidden-size",
-             "14336",
-             "--swiglu",
-             "--seq-length",
-             "8192",
-             "--max-position-embeddings",
-             "8192",
-             "--position-embedding-type",
-             "rope",
-             "--disable-bias-linear",
-             "--normalization",
-             "RMSNorm",
-             "--untie-embeddings-and-output-weights",
-             "--vocab-size",
-             "32000",
-             "--micro-batch-size",
-             "1",
-             "--global-batch-size",
-             "4",
-             "--bf16",
-             "--use-flash-attn",
-             "--world-size",
-             "1"};
+  Words a = preflight::test::words(
+      "--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --group-query-attention --num-query-groups "
+      "8 "
+      "--ffn-hidden-size 14336 --swiglu --seq-length 8192 --max-position-embeddings 8192 "
+      "--position-embedding-type "
+      "rope --disable-bias-linear --normalization RMSNorm --untie-embeddings-and-output-weights --vocab-size "
+      "32000 "
+      "--micro-batch-size 1 --global-batch-size 4 --bf16 --use-flash-attn --world-size 1");
   a.insert(a.end(), more.begin(), more.end());
   return a;
 }

@@ -4,6 +4,7 @@
 // inputs and GEMMs at the 16-bit rate, the chunk-local layer numbers, MTP's paths, and the refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -24,37 +25,14 @@ using preflight::test::write_file;
 namespace {
 // 4 layers, h 2048, 16 heads, FP8 current scaling on one H100; pp 2 when asked.
 Words fp8(const Words& more) {
-  Words a = {"--num-layers",
-             "4",
-             "--hidden-size",
-             "2048",
-             "--num-attention-heads",
-             "16",
-             "--ffn-hidden-size",
-             "8192",
-             "--swiglu",
-             "--seq-length",
-             "4096",
-             "--max-position-embeddings",
-             "4096",
-             "--position-embedding-type",
-             "rope",
-             "--disable-bias-linear",
-             "--normalization",
-             "RMSNorm",
-             "--untie-embeddings-and-output-weights",
-             "--vocab-size",
-             "32000",
-             "--micro-batch-size",
-             "1",
-             "--global-batch-size",
-             "8",
-             "--bf16",
-             "--use-flash-attn",
-             "--fp8-format",
-             "hybrid",
-             "--fp8-recipe",
-             "tensorwise"};
+  Words a = preflight::test::words(
+      "--num-layers 4 --hidden-size 2048 --num-attention-heads 16 --ffn-hidden-size 8192 --swiglu "
+      "--seq-length 4096 "
+      "--max-position-embeddings 4096 --position-embedding-type rope --disable-bias-linear --normalization "
+      "RMSNorm "
+      "--untie-embeddings-and-output-weights --vocab-size 32000 --micro-batch-size 1 --global-batch-size 8 "
+      "--bf16 "
+      "--use-flash-attn --fp8-format hybrid --fp8-recipe tensorwise");
   a.insert(a.end(), more.begin(), more.end());
   return a;
 }
@@ -130,7 +108,8 @@ TEST(PrecisionConfig, ReadAsMegatronReadsIt) {
   EXPECT_TRUE(missing.strategy.precision_overrides.empty());
   EXPECT_TRUE(said(missing, "not readable here"));
   Words plain = fp8({"--te-precision-config-file", (dir / "q.yaml").string()});
-  plain.erase(plain.begin() + 26, plain.begin() + 30);  // drop --fp8-format hybrid --fp8-recipe tensorwise
+  const auto fp8_at = std::find(plain.begin(), plain.end(), "--fp8-format");
+  plain.erase(fp8_at, fp8_at + 4);  // --fp8-format hybrid --fp8-recipe tensorwise
   const MegatronConfig bf16 = parse_megatron_args(plain);
   EXPECT_TRUE(bf16.strategy.precision_overrides.empty());
   EXPECT_TRUE(said(bf16, "no effect without --fp8-format"));
