@@ -1046,7 +1046,8 @@ void read_precision_config(const Flags& f, MegatronConfig& cfg) {
     return s;
   };
   std::string note = flag + " " + path + ": " + std::to_string(st.precision_overrides.size()) +
-                     " enabled matchers; linears matching " + (sixteen.empty() ? "none" : join(sixteen)) +
+                     (st.precision_overrides.size() == 1 ? " enabled matcher" : " enabled matchers") +
+                     "; linears matching " + (sixteen.empty() ? "none" : join(sixteen)) +
                      " run in 16 bits (module paths inside their model chunk, the first match deciding)";
   if (!other.empty())
     note +=
