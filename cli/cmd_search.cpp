@@ -186,11 +186,6 @@ int run(const SearchOptions& o) {
   if (o.moe_load_imbalance > 1.0 && !model.moe.enabled())
     throw InputError("--moe-load-imbalance", "is given for a model without experts");
   base.moe_load_imbalance = o.moe_load_imbalance;
-  if (o.packed_seq_mean_length != 0 &&
-      !(o.packed_seq_mean_length >= 1 && std::isfinite(o.packed_seq_mean_length)))
-    throw InputError(
-        "--packed-seq-mean-length",
-        "must be a number of tokens ≥ 1 (the mean length of the samples packed into each sequence)");
   base.packed_seq_mean_length = o.packed_seq_mean_length;
   return run_search(oo, model, base, warnings);
 }
@@ -218,13 +213,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   }
   if (o.config.empty() && (o.seq != 4096 || o.strategy.empty())) base.seq_length = o.seq;
   if (o.simumax_compat) base.simumax_compat = true;
-  if (base.packed_seq_mean_length > static_cast<double>(base.seq_length))
-    throw InputError("--packed-seq-mean-length", "the samples' mean length exceeds the sequence length " +
-                                                     std::to_string(base.seq_length));
-  if (base.packed_seq_mean_length > 0 && base.attention_backend != AttentionBackend::Flash)
-    throw InputError("--packed-seq-mean-length",
-                     "packed sequences run on the flash / TransformerEngine attention kernels, not unfused "
-                     "attention");
+  check_packed_seq_mean_length(base);
   cost::SearchSpace space;
   space.world_size = o.world;
   space.global_batch_size = o.gbs;

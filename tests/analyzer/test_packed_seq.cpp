@@ -53,7 +53,7 @@ TEST(PackedSeq, FlagAndRefusals) {
               "--packed-seq-mean-length")
         << bad;
   const auto longer = input_error([&] { parse_megatron_args(dense({"--packed-seq-mean-length", "9000"})); });
-  EXPECT_NE(longer.detail().find("exceeds --seq-length 8192"), std::string::npos) << longer.detail();
+  EXPECT_NE(longer.detail().find("exceeds the sequence length 8192"), std::string::npos) << longer.detail();
   const auto unfused = input_error([&] {
     parse_megatron_args(dense({"--packed-seq-mean-length", "512", "--attention-backend", "unfused"}));
   });

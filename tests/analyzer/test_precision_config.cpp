@@ -45,6 +45,9 @@ const std::string kRecipe = R"(configs:
     transformer_engine_config_type: "TEQuantizationParams"
     training_recipe:
       fp8_quantization_recipe: "mxfp8"
+  kitchen:
+    kitchen_config_type: "QLinearParams"
+    recipe_idx: 1
 matchers:
   off:
     config: "bf16"
@@ -64,6 +67,11 @@ matchers:
     config: "mxfp8"
     type: "glob"
     pattern: "*.linear_fc2"
+    enabled: true
+  proj:
+    config: "kitchen"
+    type: "glob"
+    pattern: "*.linear_proj"
     enabled: true
 )";
 
@@ -93,14 +101,18 @@ TEST(PrecisionConfig, ReadAsMegatronReadsIt) {
   const MegatronConfig c =
       parse_megatron_args(fp8({"--te-precision-config-file", (dir / "q.yaml").string()}));
   const auto& o = c.strategy.precision_overrides;
-  ASSERT_EQ(o.size(), 3u);  // "off" is not enabled (Megatron's default)
+  ASSERT_EQ(o.size(), 4u);  // "off" is not enabled (Megatron's default)
   EXPECT_EQ(o[0].matcher, "qkv");
-  EXPECT_EQ(o[0].recipe, "");
+  EXPECT_TRUE(o[0].sixteen_bit);
+  EXPECT_FALSE(o[2].sixteen_bit);
   EXPECT_EQ(o[2].recipe, "mxfp8");
   EXPECT_EQ(c.strategy.precision_override_for("decoder.layers.3.self_attention.linear_qkv"), &o[0]);
   EXPECT_EQ(c.strategy.precision_override_for("decoder.layers.1.mlp.linear_fc1"), nullptr);
   EXPECT_TRUE(said(c, "linears matching *.linear_qkv, decoder.layers.0.mlp.linear_fc1 run in 16 bits"));
   EXPECT_TRUE(said(c, "*.linear_fc2 → mxfp8"));
+  // A config that is not a Transformer Engine training recipe (a Kitchen one) keeps the run's recipe.
+  EXPECT_FALSE(o[3].sixteen_bit);
+  EXPECT_TRUE(said(c, "not Transformer Engine training recipes (proj)"));
 
   // Not on this machine: said, nothing applied.  Without fp8 / fp4: no effect, said.
   const MegatronConfig missing =
@@ -154,6 +166,7 @@ TEST(PrecisionConfig, SixteenBitLinearsInTheGraph) {
     const bool first_of_chunk = layer == 0 || layer == 2;
     EXPECT_EQ(op_at(go, layer, OpRole::Fc1).sixteen_bit, first_of_chunk) << layer;
     EXPECT_FALSE(op_at(go, layer, OpRole::Fc2).sixteen_bit) << layer;  // another recipe: the run's
+    EXPECT_FALSE(op_at(go, layer, OpRole::AttnProj).sixteen_bit) << layer;  // a Kitchen config: the run's
     EXPECT_EQ(saved_input(op_at(go, layer, OpRole::Fc2)), saved_input(op_at(gb, layer, OpRole::Fc2)));
   }
 }

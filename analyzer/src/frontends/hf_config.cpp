@@ -434,6 +434,21 @@ void read_biases(const Fields& f, ModelSpec& m, std::vector<std::string>* warnin
   }
 }
 
+/// `layer_types` as sliding-window flags, one per layer ("sliding_attention" / "full_attention").
+std::vector<bool> sliding_layers(const Fields& f, int num_layers) {
+  const auto types = f.string_list("layer_types");
+  if (static_cast<int>(types.size()) != num_layers)
+    throw f.error("layer_types", std::to_string(types.size()) + " entries for " + std::to_string(num_layers) +
+                                     " layers (num_hidden_layers)");
+  std::vector<bool> sliding;
+  for (const auto& t : types) {
+    if (t != "sliding_attention" && t != "full_attention")
+      throw f.error("layer_types", "unknown layer type '" + t + "' (sliding_attention, full_attention)");
+    sliding.push_back(t == "sliding_attention");
+  }
+  return sliding;
+}
+
 /// Sliding-window attention (Mistral, GPT-OSS: on when `sliding_window` is set; Qwen: only with
 /// `use_sliding_window`) changes neither parameters nor saved activations of flash attention; only the
 /// attention FLOPs (ModelSpec::sliding_window).  `layer_types` ("sliding_attention" / "full_attention" per
@@ -444,16 +459,7 @@ void read_sliding_window(const Fields& f, bool used_by_default, ModelSpec& m,
   if (!f.present("sliding_window") || !f.boolean_or("use_sliding_window", used_by_default)) return;
   m.sliding_window = f.positive("sliding_window");
   if (f.present("layer_types")) {
-    const auto types = f.string_list("layer_types");
-    if (static_cast<int>(types.size()) != m.num_layers)
-      throw f.error("layer_types", std::to_string(types.size()) + " entries for " + std::to_string(m.num_layers) +
-                                       " layers (num_hidden_layers)");
-    m.layer_has_window.clear();
-    for (const auto& t : types) {
-      if (t != "sliding_attention" && t != "full_attention")
-        throw f.error("layer_types", "unknown layer type '" + t + "' (sliding_attention, full_attention)");
-      m.layer_has_window.push_back(t == "sliding_attention");
-    }
+    m.layer_has_window = sliding_layers(f, m.num_layers);
     return;
   }
   if (f.present("max_window_layers") && warnings)
@@ -582,11 +588,7 @@ void read_exaone_windows(const Fields& f, ModelSpec& m) {
     const I64 w = f.positive("sliding_window");
     if (f.present("layer_types")) {
       field = "layer_types";
-      for (const auto& t : f.string_list("layer_types")) {
-        if (t != "sliding_attention" && t != "full_attention")
-          throw f.error("layer_types", "unknown layer type '" + t + "' (sliding_attention, full_attention)");
-        windows.push_back(t == "sliding_attention" ? w : 0);
-      }
+      for (bool sliding : sliding_layers(f, m.num_layers)) windows.push_back(sliding ? w : 0);
     } else if (f.is_string("sliding_window_pattern")) {
       const std::string pattern = f.string_or("sliding_window_pattern", "");
       if (pattern.empty() || pattern.find_first_not_of("LG") != std::string::npos)

@@ -366,17 +366,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
     for (auto& w : check_moe_load_imbalance(cfg.model, cfg.strategy, "--moe-load-imbalance"))
       cfg.warnings.push_back(std::move(w));
   }
-  if (const double packed = cfg.strategy.packed_seq_mean_length; packed > 0) {
-    if (packed > static_cast<double>(cfg.strategy.seq_length))
-      throw InputError("--packed-seq-mean-length", "the samples' mean length exceeds --seq-length " +
-                                                       std::to_string(cfg.strategy.seq_length) +
-                                                       " (the length of the packed rows)");
-    if (cfg.strategy.attention_backend != AttentionBackend::Flash)
-      throw InputError(
-          "--packed-seq-mean-length",
-          "packed sequences (Megatron's THD format) run on the flash / TransformerEngine attention "
-          "kernels, not unfused attention");
-  }
+  check_packed_seq_mean_length(cfg.strategy);
   megatron::check_interleaved_groups(cfg.strategy);
   megatron::read_cpu_offloading(f, cfg);
   megatron::read_embedding_wgrad_deferral(f, cfg);

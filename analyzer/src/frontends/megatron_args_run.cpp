@@ -1028,15 +1028,15 @@ void read_precision_config(const Flags& f, MegatronConfig& cfg) {
                          "'" + o.config + "' is not among the file's configs");
       o.recipe = c->second.recipe;
       o.fp4 = c->second.fp4;
+      o.sixteen_bit = c->second.supported && o.recipe.empty();
       if (!c->second.supported)
         unsupported.push_back(name);
-      else if (o.recipe.empty())
+      else if (o.sixteen_bit)
         sixteen.push_back(o.pattern);
       else if (o.recipe != to_string(st.fp8_recipe) && !(o.fp4 && st.fp4()))
         other.push_back(o.pattern + " → " + o.recipe);
-      // An unsupported or other-format config stays at the run's recipe: its matcher still claims the modules
-      // (the first match wins), so it stays in the list with a non-empty recipe.
-      if (!c->second.supported && o.recipe.empty()) o.recipe = "unsupported";
+      // An unsupported or other-format config stays at the run's recipe; its matcher still claims the modules
+      // (the first match wins), so it stays in the list.
       st.precision_overrides.push_back(std::move(o));
     }
   }
@@ -1177,22 +1177,14 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
       st.moe_comm_sms = static_cast<int>(sms);
     }
   read_cuda_graphs(f, st);
-  if (f.has("--packed-seq-mean-length")) {
-    const double x = f.float_or("--packed-seq-mean-length", 0.0);
-    if (!(x >= 1.0) || !std::isfinite(x))
-      throw InputError("--packed-seq-mean-length",
-                       "must be a number of tokens ≥ 1 (the mean length of the samples packed into each "
-                       "sequence), got '" +
-                           f.get("--packed-seq-mean-length") + "'");
-    st.packed_seq_mean_length = x;
+  if (f.has(
+          "--packed-seq-mean-length")) {  // the rest checked with the sequence (check_packed_seq_mean_length)
+    st.packed_seq_mean_length = f.float_or("--packed-seq-mean-length", 0.0);
+    if (st.packed_seq_mean_length == 0)  // given, 0 is not "unpacked"
+      throw InputError("--packed-seq-mean-length", "must be a number of tokens ≥ 1, got 0");
   }
   if (f.has("--moe-load-imbalance")) {
-    const double x = f.float_or("--moe-load-imbalance", 1.0);
-    if (!(x >= 1.0) || !std::isfinite(x))
-      throw InputError("--moe-load-imbalance",
-                       "must be a number ≥ 1 (the busiest expert-parallel rank's routed tokens ÷ the mean), "
-                       "got '" +
-                           f.get("--moe-load-imbalance") + "'");
+    const double x = f.float_or("--moe-load-imbalance", 1.0);  // range: check_moe_load_imbalance
     if (f.has("--moe-router-force-load-balancing") && x != 1.0)
       throw InputError("--moe-load-imbalance",
                        "contradicts --moe-router-force-load-balancing, which routes every expert the same "

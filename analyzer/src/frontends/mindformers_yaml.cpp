@@ -843,7 +843,8 @@ std::string read_run_mindformer_args(const std::vector<std::string>& args, MindF
   // a repeated option keeps its last value, as argparse does.
   CLI::App app{"run_mindformer.py"};
   app.allow_extras();
-  std::string config, run_mode, use_parallel, batch_size, accumulation, imbalance, ignored;
+  std::string config, run_mode, use_parallel, batch_size, accumulation, ignored;
+  double imbalance = 1.0;
   std::vector<std::string> items, ignored_list;
   auto last = CLI::MultiOptionPolicy::TakeLast;
   app.add_option("--config", config)->multi_option_policy(last);
@@ -894,16 +895,7 @@ std::string read_run_mindformer_args(const std::vector<std::string>& args, MindF
       throw InputError("--use_parallel", "expected True or False, got '" + use_parallel + "'");
     options.use_parallel = v == "true" || v == "1";
   }
-  if (*imb) {
-    char* end = nullptr;
-    const double x = std::strtod(imbalance.c_str(), &end);
-    if (imbalance.empty() || *end != '\0' || !(x >= 1.0) || !std::isfinite(x))
-      throw InputError("--moe-load-imbalance",
-                       "must be a number ≥ 1 (the busiest expert-parallel rank's routed tokens ÷ the mean), "
-                       "got '" +
-                           imbalance + "'");
-    options.moe_load_imbalance = x;
-  }
+  if (*imb) options.moe_load_imbalance = imbalance;  // its range: check_moe_load_imbalance, with the model
   if (*batch) options.overrides.emplace_back("runner_config.batch_size", batch_size);
   if (*ga) options.overrides.emplace_back("runner_config.gradient_accumulation_steps", accumulation);
   for (const auto& item : items) {
@@ -923,6 +915,43 @@ bool is_yaml_path(const std::string& path) {
   return ends(".yaml") || ends(".yml") || ends(".YAML") || ends(".YML");
 }
 
+namespace {
+
+/// Sets the dotted `key` of a yaml tree to `value` (parsed as YAML), as MindFormers' command line does:
+/// `--options` creates missing sections (MindFormerConfig.merge_from_dict), run_mindformer.py's own
+/// `--KEY VALUE` arguments refuse a key whose parents the file lacks (`parents_must_exist`).  Errors name
+/// `where` (the argument).
+void set_yaml_key(YAML::Node root, const std::string& key, const std::string& value, const std::string& where,
+                  bool parents_must_exist, const std::string& source) {
+  YAML::Node v;
+  try {
+    v = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    throw InputError(where, "malformed value '" + value + "': " + e.msg);
+  }
+  std::vector<std::string> parts;
+  std::stringstream in(key);
+  for (std::string part; std::getline(in, part, '.');) parts.push_back(part);
+  if (parts.empty() ||
+      std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }))
+    throw InputError(where, "expected a dotted key such as parallel_config.data_parallel");
+  YAML::Node node = root;
+  std::string path;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    path += (path.empty() ? "" : ".") + parts[i];
+    if (!node[parts[i]] || !node[parts[i]].IsMap()) {
+      if (parents_must_exist)
+        throw InputError(where, "'" + path + "' is not a section of " + source +
+                                    " (run_mindformer.py refuses a key whose parents the yaml lacks)");
+      node[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    }
+    node.reset(node[parts[i]]);  // re-point (operator= would overwrite the node's content)
+  }
+  node[parts.back()] = v;
+}
+
+}  // namespace
+
 MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::string& source,
                                          const MindFormersOptions& options) {
   Doc doc{source};
@@ -933,29 +962,10 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
     throw InputError(location(source, e.mark.line + 1), "malformed yaml: " + e.msg);
   }
   if (!root.IsMap()) throw InputError(source, "expected a MindFormers training yaml (a mapping of sections)");
-  for (const auto& [key, value] : options.overrides) {
-    YAML::Node v;
-    try {
-      v = YAML::Load(value);
-    } catch (const YAML::Exception& e) {
-      throw InputError("--options " + key, "malformed value '" + value + "': " + e.msg);
-    }
-    // Walk (and create) the dotted path; nodes are references into the tree.
-    std::vector<std::string> parts;
-    std::stringstream in(key);
-    for (std::string part; std::getline(in, part, '.');) parts.push_back(part);
-    if (parts.empty() || std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }))
-      throw InputError("--options " + key, "expected a dotted key such as parallel_config.data_parallel");
-    YAML::Node node = root;
-    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-      if (!node[parts[i]] || !node[parts[i]].IsMap()) node[parts[i]] = YAML::Node(YAML::NodeType::Map);
-      node.reset(node[parts[i]]);  // re-point (operator= would overwrite the node's content)
-    }
-    node[parts.back()] = v;
-  }
-  // run_mindformer.py's own --KEY VALUE arguments: the parents of a dotted key must exist (it raises
-  // "… is not a key of …"); the last key is set, a new one added.
-  // The rest, as run_mindformer.py pairs it: `--KEY=VALUE` split at '=', then KEY VALUE pairs.
+  for (const auto& [key, value] : options.overrides)
+    set_yaml_key(root, key, value, "--options " + key, /*parents_must_exist=*/false, source);
+  // run_mindformer.py's own --KEY VALUE arguments (its parse_known_args rest): `--KEY=VALUE` split at '=',
+  // then KEY VALUE pairs; the parents of a dotted key must exist (it raises "… is not a key of …").
   std::vector<std::string> rest;
   for (const auto& a : options.rest_args) {
     auto eq = a.find('=');
@@ -971,41 +981,16 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
                      "'" + rest.back() +
                          "' has no value (run_mindformer.py takes the arguments it does not know "
                          "as --KEY VALUE pairs that set yaml keys)");
-  std::vector<std::pair<std::string, std::string>> config_args;
+  std::vector<std::string> new_top_keys;
   for (std::size_t i = 0; i < rest.size(); i += 2) {
     if (rest[i].rfind("--", 0) != 0 || rest[i].size() < 3)
       throw InputError("run_mindformer.py arguments",
                        "'" + rest[i] +
                            "' is not an option (run_mindformer.py's other arguments are --KEY VALUE "
                            "pairs that set yaml keys)");
-    config_args.emplace_back(rest[i].substr(2), rest[i + 1]);
-  }
-  std::vector<std::string> new_top_keys;
-  for (const auto& [key, value] : config_args) {
-    const std::string arg = "--" + key;
-    YAML::Node v;
-    try {
-      v = YAML::Load(value);
-    } catch (const YAML::Exception& e) {
-      throw InputError(arg, "malformed value '" + value + "': " + e.msg);
-    }
-    std::vector<std::string> parts;
-    std::stringstream in(key);
-    for (std::string part; std::getline(in, part, '.');) parts.push_back(part);
-    if (parts.empty() ||
-        std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }))
-      throw InputError(arg, "expected a yaml key such as parallel_config.data_parallel");
-    YAML::Node node = root;
-    std::string path;
-    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-      path += (path.empty() ? "" : ".") + parts[i];
-      if (!node[parts[i]] || !node[parts[i]].IsMap())
-        throw InputError(arg, "'" + path + "' is not a section of " + source +
-                                  " (run_mindformer.py refuses a key whose parents the yaml lacks)");
-      node.reset(node[parts[i]]);
-    }
-    if (parts.size() == 1 && !root[parts[0]]) new_top_keys.push_back(arg);
-    node[parts.back()] = v;
+    const std::string key = rest[i].substr(2);
+    if (key.find('.') == std::string::npos && !root[key]) new_top_keys.push_back(rest[i]);
+    set_yaml_key(root, key, rest[i + 1], rest[i], /*parents_must_exist=*/true, source);
   }
 
   MindFormersConfig cfg;

@@ -224,7 +224,7 @@ void apply_precision_overrides(const Ctx& c, std::vector<Op>& ops, int local_ind
       if (dot != std::string::npos) path = layers + std::to_string(local_index) + path.substr(dot);
     }
     const PrecisionOverride* o = c.st.precision_override_for(path);
-    if (!o || !o->recipe.empty()) continue;
+    if (!o || !o->sixteen_bit) continue;
     op.sixteen_bit = true;
     for (auto& t : op.saved)
       if (t.name == "input") t.bytes = t.bytes * c.lin_a_den / c.lin_a * c.a;

@@ -286,6 +286,7 @@ void Strategy::validate(const ModelSpec& model) const {
   if (etp < 0) throw InputError("--expert-tensor-parallel-size", "must not be negative");
   positive(vpp, "virtual pipeline size");
   positive(seq_split, "parallel_config.seq_split_num");
+  check_packed_seq_mean_length(*this);
   if (seq_split > 1) {
     if (cp > 1 || vpp > 1)
       throw InputError(
@@ -690,6 +691,26 @@ const PrecisionOverride* Strategy::precision_override_for(const std::string& mod
   for (const auto& o : precision_overrides)
     if (::fnmatch(o.pattern.c_str(), module_path.c_str(), 0) == 0) return &o;
   return nullptr;
+}
+
+void check_packed_seq_mean_length(const Strategy& st) {
+  const double packed = st.packed_seq_mean_length;
+  if (packed == 0) return;
+  if (!(packed >= 1.0) || !std::isfinite(packed))
+    throw InputError(
+        "--packed-seq-mean-length",
+        "must be a number of tokens ≥ 1 (the mean length of the samples packed into each sequence), "
+        "got " +
+            std::to_string(packed));
+  if (packed > static_cast<double>(st.seq_length))
+    throw InputError("--packed-seq-mean-length", "the samples' mean length exceeds the sequence length " +
+                                                     std::to_string(st.seq_length) +
+                                                     " (the length of the packed rows)");
+  if (st.attention_backend != AttentionBackend::Flash)
+    throw InputError(
+        "--packed-seq-mean-length",
+        "packed sequences (Megatron's THD format) run on the flash / TransformerEngine attention "
+        "kernels, not unfused attention");
 }
 
 std::vector<std::string> check_moe_load_imbalance(const ModelSpec& model, const Strategy& st,

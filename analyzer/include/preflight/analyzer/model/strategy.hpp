@@ -154,9 +154,13 @@ struct PrecisionOverride {
   std::string matcher;  ///< its name in the file
   std::string pattern;  ///< fnmatch glob over the module path (`*` crosses dots)
   std::string config;   ///< the config it selects
-  /// The config's training recipe: "" = 16 bits (`training_recipe: {}`), else the fp8 / fp4 recipe it names.
+  /// The config's training recipe: the fp8 / fp4 recipe it names, "" for none.
   std::string recipe;
   bool fp4 = false;  ///< `recipe` is an fp4_quantization_recipe
+  /// A Transformer Engine config with an empty training recipe (`training_recipe: {}`): the module runs in 16
+  /// bits.  False for another low-precision recipe and for configs that are not Transformer Engine training
+  /// recipes (both priced at the run's recipe).
+  bool sixteen_bit = false;
 };
 
 struct Strategy {
@@ -571,6 +575,12 @@ struct Strategy {
 /// dropping capacity factor below it).
 std::vector<std::string> check_moe_load_imbalance(const ModelSpec& model, const Strategy& st,
                                                   const std::string& flag);
+
+/// Checks packed sequences (Strategy::packed_seq_mean_length; 0 = none): a mean length of at least 1 token
+/// and at most --seq-length, on the flash / TransformerEngine attention kernels (Megatron's THD format runs
+/// on those only).  Strategy::validate calls it; front ends call it to refuse early.
+/// @throws InputError naming `--packed-seq-mean-length`
+void check_packed_seq_mean_length(const Strategy& st);
 
 /// The factor on the busiest expert-parallel rank's routed rows (Strategy::moe_load_imbalance): 1 for a
 /// dense model, at ep 1 (one rank holds every expert: its total does not change), and when the experts'
