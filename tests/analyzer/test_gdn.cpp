@@ -7,6 +7,8 @@
 // attention layer).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -241,8 +243,8 @@ TEST(GatedDeltaNet, MegatronsChecksAndTheRefusedVariants) {
   expect_refused(other, "--experimental-attention-variant");
 }
 
-TEST(GatedDeltaNet, Qwen3NextConfigJsonIsTheSameModel) {
-  const std::string config = R"({
+// Qwen3-Next-80B-A3B's published config.json.
+const char* const kQwen3NextConfig = R"({
     "architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "attention_bias": false,
     "decoder_sparse_step": 1, "full_attention_interval": 4, "head_dim": 256, "hidden_act": "silu",
     "hidden_size": 2048, "intermediate_size": 5120, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
@@ -251,6 +253,9 @@ TEST(GatedDeltaNet, Qwen3NextConfigJsonIsTheSameModel) {
     "num_attention_heads": 16, "num_experts": 512, "num_experts_per_tok": 10, "num_hidden_layers": 48,
     "num_key_value_heads": 2, "partial_rotary_factor": 0.25, "rms_norm_eps": 1e-06, "rope_theta": 10000000,
     "shared_expert_intermediate_size": 512, "tie_word_embeddings": false, "vocab_size": 151936})";
+
+TEST(GatedDeltaNet, Qwen3NextConfigJsonIsTheSameModel) {
+  const std::string config = kQwen3NextConfig;
   const ModelSpec hf = parse_hf_config(config, "config.json");
   const MegatronConfig args = parse_megatron_args(qwen3_next({"--num-layers", "48"}));
   EXPECT_EQ(hf.gdn_layers, args.model.gdn_layers);
@@ -426,6 +431,68 @@ TEST(GatedDeltaNet, HybridPatternGLayers) {
   Words mtp = args;
   mtp[1] = "MG*-G/*G";
   expect_refused(mtp, "--hybrid-layer-pattern");
+}
+
+TEST(GatedDeltaNet, PaiMegatronPatchHybridPatternIsQwen3Next) {
+  // Pai-Megatron-Patch's examples/qwen3_next launch (our words, its flags): a Megatron hybrid pattern whose
+  // symbols its own layer spec builds as Qwen3-Next's layers — M a gated delta net, * gated attention, - MoE
+  // with a gated shared expert — and --mamba-* flags its mixer does not read.  Read as the Hugging Face
+  // checkpoint's model: the same parameters.
+  std::string pattern;
+  for (int i = 0; i < 12; ++i) pattern += "M-M-M-*-";
+  Words pai = {"--hybrid-override-pattern",
+               pattern,
+               "--is-hybrid-model",
+               "--hybrid-attention-ratio",
+               "0.125",
+               "--hybrid-mlp-ratio",
+               "0.5",
+               "--mamba-state-dim",
+               "128",
+               "--mamba-head-dim",
+               "128",
+               "--mamba-num-groups",
+               "16",
+               "--mamba-num-heads",
+               "32",
+               "--patch-tokenizer-type",
+               "Qwen3Tokenizer",
+               "--padded-vocab-size",
+               "151936"};
+  Words base = qwen3_next({}, false);
+  for (const char* drop : {"--attention-output-gate", "--moe-shared-expert-gate", "--qk-layernorm"})
+    base.erase(std::find(base.begin(), base.end(), drop));
+  base.erase(base.begin(), base.begin() + 2);  // --num-layers 8: the pattern gives 96 hybrid layers
+  pai.insert(pai.end(), base.begin(), base.end());
+  const MegatronConfig c = parse_megatron_args(pai);
+  c.model.validate();
+  c.strategy.validate(c.model);
+  const ModelSpec hf = parse_hf_config(kQwen3NextConfig, "config.json");
+  EXPECT_EQ(count_parameters(c.model), count_parameters(hf));
+  EXPECT_EQ(count_parameters(c.model), 79'674'391'296);
+  for (int l = 0; l < 96; ++l) {
+    EXPECT_EQ(c.model.is_gdn_layer(l), l % 2 == 0 && l % 8 != 6) << l;
+    EXPECT_EQ(c.model.is_moe_layer(l), l % 2 == 1) << l;
+  }
+  EXPECT_TRUE(c.model.attention_output_gate);
+  EXPECT_TRUE(c.model.moe.shared_expert_gate);
+  EXPECT_TRUE(std::any_of(c.warnings.begin(), c.warnings.end(), [](const std::string& w) {
+    return w.find("Pai-Megatron-Patch") != std::string::npos;
+  }));
+  // Its '-' layers are MoE: without --num-experts the launch is refused, naming the flag.
+  Words dense = pai;
+  dense.erase(std::find(dense.begin(), dense.end(), "--num-experts"),
+              std::find(dense.begin(), dense.end(), "--num-experts") + 2);
+  expect_refused(dense, "--num-experts");
+  // Megatron's own hybrid model with --num-experts and no E layer builds no experts: said, priced dense.
+  Words megatron = pai;
+  megatron.erase(std::find(megatron.begin(), megatron.end(), "--patch-tokenizer-type"),
+                 std::find(megatron.begin(), megatron.end(), "--patch-tokenizer-type") + 2);
+  const MegatronConfig m = parse_megatron_args(megatron);
+  EXPECT_FALSE(m.model.is_moe_layer(1));
+  EXPECT_TRUE(std::any_of(m.warnings.begin(), m.warnings.end(), [](const std::string& w) {
+    return w.find("builds no experts") != std::string::npos;
+  }));
 }
 
 TEST(GatedDeltaNet, SharedExpertGateKeepsTheSharedOutput) {

@@ -270,6 +270,37 @@ void read_hybrid_pattern(const Flags& f, ModelSpec& m, std::vector<std::string>&
   m.mamba.head_dim = dim("--mamba-head-dim", m.mamba.head_dim);
   m.mamba.num_groups = dim("--mamba-num-groups", m.mamba.num_groups);
   m.mamba.num_heads = dim("--mamba-num-heads", m.mamba.num_heads);
+  if (f.has("--patch-tokenizer-type") && (pattern + mtp).find_first_not_of("M*-") == std::string::npos) {
+    // Pai-Megatron-Patch (its --patch-tokenizer-type marks the run) builds its one hybrid model from its own
+    // layer spec (megatron_patch/model/qwen3_next/layer_specs.py get_qwen3_next_layer_spec, the stack of
+    // examples/qwen3_next): M is a gated delta net (GatedDeltaNetMixer in Megatron's Mamba slot), * gated
+    // softmax attention with q / k norms (GatedSoftmaxAttention), - a MoE layer with a gated shared expert;
+    // the delta nets' sizes are its Qwen3NextTransformerConfig's, not the --mamba-* flags.  Read as
+    // Megatron's G / * / E layers of those sizes: Megatron's own reading (Mamba mixers, dense MLPs) priced
+    // Qwen3-Next-80B-A3B as a 3.6 B model.
+    if (!f.has("--num-experts"))
+      throw InputError("--num-experts",
+                       "is required: Pai-Megatron-Patch's hybrid model (examples/qwen3_next) "
+                       "makes every '-' layer of " +
+                           std::string(flag) + " a MoE layer");
+    for (std::string* p : {&m.hybrid_pattern, &m.mtp_hybrid_pattern})
+      for (char& c : *p) c = c == 'M' ? 'G' : c == '-' ? 'E' : c;
+    m.gdn = GdnSpec{};  // 128-wide key / value heads, 16 / 32 of them, a 4-wide convolution
+    m.attention_output_gate = true;
+    m.qk_layernorm = true;
+    m.moe.shared_expert_gate = true;
+    warnings.push_back(std::string(flag) +
+                       " with --patch-tokenizer-type: Pai-Megatron-Patch's Qwen3-Next layers "
+                       "(M a gated delta net of 16 key / 32 value heads of 128, * gated attention with q / k "
+                       "norms, - MoE with a gated shared expert), not Megatron's Mamba / MLP layers; the "
+                       "attention gate's elementwise time is not priced");
+    return;
+  }
+  if (f.has("--num-experts") && (pattern + mtp).find('E') == std::string::npos)
+    warnings.push_back(
+        "--num-experts " + f.get("--num-experts") + ": " + flag +
+        " has no MoE layer (E), so Megatron builds no experts: its '-' layers are dense MLPs of "
+        "--ffn-hidden-size, priced so (a custom entry point that builds MoE there is not read)");
 }
 
 /// LoRA (`--lora-rank R`, `--lora-target-modules` of linear_qkv / linear_proj / linear_fc1 / linear_fc2 — all
