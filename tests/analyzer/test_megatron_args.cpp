@@ -279,10 +279,20 @@ TEST(MegatronArgs, VocabularyFromTheLoadedCheckpoint) {
     // Named as Pai's tokenizer reading the checkpoint, not as a missing --vocab-file.
     EXPECT_NE(e.detail().find("--patch-tokenizer-type DeepSeekV2Tokenizer (Pai-Megatron-Patch) reads the "
                               "tokenizer of the --load checkpoint (" +
-                              dir.string() + "/config.json not readable)"),
+                              dir.string() + "/config.json not found)"),
               std::string::npos)
         << e.detail();
   }
+  {  // a config.json that is not a Hugging Face one: named so
+    std::ofstream(dir / "config.json") << "{\"model\": \"x\"}";
+  }
+  try {
+    parse_megatron_args(a);
+    ADD_FAILURE() << "a config.json without vocab_size, yet parsed";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(e.detail().find("/config.json has no integer vocab_size)"), std::string::npos) << e.detail();
+  }
+  std::filesystem::remove(dir / "config.json");
   Words empty_load = {"--num-layers",          "2",    "--hidden-size", "64",
                       "--num-attention-heads", "4",    "--seq-length",  "16",
                       "--vocab-size",          "1000", "--load"};

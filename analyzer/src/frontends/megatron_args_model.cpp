@@ -721,13 +721,18 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
   if (vocab == 0 && f.has("--patch-tokenizer-type"))
     // Pai-Megatron-Patch (megatron_patch/tokenizer): the Hugging Face tokenizer of the --load checkpoint,
     // plus --extra-vocab-size; the checkpoint's config.json vocab_size is that sum.
-    throw InputError("--vocab-size",
-                     "cannot determine the vocabulary size: --patch-tokenizer-type " +
-                         f.get("--patch-tokenizer-type") +
-                         " (Pai-Megatron-Patch) reads the tokenizer of the --load "
-                         "checkpoint" +
-                         (f.has("--load") ? " (" + f.get("--load") + "/config.json not readable)" : "") +
-                         "; pass --load with the Hugging Face checkpoint folder or --vocab-size");
+    throw InputError(
+        "--vocab-size",
+        "cannot determine the vocabulary size: --patch-tokenizer-type " + f.get("--patch-tokenizer-type") +
+            " (Pai-Megatron-Patch) reads the tokenizer of the --load "
+            "checkpoint" +
+            (f.has("--load") ? " (" + f.get("--load") + "/config.json " +
+                                   (std::filesystem::is_regular_file(std::filesystem::path(f.get("--load")) /
+                                                                     "config.json")
+                                        ? "has no integer vocab_size)"
+                                        : "not found)")
+                             : "") +
+            "; pass --load with the Hugging Face checkpoint folder or --vocab-size");
   if (vocab == 0)
     throw InputError("--vocab-size", "cannot determine the vocabulary size" +
                                          std::string(tok_type.empty() ? "" : " of tokenizer " + tok_type) +
