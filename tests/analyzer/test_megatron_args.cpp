@@ -561,6 +561,9 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
   expect_error(with(base_args(), {"--num-experts", "8", "--moe-latent-size", "0"}), "--moe-latent-size");
   expect_error(with(base_args(), {"--enable-mhc-connections", "--mhc-num-residual-streams", "4"}),
                "--enable-mhc-connections");
+  // Heterogeneous stacks (Llama-Nemotron NAS: per-layer shapes) are refused, not priced as identical layers.
+  expect_error(with(base_args(), {"--heterogeneous-layers-config-path", "nas.json"}),
+               "--heterogeneous-layers-config-path");
   // Vision-language (LLaVA) and RL (GRPO) runs are refused rather than priced as their language model's
   // training step (Megatron-LM's CI measured 50 … 85 % more than that).
   expect_error(with(base_args(), {"--img-h", "336", "--img-w", "336", "--patch-dim", "14"}), "--img-h");
@@ -826,6 +829,17 @@ TEST(MegatronArgs, UnmodelledFeaturesAreNamed) {
   EXPECT_TRUE(said("--cpu-offloading-weights: weight offloading to the CPU is not modelled"));
   EXPECT_TRUE(said("--fp8-dot-product-attention: FP8 attention is priced as 16-bit attention"));
   EXPECT_FALSE(said("read past, not modelled (they may change memory or time): --fp8-dot-product-attention"));
+  // A custom layer spec is named; the router's quantization padding (the experts pad the same rows
+  // without it) is not.
+  const MegatronConfig spec =
+      parse_megatron_args(with(base_args(), {"--spec", "my_specs", "get_my_layer_spec", "--num-experts", "8",
+                                             "--moe-grouped-gemm", "--moe-router-padding-for-quantization"}));
+  auto spec_said = [&](const std::string& text) {
+    return std::any_of(spec.warnings.begin(), spec.warnings.end(),
+                       [&](const std::string& w) { return w.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(spec_said("--spec: a custom layer spec"));
+  EXPECT_FALSE(spec_said("--moe-router-padding-for-quantization"));
   // FSDP is modelled (MegatronMemory.FsdpShardsWhatItsStrategySaysAndHoldsOneUnitUnsharded), not named.
   EXPECT_TRUE(c.strategy.fsdp);
   EXPECT_FALSE(said("--use-torch-fsdp2"));

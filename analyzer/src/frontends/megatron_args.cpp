@@ -216,6 +216,9 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--distribute-saved-activations",
        "checkpointed layer inputs are priced whole on every tensor-parallel rank, not split over it: memory "
        "here is high under full recompute"},
+      {"--spec",
+       "a custom layer spec (a module and function of the launch's own): its layers are priced as Megatron's "
+       "standard ones for these flags"},
       {"--mlp-chunks-for-training",
        "the MLP is priced over the whole sequence at once, not in chunks: its activation peak here is high"},
   };
@@ -314,6 +317,15 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       throw InputError(name,
                        "vision models (a vision encoder and projector beside or instead of the language "
                        "model: LLaVA, ViT) are not modelled: preflight prices decoder-only language models");
+  // Heterogeneous stacks (Llama-Nemotron's NAS models: per-layer attention and FFN shapes, some blocks
+  // no-ops or linear replacements; TransformerConfig.heterogeneous_block_specs): priced as identical layers
+  // they would be wrong layer by layer, as the Hugging Face nemotron-nas config is refused.
+  for (const char* name :
+       {"--heterogeneous-layers-config-path", "--heterogeneous-layers-config-encoded-json"})
+    if (std::find(cfg.ignored.begin(), cfg.ignored.end(), name) != cfg.ignored.end())
+      throw InputError(name,
+                       "a heterogeneous stack (per-layer attention and FFN shapes, Llama-Nemotron's NAS "
+                       "models) is not modelled: preflight prices every layer of a kind the same");
   for (const char* name : {"--perform-rl-step", "--langrl-env-config"})
     if (std::find(cfg.ignored.begin(), cfg.ignored.end(), name) != cfg.ignored.end())
       throw InputError(name,

@@ -121,6 +121,11 @@ const std::vector<FlagSpec>& training_flags() {
       {"--te-precision-config-file", Arity::One},
       {"--moe-router-force-load-balancing", Arity::Switch},
       {"--moe-grouped-gemm", Arity::Switch},
+      // Pads each local expert's rows to the quantized GEMMs' alignment (16, MXFP8 32; moe_utils.py
+      // get_align_size_for_quantization) in the router instead of the experts (skip_routed_expert_padding):
+      // the same padding either way, at most alignment − 1 rows an expert; nothing to price.
+      {"--moe-router-padding-for-quantization", Arity::Switch},
+      {"--moe-router-padding-for-fp8", Arity::Switch},
       {"--moe-use-legacy-grouped-gemm", Arity::Switch},
       {"--moe-flex-dispatcher-backend", Arity::One},
       {"--moe-enable-deepep", Arity::Switch},
