@@ -256,6 +256,8 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                      {"dp", e.dp},
                      {"cp", e.cp},
                      {"vpp", e.vpp},
+                     {"account_for_embedding_in_pipeline_split", e.embedding_in_split},
+                     {"account_for_loss_in_pipeline_split", e.loss_in_split},
                      {"micro_batches", e.micro_batches},
                      {"recompute", cost::to_string(e.kind)},
                      {"recompute_layers", e.recompute.layers},
@@ -302,7 +304,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     t.column("tokens/s/GPU", TextTable::Align::Right).column("iter s", TextTable::Align::Right);
     t.column("peak GiB", TextTable::Align::Right);
     std::size_t row = 0;
-    bool simumax_rows = false;
+    bool simumax_rows = false, split_rows = false;
     for (std::size_t i : top_rows(r, ranking, o.top)) {
       const auto& e = r.evaluations[i];
       const bool simumax_memory = e.memory_model == "simumax" && !o.simumax_compat;
@@ -310,7 +312,10 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
       std::vector<std::string> cells = {std::to_string(++row), std::to_string(e.tp), std::to_string(e.pp),
                                         std::to_string(e.ep), std::to_string(e.dp)};
       if (show_cp) cells.push_back(std::to_string(e.cp));
-      if (show_vpp) cells.push_back(std::to_string(e.vpp));
+      if (show_vpp)
+        cells.push_back(std::to_string(e.vpp) + (e.embedding_in_split ? "E" : "") +
+                        (e.loss_in_split ? "L" : ""));
+      split_rows = split_rows || e.embedding_in_split || e.loss_in_split;
       for (std::string c :
            {std::to_string(e.micro_batches), recompute_cell(e), fixed(e.mfu, 4), fixed(e.tflops_per_gpu, 1),
             fixed(e.tokens_per_second_per_gpu, 1), fixed(e.iteration_ms / 1000, 3),
@@ -323,13 +328,19 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
       std::cout
           << "* peak from SimuMax's memory model (its selective attn/mlp switches have no Megatron flags); "
              "the other rows walk Megatron's schedule as `preflight estimate` and `analyze` do\n";
+    if (split_rows)
+      std::cout << "vpp E / L: the embedding / the loss counted as a layer slot in the pipeline split "
+                   "(--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split): the "
+                   "layers alone do not split evenly over pp · vpp chunks\n";
     std::cout << r.evaluations.size() << " evaluations (" << ranking.size() << " fit) of "
               << r.evaluations.size() + 0 << " in " << fixed(r.seconds, 3) << " s, " << fixed(rate, 0)
               << " evaluations/s; " << r.skipped.size() << " layouts skipped as invalid\n";
     if (r.best) {
       const auto& b = r.evaluations[*r.best];
       std::cout << "best: " << b.parallelism
-                << (b.vpp > 1 ? ", " + std::to_string(b.vpp) + " virtual stages per rank" : "") << ", "
+                << (b.vpp > 1 ? ", " + std::to_string(b.vpp) + " virtual stages per rank" : "")
+                << (b.embedding_in_split ? ", --account-for-embedding-in-pipeline-split" : "")
+                << (b.loss_in_split ? ", --account-for-loss-in-pipeline-split" : "") << ", "
                 << b.recompute_status << ", MFU " << fixed(b.mfu, 4) << "\n";
     } else {
       std::cout << "no layout fits in " << fixed(r.memory_limit_gib, 1) << " GiB\n";
@@ -389,7 +400,8 @@ Command search_command() {
         sub.add_option("--cp", o->cp, "context-parallel sizes, e.g. 1,2,4 (default: the base strategy's)");
         sub.add_option("--vpp", o->vpp,
                        "virtual pipeline stages per rank (interleaved 1F1B), e.g. 1,2,4 (default: the base "
-                       "strategy's; layers must split evenly over pp·vpp)");
+                       "strategy's; layers must split evenly over pp·vpp, with the loss or the embedding "
+                       "and loss counted as layer slots if need be)");
         sub.add_option("--ep", o->ep, "expert-parallel sizes (MoE)");
         sub.add_flag("--use-etp", o->use_etp, "expert tensor parallel = tp (else 1)");
         sub.add_option("--recompute", o->recompute, "none,full_block,selective")->capture_default_str();

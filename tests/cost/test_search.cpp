@@ -267,6 +267,72 @@ TEST(Search, InterleavedStagesAndContextParallelWhenAsked) {
   EXPECT_LT(peak_cp4, peak_cp1);
 }
 
+// Interleaved layouts whose layers do not split evenly over pp·vpp chunks count the loss, or the embedding
+// and the loss, as layer slots (Megatron's --account-for-loss/embedding-in-pipeline-split) as NeMo splits
+// Llama-3.1-405B's 126 layers into 8 · 8 chunks of two slots; a split that would leave an end chunk without a
+// layer, and every such layout under --simumax-compat (SimuMax refuses it), are skipped.
+TEST(Search, UnevenInterleavedSplitsCountTheEmbeddingAndLoss) {
+  const ModelSpec m = load_cost_model("llama3.1-405b");
+  ASSERT_EQ(m.num_layers, 126);
+  Strategy base;
+  base.precision = Precision::BF16;
+  base.sequence_parallel = true;
+  base.distributed_optimizer = true;
+  base.zero_stage = 1;
+  base.seq_length = 8192;
+  SearchSpace sp;
+  sp.world_size = 1024;
+  sp.global_batch_size = 512;
+  sp.tp = {8};
+  sp.pp = {8, 16};
+  sp.cp = {2};
+  sp.vpp = {1, 8};
+  sp.recompute = {RecomputeSearch::None};
+  const SystemSpec sys = load_simumax_system("h100-sxm");
+  const SearchResult r = search(m, base, sys, sp);
+  bool interleaved = false;
+  for (const auto& e : r.evaluations) {
+    if (e.vpp == 1) {
+      EXPECT_FALSE(e.embedding_in_split || e.loss_in_split);
+      continue;
+    }
+    interleaved = true;
+    EXPECT_EQ(e.pp, 8);  // 128 slots over 16 · 8 chunks would leave the end chunks without a layer
+    EXPECT_TRUE(e.embedding_in_split && e.loss_in_split);
+    EXPECT_TRUE(e.error.empty()) << e.error;
+    // The same layout priced directly with Megatron's flags.
+    Strategy st = base;
+    st.world_size = 1024;
+    st.tp = 8;
+    st.pp = 8;
+    st.cp = 2;
+    st.vpp = 8;
+    st.micro_batch_size = 1;
+    st.global_batch_size = 512;
+    st.account_for_embedding_in_pipeline_split = st.account_for_loss_in_pipeline_split = true;
+    st.layer_recompute = e.recompute;
+    EXPECT_NEAR(estimate(m, st, sys).iteration_ms, e.iteration_ms, 1e-6 * e.iteration_ms);
+  }
+  EXPECT_TRUE(interleaved);
+  // 127 layers: the loss alone makes 128 slots.
+  ModelSpec odd = m;
+  odd.num_layers = 127;
+  sp.pp = {8};
+  sp.vpp = {8};
+  const SearchResult o = search(odd, base, sys, sp);
+  ASSERT_FALSE(o.evaluations.empty());
+  EXPECT_TRUE(o.evaluations.front().loss_in_split);
+  EXPECT_FALSE(o.evaluations.front().embedding_in_split);
+  // SimuMax refuses them.
+  Strategy compat = base;
+  compat.simumax_compat = true;
+  const SearchResult c = search(m, compat, sys, sp);
+  EXPECT_TRUE(c.evaluations.empty());
+  EXPECT_TRUE(std::any_of(c.skipped.begin(), c.skipped.end(), [](const std::string& s) {
+    return s.find("layers not divisible by pp·vpp") != std::string::npos;
+  }));
+}
+
 TEST(SearchCli, TableCsvJsonAndExitStatus) {
   std::string csv =
       (std::filesystem::temp_directory_path() / ("preflight_search_" + std::to_string(::getpid()) + ".csv"))

@@ -52,6 +52,10 @@ double simumax_rounded_gib(double bytes) {
 
 struct Layout {
   int tp, ep, pp, etp, last_stage_layers, micro_batches, cp, vpp;
+  /// Interleaved layouts whose layers do not split evenly over pp·vpp chunks: the embedding and / or the loss
+  /// counted as a layer slot (Megatron's --account-for-embedding/loss-in-pipeline-split), as NeMo splits
+  /// Llama-3.1-405B's 126 layers into 128 slots.
+  bool embedding_in_split = false, loss_in_split = false;
 };
 
 SearchEvaluation evaluate(const ModelSpec& model, const Strategy& st, const SystemSpec& sys,
@@ -64,6 +68,8 @@ SearchEvaluation evaluate(const ModelSpec& model, const Strategy& st, const Syst
   ev.etp = lay.etp;
   ev.cp = lay.cp;
   ev.vpp = lay.vpp;
+  ev.embedding_in_split = lay.embedding_in_split;
+  ev.loss_in_split = lay.loss_in_split;
   ev.dp = st.dp();
   ev.micro_batches = lay.micro_batches;
   ev.kind = kind;
@@ -112,10 +118,13 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
   st.last_stage_layers = lay.last_stage_layers;
   st.stage_layers.clear();
   st.chunk_layout.clear();
+  st.account_for_embedding_in_pipeline_split = lay.embedding_in_split;
+  st.account_for_loss_in_pipeline_split = lay.loss_in_split;
   st.micro_batch_size = space.micro_batch_size;
   st.global_batch_size = space.global_batch_size;
   LayerRecompute base_rc = base.effective_layer_recompute(model);
-  int per_stage = (model.num_layers + lay.pp * lay.vpp - 1) / (lay.pp * lay.vpp);  // per chunk with vpp
+  const int slots = model.num_layers + (lay.embedding_in_split ? 1 : 0) + (lay.loss_in_split ? 1 : 0);
+  int per_stage = (slots + lay.pp * lay.vpp - 1) / (lay.pp * lay.vpp);  // per chunk with vpp
   for (RecomputeSearch kind : space.recompute) {
     LayerRecompute rc;
     rc.enabled = base_rc.enabled;
@@ -177,7 +186,16 @@ std::string layout_problem(const ModelSpec& m, const Strategy& base, const Searc
     return "cp not divisible by the all-to-all level of hierarchical context parallelism";
   if (lay.vpp > 1) {
     if (lay.pp == 1) return "an interleaved schedule needs pp > 1";
-    if (m.num_layers % (lay.pp * lay.vpp) != 0) return "layers not divisible by pp·vpp";
+    const int chunks = lay.pp * lay.vpp;
+    if (m.num_layers % chunks != 0) {
+      // SimuMax refuses it; Megatron splits the layers with the loss, or the embedding and the loss, counted
+      // as layer slots (the loss first: the output layer is the heavier end) when that makes them even.
+      if (base.simumax_compat) return "layers not divisible by pp·vpp";
+      if ((m.num_layers + 1) % chunks == 0 && m.num_layers + 1 >= 2 * chunks)
+        return "";  // a layer left in the end chunk
+      if ((m.num_layers + 2) % chunks == 0 && m.num_layers + 2 >= 2 * chunks) return "";
+      return "layers not divisible by pp·vpp (nor with the embedding and loss counted as layer slots)";
+    }
   }
   return "";
 }
@@ -194,6 +212,10 @@ std::string plan_layout(const ModelSpec& model, const Strategy& base, const Sear
     if (per <= 0 || lay.last_stage_layers <= 0) return "no layers left for the last stage";
   }
   if (std::string problem = layout_problem(model, base, space, lay); !problem.empty()) return problem;
+  if (lay.vpp > 1 && model.num_layers % (lay.pp * lay.vpp) != 0) {
+    lay.loss_in_split = true;
+    lay.embedding_in_split = (model.num_layers + 1) % (lay.pp * lay.vpp) != 0;
+  }
   const int dp = space.world_size / (lay.pp * lay.tp * lay.cp);
   if (space.global_batch_size % (dp * space.micro_batch_size) != 0)
     return "global batch not divisible by dp·micro batch";

@@ -60,6 +60,10 @@ struct SearchSpace {
 struct SearchEvaluation {
   int tp = 1, pp = 1, ep = 1, etp = 1, dp = 1, micro_batches = 0;
   int cp = 1, vpp = 1;  ///< context-parallel size, virtual pipeline stages per rank
+  /// The embedding / the loss counted as a layer slot in the pipeline split (Megatron's
+  /// --account-for-embedding/loss-in-pipeline-split): an interleaved layout whose layers alone do not split
+  /// evenly over pp·vpp chunks (Llama-3.1-405B's 126 over 8 · 8 + the two).
+  bool embedding_in_split = false, loss_in_split = false;
   RecomputeSearch kind = RecomputeSearch::None;
   LayerRecompute recompute;      ///< what was evaluated
   std::string parallelism;       ///< SimuMax's parallelism string
