@@ -258,6 +258,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                      {"vpp", e.vpp},
                      {"account_for_embedding_in_pipeline_split", e.embedding_in_split},
                      {"account_for_loss_in_pipeline_split", e.loss_in_split},
+                     {"decoder_last_pipeline_num_layers", e.last_stage_layers},
                      {"micro_batches", e.micro_batches},
                      {"recompute", cost::to_string(e.kind)},
                      {"recompute_layers", e.recompute.layers},
@@ -340,8 +341,11 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
       std::cout << "best: " << b.parallelism
                 << (b.vpp > 1 ? ", " + std::to_string(b.vpp) + " virtual stages per rank" : "")
                 << (b.embedding_in_split ? ", --account-for-embedding-in-pipeline-split" : "")
-                << (b.loss_in_split ? ", --account-for-loss-in-pipeline-split" : "") << ", "
-                << b.recompute_status << ", MFU " << fixed(b.mfu, 4) << "\n";
+                << (b.loss_in_split ? ", --account-for-loss-in-pipeline-split" : "")
+                << (b.last_stage_layers >= 0
+                        ? ", --decoder-last-pipeline-num-layers " + std::to_string(b.last_stage_layers)
+                        : "")
+                << ", " << b.recompute_status << ", MFU " << fixed(b.mfu, 4) << "\n";
     } else {
       std::cout << "no layout fits in " << fixed(r.memory_limit_gib, 1) << " GiB\n";
     }

@@ -294,8 +294,11 @@ TEST(Search, UnevenInterleavedSplitsCountTheEmbeddingAndLoss) {
   for (const auto& e : r.evaluations) {
     if (e.vpp == 1) {
       EXPECT_FALSE(e.embedding_in_split || e.loss_in_split);
+      // SimuMax's uneven split, as Megatron's --decoder-last-pipeline-num-layers: ⌈126 / pp⌉ on the others.
+      EXPECT_EQ(e.last_stage_layers, e.pp == 16 ? 6 : 14) << e.pp;
       continue;
     }
+    EXPECT_EQ(e.last_stage_layers, -1);
     interleaved = true;
     EXPECT_EQ(e.pp, 8);  // 128 slots over 16 · 8 chunks would leave the end chunks without a layer
     EXPECT_TRUE(e.embedding_in_split && e.loss_in_split);

@@ -70,6 +70,8 @@ SearchEvaluation evaluate(const ModelSpec& model, const Strategy& st, const Syst
   ev.vpp = lay.vpp;
   ev.embedding_in_split = lay.embedding_in_split;
   ev.loss_in_split = lay.loss_in_split;
+  if (lay.pp > 1 && lay.vpp == 1 && model.num_layers % lay.pp != 0)
+    ev.last_stage_layers = lay.last_stage_layers;
   ev.dp = st.dp();
   ev.micro_batches = lay.micro_batches;
   ev.kind = kind;

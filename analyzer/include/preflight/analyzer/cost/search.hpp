@@ -64,6 +64,9 @@ struct SearchEvaluation {
   /// --account-for-embedding/loss-in-pipeline-split): an interleaved layout whose layers alone do not split
   /// evenly over pp·vpp chunks (Llama-3.1-405B's 126 over 8 · 8 + the two).
   bool embedding_in_split = false, loss_in_split = false;
+  /// Layers of the last pipeline stage when the layers do not split evenly over pp (SimuMax's uneven split:
+  /// the other stages ⌈layers / pp⌉ each; Megatron's --decoder-last-pipeline-num-layers); -1 when even.
+  int last_stage_layers = -1;
   RecomputeSearch kind = RecomputeSearch::None;
   LayerRecompute recompute;      ///< what was evaluated
   std::string parallelism;       ///< SimuMax's parallelism string
