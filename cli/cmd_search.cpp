@@ -16,6 +16,7 @@
 #include "preflight/analyzer/cost/search.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/hf_config.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/mindformers_yaml.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/common/table.hpp"
@@ -37,6 +38,8 @@ struct SearchOptions {
   double moe_load_imbalance = 1.0;  // --moe-load-imbalance: the busiest ep rank's routed tokens ÷ the mean
   double packed_seq_mean_length = 0;  // --packed-seq-mean-length: packed samples' mean length (0: unpacked)
   double yaml_device_gib = 0;  // --config: context.max_device_memory (0: none)
+  std::vector<std::string> megatron;  // a launch's Megatron-LM / torchrun arguments after --
+  bool gbs_default = true, world_default = true;
 };
 
 int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Strategy base,
@@ -170,8 +173,48 @@ int run(const SearchOptions& o) {
     if (oo.mbs_default) oo.mbs = mc.strategy.micro_batch_size;
     if (oo.seq_default) oo.seq = static_cast<int>(mc.strategy.seq_length);
     base.seq_length = oo.seq;
+  } else if (!o.megatron.empty()) {
+    // A Megatron launch: its model (or --model's, the flags on top), numerics, kernels, dispatcher, batch,
+    // sequence and world size; tp, pp, ep, cp, vpp and recompute are searched (cp and vpp as given unless
+    // listed).
+    if (!o.strategy.empty())
+      throw InputError("--strategy", "cannot be combined with Megatron arguments after --");
+    std::vector<std::string> words = o.megatron;
+    restore_bracket_words(words);
+    ModelSpec given;
+    if (!o.model.empty()) given = cost::load_cost_model(o.model, &warnings);
+    MegatronConfig mc = parse_megatron_args(words, process_environment(), o.model.empty() ? nullptr : &given);
+    for (const auto& w : mc.warnings) warnings.push_back(w);
+    model = mc.model;
+    base = mc.strategy;
+    base.chunk_layout.clear();
+    base.stage_layers.clear();
+    base.per_layer_recompute.clear();
+    base.first_stage_layers = base.last_stage_layers = -1;
+    base.account_for_embedding_in_pipeline_split = base.account_for_loss_in_pipeline_split = false;
+    if (oo.vpp.empty()) oo.vpp = "1";
+    if (oo.cp.empty()) oo.cp = std::to_string(base.cp);
+    if (oo.world_default) oo.world = base.world_size;
+    if (oo.gbs_default) oo.gbs = base.global_batch();
+    if (oo.mbs_default) oo.mbs = base.micro_batch_size;
+    if (oo.seq_default) oo.seq = static_cast<int>(base.seq_length);
+    base.seq_length = oo.seq;
+    if (o.moe_load_imbalance != 1.0) base.moe_load_imbalance = o.moe_load_imbalance;
+    if (o.packed_seq_mean_length > 0) base.packed_seq_mean_length = o.packed_seq_mean_length;
+    if (o.lora_rank > 0) {
+      model.lora = LoraSpec{};
+      model.lora.rank = o.lora_rank;
+    }
+    if (!(o.moe_load_imbalance >= 1.0) || !std::isfinite(o.moe_load_imbalance))
+      throw InputError("--moe-load-imbalance",
+                       "must be a number ≥ 1 (the busiest expert-parallel rank's routed tokens ÷ the mean)");
+    if (base.moe_load_imbalance > 1.0 && !model.moe.enabled())
+      throw InputError("--moe-load-imbalance", "is given for a model without experts");
+    return run_search(oo, model, base, warnings);
   } else {
-    if (o.model.empty()) throw InputError("--model", "is required (or --config X.yaml)");
+    if (o.model.empty())
+      throw InputError("--model",
+                       "is required (or --config X.yaml, or a launch's Megatron arguments after --)");
     model = cost::load_cost_model(o.model, &warnings);
   }
   if (o.lora_rank < 0) throw InputError("--lora-rank", "must not be negative");
@@ -199,8 +242,8 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   cap_device_memory(system.mem_gib, o.yaml_device_gib, warnings);
   for (const auto& w : warnings) std::cerr << "preflight: warning: " << w << "\n";
   if (o.gpus_per_node > 0) system.set_gpus_per_node(o.gpus_per_node);
-  if (!o.config.empty()) {
-    // base comes from the yaml
+  if (!o.config.empty() || !o.megatron.empty()) {
+    // base comes from the yaml or the launch
   } else if (!o.strategy.empty()) {
     base = cost::load_simumax_strategy(o.strategy).strategy;
   } else {  // SimuMax's StrategyConfig defaults
@@ -211,7 +254,8 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     base.etp = 1;
     base.seq_length = o.seq;
   }
-  if (o.config.empty() && (o.seq != 4096 || o.strategy.empty())) base.seq_length = o.seq;
+  if (o.config.empty() && o.megatron.empty() && (o.seq != 4096 || o.strategy.empty()))
+    base.seq_length = o.seq;
   if (o.simumax_compat) base.simumax_compat = true;
   check_packed_seq_mean_length(base);
   cost::SearchSpace space;
@@ -421,10 +465,18 @@ Command search_command() {
         sub.add_flag("--quiet", o->quiet, "no progress bar");
         sub.add_flag("--strict", o->strict,
                      "an op of the model the cost model does not price is an error (exit 2), not a warning");
-        sub.footer("Exit status: 0 a layout fits, 1 none fits, 2 bad input.");
+        sub.add_option("megatron", o->megatron,
+                       "a launch's Megatron-LM / torchrun arguments after --: its model, numerics, batch, "
+                       "sequence and world size; tp, pp, ep, cp, vpp and recompute are searched");
+        sub.footer(
+            "Exit status: 0 a layout fits, 1 none fits, 2 bad input.\n"
+            "Example: preflight search --system h100-sxm --tp 1,2,4,8 --pp 1,2,4,8 --vpp 1,2,5 -- "
+            "$(your torchrun and pretrain_gpt.py arguments)");
         return [o, &sub] {
           o->mbs_default = sub.count("--micro-batch-size") == 0;
           o->seq_default = sub.count("--seq-length") == 0;
+          o->gbs_default = sub.count("--global-batch-size") == 0;
+          o->world_default = sub.count("--world-size") == 0;
           return run(*o);
         };
       }};

@@ -514,3 +514,77 @@ TEST(SearchCli, PackedSequencesPriceAttentionWithinTheSamples) {
   EXPECT_EQ(preflight::test::run_preflight(args + " --packed-seq-mean-length 9000").exit_code, 2);
   EXPECT_EQ(preflight::test::run_preflight(args + " --packed-seq-mean-length 0.5").exit_code, 2);
 }
+
+// A launch's own Megatron arguments as the base (after --): the model, FP8, TP communication overlap, the
+// distributed optimizer, batch, sequence and the world size come from the launch; tp, pp, cp, vpp and
+// recompute are searched.  NeMo 24.07's Llama-3-70B FP8 launch on 64 H100s (tests/data/time_corpus): among
+// tp 2 / 4 / 8, pp 2 / 4 / 8, cp 1 / 2 and vpp 1 / 5 the best is the layout NVIDIA published (tp 4 pp 4 cp 2
+// vpp 5), priced as `estimate` prices the launch itself.
+TEST(SearchCli, MegatronLaunchIsTheBase) {
+  const auto row =
+      nlohmann::json::parse(read_file(data_dir() / "time_corpus" / "h100_nemo_2407.json"))["runs"][11];
+  ASSERT_NE(row["name"].get<std::string>().find("llama3-70b"), std::string::npos);
+  std::string args;
+  for (const auto& a : row["args"]) args += " " + shell_quote(a.get<std::string>());
+  const RunResult r = run_preflight(
+      "search --system h100-sxm --tp 2,4,8 --pp 2,4,8 --cp 1,2 --vpp 1,5 --recompute none,full_block --quiet "
+      "--json --top 3 --" +
+      args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json best = nlohmann::json::parse(r.out)["best"];
+  EXPECT_EQ(best["tp"], 4);
+  EXPECT_EQ(best["pp"], 4);
+  EXPECT_EQ(best["cp"], 2);
+  EXPECT_EQ(best["vpp"], 5);
+  EXPECT_EQ(best["dp"], 2);  // 64 GPUs from the launch's --nproc_per_node / --nnodes
+  const RunResult e = run_preflight("estimate --json --system h100-sxm --" + args);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NEAR(best["iteration_ms"].get<double>(),
+              nlohmann::json::parse(e.out)["summary"]["iteration_ms"].get<double>(), 1e-3);
+  // Megatron arguments and a SimuMax strategy are two bases: refused.
+  EXPECT_EQ(run_preflight("search --system h100-sxm --strategy tp1_pp2_dp4_mbs1 --quiet --" + args).exit_code,
+            2);
+}
+
+// A one-stage layout whose tp · cp is the whole world (dp 1) with the output layer's weight gradients
+// deferred: the head's ops are built as a pipeline's last stage would hold them (pp 2), which left dp 0 and
+// divided by it (SIGFPE in a search from NeMo's Llama-3-70B launch).  The search turns the deferral off at pp
+// 1 (and TP communication overlap at tp 1), as NeMo's recipes do and Megatron requires.
+TEST(Search, OneStageLayoutOfTheWholeWorld) {
+  const ModelSpec m = load_cost_model("llama3-70b");
+  Strategy base;
+  base.precision = Precision::BF16;
+  base.sequence_parallel = true;
+  base.distributed_optimizer = true;
+  base.zero_stage = 1;
+  base.seq_length = 8192;
+  Strategy st = base;
+  st.world_size = 64;
+  st.tp = 8;
+  st.cp = 8;
+  st.global_batch_size = 16;
+  st.defer_embedding_wgrad = true;
+  const SystemSpec sys = load_simumax_system("b200");
+  EXPECT_GT(estimate(m, st, sys).iteration_ms, 0);
+  SearchSpace sp;
+  sp.world_size = 64;
+  sp.global_batch_size = 16;
+  sp.tp = {1, 8};
+  sp.pp = {1};
+  sp.cp = {8};
+  sp.recompute = {RecomputeSearch::None};
+  Strategy launch = base;
+  launch.defer_embedding_wgrad = true;
+  launch.tp_comm_overlap = true;
+  const SearchResult with = search(m, launch, sys, sp), without = search(m, base, sys, sp);
+  ASSERT_EQ(with.evaluations.size(), 2u);
+  ASSERT_EQ(without.evaluations.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const SearchEvaluation &a = with.evaluations[i], &b = without.evaluations[i];
+    EXPECT_TRUE(a.error.empty()) << a.error;
+    if (a.tp == 1)
+      EXPECT_EQ(a.iteration_ms, b.iteration_ms);  // neither feature applies
+    else
+      EXPECT_LT(a.iteration_ms, b.iteration_ms);  // tp 8: the TP overlap still hides collectives
+  }
+}

@@ -120,6 +120,11 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
   st.last_stage_layers = lay.last_stage_layers;
   st.stage_layers.clear();
   st.chunk_layout.clear();
+  // A launch's features that need a size the layout does not have are off for it, as NeMo's recipes set
+  // them (Megatron refuses them there): TP communication overlap at tp 1, the output layer's deferred weight
+  // gradients at pp 1.
+  if (lay.tp == 1) st.tp_comm_overlap = false;
+  if (lay.pp == 1) st.defer_embedding_wgrad = false;
   st.account_for_embedding_in_pipeline_split = lay.embedding_in_split;
   st.account_for_loss_in_pipeline_split = lay.loss_in_split;
   st.micro_batch_size = space.micro_batch_size;

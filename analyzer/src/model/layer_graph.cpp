@@ -272,6 +272,7 @@ std::vector<Op> build_head_ops(const ModelSpec& model, const Strategy& strategy,
   Strategy st = strategy;
   if (st.pp == 1) {
     st.pp = 2;
+    st.world_size *= 2;  // the same data-parallel size (a world of exactly tp · cp ranks left dp 0)
     st.chunk_layout.clear();
   }
   Ctx c = make_ctx(model, st);
