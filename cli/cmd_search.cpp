@@ -192,7 +192,7 @@ int run(const SearchOptions& o) {
     base.per_layer_recompute.clear();
     base.first_stage_layers = base.last_stage_layers = -1;
     base.account_for_embedding_in_pipeline_split = base.account_for_loss_in_pipeline_split = false;
-    if (oo.vpp.empty()) oo.vpp = "1";
+    base.pp = base.vpp = 1;  // the launch's own sizes are among those searched, not the base's
     if (oo.cp.empty()) oo.cp = std::to_string(base.cp);
     if (oo.world_default) oo.world = base.world_size;
     if (oo.gbs_default) oo.gbs = base.global_batch();

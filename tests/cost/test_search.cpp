@@ -588,3 +588,31 @@ TEST(Search, OneStageLayoutOfTheWholeWorld) {
       EXPECT_LT(a.iteration_ms, b.iteration_ms);  // tp 8: the TP overlap still hides collectives
   }
 }
+
+// A layout whose pricing throws, in a worker thread, is that layout's error: the search goes on (the
+// exception left the thread and ended the process: "terminate called recursively").  Here the base still
+// holds a launch's 16 pipeline stages and its selective recompute, whose per-chunk layer count DeepSeek-V3's
+// 61 layers do not give without the launch's layout.
+TEST(Search, AnErrorInAWorkerIsTheLayoutsOwn) {
+  const ModelSpec m = load_cost_model("deepseek-v3");
+  Strategy base;
+  base.precision = Precision::BF16;
+  base.sequence_parallel = true;
+  base.distributed_optimizer = true;
+  base.zero_stage = 1;
+  base.seq_length = 4096;
+  base.pp = 16;
+  base.recompute_granularity = RecomputeGranularity::Selective;
+  SearchSpace sp;
+  sp.world_size = 256;
+  sp.global_batch_size = 1024;
+  sp.tp = {1};
+  sp.pp = {8, 16};
+  sp.ep = {8, 16};
+  sp.recompute = {RecomputeSearch::None};
+  sp.threads = 2;
+  const SearchResult r = search(m, base, load_simumax_system("b300"), sp);
+  ASSERT_EQ(r.evaluations.size(), 4u);
+  for (const auto& e : r.evaluations) EXPECT_NE(e.error.find("61 layers"), std::string::npos) << e.error;
+  EXPECT_FALSE(r.best.has_value());
+}

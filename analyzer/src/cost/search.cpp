@@ -301,7 +301,22 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
   auto worker = [&] {
     EstimateCache cache;
     for (std::size_t i = next++; i < layouts.size(); i = next++) {
-      per_layout[i] = search_layout(model, base, system, space, result.memory_limit_gib, layouts[i], cache);
+      // An error of one layout is that layout's (an exception leaving a worker thread would end the process).
+      try {
+        per_layout[i] = search_layout(model, base, system, space, result.memory_limit_gib, layouts[i], cache);
+      } catch (const std::exception& e) {
+        SearchEvaluation ev;
+        const Layout& lay = layouts[i];
+        ev.tp = lay.tp;
+        ev.pp = lay.pp;
+        ev.ep = lay.ep;
+        ev.etp = lay.etp;
+        ev.cp = lay.cp;
+        ev.vpp = lay.vpp;
+        ev.micro_batches = lay.micro_batches;
+        ev.error = e.what();
+        per_layout[i] = {ev};
+      }
       int d = ++done;
       if (progress) {
         std::lock_guard<std::mutex> lock(progress_mutex);
