@@ -29,6 +29,7 @@ namespace {
 struct SearchOptions {
   std::string model, system = "a100_pcie", strategy, csv, config;
   int world = 0, gbs = 0, mbs = 1, seq = 4096, top = 10, threads = 0;
+  std::string mbs_text;  // --micro-batch-size as given: one size or a list to search
   std::string tp, pp, ep, cp, vpp, recompute = "none,full_block,selective";
   double margin = 10;
   bool use_etp = false, no_reserved = false, json = false, quiet = false, strict = false, simumax_compat = false;
@@ -262,6 +263,12 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   space.world_size = o.world;
   space.global_batch_size = o.gbs;
   space.micro_batch_size = o.mbs;
+  if (!o.mbs_default) {
+    space.micro_batch_sizes = int_list(o.mbs_text, "--micro-batch-size");
+    if (space.micro_batch_sizes.empty())
+      throw InputError("--micro-batch-size", "expects positive integers separated by commas");
+    space.micro_batch_size = space.micro_batch_sizes.front();
+  }
   space.tp = int_list(o.tp, "--tp");
   space.pp = int_list(o.pp, "--pp");
   space.ep = int_list(o.ep, "--ep");
@@ -300,6 +307,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                      {"dp", e.dp},
                      {"cp", e.cp},
                      {"vpp", e.vpp},
+                     {"micro_batch_size", e.micro_batch_size},
                      {"account_for_embedding_in_pipeline_split", e.embedding_in_split},
                      {"account_for_loss_in_pipeline_split", e.loss_in_split},
                      {"decoder_last_pipeline_num_layers", e.last_stage_layers},
@@ -329,7 +337,8 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << model.name << " on " << system.name << ", " << o.world << " GPUs, global batch " << o.gbs
-              << ", micro batch " << o.mbs << "; limit " << fixed(r.memory_limit_gib, 1) << " GiB ("
+              << ", micro batch " << (o.mbs_default ? std::to_string(o.mbs) : o.mbs_text) << "; limit "
+              << fixed(r.memory_limit_gib, 1) << " GiB ("
               << (space.use_reserved_memory ? "peak with reserved" : "allocated peak") << ")\n";
     TextTable t;
     t.column("#", TextTable::Align::Right)
@@ -337,13 +346,15 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
         .column("pp", TextTable::Align::Right);
     t.column("ep", TextTable::Align::Right).column("dp", TextTable::Align::Right);
     // cp / vpp columns when they vary or differ from 1 (SimuMax's table has neither).
-    bool show_cp = false, show_vpp = false;
+    bool show_cp = false, show_vpp = false, show_mbs = false;
     for (const auto& e : r.evaluations) {
       show_cp = show_cp || e.cp != 1;
       show_vpp = show_vpp || e.vpp != 1;
+      show_mbs = show_mbs || e.micro_batch_size != r.evaluations.front().micro_batch_size;
     }
     if (show_cp) t.column("cp", TextTable::Align::Right);
     if (show_vpp) t.column("vpp", TextTable::Align::Right);
+    if (show_mbs) t.column("mbs", TextTable::Align::Right);
     t.column("mbc", TextTable::Align::Right).column("recompute");
     t.column("MFU", TextTable::Align::Right).column("TFLOP/s", TextTable::Align::Right);
     t.column("tokens/s/GPU", TextTable::Align::Right).column("iter s", TextTable::Align::Right);
@@ -361,6 +372,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
         cells.push_back(std::to_string(e.vpp) + (e.embedding_in_split ? "E" : "") +
                         (e.loss_in_split ? "L" : ""));
       split_rows = split_rows || e.embedding_in_split || e.loss_in_split;
+      if (show_mbs) cells.push_back(std::to_string(e.micro_batch_size));
       for (std::string c :
            {std::to_string(e.micro_batches), recompute_cell(e), fixed(e.mfu, 4), fixed(e.tflops_per_gpu, 1),
             fixed(e.tokens_per_second_per_gpu, 1), fixed(e.iteration_ms / 1000, 3),
@@ -441,7 +453,9 @@ Command search_command() {
             "packed samples of this many tokens on average in each sequence: attention priced within "
             "each (as estimate's)");
         sub.add_option("--global-batch-size", o->gbs, "samples per iteration");
-        sub.add_option("--micro-batch-size", o->mbs, "samples per micro batch")->capture_default_str();
+        sub.add_option("--micro-batch-size", o->mbs_text,
+                       "samples per micro batch, or sizes to search, e.g. 1,2,4 (default 1; with --config or "
+                       "a launch: theirs)");
         sub.add_option("--seq-length", o->seq, "tokens per sample")->capture_default_str();
         sub.add_option("--tp", o->tp, "tensor-parallel sizes, e.g. 1,2,4,8 (default: SimuMax's)");
         sub.add_option("--pp", o->pp, "pipeline sizes, e.g. 1,2,4,8 or all (default: 1..layers)");
@@ -474,6 +488,12 @@ Command search_command() {
             "$(your torchrun and pretrain_gpt.py arguments)");
         return [o, &sub] {
           o->mbs_default = sub.count("--micro-batch-size") == 0;
+          if (!o->mbs_default) {  // the first size (the header's and --config's checks); the list in run()
+            const auto sizes = int_list(o->mbs_text, "--micro-batch-size");
+            if (sizes.empty())
+              throw InputError("--micro-batch-size", "expects positive integers separated by commas");
+            o->mbs = sizes.front();
+          }
           o->seq_default = sub.count("--seq-length") == 0;
           o->gbs_default = sub.count("--global-batch-size") == 0;
           o->world_default = sub.count("--world-size") == 0;

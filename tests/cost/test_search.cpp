@@ -616,3 +616,33 @@ TEST(Search, AnErrorInAWorkerIsTheLayoutsOwn) {
   for (const auto& e : r.evaluations) EXPECT_NE(e.error.find("61 layers"), std::string::npos) << e.error;
   EXPECT_FALSE(r.best.has_value());
 }
+
+// --micro-batch-size takes a list to search (SimuMax fixes it): every size that divides the global batch with
+// dp is priced, the table shows an mbs column, the JSON each row's size; a size that is not a positive
+// integer is refused.  Llama-3-8B on 8 H100s, global batch 128: micro batches of 1, 2 and 4.
+TEST(SearchCli, MicroBatchSizesAreSearchedWhenListed) {
+  const std::string base =
+      "search --model llama3-8b --system h100-sxm --world-size 8 --global-batch-size 128 --seq-length 4096 "
+      "--tp 1,2 --pp 1,2 --recompute none --quiet --top 100";
+  const RunResult r = run_preflight(base + " --micro-batch-size 1,2,4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  std::set<int> sizes;
+  for (const auto& row : j["top"]) {
+    sizes.insert(row["micro_batch_size"].get<int>());
+    // micro batches = global batch / (dp · mbs)
+    EXPECT_EQ(row["micro_batches"].get<int>() * row["dp"].get<int>() * row["micro_batch_size"].get<int>(),
+              128);
+  }
+  EXPECT_EQ(sizes, (std::set<int>{1, 2, 4}));
+  const RunResult table = run_preflight(base + " --micro-batch-size 1,2,4");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find(" mbs "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("micro batch 1,2,4"), std::string::npos) << table.out;
+  // One size: no column, as before.
+  const RunResult one = run_preflight(base + " --micro-batch-size 2");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out.find(" mbs "), std::string::npos) << one.out;
+  EXPECT_EQ(run_preflight(base + " --micro-batch-size 1,0").exit_code, 2);
+  EXPECT_EQ(run_preflight(base + " --micro-batch-size x").exit_code, 2);
+}

@@ -52,6 +52,7 @@ double simumax_rounded_gib(double bytes) {
 
 struct Layout {
   int tp, ep, pp, etp, last_stage_layers, micro_batches, cp, vpp;
+  int mbs = 1;  ///< samples per micro batch
   /// Interleaved layouts whose layers do not split evenly over pp·vpp chunks: the embedding and / or the loss
   /// counted as a layer slot (Megatron's --account-for-embedding/loss-in-pipeline-split), as NeMo splits
   /// Llama-3.1-405B's 126 layers into 128 slots.
@@ -68,6 +69,7 @@ SearchEvaluation evaluate(const ModelSpec& model, const Strategy& st, const Syst
   ev.etp = lay.etp;
   ev.cp = lay.cp;
   ev.vpp = lay.vpp;
+  ev.micro_batch_size = lay.mbs;
   ev.embedding_in_split = lay.embedding_in_split;
   ev.loss_in_split = lay.loss_in_split;
   if (lay.pp > 1 && lay.vpp == 1 && model.num_layers % lay.pp != 0)
@@ -127,7 +129,7 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
   if (lay.pp == 1) st.defer_embedding_wgrad = false;
   st.account_for_embedding_in_pipeline_split = lay.embedding_in_split;
   st.account_for_loss_in_pipeline_split = lay.loss_in_split;
-  st.micro_batch_size = space.micro_batch_size;
+  st.micro_batch_size = lay.mbs;
   st.global_batch_size = space.global_batch_size;
   LayerRecompute base_rc = base.effective_layer_recompute(model);
   const int slots = model.num_layers + (lay.embedding_in_split ? 1 : 0) + (lay.loss_in_split ? 1 : 0);
@@ -224,9 +226,8 @@ std::string plan_layout(const ModelSpec& model, const Strategy& base, const Sear
     lay.embedding_in_split = (model.num_layers + 1) % (lay.pp * lay.vpp) != 0;
   }
   const int dp = space.world_size / (lay.pp * lay.tp * lay.cp);
-  if (space.global_batch_size % (dp * space.micro_batch_size) != 0)
-    return "global batch not divisible by dp·micro batch";
-  lay.micro_batches = space.global_batch_size / (dp * space.micro_batch_size);
+  if (space.global_batch_size % (dp * lay.mbs) != 0) return "global batch not divisible by dp·micro batch";
+  lay.micro_batches = space.global_batch_size / (dp * lay.mbs);
   if (lay.micro_batches == 0) return "no micro batch";
   if (lay.vpp > 1 && lay.micro_batches % lay.pp != 0)
     return "micro batches not a multiple of pp (interleaved groups of pp)";
@@ -242,6 +243,10 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
   if (space.world_size <= 0) throw InputError("--world-size", "must be positive");
   if (space.global_batch_size <= 0) throw InputError("--global-batch-size", "must be positive");
   if (space.micro_batch_size <= 0) throw InputError("--micro-batch-size", "must be positive");
+  std::vector<int> mbss =
+      space.micro_batch_sizes.empty() ? std::vector<int>{space.micro_batch_size} : space.micro_batch_sizes;
+  for (int m : mbss)
+    if (m <= 0) throw InputError("--micro-batch-size", "must be positive");
   if (space.recompute.empty()) throw InputError("--recompute", "names no recompute type");
   bool moe = model.moe.enabled();
   std::vector<int> tps = space.tp, eps = space.ep, pps = space.pp;
@@ -265,17 +270,19 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
     for (int ep : eps)
       for (int pp : pps)
         for (int cp : cps)
-          for (int vpp : vpps) {
-            Layout lay{tp, ep, pp, space.use_etp ? tp : 1, -1, 0, cp, vpp};
-            std::string where = "tp" + std::to_string(tp) + " ep" + std::to_string(ep) + " pp" +
-                                std::to_string(pp) +
-                                (cps.size() > 1 || cp > 1 ? " cp" + std::to_string(cp) : "") +
-                                (vpps.size() > 1 || vpp > 1 ? " vpp" + std::to_string(vpp) : "");
-            if (const std::string why = plan_layout(model, base, space, lay); !why.empty())
-              result.skipped.push_back(where + ": " + why);
-            else
-              layouts.push_back(lay);
-          }
+          for (int vpp : vpps)
+            for (int mbs : mbss) {
+              Layout lay{tp, ep, pp, space.use_etp ? tp : 1, -1, 0, cp, vpp, mbs};
+              std::string where = "tp" + std::to_string(tp) + " ep" + std::to_string(ep) + " pp" +
+                                  std::to_string(pp) +
+                                  (cps.size() > 1 || cp > 1 ? " cp" + std::to_string(cp) : "") +
+                                  (vpps.size() > 1 || vpp > 1 ? " vpp" + std::to_string(vpp) : "") +
+                                  (mbss.size() > 1 ? " mbs" + std::to_string(mbs) : "");
+              if (const std::string why = plan_layout(model, base, space, lay); !why.empty())
+                result.skipped.push_back(where + ": " + why);
+              else
+                layouts.push_back(lay);
+            }
 
   // Ops the cost model does not price do not depend on the layout: checked once, on the first one.
   if (!layouts.empty()) {
@@ -285,7 +292,7 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
     st.ep = layouts.front().ep;
     st.etp = layouts.front().etp;
     st.pp = 1;
-    st.micro_batch_size = space.micro_batch_size;
+    st.micro_batch_size = layouts.front().mbs;
     std::vector<std::string> lines = unpriced_ops(model, st, system);
     if (space.strict) refuse_unpriced(lines);
     for (const auto& line : lines) result.warnings.push_back("not priced: " + line);
@@ -313,6 +320,7 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
         ev.etp = lay.etp;
         ev.cp = lay.cp;
         ev.vpp = lay.vpp;
+        ev.micro_batch_size = lay.mbs;
         ev.micro_batches = lay.micro_batches;
         ev.error = e.what();
         per_layout[i] = {ev};

@@ -32,6 +32,9 @@ struct SearchSpace {
   int world_size = 8;
   int global_batch_size = 0;  ///< samples per iteration; micro batches = gbs / (dp · mbs)
   int micro_batch_size = 1;
+  /// Micro batch sizes to search (empty: micro_batch_size alone; SimuMax searches none): each divides the
+  /// global batch with dp into whole micro batches.
+  std::vector<int> micro_batch_sizes;
   /// empty: {1,2,4,8} for dense models, {1} for MoE (SimuMax's defaults); sizes given are searched for MoE
   /// models too, except under simumax_compat (SimuMax searches MoE at tp 1 only).
   std::vector<int> tp;
@@ -60,6 +63,7 @@ struct SearchSpace {
 struct SearchEvaluation {
   int tp = 1, pp = 1, ep = 1, etp = 1, dp = 1, micro_batches = 0;
   int cp = 1, vpp = 1;  ///< context-parallel size, virtual pipeline stages per rank
+  int micro_batch_size = 1;  ///< samples per micro batch
   /// The embedding / the loss counted as a layer slot in the pipeline split (Megatron's
   /// --account-for-embedding/loss-in-pipeline-split): an interleaved layout whose layers alone do not split
   /// evenly over pp·vpp chunks (Llama-3.1-405B's 126 over 8 · 8 + the two).
