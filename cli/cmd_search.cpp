@@ -46,6 +46,18 @@ struct SearchOptions {
 int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Strategy base,
                std::vector<std::string>& warnings);
 
+/// A yaml's or a launch's base without its own pipeline split (its pp, vpp, offsets, layout and per-layer
+/// recompute): the sizes are searched, and a split of the base's stages that the model's layers do not make
+/// without its layout would throw where the base is read.
+void clear_pipeline_split(analyzer::Strategy& base) {
+  base.chunk_layout.clear();
+  base.stage_layers.clear();
+  base.per_layer_recompute.clear();
+  base.first_stage_layers = base.last_stage_layers = -1;
+  base.account_for_embedding_in_pipeline_split = base.account_for_loss_in_pipeline_split = false;
+  base.pp = base.vpp = 1;
+}
+
 std::vector<int> int_list(const std::string& text, const char* flag) {
   std::vector<int> out;
   if (text.empty() || text == "all") return out;
@@ -164,10 +176,7 @@ int run(const SearchOptions& o) {
     for (const auto& w : mc.warnings) warnings.push_back(w);
     model = mc.model;
     base = mc.strategy;
-    base.chunk_layout.clear();
-    base.stage_layers.clear();
-    base.per_layer_recompute.clear();
-    base.vpp = 1;
+    clear_pipeline_split(base);
     if (mc.max_device_memory_gib) oo.yaml_device_gib = *mc.max_device_memory_gib;
     if (oo.world <= 0) oo.world = mc.world_size();
     if (oo.gbs <= 0) oo.gbs = mc.strategy.global_batch();
@@ -188,12 +197,7 @@ int run(const SearchOptions& o) {
     for (const auto& w : mc.warnings) warnings.push_back(w);
     model = mc.model;
     base = mc.strategy;
-    base.chunk_layout.clear();
-    base.stage_layers.clear();
-    base.per_layer_recompute.clear();
-    base.first_stage_layers = base.last_stage_layers = -1;
-    base.account_for_embedding_in_pipeline_split = base.account_for_loss_in_pipeline_split = false;
-    base.pp = base.vpp = 1;  // the launch's own sizes are among those searched, not the base's
+    clear_pipeline_split(base);
     if (oo.cp.empty()) oo.cp = std::to_string(base.cp);
     if (oo.world_default) oo.world = base.world_size;
     if (oo.gbs_default) oo.gbs = base.global_batch();

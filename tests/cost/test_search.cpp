@@ -78,6 +78,18 @@ SearchResult llama8b_search(int threads) {
   return search(m, base, load_simumax_system("a100_pcie"), sp);
 }
 
+/// SimuMax's default strategy as `search` starts from it (BF16, sequence parallel, the distributed optimizer)
+/// at `seq` tokens per sample.
+Strategy megatron_bf16_base(int seq) {
+  Strategy base;
+  base.precision = Precision::BF16;
+  base.sequence_parallel = true;
+  base.distributed_optimizer = true;
+  base.zero_stage = 1;
+  base.seq_length = seq;
+  return base;
+}
+
 }  // namespace
 
 // search_bench_llama3-8b_w32_ppall: 77 evaluations, 75 feasible rows, best tp1 pp2 dp16 MFU 0.4640.
@@ -201,12 +213,7 @@ TEST(Search, SharedReferenceCsv) {
 // reason (vpp on pp 1, layers that do not split over pp·vpp, micro batches not a multiple of pp).
 TEST(Search, InterleavedStagesAndContextParallelWhenAsked) {
   const ModelSpec m = load_cost_model("llama3-70b");
-  Strategy base;
-  base.precision = Precision::BF16;
-  base.sequence_parallel = true;
-  base.distributed_optimizer = true;
-  base.zero_stage = 1;
-  base.seq_length = 8192;
+  Strategy base = megatron_bf16_base(8192);
   SearchSpace sp;
   sp.world_size = 64;
   sp.global_batch_size = 64;
@@ -274,12 +281,7 @@ TEST(Search, InterleavedStagesAndContextParallelWhenAsked) {
 TEST(Search, UnevenInterleavedSplitsCountTheEmbeddingAndLoss) {
   const ModelSpec m = load_cost_model("llama3.1-405b");
   ASSERT_EQ(m.num_layers, 126);
-  Strategy base;
-  base.precision = Precision::BF16;
-  base.sequence_parallel = true;
-  base.distributed_optimizer = true;
-  base.zero_stage = 1;
-  base.seq_length = 8192;
+  Strategy base = megatron_bf16_base(8192);
   SearchSpace sp;
   sp.world_size = 1024;
   sp.global_batch_size = 512;
@@ -552,12 +554,7 @@ TEST(SearchCli, MegatronLaunchIsTheBase) {
 // 1 (and TP communication overlap at tp 1), as NeMo's recipes do and Megatron requires.
 TEST(Search, OneStageLayoutOfTheWholeWorld) {
   const ModelSpec m = load_cost_model("llama3-70b");
-  Strategy base;
-  base.precision = Precision::BF16;
-  base.sequence_parallel = true;
-  base.distributed_optimizer = true;
-  base.zero_stage = 1;
-  base.seq_length = 8192;
+  Strategy base = megatron_bf16_base(8192);
   Strategy st = base;
   st.world_size = 64;
   st.tp = 8;
@@ -595,12 +592,7 @@ TEST(Search, OneStageLayoutOfTheWholeWorld) {
 // 61 layers do not give without the launch's layout.
 TEST(Search, AnErrorInAWorkerIsTheLayoutsOwn) {
   const ModelSpec m = load_cost_model("deepseek-v3");
-  Strategy base;
-  base.precision = Precision::BF16;
-  base.sequence_parallel = true;
-  base.distributed_optimizer = true;
-  base.zero_stage = 1;
-  base.seq_length = 4096;
+  Strategy base = megatron_bf16_base(4096);
   base.pp = 16;
   base.recompute_granularity = RecomputeGranularity::Selective;
   SearchSpace sp;

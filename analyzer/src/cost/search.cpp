@@ -59,9 +59,8 @@ struct Layout {
   bool embedding_in_split = false, loss_in_split = false;
 };
 
-SearchEvaluation evaluate(const ModelSpec& model, const Strategy& st, const SystemSpec& sys,
-                          const SearchSpace& space, double limit_gib, const Layout& lay, RecomputeSearch kind,
-                          EstimateCache& cache) {
+/// An evaluation of the layout's sizes, not yet priced.
+SearchEvaluation sizes_of(const ModelSpec& model, const Layout& lay) {
   SearchEvaluation ev;
   ev.tp = lay.tp;
   ev.pp = lay.pp;
@@ -70,12 +69,19 @@ SearchEvaluation evaluate(const ModelSpec& model, const Strategy& st, const Syst
   ev.cp = lay.cp;
   ev.vpp = lay.vpp;
   ev.micro_batch_size = lay.mbs;
+  ev.micro_batches = lay.micro_batches;
   ev.embedding_in_split = lay.embedding_in_split;
   ev.loss_in_split = lay.loss_in_split;
   if (lay.pp > 1 && lay.vpp == 1 && model.num_layers % lay.pp != 0)
     ev.last_stage_layers = lay.last_stage_layers;
+  return ev;
+}
+
+SearchEvaluation evaluate(const ModelSpec& model, const Strategy& st, const SystemSpec& sys,
+                          const SearchSpace& space, double limit_gib, const Layout& lay, RecomputeSearch kind,
+                          EstimateCache& cache) {
+  SearchEvaluation ev = sizes_of(model, lay);
   ev.dp = st.dp();
-  ev.micro_batches = lay.micro_batches;
   ev.kind = kind;
   ev.recompute = *st.layer_recompute;
   ev.parallelism = parallelism_text(st);
@@ -312,16 +318,7 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
       try {
         per_layout[i] = search_layout(model, base, system, space, result.memory_limit_gib, layouts[i], cache);
       } catch (const std::exception& e) {
-        SearchEvaluation ev;
-        const Layout& lay = layouts[i];
-        ev.tp = lay.tp;
-        ev.pp = lay.pp;
-        ev.ep = lay.ep;
-        ev.etp = lay.etp;
-        ev.cp = lay.cp;
-        ev.vpp = lay.vpp;
-        ev.micro_batch_size = lay.mbs;
-        ev.micro_batches = lay.micro_batches;
+        SearchEvaluation ev = sizes_of(model, layouts[i]);
         ev.error = e.what();
         per_layout[i] = {ev};
       }
