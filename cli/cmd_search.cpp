@@ -166,6 +166,8 @@ int run(const SearchOptions& o) {
   if (!o.config.empty()) {
     // A MindFormers yaml: its model, numerics, batch and sequence; tp, pp, ep and recompute are searched.
     if (!o.strategy.empty()) throw InputError("--strategy", "cannot be combined with --config");
+    if (!o.megatron.empty())
+      throw InputError("--config", "and Megatron arguments after -- are two bases; give one");
     MindFormersOptions mf;
     ModelSpec given;
     if (!o.model.empty()) {

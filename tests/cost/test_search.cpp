@@ -546,6 +546,9 @@ TEST(SearchCli, MegatronLaunchIsTheBase) {
   // Megatron arguments and a SimuMax strategy are two bases: refused.
   EXPECT_EQ(run_preflight("search --system h100-sxm --strategy tp1_pp2_dp4_mbs1 --quiet --" + args).exit_code,
             2);
+  const RunResult two = run_preflight("search --system h100-sxm --config x.yaml --quiet --" + args);
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_NE(two.err.find("two bases"), std::string::npos) << two.err;
 }
 
 // A one-stage layout whose tp · cp is the whole world (dp 1) with the output layer's weight gradients
