@@ -51,7 +51,7 @@ def main():
         data = json.load(open(corpus))
         for run in data["runs"]:
             args = run.get("args")
-            if not args or "--hybrid-layer-pattern" in args:
+            if not args:
                 continue
             tp, pp, cp, ep, vpp = published_layout(args)
             moe = "--num-experts" in args
