@@ -32,6 +32,11 @@ struct RunCli {
 };
 
 const char* kShimDirVar = "PREFLIGHT_SHIM_DIR";
+
+/// Analyze and search modes run nothing of the training: the launch is read, the shims answer for the node.
+bool analysis_mode(const RunCli& c) {
+  return c.mode == "analyze" || c.mode == "search";
+}
 const char* kRunTraceDirVar = "PREFLIGHT_RUN_TRACE_DIR";
 
 /// Our options again, for the shims to pass back (the trace folder made absolute).
@@ -105,6 +110,25 @@ int analyze_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::En
   for (const auto& n : notes) std::cerr << "preflight run: note: " << n << "\n";
   note_launch(env, l, "analyze");
   return run_analyze(words);
+}
+
+/// Search mode: the launch's torchrun + Megatron words are `preflight search`'s base (--search-arg options).
+int search_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::Environment& env) {
+  if (fs::path(l.entry).filename() == "run_mindformer.py")
+    throw InputError("--mode",
+                     "search reads Megatron launches; for a MindFormers yaml run `preflight search "
+                     "--config X.yaml`");
+  wrap::WorldSizeHints hints;
+  if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
+  if (c.launch.nnodes > 0) hints.nnodes = c.launch.nnodes;
+  hints.count_local_gpus = &wrap::count_local_gpus_nvidia_smi;
+  std::vector<std::string> notes;
+  const std::vector<std::string> words = wrap::analyze_arguments(l, hints, env, notes);
+  std::cerr << "preflight run: " << wrap::launcher_name(l.launcher) << " " << l.entry
+            << " -> preflight search\n";
+  for (const auto& n : notes) std::cerr << "preflight run: note: " << n << "\n";
+  note_launch(env, l, "search");
+  return run_search_launch(c.launch.search_args, words);
 }
 
 int trace_launch(const RunCli& c, wrap::LaunchCommand l, const wrap::Environment& env, const fs::path& skip) {
@@ -290,13 +314,14 @@ int run_run(const RunCli& c) {
   auto launch = wrap::parse_launch(argv, entries);
   if (launch && !(c.mode == "trace" && launch->recipe_tool)) {
     if (c.mode == "analyze") return analyze_launch(c, *launch, env);
+    if (c.mode == "search") return search_launch(c, *launch, env);
     return trace_launch(c, *launch, env, skip);
   }
   // Analysis runs where the training runs not (a login node, a laptop): a script asking PyTorch how many GPUs
   // the node has (`python -c "import torch; print(torch.cuda.device_count())"`, Pai-Megatron-Patch's and
   // others' way of setting GPUS_PER_NODE) gets the node size it is analysed for — --gpus-per-node, else this
   // machine's GPUs, else 8 — instead of 0 or a missing-module error.
-  if (!c.shim.empty() && c.mode == "analyze" && c.shim.rfind("python", 0) == 0 && argv.size() == 3 &&
+  if (!c.shim.empty() && analysis_mode(c) && c.shim.rfind("python", 0) == 0 && argv.size() == 3 &&
       argv[1] == "-c" && argv[2].find("device_count()") != std::string::npos &&
       argv[2].find("print") != std::string::npos) {
     int gpus = c.launch.gpus_per_node > 0 ? c.launch.gpus_per_node : wrap::count_local_gpus_nvidia_smi();
@@ -309,7 +334,7 @@ int run_run(const RunCli& c) {
   // The same for `nvidia-smi --query-gpu=name --format=csv,noheader | wc -l` and `nvidia-smi -L` (Megatron-
   // DeepSpeed's examples): with --gpus-per-node, or on a machine without nvidia-smi, the query is answered
   // for that many GPUs (8 by default); other queries, and machines with GPUs, get the real nvidia-smi.
-  if (c.shim == "nvidia-smi" && c.mode == "analyze") {
+  if (c.shim == "nvidia-smi" && analysis_mode(c)) {
     const std::string path = wrap::env_get(env, "PATH");
     const bool real = wrap::find_program("nvidia-smi", path, skip).has_value();
     if (auto listing = gpu_listing(argv); listing && (c.launch.gpus_per_node > 0 || !real)) {
@@ -324,7 +349,7 @@ int run_run(const RunCli& c) {
   // examples count the cluster's GPUs so: ds_ssh prints `command -v pdsh` and a line of its own before the
   // hosts' output).  Outside a DeepSpeed cluster (no ds_ssh) or with --gpus-per-node, answered for --nnodes
   // nodes (1 by default) of that many GPUs, with the two lines first, so that the script's count comes out.
-  if (c.shim == "ds_ssh" && c.mode == "analyze" && argv.size() > 1 && argv[1] == "nvidia-smi") {
+  if (c.shim == "ds_ssh" && analysis_mode(c) && argv.size() > 1 && argv[1] == "nvidia-smi") {
     const std::string path = wrap::env_get(env, "PATH");
     const bool real = wrap::find_program("ds_ssh", path, skip).has_value();
     const std::vector<std::string> remote(argv.begin() + 1, argv.end());
@@ -345,7 +370,7 @@ int run_run(const RunCli& c) {
   // srun starting a shell or a script (Megatron-LM's sc21 SRUN.sh: `srun … sh -c "${CMD}"`): for the analysis
   // its command runs once, here, with the job size srun gives as SLURM_* variables, so that the launch inside
   // reaches the shims (and without Slurm on this machine).
-  if (c.shim == "srun" && c.mode == "analyze") {
+  if (c.shim == "srun" && analysis_mode(c)) {
     if (auto k = wrap::srun_command_index(argv)) {
       wrap::WorldSizeHints hints;
       if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
@@ -373,7 +398,7 @@ int run_run(const RunCli& c) {
   // A distributed launcher (torchrun, deepspeed, msrun, mpirun, srun) starting a python script that is not a
   // known entry point: in analyze mode it is not run — on a cluster it would start the job for real (an
   // --entry glob analyses it with Megatron's arguments).  Plain python and everything else run untouched.
-  if (!c.shim.empty() && c.mode == "analyze") {
+  if (!c.shim.empty() && analysis_mode(c)) {
     wrap::EntryPatterns any_script;
     any_script.globs = {"*.py"};
     if (auto m = wrap::match_launch(argv, any_script);
@@ -416,6 +441,10 @@ void add_launch_options(CLI::App& sub, LaunchCli& o) {
   sub.add_option("--analyze-arg", o.analyze_args,
                  "analyze mode: an option for preflight analyze, e.g. --analyze-arg=--json")
       ->allow_extra_args(false);
+  sub.add_option("--search-arg", o.search_args,
+                 "search mode: an option for preflight search, e.g. --search-arg=--system=h100-sxm "
+                 "--search-arg=--tp=1,2,4,8")
+      ->allow_extra_args(false);
   sub.add_option("--gpus-per-node", o.gpus_per_node,
                  "processes per node when the launcher does not say (deepspeed without --num_gpus)");
   sub.add_option("--nnodes", o.nnodes, "nodes when the launcher does not say");
@@ -435,8 +464,10 @@ std::vector<std::string> launch_run_words(const LaunchCli& o, bool analyze, bool
   for (const std::string& e : o.entries) f.insert(f.end(), {"--entry", e});
   if (o.gpus_per_node > 0) f.insert(f.end(), {"--gpus-per-node", std::to_string(o.gpus_per_node)});
   if (o.nnodes > 0) f.insert(f.end(), {"--nnodes", std::to_string(o.nnodes)});
-  if (analyze)
+  if (analyze) {
     for (const std::string& a : o.analyze_args) f.push_back("--analyze-arg=" + a);
+    for (const std::string& a : o.search_args) f.push_back("--search-arg=" + a);
+  }
   if (trace) {
     if (o.steps >= 0) f.insert(f.end(), {"--steps", std::to_string(o.steps)});
     if (o.full_run) f.push_back("--full-run");
@@ -454,8 +485,10 @@ Command run_command() {
       "run a launch, or a whole script with torchrun/deepspeed/msrun/python shadowed, under analyze or trace",
       [](CLI::App& sub) -> std::function<int()> {
         auto c = std::make_shared<RunCli>();
-        sub.add_option("--mode", c->mode, "analyze (default) | trace")
-            ->check(CLI::IsMember({"analyze", "trace"}));
+        sub.add_option("--mode", c->mode,
+                       "analyze (default) | trace | search (the launch as `preflight search`'s base, "
+                       "--search-arg options)")
+            ->check(CLI::IsMember({"analyze", "trace", "search"}));
         c->launch.trace_dir = "preflight_traces";
         add_launch_options(sub, c->launch);
         sub.add_flag("--explain", c->explain, "trace mode: print the environment and command, run nothing");

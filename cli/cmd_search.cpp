@@ -508,4 +508,23 @@ Command search_command() {
       }};
 }
 
+int run_search_launch(const Words& options, const Words& megatron) {
+  CLI::App app{"preflight"};
+  CLI::App* sub = app.add_subcommand("search");
+  const std::function<int()> run_it = search_command().add(*sub);
+  std::vector<std::string> words{"preflight", "search"};
+  words.insert(words.end(), options.begin(), options.end());
+  words.push_back("--");
+  for (const std::string& w : megatron)  // as main() guards the words after -- (kBracketGuard)
+    words.push_back(w.size() >= 2 && w.front() == '[' && w.back() == ']' ? kBracketGuard + w : w);
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    throw InputError("--search-arg", std::string("not an option of preflight search: ") + e.what());
+  }
+  return run_it();
+}
+
 }  // namespace preflight::cli

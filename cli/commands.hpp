@@ -75,6 +75,7 @@ Command dryrun_command();
 struct LaunchCli {
   std::vector<std::string> entries;       ///< --entry GLOB…, besides pretrain_*.py and run_mindformer.py
   std::vector<std::string> analyze_args;  ///< --analyze-arg=…, options for preflight analyze
+  std::vector<std::string> search_args;   ///< --search-arg=…, options for preflight search (search mode)
   int gpus_per_node = 0;                  ///< --gpus-per-node (0: not given)
   int nnodes = 0;                         ///< --nnodes (0: not given)
   int steps = -1;                         ///< --steps, iterations of the short traced run
@@ -98,6 +99,9 @@ void check_command_after_dashes(const std::vector<std::string>& remaining, const
 Command estimate_command();
 /// `preflight search` (cmd_search.cpp).
 Command search_command();
+/// `preflight search <options> -- <megatron>`: a launch's torchrun + Megatron words as the search's base
+/// (`preflight run --mode search`).  @throws InputError for options search does not take.
+int run_search_launch(const Words& options, const Words& megatron);
 /// MindSpore caps its memory pool at a yaml's context.max_device_memory (GiB): below the system's device memory
 /// it becomes the memory `estimate`/`search --config` compare with, with a warning (cmd_estimate.cpp).
 void cap_device_memory(double& system_mem_gib, double max_device_memory_gib, std::vector<std::string>& warnings);

@@ -231,6 +231,46 @@ TEST(RunCli, ALaunchGivenDirectlyIsAnalysed) {
       << r.err;
 }
 
+// Search mode: a script's launch, read as analyze mode reads it (here a torchrun line built from shell
+// variables, GPUS_PER_NODE asked of PyTorch), is `preflight search`'s base — its model, batch, sequence and
+// the world of 2 nodes × 8 — with --search-arg options; an option search does not take, and a MindFormers
+// launch, are refused by name.
+TEST(RunCli, SearchModeSearchesTheLaunch) {
+  TempDir dir;
+  write_file(dir / "train.sh",
+             "GPUS_PER_NODE=$(python -c 'import torch; print(torch.cuda.device_count())')\n"
+             "MODEL=\"--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 "
+             "--vocab-size 32000 --swiglu --normalization RMSNorm --bf16 --use-distributed-optimizer\"\n"
+             "torchrun --nproc_per_node $GPUS_PER_NODE --nnodes 2 pretrain_gpt.py $MODEL "
+             "--tensor-model-parallel-size 2 --micro-batch-size 1 --global-batch-size 64\n");
+  const std::string search =
+      " run --mode search --gpus-per-node 8 --search-arg=--system=h100-sxm --search-arg=--tp=1,2,4 "
+      "--search-arg=--pp=1,2 --search-arg=--recompute=none --search-arg=--quiet --search-arg=--json -- bash "
+      "train.sh";
+  RunResult r = run_in(dir.path(), preflight_bin() + search);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("torchrun pretrain_gpt.py -> preflight search"), std::string::npos) << r.err;
+  nlohmann::json j = json_in(r.out);
+  std::set<int> tps;
+  for (const auto& row : j["top"]) {
+    tps.insert(row["tp"].get<int>());
+    EXPECT_EQ(row["tp"].get<int>() * row["pp"].get<int>() * row["dp"].get<int>(), 16);
+    EXPECT_EQ(row["micro_batches"].get<int>() * row["dp"].get<int>(), 64);
+  }
+  EXPECT_EQ(tps, (std::set<int>{1, 2, 4}));
+  RunResult bad =
+      run_in(dir.path(), preflight_bin() +
+                             " run --mode search --gpus-per-node 8 --search-arg=--no-such-option -- "
+                             "bash train.sh");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--search-arg"), std::string::npos) << bad.err;
+  RunResult mf = run_in(dir.path(), preflight_bin() +
+                                        " run --mode search -- msrun --worker_num 8 "
+                                        "run_mindformer.py --config x.yaml");
+  EXPECT_EQ(mf.exit_code, 2);
+  EXPECT_NE(mf.err.find("preflight search --config"), std::string::npos) << mf.err;
+}
+
 TEST(RunCli, TraceModeFromAWrappedScript) {
   TempDir dir;
   copy_data("standins/pretrain_gpt.py", dir.path());
