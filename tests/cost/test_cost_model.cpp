@@ -2105,3 +2105,24 @@ TEST(CostModel, UnalignedMxfp8GroupedGemmsTakeTheGenericPath) {
   EXPECT_GT(gated, 1.2);
   EXPECT_LT(gated, preset.mxfp8_grouped_unaligned_scale - 0.5);
 }
+
+// DeepEP's normal kernels stop at one host's NVLink (8 GPUs at most, GB200's hosts have 4) and use RDMA
+// beyond, even inside an NVL72 rack: a DeepEP launch whose ep group spans hosts of a GB200 is said to be
+// priced as HybridEP runs it; HybridEP, and DeepEP on 8-GPU B200 nodes, are not.
+TEST(CostModel, DeepEpBeyondOneHostOfAnNvl72IsSaid) {
+  auto warned = [](const std::string& system, const std::string& backend, int per_node) {
+    const MegatronConfig c = parse_megatron_args(preflight::test::words(
+        "--num-layers 2 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 --vocab-size 32000 "
+        "--num-experts 16 --moe-router-topk 2 --moe-grouped-gemm --expert-model-parallel-size 8 "
+        "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend " +
+        backend + " --bf16 --micro-batch-size 1 --global-batch-size 16 --nproc_per_node " +
+        std::to_string(per_node) + " --nnodes " + std::to_string(8 / per_node)));
+    const Estimate e = estimate(c.model, c.strategy, load_simumax_system(system));
+    return std::any_of(e.warnings.begin(), e.warnings.end(), [](const std::string& w) {
+      return w.find("DeepEP's normal kernels keep NVLink to one host's") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(warned("gb200", "deepep", 4));
+  EXPECT_FALSE(warned("gb200", "hybridep", 4));
+  EXPECT_FALSE(warned("b200", "deepep", 8));
+}

@@ -908,6 +908,19 @@ double straggler_ratio(const Strategy& st, const SystemSpec& sys, int dp, int ed
 
 void validate_for_cost(const ModelSpec& m, const Strategy& st, const SystemSpec& sys, const Ctx& c,
                        std::vector<std::string>& warnings) {
+  // DeepEP's normal (training) kernels reach the GPUs of one host over NVLink (NUM_MAX_NVL_PEERS, 8) and the
+  // others over RDMA, even where NVLink spans the rack (GB200 / GB300 NVL72: 4 GPUs a host;
+  // deepseek-ai/DeepEP issue 392: "the normal mode doesn't support GB200 yet").  Priced, as HybridEP, over
+  // the NVLink domain — how NVIDIA's modified DeepEP ran in Megatron-LM's GB200 DeepSeek-V3 write-up.
+  if (st.moe_dispatcher == MoeDispatcher::Flex && st.moe_flex_backend == "deepep" && m.moe.enabled() &&
+      !st.simumax_compat && sys.num_per_node > std::min(st.gpus_per_node, 8) &&
+      c.ep * c.etp > std::min(st.gpus_per_node, 8))
+    warnings.push_back(
+        "--moe-flex-dispatcher-backend deepep: DeepEP's normal kernels keep NVLink to one host's " +
+        std::to_string(std::min(st.gpus_per_node, 8)) + " GPUs and send to the others over RDMA; " + "the " +
+        std::to_string(c.ep * c.etp) + "-rank exchanges are priced over the " +
+        std::to_string(sys.num_per_node) + "-GPU NVLink domain, as HybridEP runs them " +
+        "(a stock DeepEP would be slower; --moe-flex-dispatcher-backend hybridep is NVL72's)");
   if (m.mla.enabled && st.tp != 1 && st.simumax_compat)
     throw InputError("tp_size",
                      "multi-latent attention is modelled with tp = 1 only under --simumax-compat (SimuMax "

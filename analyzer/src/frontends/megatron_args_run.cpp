@@ -1168,6 +1168,7 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
     if (b != "deepep" && b != "hybridep" && b != "ncclep")
       throw InputError("--moe-flex-dispatcher-backend",
                        "unknown backend '" + b + "' (deepep, hybridep, ncclep)");
+    st.moe_flex_backend = b;
   }
   if (st.simumax_compat) st.moe_dispatcher = MoeDispatcher::AllToAll;
   // Experts: Megatron's default is SequentialMLP (a GEMM per local expert); --moe-grouped-gemm selects

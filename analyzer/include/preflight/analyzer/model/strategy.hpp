@@ -460,6 +460,10 @@ struct Strategy {
   /// older `--moe-deepep-num-sms` / `--moe-hybridep-num-sms`); 0 = 20, DeepEP's default (NCCL's
   /// all-to-all takes a similar number of channels).  The overlapped compute runs on the rest.
   int moe_comm_sms = 0;
+  /// The flex dispatcher's library (`--moe-flex-dispatcher-backend`: deepep, Megatron's default, hybridep or
+  /// ncclep); priced alike, told apart where they run differently (DeepEP's normal kernels stop at one host's
+  /// NVLink, 8 GPUs at most: a warning on NVL72 systems).
+  std::string moe_flex_backend = "deepep";
   /// The routed experts run inside a CUDA graph: `--cuda-graph-impl full_iteration` (older spelling
   /// `--cuda-graph-scope full_iteration`), or a per-layer graph (`local` / `transformer_engine`, older
   /// `--enable-cuda-graph` / `--external-cuda-graph`) that captures the whole layer (no
