@@ -1,11 +1,13 @@
 // preflight search: the best parallel layout (tp × pp × ep × recompute) by MFU under the memory limit.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 
 #include <unistd.h>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -41,6 +43,11 @@ struct SearchOptions {
   double yaml_device_gib = 0;  // --config: context.max_device_memory (0: none)
   std::vector<std::string> megatron;  // a launch's Megatron-LM / torchrun arguments after --
   bool gbs_default = true, world_default = true;
+  /// A launch's own sizes (tp, pp, ep, cp, vpp, micro batch): among those searched, and ranked on a line.
+  struct LaunchLayout {
+    int tp = 1, pp = 1, ep = 1, cp = 1, vpp = 1, mbs = 1;
+  };
+  std::optional<LaunchLayout> launch;
 };
 
 int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Strategy base,
@@ -68,7 +75,7 @@ std::vector<int> int_list(const std::string& text, const char* flag) {
       std::size_t used = 0;
       int v = std::stoi(item, &used);
       if (used != item.size() || v <= 0) throw std::invalid_argument(item);
-      out.push_back(v);
+      if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);  // a size once
     } catch (const std::exception&) {
       throw InputError(flag, "expects positive integers separated by commas, got '" + text + "'");
     }
@@ -199,8 +206,19 @@ int run(const SearchOptions& o) {
     for (const auto& w : mc.warnings) warnings.push_back(w);
     model = mc.model;
     base = mc.strategy;
+    SearchOptions::LaunchLayout own{base.tp, base.pp, base.ep, base.cp, base.vpp, base.micro_batch_size};
+    oo.launch = own;
     clear_pipeline_split(base);
-    if (oo.cp.empty()) oo.cp = std::to_string(base.cp);
+    // Each size not listed: the search's default list with the launch's own size in it.
+    auto with_own = [](std::string& list, const std::string& fallback, int own_size) {
+      if (!list.empty()) return;
+      list = fallback.empty() ? std::to_string(own_size) : fallback + "," + std::to_string(own_size);
+    };
+    const bool moe = model.moe.enabled();
+    with_own(oo.tp, moe ? "1" : "1,2,4,8", own.tp);
+    with_own(oo.ep, moe ? "1,2,4,8" : "", own.ep);
+    with_own(oo.vpp, own.vpp > 1 ? "1" : "", own.vpp);
+    with_own(oo.cp, "", own.cp);
     if (oo.world_default) oo.world = base.world_size;
     if (oo.gbs_default) oo.gbs = base.global_batch();
     if (oo.mbs_default) oo.mbs = base.micro_batch_size;
@@ -302,6 +320,33 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   if (!o.csv.empty()) write_csv(o.csv, r);
   std::vector<std::size_t> ranking = r.ranking();
   double rate = r.seconds > 0 ? r.evaluations.size() / r.seconds : 0;
+  // The launch's own sizes (a launch as the base): their best evaluation's rank among those that fit.
+  struct OwnRank {
+    std::optional<std::size_t> rank;                      // 1-based, among those that fit
+    const cost::SearchEvaluation* best_of_own = nullptr;  // its fastest evaluation that fits, else any
+  } own_rank;
+  if (o.launch) {
+    const auto& l = *o.launch;
+    auto own = [&](const cost::SearchEvaluation& e) {
+      return e.tp == l.tp && e.pp == l.pp && e.ep == l.ep && e.cp == l.cp && e.vpp == l.vpp &&
+             e.micro_batch_size == l.mbs;
+    };
+    for (std::size_t k = 0; k < ranking.size() && !own_rank.rank; ++k)
+      if (own(r.evaluations[ranking[k]])) {
+        own_rank.rank = k + 1;
+        own_rank.best_of_own = &r.evaluations[ranking[k]];
+      }
+    if (!own_rank.best_of_own)
+      for (const auto& e : r.evaluations)
+        if (own(e) && (!own_rank.best_of_own || e.peak_gib < own_rank.best_of_own->peak_gib))
+          own_rank.best_of_own = &e;
+  }
+  const auto launch_sizes = [&] {
+    const auto& l = *o.launch;
+    return "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " ep " + std::to_string(l.ep) +
+           " cp " + std::to_string(l.cp) + " vpp " + std::to_string(l.vpp) + ", micro batch " +
+           std::to_string(l.mbs);
+  };
   if (o.json) {
     nlohmann::ordered_json top = nlohmann::ordered_json::array();
     for (std::size_t i : top_rows(r, ranking, o.top)) {
@@ -340,6 +385,19 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                              {"evaluations_per_second", rate},
                              {"best", top.empty() ? nlohmann::ordered_json(nullptr) : top[0]},
                              {"top", top}};
+    if (o.launch) {
+      const auto& l = *o.launch;
+      nlohmann::ordered_json own{{"tp", l.tp}, {"pp", l.pp},   {"ep", l.ep},
+                                 {"cp", l.cp}, {"vpp", l.vpp}, {"micro_batch_size", l.mbs}};
+      own["rank"] = own_rank.rank ? nlohmann::ordered_json(*own_rank.rank) : nlohmann::ordered_json(nullptr);
+      if (own_rank.best_of_own) {
+        own["iteration_ms"] = own_rank.best_of_own->iteration_ms;
+        own["peak_gib"] = own_rank.best_of_own->peak_gib;
+        own["fits"] = own_rank.rank.has_value();
+        if (own_rank.best_of_own->error.size()) own["error"] = own_rank.best_of_own->error;
+      }
+      j["launch_layout"] = own;
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << model.name << " on " << system.name << ", " << o.world << " GPUs, global batch " << o.gbs
@@ -410,6 +468,24 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                 << ", " << b.recompute_status << ", MFU " << fixed(b.mfu, 4) << "\n";
     } else {
       std::cout << "no layout fits in " << fixed(r.memory_limit_gib, 1) << " GiB\n";
+    }
+    if (o.launch) {
+      std::cout << "the launch's own layout (" << launch_sizes() << "): ";
+      const cost::SearchEvaluation* e = own_rank.best_of_own;
+      if (own_rank.rank && r.best) {
+        const double over = (e->iteration_ms / r.evaluations[*r.best].iteration_ms - 1) * 100;
+        std::cout << "ranked " << *own_rank.rank << " of " << ranking.size() << " that fit, "
+                  << fixed(e->iteration_ms / 1000, 3) << " s, " << e->recompute_status
+                  << (*own_rank.rank == 1 ? " (the best)" : " (+" + fixed(over, 1) + " % over the best)")
+                  << "\n";
+      } else if (e && !e->error.empty()) {
+        std::cout << "not priced: " << e->error << "\n";
+      } else if (e) {
+        std::cout << "does not fit in " << fixed(r.memory_limit_gib, 1) << " GiB (" << fixed(e->peak_gib, 2)
+                  << " GiB at its lowest)\n";
+      } else {
+        std::cout << "not among the layouts searched (refused before pricing: see --csv or a wider list)\n";
+      }
     }
     if (r.allocated_only_layouts > 0 && !o.simumax_compat)
       std::cout << r.allocated_only_layouts << " more layout" << (r.allocated_only_layouts == 1 ? "" : "s")

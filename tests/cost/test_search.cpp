@@ -533,7 +533,11 @@ TEST(SearchCli, MegatronLaunchIsTheBase) {
       "--json --top 3 --" +
       args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const nlohmann::json best = nlohmann::json::parse(r.out)["best"];
+  const nlohmann::json result = nlohmann::json::parse(r.out);
+  const nlohmann::json best = result["best"];
+  // The launch's own layout is the best here, and said so.
+  EXPECT_EQ(result["launch_layout"]["rank"], 1);
+  EXPECT_EQ(result["launch_layout"]["iteration_ms"], best["iteration_ms"]);
   EXPECT_EQ(best["tp"], 4);
   EXPECT_EQ(best["pp"], 4);
   EXPECT_EQ(best["cp"], 2);
@@ -543,6 +547,14 @@ TEST(SearchCli, MegatronLaunchIsTheBase) {
   ASSERT_EQ(e.exit_code, 0) << e.err;
   EXPECT_NEAR(best["iteration_ms"].get<double>(),
               nlohmann::json::parse(e.out)["summary"]["iteration_ms"].get<double>(), 1e-3);
+  // Sizes not listed: the search's defaults with the launch's own in them (its tp 4, cp 2 and vpp 5), and its
+  // rank on a line of the table.
+  const RunResult d =
+      run_preflight("search --system h100-sxm --pp 4 --recompute none --quiet --top 3 --" + args);
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("the launch's own layout (tp 4 pp 4 ep 1 cp 2 vpp 5, micro batch 1): ranked "),
+            std::string::npos)
+      << d.out;
   // Megatron arguments and a SimuMax strategy are two bases: refused.
   EXPECT_EQ(run_preflight("search --system h100-sxm --strategy tp1_pp2_dp4_mbs1 --quiet --" + args).exit_code,
             2);
