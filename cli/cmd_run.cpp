@@ -114,10 +114,20 @@ int analyze_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::En
 
 /// Search mode: the launch's torchrun + Megatron words are `preflight search`'s base (--search-arg options).
 int search_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::Environment& env) {
-  if (fs::path(l.entry).filename() == "run_mindformer.py")
-    throw InputError("--mode",
-                     "search reads Megatron launches; for a MindFormers yaml run `preflight search "
-                     "--config X.yaml`");
+  if (fs::path(l.entry).filename() == "run_mindformer.py") {
+    // MindFormers: the yaml and run_mindformer.py's overrides; msrun's workers are the world searched.
+    std::vector<std::string> options = c.launch.search_args;
+    if (wrap::is_mindspore_launcher(l.launcher)) {
+      wrap::WorldSizeHints hints;
+      auto w = wrap::launch_world_size(l, hints, env);
+      for (const auto& n : w->notes) std::cerr << "preflight run: note: " << n << "\n";
+      options.insert(options.end(), {"--world-size", std::to_string(w->world())});
+    }
+    std::cerr << "preflight run: " << wrap::launcher_name(l.launcher) << " " << l.entry
+              << " -> preflight search\n";
+    note_launch(env, l, "search");
+    return run_search_launch(options, l.entry_args);
+  }
   wrap::WorldSizeHints hints;
   if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
   if (c.launch.nnodes > 0) hints.nnodes = c.launch.nnodes;

@@ -170,18 +170,30 @@ int run(const SearchOptions& o) {
   ModelSpec model;
   Strategy base;
   SearchOptions oo = o;
-  if (!o.config.empty()) {
+  // run_mindformer.py's arguments after -- (a launch of it: its --config), as estimate reads them; with
+  // --config, the words after -- are run_mindformer.py's.
+  MindFormersOptions mf;
+  std::string yaml = o.config;
+  std::vector<std::string> words = o.megatron;
+  restore_bracket_words(words);
+  if (!words.empty()) {
+    const std::string inner = read_run_mindformer_args(words, mf);
+    if (!inner.empty() && !yaml.empty() && inner != yaml)
+      throw InputError("--config", "given twice (" + yaml + ", " + inner + ")");
+    if (yaml.empty()) yaml = inner;
+    if (yaml.empty()) mf = MindFormersOptions{};  // Megatron words: nothing of run_mindformer.py's
+  }
+  if (!yaml.empty()) {
     // A MindFormers yaml: its model, numerics, batch and sequence; tp, pp, ep and recompute are searched.
     if (!o.strategy.empty()) throw InputError("--strategy", "cannot be combined with --config");
-    if (!o.megatron.empty())
-      throw InputError("--config", "and Megatron arguments after -- are two bases; give one");
-    MindFormersOptions mf;
     ModelSpec given;
     if (!o.model.empty()) {
       given = cost::load_cost_model(o.model, &warnings);
       mf.base = &given;
     }
-    MindFormersConfig mc = load_mindformers_yaml(o.config, mf);
+    MindFormersConfig mc = load_mindformers_yaml(yaml, mf);
+    oo.config = yaml;
+    oo.megatron.clear();  // run_mindformer.py's words, read above
     for (const auto& w : mc.warnings) warnings.push_back(w);
     model = mc.model;
     base = mc.strategy;
@@ -198,8 +210,6 @@ int run(const SearchOptions& o) {
     // listed).
     if (!o.strategy.empty())
       throw InputError("--strategy", "cannot be combined with Megatron arguments after --");
-    std::vector<std::string> words = o.megatron;
-    restore_bracket_words(words);
     ModelSpec given;
     if (!o.model.empty()) given = cost::load_cost_model(o.model, &warnings);
     MegatronConfig mc = parse_megatron_args(words, process_environment(), o.model.empty() ? nullptr : &given);

@@ -558,9 +558,30 @@ TEST(SearchCli, MegatronLaunchIsTheBase) {
   // Megatron arguments and a SimuMax strategy are two bases: refused.
   EXPECT_EQ(run_preflight("search --system h100-sxm --strategy tp1_pp2_dp4_mbs1 --quiet --" + args).exit_code,
             2);
-  const RunResult two = run_preflight("search --system h100-sxm --config x.yaml --quiet --" + args);
-  EXPECT_EQ(two.exit_code, 2);
-  EXPECT_NE(two.err.find("two bases"), std::string::npos) << two.err;
+}
+
+// run_mindformer.py's arguments after -- (its --config and overrides), as estimate reads them: the same
+// search as --config; a second, different --config is refused.
+TEST(SearchCli, RunMindformerArgumentsAreTheBase) {
+  const std::string yaml =
+      shell_quote((preflight::test::data_dir() / "mindformers" / "finetune_qwen2_7b.yaml").string());
+  const RunResult a = run_preflight("search --system ascend-910b --json --quiet --config " + yaml);
+  const RunResult b = run_preflight("search --system ascend-910b --json --quiet -- --config " + yaml +
+                                    " --use_parallel True");
+  ASSERT_LE(a.exit_code, 1) << a.err;
+  ASSERT_EQ(a.exit_code, b.exit_code) << b.err;
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  EXPECT_EQ(ja["evaluations"], jb["evaluations"]);
+  EXPECT_EQ(ja["best"], jb["best"]);
+  // run_mindformer.py's own overrides apply: a global batch of 8 sequences instead of the yaml's.
+  const RunResult c =
+      run_preflight("search --system ascend-910b --json --quiet -- --config " + yaml + " --batch_size 4");
+  ASSERT_LE(c.exit_code, 1) << c.err;
+  EXPECT_NE(nlohmann::json::parse(c.out)["best"], ja["best"]);
+  const RunResult twice =
+      run_preflight("search --system ascend-910b --quiet --config " + yaml + " -- --config other.yaml");
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("given twice"), std::string::npos) << twice.err;
 }
 
 // A one-stage layout whose tp · cp is the whole world (dp 1) with the output layer's weight gradients

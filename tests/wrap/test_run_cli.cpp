@@ -233,8 +233,8 @@ TEST(RunCli, ALaunchGivenDirectlyIsAnalysed) {
 
 // Search mode: a script's launch, read as analyze mode reads it (here a torchrun line built from shell
 // variables, GPUS_PER_NODE asked of PyTorch), is `preflight search`'s base — its model, batch, sequence and
-// the world of 2 nodes × 8 — with --search-arg options; an option search does not take, and a MindFormers
-// launch, are refused by name.
+// the world of 2 nodes × 8 — with --search-arg options; an option search does not take is refused by name; a
+// MindFormers launch is searched from its yaml and run_mindformer.py's arguments over msrun's workers.
 TEST(RunCli, SearchModeSearchesTheLaunch) {
   TempDir dir;
   write_file(dir / "train.sh",
@@ -264,11 +264,18 @@ TEST(RunCli, SearchModeSearchesTheLaunch) {
                              "bash train.sh");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--search-arg"), std::string::npos) << bad.err;
+  // A MindFormers launch: its yaml and run_mindformer.py's arguments, msrun's 16 workers the world searched.
+  const std::string yaml = (preflight::test::data_dir() / "mindformers" / "finetune_qwen2_7b.yaml").string();
   RunResult mf = run_in(dir.path(), preflight_bin() +
-                                        " run --mode search -- msrun --worker_num 8 "
-                                        "run_mindformer.py --config x.yaml");
-  EXPECT_EQ(mf.exit_code, 2);
-  EXPECT_NE(mf.err.find("preflight search --config"), std::string::npos) << mf.err;
+                                        " run --mode search --search-arg=--system=ascend-910b "
+                                        "--search-arg=--json --search-arg=--quiet -- msrun --worker_num 16 "
+                                        "--local_worker_num 8 run_mindformer.py --config " +
+                                        yaml + " --use_parallel True");
+  ASSERT_LE(mf.exit_code, 1) << mf.err;
+  EXPECT_NE(mf.err.find("msrun run_mindformer.py -> preflight search"), std::string::npos) << mf.err;
+  const nlohmann::json best = json_in(mf.out)["best"];
+  EXPECT_EQ(best["tp"].get<int>() * best["pp"].get<int>() * best["dp"].get<int>() * best["cp"].get<int>(),
+            16);
 }
 
 TEST(RunCli, TraceModeFromAWrappedScript) {
