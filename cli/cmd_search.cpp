@@ -549,14 +549,19 @@ Command search_command() {
                        "samples per micro batch, or sizes to search, e.g. 1,2,4 (default 1; with --config or "
                        "a launch: theirs)");
         sub.add_option("--seq-length", o->seq, "tokens per sample")->capture_default_str();
-        sub.add_option("--tp", o->tp, "tensor-parallel sizes, e.g. 1,2,4,8 (default: SimuMax's)");
+        sub.add_option("--tp", o->tp,
+                       "tensor-parallel sizes, e.g. 1,2,4,8 (default: SimuMax's; with a launch after --, its "
+                       "own added)");
         sub.add_option("--pp", o->pp, "pipeline sizes, e.g. 1,2,4,8 or all (default: 1..layers)");
-        sub.add_option("--cp", o->cp, "context-parallel sizes, e.g. 1,2,4 (default: the base strategy's)");
+        sub.add_option("--cp", o->cp,
+                       "context-parallel sizes, e.g. 1,2,4 (default: the base strategy's; a launch's own)");
         sub.add_option("--vpp", o->vpp,
                        "virtual pipeline stages per rank (interleaved 1F1B), e.g. 1,2,4 (default: the base "
-                       "strategy's; layers must split evenly over pp·vpp, with the loss or the embedding "
+                       "strategy's; a launch's 1 and its own; layers must split evenly over pp·vpp, with the "
+                       "loss or the embedding "
                        "and loss counted as layer slots if need be)");
-        sub.add_option("--ep", o->ep, "expert-parallel sizes (MoE)");
+        sub.add_option("--ep", o->ep,
+                       "expert-parallel sizes (MoE; default: SimuMax's 1,2,4,8, with a launch's own added)");
         sub.add_flag("--use-etp", o->use_etp, "expert tensor parallel = tp (else 1)");
         sub.add_option("--recompute", o->recompute, "none,full_block,selective")->capture_default_str();
         sub.add_option("--mem-margin-gib", o->margin, "device memory kept free (SimuMax gmi_error)")
