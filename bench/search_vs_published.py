@@ -74,11 +74,11 @@ def main():
             except json.JSONDecodeError:
                 print(f"{name:70s}  search failed: {p.stderr.strip().splitlines()[-1:]}")
                 continue
-            rank, mine = None, None
-            for i, e in enumerate(top):
-                if (e["tp"], e["pp"], e["cp"], e["ep"], e["vpp"]) == (tp, pp, cp, ep, vpp):
-                    rank, mine = i + 1, e
-                    break
+            # The search ranks the launch's own layout itself (launch_layout); the table's rows give its time.
+            own = json.loads(p.stdout).get("launch_layout") or {}
+            rank, mine = own.get("rank"), None
+            if rank:
+                mine = {"iteration_ms": own["iteration_ms"]}
             total += 1
             if not top:
                 print(f"{name:70s}  no layout fits")

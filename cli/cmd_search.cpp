@@ -332,7 +332,8 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   double rate = r.seconds > 0 ? r.evaluations.size() / r.seconds : 0;
   // The launch's own sizes (a launch as the base): their best evaluation's rank among those that fit.
   struct OwnRank {
-    std::optional<std::size_t> rank;                      // 1-based, among those that fit
+    std::optional<std::size_t> rank;  // 1-based, among the distinct layouts that fit
+    std::size_t layouts_that_fit = 0;
     const cost::SearchEvaluation* best_of_own = nullptr;  // its fastest evaluation that fits, else any
   } own_rank;
   if (o.launch) {
@@ -341,11 +342,21 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
       return e.tp == l.tp && e.pp == l.pp && e.ep == l.ep && e.cp == l.cp && e.vpp == l.vpp &&
              e.micro_batch_size == l.mbs;
     };
-    for (std::size_t k = 0; k < ranking.size() && !own_rank.rank; ++k)
-      if (own(r.evaluations[ranking[k]])) {
-        own_rank.rank = k + 1;
-        own_rank.best_of_own = &r.evaluations[ranking[k]];
+    // Ranked among distinct layouts (the sizes; each at its fastest recompute that fits).
+    std::set<std::string> layouts;
+    for (std::size_t i : ranking) {
+      const auto& e = r.evaluations[i];
+      const bool is_new = layouts
+                              .insert(std::to_string(e.tp) + "/" + std::to_string(e.pp) + "/" +
+                                      std::to_string(e.ep) + "/" + std::to_string(e.cp) + "/" +
+                                      std::to_string(e.vpp) + "/" + std::to_string(e.micro_batch_size))
+                              .second;
+      if (is_new && own(e) && !own_rank.rank) {
+        own_rank.rank = layouts.size();
+        own_rank.best_of_own = &e;
       }
+    }
+    own_rank.layouts_that_fit = layouts.size();
     if (!own_rank.best_of_own)
       for (const auto& e : r.evaluations)
         if (own(e) && (!own_rank.best_of_own || e.peak_gib < own_rank.best_of_own->peak_gib))
@@ -400,6 +411,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
       nlohmann::ordered_json own{{"tp", l.tp}, {"pp", l.pp},   {"ep", l.ep},
                                  {"cp", l.cp}, {"vpp", l.vpp}, {"micro_batch_size", l.mbs}};
       own["rank"] = own_rank.rank ? nlohmann::ordered_json(*own_rank.rank) : nlohmann::ordered_json(nullptr);
+      own["layouts_that_fit"] = own_rank.layouts_that_fit;
       if (own_rank.best_of_own) {
         own["iteration_ms"] = own_rank.best_of_own->iteration_ms;
         own["peak_gib"] = own_rank.best_of_own->peak_gib;
@@ -484,8 +496,9 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
       const cost::SearchEvaluation* e = own_rank.best_of_own;
       if (own_rank.rank && r.best) {
         const double over = (e->iteration_ms / r.evaluations[*r.best].iteration_ms - 1) * 100;
-        std::cout << "ranked " << *own_rank.rank << " of " << ranking.size() << " that fit, "
-                  << fixed(e->iteration_ms / 1000, 3) << " s, " << e->recompute_status
+        std::cout << "ranked " << *own_rank.rank << " of " << own_rank.layouts_that_fit
+                  << " layouts that fit, " << fixed(e->iteration_ms / 1000, 3) << " s, "
+                  << e->recompute_status
                   << (*own_rank.rank == 1 ? " (the best)" : " (+" + fixed(over, 1) + " % over the best)")
                   << "\n";
       } else if (e && !e->error.empty()) {

@@ -537,6 +537,7 @@ TEST(SearchCli, MegatronLaunchIsTheBase) {
   const nlohmann::json best = result["best"];
   // The launch's own layout is the best here, and said so.
   EXPECT_EQ(result["launch_layout"]["rank"], 1);
+  EXPECT_GT(result["launch_layout"]["layouts_that_fit"].get<int>(), 1);
   EXPECT_EQ(result["launch_layout"]["iteration_ms"], best["iteration_ms"]);
   EXPECT_EQ(best["tp"], 4);
   EXPECT_EQ(best["pp"], 4);
