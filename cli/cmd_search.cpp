@@ -206,8 +206,8 @@ int run(const SearchOptions& o) {
     base.seq_length = oo.seq;
   } else if (!o.megatron.empty()) {
     // A Megatron launch: its model (or --model's, the flags on top), numerics, kernels, dispatcher, batch,
-    // sequence and world size; tp, pp, ep, cp, vpp and recompute are searched (cp and vpp as given unless
-    // listed).
+    // sequence and world size; tp, pp, ep, cp, vpp, micro batch and recompute are searched (a size not
+    // listed: the defaults with the launch's own added).
     if (!o.strategy.empty())
       throw InputError("--strategy", "cannot be combined with Megatron arguments after --");
     ModelSpec given;
