@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "commands.hpp"
@@ -73,15 +74,30 @@ void note_launch(const wrap::Environment& env, const wrap::LaunchCommand& l, con
   log << wrap::launcher_name(l.launcher) << "\t" << l.entry << "\t" << action << "\n";
 }
 
+/// What the run's options say of the world size where the launcher does not (--gpus-per-node, --nnodes), this
+/// machine's GPUs last.
+wrap::WorldSizeHints launch_hints(const RunCli& c) {
+  wrap::WorldSizeHints hints;
+  if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
+  if (c.launch.nnodes > 0) hints.nnodes = c.launch.nnodes;
+  hints.count_local_gpus = &wrap::count_local_gpus_nvidia_smi;
+  return hints;
+}
+
+/// The workers an msrun launch of run_mindformer.py starts (its notes said); none for other launchers.
+std::optional<wrap::WorldSize> mindspore_workers(const wrap::LaunchCommand& l, const wrap::Environment& env) {
+  if (!wrap::is_mindspore_launcher(l.launcher)) return std::nullopt;
+  auto w = wrap::launch_world_size(l, wrap::WorldSizeHints{}, env);
+  for (const auto& n : w->notes) std::cerr << "preflight run: note: " << n << "\n";
+  return w;
+}
+
 int analyze_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::Environment& env) {
   if (fs::path(l.entry).filename() == "run_mindformer.py") {
     // MindFormers: the yaml and run_mindformer.py's overrides; the launch's worker count must match.
     std::vector<std::string> words = c.launch.analyze_args;
     std::string world;
-    if (wrap::is_mindspore_launcher(l.launcher)) {
-      wrap::WorldSizeHints hints;
-      auto w = wrap::launch_world_size(l, hints, env);
-      for (const auto& n : w->notes) std::cerr << "preflight run: note: " << n << "\n";
+    if (auto w = mindspore_workers(l, env)) {
       words.push_back("--worker_num=" + std::to_string(w->world()));
       world = " (" + std::to_string(w->world()) + " workers, from " + w->source + ")";
     }
@@ -91,10 +107,7 @@ int analyze_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::En
     note_launch(env, l, "analyze");
     return run_analyze(words);
   }
-  wrap::WorldSizeHints hints;
-  if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
-  if (c.launch.nnodes > 0) hints.nnodes = c.launch.nnodes;
-  hints.count_local_gpus = &wrap::count_local_gpus_nvidia_smi;
+  const wrap::WorldSizeHints hints = launch_hints(c);
   std::vector<std::string> notes;
   std::vector<std::string> words = c.launch.analyze_args;
   std::vector<std::string> rest = wrap::analyze_arguments(l, hints, env, notes);
@@ -117,23 +130,15 @@ int search_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::Env
   if (fs::path(l.entry).filename() == "run_mindformer.py") {
     // MindFormers: the yaml and run_mindformer.py's overrides; msrun's workers are the world searched.
     std::vector<std::string> options = c.launch.search_args;
-    if (wrap::is_mindspore_launcher(l.launcher)) {
-      wrap::WorldSizeHints hints;
-      auto w = wrap::launch_world_size(l, hints, env);
-      for (const auto& n : w->notes) std::cerr << "preflight run: note: " << n << "\n";
+    if (auto w = mindspore_workers(l, env))
       options.insert(options.end(), {"--world-size", std::to_string(w->world())});
-    }
     std::cerr << "preflight run: " << wrap::launcher_name(l.launcher) << " " << l.entry
               << " -> preflight search\n";
     note_launch(env, l, "search");
     return run_search_launch(options, l.entry_args);
   }
-  wrap::WorldSizeHints hints;
-  if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
-  if (c.launch.nnodes > 0) hints.nnodes = c.launch.nnodes;
-  hints.count_local_gpus = &wrap::count_local_gpus_nvidia_smi;
   std::vector<std::string> notes;
-  const std::vector<std::string> words = wrap::analyze_arguments(l, hints, env, notes);
+  const std::vector<std::string> words = wrap::analyze_arguments(l, launch_hints(c), env, notes);
   std::cerr << "preflight run: " << wrap::launcher_name(l.launcher) << " " << l.entry
             << " -> preflight search\n";
   for (const auto& n : notes) std::cerr << "preflight run: note: " << n << "\n";

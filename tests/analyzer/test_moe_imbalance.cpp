@@ -24,46 +24,13 @@ namespace {
 // 2 MoE layers, h 1024, 8 heads, 16 experts of ffn 512 (SwiGLU), top 2, ep 4 on 4 GPUs, one micro batch of
 // 1024 tokens, the all-to-all dispatcher, grouped GEMMs, bf16.
 Words moe(const Words& more) {
-  Words a = {"--num-layers",
-             "2",
-             "--hidden-size",
-             "1024",
-             "--num-attention-heads",
-             "8",
-             "--ffn-hidden-size",
-             "2816",
-             "--swiglu",
-             "--seq-length",
-             "1024",
-             "--max-position-embeddings",
-             "1024",
-             "--position-embedding-type",
-             "rope",
-             "--disable-bias-linear",
-             "--normalization",
-             "RMSNorm",
-             "--untie-embeddings-and-output-weights",
-             "--vocab-size",
-             "32000",
-             "--micro-batch-size",
-             "1",
-             "--global-batch-size",
-             "4",
-             "--bf16",
-             "--use-flash-attn",
-             "--num-experts",
-             "16",
-             "--moe-ffn-hidden-size",
-             "512",
-             "--moe-router-topk",
-             "2",
-             "--moe-grouped-gemm",
-             "--moe-token-dispatcher-type",
-             "alltoall",
-             "--expert-model-parallel-size",
-             "4",
-             "--world-size",
-             "4"};
+  Words a = preflight::test::words(
+      "--num-layers 2 --hidden-size 1024 --num-attention-heads 8 --ffn-hidden-size 2816 --swiglu "
+      "--seq-length 1024 --max-position-embeddings 1024 --position-embedding-type rope "
+      "--disable-bias-linear --normalization RMSNorm --untie-embeddings-and-output-weights "
+      "--vocab-size 32000 --micro-batch-size 1 --global-batch-size 4 --bf16 --use-flash-attn "
+      "--num-experts 16 --moe-ffn-hidden-size 512 --moe-router-topk 2 --moe-grouped-gemm "
+      "--moe-token-dispatcher-type alltoall --expert-model-parallel-size 4 --world-size 4");
   a.insert(a.end(), more.begin(), more.end());
   return a;
 }
