@@ -1373,7 +1373,9 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
                            "h100_megatron_moe_recipes.json",
                            "b200_megatron_moe_recipes.json",
                            "gb200_megatron_moe_recipes.json",
-                           "gb300_megatron_moe_recipes.json"}) {
+                           "gb300_megatron_moe_recipes.json",
+                           "h100_nemo_verification_cards.json",
+                           "gb200_nemo_verification_cards.json"}) {
     const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
     const SystemSpec sys = cost::load_simumax_system(j["system"].get<std::string>());
     const bool bridge = std::string(file).find("_nemo_") != std::string::npos &&
@@ -1417,7 +1419,8 @@ TEST(TimeFit, EveryPublishedRunFitsItsDevice) {
   EXPECT_GE(tight_lo, 0.94);
   EXPECT_LE(tight_hi, 0.995);
   EXPECT_EQ(checked, 11 + 2 + 2 + 17 + 12 + 7 + 12 + 3 + 13 + 13 + 5 + 5 + 8 + 7 + 9 + 4 + 4 + 9 + 8 + 4 + 4 +
-                         4 + 4 + 4 + 3 + 3 + 5 + 5 + 3 + 2 + 2 + 2 + 4 + 4 + 11 + 12 + 3 + 2 + 7 + 2 + 1);
+                         4 + 4 + 4 + 3 + 3 + 5 + 5 + 3 + 2 + 2 + 2 + 4 + 4 + 11 + 12 + 3 + 2 + 7 + 2 + 1 + 6 +
+                         2);
 }
 
 // The embedded presets (analyzer/data/systems) are the generator's output: re-running it reproduces every
@@ -1520,7 +1523,7 @@ TEST(SystemPresets, PublishedRunErrorsAreTheCorpusPricedAsGiven) {
       runs += c["runs"].get<int>();
     }
   }
-  EXPECT_EQ(runs, 370);  // every run of tests/data/time_corpus
+  EXPECT_EQ(runs, 378);  // every run of tests/data/time_corpus
 }
 
 }  // namespace
@@ -1578,6 +1581,66 @@ TEST(TimeFit, Nemotron3SuperRowsHeldOut) {
       EXPECT_LT(r.error_before(), hi) << r.name;
     }
   }
+}
+
+// Megatron-Bridge's model verification cards (examples/model_verification_cards at 067f987df, runs of 2026-07
+// / 08 on the 26.06 stack; tests/data/time_corpus/{h100,gb200}_nemo_verification_cards.json, held out, added
+// at stop 43): the dense Qwen3-8B and DeepSeek-V3 (whose expert widths SimuMax's B200 file measured) within
+// the 5 % on H100; the BF16 MoE rows whose expert widths it did not measure — Qwen3-30B-A3B,
+// Nemotron-3-Super, Nemotron-3.5-Lightning, Moonlight — priced 27 … 37 % slow on H100: Hopper's BF16
+// grouped-GEMM constant is fitted on NeMo's GPT-OSS-120B rows alone (scripts/refit_presets.py,
+// hopper_grouped), and GPT-OSS runs at about half the model TFLOP/s of the others on the same stack
+// (docs/time_fidelity.md, known gaps).  On GB200 Super's BF16 row is −36 % (its MXFP8 rows −28 … −32 %),
+// Lightning's +13 % (measured as fast as its MXFP8 row, priced 17 % slower). The memory the cards report:
+// Lightning's allocated peak on 16 H100s (72.066 GiB) and 8 GB200s (156.85 GiB) within 4 %; Super's on 64
+// H100s (59.000 GiB) 16 % under — a known gap.  Bounded as measured: a regression guard where the error is
+// large, the target where it is met.
+TEST(TimeFit, VerificationCardRowsHeldOut) {
+  const std::map<std::string, std::string> expandable = {
+      {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}};
+  struct Bound {
+    const char* name;                     // a substring of the run's name
+    double lo, hi;                        // its time error
+    double measured_gib, mem_lo, mem_hi;  // the card's allocated peak (0: none) and the error band
+  };
+  const std::map<std::string, std::vector<Bound>> files = {
+      {"h100_nemo_verification_cards.json",
+       {{"qwen3-30b-a3b", 0.20, 0.33, 0, 0, 0},
+        {"nemotron-3-super", 0.22, 0.36, 59.000, -0.20, -0.12},
+        {"nemotron-3.5-lightning", 0.24, 0.38, 72.066, -0.04, 0.04},
+        {"deepseek-v3", -0.05, 0.05, 0, 0, 0},
+        {"qwen3-8b", -0.05, 0.05, 0, 0, 0},
+        {"moonlight", 0.30, 0.44, 0, 0, 0}}},
+      {"gb200_nemo_verification_cards.json",
+       {{"nemotron-3-super", -0.42, -0.30, 0, 0, 0},
+        {"nemotron-3.5-lightning", 0.07, 0.20, 156.85, -0.04, 0.04}}}};
+  int checked = 0;
+  for (const auto& [file, bounds] : files) {
+    const auto j = nlohmann::json::parse(preflight::test::read_file(data_dir() / "time_corpus" / file));
+    const SystemSpec sys = cost::load_simumax_system(j["system"].get<std::string>());
+    ASSERT_EQ(j["runs"].size(), bounds.size()) << file;
+    for (const Bound& b : bounds) {
+      const nlohmann::json* run = nullptr;
+      for (const auto& r : j["runs"])
+        if (r["name"].get<std::string>().find(b.name) != std::string::npos) run = &r;
+      ASSERT_NE(run, nullptr) << file << " " << b.name;
+      const auto cfg = parse_megatron_args((*run)["args"].get<std::vector<std::string>>(), expandable);
+      const auto est = cost::estimate(cfg.model, cfg.strategy, sys);
+      const double measured = (*run)["measured_iteration_ms"].get<double>();
+      const double error = (est.iteration_ms - measured) / measured;
+      EXPECT_GT(error, b.lo) << (*run)["name"];
+      EXPECT_LT(error, b.hi) << (*run)["name"];
+      if (b.measured_gib > 0) {
+        // The card's figure is rank 0's: the first stage.
+        const double peak_gib = est.stages.front().peak_bytes / (1024.0 * 1024.0 * 1024.0);
+        const double mem_error = (peak_gib - b.measured_gib) / b.measured_gib;
+        EXPECT_GT(mem_error, b.mem_lo) << (*run)["name"] << " " << peak_gib << " GiB";
+        EXPECT_LT(mem_error, b.mem_hi) << (*run)["name"] << " " << peak_gib << " GiB";
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 8);
 }
 
 // NeMo's Nemotron-3.5-Lightning MXFP8 row of 26.08 on 8 GB200s (the last row of tests/data/time_corpus/
