@@ -692,7 +692,7 @@ void push_linear(Builder& bld, bool column, const std::string& name, const std::
   l.gemm_16bit = c.fp8 && sixteen_bit;
   const char* cls = column ? "LinearCol" : "LinearRow";
   if (quantized) {
-    bld.push(quantizer_leaf(in_tokens * in, recompute, name + ".quntizer",
+    bld.push(quantizer_leaf(in_tokens * in, recompute, name + ".quantizer",
                             parent_path +
                                 Builder::idx(index, column ? "QuantizedColLinear" : "QuantizedRowLinear") +
                                 Builder::idx(0, "Float8Quantizer"),
