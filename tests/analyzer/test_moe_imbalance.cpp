@@ -156,9 +156,11 @@ TEST(MoeImbalance, BusiestRankTime) {
   for (const char* name : {"mlp.group_linear1", "mlp.group_linear2", "mlp.expert_activation_layer"}) {
     const cost::PassTimes *b = times_of(eb, name), *i = times_of(ei, name);
     ASSERT_TRUE(b && i) << name;
-    // Twice the rows: more than 1.5 × the time (a larger GEMM runs a little more efficiently), at most 2 ×.
+    // Twice the rows: more than 1.5 × the time, about 2 × (SimuMax's measured grouped-GEMM efficiencies level
+    // off beyond ~2500 rows per expert, and dip by a few per cent between 2460 and 9832 for DeepSeek-V2's
+    // widths).
     EXPECT_GT(i->fwd_compute_ms, 1.5 * b->fwd_compute_ms) << name;
-    EXPECT_LE(i->fwd_compute_ms, 2 * b->fwd_compute_ms * (1 + 1e-9)) << name;
+    EXPECT_LE(i->fwd_compute_ms, 2.05 * b->fwd_compute_ms) << name;
   }
   for (const char* name : {"mlp.router", "attention.attention"}) {
     const cost::PassTimes *b = times_of(eb, name), *i = times_of(ei, name);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -97,7 +98,9 @@ TEST(CostPrimitives, CollectivesMatchSimuMaxNetInfo) {
 // widths, interpolated in log M (SimuMax: the flat default).  Leaving each measured M out of SimuMax's B200
 // table, the interpolation misses its efficiency by 10 % (median, 108 keys) where the flat default misses by
 // 29 %.  Above the largest measured M (SimuMax's B200 table stops at 1024 rows per expert; NeMo's DeepSeek-V3
-// runs with ep 64 have 8192) the groups are dense GEMMs' size and take at least the dense default.
+// runs with ep 64 have 8192) the groups are dense GEMMs' size and take at least the dense default.  Widths
+// no key has take the measured width families' mean at their rows per expert (since stop 43; the flat default
+// before, which priced the BF16 MoEs of Megatron-Bridge's verification cards 27 … 37 % slow on H100).
 TEST(CostPrimitives, GroupedGemmEfficiencyByRowsPerExpert) {
   SystemSpec s;
   ComputeOp op;
@@ -118,9 +121,22 @@ TEST(CostPrimitives, GroupedGemmEfficiencyByRowsPerExpert) {
   EXPECT_NEAR(eff("ng=4, M=4096" + rest, true), 0.4, 1e-12);  // beyond the range: the nearest
   EXPECT_NEAR(eff("ng=4, M=64" + rest, true), 0.2, 1e-12);
   EXPECT_NEAR(eff("ng=8, M=512" + rest, false), 0.1, 1e-12);  // SimuMax: the flat default
+  // No key of these widths: the mean of the measured width families at its rows per expert — (4096, 7168)
+  // interpolated to 0.3, (2048, 7168) below its one measured M at 0.9 — times the op's
+  // unmeasured_shape_scale.
+  const std::string other_widths =
+      "ng=8, M=512, N=1536, K=2048, dtype=bf16, out_dtype=bf16, main_grad_dtype=bf16, stage=fwd";
+  EXPECT_NEAR(eff(other_widths, true), 0.6, 1e-12);
+  s.op["group_matmul"].unmeasured_shape_scale = 0.5;
+  EXPECT_NEAR(eff(other_widths, true), 0.3, 1e-12);
+  EXPECT_NEAR(eff("ng=8, M=512" + rest, true), 0.3, 1e-12);  // measured widths: the scale does not apply
+  EXPECT_NEAR(eff(other_widths, false), 0.1, 1e-12);         // SimuMax: the flat default
+  s.op["group_matmul"].unmeasured_shape_scale = 1.0;
+  // No family of its stage measured: the flat default.
   EXPECT_NEAR(
-      eff("ng=8, M=512, N=1536, K=2048, dtype=bf16, out_dtype=bf16, main_grad_dtype=bf16, stage=fwd", true),
-      0.1, 1e-12);  // no key of these widths: the flat default
+      eff("ng=8, M=512, N=1536, K=2048, dtype=bf16, out_dtype=bf16, main_grad_dtype=bf16, stage=bwd_grad_w",
+          true),
+      0.1, 1e-12);
   std::string fp8 = "ng=8, M=512" + rest;
   fp8.replace(fp8.find("dtype=bf16"), 10, "dtype=fp8");
   EXPECT_NEAR(eff(fp8, true), 0.1, 1e-12);  // another dtype is not the same kernel
@@ -135,6 +151,27 @@ TEST(CostPrimitives, GroupedGemmEfficiencyByRowsPerExpert) {
   EXPECT_NEAR(eff("ng=4, M=64" + rest, true), 0.2, 1e-12);
   s.op["matmul"].efficient_factor = 0.3;  // a dense default below the measured grouped one: the grouped one
   EXPECT_NEAR(eff("ng=4, M=4096" + rest, true), 0.4, 1e-12);
+}
+
+// The presets carry the factor on unmeasured widths where one was fitted (b200 family: 1 / 1.7513; the Hopper
+// presets scale the whole op instead, 1), and a system file's out-of-range value is refused by its field.
+TEST(CostPrimitives, UnmeasuredShapeScaleFromTheSystemFile) {
+  EXPECT_NEAR(load_simumax_system("b200").op.at("group_matmul").unmeasured_shape_scale, 1 / 1.7513, 1e-4);
+  EXPECT_NEAR(load_simumax_system("gb300").op.at("group_matmul").unmeasured_shape_scale, 1 / 1.7513, 1e-4);
+  EXPECT_DOUBLE_EQ(load_simumax_system("h100-sxm").op.at("group_matmul").unmeasured_shape_scale, 1.0);
+  auto j = nlohmann::json::parse(preflight::test::read_file(std::filesystem::path(PREFLIGHT_SOURCE_DIR) /
+                                                            "analyzer" / "data" / "systems" / "b200.json"));
+  j["accelerator"]["op"]["group_matmul"]["unmeasured_shape_scale"] = 0;
+  const auto bad = preflight::test::scratch_dir() / "unmeasured_scale_zero.json";
+  { std::ofstream(bad) << j.dump(); }
+  try {
+    load_simumax_system(bad.string());
+    ADD_FAILURE() << "a zero unmeasured_shape_scale was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("accelerator.op.group_matmul.unmeasured_shape_scale"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(CostPrimitives, NetworkChoice) {

@@ -1,7 +1,6 @@
 // SimuMax v1.2 primitive costs (simumax/core/config.py SystemConfig) and network choice
 // (simumax/core/perf_llm.py analysis_net).  See primitives.hpp.
 #include "preflight/analyzer/cost/primitives.hpp"
-#include <cstdlib>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -122,6 +121,41 @@ std::optional<double> grouped_by_rows(const ComputeOp& op, std::string_view key,
   return mean(lo->second) + t * (mean(hi->second) - mean(lo->second));
 }
 
+/// The efficiency of a grouped GEMM whose widths (N, K) the system file did not measure: the mean, over the
+/// measured width families of the same stage and dtypes, of each family's efficiency at this key's rows per
+/// expert M (grouped_by_rows); nullopt when no family of its stage and dtypes was measured.
+std::optional<double> grouped_across_families(const ComputeOp& op, std::string_view key, double dense_eff) {
+  const auto want = key_fields(key);
+  const auto m = want.find("M");
+  if (m == want.end()) return std::nullopt;
+  auto without_shape = [](std::map<std::string, std::string> f) {
+    for (const char* k : {"M", "ng", "N", "K"}) f.erase(k);
+    return f;
+  };
+  const auto base = without_shape(want);
+  std::map<std::pair<std::string, std::string>, std::map<std::string, std::string>>
+      families;  // (N, K) → a key
+  for (const auto& [shape, eff] : op.accurate_efficient_factor) {
+    const auto f = key_fields(shape);
+    const auto n = f.find("N"), k = f.find("K");
+    if (n == f.end() || k == f.end() || without_shape(f) != base) continue;
+    families.emplace(std::make_pair(n->second, k->second), f);
+  }
+  double sum = 0;
+  int count = 0;
+  for (auto& [widths, f] : families) {
+    f["M"] = m->second;
+    std::string probe;
+    for (const auto& [name, v] : f) probe += (probe.empty() ? "" : ", ") + name + "=" + v;
+    if (auto e = grouped_by_rows(op, probe, dense_eff)) {
+      sum += *e;
+      ++count;
+    }
+  }
+  if (count == 0) return std::nullopt;
+  return sum / count;
+}
+
 }  // namespace
 
 bool measured_shape(const SystemSpec& sys, std::string_view op_name, std::string_view shape_key) {
@@ -153,7 +187,10 @@ double compute_time_ms(const SystemSpec& sys, std::string_view op_name, double f
       // GEMM's default efficiency.
       auto dense = sys.op.find(op_name.rfind("fp8_", 0) == 0 ? "fp8_matmul" : "matmul");
       const double dense_eff = dense != sys.op.end() ? dense->second.efficient_factor : 0.0;
-      if (auto e = grouped_by_rows(op, shape_key, dense_eff)) eff = *e;
+      if (auto e = grouped_by_rows(op, shape_key, dense_eff))
+        eff = *e;
+      else if (auto x = grouped_across_families(op, shape_key, dense_eff))
+        eff = *x * op.unmeasured_shape_scale;
     }
   }
   if (eff <= 0)

@@ -582,6 +582,9 @@ SystemSpec read_simumax_system(const json& j, const std::string& where) {
         op.accurate_efficient_factor[e.key()] = e.value().get<double>();
       }
     }
+    op.unmeasured_shape_scale = o.number("unmeasured_shape_scale", 1.0);
+    if (!(op.unmeasured_shape_scale > 0 && op.unmeasured_shape_scale <= 10))
+      throw InputError(o.field("unmeasured_shape_scale"), "must be in (0, 10]");
     o.reject_unknown();
     sys.op[it.key()] = std::move(op);
   }

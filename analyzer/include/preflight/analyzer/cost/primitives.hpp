@@ -47,10 +47,14 @@ enum class CommGroup {
 /// measure takes the efficiency of the measured keys that differ from it only in rows per expert M and the
 /// experts' count ng — interpolated in log M between the nearest measured M below and above, the nearest one
 /// below their range, above it the larger of the last measured one and the dense GEMM's default (`matmul` /
-/// `fp8_matmul`: each group is then a dense GEMM's size) — and the op's flat default only when no such key
-/// was measured (SimuMax's B200 file:
-/// DeepSeek-V2/V3 widths, BF16; its grouped-GEMM efficiency rises ~2.5× from M 128 to 1024).  SimuMax
-/// (false) takes the flat default for every unmeasured key.
+/// `fp8_matmul`: each group is then a dense GEMM's size).  A key whose widths N, K no measured key has takes
+/// the mean, over the measured width families of its stage and dtypes, of each family's efficiency at its M
+/// (the same rule), times the op's `unmeasured_shape_scale`; the op's flat default only when no family of its
+/// stage and dtypes was measured (SimuMax's B200 file: DeepSeek-V2/V3 widths, BF16; its grouped-GEMM
+/// efficiency rises ~2.5× from M 128 to 1024 and levels off near 0.4 of the peak by M 2460 … 9832 — the
+/// flat default, fitted on GPT-OSS-120B's 1024 rows per expert, priced Qwen3-30B-A3B, Nemotron-3-Super /
+/// Lightning and Moonlight at 3072 … 6195 rows 27 … 37 % slow on H100).  SimuMax (false) takes the flat
+/// default for every unmeasured key.
 /// @throws InputError when neither the op nor `default` exists in the system file.
 double compute_time_ms(const SystemSpec& sys, std::string_view op, double flops, std::string_view shape_key,
                        bool grouped_by_rows = false);

@@ -19,6 +19,10 @@ struct ComputeOp {
   double tflops = 0;                                        ///< peak, 10^12 FLOP/s
   double efficient_factor = 1.0;                            ///< default efficiency, 0..1
   std::map<std::string, double> accurate_efficient_factor;  ///< shape key → measured efficiency
+  /// A grouped GEMM op's factor on the efficiency it takes for widths the file did not measure (the measured
+  /// width families' mean at the same rows per expert, compute_time_ms); `unmeasured_shape_scale` in the op's
+  /// JSON, preflight's own field (SimuMax's files have none: 1).
+  double unmeasured_shape_scale = 1.0;
 };
 
 /// A bandwidth model (`accelerator.bandwidth.<name>` or `networks.<net>.bandwidth`).
