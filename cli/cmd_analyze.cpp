@@ -10,6 +10,7 @@
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/bridge_config.hpp"
 #include "preflight/analyzer/frontends/hf_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/mindformers_yaml.hpp"
@@ -25,6 +26,7 @@ namespace {
 const char* kAnalyzeHelp =
     "usage: preflight analyze [options] [torchrun args] [Megatron-LM args]\n"
     "       preflight analyze [options] --config X.yaml [run_mindformer.py args]\n"
+    "       preflight analyze [options] --bridge-config run_config.yaml [torchrun args] [a.b=value ...]\n"
     "\n"
     "Reads exactly what a launch script passes to `torchrun … pretrain_gpt.py`, so\n"
     "`torchrun $DISTRIBUTED_ARGS pretrain_gpt.py` can be swapped for `preflight analyze $DISTRIBUTED_ARGS`.\n"
@@ -43,6 +45,10 @@ const char* kAnalyzeHelp =
     "                           pretrained_model_dir; a .yaml here is read as --config)\n"
     "  --config FILE.yaml       MindFormers training yaml\n"
     "  --worker_num N           workers the msrun launch starts (must equal dp·tp·cp·pp)\n"
+    "  --bridge-config FILE     Megatron-Bridge run configuration (a ConfigContainer YAML: run_config.yaml\n"
+    "                           of a checkpoint, logger.save_config_filepath, or a Bridge log printing\n"
+    "                           one); Hydra overrides (model.tensor_model_parallel_size=2) apply to it,\n"
+    "                           torchrun's --nproc_per_node / --nnodes give the world size\n"
     "  --json                   print the report as JSON\n"
     "  --device-memory GIB      device memory; exit 1 when a stage does not fit\n"
     "                           (default with --config: context.max_device_memory)\n"
@@ -61,6 +67,7 @@ struct AnalyzeCli {
   std::optional<std::string> compat;
   std::optional<std::string> calibration;
   std::optional<std::string> config;
+  std::optional<std::string> bridge_config;
   std::optional<std::string> system;
   int worker_num = 0;
   Words rest;
@@ -98,6 +105,8 @@ AnalyzeCli take_options(const Words& words) {
       } catch (const std::exception&) {
         throw InputError("--worker_num", "expected a positive number of workers, got '" + v + "'");
       }
+    } else if (w == "--bridge-config" || w.rfind("--bridge-config=", 0) == 0) {
+      cli.bridge_config = value("--bridge-config");
     } else if (w == "--system" || w.rfind("--system=", 0) == 0) {
       cli.system = value("--system");
     } else if (w == "--calibration" || w.rfind("--calibration=", 0) == 0) {
@@ -159,6 +168,12 @@ int run_analyze(const Words& words) {
     yaml_device_gib = mc.max_device_memory_gib;
   } else {
     if (cli.worker_num) throw InputError("--worker_num", "is for MindFormers launches (give --config X.yaml)");
+    if (cli.bridge_config) {
+      // A Megatron-Bridge run configuration: its Megatron arguments, then the rest of the command line.
+      analyzer::BridgeConfigArgs b = analyzer::bridge_config_to_megatron_args(*cli.bridge_config, cli.rest);
+      cli.rest = b.args;
+      opts.warnings.insert(opts.warnings.end(), b.warnings.begin(), b.warnings.end());
+    }
     analyzer::MegatronConfig cfg =
         analyzer::parse_megatron_args(cli.rest, analyzer::process_environment(), base ? &*base : nullptr);
     model = cfg.model;

@@ -10,6 +10,7 @@
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/bridge_config.hpp"
 #include "preflight/analyzer/frontends/hf_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/mindformers_yaml.hpp"
@@ -20,7 +21,7 @@ namespace preflight::cli {
 namespace {
 
 struct EstimateOptions {
-  std::string model, strategy, system = "a100_pcie", out, config, trace;
+  std::string model, strategy, system = "a100_pcie", out, config, trace, bridge_config;
   bool json = false, strict = false, simumax_compat = false, ops = false;
   int gpus_per_node = 0;
   std::vector<std::string> megatron;
@@ -39,6 +40,8 @@ int run(EstimateOptions o) {
   std::optional<double> yaml_device_gib;  // --config: context.max_device_memory
   ModelSpec model;
   Strategy strategy;
+  if (!o.bridge_config.empty() && !o.config.empty())
+    throw InputError("--bridge-config", "cannot be combined with --config (a MindFormers yaml)");
   const bool mindspore = !o.config.empty() || (!o.model.empty() && is_yaml_path(o.model));
   if (mindspore) {
     // A MindFormers training yaml: its model (new style: completed by --model), layout, batch and recompute.
@@ -59,7 +62,13 @@ int run(EstimateOptions o) {
     strategy = mc.strategy;
     yaml_device_gib = mc.max_device_memory_gib;
     for (const auto& w : mc.warnings) warnings.push_back(w);
-  } else if (!o.megatron.empty()) {
+  } else if (!o.megatron.empty() || !o.bridge_config.empty()) {
+    if (!o.bridge_config.empty()) {
+      // A Megatron-Bridge run configuration: its Megatron arguments, then the ones after --.
+      BridgeConfigArgs b = bridge_config_to_megatron_args(o.bridge_config, o.megatron);
+      o.megatron = b.args;
+      for (const auto& w : b.warnings) warnings.push_back(w);
+    }
     ModelSpec base;
     if (!o.model.empty()) base = cost::load_cost_model(o.model, &warnings);
     MegatronConfig mc =
@@ -208,6 +217,11 @@ Command estimate_command() {
                      "split over tp, fractional expert capacity (default: Megatron's behaviour)");
         sub.add_flag("--strict", o->strict,
                      "an op of the model the cost model does not price is an error (exit 2), not a warning");
+        sub.add_option(
+            "--bridge-config", o->bridge_config,
+            "Megatron-Bridge run configuration: a ConfigContainer YAML (run_config.yaml of a checkpoint, "
+            "logger.save_config_filepath) or a Bridge log printing one; the world size (torchrun's "
+            "--nproc_per_node / --nnodes), Hydra overrides (model.x=y) and Megatron flags may follow --");
         sub.add_option("megatron", o->megatron, "Megatron-LM / torchrun arguments after --");
         sub.footer(
             "Exit status: 0 fits (or tight: only the allocated peak fits, said on stdout), 1 a stage's "

@@ -1,0 +1,55 @@
+#pragma once
+/// @file bridge_config.hpp
+/// Front end: a Megatron-Bridge run configuration — the `ConfigContainer` YAML that Megatron-Bridge writes as
+/// `run_config.yaml` into every checkpoint and to `logger.save_config_filepath`, and prints into its training
+/// log between `------- Task Configuration -------` and a line of dashes — turned into the Megatron-LM
+/// arguments the same run takes, for parse_megatron_args().
+///
+/// The YAML is `ConfigContainer.to_yaml()` (megatron/training/config/container.py): one mapping per section
+/// (`model`, `train`, `ddp`, `optimizer`, `mixed_precision`, `dataset`, `comm_overlap`, …), dataclasses with
+/// a
+/// `_target_` key, torch dtypes and functions as `{_target_: torch.bfloat16, _call_: false}`, enums as
+/// `{_target_: …AttnBackend, _args_: [n]}`.  The `model` section holds Megatron Core's TransformerConfig /
+/// the model provider's fields, whose names are Megatron-LM's argument names (`num_moe_experts` ↔
+/// `--num-experts`, `gated_linear_unit` + `activation_func` ↔ `--swiglu` / `--quick-geglu` /
+/// `--squared-relu`, …; the mapping is Megatron-Bridge's `docs/megatron-lm-to-megatron-bridge.md` and
+/// Megatron-LM's `core_transformer_config_from_args`).  The training sequence is `dataset.sequence_length`
+/// (`seq_length` in older files), not `model.seq_length` (the model's context); `mixed_precision` (a
+/// MixedPrecisionConfig or a recipe name such as `bf16_with_mxfp8_mixed`) is applied over the model's
+/// precision fields, as Bridge does. The world size is not in the file: give torchrun's `--nproc_per_node` /
+/// `--nnodes` among the extra arguments.
+///
+/// Hydra-style overrides (`model.tensor_model_parallel_size=2`, `train.global_batch_size=512`) change the
+/// YAML before it is read, as Megatron-Bridge's recipe scripts apply them; every other extra argument is
+/// passed on to parse_megatron_args() after the converted ones (Megatron's parser: the last value of a flag
+/// wins).
+///
+/// Fields preflight does not price (sliding windows with a skip frequency, heterogeneous layer specs, custom
+/// layer specs, a quantization recipe per module, …) are said in `warnings`; fields it does not know are left
+/// out silently only when they cannot change memory or time (logging, checkpointing, data loading, seeds).
+
+#include <string>
+#include <vector>
+
+namespace preflight::analyzer {
+
+struct BridgeConfigArgs {
+  std::vector<std::string> args;      ///< Megatron-LM arguments: the file's, then the caller's extra ones
+  std::vector<std::string> warnings;  ///< what the conversion could not carry
+  std::string model_target;           ///< the model provider's class (`model._target_`), for messages
+};
+
+/// Reads `path` (a ConfigContainer YAML, or a Megatron-Bridge log holding one after its
+/// `------- Task Configuration -------` line) and converts it.  `extra`: Hydra overrides (`a.b=value`)
+/// applied to the YAML, and Megatron / torchrun arguments appended to the result.
+/// @throws InputError naming the file and line (malformed YAML; no configuration block in a log), the file
+/// and
+///   field (a section or field of the wrong type, a value Megatron would refuse), or the override.
+BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
+                                                const std::vector<std::string>& extra);
+
+/// The same from the YAML text itself; `source` names it in messages.
+BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, const std::string& source,
+                                                     const std::vector<std::string>& extra);
+
+}  // namespace preflight::analyzer

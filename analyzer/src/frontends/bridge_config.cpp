@@ -1,0 +1,599 @@
+// Megatron-Bridge's ConfigContainer YAML → Megatron-LM arguments (bridge_config.hpp).
+#include "preflight/analyzer/frontends/bridge_config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "preflight/common/error.hpp"
+
+namespace preflight::analyzer {
+namespace {
+
+std::string location(const std::string& source, int line) {
+  return line > 0 ? source + ":" + std::to_string(line) : source;
+}
+
+std::string number_text(double v) {
+  if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  std::ostringstream o;
+  o.precision(17);
+  o << v;
+  return o.str();
+}
+
+/// One section of the container (`model`, `train`, …), read field by field; a null or absent field is
+/// "not set".
+class Section {
+ public:
+  Section(YAML::Node node, std::string source, std::string name)
+      : node_(std::move(node)), source_(std::move(source)), name_(std::move(name)) {}
+
+  bool set(const std::string& key) const {
+    if (!node_ || !node_.IsMap()) return false;
+    const YAML::Node v = node_[key];
+    return v.IsDefined() && !v.IsNull();
+  }
+  std::string field(const std::string& key) const { return source_ + ": " + name_ + "." + key; }
+
+  std::optional<bool> boolean(const std::string& key) const {
+    if (!set(key)) return std::nullopt;
+    const YAML::Node v = node_[key];
+    if (v.IsScalar()) {
+      const std::string s = v.Scalar();
+      if (s == "true" || s == "True") return true;
+      if (s == "false" || s == "False") return false;
+    }
+    throw InputError(field(key), "must be true or false, got " + shown(v));
+  }
+  bool flag(const std::string& key) const { return boolean(key).value_or(false); }
+
+  std::optional<double> number(const std::string& key) const {
+    if (!set(key)) return std::nullopt;
+    const YAML::Node v = node_[key];
+    if (v.IsScalar()) {
+      const std::string s = v.Scalar();
+      char* end = nullptr;
+      const double x = std::strtod(s.c_str(), &end);
+      if (end != s.c_str() && *end == '\0' && std::isfinite(x)) return x;
+    }
+    throw InputError(field(key), "must be a number, got " + shown(v));
+  }
+  std::optional<long long> integer(const std::string& key) const {
+    const auto x = number(key);
+    if (!x) return std::nullopt;
+    if (std::floor(*x) != *x) throw InputError(field(key), "must be a whole number, got " + number_text(*x));
+    return static_cast<long long>(*x);
+  }
+  std::optional<std::string> text(const std::string& key) const {
+    if (!set(key)) return std::nullopt;
+    const YAML::Node v = node_[key];
+    if (v.IsScalar()) return v.Scalar();
+    throw InputError(field(key), "must be a string, got " + shown(v));
+  }
+  /// A function or class serialised as `{_target_: module.name, _call_: false}` (or a plain string).
+  std::optional<std::string> target(const std::string& key) const {
+    if (!set(key)) return std::nullopt;
+    const YAML::Node v = node_[key];
+    if (v.IsScalar()) return v.Scalar();
+    if (v.IsMap() && v["_target_"] && v["_target_"].IsScalar()) return v["_target_"].Scalar();
+    throw InputError(field(key), "must be a {_target_: …} mapping, got " + shown(v));
+  }
+  /// A torch dtype (`{_target_: torch.bfloat16}`, `torch.bfloat16`, `bf16`) as Megatron's flag value.
+  std::optional<std::string> dtype(const std::string& key) const {
+    const auto t = target(key);
+    if (!t) return std::nullopt;
+    std::string s = *t;
+    if (s.rfind("torch.", 0) == 0) s = s.substr(6);
+    if (s == "bfloat16" || s == "bf16") return "bf16";
+    if (s == "float16" || s == "half" || s == "fp16") return "fp16";
+    if (s == "float32" || s == "float" || s == "fp32") return "fp32";
+    if (s.rfind("float8", 0) == 0 || s == "fp8" || s == "uint8") return "fp8";
+    throw InputError(field(key), "is not a dtype Megatron takes here: '" + *t + "'");
+  }
+  /// An enum serialised as `{_target_: …Enum, _args_: [value]}` (or its name / value as a scalar).
+  std::optional<std::string> enum_value(const std::string& key) const {
+    if (!set(key)) return std::nullopt;
+    const YAML::Node v = node_[key];
+    if (v.IsScalar()) return v.Scalar();
+    if (v.IsMap() && v["_args_"] && v["_args_"].IsSequence() && v["_args_"].size() == 1 &&
+        v["_args_"][0].IsScalar())
+      return v["_args_"][0].Scalar();
+    throw InputError(field(key), "must be an enum ({_target_: …, _args_: [value]}), got " + shown(v));
+  }
+  std::vector<std::string> strings(const std::string& key) const {
+    std::vector<std::string> out;
+    if (!set(key)) return out;
+    const YAML::Node v = node_[key];
+    if (v.IsScalar()) return {v.Scalar()};
+    if (v.IsSequence()) {
+      for (const auto& e : v) {
+        if (e.IsScalar()) {
+          out.push_back(e.Scalar());
+        } else if (e.IsMap() && e["_args_"] && e["_args_"].IsSequence() && e["_args_"].size() == 1) {
+          out.push_back(e["_args_"][0].Scalar());  // an enum member
+        } else {
+          throw InputError(field(key), "must be a list of names, got " + shown(v));
+        }
+      }
+      return out;
+    }
+    throw InputError(field(key), "must be a name or a list of names, got " + shown(v));
+  }
+  const YAML::Node& node() const { return node_; }
+
+ private:
+  static std::string shown(const YAML::Node& v) {
+    if (v.IsScalar()) return "'" + v.Scalar() + "'";
+    if (v.IsSequence()) return "a list";
+    if (v.IsMap()) return "a mapping";
+    return "nothing";
+  }
+  YAML::Node node_;
+  std::string source_, name_;
+};
+
+/// The YAML of a Megatron-Bridge log (the block after `------- Task Configuration -------`), or the text
+/// itself; `first_line` the 1-based line of the log it starts at.
+std::string yaml_block(const std::string& text, const std::string& source, int& first_line) {
+  static const std::regex header(R"(^\s*-{3,}\s*Task Configuration\s*-{3,}\s*$)");
+  static const std::regex rule(R"(^\s*-{10,}\s*$)");
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  bool inside = false, found = false;
+  std::string block;
+  while (std::getline(in, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!inside) {
+      if (std::regex_match(line, header)) {
+        inside = found = true;
+        first_line = n + 1;
+        block.clear();
+      }
+      continue;
+    }
+    if (std::regex_match(line, rule)) {
+      inside = false;
+      break;  // the first configuration printed is the run's
+    }
+    block += line + "\n";
+  }
+  if (!found) {
+    first_line = 1;
+    return text;
+  }
+  if (inside)
+    throw InputError(location(source, n),
+                     "the log's Task Configuration block has no closing line of dashes: truncated log");
+  return block;
+}
+
+/// A Hydra-style override `a.b.c=value` (an optional leading `+`); false for anything else.
+bool apply_override(YAML::Node& root, const std::string& word, const std::string& source) {
+  static const std::regex form(R"(^\+?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)=(.*)$)");
+  static const std::set<std::string> sections = {
+      "model",     "train",        "ddp",       "optimizer",  "mixed_precision",
+      "dataset",   "comm_overlap", "scheduler", "checkpoint", "logger",
+      "tokenizer", "dist",         "rng",       "profiling",  "peft"};
+  std::smatch m;
+  if (word.rfind("-", 0) == 0 || !std::regex_match(word, m, form)) return false;
+  std::vector<std::string> keys;
+  std::string path = m[1];
+  for (std::size_t b = 0, e; b <= path.size(); b = e + 1) {
+    e = path.find('.', b);
+    if (e == std::string::npos) e = path.size();
+    keys.push_back(path.substr(b, e - b));
+  }
+  // Only the container's own keys: other `name=value` words (an environment assignment) are passed on.
+  if (!sections.count(keys.front()) && !root[keys.front()].IsDefined()) return false;
+  YAML::Node value;
+  try {
+    value = YAML::Load(m[2].str());
+  } catch (const YAML::Exception& e) {
+    throw InputError("override " + word, "its value is not YAML: " + e.msg);
+  }
+  // yaml-cpp nodes are handles: walk by reassigning a handle to each child.
+  std::vector<YAML::Node> chain{root};
+  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+    YAML::Node parent = chain.back();
+    if (!parent[keys[i]] || parent[keys[i]].IsNull()) parent[keys[i]] = YAML::Node(YAML::NodeType::Map);
+    if (!parent[keys[i]].IsMap())
+      throw InputError("override " + word,
+                       source + ": " + keys[i] + " is not a section of the configuration");
+    chain.push_back(parent[keys[i]]);
+  }
+  chain.back()[keys.back()] = value;
+  return true;
+}
+
+/// Megatron's `--moe-layer-freq`: an int, or a Python list literal.
+std::string layer_freq(const Section& model) {
+  const YAML::Node v = model.node()["moe_layer_freq"];
+  if (v.IsScalar()) return v.Scalar();
+  if (v.IsSequence()) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + v[i].Scalar();
+    return s + "]";
+  }
+  throw InputError(model.field("moe_layer_freq"), "must be an integer or a list of 0 / 1");
+}
+
+/// The mixed-precision recipe names of megatron/bridge/training/mixed_precision.py, as fp8 / fp4 settings.
+struct PrecisionRecipe {
+  const char* name;
+  bool fp16;
+  const char* fp8;         // --fp8-format, or nullptr
+  const char* fp8_recipe;  // --fp8-recipe
+  bool fp8_param_gather;
+  const char* fp4;  // --fp4-format, or nullptr
+};
+constexpr PrecisionRecipe kRecipes[] = {
+    {"bf16_mixed", false, nullptr, nullptr, false, nullptr},
+    {"fp16_mixed", true, nullptr, nullptr, false, nullptr},
+    {"bf16_with_fp8_delayed_scaling_mixed", false, "hybrid", "delayed", true, nullptr},
+    {"fp16_with_fp8_delayed_scaling_mixed", true, "hybrid", "delayed", true, nullptr},
+    {"bf16_with_fp8_current_scaling_mixed", false, "hybrid", "tensorwise", true, nullptr},
+    {"fp16_with_fp8_current_scaling_mixed", true, "hybrid", "tensorwise", true, nullptr},
+    {"bf16_with_mxfp8_mixed", false, "e4m3", "mxfp8", true, nullptr},
+    {"fp16_with_mxfp8_mixed", true, "e4m3", "mxfp8", true, nullptr},
+    {"bf16_with_fp8_subchannel_scaling_mixed", false, "e4m3", "blockwise", false, nullptr},
+    {"fp16_with_fp8_subchannel_scaling_mixed", true, "e4m3", "blockwise", false, nullptr},
+    {"bf16_with_nvfp4_mixed", false, nullptr, nullptr, false, "e2m1"},
+};
+
+}  // namespace
+
+BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, const std::string& source,
+                                                     const std::vector<std::string>& extra) {
+  BridgeConfigArgs out;
+  int first_line = 1;
+  const std::string yaml = yaml_block(text, source, first_line);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    throw InputError(location(source, e.mark.line >= 0 ? first_line + e.mark.line : 0),
+                     "malformed yaml: " + e.msg);
+  }
+  if (!root.IsMap() || !root["model"] || !root["model"].IsMap())
+    throw InputError(source,
+                     "not a Megatron-Bridge run configuration: no `model` section (a ConfigContainer "
+                     "YAML: run_config.yaml, logger.save_config_filepath, or a log's Task Configuration)");
+  std::vector<std::string> passed_on;
+  for (const auto& w : extra)
+    if (!apply_override(root, w, source)) passed_on.push_back(w);
+
+  auto& a = out.args;
+  auto put = [&](const std::string& flag) { a.push_back(flag); };
+  auto put_value = [&](const std::string& flag, const std::string& v) {
+    a.push_back(flag);
+    a.push_back(v);
+  };
+  const Section model(root["model"], source, "model");
+  const Section train(root["train"], source, "train");
+  const Section ddp(root["ddp"], source, "ddp");
+  const Section opt(root["optimizer"], source, "optimizer");
+  const Section data(root["dataset"], source, "dataset");
+  const Section overlap(root["comm_overlap"], source, "comm_overlap");
+  out.model_target = model.target("_target_").value_or("");
+
+  auto int_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
+    if (auto v = s.integer(key)) put_value(flag, std::to_string(*v));
+  };
+  auto num_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
+    if (auto v = s.number(key)) put_value(flag, number_text(*v));
+  };
+  auto bool_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
+    if (s.flag(key)) put(flag);
+  };
+
+  // --- Architecture ---------------------------------------------------------------------------------------
+  const auto pattern = model.set("hybrid_layer_pattern") ? model.text("hybrid_layer_pattern")
+                                                         : model.text("hybrid_override_pattern");
+  if (pattern) {
+    put_value("--hybrid-layer-pattern", *pattern);
+  } else {
+    int_flag(model, "num_layers", "--num-layers");
+  }
+  int_flag(model, "hidden_size", "--hidden-size");
+  int_flag(model, "ffn_hidden_size", "--ffn-hidden-size");
+  int_flag(model, "num_attention_heads", "--num-attention-heads");
+  int_flag(model, "kv_channels", "--kv-channels");
+  if (auto g = model.integer("num_query_groups")) {
+    if (*g != model.integer("num_attention_heads").value_or(-1)) {
+      put("--group-query-attention");
+      put_value("--num-query-groups", std::to_string(*g));
+    }
+  }
+  if (auto n = model.text("normalization")) put_value("--normalization", *n);
+  num_flag(model, "layernorm_epsilon", "--norm-epsilon");
+  const bool gated = model.flag("gated_linear_unit");
+  const std::string act = model.target("activation_func").value_or("torch.nn.functional.gelu");
+  auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (ends_with(act, "squared_relu")) {
+    put("--squared-relu");
+    if (gated)
+      out.warnings.push_back(model.field("activation_func") + ": a gated squared ReLU is priced ungated");
+  } else if (ends_with(act, "silu")) {
+    if (gated)
+      put("--swiglu");
+    else
+      out.warnings.push_back(model.field("activation_func") + ": an ungated SiLU MLP is priced as GELU's");
+  } else if (ends_with(act, "quick_gelu")) {
+    if (gated) put("--quick-geglu");
+  } else if (!ends_with(act, "gelu")) {
+    out.warnings.push_back(model.field("activation_func") + ": '" + act + "' is priced as " +
+                           (gated ? "SwiGLU" : "GELU"));
+    if (gated) put("--swiglu");
+  } else if (gated) {
+    out.warnings.push_back(model.field("activation_func") + ": a gated GELU is priced as SwiGLU");
+    put("--swiglu");
+  }
+  if (model.boolean("add_bias_linear") == false) put("--disable-bias-linear");
+  bool_flag(model, "add_qkv_bias", "--add-qkv-bias");
+  bool_flag(model, "qk_layernorm", "--qk-layernorm");
+  if (auto p = model.text("position_embedding_type")) {
+    put_value("--position-embedding-type", *p);
+  }
+  num_flag(model, "rotary_base", "--rotary-base");
+  num_flag(model, "rotary_percent", "--rotary-percent");
+  if (model.boolean("share_embeddings_and_output_weights") == false)
+    put("--untie-embeddings-and-output-weights");
+  int_flag(model, "vocab_size", "--vocab-size");
+  if (model.boolean("should_pad_vocab") == false)
+    put_value("--make-vocab-size-divisible-by", "1");
+  else
+    int_flag(model, "make_vocab_size_divisible_by", "--make-vocab-size-divisible-by");
+  // The training sequence: the dataset's (the model's seq_length is its context).
+  std::optional<long long> seq = data.integer("sequence_length");
+  if (!seq) seq = data.integer("seq_length");
+  const std::optional<long long> context = model.integer("seq_length");
+  if (!seq) seq = context;
+  if (seq) put_value("--seq-length", std::to_string(*seq));
+  if (seq || context)
+    put_value("--max-position-embeddings", std::to_string(std::max(seq.value_or(0), context.value_or(0))));
+  num_flag(model, "attention_dropout", "--attention-dropout");
+  num_flag(model, "hidden_dropout", "--hidden-dropout");
+  if (auto w = model.node()["window_size"]; w && w.IsSequence() && w.size() == 2) {
+    put_value("--window-size", "(" + w[0].Scalar() + "," + w[1].Scalar() + ")");
+    int_flag(model, "window_attn_skip_freq", "--window-attn-skip-freq");
+  }
+  // Multi-latent attention.
+  if (model.flag("multi_latent_attention")) {
+    put("--multi-latent-attention");
+    int_flag(model, "q_lora_rank", "--q-lora-rank");
+    int_flag(model, "kv_lora_rank", "--kv-lora-rank");
+    int_flag(model, "qk_head_dim", "--qk-head-dim");
+    int_flag(model, "qk_pos_emb_head_dim", "--qk-pos-emb-head-dim");
+    int_flag(model, "v_head_dim", "--v-head-dim");
+  }
+  // Mamba (hybrid models).
+  int_flag(model, "mamba_num_heads", "--mamba-num-heads");
+  if (pattern) {
+    int_flag(model, "mamba_head_dim", "--mamba-head-dim");
+    int_flag(model, "mamba_state_dim", "--mamba-state-dim");
+    int_flag(model, "mamba_num_groups", "--mamba-num-groups");
+  }
+  // Mixture of experts.
+  if (auto e = model.integer("num_moe_experts"); e && *e > 0) {
+    put_value("--num-experts", std::to_string(*e));
+    int_flag(model, "moe_router_topk", "--moe-router-topk");
+    int_flag(model, "moe_ffn_hidden_size", "--moe-ffn-hidden-size");
+    int_flag(model, "moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size");
+    if (model.set("moe_layer_freq")) put_value("--moe-layer-freq", layer_freq(model));
+    int_flag(model, "moe_latent_size", "--moe-latent-size");
+    bool_flag(model, "moe_grouped_gemm", "--moe-grouped-gemm");
+    const std::string dispatcher = model.text("moe_token_dispatcher_type").value_or("allgather");
+    put_value("--moe-token-dispatcher-type", dispatcher);
+    if (dispatcher == "flex")
+      if (auto b = model.text("moe_flex_dispatcher_backend")) put_value("--moe-flex-dispatcher-backend", *b);
+    int_flag(model, "moe_hybridep_num_sms", "--moe-hybridep-num-sms");
+    bool_flag(model, "moe_router_force_load_balancing", "--moe-router-force-load-balancing");
+    num_flag(model, "moe_expert_capacity_factor", "--moe-expert-capacity-factor");
+    bool_flag(model, "moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity");
+    bool_flag(model, "moe_permute_fusion", "--moe-permute-fusion");
+    bool_flag(model, "moe_router_fusion", "--moe-router-fusion");
+    bool_flag(model, "moe_shared_expert_overlap", "--moe-shared-expert-overlap");
+    int_flag(model, "moe_router_num_groups", "--moe-router-num-groups");
+    int_flag(model, "moe_router_group_topk", "--moe-router-group-topk");
+    if (auto f = model.text("moe_router_score_function")) put_value("--moe-router-score-function", *f);
+    bool_flag(model, "moe_router_enable_expert_bias", "--moe-router-enable-expert-bias");
+  }
+  // Multi-token prediction.
+  if (auto d = model.integer("mtp_num_layers"); d && *d > 0) {
+    put_value("--mtp-num-layers", std::to_string(*d));
+    bool_flag(model, "mtp_use_repeated_layer", "--mtp-use-repeated-layer");
+    if (auto p = model.text("mtp_hybrid_override_pattern")) put_value("--mtp-hybrid-override-pattern", *p);
+  }
+  if (auto impl = model.text("transformer_impl")) put_value("--transformer-impl", *impl);
+  if (auto backend = model.enum_value("attention_backend")) {
+    static const std::map<std::string, std::string> names = {
+        {"1", "flash"}, {"2", "fused"}, {"3", "unfused"}, {"4", "local"}, {"5", "auto"}};
+    auto it = names.find(*backend);
+    const std::string name = it != names.end() ? it->second : *backend;
+    if (name == "flash" || name == "fused" || name == "unfused" || name == "local" || name == "auto")
+      put_value("--attention-backend", name);
+    else
+      throw InputError(model.field("attention_backend"),
+                       "is not one of Megatron's AttnBackend values: '" + name + "'");
+  }
+  bool_flag(model, "cross_entropy_loss_fusion", "--cross-entropy-loss-fusion");
+  if (model.flag("cross_entropy_loss_fusion"))
+    if (auto impl = model.text("cross_entropy_fusion_impl")) put_value("--cross-entropy-fusion-impl", *impl);
+  for (const char* unpriced : {"heterogeneous_block_specs", "use_kitchen"})
+    if (model.flag(unpriced)) out.warnings.push_back(model.field(unpriced) + ": not priced");
+
+  // --- Parallel layout ------------------------------------------------------------------------------------
+  int_flag(model, "tensor_model_parallel_size", "--tensor-model-parallel-size");
+  int_flag(model, "pipeline_model_parallel_size", "--pipeline-model-parallel-size");
+  if (auto v = model.integer("virtual_pipeline_model_parallel_size"); v && *v > 1)
+    put_value("--num-virtual-stages-per-pipeline-rank", std::to_string(*v));
+  int_flag(model, "context_parallel_size", "--context-parallel-size");
+  int_flag(model, "expert_model_parallel_size", "--expert-model-parallel-size");
+  int_flag(model, "expert_tensor_parallel_size", "--expert-tensor-parallel-size");
+  bool_flag(model, "sequence_parallel", "--sequence-parallel");
+  if (model.set("pipeline_model_parallel_layout")) {
+    const YAML::Node l = model.node()["pipeline_model_parallel_layout"];
+    if (!l.IsScalar())
+      throw InputError(model.field("pipeline_model_parallel_layout"),
+                       "is priced from its string form only (e.g. 'Et|(tt|)*30mL')");
+    put_value("--pipeline-model-parallel-layout", l.Scalar());
+  }
+  bool_flag(model, "account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split");
+  bool_flag(model, "account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split");
+  int_flag(model, "num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers");
+  int_flag(model, "num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers");
+  if (auto c = model.text("cp_comm_type")) put_value("--cp-comm-type", *c);
+  if (model.boolean("overlap_p2p_comm") == false &&
+      model.integer("virtual_pipeline_model_parallel_size").value_or(1) > 1)
+    put("--no-overlap-p2p-communication");
+
+  // --- Recompute, offloading, CUDA graphs -----------------------------------------------------------------
+  if (auto g = model.text("recompute_granularity")) {
+    put_value("--recompute-granularity", *g);
+    if (*g == "full") {
+      if (auto m = model.text("recompute_method")) put_value("--recompute-method", *m);
+      int_flag(model, "recompute_num_layers", "--recompute-num-layers");
+    } else if (*g == "selective") {
+      const auto modules = model.strings("recompute_modules");
+      if (!modules.empty()) {
+        put("--recompute-modules");
+        for (const auto& m : modules) put(m);
+      }
+    }
+  }
+  if (model.flag("fine_grained_activation_offloading")) {
+    put("--fine-grained-activation-offloading");
+    const auto modules = model.strings("offload_modules");
+    if (!modules.empty()) {
+      put("--offload-modules");
+      for (const auto& m : modules) put(m);
+    }
+  }
+  if (auto impl = model.text("cuda_graph_impl"); impl && *impl != "none") {
+    put_value("--cuda-graph-impl", *impl);
+    const auto scope = model.strings("cuda_graph_scope");
+    if (!scope.empty() && !(scope.size() == 1 && scope[0] == "full")) {
+      put("--cuda-graph-scope");
+      for (const auto& s : scope) put(s);
+    }
+  }
+  bool_flag(model, "delay_wgrad_compute", "--delay-wgrad-compute");
+  const bool ep_overlap =
+      model.flag("overlap_moe_expert_parallel_comm") || overlap.flag("overlap_moe_expert_parallel_comm");
+  if (ep_overlap) put("--overlap-moe-expert-parallel-comm");
+  if (!model.flag("delay_wgrad_compute") && overlap.flag("delay_wgrad_compute")) put("--delay-wgrad-compute");
+  if (overlap.flag("tp_comm_overlap") || model.flag("tp_comm_overlap")) put("--tp-comm-overlap");
+
+  // --- Precision: the model's fields, with mixed_precision over them ------------------------------------
+  const YAML::Node mp_node = root["mixed_precision"];
+  bool fp16 = model.flag("fp16"), grad_fp32 = true;
+  std::optional<std::string> fp8 = model.text("fp8"), fp8_recipe = model.text("fp8_recipe"),
+                             fp4 = model.text("fp4"), fp4_recipe = model.text("fp4_recipe");
+  bool fp8_param = model.flag("fp8_param"), first_last_bf16 = model.flag("first_last_layers_bf16"),
+       fp8_dpa = model.flag("fp8_dot_product_attention");
+  std::optional<long long> bf16_start = model.integer("num_layers_at_start_in_bf16"),
+                           bf16_end = model.integer("num_layers_at_end_in_bf16");
+  if (mp_node && mp_node.IsScalar() && !mp_node.IsNull()) {
+    const std::string name = mp_node.Scalar();
+    const PrecisionRecipe* r = nullptr;
+    for (const auto& k : kRecipes)
+      if (name == k.name) r = &k;
+    if (!r)
+      throw InputError(source + ": mixed_precision",
+                       "'" + name +
+                           "' is not one of Megatron-Bridge's mixed-precision recipes (bf16_mixed, "
+                           "bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed, …)");
+    fp16 = r->fp16;
+    fp8 = r->fp8 ? std::optional<std::string>(r->fp8) : std::nullopt;
+    fp8_recipe = r->fp8_recipe ? std::optional<std::string>(r->fp8_recipe) : std::nullopt;
+    fp8_param = r->fp8_param_gather;
+    fp4 = r->fp4 ? std::optional<std::string>(r->fp4) : std::nullopt;
+  } else if (mp_node && mp_node.IsMap()) {
+    const Section mp(mp_node, source, "mixed_precision");
+    if (mp.set("fp16")) fp16 = mp.flag("fp16");
+    auto given = [&](const char* key) { return mp_node[key].IsDefined(); };  // null included: "off"
+    if (given("fp8")) fp8 = mp.text("fp8");
+    if (mp.set("fp8_recipe")) fp8_recipe = mp.text("fp8_recipe");
+    if (given("fp4")) fp4 = mp.text("fp4");
+    if (mp.set("fp4_recipe")) fp4_recipe = mp.text("fp4_recipe");
+    if (mp.set("fp8_param_gather")) fp8_param = mp.flag("fp8_param_gather");
+    if (mp.set("fp8_param")) fp8_param = fp8_param || mp.flag("fp8_param");
+    if (mp.set("first_last_layers_bf16")) first_last_bf16 = mp.flag("first_last_layers_bf16");
+    if (mp.set("fp8_dot_product_attention")) fp8_dpa = mp.flag("fp8_dot_product_attention");
+    if (mp.set("num_layers_at_start_in_bf16")) bf16_start = mp.integer("num_layers_at_start_in_bf16");
+    if (mp.set("num_layers_at_end_in_bf16")) bf16_end = mp.integer("num_layers_at_end_in_bf16");
+    if (auto g = mp.boolean("grad_reduce_in_fp32")) grad_fp32 = *g;
+  }
+  put(fp16 ? "--fp16" : "--bf16");
+  if (fp4) {
+    put_value("--fp4-format", *fp4);
+    put_value("--fp4-recipe", fp4_recipe.value_or("nvfp4"));
+  } else if (fp8) {
+    put_value("--fp8-format", *fp8);
+    if (fp8_recipe) put_value("--fp8-recipe", *fp8_recipe);
+  }
+  if ((fp8 || fp4) && fp8_param) put("--fp8-param-gather");
+  if ((fp8 || fp4) && first_last_bf16) {
+    put("--first-last-layers-bf16");
+    if (bf16_start) put_value("--num-layers-at-start-in-bf16", std::to_string(*bf16_start));
+    if (bf16_end) put_value("--num-layers-at-end-in-bf16", std::to_string(*bf16_end));
+  }
+  if (fp8 && fp8_dpa) put("--fp8-dot-product-attention");
+
+  // --- Data parallelism, optimizer, batch -----------------------------------------------------------------
+  if (ddp.flag("use_megatron_fsdp")) {
+    put("--use-megatron-fsdp");
+    if (auto s = ddp.text("data_parallel_sharding_strategy"))
+      put_value("--data-parallel-sharding-strategy", *s);
+  }
+  if (ddp.flag("use_distributed_optimizer") || opt.flag("use_distributed_optimizer"))
+    put("--use-distributed-optimizer");
+  bool_flag(ddp, "overlap_grad_reduce", "--overlap-grad-reduce");
+  bool_flag(ddp, "overlap_param_gather", "--overlap-param-gather");
+  if (auto g = ddp.boolean("grad_reduce_in_fp32")) grad_fp32 = *g;
+  if (!grad_fp32) put("--grad-reduce-in-bf16");
+  if (auto o = opt.text("optimizer")) put_value("--optimizer", *o);
+  if (opt.flag("use_precision_aware_optimizer")) {
+    put("--use-precision-aware-optimizer");
+    for (const auto& [key, flag] :
+         std::vector<std::pair<std::string, std::string>>{{"main_grads_dtype", "--main-grads-dtype"},
+                                                          {"main_params_dtype", "--main-params-dtype"},
+                                                          {"exp_avg_dtype", "--exp-avg-dtype"},
+                                                          {"exp_avg_sq_dtype", "--exp-avg-sq-dtype"}})
+      if (auto d = opt.dtype(key)) put_value(flag, *d);
+  }
+  if (opt.flag("optimizer_cpu_offload")) {
+    put("--optimizer-cpu-offload");
+    num_flag(opt, "optimizer_offload_fraction", "--optimizer-offload-fraction");
+  }
+  int_flag(train, "micro_batch_size", "--micro-batch-size");
+  int_flag(train, "global_batch_size", "--global-batch-size");
+  if (root["peft"] && root["peft"].IsMap() && !root["peft"].IsNull())
+    out.warnings.push_back(source +
+                           ": peft: the adapters are not read from a Bridge configuration (priced as "
+                           "full fine-tuning; preflight's --lora-rank / --lora-target-modules price LoRA)");
+
+  for (auto& w : passed_on) a.push_back(w);
+  return out;
+}
+
+BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
+                                                const std::vector<std::string>& extra) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(path, "cannot read the Megatron-Bridge configuration");
+  std::ostringstream s;
+  s << f.rdbuf();
+  return bridge_config_text_to_megatron_args(s.str(), path, extra);
+}
+
+}  // namespace preflight::analyzer

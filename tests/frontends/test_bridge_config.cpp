@@ -1,0 +1,189 @@
+// Megatron-Bridge run configurations (ConfigContainer YAML) read as Megatron arguments.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/bridge_config.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/common/error.hpp"
+#include "test_support.hpp"
+
+namespace preflight::analyzer {
+namespace {
+
+using preflight::test::data_dir;
+using preflight::test::read_file;
+
+std::string bridge(const std::string& name) {
+  return (data_dir() / "frontends" / "bridge" / name).string();
+}
+
+/// A run of the time corpus by a substring of its name.
+std::vector<std::string> corpus_args(const std::string& file, const std::string& name) {
+  const auto j = nlohmann::json::parse(read_file(data_dir() / "time_corpus" / file));
+  for (const auto& r : j["runs"])
+    if (r["name"].get<std::string>().find(name) != std::string::npos)
+      return r["args"].get<std::vector<std::string>>();
+  ADD_FAILURE() << file << ": no run named " << name;
+  return {};
+}
+
+double iteration_ms(const std::vector<std::string>& args, const std::string& system) {
+  const MegatronConfig c = parse_megatron_args(args);
+  return cost::estimate(c.model, c.strategy, cost::load_simumax_system(system)).iteration_ms;
+}
+
+bool has(const std::vector<std::string>& args, const std::string& flag, const std::string& value = "") {
+  auto it = std::find(args.begin(), args.end(), flag);
+  if (it == args.end()) return false;
+  return value.empty() || (it + 1 != args.end() && *(it + 1) == value);
+}
+
+// Our own ConfigContainer YAMLs of two verification-card runs (written in ConfigContainer.to_yaml()'s form:
+// _target_ keys, torch dtypes and functions as {_target_: …}, the attention backend as an AttnBackend enum;
+// the model's seq_length its context, the dataset's sequence_length the training sequence): priced exactly as
+// the time corpus's Megatron command lines of the same runs (tests/data/time_corpus/
+// h100_nemo_verification_cards.json) — a dense GQA model with qk norm, and Nemotron-3-Super's hybrid
+// LatentMoE with repeated MTP depths, expert capacity, selective recompute, the precision-aware optimizer's
+// dtypes and a mixed-precision recipe given by name.
+TEST(BridgeConfig, RunConfigPricesAsTheSameRunsMegatronArguments) {
+  const std::vector<std::string> world16 = {"--nproc_per_node", "8", "--nnodes", "2"};
+  const BridgeConfigArgs q = bridge_config_to_megatron_args(bridge("qwen3_8b_run_config.yaml"), world16);
+  EXPECT_EQ(q.model_target, "megatron.bridge.models.qwen.qwen_provider.Qwen3ModelProvider");
+  EXPECT_TRUE(has(q.args, "--seq-length", "4096"));  // the dataset's, not the model's 40960
+  EXPECT_TRUE(has(q.args, "--max-position-embeddings", "40960"));
+  EXPECT_TRUE(has(q.args, "--swiglu"));
+  EXPECT_TRUE(has(q.args, "--attention-backend", "auto"));  // AttnBackend(5)
+  EXPECT_TRUE(has(q.args, "--grad-reduce-in-bf16"));
+  EXPECT_FALSE(has(q.args, "--recompute-modules"));  // Bridge's default list without selective recompute
+  const double bridge_q = iteration_ms(q.args, "h100-sxm");
+  const double corpus_q =
+      iteration_ms(corpus_args("h100_nemo_verification_cards.json", "qwen3-8b"), "h100-sxm");
+  EXPECT_NEAR(bridge_q / corpus_q, 1.0, 1e-9);
+
+  const std::vector<std::string> world64 = {"--nproc_per_node", "8", "--nnodes", "8"};
+  const BridgeConfigArgs s =
+      bridge_config_to_megatron_args(bridge("nemotron3_super_h100_run_config.yaml"), world64);
+  EXPECT_TRUE(has(s.args, "--hybrid-layer-pattern"));
+  EXPECT_FALSE(has(s.args, "--num-layers"));  // the pattern gives them
+  EXPECT_TRUE(has(s.args, "--squared-relu"));
+  EXPECT_TRUE(has(s.args, "--moe-latent-size", "1024"));
+  EXPECT_TRUE(has(s.args, "--main-params-dtype", "fp16"));
+  const MegatronConfig sc = parse_megatron_args(s.args);
+  EXPECT_EQ(sc.model.moe.latent_size, 1024);
+  EXPECT_EQ(sc.model.mtp_num_layers, 2);
+  EXPECT_EQ(sc.strategy.pp, 2);
+  EXPECT_EQ(sc.strategy.ep, 32);
+  const double bridge_s = iteration_ms(s.args, "h100-sxm");
+  const double corpus_s =
+      iteration_ms(corpus_args("h100_nemo_verification_cards.json", "nemotron-3-super"), "h100-sxm");
+  EXPECT_NEAR(bridge_s / corpus_s, 1.0, 1e-9);
+}
+
+// A Megatron-Bridge training log prints the configuration between `------- Task Configuration -------` and a
+// line of dashes (training/setup.py print_yaml): read from there, the same arguments; a log cut inside the
+// block is refused with its last line; a log without one is read as YAML and refused for having no model.
+TEST(BridgeConfig, ReadsTheConfigurationABridgeLogPrints) {
+  const std::string yaml = read_file(bridge("qwen3_8b_run_config.yaml"));
+  const std::string log =
+      "INFO:megatron.core.datasets.gpt_dataset:> total number of epochs: 1\n"
+      "done with setup ...\n"
+      "------- Task Configuration -------\n" +
+      yaml +
+      "\n----------------------------------\n"
+      "Training ...\n"
+      " [2026-07-21 03:27:07] iteration       10/     100 | consumed samples:        10240 | elapsed time "
+      "per "
+      "iteration (ms): 25070.3 | global batch size:  1024 |\n";
+  const auto from_log = bridge_config_text_to_megatron_args(log, "train.log", {});
+  const auto from_yaml = bridge_config_text_to_megatron_args(yaml, "run_config.yaml", {});
+  EXPECT_EQ(from_log.args, from_yaml.args);
+
+  const std::string cut = log.substr(0, log.find("optimizer:"));
+  try {
+    bridge_config_text_to_megatron_args(cut, "train.log", {});
+    ADD_FAILURE() << "a truncated configuration block was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("train.log:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+  try {
+    bridge_config_text_to_megatron_args("iteration 1/10 | elapsed time per iteration (ms): 10.0\n",
+                                        "other.log", {});
+    ADD_FAILURE() << "a log without a configuration was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no `model` section"), std::string::npos) << e.what();
+  }
+}
+
+// Hydra-style overrides change the YAML before it is read, as Megatron-Bridge's recipe scripts apply them;
+// the other words are Megatron / torchrun arguments passed on after the file's.
+TEST(BridgeConfig, OverridesApplyToTheYamlAndTheRestIsPassedOn) {
+  const auto b = bridge_config_to_megatron_args(
+      bridge("qwen3_8b_run_config.yaml"),
+      {"model.tensor_model_parallel_size=2", "model.sequence_parallel=true", "train.global_batch_size=512",
+       "mixed_precision=bf16_with_mxfp8_mixed", "--nproc_per_node", "8"});
+  const MegatronConfig c = parse_megatron_args(b.args);
+  EXPECT_EQ(c.strategy.tp, 2);
+  EXPECT_TRUE(c.strategy.sequence_parallel);
+  EXPECT_EQ(c.strategy.global_batch(), 512);
+  EXPECT_EQ(c.strategy.world_size, 8);
+  EXPECT_TRUE(has(b.args, "--fp8-format", "e4m3"));
+  EXPECT_TRUE(has(b.args, "--fp8-recipe", "mxfp8"));
+  EXPECT_TRUE(has(b.args, "--fp8-param-gather"));
+  EXPECT_THROW(
+      bridge_config_to_megatron_args(bridge("qwen3_8b_run_config.yaml"), {"mixed_precision=bf16_magic"}),
+      InputError);
+}
+
+// Bad files: the message names the file and line (malformed YAML) or the file and field (a wrong type).
+TEST(BridgeConfig, BadInputNamesFileAndField) {
+  try {
+    bridge_config_text_to_megatron_args("model:\n  num_layers: [1, 2\n  hidden_size: 8\n", "bad.yaml", {});
+    ADD_FAILURE() << "malformed yaml was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("malformed yaml"), std::string::npos) << e.what();
+  }
+  try {
+    bridge_config_text_to_megatron_args("model:\n  num_layers: 4\n  hidden_size: big\n", "bad.yaml", {});
+    ADD_FAILURE() << "a word for a size was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml: model.hidden_size"), std::string::npos) << e.what();
+  }
+  try {
+    bridge_config_text_to_megatron_args(
+        "model:\n  attention_backend:\n    _target_: megatron.core.transformer.enums.AttnBackend\n"
+        "    _args_: [9]\n",
+        "bad.yaml", {});
+    ADD_FAILURE() << "an unknown attention backend was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.attention_backend"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(bridge_config_to_megatron_args(bridge("no_such_file.yaml"), {}), InputError);
+}
+
+// The command line: `preflight estimate --bridge-config FILE -- <torchrun world size>` prices it;
+// `preflight analyze --bridge-config FILE …` prints the tables of the same run.
+TEST(BridgeConfig, EstimateAndAnalyzeTakeIt) {
+  using preflight::test::run_preflight;
+  using preflight::test::shell_quote;
+  const std::string file = shell_quote(bridge("qwen3_8b_run_config.yaml"));
+  auto r = run_preflight("estimate --system h100-sxm --bridge-config " + file +
+                         " -- --nproc_per_node 8 --nnodes 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("seq4096.mbs1.mbc64.gbs1024 tp1.cp1.ep1.pp1.dp16"), std::string::npos) << r.out;
+  r = run_preflight("analyze --bridge-config " + file + " --nproc_per_node 8 --nnodes 2 model.num_layers=12");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("12 layers"), std::string::npos) << r.out;
+  r = run_preflight("estimate --system h100-sxm --bridge-config " + shell_quote(bridge("missing.yaml")));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("missing.yaml"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace preflight::analyzer
