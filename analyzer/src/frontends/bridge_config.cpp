@@ -293,6 +293,14 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   auto bool_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
     if (s.flag(key)) put(flag);
   };
+  // Tables of fields that map one to one onto a flag: whole numbers, and switches.
+  using Fields = std::initializer_list<std::pair<const char*, const char*>>;
+  auto int_flags = [&](const Section& s, Fields fields) {
+    for (const auto& [key, flag] : fields) int_flag(s, key, flag);
+  };
+  auto bool_flags = [&](const Section& s, Fields fields) {
+    for (const auto& [key, flag] : fields) bool_flag(s, key, flag);
+  };
 
   // --- Architecture ---------------------------------------------------------------------------------------
   const auto pattern = model.set("hybrid_layer_pattern") ? model.text("hybrid_layer_pattern")
@@ -302,10 +310,10 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   } else {
     int_flag(model, "num_layers", "--num-layers");
   }
-  int_flag(model, "hidden_size", "--hidden-size");
-  int_flag(model, "ffn_hidden_size", "--ffn-hidden-size");
-  int_flag(model, "num_attention_heads", "--num-attention-heads");
-  int_flag(model, "kv_channels", "--kv-channels");
+  int_flags(model, {{"hidden_size", "--hidden-size"},
+                    {"ffn_hidden_size", "--ffn-hidden-size"},
+                    {"num_attention_heads", "--num-attention-heads"},
+                    {"kv_channels", "--kv-channels"}});
   if (auto g = model.integer("num_query_groups")) {
     if (*g != model.integer("num_attention_heads").value_or(-1)) {
       put("--group-query-attention");
@@ -370,43 +378,42 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   // Multi-latent attention.
   if (model.flag("multi_latent_attention")) {
     put("--multi-latent-attention");
-    int_flag(model, "q_lora_rank", "--q-lora-rank");
-    int_flag(model, "kv_lora_rank", "--kv-lora-rank");
-    int_flag(model, "qk_head_dim", "--qk-head-dim");
-    int_flag(model, "qk_pos_emb_head_dim", "--qk-pos-emb-head-dim");
-    int_flag(model, "v_head_dim", "--v-head-dim");
+    int_flags(model, {{"q_lora_rank", "--q-lora-rank"},
+                      {"kv_lora_rank", "--kv-lora-rank"},
+                      {"qk_head_dim", "--qk-head-dim"},
+                      {"qk_pos_emb_head_dim", "--qk-pos-emb-head-dim"},
+                      {"v_head_dim", "--v-head-dim"}});
   }
   // Mamba (hybrid models).
   int_flag(model, "mamba_num_heads", "--mamba-num-heads");
-  if (pattern) {
-    int_flag(model, "mamba_head_dim", "--mamba-head-dim");
-    int_flag(model, "mamba_state_dim", "--mamba-state-dim");
-    int_flag(model, "mamba_num_groups", "--mamba-num-groups");
-  }
+  if (pattern)
+    int_flags(model, {{"mamba_head_dim", "--mamba-head-dim"},
+                      {"mamba_state_dim", "--mamba-state-dim"},
+                      {"mamba_num_groups", "--mamba-num-groups"}});
   // Mixture of experts.
   if (auto e = model.integer("num_moe_experts"); e && *e > 0) {
     put_value("--num-experts", std::to_string(*e));
-    int_flag(model, "moe_router_topk", "--moe-router-topk");
-    int_flag(model, "moe_ffn_hidden_size", "--moe-ffn-hidden-size");
-    int_flag(model, "moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size");
+    int_flags(model, {{"moe_router_topk", "--moe-router-topk"},
+                      {"moe_ffn_hidden_size", "--moe-ffn-hidden-size"},
+                      {"moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size"},
+                      {"moe_latent_size", "--moe-latent-size"},
+                      {"moe_hybridep_num_sms", "--moe-hybridep-num-sms"},
+                      {"moe_router_num_groups", "--moe-router-num-groups"},
+                      {"moe_router_group_topk", "--moe-router-group-topk"}});
     if (model.set("moe_layer_freq")) put_value("--moe-layer-freq", layer_freq(model));
-    int_flag(model, "moe_latent_size", "--moe-latent-size");
-    bool_flag(model, "moe_grouped_gemm", "--moe-grouped-gemm");
     const std::string dispatcher = model.text("moe_token_dispatcher_type").value_or("allgather");
     put_value("--moe-token-dispatcher-type", dispatcher);
     if (dispatcher == "flex")
       if (auto b = model.text("moe_flex_dispatcher_backend")) put_value("--moe-flex-dispatcher-backend", *b);
-    int_flag(model, "moe_hybridep_num_sms", "--moe-hybridep-num-sms");
-    bool_flag(model, "moe_router_force_load_balancing", "--moe-router-force-load-balancing");
     num_flag(model, "moe_expert_capacity_factor", "--moe-expert-capacity-factor");
-    bool_flag(model, "moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity");
-    bool_flag(model, "moe_permute_fusion", "--moe-permute-fusion");
-    bool_flag(model, "moe_router_fusion", "--moe-router-fusion");
-    bool_flag(model, "moe_shared_expert_overlap", "--moe-shared-expert-overlap");
-    int_flag(model, "moe_router_num_groups", "--moe-router-num-groups");
-    int_flag(model, "moe_router_group_topk", "--moe-router-group-topk");
+    bool_flags(model, {{"moe_grouped_gemm", "--moe-grouped-gemm"},
+                       {"moe_router_force_load_balancing", "--moe-router-force-load-balancing"},
+                       {"moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity"},
+                       {"moe_permute_fusion", "--moe-permute-fusion"},
+                       {"moe_router_fusion", "--moe-router-fusion"},
+                       {"moe_shared_expert_overlap", "--moe-shared-expert-overlap"},
+                       {"moe_router_enable_expert_bias", "--moe-router-enable-expert-bias"}});
     if (auto f = model.text("moe_router_score_function")) put_value("--moe-router-score-function", *f);
-    bool_flag(model, "moe_router_enable_expert_bias", "--moe-router-enable-expert-bias");
   }
   // Multi-token prediction.
   if (auto d = model.integer("mtp_num_layers"); d && *d > 0) {
@@ -433,13 +440,13 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
     if (model.flag(unpriced)) out.warnings.push_back(model.field(unpriced) + ": not priced");
 
   // --- Parallel layout ------------------------------------------------------------------------------------
-  int_flag(model, "tensor_model_parallel_size", "--tensor-model-parallel-size");
-  int_flag(model, "pipeline_model_parallel_size", "--pipeline-model-parallel-size");
+  int_flags(model, {{"tensor_model_parallel_size", "--tensor-model-parallel-size"},
+                    {"pipeline_model_parallel_size", "--pipeline-model-parallel-size"},
+                    {"context_parallel_size", "--context-parallel-size"},
+                    {"expert_model_parallel_size", "--expert-model-parallel-size"},
+                    {"expert_tensor_parallel_size", "--expert-tensor-parallel-size"}});
   if (auto v = model.integer("virtual_pipeline_model_parallel_size"); v && *v > 1)
     put_value("--num-virtual-stages-per-pipeline-rank", std::to_string(*v));
-  int_flag(model, "context_parallel_size", "--context-parallel-size");
-  int_flag(model, "expert_model_parallel_size", "--expert-model-parallel-size");
-  int_flag(model, "expert_tensor_parallel_size", "--expert-tensor-parallel-size");
   bool_flag(model, "sequence_parallel", "--sequence-parallel");
   if (model.set("pipeline_model_parallel_layout")) {
     const YAML::Node l = model.node()["pipeline_model_parallel_layout"];
