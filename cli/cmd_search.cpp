@@ -17,6 +17,7 @@
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/search.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/bridge_config.hpp"
 #include "preflight/analyzer/frontends/hf_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/mindformers_yaml.hpp"
@@ -42,6 +43,7 @@ struct SearchOptions {
   double packed_seq_mean_length = 0;  // --packed-seq-mean-length: packed samples' mean length (0: unpacked)
   double yaml_device_gib = 0;  // --config: context.max_device_memory (0: none)
   std::vector<std::string> megatron;  // a launch's Megatron-LM / torchrun arguments after --
+  std::string bridge_config;          // --bridge-config: a Megatron-Bridge run configuration, as a launch
   bool gbs_default = true, world_default = true;
   /// A launch's own sizes (tp, pp, ep, cp, vpp, micro batch): among those searched, and ranked on a line.
   struct LaunchLayout {
@@ -545,6 +547,11 @@ Command search_command() {
         sub.add_option("--config", o->config,
                        "MindFormers training yaml: model, numerics, batch, sequence and world size (tp, pp, "
                        "ep and recompute are searched)");
+        sub.add_option(
+            "--bridge-config", o->bridge_config,
+            "Megatron-Bridge run configuration (ConfigContainer YAML, or a Bridge log printing one), "
+            "searched as the launch of its Megatron arguments; the world size, Hydra overrides "
+            "(model.x=y) and Megatron flags may follow --");
         sub.add_option("--world-size", o->world, "GPUs");
         sub.add_option("--lora-rank", o->lora_rank,
                        "LoRA fine-tuning of the model: adapters of this rank on linear_qkv, linear_proj, "
@@ -607,6 +614,16 @@ Command search_command() {
           o->seq_default = sub.count("--seq-length") == 0;
           o->gbs_default = sub.count("--global-batch-size") == 0;
           o->world_default = sub.count("--world-size") == 0;
+          if (!o->bridge_config.empty()) {
+            // A Megatron-Bridge run configuration: searched as the launch of its Megatron arguments.
+            if (!o->config.empty())
+              throw InputError("--bridge-config", "cannot be combined with --config (a MindFormers yaml)");
+            std::vector<std::string> extra = o->megatron;
+            restore_bracket_words(extra);
+            analyzer::BridgeConfigArgs b = analyzer::bridge_config_to_megatron_args(o->bridge_config, extra);
+            for (const auto& w : b.warnings) std::cerr << "preflight: warning: " << w << "\n";
+            o->megatron = b.args;
+          }
           return run(*o);
         };
       }};

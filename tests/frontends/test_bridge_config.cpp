@@ -168,7 +168,8 @@ TEST(BridgeConfig, BadInputNamesFileAndField) {
 }
 
 // The command line: `preflight estimate --bridge-config FILE -- <torchrun world size>` prices it;
-// `preflight analyze --bridge-config FILE …` prints the tables of the same run.
+// `preflight analyze --bridge-config FILE …` prints the tables of the same run; `preflight search
+// --bridge-config FILE -- …` searches layouts with it as the launch.
 TEST(BridgeConfig, EstimateAndAnalyzeTakeIt) {
   using preflight::test::run_preflight;
   using preflight::test::shell_quote;
@@ -180,6 +181,13 @@ TEST(BridgeConfig, EstimateAndAnalyzeTakeIt) {
   r = run_preflight("analyze --bridge-config " + file + " --nproc_per_node 8 --nnodes 2 model.num_layers=12");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("12 layers"), std::string::npos) << r.out;
+  // search: the file's run as the launch (its own layout ranked among the searched ones).
+  r = run_preflight("search --system h100-sxm --quiet --top 3 --tp 1,2 --pp 1,2 --bridge-config " + file +
+                    " -- --nproc_per_node 8 --nnodes 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("the launch's own layout (tp 1 pp 1 ep 1 cp 1 vpp 1, micro batch 1)"),
+            std::string::npos)
+      << r.out;
   r = run_preflight("estimate --system h100-sxm --bridge-config " + shell_quote(bridge("missing.yaml")));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("missing.yaml"), std::string::npos) << r.err;
