@@ -48,8 +48,8 @@ bool has(const std::vector<std::string>& args, const std::string& flag, const st
 // the model's seq_length its context, the dataset's sequence_length the training sequence): priced exactly as
 // the time corpus's Megatron command lines of the same runs (tests/data/time_corpus/
 // h100_nemo_verification_cards.json) — a dense GQA model with qk norm, and Nemotron-3-Super's hybrid
-// LatentMoE with repeated MTP depths, expert capacity, selective recompute, the precision-aware optimizer's
-// dtypes and a mixed-precision recipe given by name.
+// LatentMoE with repeated MTP depths, expert capacity, selective recompute and the precision-aware
+// optimizer's dtypes.
 TEST(BridgeConfig, RunConfigPricesAsTheSameRunsMegatronArguments) {
   const std::vector<std::string> world16 = {"--nproc_per_node", "8", "--nnodes", "2"};
   const BridgeConfigArgs q = bridge_config_to_megatron_args(bridge("qwen3_8b_run_config.yaml"), world16);
@@ -138,6 +138,15 @@ TEST(BridgeConfig, OverridesApplyToTheYamlAndTheRestIsPassedOn) {
   EXPECT_THROW(
       bridge_config_to_megatron_args(bridge("qwen3_8b_run_config.yaml"), {"mixed_precision=bf16_magic"}),
       InputError);
+  // The gradient reduction: mixed_precision's wins over the DDP config's (Bridge's setup copies it there).
+  const auto fp32 = bridge_config_to_megatron_args(
+      bridge("qwen3_8b_run_config.yaml"),
+      {"ddp.grad_reduce_in_fp32=false", "mixed_precision.grad_reduce_in_fp32=true"});
+  EXPECT_FALSE(has(fp32.args, "--grad-reduce-in-bf16"));
+  const auto bf16 = bridge_config_to_megatron_args(
+      bridge("qwen3_8b_run_config.yaml"),
+      {"ddp.grad_reduce_in_fp32=true", "mixed_precision.grad_reduce_in_fp32=false"});
+  EXPECT_TRUE(has(bf16.args, "--grad-reduce-in-bf16"));
 }
 
 // Bad files: the message names the file and line (malformed YAML) or the file and field (a wrong type).

@@ -503,7 +503,9 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
 
   // --- Precision: the model's fields, with mixed_precision over them ------------------------------------
   const YAML::Node mp_node = root["mixed_precision"];
-  bool fp16 = model.flag("fp16"), grad_fp32 = true;
+  // Gradient reduction: the DDP config's, unless mixed_precision sets it (Bridge's setup copies
+  // MixedPrecisionConfig.grad_reduce_in_fp32 onto the DDP config).
+  bool fp16 = model.flag("fp16"), grad_fp32 = ddp.boolean("grad_reduce_in_fp32").value_or(true);
   std::optional<std::string> fp8 = model.text("fp8"), fp8_recipe = model.text("fp8_recipe"),
                              fp4 = model.text("fp4"), fp4_recipe = model.text("fp4_recipe");
   bool fp8_param = model.flag("fp8_param"), first_last_bf16 = model.flag("first_last_layers_bf16"),
@@ -567,7 +569,6 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
     put("--use-distributed-optimizer");
   bool_flag(ddp, "overlap_grad_reduce", "--overlap-grad-reduce");
   bool_flag(ddp, "overlap_param_gather", "--overlap-param-gather");
-  if (auto g = ddp.boolean("grad_reduce_in_fp32")) grad_fp32 = *g;
   if (!grad_fp32) put("--grad-reduce-in-bf16");
   if (auto o = opt.text("optimizer")) put_value("--optimizer", *o);
   if (opt.flag("use_precision_aware_optimizer")) {
