@@ -14,8 +14,10 @@
 #include "preflight/analyzer/calibrate/log_prediction.hpp"
 #include "preflight/analyzer/calibrate/time_fit.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
-#include "preflight/log_parse/megatron_log.hpp"
+#include "preflight/analyzer/frontends/bridge_config.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/common/error.hpp"
+#include "preflight/log_parse/megatron_log.hpp"
 #include "preflight/log_parse/memory_measurement.hpp"
 #include "preflight/log_parse/trace_reader.hpp"
 
@@ -38,6 +40,8 @@ struct CalibrateOptions {
   std::string system;
   bool fit_overlap = false;
   bool per_group = false;
+  int world_size = 0;     // a Megatron-Bridge log's GPUs (its log does not print them)
+  int gpus_per_node = 8;  // and a node's
 };
 
 /// --fit-time: runs from JSON files (read_time_corpus: Megatron command lines or MindFormers yamls) and
@@ -56,7 +60,9 @@ int run_fit_time(const CalibrateOptions& o) {
     std::map<std::string, std::string> args = log.args;
     if (log.padded_vocab_size && !args.count("padded_vocab_size"))
       args["padded_vocab_size"] = std::to_string(*log.padded_vocab_size);
-    const auto cfg = analyzer::parse_megatron_args(analyzer::megatron_words_from_args_dump(args, path));
+    const auto bridge = bridge_log_words(path, !log.args.empty(), o.world_size, o.gpus_per_node);
+    const auto cfg =
+        analyzer::parse_megatron_args(bridge ? *bridge : analyzer::megatron_words_from_args_dump(args, path));
     runs.push_back({path, cfg.model, cfg.strategy, *summary.steady.front().median_elapsed_ms});
   }
   const analyzer::SystemSpec system = analyzer::cost::load_simumax_system(o.system);
@@ -177,7 +183,8 @@ int run_calibrate_logs(const CalibrateOptions& o) {
   double worst = 0;
   std::vector<analyzer::LogPrediction> all;
   for (const auto& path : o.measured)
-    worst = std::max(worst, predict_megatron_log(path, o.calibration, o.json, &out["logs"], &all));
+    worst = std::max(worst, predict_megatron_log(path, o.calibration, o.json, &out["logs"], &all,
+                                                 o.world_size, o.gpus_per_node));
   if (o.fit) {
     const analyzer::Calibration cal = analyzer::fit_log_overhead(all);
     nlohmann::json cj = analyzer::calibration_json(cal);
@@ -282,8 +289,29 @@ int run_calibrate(const CalibrateOptions& o) {
 
 }  // namespace
 
-double predict_megatron_log(const std::string& path, const std::string& calibration, bool json, void* json_out,
-                            void* prediction_out) {
+std::optional<std::vector<std::string>> bridge_log_words(const std::string& path, bool has_argument_dump,
+                                                         int world_size, int gpus_per_node) {
+  if (has_argument_dump) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (ss.str().find("Task Configuration") == std::string::npos) return std::nullopt;
+  if (world_size <= 0)
+    throw InputError(path,
+                     "a Megatron-Bridge log (its settings are the Task Configuration YAML, not an argument "
+                     "dump) does not print the world size: give --world-size N (and --gpus-per-node)");
+  if (gpus_per_node <= 0) throw InputError("--gpus-per-node", "must be positive");
+  const int per_node = std::min(world_size, gpus_per_node);
+  if (world_size % per_node != 0)
+    throw InputError("--world-size",
+                     std::to_string(world_size) + " GPUs do not fill nodes of " + std::to_string(per_node));
+  return analyzer::bridge_config_to_megatron_args(path, {"--nproc_per_node", std::to_string(per_node),
+                                                         "--nnodes", std::to_string(world_size / per_node)})
+      .args;
+}
+
+double predict_megatron_log(const std::string& path, const std::string& calibration, bool json,
+                            void* json_out, void* prediction_out, int world_size, int gpus_per_node) {
   std::optional<analyzer::Calibration> cal;
   if (!calibration.empty()) cal = analyzer::read_calibration(read_json_file(calibration), calibration);
   log_parse::MegatronLog log = log_parse::read_megatron_log(path);
@@ -297,7 +325,10 @@ double predict_megatron_log(const std::string& path, const std::string& calibrat
   std::map<std::string, std::string> args = log.args;
   if (log.padded_vocab_size && !args.count("padded_vocab_size"))
     args["padded_vocab_size"] = std::to_string(*log.padded_vocab_size);
-  const analyzer::LogPrediction p = analyzer::predict_logged_ranks(args, measured, path, cal ? &*cal : nullptr);
+  const auto bridge = bridge_log_words(path, !log.args.empty(), world_size, gpus_per_node);
+  const analyzer::LogPrediction p =
+      bridge ? analyzer::predict_logged_ranks(*bridge, measured, path, cal ? &*cal : nullptr)
+             : analyzer::predict_logged_ranks(args, measured, path, cal ? &*cal : nullptr);
   if (prediction_out) static_cast<std::vector<analyzer::LogPrediction>*>(prediction_out)->push_back(p);
   if (json && json_out)
     static_cast<nlohmann::json*>(json_out)->push_back(analyzer::log_prediction_json(p));
@@ -337,6 +368,11 @@ Command calibrate_command() {
                            "with --fit-time: JSON of runs {\"runs\": [{\"name\", \"args\": [Megatron command "
                            "line], \"measured_iteration_ms\"}]}");
             sub.add_option("--system", o->system, "with --fit-time: the system the runs ran on (preset or file)");
+            sub.add_option(
+                "--world-size", o->world_size,
+                "GPUs of a Megatron-Bridge log's run (read from its Task Configuration YAML; Bridge logs "
+                "do not print the world size)");
+            sub.add_option("--gpus-per-node", o->gpus_per_node, "with --world-size: GPUs a node (default 8)");
             sub.add_flag("--fit-overlap", o->fit_overlap,
                          "with --fit-time: also fit tp_overlap_exposed, the part of Megatron's overlapped "
                          "tensor-parallel backward communication that still costs time (0…1)");

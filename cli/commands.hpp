@@ -11,6 +11,7 @@
 /// preflight::InputError and printed by main().
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,18 @@ int run_balance(const Words& args);
 /// log against the prediction from the log's own argument dump (analyzer/calibrate/log_prediction.hpp).
 /// Prints a table (or appends JSON to `json_out` when given); returns the largest |error|.
 /// @throws InputError naming the log when it has no argument dump or no memory lines.
+/// A Megatron-Bridge log (no argument dump; its `------- Task Configuration -------` YAML instead) is read
+/// through frontends/bridge_config.hpp with `world_size` GPUs, `gpus_per_node` a node (Bridge logs do not
+/// print the world size: 0 is refused for them).
 double predict_megatron_log(const std::string& path, const std::string& calibration, bool json,
-                            void* json_out, void* prediction_out = nullptr);
+                            void* json_out, void* prediction_out = nullptr, int world_size = 0,
+                            int gpus_per_node = 8);
+
+/// The Megatron arguments of a Megatron-Bridge log's configuration block with the world given, or nothing
+/// when `path` is not such a log (it has an argument dump, or no configuration block).
+/// @throws InputError naming the log when it is one but `world_size` is 0 or does not fill whole nodes.
+std::optional<std::vector<std::string>> bridge_log_words(const std::string& path, bool has_argument_dump,
+                                                         int world_size, int gpus_per_node);
 
 /// `preflight logs dryrun DIR` · `preflight logs megatron FILE…` (cmd_logs.cpp)
 std::function<int()> add_logs_command(CLI::App& sub);

@@ -204,3 +204,47 @@ TEST(BridgeConfig, EstimateAndAnalyzeTakeIt) {
 
 }  // namespace
 }  // namespace preflight::analyzer
+
+namespace preflight::analyzer {
+namespace {
+
+// `preflight calibrate --measured LOG` on a Megatron-Bridge log: no argument dump, the Task Configuration
+// YAML instead, and no world size printed — refused without --world-size (named), then predicted per logged
+// rank from the YAML as `analyze --bridge-config` predicts the same run (the log here is ours: the YAML and
+// Megatron-style memory / iteration lines).
+TEST(BridgeConfig, CalibrateReadsABridgeLogWithTheWorldGiven) {
+  using preflight::test::run_preflight;
+  using preflight::test::shell_quote;
+  const std::string yaml = read_file(bridge("qwen3_8b_run_config.yaml"));
+  const auto log = preflight::test::scratch_dir() / "bridge_qwen3_8b.log";
+  preflight::test::write_file(
+      log, "done with setup ...\n------- Task Configuration -------\n" + yaml +
+               "\n----------------------------------\nTraining ...\n"
+               " [2026-07-21 03:27:07] iteration       10/     100 | consumed samples:        10240 | "
+               "elapsed time "
+               "per iteration (ms): 25070.3 | global batch size:  1024 | lm loss: 9.76E+00 |\n"
+               "[Rank 0] (after 10 iterations) memory (MB) | allocated: 40000.0 | max allocated: 60000.0 | "
+               "reserved: 62000.0 | max reserved: 62000.0\n");
+  auto r = run_preflight("calibrate --measured " + shell_quote(log.string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--world-size"), std::string::npos) << r.err;
+  r = run_preflight("calibrate --measured " + shell_quote(log.string()) +
+                    " --world-size 12 --gpus-per-node 8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("do not fill nodes of 8"), std::string::npos) << r.err;
+  r = run_preflight("calibrate --json --measured " + shell_quote(log.string()) + " --world-size 16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& rank = j["logs"][0]["ranks"][0];
+  EXPECT_DOUBLE_EQ(rank["measured_max_allocated_mib"].get<double>(), 60000.0);
+  const auto a =
+      run_preflight("analyze --json --bridge-config " + shell_quote(bridge("qwen3_8b_run_config.yaml")) +
+                    " --nproc_per_node 8 --nnodes 2");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const double analyzed =
+      nlohmann::json::parse(a.out)["memory"]["stages"][0]["peak"]["bytes"].get<double>() / (1024.0 * 1024.0);
+  EXPECT_NEAR(rank["predicted_peak_mib"].get<double>(), analyzed, 0.01);
+}
+
+}  // namespace
+}  // namespace preflight::analyzer

@@ -49,9 +49,15 @@ void megatron_rank_coords(const Strategy& st, int rank, int& tp_rank, int& pp_ra
 LogPrediction predict_logged_ranks(const std::map<std::string, std::string>& args,
                                    const std::vector<LoggedRankPeak>& measured, const std::string& source,
                                    const Calibration* calibration) {
+  return predict_logged_ranks(megatron_words_from_args_dump(args, source), measured, source, calibration);
+}
+
+LogPrediction predict_logged_ranks(const std::vector<std::string>& words,
+                                   const std::vector<LoggedRankPeak>& measured, const std::string& source,
+                                   const Calibration* calibration) {
   LogPrediction p;
   p.source = source;
-  p.config = parse_megatron_args(megatron_words_from_args_dump(args, source), {}, nullptr);
+  p.config = parse_megatron_args(words, {}, nullptr);
   p.warnings = p.config.warnings;
   LayerGraph graph = build_layer_graph(p.config.model, p.config.strategy);
   if (calibration) apply_calibration(graph, *calibration);

@@ -57,6 +57,12 @@ LogPrediction predict_logged_ranks(const std::map<std::string, std::string>& arg
                                    const std::vector<LoggedRankPeak>& measured, const std::string& source,
                                    const Calibration* calibration = nullptr);
 
+/// The same from the run's Megatron arguments (a Megatron-Bridge log's configuration, converted:
+/// frontends/bridge_config.hpp).
+LogPrediction predict_logged_ranks(const std::vector<std::string>& words,
+                                   const std::vector<LoggedRankPeak>& measured, const std::string& source,
+                                   const Calibration* calibration = nullptr);
+
 /// Fits what peaks alone determine over the ranks of several logs: a constant per rank (overhead_bytes), the
 /// mean of measured − predicted, so that the calibrated model is unbiased on them.  The result is a
 /// calibration file for `analyze --calibration` (implementation megatron_core, no module rows), with the
