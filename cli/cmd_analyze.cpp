@@ -168,14 +168,20 @@ int run_analyze(const Words& words) {
     yaml_device_gib = mc.max_device_memory_gib;
   } else {
     if (cli.worker_num) throw InputError("--worker_num", "is for MindFormers launches (give --config X.yaml)");
+    std::optional<analyzer::BridgeConfigArgs> bridge;
     if (cli.bridge_config) {
       // A Megatron-Bridge run configuration: its Megatron arguments, then the rest of the command line.
-      analyzer::BridgeConfigArgs b = analyzer::bridge_config_to_megatron_args(*cli.bridge_config, cli.rest);
-      cli.rest = b.args;
-      opts.warnings.insert(opts.warnings.end(), b.warnings.begin(), b.warnings.end());
+      bridge = analyzer::bridge_config_to_megatron_args(*cli.bridge_config, cli.rest);
+      cli.rest = bridge->args;
+      opts.warnings.insert(opts.warnings.end(), bridge->warnings.begin(), bridge->warnings.end());
     }
-    analyzer::MegatronConfig cfg =
-        analyzer::parse_megatron_args(cli.rest, analyzer::process_environment(), base ? &*base : nullptr);
+    analyzer::MegatronConfig cfg;
+    try {
+      cfg = analyzer::parse_megatron_args(cli.rest, analyzer::process_environment(), base ? &*base : nullptr);
+    } catch (const InputError& e) {
+      if (bridge) analyzer::rethrow_in_bridge_terms(e, *bridge);
+      throw;
+    }
     model = cfg.model;
     strategy = cfg.strategy;
     opts.warnings.insert(opts.warnings.end(), cfg.warnings.begin(), cfg.warnings.end());

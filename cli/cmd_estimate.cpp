@@ -63,16 +63,22 @@ int run(EstimateOptions o) {
     yaml_device_gib = mc.max_device_memory_gib;
     for (const auto& w : mc.warnings) warnings.push_back(w);
   } else if (!o.megatron.empty() || !o.bridge_config.empty()) {
+    std::optional<BridgeConfigArgs> bridge;
     if (!o.bridge_config.empty()) {
       // A Megatron-Bridge run configuration: its Megatron arguments, then the ones after --.
-      BridgeConfigArgs b = bridge_config_to_megatron_args(o.bridge_config, o.megatron);
-      o.megatron = b.args;
-      for (const auto& w : b.warnings) warnings.push_back(w);
+      bridge = bridge_config_to_megatron_args(o.bridge_config, o.megatron);
+      o.megatron = bridge->args;
+      for (const auto& w : bridge->warnings) warnings.push_back(w);
     }
     ModelSpec base;
     if (!o.model.empty()) base = cost::load_cost_model(o.model, &warnings);
-    MegatronConfig mc =
-        parse_megatron_args(o.megatron, process_environment(), o.model.empty() ? nullptr : &base);
+    MegatronConfig mc;
+    try {
+      mc = parse_megatron_args(o.megatron, process_environment(), o.model.empty() ? nullptr : &base);
+    } catch (const InputError& e) {
+      if (bridge) rethrow_in_bridge_terms(e, *bridge);
+      throw;
+    }
     model = mc.model;
     strategy = mc.strategy;
     for (const auto& w : mc.warnings) warnings.push_back(w);

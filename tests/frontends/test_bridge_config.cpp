@@ -197,6 +197,16 @@ TEST(BridgeConfig, EstimateAndAnalyzeTakeIt) {
   EXPECT_NE(r.out.find("the launch's own layout (tp 1 pp 1 ep 1 cp 1 vpp 1, micro batch 1)"),
             std::string::npos)
       << r.out;
+  // A size the file lacks is named by its field, not only by Megatron's flag.
+  const auto partial = preflight::test::scratch_dir() / "bridge_no_layers.yaml";
+  preflight::test::write_file(partial,
+                              "model:\n  hidden_size: 1024\n  num_attention_heads: 8\n  vocab_size: 32000\n"
+                              "dataset:\n  sequence_length: 1024\ntrain:\n  global_batch_size: 8\n");
+  for (const char* cmd : {"estimate --system h100-sxm --bridge-config ", "analyze --bridge-config "}) {
+    r = run_preflight(std::string(cmd) + shell_quote(partial.string()));
+    EXPECT_EQ(r.exit_code, 2) << cmd;
+    EXPECT_NE(r.err.find("bridge_no_layers.yaml: model.num_layers"), std::string::npos) << cmd << r.err;
+  }
   r = run_preflight("estimate --system h100-sxm --bridge-config " + shell_quote(bridge("missing.yaml")));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("missing.yaml"), std::string::npos) << r.err;

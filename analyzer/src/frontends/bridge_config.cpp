@@ -126,6 +126,7 @@ class Section {
     throw InputError(field(key), "must be a name or a list of names, got " + shown(v));
   }
   const YAML::Node& node() const { return node_; }
+  const std::string& name() const { return name_; }
 
  private:
   static std::string shown(const YAML::Node& v) {
@@ -276,6 +277,15 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
     a.push_back(flag);
     a.push_back(v);
   };
+  out.source = source;
+  // The required sizes' fields, named even when the file lacks them; the rest as they are written below.
+  out.field_of_flag = {{"--num-layers", "model.num_layers"},
+                       {"--hidden-size", "model.hidden_size"},
+                       {"--num-attention-heads", "model.num_attention_heads"},
+                       {"--seq-length", "dataset.sequence_length"},
+                       {"--vocab-size", "model.vocab_size"},
+                       {"--micro-batch-size", "train.micro_batch_size"},
+                       {"--global-batch-size", "train.global_batch_size"}};
   const Section model(root["model"], source, "model");
   const Section train(root["train"], source, "train");
   const Section ddp(root["ddp"], source, "ddp");
@@ -285,10 +295,16 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   out.model_target = model.target("_target_").value_or("");
 
   auto int_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
-    if (auto v = s.integer(key)) put_value(flag, std::to_string(*v));
+    if (auto v = s.integer(key)) {
+      put_value(flag, std::to_string(*v));
+      out.field_of_flag[flag] = s.name() + "." + key;
+    }
   };
   auto num_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
-    if (auto v = s.number(key)) put_value(flag, number_text(*v));
+    if (auto v = s.number(key)) {
+      put_value(flag, number_text(*v));
+      out.field_of_flag[flag] = s.name() + "." + key;
+    }
   };
   auto bool_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
     if (s.flag(key)) put(flag);
@@ -367,6 +383,8 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   const std::optional<long long> context = model.integer("seq_length");
   if (!seq) seq = context;
   if (seq) put_value("--seq-length", std::to_string(*seq));
+  if (!data.set("sequence_length") && !data.set("seq_length") && context)
+    out.field_of_flag["--seq-length"] = "model.seq_length";
   if (seq || context)
     put_value("--max-position-embeddings", std::to_string(std::max(seq.value_or(0), context.value_or(0))));
   num_flag(model, "attention_dropout", "--attention-dropout");
@@ -593,6 +611,12 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
 
   for (auto& w : passed_on) a.push_back(w);
   return out;
+}
+
+void rethrow_in_bridge_terms(const InputError& e, const BridgeConfigArgs& b) {
+  auto it = b.field_of_flag.find(e.where());
+  if (it == b.field_of_flag.end()) throw e;
+  throw InputError(b.source + ": " + it->second, e.detail() + " (" + e.where() + " in Megatron's terms)");
 }
 
 BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,

@@ -28,8 +28,11 @@
 /// layer specs, a quantization recipe per module, …) are said in `warnings`; fields it does not know are left
 /// out silently only when they cannot change memory or time (logging, checkpointing, data loading, seeds).
 
+#include <map>
 #include <string>
 #include <vector>
+
+#include "preflight/common/error.hpp"
 
 namespace preflight::analyzer {
 
@@ -37,6 +40,8 @@ struct BridgeConfigArgs {
   std::vector<std::string> args;      ///< Megatron-LM arguments: the file's, then the caller's extra ones
   std::vector<std::string> warnings;  ///< what the conversion could not carry
   std::string model_target;           ///< the model provider's class (`model._target_`), for messages
+  std::string source;                 ///< the file read
+  std::map<std::string, std::string> field_of_flag;  ///< `--num-layers` → `model.num_layers`, for messages
 };
 
 /// Reads `path` (a ConfigContainer YAML, or a Megatron-Bridge log holding one after its
@@ -47,6 +52,11 @@ struct BridgeConfigArgs {
 ///   field (a section or field of the wrong type, a value Megatron would refuse), or the override.
 BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
                                                 const std::vector<std::string>& extra);
+
+/// An error parse_megatron_args() raised about a flag of `b`, said in the configuration's terms: the file and
+/// the field the flag came from (or, for a required size the file lacks, would come from), then the flag.
+/// Errors about other flags (the caller's own) are rethrown as they are.
+[[noreturn]] void rethrow_in_bridge_terms(const InputError& e, const BridgeConfigArgs& b);
 
 /// The same from the YAML text itself; `source` names it in messages.
 BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, const std::string& source,
