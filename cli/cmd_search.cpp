@@ -44,6 +44,7 @@ struct SearchOptions {
   double yaml_device_gib = 0;  // --config: context.max_device_memory (0: none)
   std::vector<std::string> megatron;  // a launch's Megatron-LM / torchrun arguments after --
   std::string bridge_config;          // --bridge-config: a Megatron-Bridge run configuration, as a launch
+  std::optional<analyzer::BridgeConfigArgs> bridge;  // its conversion (errors said in its terms)
   bool gbs_default = true, world_default = true;
   /// A launch's own sizes (tp, pp, ep, cp, vpp, micro batch): among those searched, and ranked on a line.
   struct LaunchLayout {
@@ -214,7 +215,13 @@ int run(const SearchOptions& o) {
       throw InputError("--strategy", "cannot be combined with Megatron arguments after --");
     ModelSpec given;
     if (!o.model.empty()) given = cost::load_cost_model(o.model, &warnings);
-    MegatronConfig mc = parse_megatron_args(words, process_environment(), o.model.empty() ? nullptr : &given);
+    MegatronConfig mc;
+    try {
+      mc = parse_megatron_args(words, process_environment(), o.model.empty() ? nullptr : &given);
+    } catch (const InputError& e) {
+      if (o.bridge) rethrow_in_bridge_terms(e, *o.bridge);
+      throw;
+    }
     for (const auto& w : mc.warnings) warnings.push_back(w);
     model = mc.model;
     base = mc.strategy;
@@ -620,9 +627,9 @@ Command search_command() {
               throw InputError("--bridge-config", "cannot be combined with --config (a MindFormers yaml)");
             std::vector<std::string> extra = o->megatron;
             restore_bracket_words(extra);
-            analyzer::BridgeConfigArgs b = analyzer::bridge_config_to_megatron_args(o->bridge_config, extra);
-            for (const auto& w : b.warnings) std::cerr << "preflight: warning: " << w << "\n";
-            o->megatron = b.args;
+            o->bridge = analyzer::bridge_config_to_megatron_args(o->bridge_config, extra);
+            for (const auto& w : o->bridge->warnings) std::cerr << "preflight: warning: " << w << "\n";
+            o->megatron = o->bridge->args;
           }
           return run(*o);
         };

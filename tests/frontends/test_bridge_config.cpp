@@ -202,7 +202,8 @@ TEST(BridgeConfig, EstimateAndAnalyzeTakeIt) {
   preflight::test::write_file(partial,
                               "model:\n  hidden_size: 1024\n  num_attention_heads: 8\n  vocab_size: 32000\n"
                               "dataset:\n  sequence_length: 1024\ntrain:\n  global_batch_size: 8\n");
-  for (const char* cmd : {"estimate --system h100-sxm --bridge-config ", "analyze --bridge-config "}) {
+  for (const char* cmd : {"estimate --system h100-sxm --bridge-config ", "analyze --bridge-config ",
+                          "search --system h100-sxm --quiet --bridge-config "}) {
     r = run_preflight(std::string(cmd) + shell_quote(partial.string()));
     EXPECT_EQ(r.exit_code, 2) << cmd;
     EXPECT_NE(r.err.find("bridge_no_layers.yaml: model.num_layers"), std::string::npos) << cmd << r.err;
