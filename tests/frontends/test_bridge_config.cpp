@@ -149,6 +149,21 @@ TEST(BridgeConfig, OverridesApplyToTheYamlAndTheRestIsPassedOn) {
   EXPECT_TRUE(has(bf16.args, "--grad-reduce-in-bf16"));
 }
 
+// Fields that change the layers are carried, not dropped: Qwen3-Next's gated delta net (every fourth layer
+// attention), gated attention and the shared expert's gate.
+TEST(BridgeConfig, LinearAttentionFieldsAreCarried) {
+  const auto b = bridge_config_to_megatron_args(
+      bridge("qwen3_8b_run_config.yaml"),
+      {"model.experimental_attention_variant=gated_delta_net", "model.linear_attention_freq=4",
+       "model.linear_num_key_heads=16", "model.linear_num_value_heads=32", "model.linear_key_head_dim=128",
+       "model.linear_value_head_dim=128", "model.linear_conv_kernel_dim=4",
+       "model.attention_output_gate=true", "--nproc_per_node", "8"});
+  const MegatronConfig c = parse_megatron_args(b.args);
+  ASSERT_EQ(c.model.gdn_layers.size(), 36u);
+  EXPECT_EQ(std::count(c.model.gdn_layers.begin(), c.model.gdn_layers.end(), true), 27);  // 3 of every 4
+  EXPECT_TRUE(has(b.args, "--attention-output-gate"));
+}
+
 // Bad files: the message names the file and line (malformed YAML) or the file and field (a wrong type).
 TEST(BridgeConfig, BadInputNamesFileAndField) {
   try {

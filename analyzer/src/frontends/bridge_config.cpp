@@ -433,6 +433,37 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
                        {"moe_router_enable_expert_bias", "--moe-router-enable-expert-bias"}});
     if (auto f = model.text("moe_router_score_function")) put_value("--moe-router-score-function", *f);
   }
+  // Linear attention (Qwen3-Next's gated delta net, …) and gated attention.
+  if (auto v = model.text("experimental_attention_variant"))
+    put_value("--experimental-attention-variant", *v);
+  if (model.set("linear_attention_freq")) {
+    const YAML::Node f = model.node()["linear_attention_freq"];
+    if (f.IsScalar()) {
+      put_value("--linear-attention-freq", f.Scalar());
+    } else if (f.IsSequence()) {
+      std::string list = "[";
+      for (std::size_t i = 0; i < f.size(); ++i) list += (i ? "," : "") + f[i].Scalar();
+      put_value("--linear-attention-freq", list + "]");
+    }
+  }
+  if (auto t = model.text("linear_attention_type")) put_value("--linear-attention-type", *t);
+  int_flags(model, {{"linear_conv_kernel_dim", "--linear-conv-kernel-dim"},
+                    {"linear_key_head_dim", "--linear-key-head-dim"},
+                    {"linear_value_head_dim", "--linear-value-head-dim"},
+                    {"linear_num_key_heads", "--linear-num-key-heads"},
+                    {"linear_num_value_heads", "--linear-num-value-heads"}});
+  bool_flags(model, {{"attention_output_gate", "--attention-output-gate"},
+                     {"moe_shared_expert_gate", "--moe-shared-expert-gate"},
+                     {"moe_router_padding_for_fp8", "--moe-router-padding-for-fp8"},
+                     {"moe_router_padding_for_quantization", "--moe-router-padding-for-quantization"},
+                     {"use_transformer_engine_op_fuser", "--use-transformer-engine-op-fuser"},
+                     {"fp32_residual_connection", "--fp32-residual-connection"},
+                     {"distribute_saved_activations", "--distribute-saved-activations"}});
+  if (model.flag("cpu_offloading")) {
+    put("--cpu-offloading");
+    int_flag(model, "cpu_offloading_num_layers", "--cpu-offloading-num-layers");
+    bool_flag(model, "cpu_offloading_weights", "--cpu-offloading-weights");
+  }
   // Multi-token prediction.
   if (auto d = model.integer("mtp_num_layers"); d && *d > 0) {
     put_value("--mtp-num-layers", std::to_string(*d));

@@ -24,9 +24,13 @@
 /// passed on to parse_megatron_args() after the converted ones (Megatron's parser: the last value of a flag
 /// wins).
 ///
-/// Fields preflight does not price (sliding windows with a skip frequency, heterogeneous layer specs, custom
-/// layer specs, a quantization recipe per module, …) are said in `warnings`; fields it does not know are left
-/// out silently only when they cannot change memory or time (logging, checkpointing, data loading, seeds).
+/// Read: the architecture (dense, GQA, MLA, MoE with its dispatcher and capacity, LatentMoE, MTP, Mamba hybrid
+/// patterns, gated delta nets and gated attention), the parallel layout (tp, pp, vpp, cp, ep, etp, sequence
+/// parallelism, pipeline layouts and uneven stages), recompute, activation / CPU offloading, CUDA graphs, the
+/// overlaps, precision (FP8 / MXFP8 / NVFP4 recipes, first/last layers in BF16), the optimizer's dtypes and
+/// offload, FSDP, and the batch.  Other fields are not read (logging, checkpointing, data loading, seeds,
+/// initialisation — and any field this list misses); heterogeneous layer specs and TE's kitchen quantization,
+/// when set, are said in `warnings` as not priced.
 
 #include <map>
 #include <string>
