@@ -2,6 +2,7 @@
 // command (bash script.sh …) runs with torchrun/deepspeed/msrun/python shadowed on PATH by shims that call
 // back here with --shim NAME.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include <stdlib.h>
 
@@ -420,10 +421,19 @@ int run_run(const RunCli& c) {
         m && m->launcher != wrap::Launcher::Python && !m->recipe_tool) {
       const std::string name = m->entry_name.substr(
           m->entry_name.rfind('/') == std::string::npos ? 0 : m->entry_name.rfind('/') + 1);
+      // Megatron-Bridge's recipe scripts take a recipe name and Hydra overrides, not Megatron's flags: what
+      // preflight reads of such a run is its saved configuration.
+      const bool bridge_recipe = name == "run_recipe.py" || name == "pretrain_recipe.py" ||
+                                 std::find(argv.begin(), argv.end(), "--recipe") != argv.end();
       std::cerr << "preflight run: " << wrap::launcher_name(m->launcher) << " starting " << m->entry_name
                 << " — not a training entry point preflight knows (" << entries.describe()
-                << "): not run in analyze mode (it would start the job for real); --entry '" << name
-                << "' analyses it with Megatron's arguments\n";
+                << "): not run in analyze mode (it would start the job for real); "
+                << (bridge_recipe
+                        ? "a Megatron-Bridge recipe script: price its saved configuration with `preflight "
+                          "estimate --bridge-config run_config.yaml -- --nproc_per_node N --nnodes M` "
+                          "(the recipe's logger.save_config_filepath, a checkpoint's run_config.yaml, "
+                          "or its log)\n"
+                        : "--entry '" + name + "' analyses it with Megatron's arguments\n");
       if (!skip.empty()) std::ofstream(skip / "skipped.log", std::ios::app) << m->entry_name << "\n";
       return kExitOk;
     }

@@ -118,6 +118,21 @@ TEST(RunCli, UnknownDistributedLaunchIsNotRunInAnalyzeMode) {
   EXPECT_FALSE(fs::exists(dir / "ran.txt"));
 }
 
+// A Megatron-Bridge recipe launch (`torchrun … scripts/training/run_recipe.py --recipe NAME key=value`) is
+// not run either, and the message says how to price it: its saved configuration through --bridge-config.
+TEST(RunCli, BridgeRecipeLaunchPointsAtItsSavedConfiguration) {
+  TempDir dir;
+  write_file(dir / "run_recipe.py", "open('ran.txt', 'w').write('trained')\n");
+  write_file(dir / "s.sh",
+             "torchrun --nproc_per_node 8 run_recipe.py --recipe qwen3_8b_pretrain_config "
+             "train.global_batch_size=256\n");
+  RunResult r = run_in(dir.path(), preflight_bin() + " run -- bash s.sh");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "ran.txt"));
+  EXPECT_NE(r.err.find("a Megatron-Bridge recipe script"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--bridge-config run_config.yaml"), std::string::npos) << r.err;
+}
+
 // srun starting a shell (Megatron-LM's sc21 SRUN.sh: `srun … sh -c "${CMD}"`, CMD a plain python launch): in
 // analysis the shell runs once, here (no Slurm on this machine), and the python inside is analysed as one of
 // srun's -N × --ntasks-per-node tasks.
