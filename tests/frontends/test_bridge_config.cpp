@@ -162,6 +162,23 @@ TEST(BridgeConfig, LinearAttentionFieldsAreCarried) {
   ASSERT_EQ(c.model.gdn_layers.size(), 36u);
   EXPECT_EQ(std::count(c.model.gdn_layers.begin(), c.model.gdn_layers.end(), true), 27);  // 3 of every 4
   EXPECT_TRUE(has(b.args, "--attention-output-gate"));
+  // CUDA graph modules as Megatron now stores them (CudaGraphModule members, by ordinal) and as it did
+  // (CudaGraphScope, other ordinals): by name.
+  const auto g = bridge_config_to_megatron_args(
+      bridge("qwen3_8b_run_config.yaml"),
+      {"model.cuda_graph_impl=transformer_engine",
+       "model.cuda_graph_modules=[{_target_: megatron.core.transformer.enums.CudaGraphModule, _args_: [4]}, "
+       "{_target_: megatron.core.transformer.enums.CudaGraphModule, _args_: [5]}]"});
+  auto it = std::find(g.args.begin(), g.args.end(), "--cuda-graph-scope");
+  ASSERT_NE(it, g.args.end());
+  ASSERT_GE(g.args.end() - it, 3);
+  EXPECT_EQ(*(it + 1), "moe_router");
+  EXPECT_EQ(*(it + 2), "moe_preprocess");
+  const auto old_scope = bridge_config_to_megatron_args(
+      bridge("qwen3_8b_run_config.yaml"),
+      {"model.cuda_graph_impl=transformer_engine",
+       "model.cuda_graph_scope=[{_target_: megatron.core.transformer.enums.CudaGraphScope, _args_: [2]}]"});
+  EXPECT_TRUE(has(old_scope.args, "--cuda-graph-scope", "attn"));
 }
 
 // Bad files: the message names the file and line (malformed YAML) or the file and field (a wrong type).

@@ -116,7 +116,7 @@ class Section {
         if (e.IsScalar()) {
           out.push_back(e.Scalar());
         } else if (e.IsMap() && e["_args_"] && e["_args_"].IsSequence() && e["_args_"].size() == 1) {
-          out.push_back(e["_args_"][0].Scalar());  // an enum member
+          out.push_back(enum_member_name(e));  // an enum member
         } else {
           throw InputError(field(key), "must be a list of names, got " + shown(v));
         }
@@ -127,6 +127,28 @@ class Section {
   }
   const YAML::Node& node() const { return node_; }
   const std::string& name() const { return name_; }
+
+  /// An enum member `{_target_: …Enum, _args_: [value]}` by its name where the value is an ordinal of an enum
+  /// whose members matter here (Megatron's CudaGraphModule and the CudaGraphScope it replaced,
+  /// megatron/core/transformer/enums.py); otherwise its value as written.
+  static std::string enum_member_name(const YAML::Node& e) {
+    const std::string value = e["_args_"][0].Scalar();
+    const std::string target = e["_target_"] && e["_target_"].IsScalar() ? e["_target_"].Scalar() : "";
+    auto ends = [&](const char* tail) {
+      const std::string t(tail);
+      return target.size() >= t.size() && target.compare(target.size() - t.size(), t.size(), t) == 0;
+    };
+    static const std::map<std::string, std::string> modules = {
+        {"1", "attn"},           {"2", "mlp"},  {"3", "moe"}, {"4", "moe_router"},
+        {"5", "moe_preprocess"}, {"6", "mamba"}};
+    static const std::map<std::string, std::string> scopes = {
+        {"1", "full_iteration"}, {"2", "attn"},           {"3", "mlp"},   {"4", "moe"},
+        {"5", "moe_router"},     {"6", "moe_preprocess"}, {"7", "mamba"}, {"8", "full_iteration_inference"}};
+    const auto* names = ends("CudaGraphModule") ? &modules : ends("CudaGraphScope") ? &scopes : nullptr;
+    if (names)
+      if (auto it = names->find(value); it != names->end()) return it->second;
+    return value;
+  }
 
  private:
   static std::string shown(const YAML::Node& v) {
@@ -537,7 +559,9 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   }
   if (auto impl = model.text("cuda_graph_impl"); impl && *impl != "none") {
     put_value("--cuda-graph-impl", *impl);
-    const auto scope = model.strings("cuda_graph_scope");
+    // Megatron's current field is cuda_graph_modules (CudaGraphModule members); cuda_graph_scope before.
+    const auto scope = model.set("cuda_graph_modules") ? model.strings("cuda_graph_modules")
+                                                       : model.strings("cuda_graph_scope");
     if (!scope.empty() && !(scope.size() == 1 && scope[0] == "full")) {
       put("--cuda-graph-scope");
       for (const auto& s : scope) put(s);
