@@ -181,6 +181,29 @@ TEST(BridgeConfig, LinearAttentionFieldsAreCarried) {
   EXPECT_TRUE(has(old_scope.args, "--cuda-graph-scope", "attn"));
 }
 
+// A pipeline layout as Bridge serialises a PipelineParallelLayerLayout (its stages as lists of layer types,
+// names or LayerType ordinals): Megatron's layout string, which the layout parser then places.
+TEST(BridgeConfig, PipelineLayoutListBecomesMegatronsString) {
+  std::string first = "[E", second = "[";
+  for (int i = 0; i < 18; ++i) {
+    first += ", t";
+    second +=
+        std::string(i ? ", " : "") + "{_target_: megatron.core.transformer.enums.LayerType, _args_: [4]}";
+  }
+  const auto b = bridge_config_to_megatron_args(
+      bridge("qwen3_8b_run_config.yaml"),
+      {"model.pipeline_model_parallel_size=2",
+       "model.pipeline_model_parallel_layout=[" + first + "], " + second + ", loss]]", "--nproc_per_node",
+       "8"});
+  const std::string layout = "E" + std::string(18, 't') + "|" + std::string(18, 't') + "L";
+  EXPECT_TRUE(has(b.args, "--pipeline-model-parallel-layout", layout));
+  const MegatronConfig c = parse_megatron_args(b.args);
+  EXPECT_EQ(c.strategy.pp, 2);
+  EXPECT_THROW(bridge_config_to_megatron_args(bridge("qwen3_8b_run_config.yaml"),
+                                              {"model.pipeline_model_parallel_layout=[[E, x]]"}),
+               InputError);
+}
+
 // Bad files: the message names the file and line (malformed YAML) or the file and field (a wrong type).
 TEST(BridgeConfig, BadInputNamesFileAndField) {
   try {

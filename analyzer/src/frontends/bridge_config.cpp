@@ -248,6 +248,40 @@ std::string layer_freq(const Section& model) {
   throw InputError(model.field("moe_layer_freq"), "must be an integer or a list of 0 / 1");
 }
 
+/// Megatron's `--pipeline-model-parallel-layout` string from the field: the string itself, or the stages as
+/// Bridge serialises a PipelineParallelLayerLayout (its input_data: a list of stages, each a list of layer
+/// types — "E" / "embedding", "t" / "decoder", "m" / "mtp", "L" / "loss", or LayerType members by ordinal,
+/// megatron/core/transformer/enums.py), joined as `Et|tt|…|mL`.
+std::string layout_text(const Section& model) {
+  const YAML::Node l = model.node()["pipeline_model_parallel_layout"];
+  if (l.IsScalar()) return l.Scalar();
+  const std::string field = model.field("pipeline_model_parallel_layout");
+  if (!l.IsSequence()) throw InputError(field, "must be a layout string or a list of stages");
+  static const std::map<std::string, char> symbol = {
+      {"E", 'E'}, {"embedding", 'E'}, {"1", 'E'}, {"L", 'L'}, {"loss", 'L'}, {"2", 'L'},
+      {"t", 't'}, {"decoder", 't'},   {"4", 't'}, {"m", 'm'}, {"mtp", 'm'},  {"5", 'm'}};
+  std::string text;
+  for (std::size_t i = 0; i < l.size(); ++i) {
+    if (!l[i].IsSequence())
+      throw InputError(field, "stage " + std::to_string(i) + " is not a list of layers");
+    if (i) text += '|';
+    for (const auto& layer : l[i]) {
+      std::string name;
+      if (layer.IsScalar())
+        name = layer.Scalar();
+      else if (layer.IsMap() && layer["_args_"] && layer["_args_"].IsSequence() &&
+               layer["_args_"].size() == 1)
+        name = layer["_args_"][0].Scalar();
+      auto it = symbol.find(name);
+      if (it == symbol.end())
+        throw InputError(field,
+                         "stage " + std::to_string(i) + ": '" + name + "' is not a layer type (E, t, m, L)");
+      text += it->second;
+    }
+  }
+  return text;
+}
+
 /// The mixed-precision recipe names of megatron/bridge/training/mixed_precision.py, as fp8 / fp4 settings.
 struct PrecisionRecipe {
   const char* name;
@@ -520,11 +554,8 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
     put_value("--num-virtual-stages-per-pipeline-rank", std::to_string(*v));
   bool_flag(model, "sequence_parallel", "--sequence-parallel");
   if (model.set("pipeline_model_parallel_layout")) {
-    const YAML::Node l = model.node()["pipeline_model_parallel_layout"];
-    if (!l.IsScalar())
-      throw InputError(model.field("pipeline_model_parallel_layout"),
-                       "is priced from its string form only (e.g. 'Et|(tt|)*30mL')");
-    put_value("--pipeline-model-parallel-layout", l.Scalar());
+    put_value("--pipeline-model-parallel-layout", layout_text(model));
+    out.field_of_flag["--pipeline-model-parallel-layout"] = "model.pipeline_model_parallel_layout";
   }
   bool_flag(model, "account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split");
   bool_flag(model, "account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split");
