@@ -1,6 +1,7 @@
 // SimuMax v1.2 primitive costs (simumax/core/config.py SystemConfig) and network choice
 // (simumax/core/perf_llm.py analysis_net).  See primitives.hpp.
 #include "preflight/analyzer/cost/primitives.hpp"
+#include <cstdlib>
 #include <iterator>
 #include <map>
 #include <optional>
