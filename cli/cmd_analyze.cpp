@@ -175,13 +175,11 @@ int run_analyze(const Words& words) {
       cli.rest = bridge->args;
       opts.warnings.insert(opts.warnings.end(), bridge->warnings.begin(), bridge->warnings.end());
     }
-    analyzer::MegatronConfig cfg;
-    try {
-      cfg = analyzer::parse_megatron_args(cli.rest, analyzer::process_environment(), base ? &*base : nullptr);
-    } catch (const InputError& e) {
-      if (bridge) analyzer::rethrow_in_bridge_terms(e, *bridge);
-      throw;
-    }
+    const analyzer::MegatronConfig cfg =
+        bridge
+            ? analyzer::parse_bridge_args(*bridge, analyzer::process_environment(), base ? &*base : nullptr)
+            : analyzer::parse_megatron_args(cli.rest, analyzer::process_environment(),
+                                            base ? &*base : nullptr);
     model = cfg.model;
     strategy = cfg.strategy;
     opts.warnings.insert(opts.warnings.end(), cfg.warnings.begin(), cfg.warnings.end());

@@ -295,7 +295,8 @@ std::optional<std::vector<std::string>> bridge_log_words(const std::string& path
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
-  if (ss.str().find("Task Configuration") == std::string::npos) return std::nullopt;
+  const std::string text = ss.str();
+  if (text.find("Task Configuration") == std::string::npos) return std::nullopt;
   if (world_size <= 0)
     throw InputError(path,
                      "a Megatron-Bridge log (its settings are the Task Configuration YAML, not an argument "
@@ -305,8 +306,9 @@ std::optional<std::vector<std::string>> bridge_log_words(const std::string& path
   if (world_size % per_node != 0)
     throw InputError("--world-size",
                      std::to_string(world_size) + " GPUs do not fill nodes of " + std::to_string(per_node));
-  return analyzer::bridge_config_to_megatron_args(path, {"--nproc_per_node", std::to_string(per_node),
-                                                         "--nnodes", std::to_string(world_size / per_node)})
+  return analyzer::bridge_config_text_to_megatron_args(text, path,
+                                                       {"--nproc_per_node", std::to_string(per_node),
+                                                        "--nnodes", std::to_string(world_size / per_node)})
       .args;
 }
 

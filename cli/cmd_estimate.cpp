@@ -72,13 +72,9 @@ int run(EstimateOptions o) {
     }
     ModelSpec base;
     if (!o.model.empty()) base = cost::load_cost_model(o.model, &warnings);
-    MegatronConfig mc;
-    try {
-      mc = parse_megatron_args(o.megatron, process_environment(), o.model.empty() ? nullptr : &base);
-    } catch (const InputError& e) {
-      if (bridge) rethrow_in_bridge_terms(e, *bridge);
-      throw;
-    }
+    const MegatronConfig mc =
+        bridge ? parse_bridge_args(*bridge, process_environment(), o.model.empty() ? nullptr : &base)
+               : parse_megatron_args(o.megatron, process_environment(), o.model.empty() ? nullptr : &base);
     model = mc.model;
     strategy = mc.strategy;
     for (const auto& w : mc.warnings) warnings.push_back(w);

@@ -215,13 +215,9 @@ int run(const SearchOptions& o) {
       throw InputError("--strategy", "cannot be combined with Megatron arguments after --");
     ModelSpec given;
     if (!o.model.empty()) given = cost::load_cost_model(o.model, &warnings);
-    MegatronConfig mc;
-    try {
-      mc = parse_megatron_args(words, process_environment(), o.model.empty() ? nullptr : &given);
-    } catch (const InputError& e) {
-      if (o.bridge) rethrow_in_bridge_terms(e, *o.bridge);
-      throw;
-    }
+    const MegatronConfig mc =
+        o.bridge ? parse_bridge_args(*o.bridge, process_environment(), o.model.empty() ? nullptr : &given)
+                 : parse_megatron_args(words, process_environment(), o.model.empty() ? nullptr : &given);
     for (const auto& w : mc.warnings) warnings.push_back(w);
     model = mc.model;
     base = mc.strategy;

@@ -53,7 +53,6 @@ bool has(const std::vector<std::string>& args, const std::string& flag, const st
 TEST(BridgeConfig, RunConfigPricesAsTheSameRunsMegatronArguments) {
   const std::vector<std::string> world16 = {"--nproc_per_node", "8", "--nnodes", "2"};
   const BridgeConfigArgs q = bridge_config_to_megatron_args(bridge("qwen3_8b_run_config.yaml"), world16);
-  EXPECT_EQ(q.model_target, "megatron.bridge.models.qwen.qwen_provider.Qwen3ModelProvider");
   EXPECT_TRUE(has(q.args, "--seq-length", "4096"));  // the dataset's, not the model's 40960
   EXPECT_TRUE(has(q.args, "--max-position-embeddings", "40960"));
   EXPECT_TRUE(has(q.args, "--swiglu"));

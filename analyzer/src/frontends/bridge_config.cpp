@@ -15,16 +15,41 @@
 namespace preflight::analyzer {
 namespace {
 
-std::string location(const std::string& source, int line) {
-  return line > 0 ? source + ":" + std::to_string(line) : source;
+/// An enum member `{_target_: …Enum, _args_: [value]}` by its name where its class is one of Megatron's enums
+/// the conversion reads (megatron/core/transformer/enums.py: AttnBackend, LayerType, CudaGraphModule and the
+/// CudaGraphScope it replaced); otherwise its value as written.
+std::string enum_member_name(const YAML::Node& e) {
+  const std::string value = e["_args_"][0].Scalar();
+  const std::string target = e["_target_"] && e["_target_"].IsScalar() ? e["_target_"].Scalar() : "";
+  using Names = std::map<std::string, std::string>;
+  static const std::map<std::string, Names> enums = {
+      {"AttnBackend", {{"1", "flash"}, {"2", "fused"}, {"3", "unfused"}, {"4", "local"}, {"5", "auto"}}},
+      {"LayerType", {{"1", "embedding"}, {"2", "loss"}, {"3", "encoder"}, {"4", "decoder"}, {"5", "mtp"}}},
+      {"CudaGraphModule",
+       {{"1", "attn"},
+        {"2", "mlp"},
+        {"3", "moe"},
+        {"4", "moe_router"},
+        {"5", "moe_preprocess"},
+        {"6", "mamba"}}},
+      {"CudaGraphScope",
+       {{"1", "full_iteration"},
+        {"2", "attn"},
+        {"3", "mlp"},
+        {"4", "moe"},
+        {"5", "moe_router"},
+        {"6", "moe_preprocess"},
+        {"7", "mamba"},
+        {"8", "full_iteration_inference"}}}};
+  const std::string cls = target.substr(target.rfind('.') == std::string::npos ? 0 : target.rfind('.') + 1);
+  if (auto names = enums.find(cls); names != enums.end())
+    if (auto it = names->second.find(value); it != names->second.end()) return it->second;
+  return value;
 }
 
-std::string number_text(double v) {
-  if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
-  std::ostringstream o;
-  o.precision(17);
-  o << v;
-  return o.str();
+bool is_enum_member(const YAML::Node& e) {
+  return e.IsMap() && e["_args_"] && e["_args_"].IsSequence() && e["_args_"].size() == 1 &&
+         e["_args_"][0].IsScalar();
 }
 
 /// One section of the container (`model`, `train`, …), read field by field; a null or absent field is
@@ -67,7 +92,8 @@ class Section {
   std::optional<long long> integer(const std::string& key) const {
     const auto x = number(key);
     if (!x) return std::nullopt;
-    if (std::floor(*x) != *x) throw InputError(field(key), "must be a whole number, got " + number_text(*x));
+    if (std::floor(*x) != *x)
+      throw InputError(field(key), "must be a whole number, got " + shown(node_[key]));
     return static_cast<long long>(*x);
   }
   std::optional<std::string> text(const std::string& key) const {
@@ -96,15 +122,26 @@ class Section {
     if (s.rfind("float8", 0) == 0 || s == "fp8" || s == "uint8") return "fp8";
     throw InputError(field(key), "is not a dtype Megatron takes here: '" + *t + "'");
   }
-  /// An enum serialised as `{_target_: …Enum, _args_: [value]}` (or its name / value as a scalar).
+  /// An enum serialised as `{_target_: …Enum, _args_: [value]}` by its member's name (enum_member_name), or
+  /// a scalar as written.
   std::optional<std::string> enum_value(const std::string& key) const {
     if (!set(key)) return std::nullopt;
     const YAML::Node v = node_[key];
     if (v.IsScalar()) return v.Scalar();
-    if (v.IsMap() && v["_args_"] && v["_args_"].IsSequence() && v["_args_"].size() == 1 &&
-        v["_args_"][0].IsScalar())
-      return v["_args_"][0].Scalar();
+    if (is_enum_member(v)) return enum_member_name(v);
     throw InputError(field(key), "must be an enum ({_target_: …, _args_: [value]}), got " + shown(v));
+  }
+  /// A whole number or a list of them as Megatron's parser takes it (`4`, `[0,1,1]`).
+  std::optional<std::string> int_or_list(const std::string& key) const {
+    if (!set(key)) return std::nullopt;
+    const YAML::Node v = node_[key];
+    if (v.IsScalar()) return v.Scalar();
+    if (v.IsSequence()) {
+      std::string list = "[";
+      for (std::size_t i = 0; i < v.size(); ++i) list += (i ? "," : "") + v[i].as<std::string>();
+      return list + "]";
+    }
+    throw InputError(field(key), "must be an integer or a list of integers, got " + shown(v));
   }
   std::vector<std::string> strings(const std::string& key) const {
     std::vector<std::string> out;
@@ -115,8 +152,8 @@ class Section {
       for (const auto& e : v) {
         if (e.IsScalar()) {
           out.push_back(e.Scalar());
-        } else if (e.IsMap() && e["_args_"] && e["_args_"].IsSequence() && e["_args_"].size() == 1) {
-          out.push_back(enum_member_name(e));  // an enum member
+        } else if (is_enum_member(e)) {
+          out.push_back(enum_member_name(e));
         } else {
           throw InputError(field(key), "must be a list of names, got " + shown(v));
         }
@@ -127,28 +164,6 @@ class Section {
   }
   const YAML::Node& node() const { return node_; }
   const std::string& name() const { return name_; }
-
-  /// An enum member `{_target_: …Enum, _args_: [value]}` by its name where the value is an ordinal of an enum
-  /// whose members matter here (Megatron's CudaGraphModule and the CudaGraphScope it replaced,
-  /// megatron/core/transformer/enums.py); otherwise its value as written.
-  static std::string enum_member_name(const YAML::Node& e) {
-    const std::string value = e["_args_"][0].Scalar();
-    const std::string target = e["_target_"] && e["_target_"].IsScalar() ? e["_target_"].Scalar() : "";
-    auto ends = [&](const char* tail) {
-      const std::string t(tail);
-      return target.size() >= t.size() && target.compare(target.size() - t.size(), t.size(), t) == 0;
-    };
-    static const std::map<std::string, std::string> modules = {
-        {"1", "attn"},           {"2", "mlp"},  {"3", "moe"}, {"4", "moe_router"},
-        {"5", "moe_preprocess"}, {"6", "mamba"}};
-    static const std::map<std::string, std::string> scopes = {
-        {"1", "full_iteration"}, {"2", "attn"},           {"3", "mlp"},   {"4", "moe"},
-        {"5", "moe_router"},     {"6", "moe_preprocess"}, {"7", "mamba"}, {"8", "full_iteration_inference"}};
-    const auto* names = ends("CudaGraphModule") ? &modules : ends("CudaGraphScope") ? &scopes : nullptr;
-    if (names)
-      if (auto it = names->find(value); it != names->end()) return it->second;
-    return value;
-  }
 
  private:
   static std::string shown(const YAML::Node& v) {
@@ -236,18 +251,6 @@ bool apply_override(YAML::Node& root, const std::string& word, const std::string
   return true;
 }
 
-/// Megatron's `--moe-layer-freq`: an int, or a Python list literal.
-std::string layer_freq(const Section& model) {
-  const YAML::Node v = model.node()["moe_layer_freq"];
-  if (v.IsScalar()) return v.Scalar();
-  if (v.IsSequence()) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + v[i].Scalar();
-    return s + "]";
-  }
-  throw InputError(model.field("moe_layer_freq"), "must be an integer or a list of 0 / 1");
-}
-
 /// Megatron's `--pipeline-model-parallel-layout` string from the field: the string itself, or the stages as
 /// Bridge serialises a PipelineParallelLayerLayout (its input_data: a list of stages, each a list of layer
 /// types — "E" / "embedding", "t" / "decoder", "m" / "mtp", "L" / "loss", or LayerType members by ordinal,
@@ -257,21 +260,18 @@ std::string layout_text(const Section& model) {
   if (l.IsScalar()) return l.Scalar();
   const std::string field = model.field("pipeline_model_parallel_layout");
   if (!l.IsSequence()) throw InputError(field, "must be a layout string or a list of stages");
-  static const std::map<std::string, char> symbol = {
-      {"E", 'E'}, {"embedding", 'E'}, {"1", 'E'}, {"L", 'L'}, {"loss", 'L'}, {"2", 'L'},
-      {"t", 't'}, {"decoder", 't'},   {"4", 't'}, {"m", 'm'}, {"mtp", 'm'},  {"5", 'm'}};
+  static const std::map<std::string, char> symbol = {{"E", 'E'},    {"embedding", 'E'}, {"L", 'L'},
+                                                     {"loss", 'L'}, {"t", 't'},         {"decoder", 't'},
+                                                     {"m", 'm'},    {"mtp", 'm'}};
   std::string text;
   for (std::size_t i = 0; i < l.size(); ++i) {
     if (!l[i].IsSequence())
       throw InputError(field, "stage " + std::to_string(i) + " is not a list of layers");
     if (i) text += '|';
     for (const auto& layer : l[i]) {
-      std::string name;
-      if (layer.IsScalar())
-        name = layer.Scalar();
-      else if (layer.IsMap() && layer["_args_"] && layer["_args_"].IsSequence() &&
-               layer["_args_"].size() == 1)
-        name = layer["_args_"][0].Scalar();
+      const std::string name = layer.IsScalar()        ? layer.Scalar()
+                               : is_enum_member(layer) ? enum_member_name(layer)
+                                                       : "";
       auto it = symbol.find(name);
       if (it == symbol.end())
         throw InputError(field,
@@ -316,7 +316,7 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   try {
     root = YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
-    throw InputError(location(source, e.mark.line >= 0 ? first_line + e.mark.line : 0),
+    throw InputError(e.mark.line >= 0 ? location(source, first_line + e.mark.line) : source,
                      "malformed yaml: " + e.msg);
   }
   if (!root.IsMap() || !root["model"] || !root["model"].IsMap())
@@ -348,7 +348,6 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   const Section opt(root["optimizer"], source, "optimizer");
   const Section data(root["dataset"], source, "dataset");
   const Section overlap(root["comm_overlap"], source, "comm_overlap");
-  out.model_target = model.target("_target_").value_or("");
 
   auto int_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
     if (auto v = s.integer(key)) {
@@ -357,8 +356,8 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
     }
   };
   auto num_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
-    if (auto v = s.number(key)) {
-      put_value(flag, number_text(*v));
+    if (s.number(key)) {  // validated, passed on as written
+      put_value(flag, s.node()[key].Scalar());
       out.field_of_flag[flag] = s.name() + "." + key;
     }
   };
@@ -474,7 +473,7 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
                       {"moe_hybridep_num_sms", "--moe-hybridep-num-sms"},
                       {"moe_router_num_groups", "--moe-router-num-groups"},
                       {"moe_router_group_topk", "--moe-router-group-topk"}});
-    if (model.set("moe_layer_freq")) put_value("--moe-layer-freq", layer_freq(model));
+    if (auto f = model.int_or_list("moe_layer_freq")) put_value("--moe-layer-freq", *f);
     const std::string dispatcher = model.text("moe_token_dispatcher_type").value_or("allgather");
     put_value("--moe-token-dispatcher-type", dispatcher);
     if (dispatcher == "flex")
@@ -492,16 +491,7 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   // Linear attention (Qwen3-Next's gated delta net, …) and gated attention.
   if (auto v = model.text("experimental_attention_variant"))
     put_value("--experimental-attention-variant", *v);
-  if (model.set("linear_attention_freq")) {
-    const YAML::Node f = model.node()["linear_attention_freq"];
-    if (f.IsScalar()) {
-      put_value("--linear-attention-freq", f.Scalar());
-    } else if (f.IsSequence()) {
-      std::string list = "[";
-      for (std::size_t i = 0; i < f.size(); ++i) list += (i ? "," : "") + f[i].Scalar();
-      put_value("--linear-attention-freq", list + "]");
-    }
-  }
+  if (auto f = model.int_or_list("linear_attention_freq")) put_value("--linear-attention-freq", *f);
   if (auto t = model.text("linear_attention_type")) put_value("--linear-attention-type", *t);
   int_flags(model, {{"linear_conv_kernel_dim", "--linear-conv-kernel-dim"},
                     {"linear_key_head_dim", "--linear-key-head-dim"},
@@ -528,15 +518,11 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   }
   if (auto impl = model.text("transformer_impl")) put_value("--transformer-impl", *impl);
   if (auto backend = model.enum_value("attention_backend")) {
-    static const std::map<std::string, std::string> names = {
-        {"1", "flash"}, {"2", "fused"}, {"3", "unfused"}, {"4", "local"}, {"5", "auto"}};
-    auto it = names.find(*backend);
-    const std::string name = it != names.end() ? it->second : *backend;
-    if (name == "flash" || name == "fused" || name == "unfused" || name == "local" || name == "auto")
-      put_value("--attention-backend", name);
-    else
+    static const std::set<std::string> backends = {"flash", "fused", "unfused", "local", "auto"};
+    if (!backends.count(*backend))
       throw InputError(model.field("attention_backend"),
-                       "is not one of Megatron's AttnBackend values: '" + name + "'");
+                       "is not one of Megatron's AttnBackend values: '" + *backend + "'");
+    put_value("--attention-backend", *backend);
   }
   bool_flag(model, "cross_entropy_loss_fusion", "--cross-entropy-loss-fusion");
   if (model.flag("cross_entropy_loss_fusion"))
@@ -699,10 +685,15 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   return out;
 }
 
-void rethrow_in_bridge_terms(const InputError& e, const BridgeConfigArgs& b) {
-  auto it = b.field_of_flag.find(e.where());
-  if (it == b.field_of_flag.end()) throw e;
-  throw InputError(b.source + ": " + it->second, e.detail() + " (" + e.where() + " in Megatron's terms)");
+MegatronConfig parse_bridge_args(const BridgeConfigArgs& b, const std::map<std::string, std::string>& env,
+                                 const ModelSpec* base) {
+  try {
+    return parse_megatron_args(b.args, env, base);
+  } catch (const InputError& e) {
+    auto it = b.field_of_flag.find(e.where());
+    if (it == b.field_of_flag.end()) throw;
+    throw InputError(b.source + ": " + it->second, e.detail() + " (" + e.where() + " in Megatron's terms)");
+  }
 }
 
 BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,

@@ -36,14 +36,13 @@
 #include <string>
 #include <vector>
 
-#include "preflight/common/error.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
 
 namespace preflight::analyzer {
 
 struct BridgeConfigArgs {
   std::vector<std::string> args;      ///< Megatron-LM arguments: the file's, then the caller's extra ones
   std::vector<std::string> warnings;  ///< what the conversion could not carry
-  std::string model_target;           ///< the model provider's class (`model._target_`), for messages
   std::string source;                 ///< the file read
   std::map<std::string, std::string> field_of_flag;  ///< `--num-layers` → `model.num_layers`, for messages
 };
@@ -57,10 +56,13 @@ struct BridgeConfigArgs {
 BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
                                                 const std::vector<std::string>& extra);
 
-/// An error parse_megatron_args() raised about a flag of `b`, said in the configuration's terms: the file and
-/// the field the flag came from (or, for a required size the file lacks, would come from), then the flag.
-/// Errors about other flags (the caller's own) are rethrown as they are.
-[[noreturn]] void rethrow_in_bridge_terms(const InputError& e, const BridgeConfigArgs& b);
+/// parse_megatron_args() on `b.args`; its errors about a flag the file gave are said in the configuration's
+/// terms: the file and the field the flag came from (or, for a required size the file lacks, would come
+/// from), then the flag.  Errors about other flags (the caller's own) are rethrown as they are.
+/// @throws InputError as parse_megatron_args() does.
+MegatronConfig parse_bridge_args(const BridgeConfigArgs& b,
+                                 const std::map<std::string, std::string>& env = {},
+                                 const ModelSpec* base = nullptr);
 
 /// The same from the YAML text itself; `source` names it in messages.
 BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, const std::string& source,
