@@ -228,6 +228,33 @@ TEST(BridgeConfig, BadInputNamesFileAndField) {
     EXPECT_NE(std::string(e.what()).find("model.attention_backend"), std::string::npos) << e.what();
   }
   EXPECT_THROW(bridge_config_to_megatron_args(bridge("no_such_file.yaml"), {}), InputError);
+
+  // A saved configuration lacking a size names the field; a recipe script's override file (its model
+  // section without the provider's _target_, as Megatron-Bridge's tutorials/recipes/*/conf/*.yaml are) is
+  // said to be one, with where a run's whole configuration is.
+  auto missing_layers = [](const std::string& model) {
+    const auto b = bridge_config_text_to_megatron_args(
+        "model:\n" + model +
+            "  hidden_size: 64\n  num_attention_heads: 4\n  vocab_size: 512\n"
+            "dataset:\n  sequence_length: 128\ntrain:\n  micro_batch_size: 1\n  global_batch_size: 8\n",
+        "run.yaml", {});
+    try {
+      parse_bridge_args(b);
+      ADD_FAILURE() << "a configuration without num_layers was read";
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string saved =
+      missing_layers("  _target_: megatron.bridge.models.gpt_provider.GPTModelProvider\n");
+  EXPECT_NE(saved.find("run.yaml: model.num_layers: is required"), std::string::npos) << saved;
+  EXPECT_EQ(saved.find("override file"), std::string::npos) << saved;
+  const std::string override_file = missing_layers("  tensor_model_parallel_size: 1\n");
+  EXPECT_NE(override_file.find("run.yaml: model.num_layers: is required"), std::string::npos)
+      << override_file;
+  EXPECT_NE(override_file.find("override file"), std::string::npos) << override_file;
+  EXPECT_NE(override_file.find("run_config.yaml"), std::string::npos) << override_file;
 }
 
 // The command line: `preflight estimate --bridge-config FILE -- <torchrun world size>` prices it;

@@ -343,6 +343,7 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
                        {"--micro-batch-size", "train.micro_batch_size"},
                        {"--global-batch-size", "train.global_batch_size"}};
   const Section model(root["model"], source, "model");
+  out.override_file = !(root["model"] && root["model"].IsMap() && root["model"]["_target_"]);
   const Section train(root["train"], source, "train");
   const Section ddp(root["ddp"], source, "ddp");
   const Section opt(root["optimizer"], source, "optimizer");
@@ -692,7 +693,14 @@ MegatronConfig parse_bridge_args(const BridgeConfigArgs& b, const std::map<std::
   } catch (const InputError& e) {
     auto it = b.field_of_flag.find(e.where());
     if (it == b.field_of_flag.end()) throw;
-    throw InputError(b.source + ": " + it->second, e.detail() + " (" + e.where() + " in Megatron's terms)");
+    std::string detail = e.detail() + " (" + e.where() + " in Megatron's terms)";
+    if (b.override_file && e.detail().rfind("is required", 0) == 0)
+      detail +=
+          "; its model section names no provider (_target_), as a recipe script's override file "
+          "(--config-file) does: the recipe's own values are not in it — pass the configuration the run "
+          "saved (run_config.yaml of its checkpoint, logger.save_config_filepath, or its log, which "
+          "prints it after '------- Task Configuration -------')";
+    throw InputError(b.source + ": " + it->second, detail);
   }
 }
 

@@ -45,6 +45,9 @@ struct BridgeConfigArgs {
   std::vector<std::string> warnings;  ///< what the conversion could not carry
   std::string source;                 ///< the file read
   std::map<std::string, std::string> field_of_flag;  ///< `--num-layers` → `model.num_layers`, for messages
+  /// The file's `model` section names no provider class (`_target_`): every saved ConfigContainer does, so
+  /// this is an override file of a recipe script (its `--config-file`), not a run's whole configuration.
+  bool override_file = false;
 };
 
 /// Reads `path` (a ConfigContainer YAML, or a Megatron-Bridge log holding one after its
@@ -58,7 +61,9 @@ BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
 
 /// parse_megatron_args() on `b.args`; its errors about a flag the file gave are said in the configuration's
 /// terms: the file and the field the flag came from (or, for a required size the file lacks, would come
-/// from), then the flag.  Errors about other flags (the caller's own) are rethrown as they are.
+/// from), then the flag; when the file is an override file (BridgeConfigArgs::override_file), a missing
+/// size says so and names the files that hold a run's whole configuration.  Errors about other flags (the
+/// caller's own) are rethrown as they are.
 /// @throws InputError as parse_megatron_args() does.
 MegatronConfig parse_bridge_args(const BridgeConfigArgs& b,
                                  const std::map<std::string, std::string>& env = {},
