@@ -387,6 +387,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                      {"micro_batch_size", e.micro_batch_size},
                      {"account_for_embedding_in_pipeline_split", e.embedding_in_split},
                      {"account_for_loss_in_pipeline_split", e.loss_in_split},
+                     {"pipeline_layout", e.pipeline_layout},
                      {"decoder_last_pipeline_num_layers", e.last_stage_layers},
                      {"micro_batches", e.micro_batches},
                      {"recompute", cost::to_string(e.kind)},
@@ -421,6 +422,9 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
         own["iteration_ms"] = own_rank.best_of_own->iteration_ms;
         own["peak_gib"] = own_rank.best_of_own->peak_gib;
         own["fits"] = own_rank.rank.has_value();
+        // The search's layout of these sizes (the launch's own --pipeline-model-parallel-layout may differ).
+        if (!own_rank.best_of_own->pipeline_layout.empty())
+          own["pipeline_layout"] = own_rank.best_of_own->pipeline_layout;
         if (own_rank.best_of_own->error.size()) own["error"] = own_rank.best_of_own->error;
       }
       j["launch_layout"] = own;
@@ -451,7 +455,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     t.column("tokens/s/GPU", TextTable::Align::Right).column("iter s", TextTable::Align::Right);
     t.column("peak GiB", TextTable::Align::Right);
     std::size_t row = 0;
-    bool simumax_rows = false, split_rows = false;
+    bool simumax_rows = false, split_rows = false, layout_rows = false;
     for (std::size_t i : top_rows(r, ranking, o.top)) {
       const auto& e = r.evaluations[i];
       const bool simumax_memory = e.memory_model == "simumax" && !o.simumax_compat;
@@ -461,8 +465,9 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
       if (show_cp) cells.push_back(std::to_string(e.cp));
       if (show_vpp)
         cells.push_back(std::to_string(e.vpp) + (e.embedding_in_split ? "E" : "") +
-                        (e.loss_in_split ? "L" : ""));
+                        (e.loss_in_split ? "L" : "") + (e.pipeline_layout.empty() ? "" : "P"));
       split_rows = split_rows || e.embedding_in_split || e.loss_in_split;
+      layout_rows = layout_rows || !e.pipeline_layout.empty();
       if (show_mbs) cells.push_back(std::to_string(e.micro_batch_size));
       for (std::string c :
            {std::to_string(e.micro_batches), recompute_cell(e), fixed(e.mfu, 4), fixed(e.tflops_per_gpu, 1),
@@ -480,6 +485,11 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
       std::cout << "vpp E / L: the embedding / the loss counted as a layer slot in the pipeline split "
                    "(--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split): the "
                    "layers alone do not split evenly over pp · vpp chunks\n";
+    if (layout_rows)
+      std::cout
+          << "vpp P: a --pipeline-model-parallel-layout (in --json, and for the best below): the layers do "
+             "not split evenly over pp · vpp chunks even with the embedding and loss as slots; the chunks "
+             "made as even as possible, the loss and any MTP depths on the last\n";
     std::cout << r.evaluations.size() << " evaluations (" << ranking.size() << " fit) of "
               << r.evaluations.size() + 0 << " in " << fixed(r.seconds, 3) << " s, " << fixed(rate, 0)
               << " evaluations/s; " << r.skipped.size() << " layouts skipped as invalid\n";
@@ -489,6 +499,9 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                 << (b.vpp > 1 ? ", " + std::to_string(b.vpp) + " virtual stages per rank" : "")
                 << (b.embedding_in_split ? ", --account-for-embedding-in-pipeline-split" : "")
                 << (b.loss_in_split ? ", --account-for-loss-in-pipeline-split" : "")
+                << (b.pipeline_layout.empty()
+                        ? ""
+                        : ", --pipeline-model-parallel-layout \"" + b.pipeline_layout + "\"")
                 << (b.last_stage_layers >= 0
                         ? ", --decoder-last-pipeline-num-layers " + std::to_string(b.last_stage_layers)
                         : "")

@@ -723,6 +723,35 @@ TEST(MegatronArgs, UnevenLayersGetAValidAlternative) {
   EXPECT_NO_THROW(build_layer_graph(fixed.model, fixed.strategy));
 }
 
+// An even-as-possible layout over pp · vpp chunks that the layers do not divide (what `preflight search`
+// offers there): NeMo's published DeepSeek-V3 layouts (61 layers, one MTP depth; the time corpus's command
+// lines of its recipes) come out exactly — 16, 8 and 32 chunks; every layout reads back through Megatron's
+// parser with all the layers and the MTP depths on the last chunk.
+TEST(MegatronArgs, BalancedPipelineLayoutIsNeMosForDeepSeekV3) {
+  struct Case {
+    int pp, vpp;
+    const char* nemo;
+  };
+  for (const Case& c :
+       {Case{4, 4, "Et*4|(t*4|)*14tmL"}, Case{8, 1, "Et*8|(t*8|)*6t*5mL"}, Case{8, 4, "Et|(tt|)*30mL"}}) {
+    const auto mine = balanced_pipeline_layout(61, c.pp, c.vpp, 1);
+    EXPECT_EQ(mine, parse_pipeline_layout(c.nemo, c.pp, 61, 1)) << c.nemo;
+    EXPECT_EQ(parse_pipeline_layout(format_pipeline_layout(mine, 1), c.pp, 61, 1), mine) << c.nemo;
+  }
+  // Without an MTP depth the loss alone weighs the last chunk: 61 layers over 16 chunks, no chunk above 4.
+  const auto plain = balanced_pipeline_layout(61, 4, 4, 0);
+  int total = 0, heaviest = 0;
+  for (std::size_t v = 0; v < plain.size(); ++v)
+    for (std::size_t r = 0; r < plain[v].size(); ++r) {
+      total += plain[v][r];
+      heaviest = std::max(heaviest, plain[v][r] + (v == 3 && r == 3 ? 1 : 0));
+    }
+  EXPECT_EQ(total, 61);
+  EXPECT_EQ(heaviest, 4);
+  EXPECT_EQ(format_pipeline_layout(balanced_pipeline_layout(10, 2, 2, 2), 2).back(), 'L');
+  EXPECT_NE(format_pipeline_layout(balanced_pipeline_layout(10, 2, 2, 2), 2).find("mmL"), std::string::npos);
+  EXPECT_THROW(balanced_pipeline_layout(7, 4, 2, 0), preflight::InputError);  // fewer layers than chunks
+}
 
 // The checkout's age decides Megatron's defaults: the legacy model before Megatron-core became the default
 // (2024-05; --use-mcore-models opts in), math attention for the legacy model and the local spec without

@@ -210,7 +210,8 @@ TEST(Search, SharedReferenceCsv) {
 // Interleaved stages and context parallelism are searched when asked (SimuMax searches neither).  Llama-3 70B
 // on 64 H100s with 16 micro batches per rank at pp 4: the interleaved schedule's smaller bubble wins — the
 // best layout has vpp > 1 and beats every vpp-1 layout; the layouts Megatron refuses are skipped with the
-// reason (vpp on pp 1, layers that do not split over pp·vpp, micro batches not a multiple of pp).
+// reason (vpp on pp 1, micro batches not a multiple of pp); 80 layers over pp · 3 chunks (not even, nor
+// with the embedding and loss as slots) get a --pipeline-model-parallel-layout, SimuMax refuses them.
 TEST(Search, InterleavedStagesAndContextParallelWhenAsked) {
   const ModelSpec m = load_cost_model("llama3-70b");
   Strategy base = megatron_bf16_base(8192);
@@ -232,18 +233,31 @@ TEST(Search, InterleavedStagesAndContextParallelWhenAsked) {
     if (e.feasible && e.vpp == 1) best_plain = std::max(best_plain, e.mfu);
     if (e.vpp > 1) {
       EXPECT_GT(e.pp, 1);
-      EXPECT_EQ(m.num_layers % (e.pp * e.vpp), 0);
+      EXPECT_EQ(m.num_layers % (e.pp * e.vpp) != 0, !e.pipeline_layout.empty()) << e.pp << " " << e.vpp;
+      if (!e.pipeline_layout.empty()) {
+        EXPECT_EQ(parse_pipeline_layout(e.pipeline_layout, e.pp, 80, 0),
+                  balanced_pipeline_layout(80, e.pp, e.vpp, 0));
+      }
       EXPECT_EQ(e.micro_batches % e.pp, 0);
     }
   }
-  EXPECT_EQ(vpps, (std::set<int>{1, 5}));  // 80 layers do not split into pp·3 chunks
+  EXPECT_EQ(vpps, (std::set<int>{1, 3, 5}));
   EXPECT_GT(b.mfu, best_plain);
   auto skipped = [&](const std::string& why) {
     return std::any_of(r.skipped.begin(), r.skipped.end(),
                        [&](const std::string& s) { return s.find(why) != std::string::npos; });
   };
   EXPECT_TRUE(skipped("an interleaved schedule needs pp > 1"));
-  EXPECT_TRUE(skipped("layers not divisible by pp·vpp"));
+  Strategy compat_base = base;
+  compat_base.simumax_compat = true;
+  SearchSpace three = sp;
+  three.vpp = {3};
+  three.pp = {4};
+  const SearchResult refused = search(m, compat_base, load_simumax_system("h100-sxm"), three);
+  EXPECT_TRUE(refused.evaluations.empty());
+  EXPECT_TRUE(std::any_of(refused.skipped.begin(), refused.skipped.end(), [](const std::string& s) {
+    return s.find("layers not divisible by pp·vpp") != std::string::npos;
+  }));
 
   // 32K tokens per sample on 8 GPUs: cp splits the sequence; dp = world / (tp·cp·pp).
   SearchSpace cs;
@@ -560,6 +574,48 @@ TEST(SearchCli, MegatronLaunchIsTheBase) {
   // Megatron arguments and a SimuMax strategy are two bases: refused.
   EXPECT_EQ(run_preflight("search --system h100-sxm --strategy tp1_pp2_dp4_mbs1 --quiet --" + args).exit_code,
             2);
+}
+
+// Interleaved layouts whose layers do not split over pp · vpp chunks even with the embedding and loss as
+// slots get a --pipeline-model-parallel-layout as even as possible (balanced_pipeline_layout): NeMo's
+// DeepSeek-V3 launch on 256 GB300s (pp 2 vp 8, 61 layers and an MTP depth; tests/data/time_corpus) is
+// searched at its own sizes with the layout NeMo published, priced as `estimate` prices the launch (its
+// recompute of the MLA up-projections dropped: the search's "none").  Refused before (SimuMax's rule).
+TEST(SearchCli, UnevenInterleavedLayoutsGetAPipelineLayout) {
+  const auto row =
+      nlohmann::json::parse(read_file(data_dir() / "time_corpus" / "gb300_nemo_deepseek.json"))["runs"][0];
+  std::vector<std::string> argv = row["args"].get<std::vector<std::string>>();
+  const auto layout = std::find(argv.begin(), argv.end(), "--pipeline-model-parallel-layout");
+  ASSERT_NE(layout, argv.end());
+  ASSERT_EQ(*(layout + 1), "Et*4|(t*4|)*14tmL");
+  std::string args, no_recompute;
+  for (const std::string& a : argv) args += " " + shell_quote(a);
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--recompute-granularity" || argv[i] == "--recompute-modules")
+      ++i;  // the flag and its one value
+    else
+      no_recompute += " " + shell_quote(argv[i]);
+  }
+  const RunResult r = run_preflight(
+      "search --system gb300 --tp 1 --pp 2 --vpp 8 --cp 1 --ep 32 --recompute none --quiet --json --top 3 "
+      "--" +
+      args);
+  // Without the recipe's recompute the layout does not fit a GB300 (exit 1: no layout fits); it is priced.
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const nlohmann::json own = nlohmann::json::parse(r.out)["launch_layout"];
+  ASSERT_TRUE(own.contains("pipeline_layout")) << own;
+  EXPECT_EQ(parse_pipeline_layout(own["pipeline_layout"].get<std::string>(), 2, 61, 1),
+            parse_pipeline_layout("Et*4|(t*4|)*14tmL", 2, 61, 1));
+  const RunResult e = run_preflight("estimate --json --system gb300 --" + no_recompute);
+  ASSERT_EQ(e.exit_code, 1) << e.err;  // the same verdict: does not fit
+  EXPECT_NEAR(own["iteration_ms"].get<double>(),
+              nlohmann::json::parse(e.out)["summary"]["iteration_ms"].get<double>(), 1e-3);
+  // SimuMax's rule (--simumax-compat) still refuses the layout.
+  const RunResult c = run_preflight(
+      "search --system gb300 --tp 1 --pp 2 --vpp 8 --cp 1 --ep 32 --recompute none --simumax-compat --quiet "
+      "--json --" +
+      args);
+  EXPECT_TRUE(c.exit_code != 0 || nlohmann::json::parse(c.out)["evaluations"] == 0) << c.out << c.err;
 }
 
 // run_mindformer.py's arguments after -- (its --config and overrides), as estimate reads them: the same

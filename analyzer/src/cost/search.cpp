@@ -57,6 +57,9 @@ struct Layout {
   /// counted as a layer slot (Megatron's --account-for-embedding/loss-in-pipeline-split), as NeMo splits
   /// Llama-3.1-405B's 126 layers into 128 slots.
   bool embedding_in_split = false, loss_in_split = false;
+  /// Interleaved layouts whose layers do not split evenly even with those slots: a
+  /// `--pipeline-model-parallel-layout` as even as possible (balanced_pipeline_layout), [vpp][pp].
+  std::vector<std::vector<int>> chunk_layout;
 };
 
 /// An evaluation of the layout's sizes, not yet priced.
@@ -72,6 +75,8 @@ SearchEvaluation sizes_of(const ModelSpec& model, const Layout& lay) {
   ev.micro_batches = lay.micro_batches;
   ev.embedding_in_split = lay.embedding_in_split;
   ev.loss_in_split = lay.loss_in_split;
+  if (!lay.chunk_layout.empty())
+    ev.pipeline_layout = format_pipeline_layout(lay.chunk_layout, model.mtp_num_layers);
   if (lay.pp > 1 && lay.vpp == 1 && model.num_layers % lay.pp != 0)
     ev.last_stage_layers = lay.last_stage_layers;
   return ev;
@@ -127,7 +132,7 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
   st.first_stage_layers = -1;
   st.last_stage_layers = lay.last_stage_layers;
   st.stage_layers.clear();
-  st.chunk_layout.clear();
+  st.chunk_layout = lay.chunk_layout;
   // A launch's features that need a size the layout does not have are off for it, as NeMo's recipes set
   // them (Megatron refuses them there): TP communication overlap at tp 1, the output layer's deferred weight
   // gradients at pp 1.
@@ -209,7 +214,10 @@ std::string layout_problem(const ModelSpec& m, const Strategy& base, const Searc
       if ((m.num_layers + 1) % chunks == 0 && m.num_layers + 1 >= 2 * chunks)
         return "";  // a layer left in the end chunk
       if ((m.num_layers + 2) % chunks == 0 && m.num_layers + 2 >= 2 * chunks) return "";
-      return "layers not divisible by pp·vpp (nor with the embedding and loss counted as layer slots)";
+      // Otherwise a --pipeline-model-parallel-layout as even as possible (plan_layout), as NeMo lays out
+      // DeepSeek-V3's 61 layers and MTP depth; a chunk should hold a layer.
+      if (m.num_layers < chunks) return "fewer layers than pp·vpp chunks";
+      return "";
     }
   }
   return "";
@@ -227,9 +235,16 @@ std::string plan_layout(const ModelSpec& model, const Strategy& base, const Sear
     if (per <= 0 || lay.last_stage_layers <= 0) return "no layers left for the last stage";
   }
   if (std::string problem = layout_problem(model, base, space, lay); !problem.empty()) return problem;
-  if (lay.vpp > 1 && model.num_layers % (lay.pp * lay.vpp) != 0) {
-    lay.loss_in_split = true;
-    lay.embedding_in_split = (model.num_layers + 1) % (lay.pp * lay.vpp) != 0;
+  const int chunks = lay.pp * lay.vpp;
+  if (lay.vpp > 1 && model.num_layers % chunks != 0) {
+    if ((model.num_layers + 1) % chunks == 0 && model.num_layers + 1 >= 2 * chunks) {
+      lay.loss_in_split = true;
+    } else if ((model.num_layers + 2) % chunks == 0 && model.num_layers + 2 >= 2 * chunks) {
+      lay.loss_in_split = lay.embedding_in_split = true;
+    } else {
+      lay.chunk_layout =
+          balanced_pipeline_layout(static_cast<int>(model.num_layers), lay.pp, lay.vpp, model.mtp_num_layers);
+    }
   }
   const int dp = space.world_size / (lay.pp * lay.tp * lay.cp);
   if (space.global_batch_size % (dp * lay.mbs) != 0) return "global batch not divisible by dp·micro batch";

@@ -745,7 +745,7 @@ std::vector<std::string> check_moe_load_imbalance(const ModelSpec& model, const 
   return warnings;
 }
 
-std::string format_pipeline_layout(const std::vector<std::vector<int>>& chunk_layers) {
+std::string format_pipeline_layout(const std::vector<std::vector<int>>& chunk_layers, int mtp_num_layers) {
   std::vector<std::string> segs;
   const std::size_t V = chunk_layers.size();
   for (std::size_t v = 0; v < V; ++v) {
@@ -755,7 +755,7 @@ std::string format_pipeline_layout(const std::vector<std::vector<int>>& chunk_la
       std::string seg = v == 0 && s == 0 ? "E" : "";
       if (n == 1) seg += "t";
       if (n > 1) seg += "t*" + std::to_string(n);
-      if (v + 1 == V && s + 1 == S) seg += "L";
+      if (v + 1 == V && s + 1 == S) seg += std::string(static_cast<std::size_t>(mtp_num_layers), 'm') + "L";
       segs.push_back(seg);
     }
   }
@@ -770,6 +770,54 @@ std::string format_pipeline_layout(const std::vector<std::vector<int>>& chunk_la
     i = j + 1;
   }
   return out + segs[last];
+}
+
+std::vector<std::vector<int>> balanced_pipeline_layout(int num_layers, int pp, int vpp, int mtp_num_layers) {
+  const int chunks = pp * vpp;
+  if (pp <= 0 || vpp <= 0 || num_layers < chunks)
+    throw InputError("--pipeline-model-parallel-layout",
+                     "cannot place " + num(num_layers) + " layers over " + num(chunks) + " pipeline chunks");
+  // Fixed weight of each chunk in Megatron's segment order: the loss (1) and the MTP depths (2 each) on the
+  // last; the embedding weighs nothing.
+  std::vector<double> fixed(static_cast<std::size_t>(chunks), 0.0);
+  fixed.back() = 1.0 + 2.0 * mtp_num_layers;
+  double total = num_layers;
+  for (double f : fixed) total += f;
+  const double target = total / chunks;
+  std::vector<int> t(static_cast<std::size_t>(chunks));
+  int placed = 0;
+  for (int k = 0; k < chunks; ++k) {
+    t[k] = std::max(0, static_cast<int>(std::lround(target - fixed[k])));
+    placed += t[k];
+  }
+  auto weight = [&](int k) { return t[k] + fixed[k]; };
+  // Visiting order for ties: the first chunk, the last, then the middle ones in order.
+  std::vector<int> order = {0};
+  if (chunks > 1) order.push_back(chunks - 1);
+  for (int k = 1; k + 1 < chunks; ++k) order.push_back(k);
+  while (placed > num_layers) {  // take one from the heaviest chunk that has a layer
+    int pick = -1;
+    for (int k : order)
+      if (t[k] > 0 && (pick < 0 || weight(k) > weight(pick))) pick = k;
+    --t[pick];
+    --placed;
+  }
+  std::vector<int> fill_order;  // add to the lightest: the middle chunks first, then the last, the first
+  for (int k = 1; k + 1 < chunks; ++k) fill_order.push_back(k);
+  if (chunks > 1) fill_order.push_back(chunks - 1);
+  fill_order.push_back(0);
+  while (placed < num_layers) {
+    int pick = fill_order.front();
+    for (int k : fill_order)
+      if (weight(k) < weight(pick)) pick = k;
+    ++t[pick];
+    ++placed;
+  }
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(vpp),
+                                    std::vector<int>(static_cast<std::size_t>(pp)));
+  for (int k = 0; k < chunks; ++k)
+    out[static_cast<std::size_t>(k / pp)][static_cast<std::size_t>(k % pp)] = t[k];
+  return out;
 }
 
 std::string uneven_split_advice(int num_layers, int pp) {

@@ -68,6 +68,10 @@ struct SearchEvaluation {
   /// --account-for-embedding/loss-in-pipeline-split): an interleaved layout whose layers alone do not split
   /// evenly over pp·vpp chunks (Llama-3.1-405B's 126 over 8 · 8 + the two).
   bool embedding_in_split = false, loss_in_split = false;
+  /// Megatron's `--pipeline-model-parallel-layout` of an interleaved layout whose layers do not split evenly
+  /// even with those slots (model/strategy.hpp balanced_pipeline_layout; DeepSeek-V3's 61 layers and MTP
+  /// depth over pp · vpp = 16 chunks: "Et*4|(t*4|)*14,tmL"); "" otherwise.
+  std::string pipeline_layout;
   /// Layers of the last pipeline stage when the layers do not split evenly over pp (SimuMax's uneven split:
   /// the other stages ⌈layers / pp⌉ each; Megatron's --decoder-last-pipeline-num-layers); -1 when even.
   int last_stage_layers = -1;

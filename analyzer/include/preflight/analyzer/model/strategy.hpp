@@ -128,9 +128,21 @@ std::vector<std::vector<int>> parse_pipeline_layout(const std::string& layout, i
                                                     int mtp_num_layers);
 
 /// The `--pipeline-model-parallel-layout` text of transformer layers per chunk [vpp][pp] (what
-/// parse_pipeline_layout reads back): 'E' opens the first segment, 'L' closes the last, runs of equal
-/// segments are written `(seg|)*k,`.
-std::string format_pipeline_layout(const std::vector<std::vector<int>>& chunk_layers);
+/// parse_pipeline_layout reads back): 'E' opens the first segment, 'L' closes the last after the
+/// `mtp_num_layers` MTP layers ('m'), runs of equal segments are written `(seg|)*k,`.
+std::string format_pipeline_layout(const std::vector<std::vector<int>>& chunk_layers, int mtp_num_layers = 0);
+
+/// A pipeline layout for `num_layers` transformer layers over pp · vpp chunks that they do not divide:
+/// transformer layers per chunk [vpp][pp] (Megatron's chunk order: segment k is chunk k / pp of rank
+/// k % pp) that make the chunks' weights as even as possible, weighing a transformer layer 1, the
+/// embedding 0, the output layer with the loss 1 and each MTP depth 2 (a transformer layer plus its own
+/// output layer and loss), the last chunk holding the loss and the MTP depths.  Rounding excess is taken
+/// from the heaviest chunks, the first chunk first (it holds the most micro batches in flight), then the
+/// last; shortfall is added to the lightest, the middle ones first.  These weights give NeMo's published
+/// DeepSeek-V3 layouts exactly (61 layers, one MTP depth: "Et*4|(t*4|)*14tmL" over 16 chunks,
+/// "Et*8|(t*8|)*6t*5mL" over 8, "Et|(tt|)*30mL" over 32; Megatron-Bridge's deepseek_v3 recipes).
+/// @throws InputError (`--pipeline-model-parallel-layout`) when pp · vpp chunks exceed the layers.
+std::vector<std::vector<int>> balanced_pipeline_layout(int num_layers, int pp, int vpp, int mtp_num_layers);
 
 /// First transformer layer (global index) of virtual chunk `v` of pipeline rank `r` in a [vpp][pp] table of
 /// layers per chunk (Strategy::layers_per_chunk): chunk 0 of every rank first, then ranks < r of chunk v.
