@@ -388,6 +388,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                      {"account_for_embedding_in_pipeline_split", e.embedding_in_split},
                      {"account_for_loss_in_pipeline_split", e.loss_in_split},
                      {"pipeline_layout", e.pipeline_layout},
+                     {"pipeline_layout_flag", e.pipeline_layout_flag},
                      {"decoder_last_pipeline_num_layers", e.last_stage_layers},
                      {"micro_batches", e.micro_batches},
                      {"recompute", cost::to_string(e.kind)},
@@ -423,8 +424,10 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
         own["peak_gib"] = own_rank.best_of_own->peak_gib;
         own["fits"] = own_rank.rank.has_value();
         // The search's layout of these sizes (the launch's own --pipeline-model-parallel-layout may differ).
-        if (!own_rank.best_of_own->pipeline_layout.empty())
+        if (!own_rank.best_of_own->pipeline_layout.empty()) {
           own["pipeline_layout"] = own_rank.best_of_own->pipeline_layout;
+          own["pipeline_layout_flag"] = own_rank.best_of_own->pipeline_layout_flag;
+        }
         if (own_rank.best_of_own->error.size()) own["error"] = own_rank.best_of_own->error;
       }
       j["launch_layout"] = own;
@@ -486,10 +489,13 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                    "(--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split): the "
                    "layers alone do not split evenly over pp · vpp chunks\n";
     if (layout_rows)
-      std::cout
-          << "vpp P: a --pipeline-model-parallel-layout (in --json, and for the best below): the layers do "
-             "not split evenly over pp · vpp chunks even with the embedding and loss as slots; the chunks "
-             "made as even as possible, the loss and any MTP depths on the last\n";
+      std::cout << "vpp P: a --pipeline-model-parallel-layout, or for a hybrid model its "
+                   "--hybrid-layer-pattern with "
+                   "'|' between the chunks (in --json, and for the best below): the layers do not split "
+                   "evenly over "
+                   "pp · vpp chunks even with the embedding and loss as slots, or a hybrid model's split is "
+                   "interleaved or uneven; the chunks as even as possible, the loss and any MTP depths on "
+                   "the last\n";
     std::cout << r.evaluations.size() << " evaluations (" << ranking.size() << " fit) of "
               << r.evaluations.size() + 0 << " in " << fixed(r.seconds, 3) << " s, " << fixed(rate, 0)
               << " evaluations/s; " << r.skipped.size() << " layouts skipped as invalid\n";
@@ -501,7 +507,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                 << (b.loss_in_split ? ", --account-for-loss-in-pipeline-split" : "")
                 << (b.pipeline_layout.empty()
                         ? ""
-                        : ", --pipeline-model-parallel-layout \"" + b.pipeline_layout + "\"")
+                        : ", " + b.pipeline_layout_flag + " \"" + b.pipeline_layout + "\"")
                 << (b.last_stage_layers >= 0
                         ? ", --decoder-last-pipeline-num-layers " + std::to_string(b.last_stage_layers)
                         : "")

@@ -618,6 +618,45 @@ TEST(SearchCli, UnevenInterleavedLayoutsGetAPipelineLayout) {
   EXPECT_TRUE(c.exit_code != 0 || nlohmann::json::parse(c.out)["evaluations"] == 0) << c.out << c.err;
 }
 
+// A hybrid model's interleaved or uneven pipeline split is Megatron's only through its pattern's '|'
+// segments (the account-for-embedding/loss flags are refused with a pattern): NeMo's Nemotron-3-Nano launch
+// (tests/data/time_corpus, here on 16 GPUs) searched at pp 2 vpp 3 gets its 52 layers as the pattern with
+// six segments (not E / L slots), which `estimate` prices as the search did.
+TEST(SearchCli, HybridSplitsAreThePatternsSegments) {
+  const auto row = nlohmann::json::parse(
+      read_file(data_dir() / "time_corpus" / "b300_nemo_nemotron3_nano.json"))["runs"][0];
+  std::vector<std::string> argv = row["args"].get<std::vector<std::string>>();
+  const auto nnodes = std::find(argv.begin(), argv.end(), "--nnodes");
+  ASSERT_NE(nnodes, argv.end());
+  *(nnodes + 1) = "2";
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& a : v) out += " " + shell_quote(a);
+    return out;
+  };
+  const RunResult r = run_preflight(
+      "search --system b300 --tp 1 --pp 2 --vpp 3 --ep 8 --recompute none --quiet --json --top 1 --" +
+      joined(argv));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json best = nlohmann::json::parse(r.out)["best"];
+  EXPECT_FALSE(best["account_for_embedding_in_pipeline_split"].get<bool>());
+  EXPECT_FALSE(best["account_for_loss_in_pipeline_split"].get<bool>());
+  EXPECT_EQ(best["pipeline_layout_flag"].get<std::string>(), "--hybrid-layer-pattern");
+  const std::string pattern = best["pipeline_layout"].get<std::string>();
+  EXPECT_EQ(std::count(pattern.begin(), pattern.end(), '|'), 5) << pattern;
+  std::string letters = pattern;
+  letters.erase(std::remove(letters.begin(), letters.end(), '|'), letters.end());
+  const auto given = std::find(argv.begin(), argv.end(), "--hybrid-layer-pattern");
+  ASSERT_NE(given, argv.end());
+  EXPECT_EQ(letters, *(given + 1));
+  *(given + 1) = pattern;
+  argv.insert(argv.end(), {"--pipeline-model-parallel-size", "2"});
+  const RunResult e = run_preflight("estimate --json --system b300 --" + joined(argv));
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NEAR(best["iteration_ms"].get<double>(),
+              nlohmann::json::parse(e.out)["summary"]["iteration_ms"].get<double>(), 1e-3);
+}
+
 // run_mindformer.py's arguments after -- (its --config and overrides), as estimate reads them: the same
 // search as --config; a second, different --config is refused.
 TEST(SearchCli, RunMindformerArgumentsAreTheBase) {

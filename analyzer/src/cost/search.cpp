@@ -62,6 +62,21 @@ struct Layout {
   std::vector<std::vector<int>> chunk_layout;
 };
 
+/// A hybrid model's `--hybrid-layer-pattern` with '|' between the chunks of `chunks` ([vpp][pp] layers, in
+/// Megatron's segment order: segment k is chunk k / pp of rank k % pp) and its MTP depths after '/'.
+std::string hybrid_pattern_with_segments(const ModelSpec& m, const std::vector<std::vector<int>>& chunks) {
+  std::string out;
+  std::size_t pos = 0;
+  const std::size_t pp = chunks.front().size();
+  for (std::size_t k = 0; k < chunks.size() * pp; ++k) {
+    const auto n = static_cast<std::size_t>(chunks[k / pp][k % pp]);
+    out += (k ? "|" : "") + m.hybrid_pattern.substr(pos, n);
+    pos += n;
+  }
+  for (int d = 0; d < m.mtp_num_layers; ++d) out += "/" + m.mtp_hybrid_pattern;
+  return out;
+}
+
 /// An evaluation of the layout's sizes, not yet priced.
 SearchEvaluation sizes_of(const ModelSpec& model, const Layout& lay) {
   SearchEvaluation ev;
@@ -75,9 +90,16 @@ SearchEvaluation sizes_of(const ModelSpec& model, const Layout& lay) {
   ev.micro_batches = lay.micro_batches;
   ev.embedding_in_split = lay.embedding_in_split;
   ev.loss_in_split = lay.loss_in_split;
-  if (!lay.chunk_layout.empty())
-    ev.pipeline_layout = format_pipeline_layout(lay.chunk_layout, model.mtp_num_layers);
-  if (lay.pp > 1 && lay.vpp == 1 && model.num_layers % lay.pp != 0)
+  if (!lay.chunk_layout.empty()) {
+    if (model.hybrid()) {
+      ev.pipeline_layout_flag = "--hybrid-layer-pattern";
+      ev.pipeline_layout = hybrid_pattern_with_segments(model, lay.chunk_layout);
+    } else {
+      ev.pipeline_layout_flag = "--pipeline-model-parallel-layout";
+      ev.pipeline_layout = format_pipeline_layout(lay.chunk_layout, model.mtp_num_layers);
+    }
+  }
+  if (lay.chunk_layout.empty() && lay.pp > 1 && lay.vpp == 1 && model.num_layers % lay.pp != 0)
     ev.last_stage_layers = lay.last_stage_layers;
   return ev;
 }
@@ -236,7 +258,19 @@ std::string plan_layout(const ModelSpec& model, const Strategy& base, const Sear
   }
   if (std::string problem = layout_problem(model, base, space, lay); !problem.empty()) return problem;
   const int chunks = lay.pp * lay.vpp;
-  if (lay.vpp > 1 && model.num_layers % chunks != 0) {
+  const int layers = static_cast<int>(model.num_layers);
+  if (model.hybrid() && !base.simumax_compat && lay.pp > 1 && (lay.vpp > 1 || layers % lay.pp != 0)) {
+    // Megatron takes a hybrid model's interleaved or uneven pipeline split from its pattern's '|' segments
+    // only (the account-for-embedding/loss flags and the decoder-first/last counts are refused with a
+    // pattern): an even split, else the balanced one, written as the pattern with its segments.
+    if (layers < chunks) return "fewer layers than pp·vpp chunks";
+    lay.last_stage_layers = -1;
+    lay.chunk_layout = layers % chunks == 0
+                           ? std::vector<std::vector<int>>(
+                                 static_cast<std::size_t>(lay.vpp),
+                                 std::vector<int>(static_cast<std::size_t>(lay.pp), layers / chunks))
+                           : balanced_pipeline_layout(layers, lay.pp, lay.vpp, model.mtp_num_layers);
+  } else if (lay.vpp > 1 && model.num_layers % chunks != 0) {
     if ((model.num_layers + 1) % chunks == 0 && model.num_layers + 1 >= 2 * chunks) {
       lay.loss_in_split = true;
     } else if ((model.num_layers + 2) % chunks == 0 && model.num_layers + 2 >= 2 * chunks) {

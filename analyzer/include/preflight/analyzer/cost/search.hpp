@@ -70,8 +70,11 @@ struct SearchEvaluation {
   bool embedding_in_split = false, loss_in_split = false;
   /// Megatron's `--pipeline-model-parallel-layout` of an interleaved layout whose layers do not split evenly
   /// even with those slots (model/strategy.hpp balanced_pipeline_layout; DeepSeek-V3's 61 layers and MTP
-  /// depth over pp · vpp = 16 chunks: "Et*4|(t*4|)*14,tmL"); "" otherwise.
+  /// depth over pp · vpp = 16 chunks: "Et*4|(t*4|)*14,tmL"); for a hybrid model, whose interleaved or
+  /// uneven splits Megatron takes from the pattern only, its `--hybrid-layer-pattern` with the chunks
+  /// between '|'; "" otherwise.
   std::string pipeline_layout;
+  std::string pipeline_layout_flag;  ///< the flag `pipeline_layout` is the value of; "" with it
   /// Layers of the last pipeline stage when the layers do not split evenly over pp (SimuMax's uneven split:
   /// the other stages ⌈layers / pp⌉ each; Megatron's --decoder-last-pipeline-num-layers); -1 when even.
   int last_stage_layers = -1;
