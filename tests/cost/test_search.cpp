@@ -290,8 +290,9 @@ TEST(Search, InterleavedStagesAndContextParallelWhenAsked) {
 
 // Interleaved layouts whose layers do not split evenly over pp·vpp chunks count the loss, or the embedding
 // and the loss, as layer slots (Megatron's --account-for-loss/embedding-in-pipeline-split) as NeMo splits
-// Llama-3.1-405B's 126 layers into 8 · 8 chunks of two slots; a split that would leave an end chunk without a
-// layer, and every such layout under --simumax-compat (SimuMax refuses it), are skipped.
+// Llama-3.1-405B's 126 layers into 8 · 8 chunks of two slots, and into 16 · 8 chunks of one (the first chunk
+// the embedding alone, the last the loss alone: NeMo's GB200 layout); every such layout under
+// --simumax-compat (SimuMax refuses it) is skipped.
 TEST(Search, UnevenInterleavedSplitsCountTheEmbeddingAndLoss) {
   const ModelSpec m = load_cost_model("llama3.1-405b");
   ASSERT_EQ(m.num_layers, 126);
@@ -307,6 +308,7 @@ TEST(Search, UnevenInterleavedSplitsCountTheEmbeddingAndLoss) {
   const SystemSpec sys = load_simumax_system("h100-sxm");
   const SearchResult r = search(m, base, sys, sp);
   bool interleaved = false;
+  std::set<int> pps;
   for (const auto& e : r.evaluations) {
     if (e.vpp == 1) {
       EXPECT_FALSE(e.embedding_in_split || e.loss_in_split);
@@ -316,14 +318,15 @@ TEST(Search, UnevenInterleavedSplitsCountTheEmbeddingAndLoss) {
     }
     EXPECT_EQ(e.last_stage_layers, -1);
     interleaved = true;
-    EXPECT_EQ(e.pp, 8);  // 128 slots over 16 · 8 chunks would leave the end chunks without a layer
+    pps.insert(e.pp);
     EXPECT_TRUE(e.embedding_in_split && e.loss_in_split);
+    EXPECT_TRUE(e.pipeline_layout.empty());
     EXPECT_TRUE(e.error.empty()) << e.error;
     // The same layout priced directly with Megatron's flags.
     Strategy st = base;
     st.world_size = 1024;
     st.tp = 8;
-    st.pp = 8;
+    st.pp = e.pp;
     st.cp = 2;
     st.vpp = 8;
     st.micro_batch_size = 1;
@@ -333,6 +336,7 @@ TEST(Search, UnevenInterleavedSplitsCountTheEmbeddingAndLoss) {
     EXPECT_NEAR(estimate(m, st, sys).iteration_ms, e.iteration_ms, 1e-6 * e.iteration_ms);
   }
   EXPECT_TRUE(interleaved);
+  EXPECT_EQ(pps, (std::set<int>{8, 16}));
   // 127 layers: the loss alone makes 128 slots.
   ModelSpec odd = m;
   odd.num_layers = 127;

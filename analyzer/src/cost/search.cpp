@@ -231,11 +231,11 @@ std::string layout_problem(const ModelSpec& m, const Strategy& base, const Searc
     const int chunks = lay.pp * lay.vpp;
     if (m.num_layers % chunks != 0) {
       // SimuMax refuses it; Megatron splits the layers with the loss, or the embedding and the loss, counted
-      // as layer slots (the loss first: the output layer is the heavier end) when that makes them even.
+      // as layer slots (the loss first: the output layer is the heavier end) when that makes them even — an
+      // end chunk may then hold the embedding or the loss alone, as NeMo runs Llama-3.1-405B's 126 layers
+      // over pp 16 · vpp 8.
       if (base.simumax_compat) return "layers not divisible by pp·vpp";
-      if ((m.num_layers + 1) % chunks == 0 && m.num_layers + 1 >= 2 * chunks)
-        return "";  // a layer left in the end chunk
-      if ((m.num_layers + 2) % chunks == 0 && m.num_layers + 2 >= 2 * chunks) return "";
+      if ((m.num_layers + 1) % chunks == 0 || (m.num_layers + 2) % chunks == 0) return "";
       // Otherwise a --pipeline-model-parallel-layout as even as possible (plan_layout), as NeMo lays out
       // DeepSeek-V3's 61 layers and MTP depth; a chunk should hold a layer.
       if (m.num_layers < chunks) return "fewer layers than pp·vpp chunks";
@@ -271,9 +271,9 @@ std::string plan_layout(const ModelSpec& model, const Strategy& base, const Sear
                                  std::vector<int>(static_cast<std::size_t>(lay.pp), layers / chunks))
                            : balanced_pipeline_layout(layers, lay.pp, lay.vpp, model.mtp_num_layers);
   } else if (lay.vpp > 1 && model.num_layers % chunks != 0) {
-    if ((model.num_layers + 1) % chunks == 0 && model.num_layers + 1 >= 2 * chunks) {
+    if ((model.num_layers + 1) % chunks == 0) {
       lay.loss_in_split = true;
-    } else if ((model.num_layers + 2) % chunks == 0 && model.num_layers + 2 >= 2 * chunks) {
+    } else if ((model.num_layers + 2) % chunks == 0) {
       lay.loss_in_split = lay.embedding_in_split = true;
     } else {
       lay.chunk_layout =
