@@ -146,6 +146,20 @@ TEST(BridgeConfig, OverridesApplyToTheYamlAndTheRestIsPassedOn) {
       bridge("qwen3_8b_run_config.yaml"),
       {"ddp.grad_reduce_in_fp32=true", "mixed_precision.grad_reduce_in_fp32=false"});
   EXPECT_TRUE(has(bf16.args, "--grad-reduce-in-bf16"));
+  // The interleaved schedule's micro-batch group and the output layer's deferred weight gradients
+  // (CommOverlapConfig's, copied onto the model by Bridge's setup; with pipeline parallelism only).
+  const auto vp = bridge_config_to_megatron_args(
+      bridge("qwen3_8b_run_config.yaml"),
+      {"model.pipeline_model_parallel_size=2", "model.virtual_pipeline_model_parallel_size=2",
+       "model.microbatch_group_size_per_vp_stage=4", "comm_overlap.defer_embedding_wgrad_compute=true",
+       "comm_overlap.wgrad_deferral_limit=22", "--nproc_per_node", "8"});
+  const MegatronConfig v = parse_megatron_args(vp.args);
+  EXPECT_EQ(v.strategy.microbatch_group_size_per_vp_stage, 4);
+  EXPECT_TRUE(v.strategy.defer_embedding_wgrad);
+  EXPECT_EQ(v.strategy.wgrad_deferral_limit, 22);
+  const auto flat = bridge_config_to_megatron_args(bridge("qwen3_8b_run_config.yaml"),
+                                                   {"comm_overlap.defer_embedding_wgrad_compute=true"});
+  EXPECT_FALSE(has(flat.args, "--defer-embedding-wgrad-compute"));  // pp 1: Bridge does not set it
 }
 
 // Fields that change the layers are carried, not dropped: Qwen3-Next's gated delta net (every fourth layer

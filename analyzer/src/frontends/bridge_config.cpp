@@ -552,6 +552,15 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   if (model.boolean("overlap_p2p_comm") == false &&
       model.integer("virtual_pipeline_model_parallel_size").value_or(1) > 1)
     put("--no-overlap-p2p-communication");
+  int_flag(model, "microbatch_group_size_per_vp_stage", "--microbatch-group-size-per-virtual-pipeline-stage");
+  // The output layer's deferred weight gradients: the model's field, or CommOverlapConfig's, which Bridge's
+  // setup copies onto the model.
+  if ((model.flag("defer_embedding_wgrad_compute") || overlap.flag("defer_embedding_wgrad_compute")) &&
+      model.integer("pipeline_model_parallel_size").value_or(1) > 1) {  // Bridge sets it with pp only
+    put("--defer-embedding-wgrad-compute");
+    const Section& from = overlap.set("wgrad_deferral_limit") ? overlap : model;
+    int_flag(from, "wgrad_deferral_limit", "--wgrad-deferral-limit");
+  }
 
   // --- Recompute, offloading, CUDA graphs -----------------------------------------------------------------
   if (auto g = model.text("recompute_granularity")) {
