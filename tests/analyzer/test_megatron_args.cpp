@@ -697,7 +697,8 @@ TEST(MegatronArgs, WorldSmallerThanTheLayoutIsAnalysedAtItsSmallestSize) {
 }
 
 // Layers that do not divide over the pipeline stages: the error says what would make the layout valid, and
-// the layout it proposes reads back as an even-as-possible split of every layer.
+// the layout it proposes reads back as an even-as-possible split of every layer — of the transformer layers
+// alone when the split also counted the embedding and the loss as slots (the layout places them itself).
 TEST(MegatronArgs, UnevenLayersGetAValidAlternative) {
   MegatronConfig c = parse_megatron_args(with(
       base_args(), {"--num-layers", "12", "--pipeline-model-parallel-size", "8", "--nproc_per_node", "8"}));
@@ -712,11 +713,30 @@ TEST(MegatronArgs, UnevenLayersGetAValidAlternative) {
                   "the 6 middle stages)"),
         std::string::npos)
         << what;
-    EXPECT_NE(what.find("--pipeline-model-parallel-layout \"Et*2|(t*2|)*3,(t|)*3,tL\""), std::string::npos)
-        << what;
+    // balanced_pipeline_layout: 13 units of weight (12 layers and the loss) over 8 stages, none above 2 — the
+    // first stage and the loss's lightened first.
+    EXPECT_NE(what.find("--pipeline-model-parallel-layout \"Et|t|(t*2|)*5,L\""), std::string::npos) << what;
   }
-  auto chunks = parse_pipeline_layout("Et*2|(t*2|)*3,(t|)*3,tL", 8, 12, 0);
-  EXPECT_EQ(chunks, (std::vector<std::vector<int>>{{2, 2, 2, 2, 1, 1, 1, 1}}));
+  auto chunks = parse_pipeline_layout("Et|t|(t*2|)*5,L", 8, 12, 0);
+  EXPECT_EQ(chunks, (std::vector<std::vector<int>>{{1, 1, 2, 2, 2, 2, 2, 0}}));
+  MegatronConfig slots = parse_megatron_args(with(
+      base_args(), {"--num-layers", "13", "--pipeline-model-parallel-size", "8", "--nproc_per_node", "8",
+                    "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}));
+  try {
+    build_layer_graph(slots.model, slots.strategy);
+    ADD_FAILURE() << "15 slots on 8 stages accepted";
+  } catch (const preflight::InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("(sizes that divide 15)"), std::string::npos) << what;
+    const auto at = what.find("--pipeline-model-parallel-layout \"");
+    ASSERT_NE(at, std::string::npos) << what;
+    const auto from = at + std::string("--pipeline-model-parallel-layout \"").size();
+    const std::string layout = what.substr(from, what.find('"', from) - from);
+    const auto stages = parse_pipeline_layout(layout, 8, 13, 0);  // 13 transformer layers, not 15
+    int placed = 0;
+    for (int n : stages.front()) placed += n;
+    EXPECT_EQ(placed, 13) << layout;
+  }
   MegatronConfig fixed = parse_megatron_args(with(
       base_args(), {"--num-layers", "12", "--pipeline-model-parallel-size", "8", "--nproc_per_node", "8",
                     "--decoder-first-pipeline-num-layers", "0", "--decoder-last-pipeline-num-layers", "0"}));

@@ -619,7 +619,8 @@ TEST(SearchCli, UnevenInterleavedLayoutsGetAPipelineLayout) {
       "search --system gb300 --tp 1 --pp 2 --vpp 8 --cp 1 --ep 32 --recompute none --simumax-compat --quiet "
       "--json --" +
       args);
-  EXPECT_TRUE(c.exit_code != 0 || nlohmann::json::parse(c.out)["evaluations"] == 0) << c.out << c.err;
+  ASSERT_EQ(c.exit_code, 1) << c.out << c.err;  // no layout fits: none was priced
+  EXPECT_EQ(nlohmann::json::parse(c.out)["evaluations"].get<int>(), 0) << c.out;
 }
 
 // A hybrid model's interleaved or uneven pipeline split is Megatron's only through its pattern's '|'

@@ -230,9 +230,10 @@ std::vector<int> Strategy::layers_per_stage(int num_layers) const {
         (account_for_embedding_in_pipeline_split ? 1 : 0) + (account_for_loss_in_pipeline_split ? 1 : 0);
     int total = num_layers + extra;
     if (total % pp != 0) {
-      std::string what =
-          "the " + num(num_layers) + " layers" + (extra ? " (+" + num(extra) + " for embedding/loss)" : "") +
-          " do not divide by the pipeline-parallel size " + num(pp) + ". " + uneven_split_advice(total, pp);
+      std::string what = "the " + num(num_layers) + " layers" +
+                         (extra ? " (+" + num(extra) + " for embedding/loss)" : "") +
+                         " do not divide by the pipeline-parallel size " + num(pp) + ". " +
+                         uneven_split_advice(total, pp, num_layers);
       throw InputError("--num-layers", what);
     }
     int per = total / pp;
@@ -820,40 +821,38 @@ std::vector<std::vector<int>> balanced_pipeline_layout(int num_layers, int pp, i
   return out;
 }
 
-std::string uneven_split_advice(int num_layers, int pp) {
+std::string uneven_split_advice(int slots, int pp, int num_layers) {
   std::vector<int> divisors;
-  for (int d = 1; d <= num_layers; ++d)
-    if (num_layers % d == 0) divisors.push_back(d);
+  for (int d = 1; d <= slots; ++d)
+    if (slots % d == 0) divisors.push_back(d);
   std::string sizes;
   for (std::size_t i = 0; i < divisors.size(); ++i)
     sizes += (i == 0 ? "" : i + 1 == divisors.size() ? " or " : ", ") + std::to_string(divisors[i]);
   std::string out = "Any of these would: --pipeline-model-parallel-size " + sizes + " (sizes that divide " +
-                    std::to_string(num_layers) + ")";
+                    std::to_string(slots) + ")";
   // First and last stage counts that leave the middle stages an even share, as close to L / pp as possible.
   if (pp > 2) {
     int best_first = -1, best_last = -1, best_gap = 0;
-    for (int first = 0; first <= num_layers; ++first)
-      for (int last = 0; first + last <= num_layers; ++last) {
-        int rest = num_layers - first - last;
+    for (int first = 0; first <= slots; ++first)
+      for (int last = 0; first + last <= slots; ++last) {
+        int rest = slots - first - last;
         if (rest % (pp - 2) != 0 || rest == 0) continue;
         int middle = rest / (pp - 2);
         // The fewest layers on the busiest stage, then the most even.
-        int gap = std::max({first, last, middle}) * (num_layers + 1) +
+        int gap = std::max({first, last, middle}) * (slots + 1) +
                   std::max(std::abs(first - middle), std::abs(last - middle));
         if (best_first < 0 || gap < best_gap) best_first = first, best_last = last, best_gap = gap;
       }
     if (best_first >= 0)
       out += "; --decoder-first-pipeline-num-layers " + std::to_string(best_first) +
              " --decoder-last-pipeline-num-layers " + std::to_string(best_last) + " (" +
-             std::to_string((num_layers - best_first - best_last) / (pp - 2)) + " on each of the " +
+             std::to_string((slots - best_first - best_last) / (pp - 2)) + " on each of the " +
              std::to_string(pp - 2) + " middle stages)";
   }
-  if (num_layers >= pp) {
-    std::vector<std::vector<int>> even(1, std::vector<int>(pp, num_layers / pp));
-    for (int s = 0; s < num_layers % pp; ++s) ++even[0][s];
-    out += "; --pipeline-model-parallel-layout \"" + format_pipeline_layout(even) + "\" (Megatron-core " +
-           "0.13 or later)";
-  }
+  if (num_layers >= pp)  // the layout places the embedding and the loss itself
+    out += "; --pipeline-model-parallel-layout \"" +
+           format_pipeline_layout(balanced_pipeline_layout(num_layers, pp, 1, 0)) +
+           "\" (Megatron-core 0.13 or later)";
   return out;
 }
 

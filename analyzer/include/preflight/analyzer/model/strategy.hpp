@@ -148,10 +148,11 @@ std::vector<std::vector<int>> balanced_pipeline_layout(int num_layers, int pp, i
 /// layers per chunk (Strategy::layers_per_chunk): chunk 0 of every rank first, then ranks < r of chunk v.
 int chunk_first_layer(const std::vector<std::vector<int>>& chunk_layers, int v, int r);
 
-/// What would make `num_layers` split over `pp` stages when they do not divide: the pipeline sizes that
-/// divide them, a --decoder-first/last-pipeline-num-layers pair, and a layout as even as possible (one
-/// sentence, for error messages).
-std::string uneven_split_advice(int num_layers, int pp);
+/// What would make `slots` (the layers, with the embedding / loss when the split counts them) split over `pp`
+/// stages when they do not divide: the pipeline sizes that divide them, a
+/// --decoder-first/last-pipeline-num-layers pair, and a layout of the `num_layers` transformer layers
+/// (balanced_pipeline_layout) in their place (one sentence, for error messages).
+std::string uneven_split_advice(int slots, int pp, int num_layers);
 
 /// Forward passes pipeline rank `rank` runs before its first backward under Megatron's interleaved schedule
 /// (pipeline_parallel/schedules.py get_pp_rank_microbatches): (pp − 1 − rank) · 2 + (vpp − 1) · group +
