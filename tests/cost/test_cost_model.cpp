@@ -140,13 +140,17 @@ TEST(CostPrimitives, GroupedGemmEfficiencyByRowsPerExpert) {
   std::string fp8 = "ng=8, M=512" + rest;
   fp8.replace(fp8.find("dtype=bf16"), 10, "dtype=fp8");
   EXPECT_NEAR(eff(fp8, true), 0.1, 1e-12);  // another dtype is not the same kernel
-  // Beyond the largest measured M each group is the size of a dense GEMM: at least the dense GEMM's default
-  // (`matmul` for a 16-bit grouped GEMM); below the range and inside it nothing changes.
+  // Beyond the largest measured M the groups grow to a dense GEMM's size: the efficiency rises in log M from
+  // the last measured one to the dense GEMM's default (`matmul` for a 16-bit grouped GEMM), reached at 3× the
+  // last measured M — no step just past it; below the range and inside it nothing changes.
   ComputeOp dense;
   dense.tflops = 1000;
   dense.efficient_factor = 0.6;
   s.op["matmul"] = dense;
-  EXPECT_NEAR(eff("ng=4, M=4096" + rest, true), 0.6, 1e-12);
+  EXPECT_NEAR(eff("ng=4, M=3072" + rest, true), 0.6, 1e-12);  // 3 × 1024: the dense default
+  EXPECT_NEAR(eff("ng=2, M=8192" + rest, true), 0.6, 1e-12);  // and beyond
+  EXPECT_NEAR(eff("ng=8, M=2048" + rest, true), 0.4 + 0.2 * std::log(2.0) / std::log(3.0), 1e-12);
+  EXPECT_NEAR(eff("ng=16, M=1025" + rest, true), 0.4, 1e-3);  // just past the last measured: no step
   EXPECT_NEAR(eff("ng=8, M=512" + rest, true), 0.3, 1e-12);
   EXPECT_NEAR(eff("ng=4, M=64" + rest, true), 0.2, 1e-12);
   s.op["matmul"].efficient_factor = 0.3;  // a dense default below the measured grouped one: the grouped one

@@ -75,6 +75,16 @@ std::map<std::string, std::string> key_fields(std::string_view key) {
   return f;
 }
 
+/// Rows per expert, as a multiple of the largest measured count, at which a grouped GEMM's groups run at the
+/// dense GEMM's default efficiency (between the two: in log M from the last measured efficiency).  Until stop
+/// 45 the dense default applied just past the last measured M, a step (H100: 0.28 of peak at 1024 rows, 0.57
+/// at 1025) that made the search trade GPT-OSS-120B's ep 8 for ep 16 on H100 partly for the step.  The factor
+/// is fitted on the corpus's two BF16 H100 rows between the table's last M and 4× it (Megatron-LM's
+/// Qwen3-30B-A3B ep 8 recipe at 2048 rows: -7.2 % with the step, -3.1 % here; Megatron-Bridge's
+/// Nemotron-3.5-Lightning card at ~3000: +3.3 %, +4.3 %); NeMo's DeepSeek-V3 BF16 H100 runs at 4096 … 8192
+/// rows stay at the dense default.
+constexpr double kGroupedDenseRowsFactor = 3.0;
+
 /// The efficiency of a grouped GEMM at rows per expert M from the measured shapes of its N, K and stage
 /// (compute_time_ms); nullopt when none was measured.
 std::optional<double> grouped_by_rows(const ComputeOp& op, std::string_view key, double dense_eff) {
@@ -115,7 +125,15 @@ std::optional<double> grouped_by_rows(const ComputeOp& op, std::string_view key,
   if (by_m.empty()) return std::nullopt;
   auto mean = [](const std::pair<double, int>& a) { return a.first / a.second; };
   auto hi = by_m.lower_bound(*rows);
-  if (hi == by_m.end()) return std::max(mean(std::prev(hi)->second), dense_eff);
+  if (hi == by_m.end()) {
+    // Above the largest measured M the groups grow toward a dense GEMM's size: the efficiency rises in log M
+    // from the last measured one to the dense GEMM's default, reached at kGroupedDenseRowsFactor times that
+    // M.
+    const double top = std::prev(hi)->first, e_top = mean(std::prev(hi)->second);
+    if (dense_eff <= e_top) return e_top;
+    const double t = std::min(1.0, std::log(*rows / top) / std::log(kGroupedDenseRowsFactor));
+    return e_top + t * (dense_eff - e_top);
+  }
   if (hi->first == *rows || hi == by_m.begin()) return mean(hi->second);
   auto lo = std::prev(hi);
   const double t = std::log(*rows / lo->first) / std::log(hi->first / lo->first);

@@ -46,8 +46,10 @@ enum class CommGroup {
 /// With `grouped_by_rows` a grouped-GEMM key (`ng=…, M=…, N=…, K=…, dtype=…, stage=…, …`) the file did not
 /// measure takes the efficiency of the measured keys that differ from it only in rows per expert M and the
 /// experts' count ng — interpolated in log M between the nearest measured M below and above, the nearest one
-/// below their range, above it the larger of the last measured one and the dense GEMM's default (`matmul` /
-/// `fp8_matmul`: each group is then a dense GEMM's size).  A key whose widths N, K no measured key has takes
+/// below their range; above it rising in log M from the last measured one to the dense GEMM's default
+/// (`matmul` / `fp8_matmul`), reached at 3× the last measured M (each group is then a dense GEMM's size;
+/// NeMo's DeepSeek-V3 BF16 H100 runs at 4096 … 8192 rows over a table measured to 1024); a dense default
+/// below the last measured efficiency leaves that one.  A key whose widths N, K no measured key has takes
 /// the mean, over the measured width families of its stage and dtypes, of each family's efficiency at its M
 /// (the same rule), times the op's `unmeasured_shape_scale`; the op's flat default only when no family of its
 /// stage and dtypes was measured (SimuMax's B200 file: DeepSeek-V2/V3 widths, BF16; its grouped-GEMM
