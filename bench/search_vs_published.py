@@ -4,9 +4,10 @@
 For every run of the time corpora (tests/data/time_corpus/*.json, Megatron command lines of published
 measurements), `preflight search` is given the run's own arguments as its base (`-- <args>`: model, precision,
 kernels, batch, sequence, world size) and searches tp, pp, cp, vpp, ep and recompute over a standard space.
-Printed per run: where the published layout ranks among the layouts that fit, its priced iteration time next
-to the measured one, and the best layout with its priced time.  A published layout ranked first, or priced
-within a few % of the best, says the search would have led a user to the layout NVIDIA tuned by hand.
+Printed per run: where the published layout ranks among the layouts that fit (with its own recompute flags,
+as launched, when it recomputes: `--recompute ...,launch`), its priced iteration time next to the measured
+one, and the best layout with its priced time.  A published layout ranked first, or priced within a few % of
+the best, says the search would have led a user to the layout NVIDIA tuned by hand.
 
 usage: bench/search_vs_published.py [BUILD_DIR] [CORPUS.json ...]
 """
@@ -62,7 +63,8 @@ def main():
             space = ["--tp", sizes([1, 2, 4, 8], tp), "--pp", sizes([1, 2, 4, 8, 16], pp),
                      "--cp", sizes([1, 2] if moe else [1, 2, 4, 8, 16, 32], cp),
                      "--vpp", sizes([1, 2, 3, 4, 5, 6, 8, 10, 12, 20], vpp),
-                     "--recompute", "none,full_block,selective"]
+                     "--recompute", "none,full_block,selective" + (
+                         ",launch" if "--recompute-granularity" in args else "")]
             if moe:
                 space += ["--ep", sizes([1, 2, 4, 8, 16, 32, 64], ep)]
             p = subprocess.run([binary, "search", "--system", data["system"], *space, "--mem-margin-gib", "0",

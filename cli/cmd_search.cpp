@@ -36,7 +36,7 @@ struct SearchOptions {
   std::string tp, pp, ep, cp, vpp, recompute = "none,full_block,selective";
   double margin = 10;
   bool use_etp = false, no_reserved = false, json = false, quiet = false, strict = false, simumax_compat = false;
-  bool mbs_default = true, seq_default = true;  // not given on the command line
+  bool mbs_default = true, seq_default = true, recompute_default = true;  // not given on the command line
   int gpus_per_node = 0;
   int lora_rank = 0;           // --lora-rank: LoRA on the model's four default targets (0: none)
   double moe_load_imbalance = 1.0;  // --moe-load-imbalance: the busiest ep rank's routed tokens ÷ the mean
@@ -98,8 +98,10 @@ std::vector<analyzer::cost::RecomputeSearch> recompute_list(const std::string& t
       out.push_back(RecomputeSearch::FullBlock);
     else if (item == "selective" || item == "selective_recompute")
       out.push_back(RecomputeSearch::Selective);
+    else if (item == "launch")
+      out.push_back(RecomputeSearch::Launch);
     else
-      throw InputError("--recompute", "unknown type '" + item + "' (none, full_block, selective)");
+      throw InputError("--recompute", "unknown type '" + item + "' (none, full_block, selective, launch)");
   }
   return out;
 }
@@ -143,6 +145,11 @@ std::string recompute_cell(const analyzer::cost::SearchEvaluation& e) {
   const auto& rc = e.recompute;
   if (rc.scope == analyzer::RecomputeScope::None || rc.layers == 0) return "none";
   if (rc.scope == analyzer::RecomputeScope::FullBlock) return "full ×" + std::to_string(rc.layers);
+  if (!rc.megatron_modules.empty()) {  // Megatron's --recompute-modules (a launch's own)
+    std::string s = "sel ";
+    for (std::size_t i = 0; i < rc.megatron_modules.size(); ++i) s += (i ? "+" : "") + rc.megatron_modules[i];
+    return s;
+  }
   std::string s = "sel";
   if (rc.attn) s += rc.attn_norm ? " attn+norm" : " attn";
   if (rc.mlp) s += rc.mlp_norm ? " mlp+norm" : " mlp";
@@ -223,6 +230,10 @@ int run(const SearchOptions& o) {
     base = mc.strategy;
     SearchOptions::LaunchLayout own{base.tp, base.pp, base.ep, base.cp, base.vpp, base.micro_batch_size};
     oo.launch = own;
+    // The launch's own recompute flags are one more choice of each layout (the launch's own layout is then
+    // ranked as launched, priced as `estimate` prices it).
+    if (oo.recompute_default && base.recompute_granularity != RecomputeGranularity::None)
+      oo.recompute += ",launch";
     clear_pipeline_split(base);
     // Each size not listed: the search's default list with the launch's own size in it.
     auto with_own = [](std::string& list, const std::string& fallback, int own_size) {
@@ -315,6 +326,11 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   space.vpp = int_list(o.vpp, "--vpp");
   space.use_etp = o.use_etp;
   space.recompute = recompute_list(o.recompute);
+  if (std::count(space.recompute.begin(), space.recompute.end(), cost::RecomputeSearch::Launch) &&
+      o.megatron.empty())
+    throw InputError("--recompute",
+                     "launch: the launch's own recompute needs a launch (Megatron arguments "
+                     "after --, or --bridge-config)");
   space.mem_margin_gib = o.margin;
   space.use_reserved_memory = !o.no_reserved;
   space.threads = o.threads;
@@ -335,31 +351,38 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   if (!o.csv.empty()) write_csv(o.csv, r);
   std::vector<std::size_t> ranking = r.ranking();
   double rate = r.seconds > 0 ? r.evaluations.size() / r.seconds : 0;
-  // The launch's own sizes (a launch as the base): their best evaluation's rank among those that fit.
+  // The launch's own sizes (a launch as the base): their best evaluation's rank among those that fit — with
+  // the launch's own recompute among the choices, that evaluation (the launch as launched).
   struct OwnRank {
     std::optional<std::size_t> rank;  // 1-based, among the distinct layouts that fit
     std::size_t layouts_that_fit = 0;
     const cost::SearchEvaluation* best_of_own = nullptr;  // its fastest evaluation that fits, else any
+    const cost::SearchEvaluation* fastest_of_sizes = nullptr;  // its sizes' fastest that fits (any recompute)
   } own_rank;
+  const bool as_launched =
+      std::count(space.recompute.begin(), space.recompute.end(), cost::RecomputeSearch::Launch) > 0;
   if (o.launch) {
     const auto& l = *o.launch;
-    auto own = [&](const cost::SearchEvaluation& e) {
+    auto own_sizes = [&](const cost::SearchEvaluation& e) {
       return e.tp == l.tp && e.pp == l.pp && e.ep == l.ep && e.cp == l.cp && e.vpp == l.vpp &&
              e.micro_batch_size == l.mbs;
     };
-    // Ranked among distinct layouts (the sizes; each at its fastest recompute that fits).
+    auto own = [&](const cost::SearchEvaluation& e) {
+      return own_sizes(e) && (!as_launched || e.kind == cost::RecomputeSearch::Launch);
+    };
+    // Ranked among distinct layouts (the sizes; each at its fastest recompute that fits): the launch's
+    // evaluation counts the other layouts ahead of it.
     std::set<std::string> layouts;
     for (std::size_t i : ranking) {
       const auto& e = r.evaluations[i];
-      const bool is_new = layouts
-                              .insert(std::to_string(e.tp) + "/" + std::to_string(e.pp) + "/" +
-                                      std::to_string(e.ep) + "/" + std::to_string(e.cp) + "/" +
-                                      std::to_string(e.vpp) + "/" + std::to_string(e.micro_batch_size))
-                              .second;
-      if (is_new && own(e) && !own_rank.rank) {
-        own_rank.rank = layouts.size();
+      if (own(e) && !own_rank.rank) {
+        own_rank.rank = layouts.size() + 1 - (own_rank.fastest_of_sizes ? 1 : 0);
         own_rank.best_of_own = &e;
       }
+      if (own_sizes(e) && !own_rank.fastest_of_sizes) own_rank.fastest_of_sizes = &e;
+      layouts.insert(std::to_string(e.tp) + "/" + std::to_string(e.pp) + "/" + std::to_string(e.ep) + "/" +
+                     std::to_string(e.cp) + "/" + std::to_string(e.vpp) + "/" +
+                     std::to_string(e.micro_batch_size));
     }
     own_rank.layouts_that_fit = layouts.size();
     if (!own_rank.best_of_own)
@@ -423,6 +446,14 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
         own["iteration_ms"] = own_rank.best_of_own->iteration_ms;
         own["peak_gib"] = own_rank.best_of_own->peak_gib;
         own["fits"] = own_rank.rank.has_value();
+        own["recompute"] = cost::to_string(own_rank.best_of_own->kind);
+        own["recompute_status"] = own_rank.best_of_own->recompute_status;
+        const auto* fastest = own_rank.fastest_of_sizes;
+        if (fastest && fastest != own_rank.best_of_own) {  // its sizes are faster with another recompute
+          own["fastest_recompute"] = cost::to_string(fastest->kind);
+          own["fastest_recompute_status"] = fastest->recompute_status;
+          own["fastest_iteration_ms"] = fastest->iteration_ms;
+        }
         // The search's layout of these sizes (the launch's own --pipeline-model-parallel-layout may differ).
         if (!own_rank.best_of_own->pipeline_layout.empty()) {
           own["pipeline_layout"] = own_rank.best_of_own->pipeline_layout;
@@ -518,18 +549,25 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     if (o.launch) {
       std::cout << "the launch's own layout (" << launch_sizes() << "): ";
       const cost::SearchEvaluation* e = own_rank.best_of_own;
+      const auto* fastest = own_rank.fastest_of_sizes;
+      const std::string other_recompute =
+          fastest && fastest != e && (!e || fastest->iteration_ms < e->iteration_ms)
+              ? "; its sizes with " + recompute_cell(*fastest) + ": " +
+                    fixed(fastest->iteration_ms / 1000, 3) + " s"
+              : "";
       if (own_rank.rank && r.best) {
         const double over = (e->iteration_ms / r.evaluations[*r.best].iteration_ms - 1) * 100;
         std::cout << "ranked " << *own_rank.rank << " of " << own_rank.layouts_that_fit
                   << " layouts that fit, " << fixed(e->iteration_ms / 1000, 3) << " s, "
-                  << e->recompute_status
-                  << (*own_rank.rank == 1 ? " (the best)" : " (+" + fixed(over, 1) + " % over the best)")
-                  << "\n";
+                  << (as_launched ? "as launched: " : "") << e->recompute_status
+                  << (&r.evaluations[*r.best] == e ? " (the best)"
+                                                   : " (+" + fixed(over, 1) + " % over the best)")
+                  << other_recompute << "\n";
       } else if (e && !e->error.empty()) {
         std::cout << "not priced: " << e->error << "\n";
       } else if (e) {
         std::cout << "does not fit in " << fixed(r.memory_limit_gib, 1) << " GiB (" << fixed(e->peak_gib, 2)
-                  << " GiB at its lowest)\n";
+                  << (as_launched ? " GiB as launched)" : " GiB at its lowest)") << other_recompute << "\n";
       } else {
         std::cout << "not among the layouts searched (refused before pricing: see --csv or a wider list)\n";
       }
@@ -605,7 +643,10 @@ Command search_command() {
         sub.add_option("--ep", o->ep,
                        "expert-parallel sizes (MoE; default: SimuMax's 1,2,4,8, with a launch's own added)");
         sub.add_flag("--use-etp", o->use_etp, "expert tensor parallel = tp (else 1)");
-        sub.add_option("--recompute", o->recompute, "none,full_block,selective")->capture_default_str();
+        sub.add_option("--recompute", o->recompute,
+                       "none,full_block,selective; launch: a launch's own --recompute-* flags (added to the "
+                       "default when a launch after -- recomputes)")
+            ->capture_default_str();
         sub.add_option("--mem-margin-gib", o->margin, "device memory kept free (SimuMax gmi_error)")
             ->capture_default_str();
         sub.add_flag("--simumax-compat", o->simumax_compat, "price every layout exactly as SimuMax v1.2");
@@ -636,6 +677,7 @@ Command search_command() {
           o->seq_default = sub.count("--seq-length") == 0;
           o->gbs_default = sub.count("--global-batch-size") == 0;
           o->world_default = sub.count("--world-size") == 0;
+          o->recompute_default = sub.count("--recompute") == 0;
           if (!o->bridge_config.empty()) {
             // A Megatron-Bridge run configuration: searched as the launch of its Megatron arguments.
             if (!o->config.empty())

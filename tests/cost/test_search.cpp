@@ -580,6 +580,62 @@ TEST(SearchCli, MegatronLaunchIsTheBase) {
             2);
 }
 
+// A launch that recomputes: its own --recompute-* flags are one more choice of every layout (`launch`), so
+// its own layout is ranked as launched — NeMo's GPT-OSS-120B launch on 64 H100s (tests/data/time_corpus;
+// selective recompute of layernorm and moe_act, which none of the search's other choices is) is priced
+// exactly as `estimate` prices it, the table names the modules, and the line says when its sizes are faster
+// with another choice.  An explicit --recompute without `launch` leaves it out; `launch` without a launch is
+// refused.
+TEST(SearchCli, TheLaunchIsRankedAsLaunched) {
+  const auto row =
+      nlohmann::json::parse(read_file(data_dir() / "time_corpus" / "h100_nemo_moe.json"))["runs"][7];
+  ASSERT_NE(row["name"].get<std::string>().find("gpt-oss-120b"), std::string::npos);
+  std::string args;
+  for (const auto& a : row["args"]) args += " " + shell_quote(a.get<std::string>());
+  ASSERT_NE(row["args"].dump().find("\"--recompute-modules\",\"layernorm\",\"moe_act\""), std::string::npos);
+  const std::string space = "search --system h100-sxm --tp 1 --pp 2,4 --ep 8,16 --vpp 1 --mem-margin-gib 0 ";
+  const RunResult r = run_preflight(space + "--quiet --json --top 100 --" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json result = nlohmann::json::parse(r.out);
+  const nlohmann::json own = result["launch_layout"];
+  EXPECT_EQ(own["recompute"], "launch");
+  EXPECT_NE(own["recompute_status"].get<std::string>().find("modules=[layernorm,moe_act]"), std::string::npos)
+      << own;
+  const RunResult e = run_preflight("estimate --json --system h100-sxm --" + args);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const double launched = nlohmann::json::parse(e.out)["summary"]["iteration_ms"].get<double>();
+  EXPECT_NEAR(own["iteration_ms"].get<double>(), launched, 1e-3);
+  // Its sizes without recompute are faster (the selective modules' recompute costs time, the memory fits):
+  // said, and the rank counts the other layouts ahead of the launch only.
+  ASSERT_TRUE(own.contains("fastest_iteration_ms")) << own;
+  EXPECT_EQ(own["fastest_recompute"], "none");
+  EXPECT_LT(own["fastest_iteration_ms"].get<double>(), launched);
+  std::set<std::string> ahead;
+  for (const auto& t : result["top"])
+    if (t["iteration_ms"].get<double>() < launched && !(t["pp"] == 4 && t["ep"] == 8))
+      ahead.insert(t["pp"].dump() + "/" + t["ep"].dump());
+  EXPECT_EQ(own["rank"].get<std::size_t>(), ahead.size() + 1) << own;
+  bool named = false;
+  for (const auto& t : result["top"]) named = named || t["recompute"] == "launch";
+  EXPECT_TRUE(named);
+  const RunResult text = run_preflight(space + "--quiet --top 100 --" + args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("sel layernorm+moe_act"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("as launched: selective_recompute"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("; its sizes with none: "), std::string::npos) << text.out;
+  // An explicit list without `launch`: the launch's flags are not a choice (its sizes' fastest is ranked).
+  const RunResult n = run_preflight(space + "--recompute none --quiet --json --" + args);
+  ASSERT_EQ(n.exit_code, 0) << n.err;
+  EXPECT_EQ(nlohmann::json::parse(n.out)["launch_layout"]["recompute"], "none");
+  // `launch` needs a launch.
+  const RunResult bad = run_preflight(
+      "search --model llama3-8b --system h100-sxm --world-size 8 --global-batch-size 64 --recompute "
+      "none,launch "
+      "--quiet");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--recompute"), std::string::npos) << bad.err;
+}
+
 // Interleaved layouts whose layers do not split over pp · vpp chunks even with the embedding and loss as
 // slots get a --pipeline-model-parallel-layout as even as possible (balanced_pipeline_layout): NeMo's
 // DeepSeek-V3 launch on 256 GB300s (pp 2 vp 8, 61 layers and an MTP depth; tests/data/time_corpus) is

@@ -22,6 +22,8 @@ const char* to_string(RecomputeSearch r) {
       return "full_block";
     case RecomputeSearch::Selective:
       return "selective";
+    case RecomputeSearch::Launch:
+      return "launch";
   }
   return "?";
 }
@@ -110,7 +112,7 @@ SearchEvaluation evaluate(const ModelSpec& model, const Strategy& st, const Syst
   SearchEvaluation ev = sizes_of(model, lay);
   ev.dp = st.dp();
   ev.kind = kind;
-  ev.recompute = *st.layer_recompute;
+  ev.recompute = st.effective_layer_recompute(model);
   ev.parallelism = parallelism_text(st);
   ev.recompute_status = recompute_status_text(ev.recompute);
   try {
@@ -173,6 +175,9 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
     rc.variance = base_rc.variance;
     if (kind == RecomputeSearch::None) {
       st.layer_recompute = rc;
+      out.push_back(evaluate(model, st, sys, space, limit_gib, lay, kind, cache));
+    } else if (kind == RecomputeSearch::Launch) {
+      st.layer_recompute = base.layer_recompute;  // unset for a launch: its Megatron flags at this layout
       out.push_back(evaluate(model, st, sys, space, limit_gib, lay, kind, cache));
     } else if (kind == RecomputeSearch::FullBlock) {
       rc.scope = RecomputeScope::FullBlock;

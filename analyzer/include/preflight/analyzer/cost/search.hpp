@@ -24,8 +24,11 @@
 
 namespace preflight::analyzer::cost {
 
-/// Recompute variants the search tries for each layout.
-enum class RecomputeSearch { None, FullBlock, Selective };
+/// Recompute variants the search tries for each layout.  Launch is the base strategy's own recompute (a
+/// launch's `--recompute-granularity / --recompute-method / --recompute-num-layers / --recompute-modules` as
+/// given, which `preflight estimate` prices for the launch), one evaluation per layout; the others replace
+/// it.
+enum class RecomputeSearch { None, FullBlock, Selective, Launch };
 
 /// The space and the rules of a search.
 struct SearchSpace {
@@ -79,7 +82,7 @@ struct SearchEvaluation {
   /// the other stages ⌈layers / pp⌉ each; Megatron's --decoder-last-pipeline-num-layers); -1 when even.
   int last_stage_layers = -1;
   RecomputeSearch kind = RecomputeSearch::None;
-  LayerRecompute recompute;      ///< what was evaluated
+  LayerRecompute recompute;      ///< what was evaluated (for Launch: the launch's flags at this layout)
   std::string parallelism;       ///< SimuMax's parallelism string
   std::string recompute_status;  ///< SimuMax's recompute_status string
   bool feasible = false;
