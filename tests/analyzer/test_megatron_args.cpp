@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 
@@ -219,6 +220,73 @@ TEST(MegatronArgs, VocabFileIsCountedWhenPresentElseTokenizerDefault) {
   EXPECT_EQ(c.model.vocab_size, 50257);
   ASSERT_FALSE(c.warnings.empty());
   EXPECT_NE(c.warnings[0].find("GPT2BPETokenizer"), std::string::npos);
+}
+
+// SentencePiece tokenizers (Megatron's SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer:
+// vocabulary = the model's get_piece_size()): a readable --tokenizer-model is read as a ModelProto (protobuf
+// wire format; sentencepiece_model.proto: pieces = 1, trainer_spec = 2, normalizer_spec = 3) and its pieces
+// counted — over --vocab-size, which these tokenizers ignore.  A file that is not such a model is refused by
+// name; an absent one falls back as before (Llama2Tokenizer: 32000; GPTSentencePieceTokenizer: --vocab-size).
+TEST(MegatronArgs, SentencePieceModelPiecesAreTheVocabulary) {
+  auto varint = [](std::uint64_t v) {
+    std::string out;
+    do {
+      unsigned char b = v & 0x7f;
+      v >>= 7;
+      out += static_cast<char>(v ? (b | 0x80) : b);
+    } while (v);
+    return out;
+  };
+  auto field = [&](int number, int wire, const std::string& payload) {
+    return varint(static_cast<std::uint64_t>(number) << 3 | static_cast<std::uint64_t>(wire)) +
+           (wire == 2 ? varint(payload.size()) : std::string()) + payload;
+  };
+  auto piece = [&](const std::string& text, int type) {
+    return field(1, 2, text) + field(2, 5, std::string("\0\0\x80\xbf", 4)) + field(3, 0, varint(type));
+  };
+  // 300 pieces (two-byte lengths past 127 bytes of pieces), a trainer spec with varints and a string, a
+  // normalizer spec with bytes: the layout of a real tokenizer.model.
+  std::string model;
+  model += field(1, 2, piece("<unk>", 2)) + field(1, 2, piece("<s>", 3)) + field(1, 2, piece("</s>", 3));
+  for (int i = 3; i < 300; ++i) model += field(1, 2, piece("\xe2\x96\x81tok" + std::to_string(i), 1));
+  model += field(2, 2, field(1, 2, "corpus.txt") + field(3, 0, varint(300)) + field(40, 0, varint(1)));
+  model += field(3, 2, field(1, 2, "nmt_nfkc") + field(2, 2, std::string(200, '\x07')));
+  const auto dir = std::filesystem::temp_directory_path() / "preflight_spm_test";
+  std::filesystem::create_directories(dir);
+  { std::ofstream(dir / "tokenizer.model", std::ios::binary) << model; }
+  const Words base = preflight::test::words(
+      "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --tokenizer-type");
+  const std::string file = (dir / "tokenizer.model").string();
+  for (const char* type : {"GPTSentencePieceTokenizer", "Llama2Tokenizer", "SentencePieceTokenizer"}) {
+    EXPECT_EQ(parse_megatron_args(with(base, {type, "--tokenizer-model", file})).model.vocab_size, 300)
+        << type;
+    EXPECT_EQ(parse_megatron_args(with(base, {type, "--tokenizer-model", file, "--vocab-size", "1000"}))
+                  .model.vocab_size,
+              300)
+        << type;
+  }
+  // Absent: Llama2Tokenizer's known size, GPTSentencePieceTokenizer needs --vocab-size.
+  EXPECT_EQ(
+      parse_megatron_args(with(base, {"Llama2Tokenizer", "--tokenizer-model", "/nowhere/tokenizer.model"}))
+          .model.vocab_size,
+      32000);
+  EXPECT_THROW(
+      parse_megatron_args(with(base, {"GPTSentencePieceTokenizer", "--tokenizer-model", "/nowhere/t.model"})),
+      preflight::InputError);
+  // Truncated, or not a protobuf at all (a Hugging Face tokenizer.json given by mistake): refused by name.
+  { std::ofstream(dir / "truncated.model", std::ios::binary) << model.substr(0, model.size() - 50); }
+  { std::ofstream(dir / "tokenizer.json") << R"({"model": {"vocab": {"a": 0}}})"; }
+  for (const char* bad : {"truncated.model", "tokenizer.json"}) {
+    try {
+      parse_megatron_args(
+          with(base, {"GPTSentencePieceTokenizer", "--tokenizer-model", (dir / bad).string()}));
+      ADD_FAILURE() << bad << " was read";
+    } catch (const preflight::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("not a SentencePiece model"), std::string::npos) << e.what();
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // Pai-Megatron-Patch's scripts load the tokenizer from the --load checkpoint (a Hugging Face folder): its

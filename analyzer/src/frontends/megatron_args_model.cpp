@@ -1,9 +1,11 @@
 // Megatron arguments, model group: architecture, vocabulary, MoE and multi-latent attention.
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -133,6 +135,63 @@ I64 count_vocab_file(const std::string& path) {
   while (std::getline(in, line))
     if (!line.empty()) ++n;
   return n;
+}
+
+/// The pieces of a SentencePiece model file (`--tokenizer-model` of Megatron's SentencePieceTokenizer,
+/// GPTSentencePieceTokenizer and Llama2Tokenizer: its vocabulary is `get_piece_size()`,
+/// megatron/core/tokenizers/ text/libraries/sentencepiece_tokenizer.py): the top-level `pieces` records
+/// (field 1, length-delimited) of its ModelProto (sentencepiece_model.proto), read from the protobuf wire
+/// format.  0 when the file cannot be opened; InputError naming the file when it is not such a protobuf
+/// (truncated, or another kind of file).
+I64 sentencepiece_piece_count(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return 0;
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t at = 0;
+  auto bad = [&](const std::string& why) {
+    return InputError(path, "--tokenizer-model is not a SentencePiece model: " + why + " at byte " +
+                                std::to_string(at) + " of " + std::to_string(bytes.size()));
+  };
+  auto varint = [&]() {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (at >= bytes.size()) throw bad("truncated");
+      const auto b = static_cast<unsigned char>(bytes[at++]);
+      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    throw bad("a malformed varint");
+  };
+  auto skip = [&](std::uint64_t n) {
+    if (n > bytes.size() - at) throw bad("truncated");
+    at += static_cast<std::size_t>(n);
+  };
+  I64 pieces = 0;
+  while (at < bytes.size()) {
+    const std::uint64_t tag = varint();
+    const std::uint64_t field = tag >> 3, wire = tag & 7;
+    if (field == 0) throw bad("field number 0");
+    switch (wire) {
+      case 0:
+        varint();
+        break;
+      case 1:
+        skip(8);
+        break;
+      case 2: {
+        skip(varint());
+        if (field == 1) ++pieces;
+        break;
+      }
+      case 5:
+        skip(4);
+        break;
+      default:
+        throw bad("wire type " + std::to_string(wire));
+    }
+  }
+  if (pieces == 0) throw bad("no pieces");
+  return pieces;
 }
 
 /// `--megatron-version`: the date of the Megatron-LM checkout the run uses, YYYY-MM-DD (rules that changed
@@ -651,6 +710,18 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
   I64 vocab = 0;
   if (f.has("--vocab-file") && std::filesystem::is_regular_file(f.get("--vocab-file"))) {
     vocab = count_vocab_file(f.get("--vocab-file"));
+  }
+  const bool sentencepiece = tok_type == "SentencePieceTokenizer" ||
+                             tok_type == "GPTSentencePieceTokenizer" || tok_type == "Llama2Tokenizer";
+  if (vocab == 0 && sentencepiece && f.has("--tokenizer-model") &&
+      std::filesystem::is_regular_file(f.get("--tokenizer-model"))) {
+    vocab = sentencepiece_piece_count(f.get("--tokenizer-model"));
+    if (tok_type == "SentencePieceTokenizer")
+      warnings.push_back(
+          "vocabulary " + std::to_string(vocab) + ": the pieces of --tokenizer-model " +
+          f.get("--tokenizer-model") +
+          " (Megatron-core's SentencePieceTokenizer; the legacy one added <CLS>, <SEP>, <EOD>, "
+          "<MASK> and extra ids the model lacks — pass --vocab-size for that count)");
   }
   if (vocab == 0 && f.has("--vocab-size")) {
     vocab = parse_int("--vocab-size", f.get("--vocab-size"));
