@@ -64,7 +64,7 @@ def main():
                      "--cp", sizes([1, 2] if moe else [1, 2, 4, 8, 16, 32], cp),
                      "--vpp", sizes([1, 2, 3, 4, 5, 6, 8, 10, 12, 20], vpp),
                      "--recompute", "none,full_block,selective" + (
-                         ",launch" if "--recompute-granularity" in args else "")]
+                         ",launch" if {"--recompute-granularity", "--recompute-activations"} & set(args) else "")]
             if moe:
                 space += ["--ep", sizes([1, 2, 4, 8, 16, 32, 64], ep)]
             p = subprocess.run([binary, "search", "--system", data["system"], *space, "--mem-margin-gib", "0",
