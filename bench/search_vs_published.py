@@ -7,7 +7,8 @@ kernels, batch, sequence, world size) and searches tp, pp, cp, vpp, ep and recom
 Printed per run: where the published layout ranks among the layouts that fit (with its own recompute flags,
 as launched, when it recomputes: `--recompute ...,launch`), its priced iteration time next to the measured
 one, and the best layout with its priced time.  A published layout ranked first, or priced within a few % of
-the best, says the search would have led a user to the layout NVIDIA tuned by hand.
+the best, says the search would have led a user to the layout NVIDIA tuned by hand.  Rank '-': the launch as
+launched is over the memory limit by the search's rule (its peak with the allocator's reserve), priced all the same.
 
 usage: bench/search_vs_published.py [BUILD_DIR] [CORPUS.json ...]
 """
@@ -79,7 +80,7 @@ def main():
             # The search ranks the launch's own layout itself (launch_layout); the table's rows give its time.
             own = json.loads(p.stdout).get("launch_layout") or {}
             rank, mine = own.get("rank"), None
-            if rank:
+            if own.get("iteration_ms"):  # priced even when it does not fit (rank '-': over the limit as launched)
                 mine = {"iteration_ms": own["iteration_ms"]}
             total += 1
             if not top:
@@ -89,10 +90,10 @@ def main():
             gap = (mine["iteration_ms"] / best["iteration_ms"] - 1) * 100 if mine else None
             first += rank == 1
             for k in within:
-                within[k] += gap is not None and gap <= k
+                within[k] += rank is not None and gap is not None and gap <= k
             desc = f"tp{best['tp']} pp{best['pp']} cp{best['cp']} ep{best['ep']} vpp{best['vpp']} {best['recompute']}"
             print(f"{name:70s}  published rank {rank or '-':>4}  priced {mine['iteration_ms']/1e3 if mine else float('nan'):7.2f} s"
-                  f" (measured {run['measured_iteration_ms']/1e3:7.2f} s, {'+%.1f' % gap if gap is not None else '  - '} % over the best)"
+                  f" (measured {run['measured_iteration_ms']/1e3:7.2f} s, {'%+.1f' % gap if gap is not None else '  - '} % over the best)"
                   f"  best {desc} {best['iteration_ms']/1e3:.2f} s")
     print(f"== {total} runs: the published layout ranked first in {first}; priced within 3 / 5 / 10 % of the best "
           f"in {within[3]} / {within[5]} / {within[10]}")
