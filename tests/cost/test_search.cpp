@@ -627,6 +627,22 @@ TEST(SearchCli, TheLaunchIsRankedAsLaunched) {
   const RunResult n = run_preflight(space + "--recompute none --quiet --json --" + args);
   ASSERT_EQ(n.exit_code, 0) << n.err;
   EXPECT_EQ(nlohmann::json::parse(n.out)["launch_layout"]["recompute"], "none");
+  // A launch over the limit only by the allocator's reserve (NeMo 24.07's Nemotron-340B on H100, which
+  // `estimate` calls tight): not ranked, and the line says it fits by its allocated peak.
+  const auto nemotron =
+      nlohmann::json::parse(read_file(data_dir() / "time_corpus" / "h100_nemo_2407.json"))["runs"][9];
+  ASSERT_NE(nemotron["name"].get<std::string>().find("nemotron-340b"), std::string::npos);
+  std::string nemotron_args;
+  for (const auto& a : nemotron["args"]) nemotron_args += " " + shell_quote(a.get<std::string>());
+  const RunResult tight = run_preflight(
+      "search --system h100-sxm --tp 8 --pp 8 --vpp 12 --cp 1,2 --mem-margin-gib 0 --quiet --top 3 --" +
+      nemotron_args);
+  ASSERT_EQ(tight.exit_code, 0) << tight.err;
+  EXPECT_NE(tight.out.find("GiB as launched, "), std::string::npos) << tight.out;
+  EXPECT_NE(tight.out.find("; tight: its allocated peak "), std::string::npos) << tight.out;
+  const RunResult tight_estimate = run_preflight("estimate --system h100-sxm --" + nemotron_args);
+  EXPECT_EQ(tight_estimate.exit_code, 0) << tight_estimate.err;  // fits, tight
+  EXPECT_NE(tight_estimate.out.find("tight:"), std::string::npos) << tight_estimate.out;
   // `launch` needs a launch.
   const RunResult bad = run_preflight(
       "search --model llama3-8b --system h100-sxm --world-size 8 --global-batch-size 64 --recompute "
