@@ -90,6 +90,18 @@ Strategy megatron_bf16_base(int seq) {
   return base;
 }
 
+/// A published launch of the time corpus (tests/data/time_corpus/`file`, run `index`) whose name holds
+/// `model`: its Megatron arguments, shell-quoted after a space each, for `preflight … --` + them.
+std::string corpus_launch(const std::string& file, int index, const std::string& model) {
+  const auto row = nlohmann::json::parse(
+      read_file(data_dir() / "time_corpus" / file))["runs"][static_cast<std::size_t>(index)];
+  if (row["name"].get<std::string>().find(model) == std::string::npos)
+    throw std::runtime_error(file + " run " + std::to_string(index) + " is not " + model);
+  std::string args;
+  for (const auto& a : row["args"]) args += " " + shell_quote(a.get<std::string>());
+  return args;
+}
+
 }  // namespace
 
 // search_bench_llama3-8b_w32_ppall: 77 evaluations, 75 feasible rows, best tp1 pp2 dp16 MFU 0.4640.
@@ -542,11 +554,7 @@ TEST(SearchCli, PackedSequencesPriceAttentionWithinTheSamples) {
 // tp 2 / 4 / 8, pp 2 / 4 / 8, cp 1 / 2 and vpp 1 / 5 the best is the layout NVIDIA published (tp 4 pp 4 cp 2
 // vpp 5), priced as `estimate` prices the launch itself.
 TEST(SearchCli, MegatronLaunchIsTheBase) {
-  const auto row =
-      nlohmann::json::parse(read_file(data_dir() / "time_corpus" / "h100_nemo_2407.json"))["runs"][11];
-  ASSERT_NE(row["name"].get<std::string>().find("llama3-70b"), std::string::npos);
-  std::string args;
-  for (const auto& a : row["args"]) args += " " + shell_quote(a.get<std::string>());
+  const std::string args = corpus_launch("h100_nemo_2407.json", 11, "llama3-70b");
   const RunResult r = run_preflight(
       "search --system h100-sxm --tp 2,4,8 --pp 2,4,8 --cp 1,2 --vpp 1,5 --recompute none,full_block --quiet "
       "--json --top 3 --" +
@@ -587,12 +595,8 @@ TEST(SearchCli, MegatronLaunchIsTheBase) {
 // with another choice.  An explicit --recompute without `launch` leaves it out; `launch` without a launch is
 // refused.
 TEST(SearchCli, TheLaunchIsRankedAsLaunched) {
-  const auto row =
-      nlohmann::json::parse(read_file(data_dir() / "time_corpus" / "h100_nemo_moe.json"))["runs"][7];
-  ASSERT_NE(row["name"].get<std::string>().find("gpt-oss-120b"), std::string::npos);
-  std::string args;
-  for (const auto& a : row["args"]) args += " " + shell_quote(a.get<std::string>());
-  ASSERT_NE(row["args"].dump().find("\"--recompute-modules\",\"layernorm\",\"moe_act\""), std::string::npos);
+  const std::string args = corpus_launch("h100_nemo_moe.json", 7, "gpt-oss-120b");
+  ASSERT_NE(args.find("'--recompute-modules' 'layernorm' 'moe_act'"), std::string::npos) << args;
   const std::string space = "search --system h100-sxm --tp 1 --pp 2,4 --ep 8,16 --vpp 1 --mem-margin-gib 0 ";
   const RunResult r = run_preflight(space + "--quiet --json --top 100 --" + args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -629,11 +633,7 @@ TEST(SearchCli, TheLaunchIsRankedAsLaunched) {
   EXPECT_EQ(nlohmann::json::parse(n.out)["launch_layout"]["recompute"], "none");
   // A launch over the limit only by the allocator's reserve (NeMo 24.07's Nemotron-340B on H100, which
   // `estimate` calls tight): not ranked, and the line says it fits by its allocated peak.
-  const auto nemotron =
-      nlohmann::json::parse(read_file(data_dir() / "time_corpus" / "h100_nemo_2407.json"))["runs"][9];
-  ASSERT_NE(nemotron["name"].get<std::string>().find("nemotron-340b"), std::string::npos);
-  std::string nemotron_args;
-  for (const auto& a : nemotron["args"]) nemotron_args += " " + shell_quote(a.get<std::string>());
+  const std::string nemotron_args = corpus_launch("h100_nemo_2407.json", 9, "nemotron-340b");
   const RunResult tight = run_preflight(
       "search --system h100-sxm --tp 8 --pp 8 --vpp 12 --cp 1,2 --mem-margin-gib 0 --quiet --top 3 --" +
       nemotron_args);
