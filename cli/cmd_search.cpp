@@ -51,6 +51,7 @@ struct SearchOptions {
     int tp = 1, pp = 1, ep = 1, cp = 1, vpp = 1, mbs = 1;
   };
   std::optional<LaunchLayout> launch;
+  std::string launch_label = "the launch's own layout";  // how its line names it (a yaml's, a launch's)
 };
 
 int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Strategy base,
@@ -207,6 +208,10 @@ int run(const SearchOptions& o) {
     for (const auto& w : mc.warnings) warnings.push_back(w);
     model = mc.model;
     base = mc.strategy;
+    // The yaml's own sizes are ranked on a line (among the layouts searched, at their fastest recompute).
+    oo.launch =
+        SearchOptions::LaunchLayout{base.tp, base.pp, base.ep, base.cp, base.vpp, base.micro_batch_size};
+    oo.launch_label = "the yaml's own layout";
     clear_pipeline_split(base);
     if (mc.max_device_memory_gib) oo.yaml_device_gib = *mc.max_device_memory_gib;
     if (oo.world <= 0) oo.world = mc.world_size();
@@ -547,7 +552,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
       std::cout << "no layout fits in " << fixed(r.memory_limit_gib, 1) << " GiB\n";
     }
     if (o.launch) {
-      std::cout << "the launch's own layout (" << launch_sizes() << "): ";
+      std::cout << o.launch_label << " (" << launch_sizes() << "): ";
       const cost::SearchEvaluation* e = own_rank.best_of_own;
       const auto* fastest = own_rank.fastest_of_sizes;
       const std::string other_recompute =

@@ -735,7 +735,7 @@ TEST(SearchCli, HybridSplitsAreThePatternsSegments) {
 }
 
 // run_mindformer.py's arguments after -- (its --config and overrides), as estimate reads them: the same
-// search as --config; a second, different --config is refused.
+// search as --config, the yaml's own layout ranked on a line; a second, different --config is refused.
 TEST(SearchCli, RunMindformerArgumentsAreTheBase) {
   const std::string yaml =
       shell_quote((preflight::test::data_dir() / "mindformers" / "finetune_qwen2_7b.yaml").string());
@@ -747,6 +747,12 @@ TEST(SearchCli, RunMindformerArgumentsAreTheBase) {
   const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
   EXPECT_EQ(ja["evaluations"], jb["evaluations"]);
   EXPECT_EQ(ja["best"], jb["best"]);
+  // The yaml's own sizes (model_parallel 4, pipeline_stage 1) are ranked, as a launch's are, and named so.
+  EXPECT_EQ(ja["launch_layout"]["tp"], 4);
+  EXPECT_EQ(ja["launch_layout"]["pp"], 1);
+  EXPECT_TRUE(ja["launch_layout"]["rank"].is_number()) << ja["launch_layout"];
+  const RunResult line = run_preflight("search --system ascend-910b --quiet --config " + yaml);
+  EXPECT_NE(line.out.find("the yaml's own layout (tp 4 pp 1 "), std::string::npos) << line.out;
   // run_mindformer.py's own overrides apply: a global batch of 8 sequences instead of the yaml's.
   const RunResult c =
       run_preflight("search --system ascend-910b --json --quiet -- --config " + yaml + " --batch_size 4");
