@@ -1064,6 +1064,39 @@ TEST(MegatronArgs, MegatronDeepSpeedRunsTheLegacyModel) {
         << flash;
 }
 
+// Context parallelism is Megatron-core's Transformer Engine attention only: the legacy model has none, and
+// the core's unfused (math) attention asserts context_parallel_size == 1 — both refused by the flag (the math
+// path would price each rank's scores over its own chunk only).  DeepSpeed-Ulysses' all-to-all gathers the
+// sequence first and runs with either kernel.
+TEST(MegatronArgs, ContextParallelNeedsTransformerEnginesAttention) {
+  const Words cp2 = {"--context-parallel-size", "2", "--nproc_per_node", "8", "--global-batch-size", "4"};
+  auto refused_by_cp = [&](const Words& extra) {
+    Words w = cp2;
+    w.insert(w.end(), extra.begin(), extra.end());
+    try {
+      parse_megatron_args(with(base_args(), w));
+      return std::string("accepted");
+    } catch (const preflight::InputError& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_NE(refused_by_cp({"--attention-backend", "unfused"}).find("--context-parallel-size"),
+            std::string::npos);
+  EXPECT_NE(refused_by_cp({"--attention-backend", "unfused"}).find("Transformer Engine's attention"),
+            std::string::npos);
+  EXPECT_NE(refused_by_cp({"--use-legacy-models", "--use-flash-attn"}).find("legacy model"),
+            std::string::npos);
+  EXPECT_NE(refused_by_cp({"--megatron-version", "2021-04-01"}).find("legacy model"), std::string::npos);
+  EXPECT_EQ(refused_by_cp({"--attention-backend", "flash"}), "accepted");
+  EXPECT_EQ(refused_by_cp({"--use-mcore-models", "--megatron-version", "2024-01-15", "--use-flash-attn"}),
+            "accepted");
+  // DeepSpeed-Ulysses with math attention: accepted (all-to-all context parallelism).
+  EXPECT_EQ(parse_megatron_args(with(base_args(), {"--deepspeed", "--ds-sequence-parallel-size", "4",
+                                                   "--nproc_per_node", "8", "--global-batch-size", "2"}))
+                .strategy.cp,
+            4);
+}
+
 // --use-precision-aware-optimizer (NeMo's DeepSeek-V3 recipes: bf16 main grads and moments): 2-byte gradients
 // and 4 + 2 + 2 optimizer bytes per parameter instead of 4 and 4 + 4 + 4; the dtypes alone are refused, as
 // Megatron refuses them.

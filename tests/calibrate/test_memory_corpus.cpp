@@ -284,7 +284,8 @@ TEST(MemoryCorpus, CalibrateAndLogsCommandsReadALog) {
   r = preflight::test::run_preflight("calibrate --json --calibration " + cal + " --measured " + log);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   double mean = 0;
-  for (const auto& rk : nlohmann::json::parse(r.out)["logs"][0]["ranks"])
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  for (const auto& rk : report["logs"][0]["ranks"])
     mean += rk["predicted_peak_mib"].get<double>() - rk["measured_max_allocated_mib"].get<double>();
   EXPECT_NEAR(mean / 4, 0.0, 0.01);  // the fitted overhead removes the mean bias
   // A log without an argument dump cannot be predicted: exit 2 naming it.

@@ -652,6 +652,28 @@ TEST(SearchCli, TheLaunchIsRankedAsLaunched) {
   EXPECT_NE(bad.err.find("--recompute"), std::string::npos) << bad.err;
 }
 
+// Context-parallel layouts need a flash / fused attention kernel: a launch of the legacy model (Narayanan et
+// al.'s 2021 GPT-1.7B, math attention) is not offered cp 8 — it had been, priced as if CP's attention ran the
+// math kernel over each rank's chunk alone (37 % faster than the launch's own layout, a layout Megatron
+// refuses); with --use-mcore-models and flash attention it is.
+TEST(SearchCli, ContextParallelNeedsFlashAttention) {
+  const std::string args = corpus_launch("a100_megatron_gpt_sc21.json", 0, "gpt-1.7B");
+  const std::string space =
+      "search --system a100-sxm-80gb --tp 1 --pp 1 --cp 1,8 --recompute none,full_block --quiet --json --top "
+      "100 ";
+  const RunResult legacy = run_preflight(space + "--" + args);
+  ASSERT_EQ(legacy.exit_code, 0) << legacy.err;
+  const nlohmann::json l = nlohmann::json::parse(legacy.out);
+  ASSERT_FALSE(l["top"].empty());
+  for (const auto& t : l["top"]) EXPECT_EQ(t["cp"], 1) << t;
+  const RunResult core = run_preflight(space + "-- " + args + " --use-mcore-models --use-flash-attn");
+  ASSERT_EQ(core.exit_code, 0) << core.err;
+  const nlohmann::json c = nlohmann::json::parse(core.out);
+  bool cp8 = false;
+  for (const auto& t : c["top"]) cp8 = cp8 || t["cp"] == 8;
+  EXPECT_TRUE(cp8) << core.out;
+}
+
 // Interleaved layouts whose layers do not split over pp · vpp chunks even with the embedding and loss as
 // slots get a --pipeline-model-parallel-layout as even as possible (balanced_pipeline_layout): NeMo's
 // DeepSeek-V3 launch on 256 GB300s (pp 2 vp 8, 61 layers and an MTP depth; tests/data/time_corpus) is
