@@ -459,12 +459,21 @@ TEST(MindFormersYaml, ParameterEfficientFineTuning) {
 // default, gathers the k/v sequence (a ring with model_config.use_ring_attention), ulysses_cp exchanges heads
 // all-to-all, hybrid_cp runs an all-to-all of ulysses_degree_in_cp ranks around a ring.
 TEST(MindFormersYaml, ContextParallelAlgorithms) {
-  auto with_cp = [](const std::string& parallel, const std::string& model) {
+  auto yaml_with_cp = [](const std::string& parallel, const std::string& model) {
     std::string t = small("[0, 1, 1, 0]");
     t.replace(t.find("  pipeline_stage: 4"), 0, "  context_parallel: 4\n" + parallel);
     t.replace(t.find("    offset:"), 0, model);
-    return parse_mindformers_yaml(t, "x.yaml").strategy;
+    return t;
   };
+  auto with_cp = [&](const std::string& parallel, const std::string& model) {
+    return parse_mindformers_yaml(yaml_with_cp(parallel, "    use_flash_attention: True\n" + model), "x.yaml")
+        .strategy;
+  };
+  // Without flash attention MindFormers refuses context parallelism (tools/check_rules.py): so does
+  // preflight, naming the field.
+  const std::string no_fa = error_of(yaml_with_cp("", ""));
+  EXPECT_NE(no_fa.find("parallel_config.context_parallel"), std::string::npos) << no_fa;
+  EXPECT_NE(no_fa.find("use_flash_attention"), std::string::npos) << no_fa;
   Strategy s = with_cp("", "");
   EXPECT_EQ(s.cp, 4);
   EXPECT_EQ(s.cp_comm_type, CpCommType::AllGather);
