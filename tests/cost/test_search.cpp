@@ -674,6 +674,48 @@ TEST(SearchCli, ContextParallelNeedsFlashAttention) {
   EXPECT_TRUE(cp8) << core.out;
 }
 
+// A launch with the expert-parallel all-to-all overlap (--overlap-moe-expert-parallel-comm; the Qwen3-30B-A3B
+// verification card on 16 H100s) searched over ep 1 and pp 2 without virtual stages: Megatron asserts the
+// overlap needs ep > 1, the interleaved schedule at pp > 1, and no full recompute, so those evaluations run
+// without it (as TP overlap is off at tp 1) — 36 of 61 had been errors, never ranked — each priced as
+// `estimate` prices the launch with the flag dropped.
+TEST(SearchCli, ExpertParallelOverlapOffWhereMegatronRefusesIt) {
+  const std::string args = corpus_launch("h100_nemo_verification_cards.json", 0, "qwen3-30b-a3b");
+  ASSERT_NE(args.find("'--overlap-moe-expert-parallel-comm'"), std::string::npos);
+  const auto csv = preflight::test::scratch_dir() / "ep_overlap.csv";
+  const RunResult r = run_preflight(
+      "search --system h100-sxm --tp 1 --pp 1,2 --vpp 1,2 --ep 1,8,16 --mem-margin-gib 0 --quiet --json "
+      "--top 100 "
+      "--csv " +
+      shell_quote(csv.string()) + " --" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  ASSERT_EQ(header.substr(header.rfind(',') + 1), "error");
+  int rows = 0;
+  while (std::getline(in, line)) {
+    ++rows;
+    EXPECT_EQ(line.back(), ',') << line;  // an empty error column
+  }
+  EXPECT_GT(rows, 40);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  std::string without = args;
+  without.erase(without.find(" '--overlap-moe-expert-parallel-comm'"),
+                std::string(" '--overlap-moe-expert-parallel-comm'").size());
+  bool checked = false;
+  for (const auto& t : j["top"]) {
+    if (!(t["pp"] == 2 && t["vpp"] == 1 && t["ep"] == 8 && t["recompute"] == "none")) continue;
+    const RunResult e = run_preflight("estimate --json --system h100-sxm --" + without +
+                                      " --pipeline-model-parallel-size 2 --expert-model-parallel-size 8");
+    ASSERT_LE(e.exit_code, 1) << e.err;
+    EXPECT_NEAR(t["iteration_ms"].get<double>(),
+                nlohmann::json::parse(e.out)["summary"]["iteration_ms"].get<double>(), 1e-3);
+    checked = true;
+  }
+  EXPECT_TRUE(checked) << r.out;
+}
+
 // Interleaved layouts whose layers do not split over pp · vpp chunks even with the embedding and loss as
 // slots get a --pipeline-model-parallel-layout as even as possible (balanced_pipeline_layout): NeMo's
 // DeepSeek-V3 launch on 256 GB300s (pp 2 vp 8, 61 layers and an MTP depth; tests/data/time_corpus) is

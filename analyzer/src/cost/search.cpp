@@ -162,6 +162,11 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
   // gradients at pp 1.
   if (lay.tp == 1) st.tp_comm_overlap = false;
   if (lay.pp == 1) st.defer_embedding_wgrad = false;
+  // The expert-parallel all-to-all overlap (--overlap-moe-expert-parallel-comm) needs ep > 1 and, with pp >
+  // 1, the interleaved schedule (Megatron's TransformerConfig asserts both); off where the layout has
+  // neither.
+  if (lay.ep == 1 || (lay.pp > 1 && lay.vpp == 1)) st.overlap_moe_expert_parallel_comm = false;
+  const bool ep_overlap = st.overlap_moe_expert_parallel_comm;
   st.account_for_embedding_in_pipeline_split = lay.embedding_in_split;
   st.account_for_loss_in_pipeline_split = lay.loss_in_split;
   st.micro_batch_size = lay.mbs;
@@ -170,6 +175,7 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
   const int slots = model.num_layers + (lay.embedding_in_split ? 1 : 0) + (lay.loss_in_split ? 1 : 0);
   int per_stage = (slots + lay.pp * lay.vpp - 1) / (lay.pp * lay.vpp);  // per chunk with vpp
   for (RecomputeSearch kind : space.recompute) {
+    st.overlap_moe_expert_parallel_comm = ep_overlap;
     LayerRecompute rc;
     rc.enabled = base_rc.enabled;
     rc.variance = base_rc.variance;
@@ -180,6 +186,9 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
       st.layer_recompute = base.layer_recompute;  // unset for a launch: its Megatron flags at this layout
       out.push_back(evaluate(model, st, sys, space, limit_gib, lay, kind, cache));
     } else if (kind == RecomputeSearch::FullBlock) {
+      // Full recompute and the expert-parallel overlap exclude each other (Megatron asserts it): the overlap
+      // is off for these evaluations.
+      st.overlap_moe_expert_parallel_comm = false;
       rc.scope = RecomputeScope::FullBlock;
       rc.variance = false;  // Megatron's full recompute has no variance mode
       int left = 0, right = per_stage;
