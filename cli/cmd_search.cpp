@@ -30,6 +30,7 @@ namespace preflight::cli {
 namespace {
 
 struct SearchOptions {
+  bool sequence_parallel_with_tp = false;  // a launch at tp 1: its tp > 1 layouts run sequence parallelism
   std::string model, system = "a100_pcie", strategy, csv, config;
   int world = 0, gbs = 0, mbs = 1, seq = 4096, top = 10, threads = 0;
   std::string mbs_text;  // --micro-batch-size as given: one size or a list to search
@@ -239,6 +240,9 @@ int run(const SearchOptions& o) {
     // ranked as launched, priced as `estimate` prices it).
     if (oo.recompute_default && base.recompute_granularity != RecomputeGranularity::None)
       oo.recompute += ",launch";
+    // A launch at tp 1 cannot say whether it would run sequence parallelism with tensor parallelism;
+    // Megatron's and NeMo's recipes do (the legacy model of before 2022 had none).
+    oo.sequence_parallel_with_tp = base.tp == 1 && !base.sequence_parallel && !base.legacy_model;
     clear_pipeline_split(base);
     // Each size not listed: the search's default list with the launch's own size in it.
     auto with_own = [](std::string& list, const std::string& fallback, int own_size) {
@@ -330,6 +334,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   space.cp = int_list(o.cp, "--cp");
   space.vpp = int_list(o.vpp, "--vpp");
   space.use_etp = o.use_etp;
+  space.sequence_parallel_with_tp = o.sequence_parallel_with_tp;
   space.recompute = recompute_list(o.recompute);
   if (std::count(space.recompute.begin(), space.recompute.end(), cost::RecomputeSearch::Launch) &&
       o.megatron.empty())

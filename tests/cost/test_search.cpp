@@ -716,6 +716,41 @@ TEST(SearchCli, ExpertParallelOverlapOffWhereMegatronRefusesIt) {
   EXPECT_TRUE(checked) << r.out;
 }
 
+// A launch at tp 1 has no --sequence-parallel to carry (Megatron ignores it there): the search's tp > 1
+// layouts run sequence parallelism, as Megatron's and NeMo's recipes run tensor parallelism — NeMo's
+// GPT-OSS-120B launch on 64 H100s at tp 2 is priced as `estimate` prices it with --tensor-model-parallel-size
+// 2
+// --sequence-parallel.  Without it a MoE model at tp > 1 is refused (Megatron refuses it): every tp > 1
+// evaluation of a tp-1 MoE launch had been an error, never ranked.
+TEST(SearchCli, TensorParallelLayoutsOfATp1LaunchRunSequenceParallelism) {
+  const std::string args = corpus_launch("h100_nemo_moe.json", 7, "gpt-oss-120b");
+  ASSERT_EQ(args.find("'--sequence-parallel'"), std::string::npos);
+  const RunResult r = run_preflight(
+      "search --system h100-sxm --tp 2 --pp 4 --ep 8 --vpp 1 --recompute none --mem-margin-gib 0 --quiet "
+      "--json "
+      "--" +
+      args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json best = nlohmann::json::parse(r.out)["best"];
+  ASSERT_EQ(best["tp"], 2);
+  // the launch at tp 2 (the search's expert tensor parallelism: 1) without its recompute flags
+  auto estimate = [&](const std::string& extra) {
+    std::string a = args;
+    for (const char* flag :
+         {" '--recompute-granularity' 'selective'", " '--recompute-modules' 'layernorm' 'moe_act'"})
+      if (const auto at = a.find(flag); at != std::string::npos) a.erase(at, std::string(flag).size());
+    return run_preflight("estimate --json --system h100-sxm --" + a +
+                         " --tensor-model-parallel-size 2 --expert-tensor-parallel-size 1" + extra);
+  };
+  const RunResult with_sp = estimate(" --sequence-parallel");
+  ASSERT_LE(with_sp.exit_code, 1) << with_sp.err;
+  EXPECT_NEAR(best["iteration_ms"].get<double>(),
+              nlohmann::json::parse(with_sp.out)["summary"]["iteration_ms"].get<double>(), 1e-3);
+  const RunResult without = estimate("");
+  EXPECT_EQ(without.exit_code, 2);
+  EXPECT_NE(without.err.find("--sequence-parallel"), std::string::npos) << without.err;
+}
+
 // Interleaved layouts whose layers do not split over pp · vpp chunks even with the embedding and loss as
 // slots get a --pipeline-model-parallel-layout as even as possible (balanced_pipeline_layout): NeMo's
 // DeepSeek-V3 launch on 256 GB300s (pp 2 vp 8, 61 layers and an MTP depth; tests/data/time_corpus) is

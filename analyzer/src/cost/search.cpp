@@ -162,6 +162,7 @@ std::vector<SearchEvaluation> search_layout(const ModelSpec& model, const Strate
   // gradients at pp 1.
   if (lay.tp == 1) st.tp_comm_overlap = false;
   if (lay.pp == 1) st.defer_embedding_wgrad = false;
+  if (lay.tp > 1 && space.sequence_parallel_with_tp) st.sequence_parallel = true;
   // The expert-parallel all-to-all overlap (--overlap-moe-expert-parallel-comm) needs ep > 1 and, with pp >
   // 1, the interleaved schedule (Megatron's TransformerConfig asserts both); off where the layout has
   // neither.

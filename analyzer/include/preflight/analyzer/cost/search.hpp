@@ -52,6 +52,10 @@ struct SearchSpace {
   /// multiple of pp (Megatron's default group of pp micro batches per virtual stage).
   std::vector<int> vpp;
   bool use_etp = false;  ///< expert tensor parallel = tp (else 1)
+  /// Layouts with tp > 1 run sequence parallelism even when the base does not: a launch at tp 1 has no
+  /// --sequence-parallel to carry (Megatron ignores it there), and Megatron's and NeMo's recipes run tensor
+  /// parallelism with it.  A base at tp > 1 without it keeps its choice (false here).
+  bool sequence_parallel_with_tp = false;
   std::vector<RecomputeSearch> recompute = {RecomputeSearch::None, RecomputeSearch::FullBlock,
                                             RecomputeSearch::Selective};
   double mem_margin_gib = 10;       ///< SimuMax `gmi_error`: device memory kept free for what is not modelled
