@@ -50,6 +50,7 @@ struct SearchOptions {
   /// A launch's own sizes (tp, pp, ep, cp, vpp, micro batch): among those searched, and ranked on a line.
   struct LaunchLayout {
     int tp = 1, pp = 1, ep = 1, cp = 1, vpp = 1, mbs = 1;
+    bool recomputes = true;  // false: a Megatron launch without recompute, ranked as the search's "none"
   };
   std::optional<LaunchLayout> launch;
   std::string launch_label = "the launch's own layout";  // how its line names it (a yaml's, a launch's)
@@ -234,7 +235,13 @@ int run(const SearchOptions& o) {
     for (const auto& w : mc.warnings) warnings.push_back(w);
     model = mc.model;
     base = mc.strategy;
-    SearchOptions::LaunchLayout own{base.tp, base.pp, base.ep, base.cp, base.vpp, base.micro_batch_size};
+    SearchOptions::LaunchLayout own{base.tp,
+                                    base.pp,
+                                    base.ep,
+                                    base.cp,
+                                    base.vpp,
+                                    base.micro_batch_size,
+                                    base.recompute_granularity != RecomputeGranularity::None};
     oo.launch = own;
     // The launch's own recompute flags are one more choice of each layout (the launch's own layout is then
     // ranked as launched, priced as `estimate` prices it).
@@ -369,8 +376,14 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     const cost::SearchEvaluation* best_of_own = nullptr;  // its fastest evaluation that fits, else any
     const cost::SearchEvaluation* fastest_of_sizes = nullptr;  // its sizes' fastest that fits (any recompute)
   } own_rank;
+  // The launch's own evaluation: its recompute flags (`launch`), or for a launch without recompute the
+  // search's "none" — the launch as launched either way.
   const bool as_launched =
-      std::count(space.recompute.begin(), space.recompute.end(), cost::RecomputeSearch::Launch) > 0;
+      std::count(space.recompute.begin(), space.recompute.end(), cost::RecomputeSearch::Launch) > 0 ||
+      (o.launch && !o.launch->recomputes &&
+       std::count(space.recompute.begin(), space.recompute.end(), cost::RecomputeSearch::None) > 0);
+  const cost::RecomputeSearch launch_kind =
+      o.launch && !o.launch->recomputes ? cost::RecomputeSearch::None : cost::RecomputeSearch::Launch;
   if (o.launch) {
     const auto& l = *o.launch;
     auto own_sizes = [&](const cost::SearchEvaluation& e) {
@@ -378,7 +391,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
              e.micro_batch_size == l.mbs;
     };
     auto own = [&](const cost::SearchEvaluation& e) {
-      return own_sizes(e) && (!as_launched || e.kind == cost::RecomputeSearch::Launch);
+      return own_sizes(e) && (!as_launched || e.kind == launch_kind);
     };
     // Ranked among distinct layouts (the sizes; each at its fastest recompute that fits): the launch's
     // evaluation counts the other layouts ahead of it.

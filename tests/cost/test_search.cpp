@@ -751,6 +751,29 @@ TEST(SearchCli, TensorParallelLayoutsOfATp1LaunchRunSequenceParallelism) {
   EXPECT_NE(without.err.find("--sequence-parallel"), std::string::npos) << without.err;
 }
 
+// A launch without recompute is ranked as launched too: its own sizes' "none" evaluation, not the fastest
+// recompute that fits.  NeMo 26.06's Qwen3-30B-A3B MXFP8 launch on 8 B300s fits only by its allocated peak
+// (tight): the line says so with the launch's own price (as `estimate`'s), where it had shown a SimuMax
+// selective variant 11 % slower as the launch's.
+TEST(SearchCli, ALaunchWithoutRecomputeIsRankedAsLaunched) {
+  const std::string args = corpus_launch("b300_nemo_moe.json", 11, "qwen3-30b-a3b mxfp8 ep8");
+  ASSERT_EQ(args.find("'--recompute-granularity'"), std::string::npos);
+  const std::string space =
+      "search --system b300 --tp 1 --pp 1 --ep 2,8 --cp 1,2 --vpp 1 --mem-margin-gib 0 --quiet ";
+  const RunResult r = run_preflight(space + "--json --" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json own = nlohmann::json::parse(r.out)["launch_layout"];
+  EXPECT_EQ(own["recompute"], "none");
+  EXPECT_FALSE(own["fits"].get<bool>());
+  const RunResult e = run_preflight("estimate --json --system b300 --" + args);
+  ASSERT_EQ(e.exit_code, 0) << e.err;  // tight: fits by the allocated peak
+  EXPECT_NEAR(own["iteration_ms"].get<double>(),
+              nlohmann::json::parse(e.out)["summary"]["iteration_ms"].get<double>(), 1e-3);
+  const RunResult text = run_preflight(space + "--" + args);
+  EXPECT_NE(text.out.find("GiB as launched, "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("; tight: its allocated peak"), std::string::npos) << text.out;
+}
+
 // Interleaved layouts whose layers do not split over pp · vpp chunks even with the embedding and loss as
 // slots get a --pipeline-model-parallel-layout as even as possible (balanced_pipeline_layout): NeMo's
 // DeepSeek-V3 launch on 256 GB300s (pp 2 vp 8, 61 layers and an MTP depth; tests/data/time_corpus) is
