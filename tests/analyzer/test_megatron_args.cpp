@@ -1087,6 +1087,9 @@ TEST(MegatronArgs, ContextParallelNeedsTransformerEnginesAttention) {
   EXPECT_NE(refused_by_cp({"--use-legacy-models", "--use-flash-attn"}).find("legacy model"),
             std::string::npos);
   EXPECT_NE(refused_by_cp({"--megatron-version", "2021-04-01"}).find("legacy model"), std::string::npos);
+  // Megatron-core's all-to-all context parallelism still runs TE's attention: refused with the unfused one.
+  EXPECT_NE(refused_by_cp({"--cp-comm-type", "a2a", "--attention-backend", "unfused"}).find("flash / fused"),
+            std::string::npos);
   EXPECT_EQ(refused_by_cp({"--attention-backend", "flash"}), "accepted");
   EXPECT_EQ(refused_by_cp({"--use-mcore-models", "--megatron-version", "2024-01-15", "--use-flash-attn"}),
             "accepted");

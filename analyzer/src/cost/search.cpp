@@ -239,11 +239,9 @@ std::string layout_problem(const ModelSpec& m, const Strategy& base, const Searc
     if (m.num_attention_heads % lay.cp != 0) return "heads not divisible by cp";
     if (m.num_query_groups % lay.cp != 0) return "kv heads not divisible by cp";
   }
-  // Context parallelism needs a flash / fused attention kernel (Megatron-core's TEDotProductAttention; the
-  // legacy model has none), except for DeepSpeed-Ulysses' all-to-all, which gathers the sequence first.
-  if (lay.cp > 1 && !base.simumax_compat && base.cp_comm_type != CpCommType::AllToAll) {
-    if (base.legacy_model) return "the legacy model has no context parallelism";
-    if (base.attention_backend == AttentionBackend::Math) return "context parallelism needs flash attention";
+  // Context parallelism only where the base's model code and attention kernel have it.
+  if (!base.simumax_compat) {
+    if (std::string problem = base.context_parallel_problem(lay.cp); !problem.empty()) return problem;
   }
   if (lay.cp > 1 && base.cp_a2a_size > 1 && lay.cp % base.cp_a2a_size != 0)
     return "cp not divisible by the all-to-all level of hierarchical context parallelism";

@@ -1125,23 +1125,10 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
                    " predates Megatron-core as the default model (2024-05)") +
         ": the legacy model (megatron/model, math attention unless --use-flash-attn) is assumed; pass "
         "--use-mcore-models if the run used megatron.core");
-  // Context parallelism exists only in Megatron-core's Transformer Engine attention (TEDotProductAttention):
-  // the legacy model has none, and the core's own unfused attention asserts context_parallel_size == 1
-  // (megatron/core/transformer/dot_product_attention.py).  DeepSpeed-Ulysses (--ds-sequence-parallel-size)
-  // gathers the sequence before any attention kernel, math or flash.
-  if (st.cp > 1 && !f.has("--ds-sequence-parallel-size")) {
-    if (st.legacy_model)
-      throw InputError("--context-parallel-size",
-                       std::to_string(st.cp) +
-                           ": the legacy model (megatron/model) has no context parallelism; Megatron-core's "
-                           "does (--use-mcore-models, with Transformer Engine's attention)");
-    if (st.attention_backend == AttentionBackend::Math)
-      throw InputError("--context-parallel-size",
-                       std::to_string(st.cp) +
-                           ": context parallelism needs Transformer Engine's attention (--attention-backend "
-                           "flash, fused or auto); Megatron's unfused attention asserts "
-                           "context_parallel_size == 1");
-  }
+  // Context parallelism only where the model code and attention kernel have it
+  // (Strategy::context_parallel_problem).
+  if (const std::string cp_problem = st.context_parallel_problem(st.cp); !cp_problem.empty())
+    throw InputError("--context-parallel-size", std::to_string(st.cp) + ": " + cp_problem);
   if (f.has("--te-version")) st.te.version = f.get("--te-version");
   // overlap_p2p_comm: opt-in (--overlap-p2p-communication) from 2023, Megatron's default from 2024-06
   // (--no-overlap-p2p-communication); it only acts on the interleaved schedule.

@@ -1350,7 +1350,7 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
   // transformer_config.py): colossalai_cp (the default) gathers the k/v sequence — or passes it round a ring
   // with model_config.use_ring_attention —, ulysses_cp exchanges heads all-to-all over the cp group,
   // hybrid_cp runs an all-to-all of ulysses_degree_in_cp ranks around a ring.
-  if (cp > 1 && st.attention_backend == AttentionBackend::Math)
+  if (!st.context_parallel_problem(static_cast<int>(cp)).empty())
     // MindFormers refuses it too (tools/check_rules.py, parallel_core/transformer_config.py:
     // "context_parallel is only available for flash attention").
     throw parallel_config.error("context_parallel", num(cp) +

@@ -500,6 +500,19 @@ bool version_at_least(const std::string& version, const std::string& min) {
   return tuple(version) >= tuple(min);
 }
 
+std::string Strategy::context_parallel_problem(int cp_size) const {
+  if (cp_size <= 1) return "";
+  if (legacy_model)
+    return cp_comm_type == CpCommType::AllToAll
+               ? ""
+               : "the legacy model (megatron/model) has no context parallelism; Megatron-core's does "
+                 "(--use-mcore-models, with Transformer Engine's attention)";
+  if (attention_backend == AttentionBackend::Math)
+    return "context parallelism needs a flash / fused attention kernel (Transformer Engine's attention; "
+           "Megatron's unfused attention asserts context_parallel_size == 1)";
+  return "";
+}
+
 LayerRecompute Strategy::effective_layer_recompute(const ModelSpec& model) const {
   if (layer_recompute) return *layer_recompute;
   LayerRecompute r;

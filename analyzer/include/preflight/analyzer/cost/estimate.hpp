@@ -224,7 +224,9 @@ struct StageEstimate {
 };
 
 /// Priced layers kept between estimates that share the model, the system and every strategy field
-/// except tp, pp, ep, etp, global batch and recompute (what a search varies).  Makes repeated
+/// except tp, pp, ep, etp, global batch and recompute (what a search varies) — and the fields the layers'
+/// pricing does not read or that follow tp (the expert-parallel overlap, the deferred output-layer
+/// gradients; sequence parallelism and TP overlap, which the search sets by tp).  Makes repeated
 /// estimates of one search several times faster.  Not thread-safe: one per thread.
 class EstimateCache {
  public:

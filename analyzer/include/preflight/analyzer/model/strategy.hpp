@@ -564,6 +564,14 @@ struct Strategy {
   /// @throws InputError when the modules combine core_attn with others (not modelled).
   LayerRecompute effective_layer_recompute(const ModelSpec& model) const;
 
+  /// Why context parallelism over `cp_size` ranks cannot run with this strategy's model code and attention
+  /// kernel ("" when it can, and for cp_size 1): Megatron's legacy model has none (DeepSpeed-Ulysses'
+  /// all-to-all, read as the legacy model with cp_comm_type a2a, gathers the sequence before any kernel and
+  /// is allowed); Megatron-core's unfused attention asserts context_parallel_size == 1
+  /// (megatron/core/transformer/dot_product_attention.py), as MindFormers refuses context_parallel without
+  /// flash attention (tools/check_rules.py).
+  std::string context_parallel_problem(int cp_size) const;
+
   /// Number of transformer layers on each pipeline rank (size pp), Megatron's
   /// `get_num_layers_to_build` semantics (even split, uneven first/last stage, explicit list,
   /// embedding/loss counted as a layer).
