@@ -35,6 +35,7 @@ struct SearchOptions {
   int world = 0, gbs = 0, mbs = 1, seq = 4096, top = 10, threads = 0;
   std::string mbs_text;  // --micro-batch-size as given: one size or a list to search
   std::string tp, pp, ep, cp, vpp, recompute = "none,full_block,selective";
+  std::string etp;  // --etp: expert tensor-parallel sizes, `tp` for each layout's tp
   double margin = 10;
   bool use_etp = false, no_reserved = false, json = false, quiet = false, strict = false, simumax_compat = false;
   bool mbs_default = true, seq_default = true, recompute_default = true;  // not given on the command line
@@ -47,9 +48,11 @@ struct SearchOptions {
   std::string bridge_config;          // --bridge-config: a Megatron-Bridge run configuration, as a launch
   std::optional<analyzer::BridgeConfigArgs> bridge;  // its conversion (errors said in its terms)
   bool gbs_default = true, world_default = true;
-  /// A launch's own sizes (tp, pp, ep, cp, vpp, micro batch): among those searched, and ranked on a line.
+  /// A launch's own sizes (tp, pp, ep, cp, vpp, micro batch, expert tp): among those searched, and ranked on
+  /// a line.
   struct LaunchLayout {
     int tp = 1, pp = 1, ep = 1, cp = 1, vpp = 1, mbs = 1;
+    int etp = 1;             // the expert tensor-parallel size it runs (Megatron's default: its tp)
     bool recomputes = true;  // false: a Megatron launch without recompute, ranked as the search's "none"
   };
   std::optional<LaunchLayout> launch;
@@ -106,6 +109,30 @@ std::vector<analyzer::cost::RecomputeSearch> recompute_list(const std::string& t
     else
       throw InputError("--recompute", "unknown type '" + item + "' (none, full_block, selective, launch)");
   }
+  return out;
+}
+
+/// --etp: sizes, or `tp` (0: each layout's tensor-parallel size, Megatron's default).
+std::vector<int> etp_list(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    int v = 0;
+    if (item != "tp") {
+      std::size_t used = 0;
+      try {
+        v = std::stoi(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != item.size() || v <= 0)
+        throw InputError("--etp",
+                         "expects positive integers or 'tp' separated by commas, got '" + text + "'");
+    }
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  if (out.empty()) throw InputError("--etp", "names no expert tensor-parallel size");
   return out;
 }
 
@@ -211,8 +238,8 @@ int run(const SearchOptions& o) {
     model = mc.model;
     base = mc.strategy;
     // The yaml's own sizes are ranked on a line (among the layouts searched, at their fastest recompute).
-    oo.launch =
-        SearchOptions::LaunchLayout{base.tp, base.pp, base.ep, base.cp, base.vpp, base.micro_batch_size};
+    oo.launch = SearchOptions::LaunchLayout{
+        base.tp, base.pp, base.ep, base.cp, base.vpp, base.micro_batch_size, base.expert_tp()};
     oo.launch_label = "the yaml's own layout";
     clear_pipeline_split(base);
     if (mc.max_device_memory_gib) oo.yaml_device_gib = *mc.max_device_memory_gib;
@@ -235,13 +262,11 @@ int run(const SearchOptions& o) {
     for (const auto& w : mc.warnings) warnings.push_back(w);
     model = mc.model;
     base = mc.strategy;
-    SearchOptions::LaunchLayout own{base.tp,
-                                    base.pp,
-                                    base.ep,
-                                    base.cp,
-                                    base.vpp,
-                                    base.micro_batch_size,
-                                    base.recompute_granularity != RecomputeGranularity::None};
+    SearchOptions::LaunchLayout own{
+        base.tp,          base.pp,
+        base.ep,          base.cp,
+        base.vpp,         base.micro_batch_size,
+        base.expert_tp(), base.recompute_granularity != RecomputeGranularity::None};
     oo.launch = own;
     // The launch's own recompute flags are one more choice of each layout (the launch's own layout is then
     // ranked as launched, priced as `estimate` prices it).
@@ -340,7 +365,18 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   space.ep = int_list(o.ep, "--ep");
   space.cp = int_list(o.cp, "--cp");
   space.vpp = int_list(o.vpp, "--vpp");
-  space.use_etp = o.use_etp;
+  // Expert tp: as the launch or yaml runs it (a size it names, else each layout's tp as Megatron does), or
+  // SimuMax's 1 (--use-etp: tp).
+  if (!o.etp.empty() && o.use_etp)
+    throw InputError("--use-etp", "cannot be combined with --etp (say --etp tp)");
+  if (!o.etp.empty())
+    space.etp = etp_list(o.etp);
+  else if (o.use_etp)
+    space.etp = {0};
+  else if (o.launch)
+    space.etp = {base.etp};
+  else
+    space.etp = {1};
   space.sequence_parallel_with_tp = o.sequence_parallel_with_tp;
   space.recompute = recompute_list(o.recompute);
   if (std::count(space.recompute.begin(), space.recompute.end(), cost::RecomputeSearch::Launch) &&
@@ -388,7 +424,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     const auto& l = *o.launch;
     auto own_sizes = [&](const cost::SearchEvaluation& e) {
       return e.tp == l.tp && e.pp == l.pp && e.ep == l.ep && e.cp == l.cp && e.vpp == l.vpp &&
-             e.micro_batch_size == l.mbs;
+             e.micro_batch_size == l.mbs && (!model.moe.enabled() || e.etp == l.etp);
     };
     auto own = [&](const cost::SearchEvaluation& e) {
       return own_sizes(e) && (!as_launched || e.kind == launch_kind);
@@ -404,7 +440,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
       }
       if (own_sizes(e) && !own_rank.fastest_of_sizes) own_rank.fastest_of_sizes = &e;
       layouts.insert(std::to_string(e.tp) + "/" + std::to_string(e.pp) + "/" + std::to_string(e.ep) + "/" +
-                     std::to_string(e.cp) + "/" + std::to_string(e.vpp) + "/" +
+                     std::to_string(e.etp) + "/" + std::to_string(e.cp) + "/" + std::to_string(e.vpp) + "/" +
                      std::to_string(e.micro_batch_size));
     }
     own_rank.layouts_that_fit = layouts.size();
@@ -416,8 +452,8 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   const auto launch_sizes = [&] {
     const auto& l = *o.launch;
     return "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " ep " + std::to_string(l.ep) +
-           " cp " + std::to_string(l.cp) + " vpp " + std::to_string(l.vpp) + ", micro batch " +
-           std::to_string(l.mbs);
+           (model.moe.enabled() ? " etp " + std::to_string(l.etp) : "") + " cp " + std::to_string(l.cp) +
+           " vpp " + std::to_string(l.vpp) + ", micro batch " + std::to_string(l.mbs);
   };
   if (o.json) {
     nlohmann::ordered_json top = nlohmann::ordered_json::array();
@@ -461,8 +497,13 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
                              {"top", top}};
     if (o.launch) {
       const auto& l = *o.launch;
-      nlohmann::ordered_json own{{"tp", l.tp}, {"pp", l.pp},   {"ep", l.ep},
-                                 {"cp", l.cp}, {"vpp", l.vpp}, {"micro_batch_size", l.mbs}};
+      nlohmann::ordered_json own{{"tp", l.tp},
+                                 {"pp", l.pp},
+                                 {"ep", l.ep},
+                                 {"etp", l.etp},
+                                 {"cp", l.cp},
+                                 {"vpp", l.vpp},
+                                 {"micro_batch_size", l.mbs}};
       own["rank"] = own_rank.rank ? nlohmann::ordered_json(*own_rank.rank) : nlohmann::ordered_json(nullptr);
       own["layouts_that_fit"] = own_rank.layouts_that_fit;
       if (own_rank.best_of_own) {
@@ -496,7 +537,13 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
     t.column("#", TextTable::Align::Right)
         .column("tp", TextTable::Align::Right)
         .column("pp", TextTable::Align::Right);
-    t.column("ep", TextTable::Align::Right).column("dp", TextTable::Align::Right);
+    t.column("ep", TextTable::Align::Right);
+    // An etp column where a row's expert tp is not its tp (Megatron's default; the others need
+    // --expert-tensor-parallel-size).
+    const bool show_etp = model.moe.enabled() && std::any_of(r.evaluations.begin(), r.evaluations.end(),
+                                                             [](const auto& e) { return e.etp != e.tp; });
+    if (show_etp) t.column("etp", TextTable::Align::Right);
+    t.column("dp", TextTable::Align::Right);
     // cp / vpp columns when they vary or differ from 1 (SimuMax's table has neither).
     bool show_cp = false, show_vpp = false, show_mbs = false;
     for (const auto& e : r.evaluations) {
@@ -518,7 +565,9 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
       const bool simumax_memory = e.memory_model == "simumax" && !o.simumax_compat;
       simumax_rows = simumax_rows || simumax_memory;
       std::vector<std::string> cells = {std::to_string(++row), std::to_string(e.tp), std::to_string(e.pp),
-                                        std::to_string(e.ep), std::to_string(e.dp)};
+                                        std::to_string(e.ep)};
+      if (show_etp) cells.push_back(std::to_string(e.etp));
+      cells.push_back(std::to_string(e.dp));
       if (show_cp) cells.push_back(std::to_string(e.cp));
       if (show_vpp)
         cells.push_back(std::to_string(e.vpp) + (e.embedding_in_split ? "E" : "") +
@@ -672,7 +721,11 @@ Command search_command() {
                        "and loss counted as layer slots if need be)");
         sub.add_option("--ep", o->ep,
                        "expert-parallel sizes (MoE; default: SimuMax's 1,2,4,8, with a launch's own added)");
-        sub.add_flag("--use-etp", o->use_etp, "expert tensor parallel = tp (else 1)");
+        sub.add_option("--etp", o->etp,
+                       "expert tensor-parallel sizes, e.g. 1,tp (tp: each layout's tp, Megatron's default); "
+                       "default: as a launch or yaml runs it (its --expert-tensor-parallel-size, else tp), "
+                       "SimuMax's 1 without one");
+        sub.add_flag("--use-etp", o->use_etp, "expert tensor parallel = tp (SimuMax's switch; --etp tp)");
         sub.add_option("--recompute", o->recompute,
                        "none,full_block,selective; launch: a launch's own --recompute-* flags (added to the "
                        "default when a launch after -- recomputes)")

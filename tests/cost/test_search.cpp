@@ -725,30 +725,83 @@ TEST(SearchCli, ExpertParallelOverlapOffWhereMegatronRefusesIt) {
 TEST(SearchCli, TensorParallelLayoutsOfATp1LaunchRunSequenceParallelism) {
   const std::string args = corpus_launch("h100_nemo_moe.json", 7, "gpt-oss-120b");
   ASSERT_EQ(args.find("'--sequence-parallel'"), std::string::npos);
+  ASSERT_EQ(args.find("'--expert-tensor-parallel-size'"), std::string::npos);
+  // Both expert tp choices at tp 2: Megatron's default for this launch (etp = tp) and 1.
   const RunResult r = run_preflight(
-      "search --system h100-sxm --tp 2 --pp 4 --ep 8 --vpp 1 --recompute none --mem-margin-gib 0 --quiet "
-      "--json "
-      "--" +
+      "search --system h100-sxm --tp 2 --pp 4 --ep 8 --vpp 1 --etp 1,tp --recompute none --mem-margin-gib 0 "
+      "--quiet --json --top 4 --" +
       args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const nlohmann::json best = nlohmann::json::parse(r.out)["best"];
-  ASSERT_EQ(best["tp"], 2);
-  // the launch at tp 2 (the search's expert tensor parallelism: 1) without its recompute flags
+  const nlohmann::json top = nlohmann::json::parse(r.out)["top"];
+  ASSERT_EQ(top.size(), 2u) << r.out;
+  // the launch at tp 2 without its recompute flags
   auto estimate = [&](const std::string& extra) {
     std::string a = args;
     for (const char* flag :
          {" '--recompute-granularity' 'selective'", " '--recompute-modules' 'layernorm' 'moe_act'"})
       if (const auto at = a.find(flag); at != std::string::npos) a.erase(at, std::string(flag).size());
-    return run_preflight("estimate --json --system h100-sxm --" + a +
-                         " --tensor-model-parallel-size 2 --expert-tensor-parallel-size 1" + extra);
+    return run_preflight("estimate --json --system h100-sxm --" + a + " --tensor-model-parallel-size 2" +
+                         extra);
   };
-  const RunResult with_sp = estimate(" --sequence-parallel");
-  ASSERT_LE(with_sp.exit_code, 1) << with_sp.err;
-  EXPECT_NEAR(best["iteration_ms"].get<double>(),
-              nlohmann::json::parse(with_sp.out)["summary"]["iteration_ms"].get<double>(), 1e-3);
+  for (const auto& e : top) {
+    ASSERT_EQ(e["tp"], 2);
+    const int etp = e["etp"].get<int>();
+    ASSERT_TRUE(etp == 1 || etp == 2) << etp;
+    const RunResult with_sp =
+        estimate(" --sequence-parallel" + std::string(etp == 1 ? " --expert-tensor-parallel-size 1" : ""));
+    ASSERT_LE(with_sp.exit_code, 1) << with_sp.err;
+    EXPECT_NEAR(e["iteration_ms"].get<double>(),
+                nlohmann::json::parse(with_sp.out)["summary"]["iteration_ms"].get<double>(), 1e-3)
+        << "etp " << etp;
+  }
+  EXPECT_NE(top[0]["etp"], top[1]["etp"]);
   const RunResult without = estimate("");
   EXPECT_EQ(without.exit_code, 2);
   EXPECT_NE(without.err.find("--sequence-parallel"), std::string::npos) << without.err;
+}
+
+// Expert tensor parallelism as Megatron runs it: a launch without --expert-tensor-parallel-size runs every
+// layout's experts over its tp (Megatron's default), and the launch's own evaluation is the launch as
+// `estimate` prices it.  The search had taken SimuMax's etp 1 for every layout and ranked that as the launch:
+// for Qwen3-235B's tp 2 launch without the flag, 78.5 s at 256 GPUs where the launch needs 512 (ep 32 · etp 2
+// · pp 8) and runs in 64.0 s.  A size the launch names is kept; --etp searches others; the table shows an
+// etp column only where a row's expert tp is not its tp.
+TEST(SearchCli, ExpertTensorParallelismAsTheLaunchRunsIt) {
+  std::string args = corpus_launch("h100_nemo_moe.json", 6, "qwen3-235b-a22b fp8 tp2");
+  const std::string etp1 = " '--expert-tensor-parallel-size' '1'";
+  ASSERT_NE(args.find(etp1), std::string::npos);
+  const std::string space =
+      "search --system h100-sxm --tp 2 --pp 8 --ep 32 --vpp 4 --recompute none --quiet ";
+  auto launch_of = [&](const std::string& a, const std::string& extra) {
+    const RunResult r = run_preflight(space + extra + "--json --" + a);
+    EXPECT_LE(r.exit_code, 1) << r.err;
+    return nlohmann::json::parse(r.out)["launch_layout"];
+  };
+  auto estimate_ms = [&](const std::string& a) {
+    const RunResult e = run_preflight("estimate --json --system h100-sxm --" + a);
+    EXPECT_LE(e.exit_code, 1) << e.err;
+    return nlohmann::json::parse(e.out)["summary"]["iteration_ms"].get<double>();
+  };
+  // As published: etp 1, named.
+  const nlohmann::json named = launch_of(args, "");
+  EXPECT_EQ(named["etp"], 1);
+  EXPECT_NEAR(named["iteration_ms"].get<double>(), estimate_ms(args), 1e-3);
+  // Without the flag: etp 2, as Megatron runs it.
+  const std::string dflt = args.erase(args.find(etp1), etp1.size());
+  const nlohmann::json own = launch_of(dflt, "");
+  EXPECT_EQ(own["etp"], 2);
+  EXPECT_NEAR(own["iteration_ms"].get<double>(), estimate_ms(dflt), 1e-3);
+  EXPECT_GT(std::abs(own["iteration_ms"].get<double>() / named["iteration_ms"].get<double>() - 1), 0.05);
+  // --etp 1 searches the other size: the launch's own (etp 2) is then not among the layouts searched.
+  const RunResult other = run_preflight(space + "--etp 1 --top 3 --" + dflt);
+  EXPECT_LE(other.exit_code, 1) << other.err;
+  EXPECT_NE(
+      other.out.find("(tp 2 pp 8 ep 32 etp 2 cp 1 vpp 4, micro batch 1): not among the layouts searched"),
+      std::string::npos)
+      << other.out;
+  EXPECT_NE(other.out.find("etp"), std::string::npos);
+  EXPECT_EQ(run_preflight(space + "--etp 1,x --" + dflt).exit_code, 2);
+  EXPECT_EQ(run_preflight(space + "--etp tp --use-etp --" + dflt).exit_code, 2);
 }
 
 // A launch without recompute is ranked as launched too: its own sizes' "none" evaluation, not the fastest

@@ -324,6 +324,9 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
   if (space.recompute.empty()) throw InputError("--recompute", "names no recompute type");
   bool moe = model.moe.enabled();
   std::vector<int> tps = space.tp, eps = space.ep, pps = space.pp;
+  const std::vector<int> etps = space.etp.empty() ? std::vector<int>{1} : space.etp;
+  for (int e : etps)
+    if (e < 0) throw InputError("--etp", "expert tensor-parallel sizes must be positive (or tp)");
   std::vector<int> cps = space.cp.empty() ? std::vector<int>{base.cp} : space.cp;
   std::vector<int> vpps = space.vpp.empty() ? std::vector<int>{base.vpp} : space.vpp;
   if (tps.empty()) tps = moe ? std::vector<int>{1} : std::vector<int>{1, 2, 4, 8};
@@ -340,23 +343,31 @@ SearchResult search(const ModelSpec& model, const Strategy& base, const SystemSp
   SearchResult result;
   result.memory_limit_gib = device_memory_gib(system, base.simumax_compat) - space.mem_margin_gib;
   std::vector<Layout> layouts;
-  for (int tp : tps)
+  for (int tp : tps) {
+    std::vector<int> etps_at_tp;  // the expert tp sizes at this tp, each once (one for a dense model)
+    for (int e : etps)
+      if (const int etp = e > 0 ? e : tp;
+          std::count(etps_at_tp.begin(), etps_at_tp.end(), etp) == 0 && (moe || etps_at_tp.empty()))
+        etps_at_tp.push_back(etp);
     for (int ep : eps)
-      for (int pp : pps)
-        for (int cp : cps)
-          for (int vpp : vpps)
-            for (int mbs : mbss) {
-              Layout lay{tp, ep, pp, space.use_etp ? tp : 1, -1, 0, cp, vpp, mbs};
-              std::string where = "tp" + std::to_string(tp) + " ep" + std::to_string(ep) + " pp" +
-                                  std::to_string(pp) +
-                                  (cps.size() > 1 || cp > 1 ? " cp" + std::to_string(cp) : "") +
-                                  (vpps.size() > 1 || vpp > 1 ? " vpp" + std::to_string(vpp) : "") +
-                                  (mbss.size() > 1 ? " mbs" + std::to_string(mbs) : "");
-              if (const std::string why = plan_layout(model, base, space, lay); !why.empty())
-                result.skipped.push_back(where + ": " + why);
-              else
-                layouts.push_back(lay);
-            }
+      for (int etp : etps_at_tp)
+        for (int pp : pps)
+          for (int cp : cps)
+            for (int vpp : vpps)
+              for (int mbs : mbss) {
+                Layout lay{tp, ep, pp, etp, -1, 0, cp, vpp, mbs};
+                std::string where = "tp" + std::to_string(tp) + " ep" + std::to_string(ep) +
+                                    (etps.size() > 1 || etp != 1 ? " etp" + std::to_string(etp) : "") +
+                                    " pp" + std::to_string(pp) +
+                                    (cps.size() > 1 || cp > 1 ? " cp" + std::to_string(cp) : "") +
+                                    (vpps.size() > 1 || vpp > 1 ? " vpp" + std::to_string(vpp) : "") +
+                                    (mbss.size() > 1 ? " mbs" + std::to_string(mbs) : "");
+                if (const std::string why = plan_layout(model, base, space, lay); !why.empty())
+                  result.skipped.push_back(where + ": " + why);
+                else
+                  layouts.push_back(lay);
+              }
+  }
 
   // Ops the cost model does not price do not depend on the layout: checked once, on the first one.
   if (!layouts.empty()) {

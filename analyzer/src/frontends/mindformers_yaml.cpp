@@ -1392,7 +1392,7 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
     // Experts over ep carved from dp (MoEV2) or dp·tp (grouped matmul, new style): expert weights are
     // split over tp only on the MoEV2 path.
     const bool gmm = !cfg.legacy || moe.bool_or("use_gmm", false);
-    st.etp = gmm ? 1 : tp;
+    st.etp = gmm ? 1 : 0;  // 0: the expert tp is tp, whatever tp is (the search varies it)
     if (moe.has("expert_model_parallel")) st.etp = static_cast<int>(moe.positive_or("expert_model_parallel", 1));
   } else if (ep > 1) {
     warnings.push_back("parallel_config.expert_parallel " + num(ep) + " on a dense model has no effect");

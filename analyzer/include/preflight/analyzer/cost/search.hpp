@@ -51,7 +51,10 @@ struct SearchSpace {
   /// SimuMax).  vpp > 1 needs pp > 1, the layers split evenly over pp·vpp chunks, and the micro batches a
   /// multiple of pp (Megatron's default group of pp micro batches per virtual stage).
   std::vector<int> vpp;
-  bool use_etp = false;  ///< expert tensor parallel = tp (else 1)
+  /// Expert tensor-parallel sizes searched; 0 stands for each layout's tp (Megatron's default without
+  /// --expert-tensor-parallel-size).  Empty: {1}, SimuMax's (its `use_etp` is {0}).  A choice that comes to
+  /// the same size as another at some tp (1 and 0 at tp 1) is searched once.  ep·etp·pp divides the world.
+  std::vector<int> etp;
   /// Layouts with tp > 1 run sequence parallelism even when the base does not: a launch at tp 1 has no
   /// --sequence-parallel to carry (Megatron ignores it there), and Megatron's and NeMo's recipes run tensor
   /// parallelism with it.  A base at tp > 1 without it keeps its choice (false here).
