@@ -305,8 +305,39 @@ TEST(MegatronArgs, HuggingFaceTokenizerVocabulary) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "config.json") << R"({"vocab_size": 151936})";
   EXPECT_EQ(parse_megatron_args(with(a, {dir.string()})).model.vocab_size, 151936);
+  // A tokenizer.json beside it: Megatron's HuggingFaceTokenizer counts the tokenizer, len() — its model
+  // vocabulary and added tokens (one of them already in the vocabulary) — over --vocab-size, and pads it.
+  {
+    std::ofstream(dir / "tokenizer.json")
+        << R"({"version": "1.0", "added_tokens": [{"id": 5, "content": "<|im_start|>"},
+              {"id": 6, "content": "<|im_end|>"}, {"id": 2, "content": "c"}],
+              "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2, "d": 3, "e": 4}}})";
+  }
+  const MegatronConfig own = parse_megatron_args(with(a, {dir.string(), "--vocab-size", "1000"}));
+  EXPECT_EQ(own.model.vocab_size, 7);
+  EXPECT_EQ(own.model.padded_vocab_size(1), 3232);
+  {  // a Unigram model's [piece, score] list
+    std::ofstream(dir / "tokenizer.json")
+        << R"({"added_tokens": [], "model": {"type": "Unigram", "vocab": [["<unk>", 0.0], ["x", -1.5], ["y", -2]]}})";
+  }
+  EXPECT_EQ(parse_megatron_args(with(a, {dir.string()})).model.vocab_size, 3);
+  {  // truncated: refused by name
+    std::ofstream(dir / "tokenizer.json") << R"({"model": {"type": "BPE", "vocab": {"a": 0, "b)";
+  }
+  try {
+    parse_megatron_args(with(a, {dir.string()}));
+    ADD_FAILURE() << "a truncated tokenizer.json was read";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.json"), std::string::npos) << e.what();
+  }
   std::filesystem::remove_all(dir);
-  EXPECT_THROW(parse_megatron_args(with(a, {"someone/unknown-model"})), preflight::InputError);
+  // A Hub name that is neither a folder here nor a preset: refused, saying so.
+  try {
+    parse_megatron_args(with(a, {"someone/unknown-model"}));
+    ADD_FAILURE() << "an unknown Hub tokenizer was read";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a folder on this machine"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(
       parse_megatron_args(with(a, {"deepseek-ai/DeepSeek-V3", "--vocab-size", "128815"})).model.vocab_size,
       128815);

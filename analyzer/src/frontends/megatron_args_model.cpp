@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -116,6 +117,38 @@ I64 checkpoint_vocab_size(const std::string& dir) {
   } catch (const nlohmann::json::exception&) {
     return 0;  // not a Hugging Face config: the other sources decide
   }
+}
+
+/// Megatron's HuggingFaceTokenizer vocab_size, len(AutoTokenizer): the distinct ids of a tokenizer.json's
+/// model vocabulary (a token → id map, or a Unigram [piece, score] list) and its added tokens.  0 when `dir`
+/// has no tokenizer.json.  @throws InputError naming the file when it is not a tokenizer's JSON.
+I64 hf_tokenizer_size(const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path file = std::filesystem::path(dir) / "tokenizer.json";
+  if (!std::filesystem::is_regular_file(file, ec)) return 0;
+  std::ifstream in(file);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(file.string(), std::string("not a readable tokenizer JSON: ") + e.what());
+  }
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object() || !j["model"].contains("vocab"))
+    throw InputError(file.string(), "has no model.vocab (not a Hugging Face tokenizer.json)");
+  std::set<I64> ids;
+  const nlohmann::json& vocab = j["model"]["vocab"];
+  if (vocab.is_object()) {
+    for (const auto& [token, id] : vocab.items())
+      if (id.is_number_integer()) ids.insert(id.get<I64>());
+  } else if (vocab.is_array()) {
+    for (std::size_t i = 0; i < vocab.size(); ++i) ids.insert(static_cast<I64>(i));
+  } else {
+    throw InputError(file.string(), "model.vocab is neither a map nor a list");
+  }
+  if (j.contains("added_tokens") && j["added_tokens"].is_array())
+    for (const auto& t : j["added_tokens"])
+      if (t.is_object() && t.contains("id") && t["id"].is_number_integer()) ids.insert(t["id"].get<I64>());
+  return static_cast<I64>(ids.size());
 }
 
 I64 count_vocab_file(const std::string& path) {
@@ -723,6 +756,17 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
           " (Megatron-core's SentencePieceTokenizer; the legacy one added <CLS>, <SEP>, <EOD>, "
           "<MASK> and extra ids the model lacks — pass --vocab-size for that count)");
   }
+  if (vocab == 0 && tok_type == "HuggingFaceTokenizer" && f.has("--tokenizer-model")) {
+    // A local tokenizer folder: Megatron's HuggingFaceTokenizer counts its tokenizer (len(), added tokens
+    // included) whatever --vocab-size says, and pads that.
+    const std::string& t = f.get("--tokenizer-model");
+    if (const I64 n = hf_tokenizer_size(t); n > 0) {
+      vocab = n;
+      warnings.push_back("vocabulary " + std::to_string(n) + " of --tokenizer-model " + t +
+                         " (its tokenizer.json with the added tokens, as Megatron's HuggingFaceTokenizer "
+                         "counts)");
+    }
+  }
   if (vocab == 0 && f.has("--vocab-size")) {
     vocab = parse_int("--vocab-size", f.get("--vocab-size"));
     bool eod = false;
@@ -804,6 +848,15 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
                                         : "not found)")
                              : "") +
             "; pass --load with the Hugging Face checkpoint folder or --vocab-size");
+  if (vocab == 0 && tok_type == "HuggingFaceTokenizer" && f.has("--tokenizer-model") &&
+      !std::filesystem::is_directory(f.get("--tokenizer-model")))
+    throw InputError("--vocab-size",
+                     "cannot determine the vocabulary size of tokenizer HuggingFaceTokenizer: "
+                     "--tokenizer-model " +
+                         f.get("--tokenizer-model") +
+                         " is not a folder on this machine (a Hugging Face Hub name is not "
+                         "downloaded for it); pass --vocab-size N (the tokenizer's len()), or "
+                         "--tokenizer-model with the downloaded folder");
   if (vocab == 0)
     throw InputError("--vocab-size", "cannot determine the vocabulary size" +
                                          std::string(tok_type.empty() ? "" : " of tokenizer " + tok_type) +
