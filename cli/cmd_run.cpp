@@ -16,6 +16,7 @@
 #include "preflight/common/error.hpp"
 #include "preflight/wrap/launch.hpp"
 #include "preflight/wrap/process.hpp"
+#include "preflight/wrap/rewrite.hpp"
 #include "preflight/wrap/run.hpp"
 #include "preflight/wrap/shell_lexer.hpp"
 
@@ -185,6 +186,20 @@ int trace_launch(const RunCli& c, wrap::LaunchCommand l, const wrap::Environment
   return code;
 }
 
+/// The job script `argv` runs (`bash [options] job.sh …`, or `./job.sh …`), when it is a readable file.
+std::optional<fs::path> job_script_of(const std::vector<std::string>& argv) {
+  if (argv.empty()) return std::nullopt;
+  const std::string shell = fs::path(argv[0]).filename().string();
+  std::size_t i = 0;
+  if (shell == "bash" || shell == "sh" || shell == "dash" || shell == "zsh") {
+    for (i = 1; i < argv.size() && argv[i].size() > 1 && (argv[i][0] == '-' || argv[i][0] == '+'); ++i)
+      if (argv[i] == "-c" || argv[i] == "--") return std::nullopt;  // a command string, not a script
+  }
+  std::error_code ec;
+  if (i >= argv.size() || !fs::is_regular_file(argv[i], ec)) return std::nullopt;
+  return fs::path(argv[i]);
+}
+
 int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vector<std::string>& argv) {
   std::string tmpl = (fs::temp_directory_path() / "preflight-shims-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw InputError(tmpl, "cannot create the shim directory");
@@ -200,6 +215,25 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
   wrap::write_shims(dir, wrap::self_executable(), wrap::shim_names(path), forward_words(c));
   wrap::Environment shimmed = env;
   shimmed["PATH"] = wrap::prepend_path(dir.string(), path);
+  // A job script run outside its allocation for the analysis: the SLURM sizes its #SBATCH lines ask for
+  // (as `preflight wrap` writes them), unless the environment has an allocation's.
+  if (analysis_mode(c) && wrap::env_get(env, "SLURM_NNODES").empty() &&
+      wrap::env_get(env, "SLURM_JOB_NUM_NODES").empty()) {
+    if (const auto script = job_script_of(argv)) {
+      std::ifstream in(*script);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (const auto vars = wrap::sbatch_job_environment(text.str()); !vars.empty()) {
+        std::string said;
+        for (const auto& [name, value] : vars) {
+          shimmed[name] = value;
+          said += (said.empty() ? "" : " ") + name + "=" + value;
+        }
+        std::cerr << "preflight run: outside an allocation the analysis takes the job size of "
+                  << script->string() << "'s #SBATCH lines (" << said << ")\n";
+      }
+    }
+  }
   shimmed[kShimDirVar] = dir.string();
   fs::path run_dir;
   if (c.mode == "trace") {
@@ -407,6 +441,20 @@ int run_run(const RunCli& c) {
         wrap::exec_program(command, inner, skip);
       } catch (const InputError& e) {
         std::cerr << "srun: " << e.detail() << "\n";
+        return 127;
+      }
+    }
+  }
+  // numactl / taskset (a job script's `numactl --membind=0-3 $TRAINING_CMD`): the analysis runs the command
+  // without the binding — it does not change what is computed, and a login node may lack the NUMA nodes (or
+  // numactl).  The command goes through the shims, so a launch inside is analysed.
+  if ((c.shim == "numactl" || c.shim == "taskset") && analysis_mode(c)) {
+    if (auto k = wrap::binding_command_index(argv)) {
+      std::cerr << "preflight run: " << c.shim << "'s binding is left out of the analysis\n";
+      try {
+        wrap::exec_program(std::vector<std::string>(argv.begin() + *k, argv.end()), env, fs::path());
+      } catch (const InputError& e) {
+        std::cerr << c.shim << ": " << e.detail() << "\n";
         return 127;
       }
     }

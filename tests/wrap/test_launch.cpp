@@ -381,3 +381,22 @@ TEST(Launch, SrunCommandStartsAfterItsOptions) {
   EXPECT_EQ(srun_command_index({"srun", "--", "python", "a.py"}), std::optional<std::size_t>(2));
   EXPECT_EQ(srun_command_index({"srun", "-N", "2"}), std::nullopt);
 }
+
+// numactl / taskset: the command after the binding options (numactl's policy options take a value, attached
+// or not; taskset's mask or CPU list comes before the command); none for queries and for taskset -p.
+TEST(Launch, BindingCommandStartsAfterItsOptions) {
+  using I = std::optional<std::size_t>;
+  EXPECT_EQ(binding_command_index({"numactl", "--membind=0-3", "python3", "a.py"}), I(2));
+  EXPECT_EQ(binding_command_index({"numactl", "--cpunodebind", "0", "--membind", "0", "bash", "-c", "x"}),
+            I(5));
+  EXPECT_EQ(binding_command_index({"/usr/bin/numactl", "-m", "0", "-l", "python"}), I(4));
+  EXPECT_EQ(binding_command_index({"numactl", "-m0", "-C", "0-7", "python"}), I(4));
+  EXPECT_EQ(binding_command_index({"numactl", "--", "-weird-name"}), I(2));
+  EXPECT_EQ(binding_command_index({"numactl", "--hardware"}), std::nullopt);
+  EXPECT_EQ(binding_command_index({"taskset", "-c", "0-71", "python3", "a.py"}), I(3));
+  EXPECT_EQ(binding_command_index({"taskset", "0xff", "python3"}), I(2));
+  EXPECT_EQ(binding_command_index({"taskset", "--cpu-list", "0-3", "python3"}), I(3));
+  EXPECT_EQ(binding_command_index({"taskset", "-p", "0xff", "1234"}), std::nullopt);
+  EXPECT_EQ(binding_command_index({"taskset", "-c", "0-3"}), std::nullopt);
+  EXPECT_EQ(binding_command_index({"srun", "python"}), std::nullopt);
+}

@@ -434,6 +434,26 @@ TEST(WrapStyles, SrunBashCommandString) {
   expect_layout(analyzed("srun_bash_c.sh", "SLURM_NNODES=4"), {4, 1, 16, 2048, 16}, "inside a 4-node job");
 }
 
+// A job script that binds its command through a prefix variable (`bash -c "$CMD_PREFIX $TRAINING_CMD"` with
+// numactl or taskset): the analysis runs the command without the binding, whether or not this machine has
+// numactl (the wrapped script's functions, `preflight run`'s shims).  Before, on a machine without numactl
+// the wrapped script ended with "numactl: command not found" and exit status 0, no analysis.  `preflight
+// run` also takes the job size of the #SBATCH lines (4 nodes × 4 tasks), as wrap does.
+TEST(WrapStyles, BindingPrefixInAVariable) {
+  expect_layout(analyzed("numactl_prefix.sh"), {2, 2, 12, 1024, 16}, "numactl --membind=0-3 in $CMD_PREFIX");
+  expect_layout(analyzed("numactl_prefix.sh", "BIND=taskset"), {2, 2, 12, 1024, 16}, "taskset -c 0-71");
+  const std::string script = shell_quote(wrap_data("numactl_prefix.sh").string());
+  for (const std::string env : {"", "BIND=taskset "}) {
+    TempDir dir;
+    const RunResult r = run_in(
+        dir.path(), env + shell_quote(PREFLIGHT_BINARY) + " run --analyze-arg=--json -- bash " + script);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_layout(json_in(r.out), {2, 2, 12, 1024, 16}, "preflight run, " + env);
+    EXPECT_NE(r.err.find("#SBATCH lines"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("command not found"), std::string::npos) << r.err;
+  }
+}
+
 TEST(WrapStyles, PrefixesBeforeTheLauncher) {
   expect_layout(analyzed("prefix_style.sh"), {2, 1, 8, 1024, 4},
                 "$VENV_PREFIX \"${PROFILE_CMD[@]}\" torchrun");

@@ -298,6 +298,51 @@ WorldSize srun_world_size(const std::vector<std::string>& args, const WorldSizeH
 
 }  // namespace
 
+std::optional<std::size_t> binding_command_index(const std::vector<std::string>& argv) {
+  if (argv.empty()) return std::nullopt;
+  const std::string_view tool = basename_of(argv[0]);
+  const std::size_t n = argv.size();
+  std::size_t i = 1;
+  if (tool == "numactl") {
+    // numactl(8): the policy options take a value (attached to a short option or after '=' is the same);
+    // the rest are switches.  Options end at the first other word, as getopt's "+" mode.
+    static const std::set<std::string> with_value = {"--interleave",
+                                                     "--preferred",
+                                                     "--membind",
+                                                     "--cpunodebind",
+                                                     "--physcpubind",
+                                                     "--cpubind",
+                                                     "--preferred-many",
+                                                     "--weighted-interleave",
+                                                     "--offset",
+                                                     "--length",
+                                                     "--shm",
+                                                     "--shmid",
+                                                     "--file",
+                                                     "--mode"};
+    while (i < n) {
+      const std::string& a = argv[i];
+      if (a == "--") return i + 1 < n ? std::optional<std::size_t>(i + 1) : std::nullopt;
+      if (a.size() < 2 || a[0] != '-') break;
+      if (a[1] == '-')
+        i += a.find('=') == std::string::npos && with_value.count(a) ? 2 : 1;
+      else
+        i += std::string_view("ipmNCPwoLSfM").find(a[1]) != std::string_view::npos && a.size() == 2 ? 2 : 1;
+    }
+  } else if (tool == "taskset") {
+    // taskset(1): [-a] [-c] MASK|LIST COMMAND …; -p works on a running process.
+    while (i < n && argv[i].size() > 1 && argv[i][0] == '-') {
+      const std::string& a = argv[i];
+      if (a == "--pid" || (a[1] != '-' && a.find('p') != std::string::npos)) return std::nullopt;
+      ++i;
+    }
+    ++i;  // the mask or CPU list
+  } else {
+    return std::nullopt;
+  }
+  return i < n ? std::optional<std::size_t>(i) : std::nullopt;
+}
+
 std::optional<std::size_t> srun_command_index(const std::vector<std::string>& argv) {
   // srun's options that are switches (everything else given without '=' takes the next word).
   static const std::set<std::string> switches = {"-l",

@@ -492,13 +492,30 @@ JobSize sbatch_size(std::vector<std::string> words, std::string_view script) {
   return {option("-N", "--nodes"), option("", "--ntasks-per-node"), option("-n", "--ntasks")};
 }
 
+/// The variables of a job of size `j` (see sbatch_job_environment); empty when the node count is not known.
+std::vector<std::pair<std::string, std::string>> job_variables(JobSize j, bool derive_tasks) {
+  if (j.nodes.empty()) return {};
+  auto number = [](const std::string& s) {
+    return !s.empty() && s.size() < 7 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (derive_tasks && j.tasks.empty() && number(j.nodes) && number(j.per_node))
+    j.tasks = std::to_string(std::stol(j.nodes) * std::stol(j.per_node));
+  std::vector<std::pair<std::string, std::string>> vars = {{"SLURM_NNODES", j.nodes},
+                                                           {"SLURM_JOB_NUM_NODES", j.nodes}};
+  if (!j.per_node.empty()) vars.push_back({"SLURM_NTASKS_PER_NODE", j.per_node});
+  if (!j.tasks.empty()) {
+    vars.push_back({"SLURM_NTASKS", j.tasks});
+    vars.push_back({"SLURM_NPROCS", j.tasks});
+  }
+  return vars;
+}
+
 /// `SLURM_NNODES=… SLURM_JOB_NUM_NODES=… SLURM_NTASKS_PER_NODE=… SLURM_NTASKS=… ` (with a trailing blank)
 /// for a job of size `j`; "" when the node count is not known.
 std::string slurm_environment(const JobSize& j) {
-  if (j.nodes.empty()) return "";
-  std::string env = "SLURM_NNODES=" + j.nodes + " SLURM_JOB_NUM_NODES=" + j.nodes + " ";
-  if (!j.per_node.empty()) env += "SLURM_NTASKS_PER_NODE=" + j.per_node + " ";
-  if (!j.tasks.empty()) env += "SLURM_NTASKS=" + j.tasks + " ";
+  std::string env;
+  for (const auto& [name, value] : job_variables(j, false)) env += name + "=" + value + " ";
   return env;
 }
 
@@ -741,15 +758,62 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
   }
 
   // A job script run outside its allocation for the analysis: the SLURM sizes its #SBATCH lines ask for,
-  // unless the environment has them.
+  // unless the environment has them.  And numactl / taskset, which a job script may put before a launch it
+  // builds at run time (`CMD_PREFIX="numactl --membind=0-3"` … `bash -c "$CMD_PREFIX $TRAINING_CMD"`): the
+  // analysis runs the command without the binding (a login node may lack the NUMA nodes, or numactl).
   if (!nest.nested && o.mode == WrapMode::Analyze && (!found.empty() || nested_launches > 0)) {
+    std::string header;
+    auto runs_binding = [&] {  // numactl / taskset as a command word somewhere in the script
+      for (std::string_view tool : {"numactl", "taskset"})
+        for (std::size_t at = work.find(tool); at != std::string::npos; at = work.find(tool, at + 1)) {
+          const char before = at ? work[at - 1] : ' ',
+                     after = at + tool.size() < work.size() ? work[at + tool.size()] : '\n';
+          if (std::string_view(" \t\n\"'=(;|&`/").find(before) != std::string_view::npos &&
+              (after == ' ' || after == '\t'))
+            return true;
+        }
+      return false;
+    };
+    if (runs_binding()) {
+      header =
+          "numactl() {  # preflight wrap: CPU / memory binding does not change the analysis\n"
+          "  while [ $# -gt 0 ]; do\n"
+          "    case \"$1\" in\n"
+          "      --) shift; break ;;\n"
+          "      --*=*) shift ;;\n"
+          "      --interleave|--preferred|--membind|--cpunodebind|--physcpubind|--cpubind|--preferred-many|"
+          "--weighted-interleave|--offset|--length|--shm|--shmid|--file|--mode|-[ipmNCPwoLSfM]) shift; "
+          "[ $# -gt 0 ] && shift ;;\n"
+          "      -?*) shift ;;\n"
+          "      *) break ;;\n"
+          "    esac\n"
+          "  done\n"
+          "  \"$@\"\n"
+          "}\n"
+          "taskset() {  # preflight wrap: likewise\n"
+          "  while [ $# -gt 0 ] && [ \"${1#-}\" != \"$1\" ]; do shift; done\n"
+          "  [ $# -gt 0 ] && shift\n"
+          "  \"$@\"\n"
+          "}\n"
+          "if [ -n \"${BASH_VERSION:-}\" ]; then export -f numactl taskset; fi\n";
+      result.notes.push_back(o.script_name +
+                             ": numactl / taskset run the command without binding for the analysis");
+    }
     JobSize j = sbatch_size({}, work);
     if (!j.nodes.empty()) {
-      std::string set = "export SLURM_NNODES=\"${SLURM_NNODES:-" + j.nodes +
-                        "}\" SLURM_JOB_NUM_NODES=\"${SLURM_JOB_NUM_NODES:-" + j.nodes + "}\"";
-      if (!j.per_node.empty())
-        set += " SLURM_NTASKS_PER_NODE=\"${SLURM_NTASKS_PER_NODE:-" + j.per_node + "}\"";
-      if (!j.tasks.empty()) set += " SLURM_NTASKS=\"${SLURM_NTASKS:-" + j.tasks + "}\"";
+      std::string set = "export";
+      // (the task count is not derived from the other two here: an environment giving only a node count
+      // would keep a default that disagrees with it)
+      for (const auto& [name, value] : job_variables(j, false))
+        set += " " + name + "=\"${" + name + ":-" + value + "}\"";
+      header = set + "  # preflight wrap: the job's #SBATCH size outside an allocation\n" + header;
+      result.notes.push_back(o.script_name +
+                             ": outside an allocation the analysis takes the job size of its #SBATCH "
+                             "lines (" +
+                             j.nodes + " nodes" +
+                             (j.per_node.empty() ? "" : ", " + j.per_node + " tasks per node") + ")");
+    }
+    if (!header.empty()) {
       // After the leading comment block (shebang, #SBATCH lines).
       std::size_t at = 0;
       while (at < work.size() && (work[at] == '#' || work[at] == '\n')) {
@@ -757,13 +821,7 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
         if (eol == std::string::npos) break;
         at = eol + 1;
       }
-      nested_edits.push_back(
-          {at, at, set + "  # preflight wrap: the job's #SBATCH size outside an allocation\n"});
-      result.notes.push_back(o.script_name +
-                             ": outside an allocation the analysis takes the job size of its #SBATCH "
-                             "lines (" +
-                             j.nodes + " nodes" +
-                             (j.per_node.empty() ? "" : ", " + j.per_node + " tasks per node") + ")");
+      nested_edits.push_back({at, at, header});
     }
   }
 
@@ -891,6 +949,10 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> sbatch_job_environment(std::string_view script) {
+  return job_variables(sbatch_size({}, script), true);
+}
 
 std::string sed_compatible(std::string_view text, std::size_t& matches) {
   std::string out;

@@ -112,6 +112,8 @@ std::vector<std::string> shim_names(const std::string& path_var) {
     for (const char* shim : l.shims) names.push_back(shim);
   names.push_back("nvidia-smi");  // a script's GPU count, answered in analyze mode (cmd_run.cpp)
   names.push_back("ds_ssh");      // DeepSpeed's cluster-wide form of it (Megatron-DeepSpeed's examples)
+  names.push_back("numactl");     // CPU / memory binding: the analysis runs the command without it
+  names.push_back("taskset");
   for (int minor = 6; minor <= 20; ++minor) {
     std::string n = "python3." + std::to_string(minor);
     if (find_program(n, path_var)) names.push_back(n);

@@ -204,6 +204,13 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
 /// option takes the next word); after `--`, the next word.  nullopt when no command follows.
 std::optional<std::size_t> srun_command_index(const std::vector<std::string>& argv);
 
+/// Index in `argv` (argv[0] = numactl or taskset) of the command a CPU / memory binding runs: numactl's
+/// first word after its options (-m 0-3, --membind=0-3, -l …, `--`), taskset's after its options and the
+/// mask or CPU list.  nullopt when no command follows (numactl --hardware / --show, taskset -p PID) or for
+/// another program.  Binding does not change what the analysis computes, and a login node may lack the
+/// NUMA nodes a job script binds to (or numactl itself).
+std::optional<std::size_t> binding_command_index(const std::vector<std::string>& argv);
+
 /// Tasks an srun with these options starts (nodes × tasks per node): its -N / -n / --ntasks-per-node, else
 /// the allocation's SLURM_* variables, else one task per node.
 /// @throws InputError naming the option or variable for a malformed count
