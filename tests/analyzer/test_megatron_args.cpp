@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/frontends/presets.hpp"
 #include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/model/memory.hpp"
 #include "preflight/analyzer/model/memory_timeline.hpp"
@@ -201,6 +202,49 @@ TEST(MegatronArgs, NullTokenizerVocabularyFollowsTheMegatronVersion) {
   EXPECT_THROW(parse_megatron_args(with(base, {"--megatron-version", "core_r0.8"})), preflight::InputError);
 }
 
+// Megatron's validate_args takes --encoder-seq-length as the sequence when --seq-length is absent.  An
+// encoder-decoder launch (T5: encoder and decoder sequences, as Megatron-LM's pretrain_t5.sh examples) is
+// refused by the flag, saying what is modelled — it had been refused as "--seq-length: is required".
+TEST(MegatronArgs, EncoderSequenceAndEncoderDecoderLaunches) {
+  const Words base = preflight::test::words(
+      "--num-layers 12 --hidden-size 768 --num-attention-heads 12 --vocab-size 30592 --micro-batch-size 4");
+  EXPECT_EQ(parse_megatron_args(with(base, {"--encoder-seq-length", "512"})).strategy.seq_length, 512);
+  EXPECT_EQ(parse_megatron_args(with(base, {"--encoder-seq-length", "512", "--seq-length", "1024"}))
+                .strategy.seq_length,
+            1024);
+  try {
+    parse_megatron_args(with(base, {"--encoder-seq-length", "512", "--decoder-seq-length", "128"}));
+    ADD_FAILURE() << "a T5 launch was read";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--decoder-seq-length"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("encoder-decoder"), std::string::npos) << e.what();
+  }
+}
+
+// A launch that reads its architecture from its checkpoint (--use-checkpoint-args, epfLLM Megatron-LLM's
+// finetune.sh) is refused by that flag with the way out (--model), not as "--num-layers: is required"; with a
+// preset named it is analysed.  Megatron-LLM's --position-embedding-type rotary is rope.
+TEST(MegatronArgs, ArchitectureFromTheCheckpointNeedsAModel) {
+  const Words launch = preflight::test::words(
+      "--tensor-model-parallel-size 2 --load /ckpt/llama2-7b-tp2 --use-checkpoint-args --seq-length 4096 "
+      "--micro-batch-size 1 --global-batch-size 8 --tokenizer-type SentencePieceTokenizer --vocab-size 32000 "
+      "--position-embedding-type rotary");
+  try {
+    parse_megatron_args(launch);
+    ADD_FAILURE() << "parsed without an architecture";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--use-checkpoint-args"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/ckpt/llama2-7b-tp2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--model"), std::string::npos) << e.what();
+  }
+  const ModelSpec preset = preflight::analyzer::preset_model("llama2-7b");
+  const MegatronConfig c = parse_megatron_args(launch, {}, &preset);
+  EXPECT_EQ(c.model.num_layers, 32);
+  EXPECT_EQ(c.model.position_embedding, preflight::analyzer::PositionEmbedding::Rope);
+  EXPECT_THROW(parse_megatron_args(with(base_args(), {"--position-embedding-type", "alibi"})),
+               preflight::InputError);
+}
+
 TEST(MegatronArgs, VocabFileIsCountedWhenPresentElseTokenizerDefault) {
   auto dir = std::filesystem::temp_directory_path() / "preflight_vocab_test";
   std::filesystem::create_directories(dir);
@@ -331,6 +375,13 @@ TEST(MegatronArgs, HuggingFaceTokenizerVocabulary) {
     EXPECT_NE(std::string(e.what()).find("tokenizer.json"), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(dir);
+  // An empty --tokenizer-model (an unset variable): the refusal says so.
+  try {
+    parse_megatron_args(with(a, {"--data-path"}));
+    ADD_FAILURE() << "parsed without a tokenizer";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--tokenizer-model has no value"), std::string::npos) << e.what();
+  }
   // A Hub name that is neither a folder here nor a preset: refused, saying so.
   try {
     parse_megatron_args(with(a, {"someone/unknown-model"}));

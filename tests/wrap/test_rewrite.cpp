@@ -272,9 +272,15 @@ TEST(Rewrite, CommandStringRunBySrunShell) {
       "srun -l --container-image \"img\" sh -c \"${CMD}\"\n";
   WrapResult r = wrap_script(in, opts());
   auto out = lines(r.text);
-  EXPECT_EQ(out[1], "CMD=\"\\\"${PREFLIGHT:-/opt/pf/preflight}\\\" analyze ${MEGATRON_PARAMS}\"") << r.text;
+  // unquoted inside the string (the path needs no quoting: a bare ${CMD} would keep quote characters)
+  EXPECT_EQ(out[1], "CMD=\"${PREFLIGHT:-/opt/pf/preflight} analyze ${MEGATRON_PARAMS}\"") << r.text;
   EXPECT_EQ(out[2], "sh -c \"${CMD}\"") << r.text;
   ASSERT_EQ(r.launches.size(), 1u);
+  // A path that needs quoting keeps its quotes.
+  WrapOptions spaced = opts();
+  spaced.preflight = "/opt/my tools/preflight";
+  EXPECT_EQ(lines(wrap_script(in, spaced).text)[1],
+            "CMD=\"\\\"${PREFLIGHT:-/opt/my tools/preflight}\\\" analyze ${MEGATRON_PARAMS}\"");
   EXPECT_EQ(wrap_script(r.text, opts()).text, r.text);
   // A string nobody runs is no launch (the script is refused as having none).
   EXPECT_ANY_THROW(wrap_script("CMD=\"python pretrain_gpt.py --num-layers 2\"\necho \"${CMD}\"\n", opts()));

@@ -454,6 +454,16 @@ TEST(WrapStyles, BindingPrefixInAVariable) {
   }
 }
 
+// A launch string run as a bare ${APP}: the shell splits it into words without removing quotes, so the
+// invocation inside must carry none (it had been `"${PREFLIGHT:-…}"`, looked up with its quote characters:
+// "No such file or directory", exit 127, on HYGON-AI's Megatron-LM-das examples).
+TEST(WrapStyles, LaunchStringRunAsABareVariable) {
+  expect_layout(analyzed("app_variable.sh"), {2, 2, 8, 1024, 4}, "APP=\"torchrun …\"; ${APP}");
+  // one python process: the analysis takes the layout's 4 GPUs (with a warning)
+  expect_layout(analyzed("app_variable.sh", "LAUNCH_BACKEND=python"), {2, 2, 8, 1024, 4},
+                "APP=\"python -u pretrain_gpt.py …\"; ${APP}");
+}
+
 TEST(WrapStyles, PrefixesBeforeTheLauncher) {
   expect_layout(analyzed("prefix_style.sh"), {2, 1, 8, 1024, 4},
                 "$VENV_PREFIX \"${PROFILE_CMD[@]}\" torchrun");
@@ -505,7 +515,8 @@ TEST(WrapStyles, RunCmdThenEval) {
   RunResult r = wrap_and_run(dir, wrap_data("run_cmd_eval.sh"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_layout(json_in(r.out), {2, 1, 12, 768, 4}, "run_cmd=\"deepspeed …\"; eval ${run_cmd}");
-  EXPECT_NE(read_file(dir / "wrapped.sh").find("run_cmd=\"\\\"${PREFLIGHT:-"), std::string::npos);
+  // The invocation unquoted inside the string (its path needs no quoting): eval and a bare ${run_cmd} alike.
+  EXPECT_NE(read_file(dir / "wrapped.sh").find("run_cmd=\"${PREFLIGHT:-"), std::string::npos);
   // A launch assembled from pieces that are only known when it runs still gets the fallback.
   RunResult e = run_preflight("wrap " + shell_quote(wrap_data("eval_style.sh").string()));
   EXPECT_EQ(e.exit_code, 2);

@@ -4,6 +4,7 @@
 #include "preflight/wrap/process.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -850,7 +851,17 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
             mode_name(o.mode) + " -- bash " + o.script_name + "`");
   }
 
-  const std::string inv = preflight_invocation(o.preflight);
+  // Inside a double-quoted command string the invocation goes unquoted when the path needs no quoting: the
+  // string may be run by `bash -c "$CMD"` or eval (where quotes would do) or as `${APP}` (split into words
+  // without quote removal: a quoted path would be looked up with its quote characters, HYGON-AI's
+  // Megatron-LM-das examples).  ${PREFLIGHT:-…} expands when the string is assigned.
+  const bool plain_path =
+      !o.preflight.empty() && std::all_of(o.preflight.begin(), o.preflight.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) ||
+               std::string_view("/._+-:@%,=").find(c) != std::string_view::npos;
+      });
+  const std::string inv = nest.quote == '"' && plain_path ? "${PREFLIGHT:-" + o.preflight + "}"
+                                                          : preflight_invocation(o.preflight);
   std::size_t mindspore = 0;
   for (const Found& f : found) mindspore += is_mindspore_launch(f.m) ? 1 : 0;
   if (o.mode == WrapMode::Dryrun && mindspore == 0) {

@@ -341,6 +341,16 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                          "encoder-decoder models (T5) are not modelled: preflight prices decoder-only "
                          "transformer layers (GPT, Llama, MoE, multi-latent attention)");
 
+  // A launch that takes its architecture from the checkpoint it loads (--use-checkpoint-args) and does not
+  // give it: say where the sizes are, rather than "--num-layers: is required".
+  if (!base && !cfg.seen.count("--num-layers") && !cfg.seen.count("--hybrid-layer-pattern") &&
+      std::find(cfg.ignored.begin(), cfg.ignored.end(), "--use-checkpoint-args") != cfg.ignored.end())
+    throw InputError("--use-checkpoint-args",
+                     "the launch reads its architecture from the checkpoint it loads (--load" +
+                         (cfg.seen.count("--load") ? " " + cfg.seen.at("--load") : std::string()) +
+                         "), and gives no --num-layers: name the model with --model (a preset such as "
+                         "llama2-7b, or the checkpoint's Hugging Face config.json; through wrap or run: "
+                         "--analyze-arg=--model=NAME)");
   megatron::Flags f(cfg.seen);
   if (base)
     cfg.model = *base;

@@ -524,6 +524,8 @@ const std::vector<FlagSpec>& model_flags() {
       {"--num-key-value-heads", Arity::One},
       {"--kv-channels", Arity::One},
       {"--seq-length", Arity::One},
+      {"--encoder-seq-length", Arity::One},
+      {"--decoder-seq-length", Arity::One},
       {"--max-position-embeddings", Arity::One},
       {"--window-size", Arity::One},
       {"--window-attn-skip-freq", Arity::One},
@@ -625,6 +627,16 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
     if (base) return current;
     throw InputError(flag, "is required (the analysis cannot guess this size)");
   };
+  // Megatron's validate_args: --seq-length, else --encoder-seq-length, is the sequence.  An encoder-decoder
+  // launch (T5: an encoder and a decoder sequence; its layer counts are refused in parse_megatron_args) is
+  // not modelled.
+  if (!f.has("--seq-length") && f.has("--decoder-seq-length") && f.has("--encoder-seq-length"))
+    throw InputError("--decoder-seq-length",
+                     "an encoder-decoder model (Megatron's T5, pretrain_t5.py: encoder sequence " +
+                         (f.has("--encoder-seq-length") ? f.get("--encoder-seq-length") : std::string("?")) +
+                         ", decoder sequence " + f.get("--decoder-seq-length") +
+                         ") is not modelled: preflight analyses decoder-only (GPT, Llama, MoE, hybrid) and "
+                         "encoder-only (BERT) launches");
   read_hybrid_pattern(f, m, warnings);
   if (!m.hybrid()) m.num_layers = static_cast<int>(model_int("--num-layers", m.num_layers));
   I64 old_hidden = m.hidden_size;
@@ -635,7 +647,9 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
     // A cut of a preset keeps its leading pattern (e.g. DeepSeek's first dense layers).
     m.moe.layer_is_moe.resize(m.num_layers, true);
   }
-  st.seq_length = f.require_int("--seq-length");
+  st.seq_length = f.has("--seq-length") || !f.has("--encoder-seq-length")
+                      ? f.require_int("--seq-length")
+                      : parse_int("--encoder-seq-length", f.get("--encoder-seq-length"));
 
   // `--quick-geglu` (GPT-OSS): gated like SwiGLU (fc1 of 2·ffn), x·σ(1.702·x) in place of x·σ(x) — the same
   // kernels and bytes, so it is priced as SwiGLU; Megatron keeps the 4·h default ffn for it.
@@ -686,12 +700,13 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
     const auto& p = f.get("--position-embedding-type");
     if (p == "learned_absolute")
       m.position_embedding = PositionEmbedding::LearnedAbsolute;
-    else if (p == "rope" || p == "mrope" || p == "yarn")
+    else if (p == "rope" || p == "mrope" || p == "yarn" || p == "rotary")  // rotary: epfLLM Megatron-LLM's
       m.position_embedding = PositionEmbedding::Rope;
     else if (p == "none" || p == "relative")
       m.position_embedding = PositionEmbedding::None;
     else
-      throw InputError("--position-embedding-type", "unknown type '" + p + "'");
+      throw InputError("--position-embedding-type",
+                       "unknown type '" + p + "' (learned_absolute, rope, mrope, yarn, relative or none)");
   } else if (f.has("--use-rotary-position-embeddings")) {
     m.position_embedding = PositionEmbedding::Rope;
   }
@@ -857,10 +872,19 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
                          " is not a folder on this machine (a Hugging Face Hub name is not "
                          "downloaded for it); pass --vocab-size N (the tokenizer's len()), or "
                          "--tokenizer-model with the downloaded folder");
+  std::string empty;  // a tokenizer path flag given without a value (read past, with a warning)
+  for (const char* flag : {"--tokenizer-model", "--vocab-file"})
+    for (const auto& w : warnings)
+      if (w.rfind(std::string(flag) + " has no value", 0) == 0) empty = flag;
   if (vocab == 0)
-    throw InputError("--vocab-size", "cannot determine the vocabulary size" +
-                                         std::string(tok_type.empty() ? "" : " of tokenizer " + tok_type) +
-                                         "; pass --vocab-size or a readable --vocab-file");
+    throw InputError("--vocab-size",
+                     "cannot determine the vocabulary size" +
+                         std::string(tok_type.empty() ? "" : " of tokenizer " + tok_type) +
+                         (empty.empty() ? std::string()
+                                        : " (" + empty +
+                                              " has no value: an empty variable in the launch "
+                                              "script?)") +
+                         "; pass --vocab-size or a readable --vocab-file");
   m.vocab_size = vocab;
 }
 
