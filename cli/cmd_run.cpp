@@ -74,6 +74,7 @@ void note_launch(const wrap::Environment& env, const wrap::LaunchCommand& l, con
   if (dir.empty()) return;
   std::ofstream log(fs::path(dir) / "launches.log", std::ios::app);
   log << wrap::launcher_name(l.launcher) << "\t" << l.entry << "\t" << action << "\n";
+  ::unsetenv(kShimDirVar);  // counted: the analysis run in this process does not count itself again
 }
 
 /// What the run's options say of the world size where the launcher does not (--gpus-per-node, --nnodes), this
@@ -243,7 +244,13 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
   }
   std::cerr << "preflight run: running " << join(argv)
             << " with torchrun, deepspeed, msrun and python shadowed (" << c.mode << " mode)\n";
-  pid_t pid = wrap::spawn_program(argv, shimmed, std::nullopt, dir, false);
+  // A command that is itself one of the shims (`preflight run -- mpirun … bash -c "…"`, as wrap writes an
+  // mpirun of a shell) goes to its shim; anything else to the real program.
+  const std::string first = fs::path(argv.front()).filename().string();
+  const bool shimmed_first = argv.front().find('/') == std::string::npos &&
+                             (first == "mpirun" || first == "mpiexec" || first == "srun" ||
+                              first == "numactl" || first == "taskset");
+  pid_t pid = wrap::spawn_program(argv, shimmed, std::nullopt, shimmed_first ? fs::path() : dir, false);
   int code = wrap::wait_foreground(pid);
 
   std::ifstream log(dir / "launches.log");
@@ -441,6 +448,51 @@ int run_run(const RunCli& c) {
         wrap::exec_program(command, inner, skip);
       } catch (const InputError& e) {
         std::cerr << "srun: " << e.detail() << "\n";
+        return 127;
+      }
+    }
+  }
+  // mpirun starting a shell or a script (`mpirun -np 16 --hostfile h bash -c '… bash train.sh …'`, vendors'
+  // example launchers): for the analysis its command runs once, here, with the job size mpirun gives as Open
+  // MPI's and MPICH's rank variables (rank 0) and WORLD_SIZE, and its -x VAR=value exports, so that the
+  // launch inside reaches the shims (and without MPI on this machine).
+  if ((c.shim == "mpirun" || c.shim == "mpiexec") && analysis_mode(c)) {
+    auto k = wrap::mpirun_command_index(argv);
+    const std::string program = k ? fs::path(argv[*k]).filename().string() : std::string();
+    const bool shell = program == "bash" || program == "sh" || program == "dash" || program == "zsh" ||
+                       (program.size() > 3 && program.ends_with(".sh"));
+    if (k && shell) {  // a python script that is not an entry point is left to the check below
+      wrap::WorldSizeHints hints;
+      if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
+      if (c.launch.nnodes > 0) hints.nnodes = c.launch.nnodes;
+      const std::vector<std::string> options(argv.begin() + 1, argv.begin() + *k);
+      wrap::WorldSize w;
+      try {
+        w = wrap::mpirun_tasks(options, hints);
+      } catch (const InputError& e) {
+        std::cerr << "preflight run: " << e.what() << "\n";
+        return kExitBadInput;
+      }
+      wrap::Environment inner = env;
+      for (std::size_t i = 0; i + 1 < options.size(); ++i)
+        if ((options[i] == "-x" || options[i] == "--x") && options[i + 1].find('=') != std::string::npos) {
+          const auto eq = options[i + 1].find('=');
+          inner[options[i + 1].substr(0, eq)] = options[i + 1].substr(eq + 1);
+        }
+      const std::string world = std::to_string(w.world()), local = std::to_string(w.nproc_per_node);
+      for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "WORLD_SIZE"}) inner[v] = world;
+      for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "LOCAL_WORLD_SIZE"})
+        inner[v] = local;
+      for (const char* v : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_NODE_RANK",
+                            "PMI_RANK", "PMIX_RANK", "MPI_LOCALRANKID"})
+        inner[v] = "0";
+      std::cerr << "preflight run: mpirun's command runs once for the analysis, as rank 0 of " << world
+                << " (" << w.nnodes << " nodes × " << w.nproc_per_node << ", from " << w.source << ")\n";
+      for (const auto& note : w.notes) std::cerr << "preflight run: note: " << note << "\n";
+      try {
+        wrap::exec_program(std::vector<std::string>(argv.begin() + *k, argv.end()), inner, fs::path());
+      } catch (const InputError& e) {
+        std::cerr << "mpirun: " << e.detail() << "\n";
         return 127;
       }
     }

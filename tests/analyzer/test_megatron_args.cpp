@@ -1123,6 +1123,13 @@ TEST(MegatronArgs, SC21EraSpellingsAndLauncherEnvironment) {
   EXPECT_EQ(slurm.strategy.gpus_per_node, 8);
   EXPECT_EQ(parse_megatron_args(sized, {{"SLURM_NTASKS", "16"}, {"SLURM_NNODES", "2"}}).strategy.world_size,
             16);
+  // an MPI rank: Open MPI's sizes, MPICH's
+  const MegatronConfig ompi =
+      parse_megatron_args(sized, {{"OMPI_COMM_WORLD_SIZE", "64"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
+  EXPECT_EQ(ompi.strategy.world_size, 64);
+  EXPECT_EQ(ompi.strategy.gpus_per_node, 4);
+  EXPECT_EQ(parse_megatron_args(sized, {{"PMI_SIZE", "24"}, {"MPI_LOCALNRANKS", "8"}}).strategy.world_size,
+            24);
   // torchrun's own sizes win; nothing set: the fewest ranks the layout needs.
   EXPECT_EQ(
       parse_megatron_args(with(sized, {"--nproc_per_node", "8"}), {{"WORLD_SIZE", "64"}}).strategy.world_size,

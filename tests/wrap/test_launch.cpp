@@ -382,6 +382,18 @@ TEST(Launch, SrunCommandStartsAfterItsOptions) {
   EXPECT_EQ(srun_command_index({"srun", "-N", "2"}), std::nullopt);
 }
 
+// mpirun's command after its options: switches take no value, --mca two words, other options the next word.
+TEST(Launch, MpirunCommandStartsAfterItsOptions) {
+  using I = std::optional<std::size_t>;
+  EXPECT_EQ(
+      mpirun_command_index({"mpirun", "-np", "16", "--hostfile", "h", "--allow-run-as-root", "--bind-to",
+                            "none", "--mca", "plm_rsh_no_tree_spawn", "1", "-x", "PATH", "bash", "-c", "x"}),
+      I(13));
+  EXPECT_EQ(mpirun_command_index({"mpiexec", "-n", "8", "-ppn", "4", "-genv", "A", "1", "./train.sh"}), I(8));
+  EXPECT_EQ(mpirun_command_index({"mpirun", "--np=4", "--oversubscribe", "--", "sh", "run.sh"}), I(4));
+  EXPECT_EQ(mpirun_command_index({"mpirun", "-np", "4"}), std::nullopt);
+}
+
 // numactl / taskset: the command after the binding options (numactl's policy options take a value, attached
 // or not; taskset's mask or CPU list comes before the command); none for queries and for taskset -p.
 TEST(Launch, BindingCommandStartsAfterItsOptions) {

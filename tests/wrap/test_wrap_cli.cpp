@@ -464,6 +464,23 @@ TEST(WrapStyles, LaunchStringRunAsABareVariable) {
                 "APP=\"python -u pretrain_gpt.py …\"; ${APP}");
 }
 
+// mpirun starting a shell per rank (`mpirun -np ${NP} -N 8 … bash -c "numactl … python pretrain_gpt.py …"`):
+// the analysis runs the shell once as rank 0 with the size mpirun gives (Open MPI's variables, WORLD_SIZE),
+// known only when it runs.  wrap puts `preflight run` in front of mpirun; `preflight run` on the script
+// catches mpirun by its shim.  Without MPI on this machine both had ended in "mpirun: command not found"
+// (run) or a one-process analysis missing --world-size (wrap).
+TEST(WrapStyles, MpirunOfAShellPerRank) {
+  expect_layout(analyzed("mpirun_shell.sh"), {2, 2, 8, 1024, 16}, "mpirun -np 16 -N 8 bash -c");
+  expect_layout(analyzed("mpirun_shell.sh", "NP=32"), {2, 2, 8, 1024, 32}, "mpirun -np 32");
+  TempDir dir;
+  const RunResult r =
+      run_in(dir.path(), "NP=32 " + shell_quote(PREFLIGHT_BINARY) + " run --analyze-arg=--json -- bash " +
+                             shell_quote(wrap_data("mpirun_shell.sh").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_layout(json_in(r.out), {2, 2, 8, 1024, 32}, "preflight run, mpirun -np 32");
+  EXPECT_NE(r.err.find("as rank 0 of 32 (4 nodes × 8"), std::string::npos) << r.err;
+}
+
 TEST(WrapStyles, PrefixesBeforeTheLauncher) {
   expect_layout(analyzed("prefix_style.sh"), {2, 1, 8, 1024, 4},
                 "$VENV_PREFIX \"${PROFILE_CMD[@]}\" torchrun");

@@ -405,6 +405,77 @@ WorldSize srun_tasks(const std::vector<std::string>& srun_options, const WorldSi
   return srun_world_size(srun_options, hints, env);
 }
 
+std::optional<std::size_t> mpirun_command_index(const std::vector<std::string>& argv) {
+  // Open MPI / MPICH / Intel MPI switches (other options take the next word unless given as --opt=value;
+  // --mca / --gmca take two).
+  static const std::set<std::string> switches = {"--allow-run-as-root",
+                                                 "-allow-run-as-root",
+                                                 "--oversubscribe",
+                                                 "-oversubscribe",
+                                                 "--nooversubscribe",
+                                                 "--tag-output",
+                                                 "-tag-output",
+                                                 "--timestamp-output",
+                                                 "--report-bindings",
+                                                 "-report-bindings",
+                                                 "--display-map",
+                                                 "-display-map",
+                                                 "--display-allocation",
+                                                 "--display-devel-map",
+                                                 "-v",
+                                                 "--verbose",
+                                                 "-q",
+                                                 "--quiet",
+                                                 "--noprefix",
+                                                 "--use-hwthread-cpus",
+                                                 "--nolocal",
+                                                 "-nolocal",
+                                                 "--merge-stderr-to-stdout",
+                                                 "--show-progress",
+                                                 "--enable-recovery",
+                                                 "--disable-recovery",
+                                                 "--continuous",
+                                                 "--leave-session-attached",
+                                                 "--do-not-resolve",
+                                                 "--bind-to-core",
+                                                 "--bind-to-socket",
+                                                 "--bynode",
+                                                 "-bynode",
+                                                 "--byslot",
+                                                 "-byslot",
+                                                 "-l",
+                                                 "-prepend-rank",
+                                                 "-print-rank-map",
+                                                 "-disable-auto-cleanup",
+                                                 "-ordered-output",
+                                                 "-rr",
+                                                 "-genvall",
+                                                 "-genvnone",
+                                                 "-envall",
+                                                 "-envnone",
+                                                 "--help",
+                                                 "-h",
+                                                 "--version",
+                                                 "-V",
+                                                 "--debug",
+                                                 "--no-daemonize"};
+  static const std::set<std::string> two_values = {"--mca", "-mca", "--gmca", "-gmca", "-genv", "-env"};
+  const std::size_t n = argv.size();
+  std::size_t i = 1;
+  while (i < n) {
+    const std::string& a = argv[i];
+    if (a == "--" || a == ":") return i + 1 < n ? std::optional<std::size_t>(i + 1) : std::nullopt;
+    if (a.size() < 2 || a[0] != '-') return i;
+    if (switches.count(a) || a.find('=') != std::string::npos)
+      i += 1;
+    else if (two_values.count(a))
+      i += 3;
+    else
+      i += 2;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 WorldSize msrun_world_size(const std::vector<std::string>& args) {
@@ -627,6 +698,10 @@ WorldSize mpi_world_size(const std::vector<std::string>& args, const WorldSizeHi
 }
 
 }  // namespace
+
+WorldSize mpirun_tasks(const std::vector<std::string>& mpirun_options, const WorldSizeHints& hints) {
+  return mpi_world_size(mpirun_options, hints);
+}
 
 std::optional<WorldSize> launch_world_size(const LaunchCommand& launch, const WorldSizeHints& hints,
                                            const std::map<std::string, std::string>& env) {

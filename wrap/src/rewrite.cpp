@@ -721,12 +721,20 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       if (!runs_variable && (!inside || !rewrite_inside(inside->first, inside->second, quote))) continue;
       // srun/mpirun in front starts the shell once per node or rank: analysis runs it once.
       std::optional<std::string> head = literal_value(cmd.words[0].raw);
-      if (o.mode == WrapMode::Analyze && k > 0 && head &&
-          (*head == "srun" || *head == "mpirun" || *head == "mpiexec")) {
+      if (o.mode == WrapMode::Analyze && k > 0 && head && *head == "srun") {
         nested_edits.push_back({cmd.words[0].begin, cmd.words[k].begin, ""});
         result.notes.push_back(o.script_name + ":" +
                                std::to_string(line_of(work, cmd.words[0].begin) + nest.line_offset) +
                                ": the analysis runs the shell once, not under " + *head);
+      } else if (o.mode == WrapMode::Analyze && k > 0 && head && (*head == "mpirun" || *head == "mpiexec")) {
+        // mpirun's process count is often known only when it runs (-np ${NP}): `preflight run` runs the
+        // shell once as rank 0 with the size mpirun gives (MPI's variables and WORLD_SIZE).
+        nested_edits.push_back({cmd.words[0].begin, cmd.words[0].begin,
+                                escape_for(nest, preflight_invocation(o.preflight) + " run --mode analyze" +
+                                                     join_quoted(o.run_args) + " -- ")});
+        result.notes.push_back(
+            o.script_name + ":" + std::to_string(line_of(work, cmd.words[0].begin) + nest.line_offset) +
+            ": the analysis runs the shell once, as rank 0 of " + *head + "'s processes (preflight run)");
       }
     }
   }

@@ -175,8 +175,9 @@ struct EnvWorld {
 };
 
 /// Ranks of a launch without torchrun, from the environment its launcher set: WORLD_SIZE (with
-/// LOCAL_WORLD_SIZE per node), else Slurm's SLURM_NTASKS or SLURM_NNODES × SLURM_NTASKS_PER_NODE ("8" or
-/// "8(x2)").  nullopt when none is set or one is not a positive number.
+/// LOCAL_WORLD_SIZE per node), else MPI's OMPI_COMM_WORLD_SIZE / PMI_SIZE (local sizes per node), else
+/// Slurm's SLURM_NTASKS or SLURM_NNODES × SLURM_NTASKS_PER_NODE ("8" or "8(x2)").  nullopt when none is set
+/// or one is not a positive number.
 std::optional<EnvWorld> world_from_environment(const std::map<std::string, std::string>& env) {
   auto number = [&](const char* key) -> int {
     auto it = env.find(key);
@@ -191,6 +192,15 @@ std::optional<EnvWorld> world_from_environment(const std::map<std::string, std::
   if (const int w = number("WORLD_SIZE"); w > 0) {
     const int local = number("LOCAL_WORLD_SIZE");
     return EnvWorld{w, local > 0 ? local : std::min(w, 8), "WORLD_SIZE"};
+  }
+  // An MPI rank (mpirun / mpiexec): Open MPI's, else MPICH's / Intel MPI's sizes.
+  if (const int w = number("OMPI_COMM_WORLD_SIZE"); w > 0) {
+    const int local = number("OMPI_COMM_WORLD_LOCAL_SIZE");
+    return EnvWorld{w, local > 0 ? local : std::min(w, 8), "OMPI_COMM_WORLD_SIZE (mpirun's processes)"};
+  }
+  if (const int w = number("PMI_SIZE"); w > 0) {
+    const int local = number("MPI_LOCALNRANKS");
+    return EnvWorld{w, local > 0 ? local : std::min(w, 8), "PMI_SIZE (mpiexec's processes)"};
   }
   const int per_node = number("SLURM_NTASKS_PER_NODE");
   int nodes = number("SLURM_NNODES");

@@ -204,6 +204,16 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
 /// option takes the next word); after `--`, the next word.  nullopt when no command follows.
 std::optional<std::size_t> srun_command_index(const std::vector<std::string>& argv);
 
+/// Index in `argv` (argv[0] = mpirun / mpiexec) of the command it starts: the first word after its options
+/// (Open MPI, MPICH and Intel MPI switches take no value, `--opt=value` carries its own, --mca / -genv take
+/// two words, any other option the next word); after `--` or `:`, the next word.  nullopt when none.
+std::optional<std::size_t> mpirun_command_index(const std::vector<std::string>& argv);
+
+/// Processes an mpirun with these options starts (nodes × per node): -np / -N / --map-by ppr:N:node, host
+/// lists and hostfiles, as for `mpirun … python ENTRY` (launch_world_size).
+/// @throws InputError naming the option or the hostfile for a malformed count or an unreadable hostfile
+WorldSize mpirun_tasks(const std::vector<std::string>& mpirun_options, const WorldSizeHints& hints);
+
 /// Index in `argv` (argv[0] = numactl or taskset) of the command a CPU / memory binding runs: numactl's
 /// first word after its options (-m 0-3, --membind=0-3, -l …, `--`), taskset's after its options and the
 /// mask or CPU list.  nullopt when no command follows (numactl --hardware / --show, taskset -p PID) or for
