@@ -245,6 +245,38 @@ TEST(MegatronArgs, ArchitectureFromTheCheckpointNeedsAModel) {
                preflight::InputError);
 }
 
+// A hybrid stack given by --hybrid-attention-ratio / --hybrid-mlp-ratio (Megatron-LM's
+// examples/mamba/train.sh) is allocated as Megatron allocates it.  The expected layers were printed by
+// Megatron-LM's own megatron/core/ssm/mamba_hybrid_layer_allocation.py (_allocate_auto) on this machine; 10 ×
+// 0.25 = 2.5 rounds to 2 (Python's round half to even).  It had been refused.
+TEST(MegatronArgs, HybridLayersAllocatedFromRatios) {
+  const struct {
+    const char* layers;
+    const char* attention;
+    const char* mlp;
+    const char* expected;
+  } cases[] = {{"48", "0.08", "0.5", "M-M-M--M-*M-M-M-M--*M-M-M-M-*M--M-M-M-*M-M--M-M-"},
+               {"56", "0.08", "0.5", "M-M-M--M-M*-M-M-M-M--M*-M-M-M-M-M*--M-M-M-M-M*-M--M-M-M-"},
+               {"48", "0.5", "0.2", "M*-*M*M*-*M*-*M*M*-*M*-**M*-*M*M*-*M*-*M*M*-*M*-"},
+               {"10", "0.3", "0.3", "M-*MM*-*M-"},
+               {"7", "0.5", "0", "M**M**M"},
+               {"10", "0.25", "0", "MMM*MM*MMM"}};
+  for (const auto& c : cases) {
+    const MegatronConfig m = parse_megatron_args(preflight::test::words(
+        std::string(
+            "--hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size 1000 --num-layers ") +
+        c.layers + " --hybrid-attention-ratio " + c.attention + " --hybrid-mlp-ratio " + c.mlp));
+    EXPECT_EQ(m.model.hybrid_pattern, c.expected) << c.layers << " " << c.attention << " " << c.mlp;
+    EXPECT_EQ(m.model.num_layers, std::stoi(c.layers));
+  }
+  const Words base = preflight::test::words(
+      "--hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size 1000 --num-layers 10");
+  EXPECT_THROW(
+      parse_megatron_args(with(base, {"--hybrid-attention-ratio", "0.6", "--hybrid-mlp-ratio", "0.5"})),
+      preflight::InputError);
+  EXPECT_THROW(parse_megatron_args(with(base, {"--hybrid-attention-ratio", "1.5"})), preflight::InputError);
+}
+
 TEST(MegatronArgs, VocabFileIsCountedWhenPresentElseTokenizerDefault) {
   auto dir = std::filesystem::temp_directory_path() / "preflight_vocab_test";
   std::filesystem::create_directories(dir);
@@ -264,6 +296,24 @@ TEST(MegatronArgs, VocabFileIsCountedWhenPresentElseTokenizerDefault) {
   EXPECT_EQ(c.model.vocab_size, 50257);
   ASSERT_FALSE(c.warnings.empty());
   EXPECT_NE(c.warnings[0].find("GPT2BPETokenizer"), std::string::npos);
+  // Left empty by the script (Megatron-LM's examples/gpt3 script run without its positional arguments):
+  // --vocab-file and --merge-file without values still mean GPT-2's BPE; a bare --vocab-file says nothing.
+  Words empty = {"--num-layers",
+                 "2",
+                 "--hidden-size",
+                 "64",
+                 "--num-attention-heads",
+                 "4",
+                 "--seq-length",
+                 "16",
+                 "--vocab-file",
+                 "--merge-file",
+                 "--split",
+                 "1"};
+  EXPECT_EQ(parse_megatron_args(empty).model.vocab_size, 50257);
+  Words bare = {"--num-layers", "2",  "--hidden-size", "64", "--num-attention-heads", "4",
+                "--seq-length", "16", "--vocab-file"};
+  EXPECT_THROW(parse_megatron_args(bare), preflight::InputError);
 }
 
 // SentencePiece tokenizers (Megatron's SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer:
@@ -674,9 +724,9 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
       {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16"},
       "--vocab-size");
   expect_error(with(base_args(), {"--bf16", "--fp16"}), "--bf16");
-  // A hybrid model allocated from ratios (old Megatron's --is-hybrid-model) is refused: its pattern is
-  // needed; so are the hybrid patterns' symbols and separators preflight does not model.
-  expect_error(with(base_args(), {"--is-hybrid-model"}), "--is-hybrid-model");
+  // A hybrid model's ratios out of range (an allocation from valid ones: HybridLayersAllocatedFromRatios);
+  // the hybrid patterns' symbols and separators preflight does not model.
+  expect_error(with(base_args(), {"--is-hybrid-model", "--hybrid-mlp-ratio", "-0.5"}), "--hybrid-mlp-ratio");
   expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*DM"}), "--hybrid-layer-pattern");
   expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*-M/MM"}), "--hybrid-layer-pattern");
   expect_error(with(base_args(), {"--hybrid-layer-pattern", "M*|-M|-", "--pipeline-model-parallel-size", "2",

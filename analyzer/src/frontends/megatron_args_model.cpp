@@ -1,6 +1,7 @@
 // Megatron arguments, model group: architecture, vocabulary, MoE and multi-latent attention.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -309,18 +310,81 @@ namespace {
 /// Megatron's hybrid models (training/arguments.py, core/models/hybrid/hybrid_layer_allocation.py):
 /// `--hybrid-layer-pattern` (or the deprecated `--hybrid-override-pattern`) gives one symbol per layer and
 /// sets the layer count; the Mamba mixers' sizes come from `--mamba-*`.
+/// The layers Megatron's hybrid allocation gives `layers` layers at these attention / MLP ratios
+/// (megatron/core/ssm/mamba_hybrid_layer_allocation.py, the automatic allocation): round(layers · attention)
+/// attention layers spread evenly between Mamba sections that start and end the stack, then round(layers ·
+/// mlp) of the remaining Mamba layers turned to MLPs, spread evenly and right-justified.  Python's round()
+/// (half to even) as there.
+std::string hybrid_layers_from_ratios(int layers, double attention, double mlp) {
+  std::string out(static_cast<std::size_t>(layers), 'M');
+  const int n_attention = static_cast<int>(std::nearbyint(layers * attention));
+  int n_mamba = layers - n_attention;
+  const double section = static_cast<double>(n_mamba) / (n_attention + 1);
+  double x = section;
+  for (char& c : out) {
+    if (x < 0.5) {
+      c = '*';
+      x += section;
+    } else {
+      x -= 1;
+    }
+  }
+  const int n_mlp = static_cast<int>(std::nearbyint(layers * mlp));
+  if (n_mlp > 0) {
+    n_mamba -= n_mlp;
+    const double per_mlp = static_cast<double>(n_mamba) / n_mlp;
+    x = per_mlp;
+    for (char& c : out) {
+      if (c != 'M') continue;
+      if (x < 0.5) {
+        c = '-';
+        x += per_mlp;
+      } else {
+        x -= 1;
+      }
+    }
+  }
+  return out;
+}
+
 void read_hybrid_pattern(const Flags& f, ModelSpec& m, std::vector<std::string>& warnings) {
   const bool layer = f.has("--hybrid-layer-pattern"), override = f.has("--hybrid-override-pattern");
   if (layer && override)
     throw InputError(
         "--hybrid-override-pattern",
         "and --hybrid-layer-pattern cannot both be given (Megatron asserts it; the first is deprecated)");
-  if (!layer && !override) {
-    for (const char* flag : {"--is-hybrid-model", "--hybrid-attention-ratio", "--hybrid-mlp-ratio"})
-      if (f.has(flag))
-        throw InputError(flag,
-                         "a hybrid model allocated from attention / MLP ratios is not modelled: give its "
-                         "layers as --hybrid-layer-pattern (M mamba, * attention, - MLP, E MoE)");
+  HybridPatternFlag from_ratios;
+  if (!layer && !override &&
+      (f.has("--is-hybrid-model") || f.has("--hybrid-attention-ratio") || f.has("--hybrid-mlp-ratio"))) {
+    // Megatron's hybrid stack allocated from ratios (pretrain_mamba.py's examples/mamba/train.sh).
+    const char* ratio_flag = f.has("--hybrid-attention-ratio") ? "--hybrid-attention-ratio"
+                             : f.has("--hybrid-mlp-ratio")     ? "--hybrid-mlp-ratio"
+                                                               : "--is-hybrid-model";
+    if (!f.has("--num-layers"))
+      throw InputError("--num-layers",
+                       std::string("is required: the hybrid layers are allocated from it and ") + ratio_flag);
+    const I64 layers = parse_int("--num-layers", f.get("--num-layers"));
+    if (layers <= 0 || layers > 100000) throw InputError("--num-layers", "must be a positive layer count");
+    const double attention = f.float_or("--hybrid-attention-ratio", 0.0),
+                 mlp = f.float_or("--hybrid-mlp-ratio", 0.0);
+    if (!(attention >= 0 && attention <= 1))
+      throw InputError("--hybrid-attention-ratio", "must be within 0 … 1 (Megatron asserts it)");
+    if (!(mlp >= 0 && mlp <= 1))
+      throw InputError("--hybrid-mlp-ratio", "must be within 0 … 1 (Megatron asserts it)");
+    if (attention + mlp > 1.0)
+      throw InputError("--hybrid-mlp-ratio",
+                       "and --hybrid-attention-ratio must sum to at most 1 (Megatron asserts it)");
+    from_ratios.flag = ratio_flag;
+    from_ratios.layers = hybrid_layers_from_ratios(static_cast<int>(layers), attention, mlp);
+    from_ratios.segments = {static_cast<int>(layers)};
+    warnings.push_back(
+        "hybrid layers allocated as Megatron allocates them from --hybrid-attention-ratio " +
+        std::string(f.has("--hybrid-attention-ratio") ? f.get("--hybrid-attention-ratio") : "0") +
+        " and --hybrid-mlp-ratio " +
+        std::string(f.has("--hybrid-mlp-ratio") ? f.get("--hybrid-mlp-ratio") : "0") + ": " +
+        from_ratios.layers);
+  }
+  if (!layer && !override && !from_ratios.flag) {
     for (const char* flag :
          {"--mamba-state-dim", "--mamba-head-dim", "--mamba-num-groups", "--mamba-num-heads"})
       if (f.has(flag))
@@ -328,7 +392,7 @@ void read_hybrid_pattern(const Flags& f, ModelSpec& m, std::vector<std::string>&
                            " has no effect without --hybrid-layer-pattern (no Mamba layers)");
     return;
   }
-  const HybridPatternFlag hp = read_hybrid_pattern_flag(f);
+  const HybridPatternFlag hp = from_ratios.flag ? from_ratios : read_hybrid_pattern_flag(f);
   const char* flag = hp.flag;
   const std::string& pattern = hp.layers;
   const std::string& mtp = hp.mtp;
@@ -569,6 +633,7 @@ const std::vector<FlagSpec>& model_flags() {
       {"--load", Arity::One},
       {"--pretrained-checkpoint", Arity::One},
       {"--vocab-file", Arity::One},
+      {"--merge-file", Arity::One},
       {"--tokenizer-type", Arity::One},
       {"--tokenizer-model", Arity::One},
       {"--make-vocab-size-divisible-by", Arity::One},
@@ -753,8 +818,17 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
 void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
                      std::vector<std::string>& warnings) {
   // Vocabulary: a readable vocab file wins, then --vocab-size, then the tokenizer's known size.
+  // Without --tokenizer-type a --vocab-file means GPT-2's BPE — also when the script left it empty but gave
+  // a --merge-file flag too (Megatron-LM's examples/gpt3 script run without its positional arguments).
+  auto valueless = [&](const std::string& flag) {
+    return std::any_of(warnings.begin(), warnings.end(),
+                       [&](const std::string& w) { return w.rfind(flag + " has no value", 0) == 0; });
+  };
   std::string tok_type = f.has("--tokenizer-type") ? f.get("--tokenizer-type")
-                                                   : (f.has("--vocab-file") ? "GPT2BPETokenizer" : "");
+                         : (f.has("--vocab-file") || (valueless("--vocab-file") &&
+                                                      (f.has("--merge-file") || valueless("--merge-file"))))
+                             ? "GPT2BPETokenizer"
+                             : "";
   I64 vocab = 0;
   if (f.has("--vocab-file") && std::filesystem::is_regular_file(f.get("--vocab-file"))) {
     vocab = count_vocab_file(f.get("--vocab-file"));
