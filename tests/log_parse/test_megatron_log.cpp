@@ -86,6 +86,39 @@ TEST(MegatronLog, CurrentFormat) {
   EXPECT_EQ(log.theoretical->line, 3);
 }
 
+// NeMo 2 / Megatron-Bridge's Lightning progress lines (written from the format NeMo's docs and recipes'
+// READMEs print: "Training epoch E, iteration N/M | lr: … | global_batch_size: … | train_step_timing in s:
+// …"), under a launcher's "name/0 [default0]:" prefix: the step time in seconds is the iteration time, with
+// the batch, learning rate, samples and tokens per GPU; the steady state skips the first steps as for
+// Megatron's lines.
+TEST(MegatronLog, NemoLightningProgressLines) {
+  std::string text =
+      "retraining/0 [default0]:Training epoch 0, iteration 0/99 | lr: 9.804e-08 | global_batch_size: 128 | "
+      "global_step: 0 | reduced_train_loss: 14.66 | train_step_timing in s: 25.276\n";
+  for (int i = 1; i <= 6; ++i)
+    text += "retraining/0 [default0]:Training epoch 0, iteration " + std::to_string(i) +
+            "/99 | lr: 1.961e-07 | global_batch_size: 128 | global_step: " + std::to_string(i) +
+            " | reduced_train_loss: 11.96 | train_step_timing in s: " + (i % 2 ? "12.39" : "12.41") +
+            " | tokens_per_sec_per_gpu: 1.073e+04 | consumed_samples: " + std::to_string(128 * (i + 1)) +
+            "\n";
+  MegatronLog log = read_megatron_text(text, "nemo.log");
+  ASSERT_EQ(log.iterations.size(), 7u);
+  const MegatronIteration& it = log.iterations[3];
+  EXPECT_EQ(it.iteration, 3);
+  EXPECT_EQ(it.train_iters, 99);
+  EXPECT_NEAR(*it.elapsed_ms, 12390.0, 1e-9);
+  EXPECT_EQ(it.global_batch_size, 128);
+  EXPECT_EQ(it.learning_rate, 1.961e-07);
+  EXPECT_EQ(it.consumed_samples, 512);
+  EXPECT_EQ(it.tokens_per_gpu_per_s, 1.073e4);
+  EXPECT_EQ(it.losses.at("reduced_train_loss"), 11.96);
+  std::vector<MegatronLog> logs{log};
+  MegatronSummary s = summarize_megatron(logs);
+  ASSERT_EQ(s.steady.size(), 1u);
+  EXPECT_EQ(s.steady[0].warmup_lines, 3);  // the first line and iterations <= 2
+  EXPECT_NEAR(*s.steady[0].median_elapsed_ms, (12390.0 + 12410.0) / 2, 1e-9);  // 12.39, 12.41, 12.39, 12.41
+}
+
 TEST(MegatronLog, OldTheoreticalLineWithoutActivation) {
   MegatronLog log =
       read_megatron_text("Theoretical memory footprints: weight and optimizer=6816.88 MB\n", "x");

@@ -293,6 +293,18 @@ class Reader {
         it.skipped_iterations = to_int(value);
       } else if (k == "number of nan iterations") {
         it.nan_iterations = to_int(value);
+      } else if (k == "train_step_timing in s") {  // NeMo 2 / Lightning: seconds
+        if (!it.elapsed_ms && d) it.elapsed_ms = *d * 1000.0;
+      } else if (k == "global_batch_size") {
+        it.global_batch_size = to_int(value);
+      } else if (k == "lr") {
+        it.learning_rate = d;
+      } else if (k == "consumed_samples") {
+        it.consumed_samples = to_int(value);
+      } else if (k == "tokens_per_sec_per_gpu") {
+        it.tokens_per_gpu_per_s = d;
+      } else if (k == "TFLOPS_per_GPU") {
+        it.tflops_per_gpu = d;
       } else if (d && (k.ends_with(" loss") || k.ends_with("_loss"))) {
         it.losses[k] = *d;
         if (k == "lm loss") it.lm_loss = d;
