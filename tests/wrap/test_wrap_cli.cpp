@@ -418,7 +418,9 @@ TEST(WrapStyles, SbatchHereDocumentRunsHereWithTheJobsSize) {
   expect_layout(analyzed("sbatch_heredoc.sh", "NODES=4"), {2, 2, 12, 1024, 16}, "sbatch <<EOF, 4 nodes");
   RunResult w = run_preflight("wrap " + shell_quote(wrap_data("sbatch_heredoc.sh").string()));
   ASSERT_EQ(w.exit_code, 0) << w.err;
-  EXPECT_NE(w.out.find("SLURM_NNODES=$NODES SLURM_JOB_NUM_NODES=$NODES SLURM_NTASKS_PER_NODE=1 bash <<EOF"),
+  // with the allocation's GPUs a node (its --gpus-per-node), which scripts size tp or torchrun by
+  EXPECT_NE(w.out.find("SLURM_NNODES=$NODES SLURM_JOB_NUM_NODES=$NODES SLURM_NTASKS_PER_NODE=1 "
+                       "SLURM_GPUS_PER_NODE=4 SLURM_GPUS_ON_NODE=4 bash <<EOF"),
             std::string::npos)
       << w.out;
   // Trace mode keeps the submission (the job is traced where it runs) and rewrites the launch inside it.

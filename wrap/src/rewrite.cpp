@@ -462,6 +462,7 @@ namespace {
 /// and in the `#SBATCH` lines of `script` (the options win), as written ("" when absent).
 struct JobSize {
   std::string nodes, per_node, tasks;
+  std::string gpus_per_node;  ///< --gpus-per-node (its count, a `type:` prefix left out)
 };
 JobSize sbatch_size(std::vector<std::string> words, std::string_view script) {
   for (std::size_t pos = 0; pos < script.size();) {
@@ -490,7 +491,9 @@ JobSize sbatch_size(std::vector<std::string> words, std::string_view script) {
     }
     return found;
   };
-  return {option("-N", "--nodes"), option("", "--ntasks-per-node"), option("-n", "--ntasks")};
+  std::string gpus = option("", "--gpus-per-node");
+  if (const auto colon = gpus.rfind(':'); colon != std::string::npos) gpus = gpus.substr(colon + 1);
+  return {option("-N", "--nodes"), option("", "--ntasks-per-node"), option("-n", "--ntasks"), gpus};
 }
 
 /// The variables of a job of size `j` (see sbatch_job_environment); empty when the node count is not known.
@@ -508,6 +511,10 @@ std::vector<std::pair<std::string, std::string>> job_variables(JobSize j, bool d
   if (!j.tasks.empty()) {
     vars.push_back({"SLURM_NTASKS", j.tasks});
     vars.push_back({"SLURM_NPROCS", j.tasks});
+  }
+  if (!j.gpus_per_node.empty()) {  // what the allocation says of its GPUs (scripts size tp or torchrun by it)
+    vars.push_back({"SLURM_GPUS_PER_NODE", j.gpus_per_node});
+    vars.push_back({"SLURM_GPUS_ON_NODE", j.gpus_per_node});
   }
   return vars;
 }
