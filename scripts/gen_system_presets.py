@@ -62,6 +62,14 @@ SYSTEMS = {
     "h200": (989, 1979, 140, 4800, 450, 8, 50, "b200",
              "NVIDIA H200 datasheet (SXM: 989 TFLOPS BF16 dense, 141 GB, 4.8 TB/s, NVLink 900 GB/s); "
              "8x NDR 400 Gb/s"),
+    # GH200 (Grace Hopper): the H100's compute with 96 GB of HBM3 at 4.0 TB/s, its Grace CPU on NVLink-C2C; in the
+    # four-superchip nodes of HPE Cray EX254n (CSCS Alps) and JUPITER's booster every pair of GPUs has 6 NVLink4
+    # links (150 GB/s a direction: a full mesh of 4, no switch), each GPU its own 200 Gb/s NIC (Slingshot-11 /
+    # NDR200).  96 GB parts as the 80 GB ones: 96 GiB (its HBM3 stacks).
+    "gh200": (989, 1979, 96, 4000, 450, 4, 25, "b200",
+              "NVIDIA GH200 Grace Hopper Superchip datasheet (H100: 989 TFLOPS BF16 dense, 1,979 FP8, 96 GB HBM3, "
+              "4.0 TB/s); four-GH200 nodes (HPE Cray EX254n, CSCS Alps; JUPITER): NVLink4 full mesh, 6 links = 150 "
+              "GB/s a direction per pair, one 200 Gb/s NIC per GPU"),
     "b200": (2250, 4500, 179, 8000, 900, 8, 50, "b200",
              "NVIDIA HGX B200 (per GPU: 2.25 PFLOPS BF16 dense, 4.5 FP8, 180 GB, 8 TB/s, NVLink 1.8 TB/s); "
              "8x ConnectX-7 400 Gb/s"),
@@ -124,7 +132,7 @@ STRAGGLER = {"a100-sxm-40gb": 0.09, "a100-sxm-80gb": 0.09}
 # 0 ... 1 % without it (residual RMS 2.2 % -> 1.1 %; the 7 FP8 pairs, held out, 3.8 % -> 2.8 %).  SimuMax's 0.09
 # priced the 2024-25 multi-node runs 5 ... 17 % slow.
 _nvidia_straggler = fit("nvidia_straggler", 0.0153)
-for _n in ("h100-sxm", "h200", "h800", "h20", "b200", "gb200", "b300", "gb300"):
+for _n in ("h100-sxm", "h200", "h800", "h20", "gh200", "b200", "gb200", "b300", "gb300"):
     STRAGGLER[_n] = _nvidia_straggler
 STRAGGLER["a800-sxm-80gb"] = STRAGGLER["a100-sxm-80gb"]
 # Host time of a MoE layer's routed experts (`moe_host_us_per_expert`: µs per local expert and pass).  A dropless
@@ -147,7 +155,7 @@ MOE_HOST_US = {n: (_moe_host, "fitted on NeMo's six B200 MXFP8 MoE rows (Qwen3-3
 # -11 ... -7 %, the 4 / 8-local-expert ones -3 ... +7 %; with 1.43 the Qwen3-30B rows -6.8 ... -0.5 %, the rest
 # -1.9 ... +8.3 %.
 _grace_host = fit("grace_host", 1.43)
-for _n in ("gb200", "gb300"):
+for _n in ("gb200", "gb300", "gh200"):
     MOE_HOST_US[_n] = (round(_moe_host * _grace_host, 4),
                        "b200's x86 figure times %.4f for the Grace host, fitted on NeMo's GB200 / GB300 MXFP8 MoE rows; "
                        % _grace_host + MOE_HOST_US["b200"][1])
@@ -155,12 +163,12 @@ for _n in ("gb200", "gb300"):
 # them drives k - 1 of each device's 7 links, so its intra-node bandwidth is (k - 1) / 7 of the figure above
 # (primitives.cpp).  Atlas 800T A2: HCCS between every pair of the 8 910Bs; MI300X: Infinity Fabric, 7 peer
 # links per GPU.  NVLink nodes have NVSwitches (any subset at the full rate).
-FULL_MESH = ("ascend-910b", "mi300x", "mi325x")
+FULL_MESH = ("ascend-910b", "mi300x", "mi325x", "gh200")
 RING_STEP_LATENCY_US = 8
 # Streaming multiprocessors per device (spec sheets / whitepapers; MI300X: compute units); Ascend unknown (0).
 # B300: 148 as a B300 SXM6 AC reports (multiProcessorCount; the Blackwell Ultra die has 160).
 SM_COUNT = {"a100-sxm-40gb": 108, "a100-sxm-80gb": 108, "a800-sxm-80gb": 108, "h100-sxm": 132, "h800": 132,
-            "h200": 132, "h20": 78, "mi325x": 304,
+            "h200": 132, "h20": 78, "gh200": 132, "mi325x": 304,
             "b200": 148, "gb200": 148, "b300": 148, "gb300": 160, "mi300x": 304}
 FITTED = {
     "a100-sxm-40gb": A100_FIT,
@@ -170,6 +178,7 @@ FITTED = {
     "h800": HOPPER_FIT,
     # Transferred from the same GPU generation, unfitted on their own: no published measurement in the corpus.
     "h20": HOPPER_FIT,
+    "gh200": HOPPER_FIT,
     "a800-sxm-80gb": A100_FIT,
     "ascend-910b": ASCEND_FIT,
     "b200": (1.0569, 1.173,
@@ -244,7 +253,7 @@ HOPPER_FP8 = (fit("hopper_fp8", 0.9736), "fitted on the 11 rows of tests/data/ti
                      "pass): the 70B rows +3.5 ... +6.3 %, the 405B rows -8.2 ... +1.4 % (with the rows' recipe, tensorwise, the "
                      "least-squares value is 0.957, within the 3 % the presets' test allows); the other H100 files "
                      "held out")
-for _n in ("h100-sxm", "h200", "h800", "h20"):
+for _n in ("h100-sxm", "h200", "h800", "h20", "gh200"):
     FP8_FITTED[_n] = HOPPER_FP8
 FP8_FITTED["gb200"] = (FP8_FITTED["b200"][0], "the b200 preset's, transferred: " + FP8_FITTED["b200"][1])
 # Blackwell Ultra (B300 / GB300) carries B200's fits the same way (its doubled attention-softmax rate, SFU
@@ -324,7 +333,7 @@ HOPPER_GROUPED = ({"grouped_gemm": fit("hopper_grouped", 1.5635), "fp8_grouped_g
                   "DeepSeek-V3, 8 runs, with the experts' host time priced apart; BF16: GPT-OSS-120B, 4 runs, "
                   "16-bit grouped GEMMs paying no host time): largest |error| 3.6 %")
 GROUP_FITTED.update({"h100-sxm": HOPPER_GROUPED, "h200": HOPPER_GROUPED, "h800": HOPPER_GROUPED,
-                     "h20": HOPPER_GROUPED})
+                     "h20": HOPPER_GROUPED, "gh200": HOPPER_GROUPED})
 for _n in ("gb200",) + BLACKWELL_ULTRA:
     GROUP_FITTED[_n] = (GROUP_FITTED["b200"][0], "the b200 preset's, transferred: " + GROUP_FITTED["b200"][1],
                         GROUP_FITTED["b200"][2])
@@ -358,7 +367,7 @@ HOPPER_BF16_GEMM = (fit("hopper_bf16_gemm", 0.89), "fitted on the five smallest-
                           "Nemotron-4 15B, GPT-3 175B): largest |error| 10.8 % -> 2.7 %; the BF16 rows at 128 ... 2304 "
                           "GPUs held out")
 BF16_GEMM_FITTED = {"h100-sxm": HOPPER_BF16_GEMM, "h200": HOPPER_BF16_GEMM, "h800": HOPPER_BF16_GEMM,
-                    "h20": HOPPER_BF16_GEMM}
+                    "h20": HOPPER_BF16_GEMM, "gh200": HOPPER_BF16_GEMM}
 GEMM_OPS = ("matmul",)
 FP8_GEMM_OPS = ("fp8_matmul",)
 GROUPED_GEMM_OPS = ("group_matmul",)

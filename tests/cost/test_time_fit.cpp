@@ -14,6 +14,7 @@
 
 #include "preflight/analyzer/calibrate/time_fit.hpp"
 #include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/cost/primitives.hpp"
 #include "preflight/analyzer/cost/report.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
@@ -1074,6 +1075,41 @@ TEST(SystemPresets, SiblingsWithoutTheirOwnRuns) {
   EXPECT_EQ(cost::load_simumax_system("a800").op.at("fp8_matmul").efficient_factor, 0);
 }
 
+// GH200 (Grace Hopper: CSCS Alps, JUPITER): the H100's rates and every efficiency, 96 GiB at 4.0 TB/s, the
+// Grace host's factor on the experts' host time (gb200's), and four GPUs a node in a full NVLink mesh, 150
+// GB/s a direction per pair: a tp-4 all-reduce drives each GPU's three links (the full 450 GB/s), a tp-2 one
+// only one of them (a third) — where behind NVSwitch (h100-sxm's 450 GB/s to any peer) both run at the full
+// rate.
+TEST(SystemPresets, Gh200IsAnH100WithGracesHostAndAFourGpuMesh) {
+  const SystemSpec g = cost::load_simumax_system("gh200"), h = cost::load_simumax_system("h100-sxm"),
+                   gb = cost::load_simumax_system("gb200");
+  EXPECT_EQ(cost::system_preset_for("GH200-96GB"), "gh200");
+  EXPECT_DOUBLE_EQ(g.op.at("matmul").tflops, 989);
+  EXPECT_DOUBLE_EQ(g.op.at("fp8_matmul").tflops, 1979);
+  EXPECT_DOUBLE_EQ(g.mem_gib, 96);
+  EXPECT_DOUBLE_EQ(g.memory_bw.at("default").gbps, 4000);
+  EXPECT_EQ(g.num_per_node, 4);
+  EXPECT_EQ(g.sm_count, 132);
+  for (const auto& [op, o] : h.op) EXPECT_DOUBLE_EQ(g.op.at(op).efficient_factor, o.efficient_factor) << op;
+  EXPECT_DOUBLE_EQ(g.moe_host_us_per_expert, gb.moe_host_us_per_expert);
+  EXPECT_GT(g.moe_host_us_per_expert, h.moe_host_us_per_expert);
+  ASSERT_TRUE(g.fc8);
+  EXPECT_EQ(g.mesh_devices, 4);
+  const double bytes = 256e6;
+  const double g4 = cost::collective_time_ms(g, Collective::AllReduce, bytes, 4, "high_intra_node",
+                                             cost::CommGroup::Tp),
+               g2 = cost::collective_time_ms(g, Collective::AllReduce, bytes, 2, "high_intra_node",
+                                             cost::CommGroup::Tp),
+               h4 = cost::collective_time_ms(h, Collective::AllReduce, bytes, 4, "high_intra_node",
+                                             cost::CommGroup::Tp),
+               h2 = cost::collective_time_ms(h, Collective::AllReduce, bytes, 2, "high_intra_node",
+                                             cost::CommGroup::Tp);
+  EXPECT_NEAR(g4, h4, 1e-9 * h4);  // all three links: the NVSwitch rate
+  EXPECT_GT(g2, 2.5 * h2);         // one of three links
+  // The 910B's mesh of 8 keeps SimuMax's FC8 rule: a collective among k drives k - 1 of 7 links.
+  EXPECT_EQ(cost::load_simumax_system("ascend-910b").mesh_devices, 8);
+}
+
 // FP8 on the spec-sheet presets: where the GPU has an FP8 rate the GEMMs run at it (with the BF16
 // efficiencies), so an FP8 run is priced faster than the BF16 one; the A100 has none and says so.
 TEST(TimeFit, Fp8OnPresetsWithAnFp8Rate) {
@@ -1446,7 +1482,7 @@ TEST(SystemPresets, GeneratorReproducesTheEmbeddedPresetsAndSetsOneConstant) {
               nlohmann::json::parse(read_file(out / e.path().filename())))
         << e.path().filename() << " differs from scripts/gen_system_presets.py's output: regenerate it";
   }
-  EXPECT_EQ(files, 14);
+  EXPECT_EQ(files, 15);
 
   r = run_shell(gen + " --out " + shell_quote((out / "set").string()) + " --set hopper_fp8=1.1");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -266,7 +266,8 @@ double collective_time_ms(const SystemSpec& sys, Collective kind, double size, i
       return actual / (*fixed * kGiB) * 1000.0;
   }
   double bw = nw.bandwidth.gbps;
-  if (sys.fc8 && net == "high_intra_node") bw *= (n - 1) / 7.0;
+  if (sys.fc8 && net == "high_intra_node")
+    bw *= (n - 1) / static_cast<double>(std::max(1, sys.mesh_devices - 1));
   if (net == "inter_node") {
     if (kind == Collective::SendRecv) bw /= sys.num_per_node;
     if (kind == Collective::AllToAll && (group == CommGroup::Ep || group == CommGroup::Cp)) {

@@ -519,6 +519,7 @@ SystemSpec read_simumax_system(const json& j, const std::string& where) {
   sys.num_per_node = static_cast<int>(f.required_integer("num_per_node"));
   require_positive(sys.num_per_node, f.field("num_per_node"));
   sys.fc8 = f.boolean("FC8", false);
+  sys.mesh_devices = sys.num_per_node;
   bool top_pcie = f.boolean("intra_with_pcie", false);
   sys.tp_overlap_exposed = f.number("tp_overlap_exposed", 1.0);
   if (!(sys.tp_overlap_exposed >= 0 && sys.tp_overlap_exposed <= 1))
@@ -681,6 +682,7 @@ const std::map<std::string, std::vector<std::string>>& product_presets() {
       {"mi325", {"mi325x"}},
       {"h100-80gb", {"h100-sxm"}},
       {"h200-141gb", {"h200"}},
+      {"gh200-96gb", {"gh200"}},
       {"mi300", {"mi300x"}},
       {"910b", {"ascend-910b"}},
       {"ascend910b", {"ascend-910b"}},

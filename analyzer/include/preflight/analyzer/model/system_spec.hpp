@@ -58,6 +58,9 @@ struct SystemSpec {
   std::string preset;                   ///< the embedded preset's name when read from one ("" for a file)
   int num_per_node = 8;                 ///< accelerators per node
   bool fc8 = false;                     ///< fully-connected 8 intra node (SimuMax `FC8`)
+  /// Devices of that full mesh (the file's num_per_node: 8 for SimuMax's FC8, 4 for a GH200 quad); a
+  /// collective among k of them drives k − 1 of each device's mesh_devices − 1 links.
+  int mesh_devices = 8;
   std::string backend = "cuda";         ///< `accelerator.backend`
   double mem_gib = 80;                  ///< device memory, GiB (`accelerator.mem_gbs`)
   std::string mode = "roofline";        ///< `roofline` or `only_compute`
