@@ -298,21 +298,12 @@ TEST(MegatronArgs, VocabFileIsCountedWhenPresentElseTokenizerDefault) {
   EXPECT_NE(c.warnings[0].find("GPT2BPETokenizer"), std::string::npos);
   // Left empty by the script (Megatron-LM's examples/gpt3 script run without its positional arguments):
   // --vocab-file and --merge-file without values still mean GPT-2's BPE; a bare --vocab-file says nothing.
-  Words empty = {"--num-layers",
-                 "2",
-                 "--hidden-size",
-                 "64",
-                 "--num-attention-heads",
-                 "4",
-                 "--seq-length",
-                 "16",
-                 "--vocab-file",
-                 "--merge-file",
-                 "--split",
-                 "1"};
+  const Words empty = preflight::test::words(
+      "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --vocab-file --merge-file "
+      "--split 1");
   EXPECT_EQ(parse_megatron_args(empty).model.vocab_size, 50257);
-  Words bare = {"--num-layers", "2",  "--hidden-size", "64", "--num-attention-heads", "4",
-                "--seq-length", "16", "--vocab-file"};
+  const Words bare = preflight::test::words(
+      "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --vocab-file");
   EXPECT_THROW(parse_megatron_args(bare), preflight::InputError);
 }
 
