@@ -501,6 +501,14 @@ int run_run(const RunCli& c) {
   // without the binding — it does not change what is computed, and a login node may lack the NUMA nodes (or
   // numactl).  The command goes through the shims, so a launch inside is analysed.
   if ((c.shim == "numactl" || c.shim == "taskset") && analysis_mode(c)) {
+    // A query (numactl --hardware, taskset -p PID) goes to the real program; where there is none, it answers
+    // nothing rather than failing the script (a job script reading its node's NUMA layout under set -e).
+    if (!wrap::binding_command_index(argv) &&
+        !wrap::find_program(c.shim, wrap::env_get(env, "PATH"), skip).has_value()) {
+      std::cerr << "preflight run: " << c.shim << " is not installed here: `" << join(argv)
+                << "` answers nothing for the analysis\n";
+      return kExitOk;
+    }
     if (auto k = wrap::binding_command_index(argv)) {
       std::cerr << "preflight run: " << c.shim << "'s binding is left out of the analysis\n";
       try {

@@ -6,6 +6,9 @@
 #SBATCH --ntasks-per-node=4
 #SBATCH --gpus-per-node=4
 
+set -e
+# The node's NUMA layout, read as some job scripts do (numactl may be absent where the analysis runs).
+numactl --hardware > /dev/null
 export MASTER_PORT=6000
 export WORLD_SIZE=$SLURM_NPROCS
 
