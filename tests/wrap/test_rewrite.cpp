@@ -263,6 +263,23 @@ TEST(Rewrite, MindFormersLaunchesRunUnderAnalyze) {
   EXPECT_TRUE(r.notes.empty()) << r.notes[0];
 }
 
+// A Megatron-Bridge recipe script (run_recipe.py --recipe NAME with Hydra overrides, run by srun in a job
+// script) has no Megatron command line to rewrite: the refusal points to the run's saved configuration.
+TEST(Rewrite, BridgeRecipeScriptPointsToTheSavedConfiguration) {
+  const std::string in =
+      "#!/bin/bash\n"
+      "CMD=\"uv run --no-sync python scripts/training/run_recipe.py\"\n"
+      "CMD=\"$CMD --recipe nemotron_3_nano_pretrain_config model.tensor_model_parallel_size=2\"\n"
+      "srun --mpi=pmix bash -c \"$CMD\"\n";
+  try {
+    wrap_script(in, opts());
+    ADD_FAILURE() << "a recipe script was rewritten";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("Megatron-Bridge recipe script"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--bridge-config"), std::string::npos) << e.what();
+  }
+}
+
 // Megatron-LM's sc21 SRUN.sh: the launch is a string (CMD="python -u …/pretrain_gpt.py …") that srun runs
 // through `sh -c "${CMD}"` on every node.  The string is rewritten, and analysis runs the shell once.
 TEST(Rewrite, CommandStringRunBySrunShell) {

@@ -882,7 +882,16 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
             closest_lines(input) +
             "  hint: name another entry point with --entry NAME; a command line built at run time "
             "(eval, functions) needs `preflight run --mode " +
-            mode_name(o.mode) + " -- bash " + o.script_name + "`");
+            mode_name(o.mode) + " -- bash " + o.script_name + "`" +
+            (input.find("run_recipe.py") != std::string_view::npos ||
+                     input.find("pretrain_recipe.py") != std::string_view::npos
+                 ? "\n  hint: a Megatron-Bridge recipe script (run_recipe.py --recipe …) takes a recipe name "
+                   "and "
+                   "Hydra overrides, not Megatron's flags: price the run's saved configuration with "
+                   "`preflight "
+                   "estimate --bridge-config run_config.yaml -- --nproc_per_node N --nnodes M` (the recipe's "
+                   "logger.save_config_filepath, a checkpoint's run_config.yaml, or its log)"
+                 : std::string()));
   }
 
   // Inside a double-quoted command string the invocation goes unquoted when the path needs no quoting: the
