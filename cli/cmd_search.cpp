@@ -223,6 +223,17 @@ int run(const SearchOptions& o) {
     if (yaml.empty()) yaml = inner;
     if (yaml.empty()) mf = MindFormersOptions{};  // Megatron words: nothing of run_mindformer.py's
   }
+  // Each size not listed: the search's default list with the launch's (or yaml's) own size in it.
+  auto with_own_sizes = [](SearchOptions& so, bool moe, const SearchOptions::LaunchLayout& own) {
+    auto with_own = [](std::string& list, const std::string& fallback, int own_size) {
+      if (!list.empty()) return;
+      list = fallback.empty() ? std::to_string(own_size) : fallback + "," + std::to_string(own_size);
+    };
+    with_own(so.tp, moe ? "1" : "1,2,4,8", own.tp);
+    with_own(so.ep, moe ? "1,2,4,8" : "", own.ep);
+    with_own(so.vpp, own.vpp > 1 ? "1" : "", own.vpp);
+    with_own(so.cp, "", own.cp);
+  };
   if (!yaml.empty()) {
     // A MindFormers yaml: its model, numerics, batch and sequence; tp, pp, ep and recompute are searched.
     if (!o.strategy.empty()) throw InputError("--strategy", "cannot be combined with --config");
@@ -241,6 +252,7 @@ int run(const SearchOptions& o) {
     oo.launch = SearchOptions::LaunchLayout{
         base.tp, base.pp, base.ep, base.cp, base.vpp, base.micro_batch_size, base.expert_tp()};
     oo.launch_label = "the yaml's own layout";
+    with_own_sizes(oo, model.moe.enabled(), *oo.launch);
     clear_pipeline_split(base);
     if (mc.max_device_memory_gib) oo.yaml_device_gib = *mc.max_device_memory_gib;
     if (oo.world <= 0) oo.world = mc.world_size();
@@ -277,15 +289,7 @@ int run(const SearchOptions& o) {
     oo.sequence_parallel_with_tp = base.tp == 1 && !base.sequence_parallel && !base.legacy_model;
     clear_pipeline_split(base);
     // Each size not listed: the search's default list with the launch's own size in it.
-    auto with_own = [](std::string& list, const std::string& fallback, int own_size) {
-      if (!list.empty()) return;
-      list = fallback.empty() ? std::to_string(own_size) : fallback + "," + std::to_string(own_size);
-    };
-    const bool moe = model.moe.enabled();
-    with_own(oo.tp, moe ? "1" : "1,2,4,8", own.tp);
-    with_own(oo.ep, moe ? "1,2,4,8" : "", own.ep);
-    with_own(oo.vpp, own.vpp > 1 ? "1" : "", own.vpp);
-    with_own(oo.cp, "", own.cp);
+    with_own_sizes(oo, model.moe.enabled(), own);
     if (oo.world_default) oo.world = base.world_size;
     if (oo.gbs_default) oo.gbs = base.global_batch();
     if (oo.mbs_default) oo.mbs = base.micro_batch_size;

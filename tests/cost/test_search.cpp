@@ -939,6 +939,25 @@ TEST(SearchCli, RunMindformerArgumentsAreTheBase) {
   EXPECT_NE(twice.err.find("given twice"), std::string::npos) << twice.err;
 }
 
+// A MindFormers MoE yaml's own sizes are searched as a launch's are: the default lists with its own added.
+// MindFormers' DeepSeek-V3 yaml runs model_parallel 4; the search had kept SimuMax's tp 1 for MoE models,
+// so the yaml's own layout was "not among the layouts searched".
+TEST(SearchCli, MoeYamlsOwnTensorParallelIsSearched) {
+  const RunResult r =
+      run_preflight("search --config " +
+                    shell_quote((data_dir() / "mindformers" / "pretrain_deepseek3_671b.yaml").string()) +
+                    " --system ascend-910b --pp 16 --quiet --json --top 50");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json own = j["launch_layout"];
+  EXPECT_EQ(own["tp"], 4);
+  EXPECT_EQ(own["ep"], 8);
+  ASSERT_FALSE(own["rank"].is_null()) << own.dump();
+  std::set<int> tps;
+  for (const auto& e : j["top"]) tps.insert(e["tp"].get<int>());
+  EXPECT_TRUE(tps.count(4)) << j["top"].dump();
+}
+
 // A one-stage layout whose tp · cp is the whole world (dp 1) with the output layer's weight gradients
 // deferred: the head's ops are built as a pipeline's last stage would hold them (pp 2), which left dp 0 and
 // divided by it (SIGFPE in a search from NeMo's Llama-3-70B launch).  The search turns the deferral off at pp
