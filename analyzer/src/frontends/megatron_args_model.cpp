@@ -944,8 +944,9 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
                      "--tokenizer-model " +
                          f.get("--tokenizer-model") +
                          " is not a folder on this machine (a Hugging Face Hub name is not "
-                         "downloaded for it); pass --vocab-size N (the tokenizer's len()), or "
-                         "--tokenizer-model with the downloaded folder");
+                         "downloaded for it); pass --vocab-size N (the tokenizer's len()), "
+                         "--tokenizer-model with the downloaded folder, or --model ORG/REPO of a model "
+                         "with this vocabulary (its config.json gives it; the launch's flags the rest)");
   std::string empty;  // a tokenizer path flag given without a value (read past, with a warning)
   for (const char* flag : {"--tokenizer-model", "--vocab-file"})
     for (const auto& w : warnings)
