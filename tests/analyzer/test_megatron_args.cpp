@@ -212,12 +212,17 @@ TEST(MegatronArgs, EncoderSequenceAndEncoderDecoderLaunches) {
   EXPECT_EQ(parse_megatron_args(with(base, {"--encoder-seq-length", "512", "--seq-length", "1024"}))
                 .strategy.seq_length,
             1024);
-  try {
-    parse_megatron_args(with(base, {"--encoder-seq-length", "512", "--decoder-seq-length", "128"}));
-    ADD_FAILURE() << "a T5 launch was read";
-  } catch (const preflight::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--decoder-seq-length"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("encoder-decoder"), std::string::npos) << e.what();
+  // with or without --seq-length (Megatron-DeepSpeed's T5 examples give all three)
+  for (const Words& t5 :
+       {with(base, {"--encoder-seq-length", "512", "--decoder-seq-length", "128"}),
+        with(base, {"--encoder-seq-length", "512", "--decoder-seq-length", "128", "--seq-length", "512"})}) {
+    try {
+      parse_megatron_args(t5);
+      ADD_FAILURE() << "a T5 launch was read";
+    } catch (const preflight::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--decoder-seq-length"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("encoder-decoder"), std::string::npos) << e.what();
+    }
   }
 }
 
@@ -241,8 +246,14 @@ TEST(MegatronArgs, ArchitectureFromTheCheckpointNeedsAModel) {
   const MegatronConfig c = parse_megatron_args(launch, {}, &preset);
   EXPECT_EQ(c.model.num_layers, 32);
   EXPECT_EQ(c.model.position_embedding, preflight::analyzer::PositionEmbedding::Rope);
-  EXPECT_THROW(parse_megatron_args(with(base_args(), {"--position-embedding-type", "alibi"})),
+  EXPECT_THROW(parse_megatron_args(with(base_args(), {"--position-embedding-type", "xpos"})),
                preflight::InputError);
+  // Megatron-DeepSpeed's ALiBi (BLOOM): no position embedding table, said.
+  const MegatronConfig alibi = parse_megatron_args(with(base_args(), {"--position-embedding-type", "alibi"}));
+  EXPECT_EQ(alibi.model.position_embedding, preflight::analyzer::PositionEmbedding::None);
+  bool said = false;
+  for (const auto& w : alibi.warnings) said = said || w.find("alibi") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 // A hybrid stack given by --hybrid-attention-ratio / --hybrid-mlp-ratio (Megatron-LM's
@@ -414,6 +425,26 @@ TEST(MegatronArgs, HuggingFaceTokenizerVocabulary) {
     ADD_FAILURE() << "a truncated tokenizer.json was read";
   } catch (const preflight::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("tokenizer.json"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+  // Megatron-DeepSpeed's PretrainedFromHF takes the same as --tokenizer-name-or-path.
+  {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "tokenizer.json")
+        << R"({"added_tokens": [], "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2}}})";
+  }
+  const Words mds = preflight::test::words(
+      "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --tokenizer-type "
+      "PretrainedFromHF "
+      "--tokenizer-name-or-path");
+  EXPECT_EQ(parse_megatron_args(with(mds, {dir.string()})).model.vocab_size, 3);
+  try {
+    parse_megatron_args(with(mds, {"t5-small"}));
+    ADD_FAILURE() << "an unknown Hub tokenizer was read";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--tokenizer-name-or-path t5-small is not a folder"),
+              std::string::npos)
+        << e.what();
   }
   std::filesystem::remove_all(dir);
   // An empty --tokenizer-model (an unset variable): the refusal says so.

@@ -175,8 +175,8 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
             // Launch scripts often leave path placeholders empty ($TOKENIZER_MODEL unset); the analysis
             // does not need those paths, so only sizes are required to have values.
             if (name == "--vocab-file" || name == "--merge-file" || name == "--tokenizer-model" ||
-                name == "--master-addr" || name == "--master-port" || name == "--node-rank" ||
-                name == "--load" || name == "--pretrained-checkpoint") {
+                name == "--tokenizer-name-or-path" || name == "--master-addr" || name == "--master-port" ||
+                name == "--node-rank" || name == "--load" || name == "--pretrained-checkpoint") {
               cfg.warnings.push_back(name +
                                      " has no value (an empty variable in the launch script?); ignored");
               break;

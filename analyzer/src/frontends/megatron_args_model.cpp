@@ -636,6 +636,7 @@ const std::vector<FlagSpec>& model_flags() {
       {"--merge-file", Arity::One},
       {"--tokenizer-type", Arity::One},
       {"--tokenizer-model", Arity::One},
+      {"--tokenizer-name-or-path", Arity::One},
       {"--make-vocab-size-divisible-by", Arity::One},
       {"--megatron-version", Arity::One},
       {"--num-experts", Arity::Many},  // Megatron-DeepSpeed: a list, one count per MoE layer
@@ -695,13 +696,14 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
   // Megatron's validate_args: --seq-length, else --encoder-seq-length, is the sequence.  An encoder-decoder
   // launch (T5: an encoder and a decoder sequence; its layer counts are refused in parse_megatron_args) is
   // not modelled.
-  if (!f.has("--seq-length") && f.has("--decoder-seq-length") && f.has("--encoder-seq-length"))
-    throw InputError("--decoder-seq-length",
-                     "an encoder-decoder model (Megatron's T5, pretrain_t5.py: encoder sequence " +
-                         (f.has("--encoder-seq-length") ? f.get("--encoder-seq-length") : std::string("?")) +
-                         ", decoder sequence " + f.get("--decoder-seq-length") +
-                         ") is not modelled: preflight analyses decoder-only (GPT, Llama, MoE, hybrid) and "
-                         "encoder-only (BERT) launches");
+  if (f.has("--decoder-seq-length") && f.has("--encoder-seq-length"))
+    throw InputError(
+        "--decoder-seq-length",
+        "an encoder-decoder model (an encoder sequence " + f.get("--encoder-seq-length") +
+            " and a decoder sequence " + f.get("--decoder-seq-length") +
+            ": Megatron's T5, pretrain_t5.py, or a vision-language model's encoder and decoder) is "
+            "not modelled: preflight analyses decoder-only (GPT, Llama, MoE, hybrid) and "
+            "encoder-only (BERT) launches");
   read_hybrid_pattern(f, m, warnings);
   if (!m.hybrid()) m.num_layers = static_cast<int>(model_int("--num-layers", m.num_layers));
   I64 old_hidden = m.hidden_size;
@@ -769,9 +771,15 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
       m.position_embedding = PositionEmbedding::Rope;
     else if (p == "none" || p == "relative")
       m.position_embedding = PositionEmbedding::None;
-    else
-      throw InputError("--position-embedding-type",
-                       "unknown type '" + p + "' (learned_absolute, rope, mrope, yarn, relative or none)");
+    else if (p == "alibi") {  // Megatron-DeepSpeed (BLOOM): a per-head bias on the scores, no embedding table
+      m.position_embedding = PositionEmbedding::None;
+      warnings.push_back(
+          "--position-embedding-type alibi: no position embedding table; the scores' ALiBi bias "
+          "is priced as plain attention (its kernels add it per head)");
+    } else
+      throw InputError(
+          "--position-embedding-type",
+          "unknown type '" + p + "' (learned_absolute, rope, mrope, yarn, relative, alibi or none)");
   } else if (f.has("--use-rotary-position-embeddings")) {
     m.position_embedding = PositionEmbedding::Rope;
   }
@@ -833,6 +841,12 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
   if (f.has("--vocab-file") && std::filesystem::is_regular_file(f.get("--vocab-file"))) {
     vocab = count_vocab_file(f.get("--vocab-file"));
   }
+  // A Hugging Face tokenizer: Megatron's HuggingFaceTokenizer (--tokenizer-model) or Megatron-DeepSpeed's
+  // PretrainedFromHF (--tokenizer-name-or-path), a local folder or a Hub name.
+  const char* hf_flag = tok_type == "HuggingFaceTokenizer" ? "--tokenizer-model"
+                        : tok_type == "PretrainedFromHF"   ? "--tokenizer-name-or-path"
+                                                           : nullptr;
+  const bool hf = hf_flag && f.has(hf_flag);
   const bool sentencepiece = tok_type == "SentencePieceTokenizer" ||
                              tok_type == "GPTSentencePieceTokenizer" || tok_type == "Llama2Tokenizer";
   if (vocab == 0 && sentencepiece && f.has("--tokenizer-model") &&
@@ -845,13 +859,13 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
           " (Megatron-core's SentencePieceTokenizer; the legacy one added <CLS>, <SEP>, <EOD>, "
           "<MASK> and extra ids the model lacks — pass --vocab-size for that count)");
   }
-  if (vocab == 0 && tok_type == "HuggingFaceTokenizer" && f.has("--tokenizer-model")) {
+  if (vocab == 0 && hf) {
     // A local tokenizer folder: Megatron's HuggingFaceTokenizer counts its tokenizer (len(), added tokens
     // included) whatever --vocab-size says, and pads that.
-    const std::string& t = f.get("--tokenizer-model");
+    const std::string& t = f.get(hf_flag);
     if (const I64 n = hf_tokenizer_size(t); n > 0) {
       vocab = n;
-      warnings.push_back("vocabulary " + std::to_string(n) + " of --tokenizer-model " + t +
+      warnings.push_back("vocabulary " + std::to_string(n) + " of " + hf_flag + " " + t +
                          " (its tokenizer.json with the added tokens, as Megatron's HuggingFaceTokenizer "
                          "counts)");
     }
@@ -890,11 +904,11 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
                          f.get(flag) + "/config.json (the checkpoint's embedding size)");
     }
   }
-  if (vocab == 0 && tok_type == "HuggingFaceTokenizer" && f.has("--tokenizer-model")) {
+  if (vocab == 0 && hf) {
     // A Hugging Face tokenizer named by a local model folder or a repository id we know: the model's
     // config.json vocab_size (its embedding size, padded already; the tokenizer's own count can be a little
     // smaller, e.g. Qwen3's 151669 of 151936).
-    const std::string& t = f.get("--tokenizer-model");
+    const std::string& t = f.get(hf_flag);
     I64 v = checkpoint_vocab_size(t);
     std::string from = t + "/config.json";
     if (v == 0 && is_preset(t)) {
@@ -904,7 +918,7 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
     if (v > 0) {
       vocab = v;
       m.make_vocab_size_divisible_by = 1;
-      warnings.push_back("vocabulary " + std::to_string(v) + " of --tokenizer-model " + t + " from " + from +
+      warnings.push_back("vocabulary " + std::to_string(v) + " of " + hf_flag + " " + t + " from " + from +
                          ": the model's embedding size; pass --vocab-size for the tokenizer's own");
     }
   }
@@ -937,15 +951,14 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
                                         : "not found)")
                              : "") +
             "; pass --load with the Hugging Face checkpoint folder or --vocab-size");
-  if (vocab == 0 && tok_type == "HuggingFaceTokenizer" && f.has("--tokenizer-model") &&
-      !std::filesystem::is_directory(f.get("--tokenizer-model")))
+  if (vocab == 0 && hf && !std::filesystem::is_directory(f.get(hf_flag)))
     throw InputError("--vocab-size",
-                     "cannot determine the vocabulary size of tokenizer HuggingFaceTokenizer: "
-                     "--tokenizer-model " +
-                         f.get("--tokenizer-model") +
+                     "cannot determine the vocabulary size of tokenizer " + tok_type + ": " + hf_flag + " " +
+                         f.get(hf_flag) +
                          " is not a folder on this machine (a Hugging Face Hub name is not "
-                         "downloaded for it); pass --vocab-size N (the tokenizer's len()), "
-                         "--tokenizer-model with the downloaded folder, or --model ORG/REPO of a model "
+                         "downloaded for it); pass --vocab-size N (the tokenizer's len()), " +
+                         hf_flag +
+                         " with the downloaded folder, or --model ORG/REPO of a model "
                          "with this vocabulary (its config.json gives it; the launch's flags the rest)");
   std::string empty;  // a tokenizer path flag given without a value (read past, with a warning)
   for (const char* flag : {"--tokenizer-model", "--vocab-file"})
