@@ -288,6 +288,40 @@ TEST(MegatronArgs, HybridLayersAllocatedFromRatios) {
   EXPECT_THROW(parse_megatron_args(with(base, {"--hybrid-attention-ratio", "1.5"})), preflight::InputError);
 }
 
+// Megatron-DeepSpeed's own flags in BigScience's BLOOM-176B script (train/tr11-176B-ml): the embedding padded
+// to
+// --pad-vocab-size-to exactly; --pp-partition-method 'type:transformer|embedding' counting the embedding at
+// each end as a layer (70 layers + 2 over pp 12: 5 on the first and last stage, 6 on the others, where 70 /
+// 12 had been refused); and bf16 at ZeRO stage 0, which DeepSpeed runs with its BF16_Optimizer sharding the
+// fp32 master weights and optimizer states over data parallel (ZeRO-1's).  fp16 at stage 0 shards nothing.
+TEST(MegatronArgs, MegatronDeepSpeedBloomFlags) {
+  const Words bloom = preflight::test::words(
+      "--num-layers 70 --hidden-size 14336 --num-attention-heads 112 --seq-length 2048 --micro-batch-size 2 "
+      "--global-batch-size 2048 --tensor-model-parallel-size 4 --pipeline-model-parallel-size 12 "
+      "--nproc_per_node 8 --nnodes 48 --tokenizer-type PretrainedFromHF --tokenizer-name-or-path org/tok "
+      "--pad-vocab-size-to 250880 --position-embedding-type alibi --embed-layernorm --checkpoint-activations "
+      "--deepspeed --zero-stage 0 --deepspeed-activation-checkpointing");
+  const MegatronConfig c =
+      parse_megatron_args(with(bloom, {"--pp-partition-method", "type:transformer|embedding", "--bf16"}));
+  EXPECT_EQ(c.model.vocab_size, 250880);
+  EXPECT_EQ(c.model.padded_vocab_size(4), 250880);
+  EXPECT_TRUE(c.strategy.account_for_embedding_in_pipeline_split);
+  EXPECT_TRUE(c.strategy.account_for_loss_in_pipeline_split);
+  EXPECT_EQ(c.strategy.zero_stage, 1);
+  EXPECT_TRUE(c.strategy.distributed_optimizer);
+  c.strategy.validate(c.model);
+  const MegatronConfig fp16 =
+      parse_megatron_args(with(bloom, {"--pp-partition-method", "type:transformer|embedding", "--fp16"}));
+  EXPECT_EQ(fp16.strategy.zero_stage, 0);
+  EXPECT_FALSE(fp16.strategy.distributed_optimizer);
+  // Without the embedding counted, 70 layers do not split over 12 stages.
+  EXPECT_THROW(parse_megatron_args(with(bloom, {"--bf16"})).strategy.validate(c.model),
+               preflight::InputError);
+  // A padding below the vocabulary is refused by the flag.
+  EXPECT_THROW(parse_megatron_args(with(base_args(), {"--pad-vocab-size-to", "1000"})),
+               preflight::InputError);
+}
+
 TEST(MegatronArgs, VocabFileIsCountedWhenPresentElseTokenizerDefault) {
   auto dir = std::filesystem::temp_directory_path() / "preflight_vocab_test";
   std::filesystem::create_directories(dir);

@@ -483,6 +483,25 @@ TEST(WrapStyles, MpirunOfAShellPerRank) {
   EXPECT_NE(r.err.find("as rank 0 of 32 (4 nodes × 8"), std::string::npos) << r.err;
 }
 
+// The launcher and the training command in two variables, joined in the shell srun starts
+// (`bash -c "$LAUNCHER --node_rank \$SLURM_PROCID $CMD"`, BigScience's BLOOM scripts): the launcher's words
+// become the analysis where they are written and the entry point leaves the command.  It had been refused
+// ("no launch of a training entry point found").  Trace mode puts `preflight run --mode trace` before the
+// launcher instead.
+TEST(WrapStyles, LauncherAndCommandInTwoVariables) {
+  expect_layout(analyzed("launcher_cmd_vars.sh"), {2, 4, 24, 2048, 32}, "$LAUNCHER … $CMD, 4 nodes of 8");
+  expect_layout(analyzed("launcher_cmd_vars.sh", "SLURM_NNODES=8"), {2, 4, 24, 2048, 64}, "8 nodes");
+  const std::string script = shell_quote(wrap_data("launcher_cmd_vars.sh").string());
+  const RunResult w = run_preflight("wrap " + script);
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(w.err.find("the launcher in $LAUNCHER and the command in $CMD"), std::string::npos) << w.err;
+  EXPECT_EQ(w.out.find("`pwd`/pretrain_gpt.py"), std::string::npos) << w.out;
+  const RunResult t = run_preflight("wrap --mode trace " + script);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("run --mode trace -- python -u -m torch.distributed.run"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("`pwd`/pretrain_gpt.py"), std::string::npos) << t.out;
+}
+
 TEST(WrapStyles, PrefixesBeforeTheLauncher) {
   expect_layout(analyzed("prefix_style.sh"), {2, 1, 8, 1024, 4},
                 "$VENV_PREFIX \"${PROFILE_CMD[@]}\" torchrun");

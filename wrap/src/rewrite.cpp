@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "launch_words.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/wrap/shell_lexer.hpp"
 
@@ -701,6 +702,134 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     }
     return false;
   };
+  std::set<std::string> split_handled;  // command variables of a split launch, rewritten below
+  // A launcher and its command in two variables run together (BigScience's and many HPC job scripts:
+  // `export LAUNCHER="python -u -m torch.distributed.run --nproc_per_node 8 …"`, `export CMD="pretrain_gpt.py
+  // …"`, `srun … bash -c "$LAUNCHER --node_rank \$SLURM_PROCID $CMD"`): the launcher's words in the one
+  // become the analysis and the entry point leaves the other — the launch rewritten where its halves are
+  // written.
+  {
+    struct Quoted {
+      std::size_t begin = 0, end = 0;  // inside the quotes
+      char quote = 0;
+    };
+    std::map<std::string, Quoted> quoted_values;  // the last quoted assignment of each name
+    for (const SimpleCommand& cmd : sh.commands) {
+      std::vector<const ShellWord*> assigns;
+      for (const ShellWord& a : cmd.assignments) assigns.push_back(&a);
+      std::optional<std::string> head = cmd.words.empty() ? std::nullopt : literal_value(cmd.words[0].raw);
+      if (head == "export" || head == "local" || head == "declare" || head == "readonly")
+        for (std::size_t k = 1; k < cmd.words.size(); ++k) assigns.push_back(&cmd.words[k]);
+      for (const ShellWord* a : assigns) {
+        auto eq = a->raw.find('=');
+        if (eq == std::string::npos || eq == 0 || a->raw[eq - 1] == '+') continue;
+        ShellWord value{a->begin + eq + 1, a->end, a->raw.substr(eq + 1)};
+        char q = 0;
+        if (auto in = quoted_inside(work, value, q))
+          quoted_values[a->raw.substr(0, eq)] = {in->first, in->second, q};
+      }
+    }
+    // The words of a value (after its quoting), each with its [begin, end) in the script.
+    struct Span {
+      std::string text;
+      std::size_t begin, end;
+    };
+    auto words_of = [&](const Quoted& qv) {
+      Unescaped u = unescape(std::string_view(work).substr(qv.begin, qv.end - qv.begin), qv.quote);
+      std::vector<Span> out;
+      for (std::size_t i = 0; i < u.text.size();) {
+        while (i < u.text.size() && std::isspace(static_cast<unsigned char>(u.text[i]))) ++i;
+        std::size_t j = i;
+        while (j < u.text.size() && !std::isspace(static_cast<unsigned char>(u.text[j]))) ++j;
+        if (j > i) out.push_back({u.text.substr(i, j - i), qv.begin + u.map[i], qv.begin + u.map[j]});
+        i = j;
+      }
+      return out;
+    };
+    auto name_of = [](const std::string& w) -> std::string {  // `$NAME` / `${NAME}`
+      if (w.size() > 3 && w.rfind("${", 0) == 0 && w.back() == '}') return w.substr(2, w.size() - 3);
+      if (w.size() > 1 && w[0] == '$') return w.substr(1);
+      return "";
+    };
+    for (const SimpleCommand& cmd : sh.commands) {
+      auto sc = shell_command_string(cmd);
+      if (!sc || o.mode == WrapMode::Dryrun) continue;
+      char q = 0;
+      auto in = quoted_inside(work, cmd.words[sc->second], q);
+      if (!in) continue;
+      const std::vector<Span> outer = words_of({in->first, in->second, q});
+      if (outer.empty()) continue;
+      const std::string launcher_var = name_of(outer.front().text);
+      if (launcher_var.empty() || !quoted_values.count(launcher_var)) continue;
+      // The launcher variable: torchrun / python [-u] -m torch.distributed.run|launch, no entry point of its
+      // own.
+      const std::vector<Span> lw = words_of(quoted_values[launcher_var]);
+      std::size_t launcher_words = 0;
+      if (!lw.empty() && detail::basename_of(lw[0].text) == "torchrun") {
+        launcher_words = 1;
+      } else if (!lw.empty() && detail::is_python(detail::basename_of(lw[0].text))) {
+        for (std::size_t k = 1; k + 1 < lw.size() && lw[k].text.rfind('-', 0) == 0; ++k)
+          if (lw[k].text == "-m" &&
+              (lw[k + 1].text == "torch.distributed.run" || lw[k + 1].text == "torch.distributed.launch")) {
+            launcher_words = k + 2;
+            break;
+          }
+      }
+      if (launcher_words == 0) continue;
+      bool own_entry = false;
+      for (const Span& w : lw)
+        own_entry = own_entry || o.entries.matches(std::string(detail::basename_of(w.text)));
+      if (own_entry) continue;  // a whole launch: the command-string rewrite handles it
+      // The command variable: its first word the entry point.
+      std::string command_var;
+      std::vector<Span> cw;
+      for (std::size_t k = 1; k < outer.size() && command_var.empty(); ++k) {
+        const std::string v = name_of(outer[k].text);
+        if (v.empty() || !quoted_values.count(v)) continue;
+        std::vector<Span> words = words_of(quoted_values[v]);
+        std::string entry = words.empty() ? "" : words.front().text;
+        if (auto slash = entry.rfind('/'); slash != std::string::npos) entry = entry.substr(slash + 1);
+        if (!words.empty() && o.entries.matches(entry)) {
+          command_var = v;
+          cw = std::move(words);
+        }
+      }
+      if (command_var.empty()) continue;
+      const Quoted& lq = quoted_values[launcher_var];
+      const Nesting in_value{lq.quote, 0, true, nullptr};
+      const std::size_t line = line_of(work, lw.front().begin) + nest.line_offset;
+      LaunchSite site{line, Launcher::TorchDistributedRun, cw.front().text, ""};
+      if (o.mode == WrapMode::Analyze) {
+        const bool plain =
+            !o.preflight.empty() && std::all_of(o.preflight.begin(), o.preflight.end(), [](char c) {
+              return std::isalnum(static_cast<unsigned char>(c)) ||
+                     std::string_view("/._+-:@%,=").find(c) != std::string_view::npos;
+            });
+        const std::string call = lq.quote == '"' && plain ? "${PREFLIGHT:-" + o.preflight + "}"
+                                                          : preflight_invocation(o.preflight);
+        nested_edits.push_back({lw.front().begin, lw[launcher_words - 1].end,
+                                escape_for(in_value, call + " analyze" + join_quoted(o.analyze_args))});
+        // the entry point (and the blank after it) leaves the command variable
+        nested_edits.push_back({cw.front().begin, cw.size() > 1 ? cw[1].begin : cw.front().end, ""});
+        site.action = "preflight analyze";
+      } else {
+        nested_edits.push_back(
+            {lw.front().begin, lw.front().begin,
+             escape_for(in_value, preflight_invocation(o.preflight) + " run --mode " + mode_name(o.mode) +
+                                      join_quoted(o.run_args) + " -- ")});
+        site.action = "preflight run --mode " + mode_name(o.mode);
+      }
+      result.launches.push_back(site);
+      result.notes.push_back(o.script_name + ":" + std::to_string(line) + ": the launcher in $" +
+                             launcher_var + " and the command in $" + command_var + " (run together by `" +
+                             outer.front().text + " … " + "$" + command_var +
+                             "`) are rewritten where written");
+      split_handled.insert(command_var);
+      ++nested_launches;
+      launching_variables.insert(launcher_var);
+      quoted_values.erase(launcher_var);  // one rewrite per variable
+    }
+  }
   for (const SimpleCommand& cmd : sh.commands) {
     std::vector<const ShellWord*> assigns;
     for (const ShellWord& a : cmd.assignments) assigns.push_back(&a);
@@ -713,7 +842,7 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       ShellWord value{a->begin + eq + 1, a->end, a->raw.substr(eq + 1)};
       char quote = 0;
       auto inside = quoted_inside(work, value, quote);
-      if (inside && run_as_command(a->raw.substr(0, eq)) &&
+      if (inside && !split_handled.count(a->raw.substr(0, eq)) && run_as_command(a->raw.substr(0, eq)) &&
           rewrite_inside(inside->first, inside->second, quote))
         launching_variables.insert(a->raw.substr(0, eq));
     }

@@ -637,6 +637,7 @@ const std::vector<FlagSpec>& model_flags() {
       {"--tokenizer-type", Arity::One},
       {"--tokenizer-model", Arity::One},
       {"--tokenizer-name-or-path", Arity::One},
+      {"--pad-vocab-size-to", Arity::One},
       {"--make-vocab-size-divisible-by", Arity::One},
       {"--megatron-version", Arity::One},
       {"--num-experts", Arity::Many},  // Megatron-DeepSpeed: a list, one count per MoE layer
@@ -935,6 +936,17 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
                            ? "tokenizer model '" + f.get("--tokenizer-model") + "' not found"
                            : "no vocab file given";
     warnings.push_back(from + "; using the " + tok_type + " vocabulary size " + std::to_string(vocab));
+  }
+  if (f.has("--pad-vocab-size-to")) {
+    // Megatron-DeepSpeed (BigScience's BLOOM scripts): the embedding padded to exactly this size, whatever
+    // the tokenizer (which must not exceed it).
+    const I64 padded = parse_int("--pad-vocab-size-to", f.get("--pad-vocab-size-to"));
+    if (padded <= 0) throw InputError("--pad-vocab-size-to", "must be a positive vocabulary size");
+    if (vocab > padded)
+      throw InputError("--pad-vocab-size-to", std::to_string(padded) + " is smaller than the tokenizer's " +
+                                                  std::to_string(vocab) + " (Megatron-DeepSpeed asserts it)");
+    vocab = padded;
+    m.make_vocab_size_divisible_by = 1;
   }
   if (vocab == 0 && f.has("--patch-tokenizer-type"))
     // Pai-Megatron-Patch (megatron_patch/tokenizer): the Hugging Face tokenizer of the --load checkpoint,

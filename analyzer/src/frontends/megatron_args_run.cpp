@@ -43,6 +43,7 @@ const std::vector<FlagSpec>& parallel_flags() {
       {"--decoder-first-pipeline-num-layers", Arity::One},
       {"--decoder-last-pipeline-num-layers", Arity::One},
       {"--account-for-embedding-in-pipeline-split", Arity::Switch},
+      {"--pp-partition-method", Arity::One},
       {"--account-for-loss-in-pipeline-split", Arity::Switch},
       {"--context-parallel-size", Arity::One},
       {"--expert-model-parallel-size", Arity::One},
@@ -413,6 +414,7 @@ void read_deepspeed(const Flags& f, MegatronConfig& cfg) {
   if (!f.has("--deepspeed")) return;
   Strategy& st = cfg.strategy;
   int zero = static_cast<int>(f.int_or("--zero-stage", 1));
+  bool bf16 = f.has("--bf16");
   double sub_group = 1e9;  // deepspeed/runtime/zero/config.py: sub_group_size
   if (f.has("--deepspeed-config")) {
     const std::string path = f.get("--deepspeed-config");
@@ -429,6 +431,8 @@ void read_deepspeed(const Flags& f, MegatronConfig& cfg) {
           zero = j["zero_optimization"]["stage"].get<int>();
         if (j.contains("zero_optimization") && j["zero_optimization"].contains("sub_group_size"))
           sub_group = j["zero_optimization"]["sub_group_size"].get<double>();
+        if (j.contains("bf16") && j["bf16"].is_object() && j["bf16"].contains("enabled"))
+          bf16 = j["bf16"]["enabled"].get<bool>();
       } catch (const std::exception& e) {
         throw InputError(path, std::string("DeepSpeed config: ") + e.what());
       }
@@ -437,6 +441,15 @@ void read_deepspeed(const Flags& f, MegatronConfig& cfg) {
   if (zero < 0 || zero > 3) throw InputError("--zero-stage", "must be 0 … 3, got " + std::to_string(zero));
   if (!(sub_group >= 0))
     throw InputError(f.get("--deepspeed-config"), "zero_optimization.sub_group_size must be ≥ 0");
+  if (zero == 0 && bf16) {
+    // DeepSpeed runs bf16 at stage 0 with its BF16_Optimizer (runtime/bf16_optimizer.py), which partitions
+    // the fp32 master weights and optimizer states over data parallel as ZeRO-1 does (BigScience's BLOOM
+    // scripts: "bf16 must use z0! it implements its own zero stage 1 equivalent").
+    zero = 1;
+    cfg.warnings.push_back(
+        "DeepSpeed bf16 at ZeRO stage 0: its BF16_Optimizer shards the fp32 master weights and "
+        "optimizer states over data parallel (ZeRO-1's), priced so");
+  }
   st.zero_stage = zero;
   st.distributed_optimizer = zero >= 1;
   st.fsdp = zero >= 2;
@@ -513,6 +526,23 @@ void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
   st.last_stage_layers = static_cast<int>(f.int_or("--decoder-last-pipeline-num-layers", -1));
   st.account_for_embedding_in_pipeline_split = f.has("--account-for-embedding-in-pipeline-split");
   st.account_for_loss_in_pipeline_split = f.has("--account-for-loss-in-pipeline-split");
+  if (f.has("--pp-partition-method")) {
+    // Megatron-DeepSpeed's PipelineModule partitioning: 'type:transformer|embedding' balances the layers with
+    // the embedding at each end (its tied output layer on the last stage) counted as one (BigScience's BLOOM:
+    // 70 layers + 2 over pp 12) — Megatron-core's two pipeline-split slots.  The default ('parameters') and
+    // others are not modelled: the layers split as Megatron splits them.
+    std::string method = f.get("--pp-partition-method");
+    method.erase(std::remove(method.begin(), method.end(), '\''), method.end());
+    method.erase(std::remove(method.begin(), method.end(), '"'), method.end());
+    if (method.find("embedding") != std::string::npos && method.find("transformer") != std::string::npos) {
+      st.account_for_embedding_in_pipeline_split = st.account_for_loss_in_pipeline_split = true;
+    } else {
+      cfg.warnings.push_back(
+          "--pp-partition-method " + method +
+          ": Megatron-DeepSpeed's stage balancing is not modelled; the layers split evenly "
+          "as Megatron-LM splits them");
+    }
+  }
   if (f.has("--num-virtual-stages-per-pipeline-rank")) {
     st.vpp = static_cast<int>(
         parse_int("--num-virtual-stages-per-pipeline-rank", f.get("--num-virtual-stages-per-pipeline-rank")));
