@@ -59,6 +59,8 @@ const char* kAnalyzeHelp =
     "  --system NAME|FILE       also price the iteration on this system (a preset such as h100-sxm,\n"
     "                           or a system JSON): time, MFU and per-stage peak of `preflight\n"
     "                           estimate` after the tables (under \"estimate\" with --json)\n"
+    "  --nic-gbps G             with --system: each GPU's share of the inter-node network, GB/s a\n"
+    "                           direction (6.25 for four 100 Gb/s links a node of 8)\n"
     "  --compat get_training_info\n"
     "                           print exactly what Megatron-LM PR 482's get_training_info.py prints\n"
     "  -h, --help               this text\n";
@@ -72,6 +74,7 @@ struct AnalyzeCli {
   std::optional<std::string> config;
   std::optional<std::string> bridge_config;
   std::optional<std::string> system;
+  std::optional<double> nic_gbps;  ///< --nic-gbps: each GPU's inter-node GB/s for --system
   int worker_num = 0;
   Words rest;
 };
@@ -112,6 +115,15 @@ AnalyzeCli take_options(const Words& words) {
       cli.bridge_config = value("--bridge-config");
     } else if (w == "--system" || w.rfind("--system=", 0) == 0) {
       cli.system = value("--system");
+    } else if (w == "--nic-gbps" || w.rfind("--nic-gbps=", 0) == 0) {
+      const std::string v = value("--nic-gbps");
+      try {
+        std::size_t pos = 0;
+        cli.nic_gbps = std::stod(v, &pos);
+        if (pos != v.size()) throw std::invalid_argument(v);
+      } catch (const std::exception&) {
+        throw InputError("--nic-gbps", "expected GB/s per GPU, got '" + v + "'");
+      }
     } else if (w == "--calibration" || w.rfind("--calibration=", 0) == 0) {
       cli.calibration = value("--calibration");
     } else if (w == "--compat" || w.rfind("--compat=", 0) == 0) {
@@ -202,8 +214,10 @@ int run_analyze(const Words& words) {
   // --system: the cost model on the same model and layout (loaded first: a bad name fails before printing).
   std::optional<analyzer::cost::Estimate> est;
   std::string system_name;
+  if (cli.nic_gbps && !cli.system) throw InputError("--nic-gbps", "prices the network of --system: give one");
   if (cli.system) {
     analyzer::SystemSpec sys = analyzer::cost::load_simumax_system(*cli.system);
+    if (cli.nic_gbps) sys.set_nic_gbps(*cli.nic_gbps);
     system_name = sys.source.empty() ? *cli.system : sys.source;  // the preset a product name resolved to
     std::vector<std::string> cap_warnings;
     if (yaml_device_gib) cap_device_memory(sys.mem_gib, *yaml_device_gib, cap_warnings);

@@ -24,6 +24,7 @@ struct EstimateOptions {
   std::string model, strategy, system = "a100_pcie", out, config, trace, bridge_config;
   bool json = false, strict = false, simumax_compat = false, ops = false;
   int gpus_per_node = 0;
+  double nic_gbps = 0;  // --nic-gbps: each GPU's inter-node GB/s (0: the system's)
   std::vector<std::string> megatron;
 };
 
@@ -107,6 +108,7 @@ int run(EstimateOptions o) {
     system.set_gpus_per_node(o.gpus_per_node);
     strategy.gpus_per_node = o.gpus_per_node;
   }
+  if (o.nic_gbps != 0) system.set_nic_gbps(o.nic_gbps);
   cost::EstimateOptions eo;
   eo.strict = o.strict;
   eo.schedule = !o.trace.empty();
@@ -205,6 +207,10 @@ Command estimate_command() {
             ->capture_default_str();
         sub.add_option("--gpus-per-node", o->gpus_per_node,
                        "devices per node (the fast intra-node domain); default: the system's");
+        sub.add_option(
+            "--nic-gbps", o->nic_gbps,
+            "each GPU's share of the inter-node network, GB/s a direction (e.g. 6.25 for four 100 Gb/s "
+            "links a node of 8); default: the system's");
         sub.add_option("--out", o->out, "directory for mem_result.json and compute_result.json");
         sub.add_flag("--json", o->json, "print the summary and both results as JSON");
         sub.add_option("--trace", o->trace,

@@ -40,6 +40,7 @@ struct SearchOptions {
   bool use_etp = false, no_reserved = false, json = false, quiet = false, strict = false, simumax_compat = false;
   bool mbs_default = true, seq_default = true, recompute_default = true;  // not given on the command line
   int gpus_per_node = 0;
+  double nic_gbps = 0;         // --nic-gbps: each GPU's inter-node GB/s (0: the system's)
   int lora_rank = 0;           // --lora-rank: LoRA on the model's four default targets (0: none)
   double moe_load_imbalance = 1.0;  // --moe-load-imbalance: the busiest ep rank's routed tokens ÷ the mean
   double packed_seq_mean_length = 0;  // --packed-seq-mean-length: packed samples' mean length (0: unpacked)
@@ -338,6 +339,7 @@ int run_search(const SearchOptions& o, analyzer::ModelSpec& model, analyzer::Str
   cap_device_memory(system.mem_gib, o.yaml_device_gib, warnings);
   for (const auto& w : warnings) std::cerr << "preflight: warning: " << w << "\n";
   if (o.gpus_per_node > 0) system.set_gpus_per_node(o.gpus_per_node);
+  if (o.nic_gbps != 0) system.set_nic_gbps(o.nic_gbps);
   if (!o.config.empty() || !o.megatron.empty()) {
     // base comes from the yaml or the launch
   } else if (!o.strategy.empty()) {
@@ -684,6 +686,8 @@ Command search_command() {
         sub.add_option("--system", o->system, "SimuMax system JSON or preset: " + systems)
             ->capture_default_str();
         sub.add_option("--gpus-per-node", o->gpus_per_node, "devices per node; default: the system's");
+        sub.add_option("--nic-gbps", o->nic_gbps,
+                       "each GPU's share of the inter-node network, GB/s a direction; default: the system's");
         sub.add_option(
             "--strategy", o->strategy,
             "base strategy (SimuMax JSON or preset) for what is not searched; default SimuMax's defaults");

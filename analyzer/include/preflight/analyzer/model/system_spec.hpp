@@ -124,6 +124,13 @@ struct SystemSpec {
   /// back by the devices that share it (primitives.hpp).
   /// @throws InputError("--gpus-per-node", …) when n < 1.
   void set_gpus_per_node(int n);
+
+  /// `--nic-gbps g`: each device's share of the inter-node network, GB/s a direction (DGX H100: 50, one 400
+  /// Gb/s NIC a GPU; a node of eight A100s with four 100 Gb/s links: 6.25).  Stored as the node's aggregate,
+  /// g × num_per_node, as SimuMax stores it — apply after set_gpus_per_node.
+  /// @throws InputError("--nic-gbps", …) when g is not a positive number, or the system has no inter_node
+  /// network.
+  void set_nic_gbps(double g);
 };
 
 }  // namespace preflight::analyzer
