@@ -119,6 +119,31 @@ TEST(MegatronLog, NemoLightningProgressLines) {
   EXPECT_NEAR(*s.steady[0].median_elapsed_ms, (12390.0 + 12410.0) / 2, 1e-9);  // 12.39, 12.41, 12.39, 12.41
 }
 
+// Megatron-DeepSpeed's BigScience fork prints the iteration time in seconds (BLOOM-176B's README line of
+// iteration 85376, under the launcher's "[default7]:" prefix): read as milliseconds.
+TEST(MegatronLog, IterationTimeInSeconds) {
+  std::string text;
+  for (int i = 0; i < 4; ++i)
+    text +=
+        "[default7]: iteration   " + std::to_string(85375 + i) +
+        "/ 115311 | consumed samples:   158692272 | consumed tokens: 325001773056 | elapsed time per "
+        "iteration "
+        "(s): " +
+        (i % 2 ? "104.70" : "105.30") +
+        " | learning rate: 1.150E-05 | global batch size: 2048 | lm loss: 1.979558E+00 | grad norm: 0.132 | "
+        "num zeros: 0.0 | number of skipped iterations:  0 | number of nan iterations:  0 | samples per "
+        "second: 19.561 | TFLOPs: 149.77 |\n";
+  MegatronLog log = read_megatron_text(text, "bloom.log");
+  ASSERT_EQ(log.iterations.size(), 4u);
+  EXPECT_NEAR(*log.iterations[1].elapsed_ms, 104700.0, 1e-6);
+  EXPECT_EQ(log.iterations[1].tflops_per_gpu, 149.77);
+  EXPECT_EQ(log.iterations[1].global_batch_size, 2048);
+  std::vector<MegatronLog> logs{log};
+  const MegatronSummary s = summarize_megatron(logs);
+  ASSERT_EQ(s.steady.size(), 1u);
+  EXPECT_NEAR(*s.steady[0].median_elapsed_ms, 104700.0, 1e-6);  // 104.70, 105.30, 104.70 after the first
+}
+
 TEST(MegatronLog, OldTheoreticalLineWithoutActivation) {
   MegatronLog log =
       read_megatron_text("Theoretical memory footprints: weight and optimizer=6816.88 MB\n", "x");

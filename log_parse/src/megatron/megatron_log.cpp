@@ -269,6 +269,8 @@ class Reader {
       auto d = to_double(value);
       if (k == "elapsed time per iteration (ms)") {
         it.elapsed_ms = d;
+      } else if (k == "elapsed time per iteration (s)") {  // Megatron-DeepSpeed (BigScience's fork): seconds
+        if (d) it.elapsed_ms = *d * 1000.0;
       } else if (k == "throughput per GPU (TFLOP/s/GPU)") {
         it.tflops_per_gpu = d;
       } else if (k == "TFLOPs" && !it.tflops_per_gpu) {
