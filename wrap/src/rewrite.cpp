@@ -363,6 +363,11 @@ WrapMode parse_mode(const std::string& s) {
   throw InputError("--mode", "expected analyze, trace or dryrun, got '" + s + "'");
 }
 
+/// The invocation as written inside a command string of `quote` ('"': unquoted `${PREFLIGHT:-PATH}` when the
+/// path needs no quoting — such a string may be run as a bare `${APP}`, split into words without quote
+/// removal; else preflight_invocation()).
+std::string invocation_in_string(const std::string& path, char quote);
+
 std::string preflight_invocation(const std::string& path) {
   std::string esc;
   for (char c : path) {
@@ -370,6 +375,14 @@ std::string preflight_invocation(const std::string& path) {
     esc += c;
   }
   return "\"${PREFLIGHT:-" + esc + "}\"";
+}
+
+std::string invocation_in_string(const std::string& path, char quote) {
+  const bool plain = !path.empty() && std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("/._+-:@%,=").find(c) != std::string_view::npos;
+  });
+  return quote == '"' && plain ? "${PREFLIGHT:-" + path + "}" : preflight_invocation(path);
 }
 
 namespace {
@@ -702,6 +715,22 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     }
     return false;
   };
+  // Each plain `NAME=value` of a command (its leading assignments, or the words after export / local /
+  // declare / readonly): the name and the value's word.
+  auto assignments_of = [&](const SimpleCommand& cmd) {
+    std::vector<std::pair<std::string, ShellWord>> out;
+    std::vector<const ShellWord*> assigns;
+    for (const ShellWord& a : cmd.assignments) assigns.push_back(&a);
+    std::optional<std::string> head = cmd.words.empty() ? std::nullopt : literal_value(cmd.words[0].raw);
+    if (head == "export" || head == "local" || head == "declare" || head == "readonly")
+      for (std::size_t k = 1; k < cmd.words.size(); ++k) assigns.push_back(&cmd.words[k]);
+    for (const ShellWord* a : assigns) {
+      auto eq = a->raw.find('=');
+      if (eq == std::string::npos || eq == 0 || a->raw[eq - 1] == '+') continue;
+      out.push_back({a->raw.substr(0, eq), ShellWord{a->begin + eq + 1, a->end, a->raw.substr(eq + 1)}});
+    }
+    return out;
+  };
   std::set<std::string> split_handled;  // command variables of a split launch, rewritten below
   // A launcher and its command in two variables run together (BigScience's and many HPC job scripts:
   // `export LAUNCHER="python -u -m torch.distributed.run --nproc_per_node 8 …"`, `export CMD="pretrain_gpt.py
@@ -714,21 +743,11 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       char quote = 0;
     };
     std::map<std::string, Quoted> quoted_values;  // the last quoted assignment of each name
-    for (const SimpleCommand& cmd : sh.commands) {
-      std::vector<const ShellWord*> assigns;
-      for (const ShellWord& a : cmd.assignments) assigns.push_back(&a);
-      std::optional<std::string> head = cmd.words.empty() ? std::nullopt : literal_value(cmd.words[0].raw);
-      if (head == "export" || head == "local" || head == "declare" || head == "readonly")
-        for (std::size_t k = 1; k < cmd.words.size(); ++k) assigns.push_back(&cmd.words[k]);
-      for (const ShellWord* a : assigns) {
-        auto eq = a->raw.find('=');
-        if (eq == std::string::npos || eq == 0 || a->raw[eq - 1] == '+') continue;
-        ShellWord value{a->begin + eq + 1, a->end, a->raw.substr(eq + 1)};
+    for (const SimpleCommand& cmd : sh.commands)
+      for (const auto& [name, value] : assignments_of(cmd)) {
         char q = 0;
-        if (auto in = quoted_inside(work, value, q))
-          quoted_values[a->raw.substr(0, eq)] = {in->first, in->second, q};
+        if (auto in = quoted_inside(work, value, q)) quoted_values[name] = {in->first, in->second, q};
       }
-    }
     // The words of a value (after its quoting), each with its [begin, end) in the script.
     struct Span {
       std::string text;
@@ -800,13 +819,7 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       const std::size_t line = line_of(work, lw.front().begin) + nest.line_offset;
       LaunchSite site{line, Launcher::TorchDistributedRun, cw.front().text, ""};
       if (o.mode == WrapMode::Analyze) {
-        const bool plain =
-            !o.preflight.empty() && std::all_of(o.preflight.begin(), o.preflight.end(), [](char c) {
-              return std::isalnum(static_cast<unsigned char>(c)) ||
-                     std::string_view("/._+-:@%,=").find(c) != std::string_view::npos;
-            });
-        const std::string call = lq.quote == '"' && plain ? "${PREFLIGHT:-" + o.preflight + "}"
-                                                          : preflight_invocation(o.preflight);
+        const std::string call = invocation_in_string(o.preflight, lq.quote);
         nested_edits.push_back({lw.front().begin, lw[launcher_words - 1].end,
                                 escape_for(in_value, call + " analyze" + join_quoted(o.analyze_args))});
         // the entry point (and the blank after it) leaves the command variable
@@ -831,20 +844,12 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     }
   }
   for (const SimpleCommand& cmd : sh.commands) {
-    std::vector<const ShellWord*> assigns;
-    for (const ShellWord& a : cmd.assignments) assigns.push_back(&a);
-    std::optional<std::string> first = cmd.words.empty() ? std::nullopt : literal_value(cmd.words[0].raw);
-    if (first == "export" || first == "local" || first == "declare" || first == "readonly")
-      for (std::size_t k = 1; k < cmd.words.size(); ++k) assigns.push_back(&cmd.words[k]);
-    for (const ShellWord* a : assigns) {
-      auto eq = a->raw.find('=');
-      if (eq == std::string::npos || eq == 0 || a->raw[eq - 1] == '+') continue;
-      ShellWord value{a->begin + eq + 1, a->end, a->raw.substr(eq + 1)};
+    for (const auto& [name, value] : assignments_of(cmd)) {
       char quote = 0;
       auto inside = quoted_inside(work, value, quote);
-      if (inside && !split_handled.count(a->raw.substr(0, eq)) && run_as_command(a->raw.substr(0, eq)) &&
+      if (inside && !split_handled.count(name) && run_as_command(name) &&
           rewrite_inside(inside->first, inside->second, quote))
-        launching_variables.insert(a->raw.substr(0, eq));
+        launching_variables.insert(name);
     }
     // bash -c "…" / sh -c '…' (under srun: one shell per node).
     if (auto sc = shell_command_string(cmd)) {
@@ -1027,13 +1032,7 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
   // string may be run by `bash -c "$CMD"` or eval (where quotes would do) or as `${APP}` (split into words
   // without quote removal: a quoted path would be looked up with its quote characters, HYGON-AI's
   // Megatron-LM-das examples).  ${PREFLIGHT:-…} expands when the string is assigned.
-  const bool plain_path =
-      !o.preflight.empty() && std::all_of(o.preflight.begin(), o.preflight.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) ||
-               std::string_view("/._+-:@%,=").find(c) != std::string_view::npos;
-      });
-  const std::string inv = nest.quote == '"' && plain_path ? "${PREFLIGHT:-" + o.preflight + "}"
-                                                          : preflight_invocation(o.preflight);
+  const std::string inv = invocation_in_string(o.preflight, nest.quote);
   std::size_t mindspore = 0;
   for (const Found& f : found) mindspore += is_mindspore_launch(f.m) ? 1 : 0;
   if (o.mode == WrapMode::Dryrun && mindspore == 0) {
