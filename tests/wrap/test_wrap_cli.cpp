@@ -491,6 +491,8 @@ TEST(WrapStyles, MpirunOfAShellPerRank) {
 TEST(WrapStyles, LauncherAndCommandInTwoVariables) {
   expect_layout(analyzed("launcher_cmd_vars.sh"), {2, 4, 24, 2048, 32}, "$LAUNCHER … $CMD, 4 nodes of 8");
   expect_layout(analyzed("launcher_cmd_vars.sh", "SLURM_NNODES=8"), {2, 4, 24, 2048, 64}, "8 nodes");
+  // the launcher set on two branches: each assignment rewritten
+  expect_layout(analyzed("launcher_cmd_vars.sh", "LAUNCH=torchrun"), {2, 4, 24, 2048, 32}, "torchrun branch");
   const std::string script = shell_quote(wrap_data("launcher_cmd_vars.sh").string());
   const RunResult w = run_preflight("wrap " + script);
   ASSERT_EQ(w.exit_code, 0) << w.err;

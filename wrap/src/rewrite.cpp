@@ -742,11 +742,12 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       std::size_t begin = 0, end = 0;  // inside the quotes
       char quote = 0;
     };
-    std::map<std::string, Quoted> quoted_values;  // the last quoted assignment of each name
+    std::map<std::string, std::vector<Quoted>> quoted_values;  // every quoted assignment of each name
     for (const SimpleCommand& cmd : sh.commands)
       for (const auto& [name, value] : assignments_of(cmd)) {
         char q = 0;
-        if (auto in = quoted_inside(work, value, q)) quoted_values[name] = {in->first, in->second, q};
+        if (auto in = quoted_inside(work, value, q))
+          quoted_values[name].push_back({in->first, in->second, q});
       }
     // The words of a value (after its quoting), each with its [begin, end) in the script.
     struct Span {
@@ -770,6 +771,22 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       if (w.size() > 1 && w[0] == '$') return w.substr(1);
       return "";
     };
+    // The words a launcher takes (torchrun, python [-u] -m torch.distributed.run|launch) at the start of a
+    // value without an entry point of its own; 0 when it is no such launcher.
+    auto launcher_words_of = [&](const std::vector<Span>& lw) -> std::size_t {
+      for (const Span& w : lw)
+        if (o.entries.matches(std::string(detail::basename_of(w.text)))) return 0;  // a whole launch
+      if (!lw.empty() && detail::basename_of(lw[0].text) == "torchrun") return 1;
+      if (!lw.empty() && detail::is_python(detail::basename_of(lw[0].text)))
+        for (std::size_t k = 1; k + 1 < lw.size() && lw[k].text.rfind('-', 0) == 0; ++k)
+          if (lw[k].text == "-m" &&
+              (lw[k + 1].text == "torch.distributed.run" || lw[k + 1].text == "torch.distributed.launch"))
+            return k + 2;
+      return 0;
+    };
+    auto starts_with_entry = [&](const std::vector<Span>& words) {
+      return !words.empty() && o.entries.matches(std::string(detail::basename_of(words.front().text)));
+    };
     for (const SimpleCommand& cmd : sh.commands) {
       auto sc = shell_command_string(cmd);
       if (!sc || o.mode == WrapMode::Dryrun) continue;
@@ -779,68 +796,58 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       const std::vector<Span> outer = words_of({in->first, in->second, q});
       if (outer.empty()) continue;
       const std::string launcher_var = name_of(outer.front().text);
-      if (launcher_var.empty() || !quoted_values.count(launcher_var)) continue;
-      // The launcher variable: torchrun / python [-u] -m torch.distributed.run|launch, no entry point of its
-      // own.
-      const std::vector<Span> lw = words_of(quoted_values[launcher_var]);
-      std::size_t launcher_words = 0;
-      if (!lw.empty() && detail::basename_of(lw[0].text) == "torchrun") {
-        launcher_words = 1;
-      } else if (!lw.empty() && detail::is_python(detail::basename_of(lw[0].text))) {
-        for (std::size_t k = 1; k + 1 < lw.size() && lw[k].text.rfind('-', 0) == 0; ++k)
-          if (lw[k].text == "-m" &&
-              (lw[k + 1].text == "torch.distributed.run" || lw[k + 1].text == "torch.distributed.launch")) {
-            launcher_words = k + 2;
-            break;
-          }
-      }
-      if (launcher_words == 0) continue;
-      bool own_entry = false;
-      for (const Span& w : lw)
-        own_entry = own_entry || o.entries.matches(std::string(detail::basename_of(w.text)));
-      if (own_entry) continue;  // a whole launch: the command-string rewrite handles it
-      // The command variable: its first word the entry point.
+      if (launcher_var.empty() || !quoted_values.count(launcher_var) || split_handled.count(launcher_var))
+        continue;
+      // Each assignment of the launcher variable that is a launcher (a script may set it on several
+      // branches).
+      std::vector<std::pair<const Quoted*, std::size_t>> launchers;
+      for (const Quoted& qv : quoted_values[launcher_var])
+        if (const std::size_t n = launcher_words_of(words_of(qv)); n > 0) launchers.push_back({&qv, n});
+      if (launchers.empty()) continue;
+      // The command variable: a later word of the string whose value starts with the entry point.
       std::string command_var;
-      std::vector<Span> cw;
       for (std::size_t k = 1; k < outer.size() && command_var.empty(); ++k) {
         const std::string v = name_of(outer[k].text);
         if (v.empty() || !quoted_values.count(v)) continue;
-        std::vector<Span> words = words_of(quoted_values[v]);
-        std::string entry = words.empty() ? "" : words.front().text;
-        if (auto slash = entry.rfind('/'); slash != std::string::npos) entry = entry.substr(slash + 1);
-        if (!words.empty() && o.entries.matches(entry)) {
-          command_var = v;
-          cw = std::move(words);
-        }
+        for (const Quoted& qv : quoted_values[v])
+          if (starts_with_entry(words_of(qv))) command_var = v;
       }
       if (command_var.empty()) continue;
-      const Quoted& lq = quoted_values[launcher_var];
-      const Nesting in_value{lq.quote, 0, true, nullptr};
-      const std::size_t line = line_of(work, lw.front().begin) + nest.line_offset;
-      LaunchSite site{line, Launcher::TorchDistributedRun, cw.front().text, ""};
-      if (o.mode == WrapMode::Analyze) {
-        const std::string call = invocation_in_string(o.preflight, lq.quote);
-        nested_edits.push_back({lw.front().begin, lw[launcher_words - 1].end,
-                                escape_for(in_value, call + " analyze" + join_quoted(o.analyze_args))});
+      std::string entry;
+      for (const Quoted& qv : quoted_values[command_var]) {
+        const std::vector<Span> cw = words_of(qv);
+        if (!starts_with_entry(cw)) continue;
+        entry = cw.front().text;
         // the entry point (and the blank after it) leaves the command variable
-        nested_edits.push_back({cw.front().begin, cw.size() > 1 ? cw[1].begin : cw.front().end, ""});
-        site.action = "preflight analyze";
-      } else {
-        nested_edits.push_back(
-            {lw.front().begin, lw.front().begin,
-             escape_for(in_value, preflight_invocation(o.preflight) + " run --mode " + mode_name(o.mode) +
-                                      join_quoted(o.run_args) + " -- ")});
-        site.action = "preflight run --mode " + mode_name(o.mode);
+        if (o.mode == WrapMode::Analyze)
+          nested_edits.push_back({cw.front().begin, cw.size() > 1 ? cw[1].begin : cw.front().end, ""});
       }
-      result.launches.push_back(site);
-      result.notes.push_back(o.script_name + ":" + std::to_string(line) + ": the launcher in $" +
-                             launcher_var + " and the command in $" + command_var + " (run together by `" +
-                             outer.front().text + " … " + "$" + command_var +
-                             "`) are rewritten where written");
+      for (const auto& [lq, n] : launchers) {
+        const std::vector<Span> lw = words_of(*lq);
+        const Nesting in_value{lq->quote, 0, true, nullptr};
+        const std::size_t line = line_of(work, lw.front().begin) + nest.line_offset;
+        LaunchSite site{line, n == 1 ? Launcher::Torchrun : Launcher::TorchDistributedRun, entry, ""};
+        if (o.mode == WrapMode::Analyze) {
+          nested_edits.push_back({lw.front().begin, lw[n - 1].end,
+                                  escape_for(in_value, invocation_in_string(o.preflight, lq->quote) +
+                                                           " analyze" + join_quoted(o.analyze_args))});
+          site.action = "preflight analyze";
+        } else {
+          nested_edits.push_back(
+              {lw.front().begin, lw.front().begin,
+               escape_for(in_value, preflight_invocation(o.preflight) + " run --mode " + mode_name(o.mode) +
+                                        join_quoted(o.run_args) + " -- ")});
+          site.action = "preflight run --mode " + mode_name(o.mode);
+        }
+        result.launches.push_back(site);
+        result.notes.push_back(o.script_name + ":" + std::to_string(line) + ": the launcher in $" +
+                               launcher_var + " and the command in $" + command_var + " (run together by `" +
+                               outer.front().text + " … $" + command_var + "`) are rewritten where written");
+        ++nested_launches;
+      }
       split_handled.insert(command_var);
-      ++nested_launches;
+      split_handled.insert(launcher_var);
       launching_variables.insert(launcher_var);
-      quoted_values.erase(launcher_var);  // one rewrite per variable
     }
   }
   for (const SimpleCommand& cmd : sh.commands) {

@@ -25,14 +25,18 @@ MODEL_OPTS=" \
     --bf16 \
     "
 
-export LAUNCHER="python -u -m torch.distributed.run \
-    --nproc_per_node $GPUS_PER_NODE \
-    --nnodes $NNODES \
-    --rdzv_endpoint $MASTER_ADDR:$MASTER_PORT \
-    --rdzv_backend c10d \
-    --max_restarts 0 \
-    --tee 3 \
-    "
+if [ "${LAUNCH:-}" = torchrun ]; then
+    export LAUNCHER="torchrun --nproc_per_node $GPUS_PER_NODE --nnodes $NNODES"
+else
+    export LAUNCHER="python -u -m torch.distributed.run \
+        --nproc_per_node $GPUS_PER_NODE \
+        --nnodes $NNODES \
+        --rdzv_endpoint $MASTER_ADDR:$MASTER_PORT \
+        --rdzv_backend c10d \
+        --max_restarts 0 \
+        --tee 3 \
+        "
+fi
 
 export CMD=" \
     `pwd`/pretrain_gpt.py \
