@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "preflight/common/error.hpp"
+#include "preflight/wrap/job_header.hpp"
 #include "preflight/wrap/launch.hpp"
 #include "preflight/wrap/process.hpp"
 #include "preflight/wrap/rewrite.hpp"
@@ -232,6 +233,22 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
         }
         std::cerr << "preflight run: outside an allocation the analysis takes the job size of "
                   << script->string() << "'s #SBATCH lines (" << said << ")\n";
+      } else if (const wrap::BatchJob job = wrap::batch_job_header(text.str()); !job.empty()) {
+        // PBS, Grid Engine, PJM: each variable the environment lacks; host files in the shim directory.
+        for (const auto& [name, value] : job.variables)
+          if (wrap::env_get(env, name).empty()) shimmed[name] = value;
+        for (const std::string& name : job.workdir_variables)
+          if (wrap::env_get(env, name).empty()) shimmed[name] = fs::current_path().string();
+        for (const wrap::HostFile& f : job.host_files) {
+          if (!wrap::env_get(env, f.variable).empty()) continue;
+          const fs::path file = dir / ("hosts." + f.variable);
+          std::ofstream out(file);
+          for (const std::string& line : wrap::host_file_lines(f)) out << line << '\n';
+          if (!out) throw InputError(file.string(), "cannot write the allocation's host file");
+          shimmed[f.variable] = file.string();
+        }
+        std::cerr << "preflight run: outside an allocation the analysis takes the job size of "
+                  << script->string() << "'s " << job.directive << " lines (" << job.summary << ")\n";
       }
     }
   }

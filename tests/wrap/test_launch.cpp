@@ -363,6 +363,21 @@ TEST(Launch, MpirunStartsTheRanks) {
   ASSERT_FALSE(none.notes.empty());
   EXPECT_NE(none.notes[0].find("--gpus-per-node"), std::string::npos);
   EXPECT_THROW(ws({"mpirun", "-np", "eight", "python", "pretrain_gpt.py"}), preflight::InputError);
+  // A size whose variable is empty where the analysis runs (`-np $NUM_GPUS --npernode $PER_NODE -hostfile F`
+  // outside the job): the option is left out with a note, not read as "--npernode"; with both counts the
+  // hostfile (on the cluster, absent here) is not read.
+  WorldSize empty_np = ws({"mpirun", "-np", "--npernode", "8", "-H", "a,b", "python", "pretrain_gpt.py"});
+  EXPECT_EQ(empty_np.world(), 16);
+  ASSERT_FALSE(empty_np.notes.empty());
+  EXPECT_NE(empty_np.notes[0].find("-np has no value"), std::string::npos) << empty_np.notes[0];
+  WorldSize remote = ws({"mpirun", "-np", "32", "--npernode", "8", "-hostfile",
+                         (dir.path() / "absent").string(), "python", "pretrain_gpt.py"});
+  EXPECT_EQ(remote.nnodes, 4);
+  EXPECT_THROW(
+      ws({"mpirun", "-np", "32", "-hostfile", (dir.path() / "absent").string(), "python", "pretrain_gpt.py"}),
+      preflight::InputError);  // the hostfile decides the layout: it must be read
+  // Cray PALS's mpiexec spells processes per node --ppn.
+  EXPECT_EQ(ws({"mpiexec", "-n", "8", "--ppn", "4", "--depth=16", "python", "pretrain_gpt.py"}).nnodes, 2);
   // mpirun in front of torchrun: one torchrun per node, torchrun's flags give the size.
   auto t = parse(
       {"mpirun", "-np", "2", "--npernode", "1", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"});

@@ -483,6 +483,29 @@ TEST(WrapStyles, MpirunOfAShellPerRank) {
   EXPECT_NE(r.err.find("as rank 0 of 32 (4 nodes × 8"), std::string::npos) << r.err;
 }
 
+// Job scripts of schedulers other than SLURM, run outside their allocation for the analysis: the sizes they
+// compute from the scheduler's variables (PBS: `wc -l < $PBS_NODEFILE`; Grid Engine on ABCI: $NHOSTS,
+// $SGE_RESOURCE_TYPE, $SGE_JOB_HOSTLIST, $JOB_ID; PJM: $PJM_MPI_PROC, $PJM_O_NODEINF) are the job's header's.
+// Before, each variable was empty: rioyokotalab/Megatron-Llama2's ABCI scripts stopped at "mpirun -np:
+// expected a positive whole number, got '--npernode'".  Inside an allocation its variables win.
+TEST(WrapStyles, PbsGridEngineAndPjmJobHeaders) {
+  expect_layout(analyzed("pbs_style.sh"), {2, 2, 12, 1024, 8}, "#PBS -l select=2, 4 ranks a node");
+  expect_layout(analyzed("sge_style.sh"), {2, 4, 16, 2048, 16}, "#$ -l rt_AF=2: 2 hosts of 8");
+  expect_layout(analyzed("sge_style.sh", "NHOSTS=4"), {2, 4, 16, 2048, 32}, "an allocation of 4 hosts");
+  expect_layout(analyzed("pjm_style.sh"), {4, 2, 8, 4096, 16}, "#PJM --mpi proc=16");
+  TempDir dir;
+  write_file(dir.path() / "nodes", "x1\nx2\nx3\nx4\n");
+  expect_layout(analyzed("pbs_style.sh", "PBS_NODEFILE=" + shell_quote((dir.path() / "nodes").string())),
+                {2, 2, 12, 1024, 16}, "an allocation's PBS_NODEFILE of 4 nodes");
+  const RunResult r =
+      run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " run --analyze-arg=--json -- bash " +
+                             shell_quote(wrap_data("pbs_style.sh").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_layout(json_in(r.out), {2, 2, 12, 1024, 8}, "preflight run -- bash pbs_style.sh");
+  EXPECT_NE(r.err.find("#PBS lines (2 nodes"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("2 nodes x 4"), std::string::npos) << r.err;
+}
+
 // The launcher and the training command in two variables, joined in the shell srun starts
 // (`bash -c "$LAUNCHER --node_rank \$SLURM_PROCID $CMD"`, BigScience's BLOOM scripts): the launcher's words
 // become the analysis where they are written and the entry point leaves the command.  It had been refused

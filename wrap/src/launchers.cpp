@@ -610,7 +610,8 @@ std::vector<Host> mpi_hostfile(const std::filesystem::path& path) {
 }
 
 /// `mpirun|mpiexec [options] python ENTRY`: Open MPI, MPICH and Intel MPI spellings.  Processes from
-/// -np/-n/--np/-c; per node from -N/--npernode/-npernode/-ppn/-perhost or --map-by ppr:N:node; hosts from
+/// -np/-n/--np/-c; per node from -N/--npernode/-npernode/-ppn/--ppn (Cray PALS)/-perhost or --map-by
+/// ppr:N:node; hosts from
 /// --host/-H/-hosts (`a,b` or `a:4,b:4`) or --hostfile/-hostfile/--machinefile/-machinefile/-f.  Without a
 /// process count Open MPI starts one per slot of the hosts.
 WorldSize mpi_world_size(const std::vector<std::string>& args, const WorldSizeHints& hints) {
@@ -619,7 +620,15 @@ WorldSize mpi_world_size(const std::vector<std::string>& args, const WorldSizeHi
   auto first = [&](std::initializer_list<const char*> spellings)
       -> std::optional<std::pair<std::string, std::string>> {
     for (const char* f : spellings)
-      if (auto v = flag_value(args, f)) return std::make_pair(std::string(f), *v);
+      if (auto v = flag_value(args, f)) {
+        // `-np $NUM_GPUS --npernode …` with the variable empty where the analysis runs (a scheduler's
+        // variable outside its allocation): the option has no value; the other sizes decide.
+        if (v->empty() || (v->size() > 1 && (*v)[0] == '-')) {
+          w.notes.push_back("mpirun " + std::string(f) + " has no value (an empty variable?): left out");
+          continue;
+        }
+        return std::make_pair(std::string(f), *v);
+      }
     return std::nullopt;
   };
   std::optional<int> np, per_node;
@@ -627,7 +636,7 @@ WorldSize mpi_world_size(const std::vector<std::string>& args, const WorldSizeHi
     np = parse_count(v->second, "mpirun " + v->first);
     from.push_back("mpirun " + v->first);
   }
-  if (auto v = first({"-N", "--npernode", "-npernode", "-ppn", "-perhost"})) {
+  if (auto v = first({"-N", "--npernode", "-npernode", "-ppn", "--ppn", "-perhost"})) {
     per_node = parse_count(v->second, "mpirun " + v->first);
     from.push_back("mpirun " + v->first);
   } else if (auto map = flag_value(args, "--map-by"); map && map->rfind("ppr:", 0) == 0) {
@@ -649,7 +658,8 @@ WorldSize mpi_world_size(const std::vector<std::string>& args, const WorldSizeHi
     }
     from.push_back("mpirun " + v->first);
   } else if (auto f = first(
-                 {"--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f", "--default-hostfile"})) {
+                 {"--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f", "--default-hostfile"});
+             f && !(np && per_node)) {  // (with both counts the hosts change nothing; the file may be remote)
     hosts = mpi_hostfile(f->second);
     from.push_back("MPI hostfile " + f->second);
   }

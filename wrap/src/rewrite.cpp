@@ -1,6 +1,7 @@
 // Launch-script rewriting.  See rewrite.hpp.
 #include "preflight/wrap/rewrite.hpp"
 
+#include "preflight/wrap/job_header.hpp"
 #include "preflight/wrap/process.hpp"
 
 #include <algorithm>
@@ -988,6 +989,14 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
                              "lines (" +
                              j.nodes + " nodes" +
                              (j.per_node.empty() ? "" : ", " + j.per_node + " tasks per node") + ")");
+    }
+    if (j.nodes.empty()) {  // PBS, Grid Engine, PJM job headers alike (job_header.hpp)
+      if (const BatchJob job = batch_job_header(work); !job.empty()) {
+        header = batch_job_shell_defaults(job) + header;
+        result.notes.push_back(o.script_name +
+                               ": outside an allocation the analysis takes the job size of its " +
+                               job.directive + " lines (" + job.summary + ")");
+      }
     }
     if (!header.empty()) {
       // After the leading comment block (shebang, #SBATCH lines).

@@ -1,0 +1,59 @@
+#pragma once
+/// @file job_header.hpp
+/// What a batch scheduler other than SLURM gives a job script inside the allocation its header asks for:
+/// PBS (PBS Pro, OpenPBS, Torque: `#PBS -l select=…` / `nodes=…`), Grid Engine (SGE, UGE, AGE: ABCI's
+/// `#$ -l rt_AF=N`, TSUBAME's `node_f=N`, `#$ -pe NAME SLOTS`) and Fujitsu's PJM (`#PJM -L node=N`,
+/// `--mpi proc=P`).  A job script run outside any allocation for the analysis (`preflight wrap --mode
+/// analyze`, `preflight run`) gets these as defaults, so that the sizes it computes from them
+/// (`NUM_NODES=$(wc -l < $PBS_NODEFILE)`, `NUM_GPUS=$((NHOSTS * 8))`) are the job's, not empty.
+/// SLURM's `#SBATCH` lines are read by rewrite.hpp's sbatch_job_environment.
+///
+/// Variables (as each scheduler's manual names them):
+///  - PBS: PBS_JOBID, PBS_O_WORKDIR (the directory the job was submitted from: here the working directory),
+///    PBS_NODEFILE (a file naming each node once per MPI process of it: PBS Pro's mpiprocs, default 1 per
+///    chunk; Torque's ppn), PBS_NUM_NODES, PBS_NUM_PPN and PBS_NP (Torque);
+///  - Grid Engine: JOB_ID, NHOSTS, NSLOTS (with -pe), PE_HOSTFILE (`host slots queue processors` lines), and
+///    on ABCI SGE_RESOURCE_TYPE and SGE_JOB_HOSTLIST (one host per line);
+///  - PJM: PJM_JOBID, PJM_O_WORKDIR, PJM_NODE, PJM_MPI_PROC, PJM_O_NODEINF (one node per line).
+/// Host names are made up (`preflight-node1` …): the analysis starts no process on them.
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace preflight::wrap {
+
+/// A file of host names whose path a variable holds: node i (1-based, of `nodes`) is written `repeats`
+/// times as `preflight-node<i><suffix>`.
+struct HostFile {
+  std::string variable;
+  int nodes = 0;
+  int repeats = 1;
+  std::string suffix;
+};
+
+/// The allocation a job header asks for, as its scheduler would describe it to the script.
+struct BatchJob {
+  std::string directive;  ///< "#PBS", "#$" or "#PJM"; empty when the header gives no size
+  std::string summary;    ///< for notes: "2 nodes (#PBS -l select=2:ngpus=4), 1 process per node"
+  std::vector<std::pair<std::string, std::string>> variables;  ///< name, value
+  std::vector<std::string> workdir_variables;                  ///< set to the working directory
+  std::vector<HostFile> host_files;
+  bool empty() const { return directive.empty(); }
+};
+
+/// Reads the `#PBS`, `#$` and `#PJM` lines of `script` (the first scheduler with a size wins, in that order).
+/// Sizes that are not plain numbers (a variable) are left out, as are resources it does not know; a header
+/// with no size gives an empty BatchJob.  Never throws.
+BatchJob batch_job_header(std::string_view script);
+
+/// The lines of `f`'s file.
+std::vector<std::string> host_file_lines(const HostFile& f);
+
+/// Shell text (POSIX sh) that sets each of `job`'s variables unless the environment has it, and writes each
+/// host file (under ${TMPDIR:-/tmp}) unless its variable is set: the wrapped script's header.  "" for an
+/// empty job.
+std::string batch_job_shell_defaults(const BatchJob& job);
+
+}  // namespace preflight::wrap
