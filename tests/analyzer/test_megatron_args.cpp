@@ -400,9 +400,14 @@ TEST(MegatronArgs, SentencePieceModelPiecesAreTheVocabulary) {
       parse_megatron_args(with(base, {"Llama2Tokenizer", "--tokenizer-model", "/nowhere/tokenizer.model"}))
           .model.vocab_size,
       32000);
-  EXPECT_THROW(
-      parse_megatron_args(with(base, {"GPTSentencePieceTokenizer", "--tokenizer-model", "/nowhere/t.model"})),
-      preflight::InputError);
+  try {  // the message names the file it looked for and the flag that would give it
+    parse_megatron_args(with(base, {"GPTSentencePieceTokenizer", "--tokenizer-model", "/nowhere/t.model"}));
+    ADD_FAILURE() << "an absent GPTSentencePieceTokenizer model was read";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--tokenizer-model '/nowhere/t.model' not found"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("a readable --tokenizer-model"), std::string::npos) << e.what();
+  }
   // Truncated, or not a protobuf at all (a Hugging Face tokenizer.json given by mistake): refused by name.
   { std::ofstream(dir / "truncated.model", std::ios::binary) << model.substr(0, model.size() - 50); }
   { std::ofstream(dir / "tokenizer.json") << R"({"model": {"vocab": {"a": 0}}})"; }

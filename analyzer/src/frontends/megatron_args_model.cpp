@@ -984,7 +984,13 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
                                         : " (" + empty +
                                               " has no value: an empty variable in the launch "
                                               "script?)") +
-                         "; pass --vocab-size or a readable --vocab-file");
+                         (empty.empty() && f.has("--tokenizer-model")
+                              ? " (--tokenizer-model '" + f.get("--tokenizer-model") + "' not found)"
+                          : empty.empty() && f.has("--vocab-file")
+                              ? " (--vocab-file '" + f.get("--vocab-file") + "' not found)"
+                              : std::string()) +
+                         "; pass --vocab-size or a readable " +
+                         (f.has("--tokenizer-model") ? "--tokenizer-model" : "--vocab-file"));
   m.vocab_size = vocab;
 }
 
