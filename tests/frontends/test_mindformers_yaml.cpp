@@ -601,6 +601,48 @@ TEST(MindFormersYaml, NewStyleWithoutArchitectureNeedsAModel) {
   EXPECT_NE(e.find("--model"), std::string::npos) << e;
 }
 
+// MindFormers' DeepseekV3Config defaults each field to DeepSeek-V3's config.json; its own
+// configs/deepseek3/pretrain_deepseek3_671b.yaml (mcore style) gives no head count and no experts.  It had
+// been refused ("model.model_config.num_heads: is missing").
+TEST(MindFormersYaml, DeepseekV3FieldsLeftOutAreTheConfigClassDefaults) {
+  const std::string text =
+      "run_mode: train\nuse_legacy: False\n"
+      "parallel_config:\n  data_parallel: 2\n  model_parallel: 4\n  pipeline_stage: 1\n"
+      "  expert_parallel: 8\n  micro_batch_num: 1\n"
+      "model:\n  model_config:\n    model_type: \"deepseek_v3\"\n    seq_length: 4096\n"
+      "    num_hidden_layers: 4\n    moe_intermediate_size: 1024\n";
+  const MindFormersConfig c = parse_mindformers_yaml(text, "x.yaml");
+  EXPECT_EQ(c.model.num_layers, 4);  // the yaml's own fields win
+  EXPECT_EQ(c.model.num_attention_heads, 128);
+  EXPECT_EQ(c.model.hidden_size, 7168);
+  EXPECT_EQ(c.model.moe.num_experts, 256);
+  EXPECT_EQ(c.model.moe.router_topk, 8);
+  EXPECT_EQ(c.model.moe.ffn_hidden_size, 1024);
+  EXPECT_TRUE(c.model.mla.enabled);
+  // DeepSeek-V3's three leading dense layers (first_k_dense_replace), the rest of the yaml's 4 MoE
+  EXPECT_EQ(c.model.moe.layer_is_moe, (std::vector<bool>{false, false, false, true}));
+  bool said = false;
+  for (const auto& w : c.warnings) said = said || w.find("DeepseekV3Config defaults") != std::string::npos;
+  EXPECT_TRUE(said);
+  // MindFormers' PyNative trainer config (torchtitan-style sections, the model flat under model:): refused
+  // as what it is, not as a yaml missing model_config
+  std::string pynative;
+  try {
+    parse_mindformers_yaml(
+        "training:\n  local_batch_size: 2\nparallelism:\n  tensor_parallel: 1\n"
+        "model:\n  model_type: deepseek_v3\n  num_hidden_layers: 12\n",
+        "p.yaml");
+  } catch (const InputError& e) {
+    pynative = e.what();
+  }
+  EXPECT_NE(pynative.find("p.yaml:6: model.model_config"), std::string::npos) << pynative;
+  EXPECT_NE(pynative.find("PyNative trainer config"), std::string::npos) << pynative;
+  // another model type without its architecture is still refused by the field
+  std::string other = text;
+  other.replace(other.find("deepseek_v3"), 11, "qwen3");
+  EXPECT_THROW(parse_mindformers_yaml(other, "x.yaml"), InputError);
+}
+
 TEST(MindFormersYaml, RunMindformerArguments) {
   MindFormersOptions o;
   const std::string config = read_run_mindformer_args(

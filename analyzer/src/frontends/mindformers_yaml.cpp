@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "preflight/analyzer/frontends/hf_config.hpp"
+#include "preflight/analyzer/frontends/presets.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::analyzer {
@@ -545,6 +546,21 @@ void read_new_style_model(const Doc& doc, const Section& mc, ModelSpec& m, bool 
       m.moe.layer_is_moe = pattern;
       if (std::all_of(pattern.begin(), pattern.end(), [](bool b) { return b; })) m.moe.layer_is_moe.clear();
     }
+    // A base (config.json, preset) whose dense / MoE pattern is for another layer count than the yaml's (a
+    // DeepSeek-V3 cut to 4 layers): its leading dense layers (first_k_dense_replace) kept, the rest MoE.
+    auto& p = m.moe.layer_is_moe;
+    if (!p.empty() && static_cast<int>(p.size()) != m.num_layers) {
+      std::size_t dense = 0;
+      while (dense < p.size() && !p[dense]) ++dense;
+      if (!std::all_of(p.begin() + static_cast<std::ptrdiff_t>(dense), p.end(), [](bool b) { return b; }))
+        throw mc.error(mc.has("num_hidden_layers") ? "num_hidden_layers" : "num_layers",
+                       num(m.num_layers) + " layers, but the base model's dense / MoE layer pattern has " +
+                           num(static_cast<I64>(p.size())) + ": give moe_layer_freq for these layers");
+      dense = std::min(dense, static_cast<std::size_t>(m.num_layers));
+      p.assign(static_cast<std::size_t>(m.num_layers), true);
+      for (std::size_t i = 0; i < dense; ++i) p[i] = false;
+      if (dense == 0) p.clear();
+    }
   }
   // MLA.
   if (mc.bool_or("multi_latent_attention", false) || mc.has("kv_lora_rank")) {
@@ -1015,6 +1031,13 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
   if (!model_sec.present())
     throw InputError(source, "no model: section (is this a MindFormers training yaml?)");
   const Section mc = section(doc, model_sec.node, "model_config", "model.model_config");
+  if (!mc.present() && top.has("parallelism") && model_sec.has("num_hidden_layers"))
+    // MindFormers' PyNative trainer (torchtitan-style training: / parallelism: / recompute: sections, the
+    // model's fields directly under model:), in its tests/st/…/test_pynative configs since 2026.
+    throw doc.error(model_sec.node, "model.model_config",
+                    "is missing: this is a MindFormers PyNative trainer config (training:, parallelism:, the "
+                    "model's fields directly under model:), which preflight does not read yet; it reads the "
+                    "run_mindformer.py yamls (model.model_config, parallel_config)");
   if (!mc.present()) throw doc.error(model_sec.node, "model.model_config", "is missing");
   // Parameter-efficient fine-tuning (model_config.pet_config).  LoRA is modelled (ModelSpec::lora: frozen
   // base, adapters on the linears target_modules names); ptuning2 / prefixtuning are not: said, so a "does
@@ -1065,6 +1088,17 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
                             "' and model.model_config has no architecture; give --model with a preset, a "
                             "config.json or a checkpoint folder (e.g. --model qwen3-32b)");
       }
+    }
+    if (!have_base && mc.string_or("model_type", "") == "deepseek_v3") {
+      // MindFormers' DeepseekV3Config (mindformers/models/deepseek3/configuration_deepseek_v3.py) defaults
+      // every field to DeepSeek-V3's Hugging Face config, and its own pretrain yaml leaves most of them out
+      // (no head count, no experts): those fields are the deepseek-v3 preset's.
+      m = preset_model("deepseek-v3");
+      have_base = true;
+      warnings.push_back(
+          "model.model_config.model_type deepseek_v3: the fields it leaves out take "
+          "MindFormers' DeepseekV3Config defaults (DeepSeek-V3's config.json, the deepseek-v3 "
+          "preset)");
     }
     if (!have_base) {
       m.normalization = Normalization::RMSNorm;
