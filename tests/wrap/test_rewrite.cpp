@@ -330,6 +330,23 @@ TEST(Rewrite, CommandStringRunFromAnSbatchHereDocument) {
   EXPECT_EQ(wrap_script(r.text, opts()).text, r.text);
 }
 
+// A job script that sends its own output to a log (`exec > $LOGFILE 2> $ERRFILE`, LLM-jp's PBS scripts): the
+// analysis is printed there, and wrap says so; stderr alone, or exec running a command, is no such note.
+TEST(Rewrite, ExecRedirectingTheScriptsOutputIsNoted) {
+  const std::string in =
+      "#!/bin/bash\nLOGFILE=logs/train.out\nexec > $LOGFILE 2> logs/train.err\n"
+      "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2\n";
+  WrapResult r = wrap_script(in, opts());
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find(":3: `exec > $LOGFILE` sends the script's output there"), std::string::npos)
+      << r.notes[0];
+  for (const char* quiet : {"exec 2> logs/train.err\n", "exec python -c 1 > out\n"}) {
+    std::string other = in;
+    other.replace(other.find("exec >"), other.find("\ntorchrun") - other.find("exec >") + 1, quiet);
+    EXPECT_TRUE(wrap_script(other, opts()).notes.empty()) << other;
+  }
+}
+
 TEST(Rewrite, SrunLaunchesAndANoteForLaunchesNotRecognised) {
   std::string in = read_file(wrap_data("slurm_style.sh"));
   WrapResult r = wrap_script(in, opts());

@@ -990,6 +990,19 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
                              j.nodes + " nodes" +
                              (j.per_node.empty() ? "" : ", " + j.per_node + " tasks per node") + ")");
     }
+    // `exec > $LOGFILE` (a job script sending its own output to a log, LLM-jp's PBS scripts): the analysis
+    // goes there too, which a user running the wrapped script at a terminal would not expect silently.
+    for (const SimpleCommand& c : sh.commands) {
+      if (c.words.size() != 1 || c.words[0].raw != "exec") continue;
+      for (std::size_t r = 0; r + 1 < c.redirections.size(); ++r) {
+        const std::string& op = c.redirections[r].raw;
+        if (op == ">" || op == ">>" || op == "1>" || op == "1>>" || op == ">|" || op == "&>" || op == "&>>")
+          result.notes.push_back(o.script_name + ":" +
+                                 std::to_string(line_of(work, c.begin) + nest.line_offset) + ": `exec " + op +
+                                 " " + c.redirections[r + 1].raw +
+                                 "` sends the script's output there: the analysis is printed to that file");
+      }
+    }
     if (j.nodes.empty()) {  // PBS, Grid Engine, PJM job headers alike (job_header.hpp)
       if (const BatchJob job = batch_job_header(work); !job.empty()) {
         header = batch_job_shell_defaults(job) + header;
