@@ -167,6 +167,44 @@ TEST(Rewrite, NoLaunchListsWhatWasLookedForAndTheClosestLines) {
   }
   EXPECT_THROW(wrap_script("#!/bin/sh\necho hello\n", opts()), preflight::InputError);
   EXPECT_THROW(wrap_script("", opts()), preflight::InputError);
+  // A job whose launch is inside another script run under mpirun (LLM-jp's sbatch.sh → train.sh): the
+  // continued mpirun line is shown whole, with a hint naming that script.
+  try {
+    wrap_script(
+        "#!/bin/bash\nNUM_GPUS=16\nmpirun \\\n  -np $NUM_GPUS \\\n  -x MASTER_ADDR=$MASTER_ADDR \\\n"
+        "  bash scripts/pretrain/train.sh\n",
+        opts());
+    ADD_FAILURE() << "a script without a launch was wrapped";
+  } catch (const preflight::InputError& e) {
+    const std::string& d = e.detail();
+    EXPECT_NE(d.find("  3: mpirun -np $NUM_GPUS -x MASTER_ADDR=$MASTER_ADDR bash scripts/pretrain/train.sh"),
+              std::string::npos)
+        << d;
+    EXPECT_NE(
+        d.find("hint: line 3 runs scripts/pretrain/train.sh under mpirun: the launch is probably inside it"),
+        std::string::npos)
+        << d;
+  }
+}
+
+// The interpreter or launcher by a path under an expansion: `"${PY}" -m torch.distributed.run` with
+// PY="${ENV}/venv/bin/python" (LLM-jp's B200 smoke test), `${VENV}/bin/torchrun`,
+// `"$CONDA_PREFIX/bin/python"`. They had been refused as no launch.
+TEST(Rewrite, LauncherByAPathUnderAnExpansion) {
+  const std::string s =
+      "PY=\"${ENV}/venv/bin/python\"\n"
+      "\"${PY}\" -m torch.distributed.run --nnodes=1 --nproc-per-node=8 pretrain_gpt.py --num-layers 2\n"
+      "${VENV}/bin/torchrun --nproc-per-node 4 pretrain_gpt.py --num-layers 2\n"
+      "\"$CONDA_PREFIX/bin/python3.11\" pretrain_gpt.py --num-layers 3\n"
+      "\"${PY}\" tools/preprocess_data.py --input x\n";
+  WrapResult r = wrap_script(s, opts());
+  auto l = lines(r.text);
+  EXPECT_EQ(l[1], kInv + " analyze --nnodes=1 --nproc-per-node=8 --num-layers 2");
+  EXPECT_EQ(l[2], kInv + " analyze --nproc-per-node 4 --num-layers 2");
+  EXPECT_EQ(l[3], kInv + " analyze --num-layers 3");
+  EXPECT_EQ(l[4], "\"${PY}\" tools/preprocess_data.py --input x");  // not a training entry point
+  ASSERT_EQ(r.launches.size(), 3u);
+  EXPECT_EQ(r.launches[0].launcher, Launcher::TorchDistributedRun);
 }
 
 TEST(Rewrite, EntryOptionAddsAnEntryPoint) {
@@ -323,7 +361,10 @@ TEST(Rewrite, CommandStringRunFromAnSbatchHereDocument) {
   EXPECT_EQ(r.text.find("python ${MEGATRON_PATH}/pretrain_gpt.py"), std::string::npos) << r.text;
   EXPECT_EQ(r.text.find("srun"), std::string::npos) << r.text;
   EXPECT_EQ(r.text.find("sbatch <<EOF"), std::string::npos) << r.text;
-  EXPECT_NE(r.text.find("SLURM_NNODES=4 SLURM_JOB_NUM_NODES=4 SLURM_NTASKS_PER_NODE=8 bash <<EOF"),
+  EXPECT_NE(r.text.find(
+                "SLURM_NNODES=4 SLURM_JOB_NUM_NODES=4 SLURM_NTASKS_PER_NODE=8 SLURM_TASKS_PER_NODE=\"8(x4)\" "
+                "SLURM_JOB_NODELIST=\"preflight-node[1-4]\" SLURM_NODELIST=\"preflight-node[1-4]\" "
+                "SLURM_JOB_ID=1 SLURM_JOBID=1 bash <<EOF"),
             std::string::npos)
       << r.text;
   EXPECT_NE(r.text.find("bash -x -c \"${TRAINING_CMD}\" 2>&1 | tee log"), std::string::npos) << r.text;
@@ -354,7 +395,11 @@ TEST(Rewrite, SrunLaunchesAndANoteForLaunchesNotRecognised) {
   // the leading comments (taken out below to compare the rest line by line).
   const std::string defaults =
       "export SLURM_NNODES=\"${SLURM_NNODES:-2}\" SLURM_JOB_NUM_NODES=\"${SLURM_JOB_NUM_NODES:-2}\" "
-      "SLURM_NTASKS_PER_NODE=\"${SLURM_NTASKS_PER_NODE:-4}\"  # preflight wrap: the job's #SBATCH size "
+      "SLURM_NTASKS_PER_NODE=\"${SLURM_NTASKS_PER_NODE:-4}\" "
+      "SLURM_TASKS_PER_NODE=\"${SLURM_TASKS_PER_NODE:-4(x2)}\" "
+      "SLURM_JOB_NODELIST=\"${SLURM_JOB_NODELIST:-preflight-node[1-2]}\" "
+      "SLURM_NODELIST=\"${SLURM_NODELIST:-preflight-node[1-2]}\" SLURM_JOB_ID=\"${SLURM_JOB_ID:-1}\" "
+      "SLURM_JOBID=\"${SLURM_JOBID:-1}\"  # preflight wrap: the job's #SBATCH size "
       "outside an "
       "allocation\n";
   ASSERT_EQ(lines(r.text)[7] + "\n", defaults);

@@ -419,8 +419,12 @@ TEST(WrapStyles, SbatchHereDocumentRunsHereWithTheJobsSize) {
   RunResult w = run_preflight("wrap " + shell_quote(wrap_data("sbatch_heredoc.sh").string()));
   ASSERT_EQ(w.exit_code, 0) << w.err;
   // with the allocation's GPUs a node (its --gpus-per-node), which scripts size tp or torchrun by
-  EXPECT_NE(w.out.find("SLURM_NNODES=$NODES SLURM_JOB_NUM_NODES=$NODES SLURM_NTASKS_PER_NODE=1 "
-                       "SLURM_GPUS_PER_NODE=4 SLURM_GPUS_ON_NODE=4 bash <<EOF"),
+  // (and SLURM's 1(x$NODES) tasks a node, a node list, a job id: quoted where the shell needs it)
+  EXPECT_NE(w.out.find(
+                "SLURM_NNODES=$NODES SLURM_JOB_NUM_NODES=$NODES SLURM_NTASKS_PER_NODE=1 "
+                "SLURM_GPUS_PER_NODE=4 SLURM_GPUS_ON_NODE=4 SLURM_TASKS_PER_NODE=\"1(x$NODES)\" "
+                "SLURM_JOB_NODELIST=\"preflight-node[1-$NODES]\" SLURM_NODELIST=\"preflight-node[1-$NODES]\" "
+                "SLURM_JOB_ID=1 SLURM_JOBID=1 bash <<EOF"),
             std::string::npos)
       << w.out;
   // Trace mode keeps the submission (the job is traced where it runs) and rewrites the launch inside it.

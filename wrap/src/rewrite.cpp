@@ -218,28 +218,74 @@ std::string handle_placeholders(std::string_view text, const WrapOptions& o,
   return out;
 }
 
-std::string closest_lines(std::string_view text) {
-  struct Scored {
-    int score;
-    std::size_t line;
-    std::string text;
-  };
-  static const std::pair<const char*, int> kHints[] = {{"torchrun", 4},  {"deepspeed", 4},
-                                                       {"msrun", 4},     {"torch.distributed", 4},
-                                                       {"pretrain_", 3}, {"run_mindformer", 3},
-                                                       {"python", 2},    {".py", 2},
-                                                       {"eval ", 2},     {"srun", 1},
-                                                       {"mpirun", 1},    {"EXECUTE_ORDER", 1},
-                                                       {"CMD", 1},       {"eval", 1}};
-  std::vector<Scored> scored;
-  std::size_t pos = 0;
-  std::size_t lineno = 0;
+/// The script's logical lines (backslash-newline continuations joined, their blanks squeezed), each with the
+/// 1-based number of its first physical line.
+std::vector<std::pair<std::size_t, std::string>> logical_lines(std::string_view text) {
+  std::vector<std::pair<std::size_t, std::string>> out;
+  std::size_t pos = 0, lineno = 0;
+  std::string cur;
+  std::size_t first = 0;
   while (pos < text.size()) {
     ++lineno;
     std::size_t eol = text.find('\n', pos);
     std::size_t end = eol == std::string_view::npos ? text.size() : eol;
     std::string line = trim(text.substr(pos, end - pos));
     pos = end + 1;
+    if (cur.empty()) first = lineno;
+    const bool continues = !line.empty() && line.back() == '\\' && (line.empty() || line[0] != '#');
+    if (continues) line.pop_back();
+    cur += (cur.empty() ? "" : " ") + trim(line);
+    if (!continues) {
+      out.push_back({first, cur});
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) out.push_back({first, cur});
+  return out;
+}
+
+/// A hint for a launch hidden in another script: `mpirun|mpiexec|srun … [bash|sh] FILE.sh` lines.
+std::string shell_script_under_launcher_hint(std::string_view text, const std::string& script_name,
+                                             const std::string& mode) {
+  std::string out;
+  for (const auto& [line, l] : logical_lines(text)) {
+    if (l.empty() || l[0] == '#') continue;
+    std::vector<std::string> words;
+    try {
+      words = split_shell_words(l, script_name);
+    } catch (const InputError&) {
+      continue;
+    }
+    if (words.empty()) continue;
+    const std::string head =
+        words[0].substr(words[0].rfind('/') == std::string::npos ? 0 : words[0].rfind('/') + 1);
+    if (head != "mpirun" && head != "mpiexec" && head != "srun") continue;
+    for (const std::string& w : words)
+      if (w.size() > 3 && w.ends_with(".sh")) {
+        out += "\n  hint: line " + std::to_string(line) + " runs " + w + " under " + head +
+               ": the launch is probably inside it — wrap " + w +
+               " (it reads what the job passes it from the environment), or analyse this job as it runs with "
+               "`preflight run --mode " +
+               mode + " -- bash " + script_name + "`";
+        break;
+      }
+  }
+  return out;
+}
+
+std::string closest_lines(std::string_view text) {
+  struct Scored {
+    int score;
+    std::size_t line;
+    std::string text;
+  };
+  static const std::pair<const char*, int> kHints[] = {
+      {"torchrun", 4},  {"deepspeed", 4},      {"msrun", 4},  {"torch.distributed", 4},
+      {"pretrain_", 3}, {"run_mindformer", 3}, {"python", 2}, {".py", 2},
+      {"eval ", 2},     {"srun", 1},           {"mpirun", 1}, {"EXECUTE_ORDER", 1},
+      {"CMD", 1},       {"eval", 1},           {".sh", 1}};
+  std::vector<Scored> scored;
+  for (auto [lineno, line] : logical_lines(text)) {
     int score = 0;
     for (const auto& [word, weight] : kHints)
       if (line.find(word) != std::string::npos) score += weight;
@@ -531,6 +577,16 @@ std::vector<std::pair<std::string, std::string>> job_variables(JobSize j, bool d
     vars.push_back({"SLURM_GPUS_PER_NODE", j.gpus_per_node});
     vars.push_back({"SLURM_GPUS_ON_NODE", j.gpus_per_node});
   }
+  // What else job scripts compute sizes and addresses from: `$SLURM_TASKS_PER_NODE | cut -d '(' -f 1`
+  // (SLURM's `8(x2)` form), `scontrol show hostname $SLURM_JOB_NODELIST | head -n1`, a port from
+  // `$SLURM_JOBID % 50000` (made-up host names, job 1).
+  if (!j.per_node.empty())
+    vars.push_back({"SLURM_TASKS_PER_NODE", j.nodes == "1" ? j.per_node : j.per_node + "(x" + j.nodes + ")"});
+  const std::string nodelist = j.nodes == "1" ? "preflight-node1" : "preflight-node[1-" + j.nodes + "]";
+  vars.push_back({"SLURM_JOB_NODELIST", nodelist});
+  vars.push_back({"SLURM_NODELIST", nodelist});
+  vars.push_back({"SLURM_JOB_ID", "1"});
+  vars.push_back({"SLURM_JOBID", "1"});
   return vars;
 }
 
@@ -538,7 +594,9 @@ std::vector<std::pair<std::string, std::string>> job_variables(JobSize j, bool d
 /// for a job of size `j`; "" when the node count is not known.
 std::string slurm_environment(const JobSize& j) {
   std::string env;
-  for (const auto& [name, value] : job_variables(j, false)) env += name + "=" + value + " ";
+  for (const auto& [name, value] : job_variables(j, false))
+    env +=
+        name + "=" + (value.find_first_of("()[]") == std::string::npos ? value : "\"" + value + "\"") + " ";
   return env;
 }
 
@@ -584,6 +642,14 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     if (!v.value) {
       v.tail = tail_of(w.raw);
       v.head = literal_head(w.raw);
+      // `"${PY}"` with PY="${ENV}/venv/bin/python": the word ends as its value does
+      if (const auto ref = parameter_ref(w.raw); ref && !v.tail && !ref->default_raw)
+        if (const auto it = assigned_raw.find(ref->name); it != assigned_raw.end())
+          v.tail = tail_of(it->second);
+      // an interpreter or launcher by a path under an expansion (`${VENV}/bin/python`, `"${PY}"` as above,
+      // `$CONDA_PREFIX/bin/torchrun`): the launch is recognised by its name
+      if (v.tail && (detail::is_python(*v.tail) || *v.tail == "torchrun" || *v.tail == "deepspeed"))
+        v.value = v.tail;
     }
     return v;
   };
@@ -1054,7 +1120,8 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
                    "`preflight "
                    "estimate --bridge-config run_config.yaml -- --nproc_per_node N --nnodes M` (the recipe's "
                    "logger.save_config_filepath, a checkpoint's run_config.yaml, or its log)"
-                 : std::string()));
+                 : std::string()) +
+            shell_script_under_launcher_hint(input, o.script_name, mode_name(o.mode)));
   }
 
   // Inside a double-quoted command string the invocation goes unquoted when the path needs no quoting: the

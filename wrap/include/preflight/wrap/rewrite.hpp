@@ -84,8 +84,10 @@ inline constexpr std::string_view kRecipeReplacement = "python ../get_training_i
 /// The SLURM variables a job script's `#SBATCH` lines (-N/--nodes, --ntasks-per-node, -n/--ntasks) give it
 /// inside its allocation, as written: SLURM_NNODES and SLURM_JOB_NUM_NODES, SLURM_NTASKS_PER_NODE, and
 /// SLURM_NTASKS / SLURM_NPROCS (given, or nodes × tasks per node when both are numbers), SLURM_GPUS_PER_NODE
-/// / SLURM_GPUS_ON_NODE from --gpus-per-node.  Empty when the lines give no node count.  For a run outside
-/// any allocation (`preflight run` sets them all or none).
+/// / SLURM_GPUS_ON_NODE from --gpus-per-node, SLURM_TASKS_PER_NODE in SLURM's `8(x2)` form,
+/// SLURM_JOB_NODELIST / SLURM_NODELIST (`preflight-node[1-N]`, made-up names) and SLURM_JOB_ID / SLURM_JOBID
+/// (1).  Empty when the lines give no node count.  For a run outside any allocation (`preflight run` sets
+/// them all or none).
 std::vector<std::pair<std::string, std::string>> sbatch_job_environment(std::string_view script);
 
 /// `"${PREFLIGHT:-<path>}"` with `path` escaped for a double-quoted default.
