@@ -207,6 +207,30 @@ TEST(Rewrite, LauncherByAPathUnderAnExpansion) {
   EXPECT_EQ(r.launches[0].launcher, Launcher::TorchDistributedRun);
 }
 
+// The launcher in a variable and the entry point written in the command string that runs it (LLM-jp's v4
+// job scripts): the launcher's words become the analysis where they are assigned, the entry point leaves
+// the string, srun goes.
+TEST(Rewrite, LauncherVariableWithTheEntryPointInTheCommandString) {
+  const std::string s =
+      "LAUNCH=\"${ENV_DIR}/venv/bin/python -m torch.distributed.run \\\n"
+      "  --nnodes=${SLURM_JOB_NUM_NODES:-1} --nproc-per-node=${GPUS_PER_NODE}\"\n"
+      "srun --ntasks=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks-per-node=1 bash -c \"\n"
+      "  ${LAUNCH} --node-rank=\\${SLURM_NODEID:-0} \\\n"
+      "    ${ENV_DIR}/src/Megatron-LM/pretrain_gpt.py \\\n"
+      "    ${ALL_PARAMS[*]}\n"
+      "\"\n";
+  WrapResult r = wrap_script(s, opts());
+  auto l = lines(r.text);
+  EXPECT_EQ(l[0], "LAUNCH=\"${PREFLIGHT:-/opt/pf/preflight} analyze \\");
+  EXPECT_EQ(l[2], "bash -c \"");
+  EXPECT_EQ(l[3], "  ${LAUNCH} --node-rank=\\${SLURM_NODEID:-0} \\");
+  EXPECT_EQ(l[4], "    ${ALL_PARAMS[*]}");
+  ASSERT_EQ(r.launches.size(), 1u);
+  EXPECT_EQ(r.launches[0].launcher, Launcher::TorchDistributedRun);
+  EXPECT_EQ(r.launches[0].entry, "${ENV_DIR}/src/Megatron-LM/pretrain_gpt.py");
+  EXPECT_EQ(wrap_script(r.text, opts()).text, r.text);  // wrapping twice changes nothing
+}
+
 TEST(Rewrite, EntryOptionAddsAnEntryPoint) {
   std::string s = "msrun --worker_num=8 --local_worker_num=8 ${BASE}/parallel_mixtral.py --test_train True\n";
   EXPECT_THROW(wrap_script(s, opts()), preflight::InputError);

@@ -879,9 +879,24 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
         for (const Quoted& qv : quoted_values[v])
           if (starts_with_entry(words_of(qv))) command_var = v;
       }
-      if (command_var.empty()) continue;
+      // … or the entry point written in the string itself (LLM-jp's v4 job scripts: `srun … bash -c
+      // "${LAUNCH} --node-rank=… ${ENV_DIR}/src/Megatron-LM/pretrain_gpt.py ${ALL_PARAMS[*]}"`).
+      std::size_t literal_entry = 0;
+      if (command_var.empty())
+        for (std::size_t k = 1; k < outer.size() && literal_entry == 0; ++k)
+          if (o.entries.matches(std::string(detail::basename_of(outer[k].text)))) literal_entry = k;
+      if (command_var.empty() && literal_entry == 0) continue;
       std::string entry;
-      for (const Quoted& qv : quoted_values[command_var]) {
+      if (literal_entry > 0) {
+        entry = outer[literal_entry].text;
+        // the entry point (and the blank after it) leaves the string
+        if (o.mode == WrapMode::Analyze)
+          nested_edits.push_back(
+              {outer[literal_entry].begin,
+               literal_entry + 1 < outer.size() ? outer[literal_entry + 1].begin : outer[literal_entry].end,
+               ""});
+      }
+      for (const Quoted& qv : command_var.empty() ? std::vector<Quoted>{} : quoted_values[command_var]) {
         const std::vector<Span> cw = words_of(qv);
         if (!starts_with_entry(cw)) continue;
         entry = cw.front().text;
@@ -907,12 +922,16 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
           site.action = "preflight run --mode " + mode_name(o.mode);
         }
         result.launches.push_back(site);
-        result.notes.push_back(o.script_name + ":" + std::to_string(line) + ": the launcher in $" +
-                               launcher_var + " and the command in $" + command_var + " (run together by `" +
-                               outer.front().text + " … $" + command_var + "`) are rewritten where written");
+        result.notes.push_back(
+            o.script_name + ":" + std::to_string(line) + ": the launcher in $" + launcher_var +
+            (command_var.empty() ? " and the entry point in the command string (`" + outer.front().text +
+                                       " … " + entry + " …`)"
+                                 : " and the command in $" + command_var + " (run together by `" +
+                                       outer.front().text + " … $" + command_var + "`)") +
+            " are rewritten where written");
         ++nested_launches;
       }
-      split_handled.insert(command_var);
+      if (!command_var.empty()) split_handled.insert(command_var);
       split_handled.insert(launcher_var);
       launching_variables.insert(launcher_var);
     }
@@ -1050,11 +1069,14 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       for (const auto& [name, value] : job_variables(j, false))
         set += " " + name + "=\"${" + name + ":-" + value + "}\"";
       header = set + "  # preflight wrap: the job's #SBATCH size outside an allocation\n" + header;
-      result.notes.push_back(o.script_name +
-                             ": outside an allocation the analysis takes the job size of its #SBATCH "
-                             "lines (" +
-                             j.nodes + " nodes" +
-                             (j.per_node.empty() ? "" : ", " + j.per_node + " tasks per node") + ")");
+      result.notes.push_back(
+          o.script_name +
+          ": outside an allocation the analysis takes the job size of its #SBATCH "
+          "lines (" +
+          j.nodes + (j.nodes == "1" ? " node" : " nodes") +
+          (j.per_node.empty() ? ""
+                              : ", " + j.per_node + (j.per_node == "1" ? " task" : " tasks") + " per node") +
+          ")");
     }
     // `exec > $LOGFILE` (a job script sending its own output to a log, LLM-jp's PBS scripts): the analysis
     // goes there too, which a user running the wrapped script at a terminal would not expect silently.
