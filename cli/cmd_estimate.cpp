@@ -28,9 +28,9 @@ struct EstimateOptions {
   std::vector<std::string> megatron;
 };
 
-void write_file(const std::filesystem::path& p, const std::string& text) {
+void write_file(const std::filesystem::path& p, const std::string& text, const char* flag) {
   std::ofstream f(p, std::ios::binary);
-  if (!f) throw InputError("--out", "cannot write " + p.string());
+  if (!f) throw InputError(flag, "cannot write " + p.string());
   f << text;
 }
 
@@ -120,12 +120,12 @@ int run(EstimateOptions o) {
   auto mem = cost::mem_result_json(est);
   auto compute = cost::compute_result_json(est);
   if (!o.trace.empty()) {
-    write_file(o.trace, cost::schedule_trace_json(est).dump());
+    write_file(o.trace, cost::schedule_trace_json(est).dump(), "--trace");
   }
   if (!o.out.empty()) {
     std::filesystem::create_directories(o.out);
-    write_file(std::filesystem::path(o.out) / "mem_result.json", mem.dump(2));
-    write_file(std::filesystem::path(o.out) / "compute_result.json", compute.dump(2));
+    write_file(std::filesystem::path(o.out) / "mem_result.json", mem.dump(2), "--out");
+    write_file(std::filesystem::path(o.out) / "compute_result.json", compute.dump(2), "--out");
   }
   for (const auto& w : warnings) std::cerr << "preflight: warning: " << w << "\n";
   if (o.json) {

@@ -1,5 +1,6 @@
 // preflight logs dryrun DIR · preflight logs megatron FILE…
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include <iostream>
 #include <memory>
@@ -69,6 +70,22 @@ int run_logs_megatron(const MegatronOptions& o) {
   }
   std::vector<log_parse::MegatronLog> logs;
   for (const std::string& f : files) logs.push_back(log_parse::read_megatron_log(f));
+  // Not one record in any file: the wrong file (or a log cut before training printed anything) — said, not
+  // reported as an empty summary with success.
+  const bool any = std::any_of(logs.begin(), logs.end(), [](const log_parse::MegatronLog& l) {
+    return !l.memory.empty() || !l.deepspeed_memory.empty() || !l.iterations.empty() || l.theoretical ||
+           !l.param_counts.empty() || !l.rank_params.empty() || !l.sizes.empty() || !l.args.empty();
+  });
+  if (!any) {
+    std::int64_t lines = 0;
+    for (const auto& l : logs) lines += l.lines;
+    throw InputError(files.size() == 1 ? files.front() : o.files.front(),
+                     "no Megatron memory, iteration, parameter-count or argument line in " +
+                         (files.size() == 1 ? std::string("its ")
+                                            : "any of the " + std::to_string(files.size()) + " logs (") +
+                         std::to_string(lines) + " lines" + (files.size() == 1 ? "" : ")") +
+                         " — is this a Megatron-LM training log?");
+  }
   log_parse::MegatronSummary summary = log_parse::summarize_megatron(logs, o.warmup);
   if (o.json)
     std::cout << log_parse::megatron_json(logs, summary).dump(2) << "\n";

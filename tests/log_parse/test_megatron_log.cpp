@@ -407,6 +407,19 @@ TEST(LogsMegatronCli, DirectoryOfRankLogs) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("empty: no log (*.log, *.txt, *.out, *.err) under this directory"), std::string::npos)
       << r.err;
+  // Logs without a single Megatron record (the wrong file, a job that died before training printed
+  // anything): an error naming the file, not an empty summary and success.
+  std::ofstream(dir / "empty" / "stdout.log") << "Traceback (most recent call last):\n  File \"x.py\"\n";
+  r = run_preflight("logs megatron " + shell_quote((dir / "empty" / "stdout.log").string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(
+                "stdout.log: no Megatron memory, iteration, parameter-count or argument line in its 2 lines"),
+            std::string::npos)
+      << r.err;
+  std::ofstream(dir / "empty" / "stderr.err") << "";
+  r = run_preflight("logs megatron " + shell_quote((dir / "empty").string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("in any of the 2 logs (2 lines)"), std::string::npos) << r.err;
 }
 
 // Megatron-DeepSpeed logs (tests/data/megatron_logs, quoted from public issues): torchrun's `--tee` prefix on
