@@ -1347,3 +1347,75 @@ TEST(MegatronArgs, ListFlagsWrittenAsOneBracketedWord) {
   }
   EXPECT_EQ(words.strategy.recompute_modules, (std::vector<std::string>{"layernorm", "core_attn"}));
 }
+
+// Megatron-LM's experimental YAML config (`--yaml-cfg FILE`, megatron/training/yaml_arguments.py): the file
+// replaces the command line — its top-level keys, model_parallel:'s and language_model:'s (TransformerConfig
+// names) — and the launcher gives the world.  A launch passing one (Jetteyc/Megatron-LM-AutoTuner's
+// train_gpt3.sh, Megatron's examples/gpt3/gpt_config.yaml style) had been refused ("--num-layers: is
+// required").
+TEST(MegatronArgs, YamlConfigReplacesTheCommandLine) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "preflight_yaml_cfg";
+  fs::create_directories(dir);
+  const fs::path cfg = dir / "gpt_config.yaml";
+  std::ofstream(cfg)
+      << "# our own, in the style of Megatron's examples/gpt3/gpt_config.yaml\n"
+         "language_model:\n"
+         "  num_layers: 12\n  hidden_size: 2048\n  num_attention_heads: 16\n"
+         "  num_query_groups: 4\n  ffn_hidden_size: null\n  layernorm_epsilon: 1.e-5\n"
+         "  add_bias_linear: False\n  activation_func: swiglu\n  normalization: RMSNorm\n"
+         "  num_moe_experts: 8\n  moe_router_topk: 2\n  moe_grouped_gemm: True\n"
+         "  recompute_granularity: selective\n  masked_softmax_fusion: True\n"
+         "model_parallel:\n  tensor_model_parallel_size: 2\n  pipeline_model_parallel_size: 2\n"
+         "  expert_model_parallel_size: 2\n  sequence_parallel: True\n  bf16: True\n"
+         "  timers: null\n"
+         "optimizer_config:\n  lr: 1.0\n"
+         "micro_batch_size: 1\nglobal_batch_size: 64\nseq_length: 2048\n"
+         "max_position_embeddings: 2048\nposition_embedding_type: rope\n"
+         "group_query_attention: True\nuntie_embeddings_and_output_weights: True\n"
+         "tokenizer_type: GPT2BPETokenizer\nvocab_file: null\nmake_vocab_size_divisible_by: 128\n";
+  const MegatronConfig c = parse_megatron_args({"--nproc_per_node", "8", "--nnodes", "2", "pretrain_gpt.py",
+                                                "--yaml-cfg", cfg.string(), "--num-layers", "99", "--fp16"});
+  EXPECT_EQ(c.model.num_layers, 12);  // the file's, not the command line's
+  EXPECT_EQ(c.model.hidden_size, 2048);
+  EXPECT_EQ(c.model.num_query_groups, 4);
+  EXPECT_EQ(c.model.ffn_hidden_size,
+            5440);  // int(4 · 2048 · 2/3 / 64) · 64, as Megatron derives it for swiglu
+  EXPECT_EQ(c.model.activation, Activation::SwiGLU);
+  EXPECT_EQ(c.model.normalization, Normalization::RMSNorm);
+  EXPECT_FALSE(c.model.add_bias_linear);
+  EXPECT_EQ(c.model.moe.num_experts, 8);
+  EXPECT_EQ(c.model.vocab_size, 50257);
+  EXPECT_EQ(c.strategy.world_size, 16);
+  EXPECT_EQ(c.strategy.tp, 2);
+  EXPECT_EQ(c.strategy.pp, 2);
+  EXPECT_EQ(c.strategy.ep, 2);
+  EXPECT_TRUE(c.strategy.sequence_parallel);
+  EXPECT_EQ(c.strategy.precision,
+            Precision::BF16);  // --fp16 on the command line is ignored, as Megatron does
+  bool said = false;
+  for (const auto& w : c.warnings)
+    said = said ||
+           (w.find("ignores the command line's other flags (--num-layers, --fp16)") != std::string::npos);
+  EXPECT_TRUE(said);
+  // Errors name the file: a malformed one by its line, one without language_model:, a size it lacks.
+  std::ofstream(dir / "bad.yaml") << "language_model:\n  num_layers: [12\n";
+  try {
+    parse_megatron_args({"--yaml-cfg", (dir / "bad.yaml").string()});
+    ADD_FAILURE() << "a malformed YAML was read";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(e.where().find("bad.yaml:"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir / "flat.yaml") << "num_layers: 12\n";
+  EXPECT_THROW(parse_megatron_args({"--yaml-cfg", (dir / "flat.yaml").string()}), preflight::InputError);
+  std::ofstream(dir / "nohidden.yaml") << "language_model:\n  num_layers: 2\n  num_attention_heads: 4\n"
+                                          "micro_batch_size: 1\nseq_length: 128\nvocab_size: 1000\n";
+  try {
+    parse_megatron_args({"--yaml-cfg", (dir / "nohidden.yaml").string()});
+    ADD_FAILURE() << "a YAML without hidden_size was read";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("nohidden.yaml"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("hidden_size"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}

@@ -143,6 +143,67 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
 
   MegatronConfig cfg;
   std::vector<std::string> args = split_words(raw_args);
+  // Megatron's YAML config (`--yaml-cfg FILE`) replaces the command line: the launcher's sizes and the
+  // file's arguments are the run.
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string path;
+    if (args[i] == "--yaml-cfg" || args[i] == "--yaml_cfg") {
+      if (i + 1 >= args.size() || !looks_like_value(args[i + 1]))
+        throw InputError("--yaml-cfg", "expects a value (the YAML config's path)");
+      path = args[i + 1];
+    } else if (args[i].rfind("--yaml-cfg=", 0) == 0 || args[i].rfind("--yaml_cfg=", 0) == 0) {
+      path = args[i].substr(11);
+    } else {
+      continue;
+    }
+    std::vector<std::string> notes;
+    std::vector<std::string> run = megatron_words_from_yaml_cfg(path, notes);
+    std::vector<std::string> launcher, dropped;
+    for (std::size_t j = 0; j < args.size(); ++j) {
+      if (j == i || (j == i + 1 && args[i].find('=') == std::string::npos)) continue;
+      const std::string& w = args[j];
+      if (w.rfind("--", 0) != 0) continue;
+      std::string name = canonical(w.substr(0, w.find('=')));
+      if (auto a = aliases.find(name); a != aliases.end()) name = a->second;
+      const auto& lf = megatron::launcher_flags();
+      const auto spec = std::find_if(lf.begin(), lf.end(), [&](const auto& f) { return name == f.name; });
+      if (spec == lf.end()) {
+        dropped.push_back(name);
+        continue;
+      }
+      launcher.push_back(w);
+      if (spec->arity == Arity::One && w.find('=') == std::string::npos && j + 1 < args.size())
+        launcher.push_back(args[++j]);
+    }
+    launcher.insert(launcher.end(), run.begin(), run.end());
+    MegatronConfig out;
+    try {
+      out = parse_megatron_args(launcher, env, base);
+    } catch (const InputError& e) {
+      // A flag named in the message is a key of the file here (Megatron ignores the command line's).
+      if (e.where().rfind("--", 0) == 0)
+        throw InputError(
+            path, "(--yaml-cfg) " + e.where().substr(2) + ": " + e.detail() +
+                      " — with --yaml-cfg these are the file's keys (" +
+                      [&] {
+                        std::string k = e.where().substr(2);
+                        std::replace(k.begin(), k.end(), '-', '_');
+                        return k;
+                      }() +
+                      ", …); the command line's are ignored");
+      throw;
+    }
+    out.warnings.insert(out.warnings.begin(), notes.begin(), notes.end());
+    if (!dropped.empty()) {
+      std::string list;
+      for (const auto& d : dropped) list += (list.empty() ? "" : ", ") + d;
+      out.warnings.insert(out.warnings.begin(), "--yaml-cfg " + path +
+                                                    ": Megatron reads the run from the file "
+                                                    "and ignores the command line's other flags (" +
+                                                    list + ")");
+    }
+    return out;
+  }
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& w = args[i];
     if (w.rfind("--", 0) != 0) {

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <set>
 
+#include <yaml-cpp/yaml.h>
+
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/common/error.hpp"
 
@@ -120,6 +122,161 @@ std::vector<std::string> megatron_words_from_args_dump(const std::map<std::strin
   // Before --attention-backend (2024) a run without flash attention used the math path.
   if (get("attention_backend").empty() && get("use_flash_attn") != "True")
     words.insert(words.end(), {"--attention-backend", "unfused"});
+  return words;
+}
+
+std::vector<std::string> megatron_words_from_yaml_cfg(const std::string& path,
+                                                      std::vector<std::string>& notes) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw InputError("--yaml-cfg", "cannot read '" + path + "'");
+  } catch (const YAML::Exception& e) {
+    throw InputError(path + ":" + std::to_string(e.mark.line + 1), "malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap()) throw InputError(path, "not a Megatron YAML config (a mapping of argument names)");
+  // The namespace Megatron builds (training/yaml_arguments.py): the top level's keys, then model_parallel's,
+  // then language_model's (the TransformerConfig fields), each a destination as in an argument dump.
+  std::map<std::string, std::string> dests;
+  std::vector<std::string> skipped_sections;
+  auto scalar = [&](const YAML::Node& n, const std::string& key) -> std::string {
+    if (n.IsNull()) return "None";
+    if (n.IsSequence()) {
+      std::string out = "[";
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        if (!n[i].IsScalar())
+          throw InputError(path + ":" + std::to_string(n.Mark().line + 1), key + ": a list of lists");
+        out += (i ? ", " : "") + n[i].Scalar();
+      }
+      return out + "]";
+    }
+    if (!n.IsScalar()) return "";
+    const std::string v = n.Scalar();
+    if (n.Tag() != "!" && (v == "true" || v == "True" || v == "TRUE")) return "True";
+    if (n.Tag() != "!" && (v == "false" || v == "False" || v == "FALSE")) return "False";
+    if (v == "null" || v == "~" || v == "None") return "None";
+    return v;
+  };
+  auto take = [&](const YAML::Node& map) {
+    for (const auto& kv : map) {
+      const std::string key = kv.first.as<std::string>();
+      if (kv.second.IsMap()) {
+        if (key != "language_model" && key != "model_parallel") skipped_sections.push_back(key);
+        continue;
+      }
+      const std::string v = scalar(kv.second, key);
+      if (!v.empty()) dests[key] = v;
+    }
+  };
+  take(root);
+  for (const char* section : {"model_parallel", "language_model"})
+    if (root[section] && root[section].IsMap()) take(root[section]);
+  if (!root["language_model"] || !root["language_model"].IsMap())
+    throw InputError(path,
+                     "no language_model: section (Megatron's YAML config puts the TransformerConfig "
+                     "fields there: num_layers, hidden_size, num_attention_heads, …)");
+  auto get = [&](const char* k) -> std::string {
+    auto it = dests.find(k);
+    return it == dests.end() ? std::string() : it->second;
+  };
+  // TransformerConfig's names where the command line's differ, and its activation by name
+  // (core_transformer_config_from_yaml: swiglu | squaredrelu | gelu).
+  static const std::map<std::string, std::string> renamed = {{"layernorm_epsilon", "norm_epsilon"},
+                                                             {"num_moe_experts", "num_experts"}};
+  static const std::map<std::string, std::string> store_false = {
+      {"add_bias_linear", "--disable-bias-linear"},
+      {"add_position_embedding", "--no-position-embedding"},
+      {"gradient_accumulation_fusion", "--no-gradient-accumulation-fusion"},
+      {"masked_softmax_fusion", "--no-masked-softmax-fusion"},
+      {"overlap_p2p_comm", "--no-overlap-p2p-communication"},
+      {"bias_dropout_fusion", "--no-bias-dropout-fusion"},
+      {"bias_swiglu_fusion", "--no-bias-swiglu-fusion"},
+      {"apply_rope_fusion", "--no-rope-fusion"},
+      {"persist_layer_norm", "--no-persist-layer-norm"},
+  };
+  static const std::set<std::string> skip = {"world_size",
+                                             "rank",
+                                             "local_rank",
+                                             "data_path",
+                                             "save",
+                                             "load",
+                                             "yaml_cfg",
+                                             "activation_func",
+                                             "gated_linear_unit",
+                                             "params_dtype",
+                                             "pipeline_dtype",
+                                             "autocast_dtype",
+                                             "timers",
+                                             "spec",
+                                             "init_method",
+                                             "output_layer_init_method",
+                                             "finalize_model_grads_func",
+                                             "grad_scale_func",
+                                             "no_sync_func",
+                                             "grad_sync_func",
+                                             "param_sync_func",
+                                             "_cpu_offloading_context",
+                                             "bias_activation_fusion",
+                                             "perform_initialization",
+                                             "barrier_with_L1_time",
+                                             "batch_p2p_comm",
+                                             "batch_p2p_sync",
+                                             "bert_binary_head",
+                                             "tp_comm_split_ag",
+                                             "tp_comm_atomic_ag",
+                                             "tp_comm_split_rs",
+                                             "tp_comm_atomic_rs",
+                                             "tp_comm_bulk_wgrad",
+                                             "tp_comm_bulk_dgrad",
+                                             "clone_scatter_output_in_embedding",
+                                             "check_for_nan_in_loss_and_grad",
+                                             "deallocate_pipeline_outputs",
+                                             "fp8_wgrad",
+                                             "variable_seq_lengths",
+                                             "enable_autocast",
+                                             "data_parallel_random_init",
+                                             "exit_signal_handler",
+                                             "use_checkpoint_opt_param_scheduler",
+                                             "override_opt_param_scheduler",
+                                             "cpu_offloading_activations"};
+  std::vector<std::string> words;
+  for (const auto& [raw_name, value] : dests) {
+    const std::string name = renamed.count(raw_name) ? renamed.at(raw_name) : raw_name;
+    if (skip.count(raw_name) || value == "None" || value.empty()) continue;
+    if (auto sf = store_false.find(name); sf != store_false.end()) {
+      if (value == "False") words.push_back(sf->second);
+      continue;
+    }
+    if (value == "True") {
+      words.push_back(dashed(name));
+    } else if (value != "False") {
+      std::vector<std::string> v = items(value);
+      if (std::all_of(v.begin(), v.end(), [](const std::string& x) { return x == "None"; })) continue;
+      words.push_back(dashed(name));
+      words.insert(words.end(), v.begin(), v.end());
+    }
+  }
+  const std::string act = get("activation_func");
+  if (act == "swiglu") {
+    words.push_back("--swiglu");
+  } else if (act == "squaredrelu") {
+    words.push_back("--squared-relu");
+  } else if (!act.empty() && act != "gelu" && act != "None") {
+    throw InputError(path, "language_model.activation_func '" + act +
+                               "': Megatron's YAML config takes swiglu, squaredrelu or gelu");
+  }
+  // The local implementation's attention is the unfused (math) path.
+  if (get("transformer_impl") == "local" && get("attention_backend").empty())
+    words.insert(words.end(), {"--attention-backend", "unfused"});
+  if (!skipped_sections.empty()) {
+    std::string list;
+    for (const auto& k : skipped_sections) list += (list.empty() ? "" : ", ") + k;
+    notes.push_back("--yaml-cfg " + path +
+                    ": sections other than language_model and model_parallel are not "
+                    "read (" +
+                    list + ")");
+  }
   return words;
 }
 

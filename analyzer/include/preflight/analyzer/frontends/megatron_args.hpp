@@ -58,6 +58,18 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& args,
 std::vector<std::string> megatron_words_from_args_dump(const std::map<std::string, std::string>& args,
                                                       const std::string& source);
 
+/// The command line behind Megatron-LM's experimental YAML config (`--yaml-cfg FILE`,
+/// megatron/training/yaml_arguments.py), which replaces every argparse flag: the top level's keys, then
+/// `model_parallel:`'s and `language_model:`'s (TransformerConfig names: `layernorm_epsilon` →
+/// `--norm-epsilon`, `num_moe_experts` → `--num-experts`, `activation_func: swiglu` → `--swiglu`), each
+/// as an argument-dump destination back to its flag (see megatron_words_from_args_dump; the tokenizer and
+/// vocabulary keys are passed as written).  The world size is not in the file: the launch gives it.
+/// @param notes receives what was not read (other nested sections)
+/// @throws InputError naming the file (and line) when it cannot be read, is malformed, has no
+///         `language_model:` section, or names an activation Megatron's YAML path refuses.
+std::vector<std::string> megatron_words_from_yaml_cfg(const std::string& path,
+                                                      std::vector<std::string>& notes);
+
 /// The process environment as a map (for the `env` parameter above).
 std::map<std::string, std::string> process_environment();
 
