@@ -520,6 +520,10 @@ TEST(WrapStyles, LauncherAndCommandInTwoVariables) {
   expect_layout(analyzed("launcher_cmd_vars.sh", "SLURM_NNODES=8"), {2, 4, 24, 2048, 64}, "8 nodes");
   // the launcher set on two branches: each assignment rewritten
   expect_layout(analyzed("launcher_cmd_vars.sh", "LAUNCH=torchrun"), {2, 4, 24, 2048, 32}, "torchrun branch");
+  // the launcher behind a container runner in the variable: the analysis runs without it (no singularity
+  // here)
+  expect_layout(analyzed("launcher_cmd_vars.sh", "LAUNCH=container"), {2, 4, 24, 2048, 32},
+                "singularity exec … python -m torch.distributed.run branch");
   const std::string script = shell_quote(wrap_data("launcher_cmd_vars.sh").string());
   const RunResult w = run_preflight("wrap " + script);
   ASSERT_EQ(w.exit_code, 0) << w.err;

@@ -19,6 +19,7 @@ namespace preflight::wrap {
 using detail::basename_of;
 using detail::is_assignment;
 using detail::is_python;
+using detail::is_runner;
 using detail::normalize_flag;
 
 int parse_count(const std::string& text, const std::string& where) {
@@ -69,16 +70,6 @@ std::string EntryPatterns::describe() const {
 }
 
 namespace {
-
-/// Commands that run the command after their options (profilers, environment runners).
-bool is_runner(std::string_view name) {
-  static constexpr std::string_view kRunners[] = {"uv",      "nsys",      "ncu",         "numactl",
-                                                  "taskset", "stdbuf",    "nice",        "ionice",
-                                                  "timeout", "apptainer", "singularity", "chrt"};
-  for (std::string_view r : kRunners)
-    if (name == r) return true;
-  return false;
-}
 
 std::optional<LaunchMatch> match_at(const std::vector<WordView>& words, std::size_t i,
                                     const EntryPatterns& entries);

@@ -12,6 +12,9 @@ std::string_view basename_of(std::string_view path);
 bool is_python(std::string_view name);
 /// NAME=value
 bool is_assignment(std::string_view w);
+/// Commands that run the command after their options (profilers, environment and container runners:
+/// nsys, uv, numactl, apptainer, singularity, …).
+bool is_runner(std::string_view name);
 /// Flags compared with '_' read as '-'.
 std::string normalize_flag(std::string_view f);
 

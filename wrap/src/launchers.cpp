@@ -20,6 +20,15 @@ std::string_view basename_of(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+bool is_runner(std::string_view name) {
+  static constexpr std::string_view kRunners[] = {"uv",      "nsys",      "ncu",         "numactl",
+                                                  "taskset", "stdbuf",    "nice",        "ionice",
+                                                  "timeout", "apptainer", "singularity", "chrt"};
+  for (std::string_view r : kRunners)
+    if (name == r) return true;
+  return false;
+}
+
 bool is_python(std::string_view name) {
   if (name.substr(0, 6) != "python") return false;
   for (char c : name.substr(6))

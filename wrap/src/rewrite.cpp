@@ -839,17 +839,30 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       return "";
     };
     // The words a launcher takes (torchrun, python [-u] -m torch.distributed.run|launch) at the start of a
-    // value without an entry point of its own; 0 when it is no such launcher.
-    auto launcher_words_of = [&](const std::vector<Span>& lw) -> std::size_t {
+    // value without an entry point of its own, or after a runner (`singularity exec --nv $IMAGE python -u -m
+    // torch.distributed.run …`): [start, end) of its words; end 0 when it is no such launcher.
+    struct LauncherWords {
+      std::size_t start = 0, end = 0;
+      bool torchrun = false;
+    };
+    auto launcher_words_of = [&](const std::vector<Span>& lw) -> LauncherWords {
       for (const Span& w : lw)
-        if (o.entries.matches(std::string(detail::basename_of(w.text)))) return 0;  // a whole launch
-      if (!lw.empty() && detail::basename_of(lw[0].text) == "torchrun") return 1;
-      if (!lw.empty() && detail::is_python(detail::basename_of(lw[0].text)))
-        for (std::size_t k = 1; k + 1 < lw.size() && lw[k].text.rfind('-', 0) == 0; ++k)
-          if (lw[k].text == "-m" &&
-              (lw[k + 1].text == "torch.distributed.run" || lw[k + 1].text == "torch.distributed.launch"))
-            return k + 2;
-      return 0;
+        if (o.entries.matches(std::string(detail::basename_of(w.text)))) return {};  // a whole launch
+      auto at = [&](std::size_t s) -> LauncherWords {
+        if (detail::basename_of(lw[s].text) == "torchrun") return {s, s + 1, true};
+        if (detail::is_python(detail::basename_of(lw[s].text)))
+          for (std::size_t k = s + 1; k + 1 < lw.size() && lw[k].text.rfind('-', 0) == 0; ++k)
+            if (lw[k].text == "-m" &&
+                (lw[k + 1].text == "torch.distributed.run" || lw[k + 1].text == "torch.distributed.launch"))
+              return {s, k + 2, false};
+        return {};
+      };
+      if (lw.empty()) return {};
+      if (const LauncherWords l = at(0); l.end > 0) return l;
+      if (!detail::is_runner(detail::basename_of(lw[0].text))) return {};
+      for (std::size_t s = 1; s < lw.size(); ++s)
+        if (const LauncherWords l = at(s); l.end > 0) return l;
+      return {};
     };
     auto starts_with_entry = [&](const std::vector<Span>& words) {
       return !words.empty() && o.entries.matches(std::string(detail::basename_of(words.front().text)));
@@ -867,9 +880,9 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
         continue;
       // Each assignment of the launcher variable that is a launcher (a script may set it on several
       // branches).
-      std::vector<std::pair<const Quoted*, std::size_t>> launchers;
+      std::vector<std::pair<const Quoted*, LauncherWords>> launchers;
       for (const Quoted& qv : quoted_values[launcher_var])
-        if (const std::size_t n = launcher_words_of(words_of(qv)); n > 0) launchers.push_back({&qv, n});
+        if (const LauncherWords l = launcher_words_of(words_of(qv)); l.end > 0) launchers.push_back({&qv, l});
       if (launchers.empty()) continue;
       // The command variable: a later word of the string whose value starts with the entry point.
       std::string command_var;
@@ -904,13 +917,19 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
         if (o.mode == WrapMode::Analyze)
           nested_edits.push_back({cw.front().begin, cw.size() > 1 ? cw[1].begin : cw.front().end, ""});
       }
-      for (const auto& [lq, n] : launchers) {
+      for (const auto& [lq, l] : launchers) {
         const std::vector<Span> lw = words_of(*lq);
         const Nesting in_value{lq->quote, 0, true, nullptr};
         const std::size_t line = line_of(work, lw.front().begin) + nest.line_offset;
-        LaunchSite site{line, n == 1 ? Launcher::Torchrun : Launcher::TorchDistributedRun, entry, ""};
+        LaunchSite site{line, l.torchrun ? Launcher::Torchrun : Launcher::TorchDistributedRun, entry, ""};
+        if (o.mode == WrapMode::Analyze && l.start > 0) {
+          std::string prefix;
+          for (std::size_t k = 0; k < l.start; ++k) prefix += (k ? " " : "") + lw[k].text;
+          result.notes.push_back(o.script_name + ":" + std::to_string(line) +
+                                 ": the analysis runs without the prefix `" + prefix + "` of this launch");
+        }
         if (o.mode == WrapMode::Analyze) {
-          nested_edits.push_back({lw.front().begin, lw[n - 1].end,
+          nested_edits.push_back({lw.front().begin, lw[l.end - 1].end,
                                   escape_for(in_value, invocation_in_string(o.preflight, lq->quote) +
                                                            " analyze" + join_quoted(o.analyze_args))});
           site.action = "preflight analyze";

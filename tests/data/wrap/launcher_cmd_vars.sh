@@ -27,6 +27,9 @@ MODEL_OPTS=" \
 
 if [ "${LAUNCH:-}" = torchrun ]; then
     export LAUNCHER="torchrun --nproc_per_node $GPUS_PER_NODE --nnodes $NNODES"
+elif [ "${LAUNCH:-}" = container ]; then
+    export LAUNCHER="singularity exec --nv ${IMAGE:-pytorch.sif} \
+        python -u -m torch.distributed.run --nproc_per_node $GPUS_PER_NODE --nnodes $NNODES"
 else
     export LAUNCHER="python -u -m torch.distributed.run \
         --nproc_per_node $GPUS_PER_NODE \
