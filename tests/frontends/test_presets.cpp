@@ -126,6 +126,19 @@ TEST(Presets, NamesAliasesAndRepositoryIds) {
   EXPECT_FALSE(is_preset("llama4-8b"));
 }
 
+// A chat / instruct / base variant's repository id is its base model's preset, said (ms-swift's examples name
+// Qwen/Qwen2.5-7B-Instruct; offline it had been a failed download).
+TEST(Presets, VariantRepositoryIdsAreTheirBaseModelsPreset) {
+  std::vector<std::string> w;
+  EXPECT_EQ(load_model("Qwen/Qwen2.5-7B-Instruct", &w).name, "qwen2.5-7b");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("the qwen2.5-7b preset (Qwen/Qwen2.5-7B's architecture"), std::string::npos) << w[0];
+  EXPECT_EQ(load_model("meta-llama/Llama-2-70b-chat-hf").name, "llama2-70b");
+  EXPECT_EQ(load_model("Qwen/Qwen3-30B-A3B-Base").name, "qwen3-30b-a3b");
+  // the suffix is stripped only at the end: another model of the family stays itself
+  EXPECT_FALSE(is_preset("Qwen/Qwen2.5-7B-Instruct"));
+}
+
 TEST(Presets, UnknownNameListsTheKnownOnes) {
   try {
     preset_model("llama4-8b");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <string_view>
@@ -140,6 +141,29 @@ ModelSpec load_model(const std::string& spec, std::vector<std::string>* warnings
   if (usable_path) return load_hf_config(spec, warnings);
   if (const Preset* preset = find_preset(spec)) return build_preset(*preset, warnings);
   if (is_hf_repo_id(spec)) {
+    // A chat / instruct / base variant of a preset's repository (Qwen/Qwen2.5-7B-Instruct,
+    // meta-llama/Llama-2-7b-chat-hf): the same architecture; the preset, said.
+    auto strip_variant = [](std::string n) {
+      for (bool stripped = true; stripped;) {
+        stripped = false;
+        for (const char* suffix : {"-instruct", "-chat", "-base", "-hf"})
+          if (n.size() > std::strlen(suffix) && n.ends_with(suffix)) {
+            n.resize(n.size() - std::strlen(suffix));
+            stripped = true;
+          }
+      }
+      return n;
+    };
+    const std::string family = strip_variant(normalize(spec));
+    for (const Preset& preset : presets())
+      if (!preset.hf_repo.empty() && strip_variant(normalize(preset.hf_repo)) == family) {
+        if (warnings)
+          warnings->push_back(
+              "--model " + spec + ": the " + preset.name + " preset (" + preset.hf_repo +
+              "'s architecture, which this variant shares; a local folder with its config.json "
+              "is read instead when given)");
+        return build_preset(preset, warnings);
+      }
     // Not a file or folder here and not a preset: a repository on the Hub, as `from_pretrained` reads it.
     std::string url = hf_endpoint() + "/" + spec + "/resolve/main/config.json";
     try {
