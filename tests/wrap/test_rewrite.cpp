@@ -231,6 +231,29 @@ TEST(Rewrite, LauncherVariableWithTheEntryPointInTheCommandString) {
   EXPECT_EQ(wrap_script(r.text, opts()).text, r.text);  // wrapping twice changes nothing
 }
 
+// Environment assignments before a launch on one line, with a path later in it: a command, not a placeholder
+// path with a blank (`CKPT=/path/to/my checkpoints`).  With two or more assignments, or a launcher not
+// installed here, the whole rest of the line had been quoted as one value and the launch lost ("no launch
+// found"; ms-swift's `NPROC_PER_NODE=2 CUDA_VISIBLE_DEVICES=0,1 megatron sft --model Qwen/…`).
+TEST(Rewrite, EnvironmentAssignmentsBeforeALaunchAreNoPlaceholder) {
+  WrapResult r = wrap_script(
+      "CUDA_DEVICE_MAX_CONNECTIONS=1 NVTE_FLASH_ATTN=1 torchrun --nproc_per_node 8 pretrain_gpt.py "
+      "--data-path /data/my_text_document --num-layers 2\n",
+      opts());
+  EXPECT_EQ(lines(r.text)[0],
+            "CUDA_DEVICE_MAX_CONNECTIONS=1 NVTE_FLASH_ATTN=1 " + kInv +
+                " analyze --nproc_per_node 8 --data-path /data/my_text_document --num-layers 2");
+  EXPECT_TRUE(r.notes.empty());
+  // a path-like first value before an uninstalled launcher: still a command
+  r = wrap_script("PYTHONPATH=/opt/Megatron-LM deepspeed --num_gpus 8 pretrain_gpt.py --num-layers 2\n",
+                  opts());
+  ASSERT_EQ(r.launches.size(), 1u);
+  EXPECT_EQ(r.launches[0].launcher, Launcher::Deepspeed);
+  // the placeholder itself is still quoted
+  r = wrap_script("CKPT=/path/to/my checkpoints\ntorchrun pretrain_gpt.py --load $CKPT\n", opts());
+  EXPECT_EQ(lines(r.text)[0], "CKPT='/path/to/my checkpoints'");
+}
+
 TEST(Rewrite, EntryOptionAddsAnEntryPoint) {
   std::string s = "msrun --worker_num=8 --local_worker_num=8 ${BASE}/parallel_mixtral.py --test_train True\n";
   EXPECT_THROW(wrap_script(s, opts()), preflight::InputError);

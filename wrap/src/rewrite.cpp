@@ -70,16 +70,30 @@ std::optional<std::pair<std::size_t, std::size_t>> placeholder_value(std::string
   std::string_view value = line.substr(vb, ve - vb);
   if (value.empty() || value.find_first_of("'\"`") != std::string_view::npos) return std::nullopt;
   // A path with a blank in it (`CKPT=/path/to/my checkpoints`): bash would run `checkpoints` as a command
-  // with CKPT in its environment.  Taken for a placeholder when what follows the blank is no program here
-  // (so `CUDA_VISIBLE_DEVICES=0 python …` stays a command).
+  // with CKPT in its environment.  Taken for a placeholder when the value's first word is a path and what
+  // follows the blank (past further NAME=value words) is no program here nor a launcher
+  // (so `CUDA_VISIBLE_DEVICES=0 python …` and `NPROC_PER_NODE=8 CUDA_VISIBLE_DEVICES=0,1 megatron sft --model
+  // Qwen/…` stay commands).
   if (auto blank = value.find_first_of(" \t"); blank != std::string_view::npos &&
-                                               value.find('/') != std::string_view::npos &&
+                                               value.substr(0, blank).find('/') != std::string_view::npos &&
                                                value.find_first_of("$<>|;&()") == std::string_view::npos) {
     std::string_view next = value.substr(blank);
-    next.remove_prefix(std::min(next.find_first_not_of(" \t"), next.size()));
-    std::string word(next.substr(0, next.find_first_of(" \t")));
+    std::string word;
+    for (;;) {
+      next.remove_prefix(std::min(next.find_first_not_of(" \t"), next.size()));
+      word = std::string(next.substr(0, next.find_first_of(" \t")));
+      const auto eq = word.find('=');
+      if (word.empty() || eq == std::string::npos || eq == 0 ||
+          !std::all_of(word.begin(), word.begin() + static_cast<std::ptrdiff_t>(eq), is_name_char))
+        break;
+      next.remove_prefix(word.size());  // NAME=value: another assignment of the command's environment
+    }
     const char* path = std::getenv("PATH");
-    if (!word.empty() && word[0] != '-' && !find_program(word, path ? path : "/usr/bin:/bin"))
+    bool launcher =
+        detail::is_python(detail::basename_of(word)) || detail::is_runner(detail::basename_of(word));
+    for (const LauncherInfo& l : launchers())
+      for (const char* c : l.commands) launcher = launcher || detail::basename_of(word) == c;
+    if (!word.empty() && word[0] != '-' && !launcher && !find_program(word, path ? path : "/usr/bin:/bin"))
       return std::make_pair(vb, ve);
   }
   auto lt = value.find('<');
