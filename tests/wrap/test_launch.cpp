@@ -1,6 +1,8 @@
 // Launch recognition at run time, world size per launcher, analyze arguments, short runs, trace environment.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "preflight/common/error.hpp"
 #include "preflight/wrap/launch.hpp"
 #include "preflight/wrap/run.hpp"
@@ -383,6 +385,58 @@ TEST(Launch, MpirunStartsTheRanks) {
       {"mpirun", "-np", "2", "--npernode", "1", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"});
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->launcher, Launcher::Torchrun);
+}
+
+// ms-swift's `megatron sft|pt`: the subcommand is the entry; `megatron export` is no training run.  Its
+// options become Megatron's with ms-swift's defaults where they differ.
+TEST(Launch, MegatronSwiftOptionsAsMegatronFlags) {
+  auto l = parse({"megatron", "sft", "--model", "Qwen/Qwen3-8B", "--max_length", "8192"});
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->launcher, Launcher::MegatronSwift);
+  EXPECT_EQ(l->entry, "sft");
+  EXPECT_FALSE(parse({"megatron", "export", "--model", "Qwen/Qwen3-8B"}).has_value());
+  // world: torchrun's when NPROC_PER_NODE or NNODES is set, else one process
+  EXPECT_EQ(launch_world_size(*l, {}, {{"NPROC_PER_NODE", "8"}, {"NNODES", "2"}})->world(), 16);
+  EXPECT_EQ(launch_world_size(*l, {}, {})->world(), 1);
+  std::vector<std::string> notes;
+  auto words = [&](const std::vector<std::string>& args) {
+    notes.clear();
+    return megatron_words_from_swift(args, notes);
+  };
+  auto has = [](const std::vector<std::string>& w, const std::vector<std::string>& seq) {
+    return std::search(w.begin(), w.end(), seq.begin(), seq.end()) != w.end();
+  };
+  std::vector<std::string> w =
+      words({"--model", "Qwen/Qwen3-8B", "--max_length", "8192", "--sequence_parallel", "true",
+             "--masked_softmax_fusion", "false", "--tensor_model_parallel_size", "2", "--dataset", "a", "b",
+             "--overlap_grad_reduce", "false"});
+  EXPECT_TRUE(has(w, {"--model", "Qwen/Qwen3-8B"}));
+  EXPECT_TRUE(has(w, {"--seq-length", "8192"}));
+  EXPECT_TRUE(has(w, {"--sequence-parallel"}));
+  EXPECT_TRUE(has(w, {"--no-masked-softmax-fusion"}));
+  EXPECT_TRUE(has(w, {"--tensor-model-parallel-size", "2"}));
+  EXPECT_FALSE(has(w, {"--overlap-grad-reduce"}));
+  EXPECT_FALSE(has(w, {"--dataset"}));
+  // ms-swift's defaults: bf16, the distributed optimizer, flash attention, fused cross entropy, expert tp 1,
+  // selective recompute of core_attn
+  for (const std::vector<std::string>& d :
+       std::vector<std::vector<std::string>>{{"--bf16"},
+                                             {"--use-distributed-optimizer"},
+                                             {"--attention-backend", "flash"},
+                                             {"--cross-entropy-loss-fusion"},
+                                             {"--expert-tensor-parallel-size", "1"},
+                                             {"--recompute-granularity", "selective"},
+                                             {"--recompute-modules", "core_attn"}})
+    EXPECT_TRUE(has(w, d)) << d[0];
+  w = words({"--use_distributed_optimizer", "false", "--torch_dtype", "float16", "--recompute_granularity",
+             "none", "--tuner_type", "lora", "--lora_rank", "32", "--target_modules", "linear_qkv",
+             "linear_proj"});
+  EXPECT_FALSE(has(w, {"--use-distributed-optimizer"}));
+  EXPECT_TRUE(has(w, {"--fp16"}));
+  EXPECT_FALSE(has(w, {"--bf16"}));
+  EXPECT_FALSE(has(w, {"--recompute-granularity"}));
+  EXPECT_TRUE(has(w, {"--lora-rank", "32"}));
+  EXPECT_TRUE(has(w, {"--lora-target-modules", "linear_qkv", "linear_proj"}));
 }
 
 // srun's command after its options: switches take no value, `--opt=v` and `-N2` carry theirs, others the next

@@ -510,6 +510,33 @@ TEST(WrapStyles, PbsGridEngineAndPjmJobHeaders) {
   EXPECT_NE(r.err.find("2 nodes x 4"), std::string::npos) << r.err;
 }
 
+// ms-swift's Megatron-SWIFT (`NPROC_PER_NODE=4 … megatron sft --model Qwen/… --tensor_model_parallel_size 2
+// --sequence_parallel true …`): a launch, its world from NPROC_PER_NODE / NNODES, its options as Megatron's
+// (underscores, true / false), ms-swift's defaults (the distributed optimizer, expert tp 1) and LoRA.  It had
+// been refused as no launch.
+TEST(WrapStyles, MegatronSwiftLaunch) {
+  nlohmann::json j = analyzed("swift_style.sh");
+  expect_layout(j, {2, 1, 28, 3584, 4}, "megatron sft, NPROC_PER_NODE=4");
+  EXPECT_TRUE(j["strategy"]["sequence_parallel"].get<bool>());
+  EXPECT_TRUE(j["strategy"]["distributed_optimizer"].get<bool>());  // ms-swift's default
+  EXPECT_EQ(j["strategy"]["recompute_granularity"], "full");
+  EXPECT_EQ(j["strategy"]["seq_length"], 4096);
+  EXPECT_TRUE(j["model"]["lora"].is_null());
+  expect_layout(analyzed("swift_style.sh", "NPROC_PER_NODE=8 NNODES=2"), {2, 1, 28, 3584, 16},
+                "2 nodes of 8");
+  j = analyzed("swift_style.sh", "EXTRA='--tuner_type lora --lora_rank 16 --target_modules all-linear'");
+  EXPECT_EQ(j["model"]["lora"]["rank"], 16);
+  EXPECT_EQ(j["model"]["lora"]["target_modules"].size(), 4u);
+  // `preflight run` on the script catches `megatron` by its shim
+  TempDir dir;
+  const RunResult r =
+      run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " run --analyze-arg=--json -- bash " +
+                             shell_quote(wrap_data("swift_style.sh").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_layout(json_in(r.out), {2, 1, 28, 3584, 4}, "preflight run, megatron sft");
+  EXPECT_NE(r.err.find("NPROC_PER_NODE, NNODES (ms-swift)"), std::string::npos) << r.err;
+}
+
 // The launcher and the training command in two variables, joined in the shell srun starts
 // (`bash -c "$LAUNCHER --node_rank \$SLURM_PROCID $CMD"`, BigScience's BLOOM scripts): the launcher's words
 // become the analysis where they are written and the entry point leaves the command.  It had been refused

@@ -202,6 +202,15 @@ std::optional<LaunchMatch> match_at(const std::vector<WordView>& words, std::siz
   }
 
   const EntryPosition where = launcher_info(m.launcher).entry;
+  if (where == EntryPosition::Subcommand) {
+    // `megatron sft|pt` trains; `megatron rlhf|export|…` is no training run preflight models.
+    if (m.args_begin >= n || !words[m.args_begin].value ||
+        (*words[m.args_begin].value != "sft" && *words[m.args_begin].value != "pt"))
+      return std::nullopt;
+    m.entry = m.args_begin;
+    m.entry_name = *words[m.args_begin].value;
+    return m;
+  }
   if (where == EntryPosition::CommandString) {
     std::size_t k = m.args_begin;
     if (k >= n || (!words[k].value && !words[k].head)) return std::nullopt;

@@ -1,8 +1,10 @@
 // The launchers preflight knows (one table), and how each says its world size.  See launch.hpp.
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <optional>
 #include <set>
 
 #include "launch_words.hpp"
@@ -125,6 +127,15 @@ const std::vector<LauncherInfo>& launchers() {
        {"mpirun", "mpiexec"},
        E::InnerLaunch,
        W::Mpi,
+       false,
+       false},
+      {Launcher::MegatronSwift,
+       "megatron sft|pt (ms-swift)",
+       {"megatron"},
+       nullptr,
+       {"megatron"},
+       E::Subcommand,
+       W::SwiftEnv,
        false,
        false},
   };
@@ -718,6 +729,170 @@ WorldSize mpi_world_size(const std::vector<std::string>& args, const WorldSizeHi
 
 }  // namespace
 
+std::vector<std::string> megatron_words_from_swift(const std::vector<std::string>& args,
+                                                   std::vector<std::string>& notes) {
+  // Options as ms-swift parses them (HfArgumentParser): `--name value…`, booleans as true / false.
+  std::vector<std::pair<std::string, std::vector<std::string>>> opts;
+  for (const std::string& a : args) {
+    if (a.rfind("--", 0) == 0) {
+      const auto eq = a.find('=');
+      std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      std::replace(name.begin(), name.end(), '-', '_');
+      opts.push_back({name, {}});
+      if (eq != std::string::npos) opts.back().second.push_back(a.substr(eq + 1));
+    } else if (!opts.empty()) {
+      opts.back().second.push_back(a);
+    }
+  }
+  auto value_of = [&](const char* name) -> std::optional<std::string> {
+    std::optional<std::string> v;
+    for (const auto& [n, vals] : opts)
+      if (n == name && !vals.empty()) v = vals.front();
+    return v;
+  };
+  auto truth = [](std::string v) {
+    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+    return v == "true" || v == "1" || v == "yes";
+  };
+  auto dashed = [](std::string n) {
+    std::replace(n.begin(), n.end(), '_', '-');
+    return "--" + n;
+  };
+  // ms-swift's MegatronArguments defaults where they differ from Megatron-LM's
+  // (swift/megatron/arguments/megatron_args.py): the distributed optimizer, flash attention, the fused
+  // cross entropy, expert tp 1, selective recompute of core_attn; bf16 unless the model says otherwise.
+  bool dist_opt = true, ce_fusion = true;
+  std::string recompute = "selective", precision = "--bf16";
+  std::vector<std::string> words, swift_only;
+  std::string tuner = "full";
+  std::string lora_rank = "8", lora_alpha = "32";
+  std::vector<std::string> targets;
+  bool etp_given = false, modules_given = false, attention_given = false;
+  static const std::set<std::string> store_false = {"masked_softmax_fusion",        "bias_dropout_fusion",
+                                                    "gradient_accumulation_fusion", "bias_swiglu_fusion",
+                                                    "bias_activation_fusion",       "apply_rope_fusion"};
+  static const std::set<std::string> not_megatron = {"dataset",
+                                                     "val_dataset",
+                                                     "output_dir",
+                                                     "save_safetensors",
+                                                     "load_from_cache_file",
+                                                     "split_dataset_ratio",
+                                                     "dataloader_num_workers",
+                                                     "dataset_num_proc",
+                                                     "system",
+                                                     "model_author",
+                                                     "model_name",
+                                                     "num_train_epochs",
+                                                     "merge_lora",
+                                                     "streaming",
+                                                     "save_steps",
+                                                     "eval_steps",
+                                                     "logging_steps",
+                                                     "save_strategy",
+                                                     "columns",
+                                                     "template",
+                                                     "truncation_strategy",
+                                                     "loss_scale",
+                                                     "packing",
+                                                     "padding_free",
+                                                     "lazy_tokenize",
+                                                     "new_special_tokens",
+                                                     "max_epochs",
+                                                     "eval_iters",
+                                                     "report_to",
+                                                     "add_version",
+                                                     "model_type",
+                                                     "use_hf",
+                                                     "hub_token",
+                                                     "finetune",
+                                                     "torch_dtype",
+                                                     "tuner_type",
+                                                     "train_type",
+                                                     "lora_rank",
+                                                     "lora_alpha",
+                                                     "lora_dropout",
+                                                     "target_modules",
+                                                     "max_length",
+                                                     "model",
+                                                     "load_safetensors",
+                                                     "no_save_optim",
+                                                     "no_save_rng",
+                                                     "no_load_optim",
+                                                     "no_load_rng",
+                                                     "mcore_model",
+                                                     "mcore_adapter",
+                                                     "use_flash_attn"};
+  for (const auto& [name, vals] : opts) {
+    const std::string v = vals.empty() ? "" : vals.front();
+    if (name == "model") {
+      if (!v.empty()) words.insert(words.end(), {"--model", v});
+    } else if (name == "max_length") {
+      if (!v.empty()) words.insert(words.end(), {"--seq-length", v});
+    } else if (name == "tuner_type" || name == "train_type") {
+      tuner = v;
+    } else if (name == "lora_rank") {
+      lora_rank = v;
+    } else if (name == "lora_alpha") {
+      lora_alpha = v;
+    } else if (name == "target_modules") {
+      for (const std::string& t : vals)
+        if (t != "all-linear" && t != "all_linear") targets.push_back(t);
+    } else if (name == "torch_dtype") {
+      precision = v == "float16" ? "--fp16" : v == "float32" ? "" : "--bf16";
+    } else if (name == "bf16" || name == "fp16") {
+      if (truth(v)) precision = "--" + name;
+    } else if (name == "use_distributed_optimizer") {
+      dist_opt = truth(v);
+    } else if (name == "cross_entropy_loss_fusion") {
+      ce_fusion = truth(v);
+    } else if (name == "recompute_granularity") {
+      recompute = v;
+    } else if (not_megatron.count(name)) {
+      if (name != "packing" && name != "padding_free") swift_only.push_back(name);
+    } else if (store_false.count(name)) {
+      if (!truth(v)) words.push_back("--no-" + dashed(name).substr(2));
+    } else if (v == "true" || v == "True" || v == "false" || v == "False") {
+      if (truth(v)) words.push_back(dashed(name));
+    } else {
+      etp_given = etp_given || name == "expert_tensor_parallel_size";
+      modules_given = modules_given || name == "recompute_modules";
+      attention_given = attention_given || name == "attention_backend";
+      words.push_back(dashed(name));
+      words.insert(words.end(), vals.begin(), vals.end());
+    }
+  }
+  if (!precision.empty()) words.push_back(precision);
+  if (dist_opt) words.push_back("--use-distributed-optimizer");
+  if (ce_fusion) words.push_back("--cross-entropy-loss-fusion");
+  if (!attention_given) words.insert(words.end(), {"--attention-backend", "flash"});
+  if (!etp_given) words.insert(words.end(), {"--expert-tensor-parallel-size", "1"});
+  if (recompute == "selective") {
+    words.insert(words.end(), {"--recompute-granularity", "selective"});
+    if (!modules_given) words.insert(words.end(), {"--recompute-modules", "core_attn"});
+  } else if (recompute == "full") {
+    words.insert(words.end(), {"--recompute-granularity", "full"});
+  }
+  if (tuner == "lora" || tuner == "lora_llm") {
+    words.insert(words.end(), {"--lora-rank", lora_rank, "--lora-alpha", lora_alpha});
+    if (!targets.empty()) {
+      words.push_back("--lora-target-modules");
+      words.insert(words.end(), targets.begin(), targets.end());
+    }
+  } else if (tuner != "full") {
+    notes.push_back("ms-swift --tuner_type " + tuner + ": not modelled, priced as a full fine-tuning");
+  }
+  notes.push_back(
+      "ms-swift: samples are packed or padding-free (its default): each micro batch is priced as " +
+      std::string(value_of("max_length") ? "--max_length " + *value_of("max_length") : "its") +
+      " tokens with full causal attention, an upper bound");
+  if (!swift_only.empty()) {
+    std::string list;
+    for (const auto& s : swift_only) list += (list.empty() ? "" : ", ") + s;
+    notes.push_back("ms-swift: options left out (its own, or without effect on memory and time): " + list);
+  }
+  return words;
+}
+
 WorldSize mpirun_tasks(const std::vector<std::string>& mpirun_options, const WorldSizeHints& hints) {
   return mpi_world_size(mpirun_options, hints);
 }
@@ -752,6 +927,18 @@ std::optional<WorldSize> launch_world_size(const LaunchCommand& launch, const Wo
       return msrun_launcher_world_size(args);
     case WorldSizeSource::Deepspeed:
       return deepspeed_world_size(args, hints);
+    case WorldSizeSource::SwiftEnv: {
+      // ms-swift's cli: torchrun --nproc_per_node $NPROC_PER_NODE --nnodes $NNODES when either is set
+      // (swift/cli/main.py use_torchrun), else the training script in one process.
+      WorldSize w;
+      const auto nproc = env_value(env, {"NPROC_PER_NODE"});
+      const auto nnodes = env_value(env, {"NNODES"});
+      w.nproc_per_node = nproc ? parse_count(*nproc, "NPROC_PER_NODE") : 1;
+      w.nnodes = nnodes ? parse_count(*nnodes, "NNODES") : 1;
+      w.source = nproc || nnodes ? "NPROC_PER_NODE, NNODES (ms-swift)"
+                                 : "ms-swift without NPROC_PER_NODE: one process";
+      return w;
+    }
   }
   return std::nullopt;
 }
@@ -788,6 +975,11 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
     WorldSize w = *launch_world_size(launch, hints, env);
     notes.insert(notes.end(), w.notes.begin(), w.notes.end());
     out = {"--nproc_per_node", std::to_string(w.nproc_per_node), "--nnodes", std::to_string(w.nnodes)};
+  }
+  if (launch.launcher == Launcher::MegatronSwift) {
+    const std::vector<std::string> megatron = megatron_words_from_swift(launch.entry_args, notes);
+    out.insert(out.end(), megatron.begin(), megatron.end());
+    return out;
   }
   out.insert(out.end(), launch.entry_args.begin(), launch.entry_args.end());
   return out;

@@ -45,6 +45,8 @@ enum class Launcher {
   Python,                  ///< python ENTRY
   Srun,                    ///< srun [options] python ENTRY (SLURM tasks are the ranks)
   Mpirun,                  ///< mpirun / mpiexec [options] python ENTRY (MPI ranks are the processes)
+  MegatronSwift,  ///< ms-swift's `megatron sft|pt ARGS` (Megatron-SWIFT: torchrun from NPROC_PER_NODE /
+                  ///< NNODES)
 };
 
 /// How a launcher says how many processes it starts (launch_world_size()).
@@ -56,6 +58,7 @@ enum class WorldSizeSource {
   Deepspeed,      ///< hostfile, --num_gpus / --num_nodes, --include / --exclude
   Slurm,          ///< srun -n / -N / --ntasks-per-node, else the allocation's SLURM_* variables
   Mpi,            ///< mpirun -np, -N/--npernode/-ppn, --host / --hostfile
+  SwiftEnv,       ///< ms-swift: torchrun with NPROC_PER_NODE / NNODES when either is set, else one process
 };
 
 /// Where the training entry point is among a launcher's words.
@@ -65,6 +68,7 @@ enum class EntryPosition {
   CommandString,  ///< inside its first argument, a command string (msrun_launcher.sh "python ENTRY …")
   InnerLaunch,    ///< a launch after its options (srun / mpirun [options] python|torchrun …): with plain
                   ///< python the outer launcher's processes are the ranks
+  Subcommand,     ///< the launcher's first argument names the training (ms-swift's `megatron sft|pt`)
 };
 
 /// One launcher, as every part of wrap (the rewriter, `preflight run`'s shims, dryrun) sees it.
@@ -213,6 +217,15 @@ std::optional<std::size_t> mpirun_command_index(const std::vector<std::string>& 
 /// lists and hostfiles, as for `mpirun … python ENTRY` (launch_world_size).
 /// @throws InputError naming the option or the hostfile for a malformed count or an unreadable hostfile
 WorldSize mpirun_tasks(const std::vector<std::string>& mpirun_options, const WorldSizeHints& hints);
+
+/// Megatron-LM flags for ms-swift's `megatron sft|pt ARGS` (Megatron-SWIFT, swift/megatron/arguments): its
+/// defaults where they differ from Megatron-LM's (distributed optimizer, flash attention, fused cross
+/// entropy, expert tp 1, selective recompute of core_attn, bf16), `--model ORG/REPO` kept, `--max_length` as
+/// the sequence, `--tuner_type lora` with `--lora_rank` / `--lora_alpha` / `--target_modules` as preflight's
+/// LoRA flags, `--name true|false` as switches, underscores as dashes; ms-swift's own options (dataset,
+/// output_dir, …) left out and named in `notes`.
+std::vector<std::string> megatron_words_from_swift(const std::vector<std::string>& args,
+                                                   std::vector<std::string>& notes);
 
 /// Index in `argv` (argv[0] = numactl or taskset) of the command a CPU / memory binding runs: numactl's
 /// first word after its options (-m 0-3, --membind=0-3, -l …, `--`), taskset's after its options and the
