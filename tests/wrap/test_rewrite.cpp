@@ -185,6 +185,21 @@ TEST(Rewrite, NoLaunchListsWhatWasLookedForAndTheClosestLines) {
         std::string::npos)
         << d;
   }
+  // ms-swift lines preflight does not model are named: `megatron rlhf`, `swift sft` (not Megatron)
+  try {
+    wrap_script(
+        "NPROC_PER_NODE=8 megatron rlhf --rlhf_type dpo --model Qwen/Qwen3-8B\n"
+        "CUDA_VISIBLE_DEVICES=0 swift sft --model Qwen/Qwen3-8B\n",
+        opts());
+    ADD_FAILURE() << "ms-swift's rlhf / swift sft were wrapped";
+  } catch (const preflight::InputError& e) {
+    const std::string& d = e.detail();
+    EXPECT_NE(d.find("hint: line 1: ms-swift's `megatron rlhf` is not modelled"), std::string::npos) << d;
+    EXPECT_NE(
+        d.find("hint: line 2: ms-swift's `swift sft` trains with transformers / DeepSpeed, not Megatron"),
+        std::string::npos)
+        << d;
+  }
 }
 
 // The interpreter or launcher by a path under an expansion: `"${PY}" -m torch.distributed.run` with

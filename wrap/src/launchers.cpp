@@ -767,7 +767,8 @@ std::vector<std::string> megatron_words_from_swift(const std::vector<std::string
   std::string tuner = "full";
   std::string lora_rank = "8", lora_alpha = "32";
   std::vector<std::string> targets;
-  bool etp_given = false, modules_given = false, attention_given = false;
+  bool etp_given = false, modules_given = false, attention_given = false, dispatcher_given = false,
+       grouped_gemm = true;
   static const std::set<std::string> store_false = {"masked_softmax_fusion",        "bias_dropout_fusion",
                                                     "gradient_accumulation_fusion", "bias_swiglu_fusion",
                                                     "bias_activation_fusion",       "apply_rope_fusion"};
@@ -847,6 +848,8 @@ std::vector<std::string> megatron_words_from_swift(const std::vector<std::string
       ce_fusion = truth(v);
     } else if (name == "recompute_granularity") {
       recompute = v;
+    } else if (name == "moe_grouped_gemm") {
+      grouped_gemm = truth(v);
     } else if (not_megatron.count(name)) {
       if (name != "packing" && name != "padding_free") swift_only.push_back(name);
     } else if (store_false.count(name)) {
@@ -857,6 +860,7 @@ std::vector<std::string> megatron_words_from_swift(const std::vector<std::string
       etp_given = etp_given || name == "expert_tensor_parallel_size";
       modules_given = modules_given || name == "recompute_modules";
       attention_given = attention_given || name == "attention_backend";
+      dispatcher_given = dispatcher_given || name == "moe_token_dispatcher_type";
       words.push_back(dashed(name));
       words.insert(words.end(), vals.begin(), vals.end());
     }
@@ -866,6 +870,9 @@ std::vector<std::string> megatron_words_from_swift(const std::vector<std::string
   if (ce_fusion) words.push_back("--cross-entropy-loss-fusion");
   if (!attention_given) words.insert(words.end(), {"--attention-backend", "flash"});
   if (!etp_given) words.insert(words.end(), {"--expert-tensor-parallel-size", "1"});
+  // (read by a MoE model only)
+  if (!dispatcher_given) words.insert(words.end(), {"--moe-token-dispatcher-type", "alltoall"});
+  if (grouped_gemm) words.push_back("--moe-grouped-gemm");
   if (recompute == "selective") {
     words.insert(words.end(), {"--recompute-granularity", "selective"});
     if (!modules_given) words.insert(words.end(), {"--recompute-modules", "core_attn"});

@@ -287,6 +287,34 @@ std::string shell_script_under_launcher_hint(std::string_view text, const std::s
   return out;
 }
 
+/// A hint for ms-swift lines that are no training run preflight models: `megatron rlhf|export|…` (only
+/// `megatron sft|pt` are), `swift sft|pt|rlhf` (its transformers / DeepSpeed trainer, not Megatron).
+std::string swift_hint(std::string_view text) {
+  std::string out;
+  for (const auto& [line, l] : logical_lines(text)) {
+    if (l.empty() || l[0] == '#') continue;
+    std::vector<std::string> words;
+    try {
+      words = split_shell_words(l, "swift");
+    } catch (const InputError&) {
+      continue;
+    }
+    std::size_t k = 0;
+    while (k < words.size() && detail::is_assignment(words[k])) ++k;
+    if (k + 1 >= words.size()) continue;
+    const std::string_view tool = detail::basename_of(words[k]);
+    if (tool == "megatron" && words[k + 1] != "sft" && words[k + 1] != "pt")
+      out += "\n  hint: line " + std::to_string(line) + ": ms-swift's `megatron " + words[k + 1] +
+             "` is not modelled (`megatron sft` and `megatron pt` are: RLHF adds reference, reward or "
+             "rollout models)";
+    else if (tool == "swift" && (words[k + 1] == "sft" || words[k + 1] == "pt" || words[k + 1] == "rlhf"))
+      out += "\n  hint: line " + std::to_string(line) + ": ms-swift's `swift " + words[k + 1] +
+             "` trains with transformers / DeepSpeed, not Megatron; its Megatron launch is `megatron sft|pt`";
+    if (out.size() > 600) break;
+  }
+  return out;
+}
+
 std::string closest_lines(std::string_view text) {
   struct Scored {
     int score;
@@ -297,7 +325,8 @@ std::string closest_lines(std::string_view text) {
       {"torchrun", 4},  {"deepspeed", 4},      {"msrun", 4},  {"torch.distributed", 4},
       {"pretrain_", 3}, {"run_mindformer", 3}, {"python", 2}, {".py", 2},
       {"eval ", 2},     {"srun", 1},           {"mpirun", 1}, {"EXECUTE_ORDER", 1},
-      {"CMD", 1},       {"eval", 1},           {".sh", 1}};
+      {"CMD", 1},       {"eval", 1},           {".sh", 1},    {"megatron ", 1},
+      {"swift ", 1}};
   std::vector<Scored> scored;
   for (auto [lineno, line] : logical_lines(text)) {
     int score = 0;
@@ -1176,7 +1205,7 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
                    "estimate --bridge-config run_config.yaml -- --nproc_per_node N --nnodes M` (the recipe's "
                    "logger.save_config_filepath, a checkpoint's run_config.yaml, or its log)"
                  : std::string()) +
-            shell_script_under_launcher_hint(input, o.script_name, mode_name(o.mode)));
+            shell_script_under_launcher_hint(input, o.script_name, mode_name(o.mode)) + swift_hint(input));
   }
 
   // Inside a double-quoted command string the invocation goes unquoted when the path needs no quoting: the

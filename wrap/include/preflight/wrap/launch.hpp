@@ -220,7 +220,8 @@ WorldSize mpirun_tasks(const std::vector<std::string>& mpirun_options, const Wor
 
 /// Megatron-LM flags for ms-swift's `megatron sft|pt ARGS` (Megatron-SWIFT, swift/megatron/arguments): its
 /// defaults where they differ from Megatron-LM's (distributed optimizer, flash attention, fused cross
-/// entropy, expert tp 1, selective recompute of core_attn, bf16), `--model ORG/REPO` kept, `--max_length` as
+/// entropy, expert tp 1, selective recompute of core_attn, bf16; for MoE the all-to-all dispatcher and
+/// grouped GEMMs), `--model ORG/REPO` kept, `--max_length` as
 /// the sequence, `--tuner_type lora` with `--lora_rank` / `--lora_alpha` / `--target_modules` as preflight's
 /// LoRA flags, `--name true|false` as switches, underscores as dashes; ms-swift's own options (dataset,
 /// output_dir, …) left out and named in `notes`.
