@@ -1,6 +1,7 @@
 // The argument dump of a Megatron log back to the command line that produced it.
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 
 #include <yaml-cpp/yaml.h>
@@ -35,6 +36,41 @@ std::vector<std::string> items(const std::string& v) {
   }
   if (!cur.empty()) out.push_back(cur);
   return out;
+}
+
+/// Each destination → value as Megatron's flags: a store-false destination's False as its own flag, True as
+/// the switch, other values (list items one by one; an enum member without its class, `AttnBackend.auto` →
+/// auto) after the flag; None, empty and skipped destinations dropped; `renamed` gives the command line's
+/// name of a destination spelled otherwise.
+void append_destinations_as_flags(const std::map<std::string, std::string>& dests,
+                                  const std::map<std::string, std::string>& store_false,
+                                  const std::set<std::string>& skip,
+                                  const std::map<std::string, std::string>& renamed,
+                                  std::vector<std::string>& words) {
+  for (const auto& [raw_name, value] : dests) {
+    if (skip.count(raw_name) || value == "None" || value.empty()) continue;
+    const auto rn = renamed.find(raw_name);
+    const std::string name = rn == renamed.end() ? raw_name : rn->second;
+    if (auto sf = store_false.find(name); sf != store_false.end()) {
+      if (value == "False") words.push_back(sf->second);
+      continue;
+    }
+    if (value == "True") {
+      words.push_back(dashed(name));
+    } else if (value != "False") {
+      std::vector<std::string> v = items(value);
+      if (std::all_of(v.begin(), v.end(), [](const std::string& x) { return x == "None"; })) continue;
+      words.push_back(dashed(name));
+      for (auto& x : v) {
+        if (auto dot = x.find('.');
+            dot != std::string::npos && dot > 0 && std::isupper(static_cast<unsigned char>(x[0])) &&
+            std::all_of(x.begin(), x.begin() + static_cast<long>(dot),
+                        [](char c) { return std::isalpha(static_cast<unsigned char>(c)); }))
+          x = x.substr(dot + 1);
+        words.push_back(x);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -76,31 +112,7 @@ std::vector<std::string> megatron_words_from_args_dump(const std::map<std::strin
   static const std::set<std::string> skip = {"vocab_size", "padded_vocab_size", "vocab_file", "merge_file",
                                              "tokenizer_type", "tokenizer_model", "world_size", "rank",
                                              "local_rank", "data_path", "save", "load", "megatron_version"};
-  for (const auto& [name, value] : args) {
-    if (skip.count(name) || value == "None" || value.empty()) continue;
-    if (auto sf = store_false.find(name); sf != store_false.end()) {
-      if (value == "False") words.push_back(sf->second);
-      continue;
-    }
-    if (value == "True") {
-      words.push_back(dashed(name));
-    } else if (value == "False") {
-      continue;
-    } else {
-      std::vector<std::string> v = items(value);
-      if (std::all_of(v.begin(), v.end(), [](const std::string& x) { return x == "None"; })) continue;
-      words.push_back(dashed(name));
-      for (auto& x : v) {
-        // Enum members print with their class (`AttnBackend.auto`).
-        if (auto dot = x.find('.'); dot != std::string::npos && dot > 0 &&
-                                    std::isupper(static_cast<unsigned char>(x[0])) &&
-                                    std::all_of(x.begin(), x.begin() + static_cast<long>(dot),
-                                                [](char c) { return std::isalpha(static_cast<unsigned char>(c)); }))
-          x = x.substr(dot + 1);
-        words.push_back(x);
-      }
-    }
-  }
+  append_destinations_as_flags(args, store_false, skip, {}, words);
   const std::string padded = get("padded_vocab_size");
   if (!padded.empty() && padded != "None") {
     words.insert(words.end(), {"--vocab-size", padded, "--make-vocab-size-divisible-by", "1"});
@@ -241,22 +253,7 @@ std::vector<std::string> megatron_words_from_yaml_cfg(const std::string& path,
                                              "override_opt_param_scheduler",
                                              "cpu_offloading_activations"};
   std::vector<std::string> words;
-  for (const auto& [raw_name, value] : dests) {
-    const std::string name = renamed.count(raw_name) ? renamed.at(raw_name) : raw_name;
-    if (skip.count(raw_name) || value == "None" || value.empty()) continue;
-    if (auto sf = store_false.find(name); sf != store_false.end()) {
-      if (value == "False") words.push_back(sf->second);
-      continue;
-    }
-    if (value == "True") {
-      words.push_back(dashed(name));
-    } else if (value != "False") {
-      std::vector<std::string> v = items(value);
-      if (std::all_of(v.begin(), v.end(), [](const std::string& x) { return x == "None"; })) continue;
-      words.push_back(dashed(name));
-      words.insert(words.end(), v.begin(), v.end());
-    }
-  }
+  append_destinations_as_flags(dests, store_false, skip, renamed, words);
   const std::string act = get("activation_func");
   if (act == "swiglu") {
     words.push_back("--swiglu");
