@@ -38,15 +38,33 @@ std::vector<std::string> items(const std::string& v) {
   return out;
 }
 
+/// Destinations whose False is a flag of its own (argparse store_false), by the flag.
+const std::map<std::string, std::string>& store_false_flags() {
+  static const std::map<std::string, std::string> flags = {
+      {"add_bias_linear", "--disable-bias-linear"},
+      {"add_position_embedding", "--no-position-embedding"},
+      {"gradient_accumulation_fusion", "--no-gradient-accumulation-fusion"},
+      {"masked_softmax_fusion", "--no-masked-softmax-fusion"},
+      {"overlap_p2p_comm", "--no-overlap-p2p-communication"},
+      {"bias_gelu_fusion", "--no-bias-gelu-fusion"},
+      {"bias_dropout_fusion", "--no-bias-dropout-fusion"},
+      {"bias_swiglu_fusion", "--no-bias-swiglu-fusion"},
+      {"apply_rope_fusion", "--no-rope-fusion"},
+      {"persist_layer_norm", "--no-persist-layer-norm"},
+      {"async_tensor_model_parallel_allreduce", "--no-async-tensor-model-parallel-allreduce"},
+  };
+  return flags;
+}
+
 /// Each destination → value as Megatron's flags: a store-false destination's False as its own flag, True as
 /// the switch, other values (list items one by one; an enum member without its class, `AttnBackend.auto` →
 /// auto) after the flag; None, empty and skipped destinations dropped; `renamed` gives the command line's
 /// name of a destination spelled otherwise.
 void append_destinations_as_flags(const std::map<std::string, std::string>& dests,
-                                  const std::map<std::string, std::string>& store_false,
                                   const std::set<std::string>& skip,
                                   const std::map<std::string, std::string>& renamed,
                                   std::vector<std::string>& words) {
+  const auto& store_false = store_false_flags();
   for (const auto& [raw_name, value] : dests) {
     if (skip.count(raw_name) || value == "None" || value.empty()) continue;
     const auto rn = renamed.find(raw_name);
@@ -97,22 +115,11 @@ std::vector<std::string> megatron_words_from_args_dump(const std::map<std::strin
   const int per_node = w % 8 == 0 ? 8 : w;
   words.insert(words.end(), {"--nproc_per_node", std::to_string(per_node), "--nnodes", std::to_string(w / per_node)});
 
-  // Destinations whose False is a flag of its own.
-  static const std::map<std::string, std::string> store_false = {
-      {"add_bias_linear", "--disable-bias-linear"},
-      {"add_position_embedding", "--no-position-embedding"},
-      {"gradient_accumulation_fusion", "--no-gradient-accumulation-fusion"},
-      {"masked_softmax_fusion", "--no-masked-softmax-fusion"},
-      {"overlap_p2p_comm", "--no-overlap-p2p-communication"},
-      {"bias_gelu_fusion", "--no-bias-gelu-fusion"},
-      {"bias_dropout_fusion", "--no-bias-dropout-fusion"},
-      {"async_tensor_model_parallel_allreduce", "--no-async-tensor-model-parallel-allreduce"},
-  };
   // Not passed: the vocabulary (given exactly below), files, and run bookkeeping.
   static const std::set<std::string> skip = {"vocab_size", "padded_vocab_size", "vocab_file", "merge_file",
                                              "tokenizer_type", "tokenizer_model", "world_size", "rank",
                                              "local_rank", "data_path", "save", "load", "megatron_version"};
-  append_destinations_as_flags(args, store_false, skip, {}, words);
+  append_destinations_as_flags(args, skip, {}, words);
   const std::string padded = get("padded_vocab_size");
   if (!padded.empty() && padded != "None") {
     words.insert(words.end(), {"--vocab-size", padded, "--make-vocab-size-divisible-by", "1"});
@@ -196,17 +203,6 @@ std::vector<std::string> megatron_words_from_yaml_cfg(const std::string& path,
   // (core_transformer_config_from_yaml: swiglu | squaredrelu | gelu).
   static const std::map<std::string, std::string> renamed = {{"layernorm_epsilon", "norm_epsilon"},
                                                              {"num_moe_experts", "num_experts"}};
-  static const std::map<std::string, std::string> store_false = {
-      {"add_bias_linear", "--disable-bias-linear"},
-      {"add_position_embedding", "--no-position-embedding"},
-      {"gradient_accumulation_fusion", "--no-gradient-accumulation-fusion"},
-      {"masked_softmax_fusion", "--no-masked-softmax-fusion"},
-      {"overlap_p2p_comm", "--no-overlap-p2p-communication"},
-      {"bias_dropout_fusion", "--no-bias-dropout-fusion"},
-      {"bias_swiglu_fusion", "--no-bias-swiglu-fusion"},
-      {"apply_rope_fusion", "--no-rope-fusion"},
-      {"persist_layer_norm", "--no-persist-layer-norm"},
-  };
   static const std::set<std::string> skip = {"world_size",
                                              "rank",
                                              "local_rank",
@@ -253,7 +249,7 @@ std::vector<std::string> megatron_words_from_yaml_cfg(const std::string& path,
                                              "override_opt_param_scheduler",
                                              "cpu_offloading_activations"};
   std::vector<std::string> words;
-  append_destinations_as_flags(dests, store_false, skip, renamed, words);
+  append_destinations_as_flags(dests, skip, renamed, words);
   const std::string act = get("activation_func");
   if (act == "swiglu") {
     words.push_back("--swiglu");
