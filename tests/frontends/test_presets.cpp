@@ -135,6 +135,8 @@ TEST(Presets, VariantRepositoryIdsAreTheirBaseModelsPreset) {
   EXPECT_NE(w[0].find("the qwen2.5-7b preset (Qwen/Qwen2.5-7B's architecture"), std::string::npos) << w[0];
   EXPECT_EQ(load_model("meta-llama/Llama-2-70b-chat-hf").name, "llama2-70b");
   EXPECT_EQ(load_model("Qwen/Qwen3-30B-A3B-Base").name, "qwen3-30b-a3b");
+  EXPECT_EQ(load_model("Qwen/Qwen3-235B-A22B-Instruct-2507").name, "qwen3-235b-a22b");
+  EXPECT_EQ(load_model("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8").name, "qwen3-30b-a3b");
   // the suffix is stripped only at the end: another model of the family stays itself
   EXPECT_FALSE(is_preset("Qwen/Qwen2.5-7B-Instruct"));
 }

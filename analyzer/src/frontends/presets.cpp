@@ -141,16 +141,23 @@ ModelSpec load_model(const std::string& spec, std::vector<std::string>* warnings
   if (usable_path) return load_hf_config(spec, warnings);
   if (const Preset* preset = find_preset(spec)) return build_preset(*preset, warnings);
   if (is_hf_repo_id(spec)) {
-    // A chat / instruct / base variant of a preset's repository (Qwen/Qwen2.5-7B-Instruct,
-    // meta-llama/Llama-2-7b-chat-hf): the same architecture; the preset, said.
+    // A chat / instruct / base / thinking / FP8 / dated variant of a preset's repository
+    // (Qwen/Qwen2.5-7B-Instruct, meta-llama/Llama-2-7b-chat-hf, Qwen/Qwen3-235B-A22B-Instruct-2507): the same
+    // architecture; the preset, said.
     auto strip_variant = [](std::string n) {
       for (bool stripped = true; stripped;) {
         stripped = false;
-        for (const char* suffix : {"-instruct", "-chat", "-base", "-hf"})
+        for (const char* suffix : {"-instruct", "-chat", "-base", "-hf", "-thinking", "-fp8"})
           if (n.size() > std::strlen(suffix) && n.ends_with(suffix)) {
             n.resize(n.size() - std::strlen(suffix));
             stripped = true;
           }
+        // a release date (Qwen3-235B-A22B-Instruct-2507)
+        if (n.size() > 5 && n[n.size() - 5] == '-' &&
+            std::all_of(n.end() - 4, n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+          n.resize(n.size() - 5);
+          stripped = true;
+        }
       }
       return n;
     };
