@@ -269,6 +269,28 @@ TEST(Rewrite, EnvironmentAssignmentsBeforeALaunchAreNoPlaceholder) {
   EXPECT_EQ(lines(r.text)[0], "CKPT='/path/to/my checkpoints'");
 }
 
+// A launch inside a container runner (`docker exec -it CTR torchrun …`, `docker run … IMAGE torchrun …`, a
+// `bash -c "…"` string run by docker): the analysis runs outside the container, without the runner (it had
+// been "no launch wrap recognises: left as is", which would start the real run).
+TEST(Rewrite, LaunchesInsideAContainerRunner) {
+  const std::string s =
+      "docker exec -it ctr torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 2\n"
+      "docker run --rm --gpus all --ipc=host -v /data:/data -e A=1 nvcr.io/nvidia/pytorch:24.01-py3 "
+      "torchrun --nproc-per-node 4 pretrain_gpt.py --num-layers 3\n"
+      "podman run --rm img bash -c \"torchrun --nproc-per-node 2 pretrain_gpt.py --num-layers 4\"\n";
+  WrapResult r = wrap_script(s, opts());
+  auto l = lines(r.text);
+  EXPECT_EQ(l[0], kInv + " analyze --nproc-per-node 8 --num-layers 2");
+  EXPECT_EQ(l[1], kInv + " analyze --nproc-per-node 4 --num-layers 3");
+  EXPECT_EQ(l[2], "bash -c \"${PREFLIGHT:-/opt/pf/preflight} analyze --nproc-per-node 2 --num-layers 4\"");
+  EXPECT_EQ(r.launches.size(), 3u);
+  // trace mode keeps the runner: the traced run is the real one
+  WrapResult t = wrap_script(s, opts(WrapMode::Trace));
+  EXPECT_EQ(lines(t.text)[0], kInv +
+                                  " run --mode trace -- docker exec -it ctr torchrun --nproc-per-node 8 "
+                                  "pretrain_gpt.py --num-layers 2");
+}
+
 TEST(Rewrite, EntryOptionAddsAnEntryPoint) {
   std::string s = "msrun --worker_num=8 --local_worker_num=8 ${BASE}/parallel_mixtral.py --test_train True\n";
   EXPECT_THROW(wrap_script(s, opts()), preflight::InputError);

@@ -23,9 +23,11 @@ std::string_view basename_of(std::string_view path) {
 }
 
 bool is_runner(std::string_view name) {
-  static constexpr std::string_view kRunners[] = {"uv",      "nsys",      "ncu",         "numactl",
-                                                  "taskset", "stdbuf",    "nice",        "ionice",
-                                                  "timeout", "apptainer", "singularity", "chrt"};
+  // (container runners too: `docker exec -it CTR torchrun …`, `docker run --gpus all … IMAGE torchrun …`,
+  // podman's and enroot's alike — the analysis runs outside the container, without them)
+  static constexpr std::string_view kRunners[] = {"uv",          "nsys", "ncu",    "numactl", "taskset",
+                                                  "stdbuf",      "nice", "ionice", "timeout", "apptainer",
+                                                  "singularity", "chrt", "docker", "podman",  "enroot"};
   for (std::string_view r : kRunners)
     if (name == r) return true;
   return false;

@@ -1017,7 +1017,9 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       if (!runs_variable && (!inside || !rewrite_inside(inside->first, inside->second, quote))) continue;
       // srun/mpirun in front starts the shell once per node or rank: analysis runs it once.
       std::optional<std::string> head = literal_value(cmd.words[0].raw);
-      if (o.mode == WrapMode::Analyze && k > 0 && head && *head == "srun") {
+      if (o.mode == WrapMode::Analyze && k > 0 && head &&
+          (*head == "srun" || detail::is_runner(detail::basename_of(*head)))) {
+        // (a container or profiler runner before the shell: the analysis runs outside it)
         nested_edits.push_back({cmd.words[0].begin, cmd.words[k].begin, ""});
         result.notes.push_back(o.script_name + ":" +
                                std::to_string(line_of(work, cmd.words[0].begin) + nest.line_offset) +
