@@ -142,12 +142,26 @@ int search_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::Env
     return run_search_launch(options, l.entry_args);
   }
   std::vector<std::string> notes;
-  const std::vector<std::string> words = wrap::analyze_arguments(l, launch_hints(c), env, notes);
+  std::vector<std::string> words = wrap::analyze_arguments(l, launch_hints(c), env, notes);
+  // A model the launch names by --model (ms-swift's `--model ORG/REPO`) is search's --model, before `--`.
+  std::vector<std::string> options = c.launch.search_args;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const bool split = words[i] == "--model" && i + 1 < words.size(),
+               joined = words[i].rfind("--model=", 0) == 0;
+    if (!split && !joined) continue;
+    const std::string model = joined ? words[i].substr(8) : words[i + 1];
+    words.erase(words.begin() + static_cast<std::ptrdiff_t>(i),
+                words.begin() + static_cast<std::ptrdiff_t>(i) + (joined ? 1 : 2));
+    if (std::none_of(options.begin(), options.end(),
+                     [](const std::string& o) { return o == "--model" || o.rfind("--model=", 0) == 0; }))
+      options.insert(options.end(), {"--model", model});
+    break;
+  }
   std::cerr << "preflight run: " << wrap::launcher_name(l.launcher) << " " << l.entry
             << " -> preflight search\n";
   for (const auto& n : notes) std::cerr << "preflight run: note: " << n << "\n";
   note_launch(env, l, "search");
-  return run_search_launch(c.launch.search_args, words);
+  return run_search_launch(options, words);
 }
 
 int trace_launch(const RunCli& c, wrap::LaunchCommand l, const wrap::Environment& env, const fs::path& skip) {

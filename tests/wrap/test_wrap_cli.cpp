@@ -535,6 +535,14 @@ TEST(WrapStyles, MegatronSwiftLaunch) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_layout(json_in(r.out), {2, 1, 28, 3584, 4}, "preflight run, megatron sft");
   EXPECT_NE(r.err.find("NPROC_PER_NODE, NNODES (ms-swift)"), std::string::npos) << r.err;
+  // search mode: the launch's --model is search's own
+  const RunResult s =
+      run_in(dir.path(), "NPROC_PER_NODE=8 " + shell_quote(PREFLIGHT_BINARY) +
+                             " run --mode search --search-arg=--system=h100-sxm -- megatron sft "
+                             "--model Qwen/Qwen2.5-7B-Instruct --tensor_model_parallel_size 2 "
+                             "--micro_batch_size 1 --global_batch_size 64 --max_length 4096");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.out.find("the launch's own layout (tp 2 pp 1"), std::string::npos) << s.out;
 }
 
 // The launcher and the training command in two variables, joined in the shell srun starts
