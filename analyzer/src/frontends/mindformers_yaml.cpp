@@ -1220,6 +1220,11 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
                        "on stage 0) is analysed as interleaved 1F1B");
   else if (scheduler == "gpipe")
     warnings.push_back("pipeline_scheduler gpipe keeps every micro batch's activations; analysed as 1F1B");
+  else if (scheduler != "1f1b" && scheduler != "seqpipe" && scheduler != "seqvpp" &&
+           scheduler != "seqsmartvpp")
+    warnings.push_back(pipe_cfg.key_path("pipeline_scheduler") + " '" + scheduler +
+                       "' is none of MindSpore's (1f1b, gpipe, seqpipe, seqvpp, seqsmartvpp, zero_bubble_v): "
+                       "analysed as 1F1B");
   cfg.interleave = V;
   const int mtp_in_split = cfg.legacy ? m.mtp_num_layers : 0;
   const int L = m.num_layers + mtp_in_split;
