@@ -185,6 +185,21 @@ TEST(Rewrite, NoLaunchListsWhatWasLookedForAndTheClosestLines) {
         std::string::npos)
         << d;
   }
+  // A submission script (LLM-jp's run_train.sh: `qsub -l select=N -v TASK_DIR=… …/qsub_train.sh`): the job
+  // script is named
+  try {
+    wrap_script(
+        "script_root=/groups/x\nqsub -l select=${num_nodes} \\\n  -v TASK_DIR=${task_dir},RTYPE=rt_HF \\\n"
+        "  ${script_root}/pretrain/qsub_train.sh\n",
+        opts());
+    ADD_FAILURE() << "a qsub submission was wrapped";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(
+        e.detail().find("hint: line 2 submits ${script_root}/pretrain/qsub_train.sh with qsub: wrap that "
+                        "job script (its #PBS / #$ lines"),
+        std::string::npos)
+        << e.detail();
+  }
   // ms-swift lines preflight does not model are named: `megatron rlhf`, `swift sft` (not Megatron)
   try {
     wrap_script(

@@ -270,9 +270,23 @@ std::string shell_script_under_launcher_hint(std::string_view text, const std::s
     } catch (const InputError&) {
       continue;
     }
-    if (words.empty()) continue;
-    const std::string head =
-        words[0].substr(words[0].rfind('/') == std::string::npos ? 0 : words[0].rfind('/') + 1);
+    std::size_t first = 0;  // past NAME=value words
+    while (first < words.size() && detail::is_assignment(words[first])) ++first;
+    if (first >= words.size()) continue;
+    const std::string head = std::string(detail::basename_of(words[first]));
+    if (head == "sbatch" || head == "qsub" || head == "pjsub") {
+      // A submission: the job script is its last argument.
+      const std::string& job = words.back();
+      if (words.size() > first + 1 && job.rfind('-', 0) != 0)
+        out += "\n  hint: line " + std::to_string(line) + " submits " + job + " with " + head +
+               ": wrap that job script (its " +
+               (head == "sbatch" ? "#SBATCH"
+                : head == "qsub" ? "#PBS / #$"
+                                 : "#PJM") +
+               " lines give the job's size outside the allocation; give the variables the submission passes, "
+               "e.g. qsub -v / sbatch --export, in the environment)";
+      continue;
+    }
     if (head != "mpirun" && head != "mpiexec" && head != "srun") continue;
     for (const std::string& w : words)
       if (w.size() > 3 && w.ends_with(".sh")) {
