@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +23,22 @@ namespace preflight::cli {
 namespace fs = std::filesystem;
 
 namespace {
+
+/// The last non-empty line of a log (at most 200 characters), "" when it cannot be read or is empty.
+std::string last_line_of(const fs::path& log) {
+  std::ifstream in(log, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = size > 4096 ? size - 4096 : 0;
+  in.seekg(from);
+  std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r' || tail.back() == ' ')) tail.pop_back();
+  const auto nl = tail.rfind('\n');
+  std::string last = nl == std::string::npos ? tail : tail.substr(nl + 1);
+  if (last.size() > 200) last = last.substr(0, 197) + "...";
+  return last;
+}
 
 struct DryrunCli {
   int stages = 0;
@@ -194,9 +212,13 @@ int run_dryrun_command(DryrunCli c) {
       if (rep.ok) continue;
       std::cout << "stage " << rep.result.stage << ": " << rep.status;
       if (!rep.result.start_error.empty()) std::cout << ": " << rep.result.start_error;
-      if (rep.scan && rep.scan->last_error)
+      if (rep.scan && rep.scan->last_error) {
         std::cout << "; last error at " << relative_to_cwd(rep.result.log) << ":"
                   << rep.scan->last_error->line << ": " << rep.scan->last_error->text;
+      } else if (const std::string last = last_line_of(rep.result.log); !last.empty()) {
+        // no error line MindSpore's way: the log's own last words (python: can't open file …)
+        std::cout << "; its log ends: " << last;
+      }
       std::cout << "\n";
     }
     std::cout << "logs: " << relative_to_cwd(plan.out) << "  (preflight logs dryrun "

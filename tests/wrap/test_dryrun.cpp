@@ -290,6 +290,12 @@ TEST(DryrunCli, FailuresAndTimeoutsAreReportedPerStage) {
       run_in(dir.path(), preflight_bin() + " dryrun --stages 2 --rank-size 2 -- sh -c 'echo hi'");
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.out.find("no memory block"), std::string::npos) << none.out;
+  // A stage that fails without an error line MindSpore's way: its log's last line says why.
+  RunResult missing = run_in(
+      dir.path(), preflight_bin() + " dryrun --stages 2 --rank-size 2 -- /usr/bin/python3 nowhere_run.py");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.out.find("stage 0: exit 2; its log ends: "), std::string::npos) << missing.out;
+  EXPECT_NE(missing.out.find("nowhere_run.py"), std::string::npos) << missing.out;
 }
 
 TEST(DryrunCli, JobsLimitHowManyStagesRunAtOnce) {
