@@ -39,6 +39,15 @@ DryrunOptions options_in(const TempDir& dir) {
 TEST(DryrunPlan, MsrunLauncherBecomesOnePythonProcessPerStage) {
   TempDir dir;
   mindformers_folder(dir);
+  // plan_dryrun resolves relative paths against the working directory; it is restored before the folder goes
+  // (a deleted working directory had left the later tests' shells printing "getcwd() failed")
+  struct RestoreCwd {
+    fs::path before = fs::current_path();
+    ~RestoreCwd() {
+      std::error_code ec;
+      fs::current_path(before, ec);
+    }
+  } restore;
   fs::current_path(dir.path());
   Words argv{"bash",
              "scripts/msrun_launcher.sh",
