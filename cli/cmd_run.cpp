@@ -207,7 +207,8 @@ std::optional<fs::path> job_script_of(const std::vector<std::string>& argv) {
   if (argv.empty()) return std::nullopt;
   const std::string shell = fs::path(argv[0]).filename().string();
   std::size_t i = 0;
-  if (shell == "bash" || shell == "sh" || shell == "dash" || shell == "zsh") {
+  if (shell == "bash" || shell == "sh" || shell == "dash" || shell == "zsh" || shell == "csh" ||
+      shell == "tcsh") {
     for (i = 1; i < argv.size() && argv[i].size() > 1 && (argv[i][0] == '-' || argv[i][0] == '+'); ++i)
       if (argv[i] == "-c" || argv[i] == "--") return std::nullopt;  // a command string, not a script
   }

@@ -306,6 +306,23 @@ TEST(Rewrite, LaunchesInsideAContainerRunner) {
                                   "pretrain_gpt.py --num-layers 2");
 }
 
+// A csh / tcsh / fish script would not run with the POSIX shell wrap writes: refused with the way that works.
+TEST(Rewrite, CshScriptsAreRunNotRewritten) {
+  for (const char* shebang : {"#!/bin/csh\n", "#!/usr/bin/env tcsh\n"}) {
+    try {
+      wrap_script(
+          std::string(shebang) + "#PBS -l select=2\nmpiexec -n 8 python pretrain_gpt.py --num-layers 2\n",
+          opts());
+      ADD_FAILURE() << shebang << " was rewritten";
+    } catch (const preflight::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("wrap rewrites sh / bash scripts"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("preflight run --mode analyze -- "), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_NO_THROW(wrap_script("#!/usr/bin/env bash\ntorchrun pretrain_gpt.py --num-layers 2\n", opts()));
+}
+
 TEST(Rewrite, EntryOptionAddsAnEntryPoint) {
   std::string s = "msrun --worker_num=8 --local_worker_num=8 ${BASE}/parallel_mixtral.py --test_train True\n";
   EXPECT_THROW(wrap_script(s, opts()), preflight::InputError);

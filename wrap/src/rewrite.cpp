@@ -571,6 +571,24 @@ Unescaped unescape(std::string_view raw, char quote) {
 }  // namespace
 
 WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
+  // The rewrite writes POSIX / bash shell; a csh, tcsh or fish script would not run with it.
+  if (input.starts_with("#!")) {
+    const std::string_view first = input.substr(0, input.find('\n'));
+    std::vector<std::string> words;
+    try {
+      words = split_shell_words(first.substr(2), o.script_name);
+    } catch (const InputError&) {
+    }
+    std::string shell = words.empty() ? "" : std::string(detail::basename_of(words[0]));
+    if (shell == "env" && words.size() > 1) shell = std::string(detail::basename_of(words[1]));
+    if (shell == "csh" || shell == "tcsh" || shell == "fish")
+      throw InputError(o.script_name + ":1",
+                       "a " + shell +
+                           " script: wrap rewrites sh / bash scripts; run this one as it is with "
+                           "`preflight run --mode " +
+                           mode_name(o.mode) + " -- " + shell + " " + o.script_name +
+                           "` (its launchers are caught on PATH, its job header read)");
+  }
   return wrap_impl(input, o, Nesting{});
 }
 
