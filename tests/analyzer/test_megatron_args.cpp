@@ -1419,3 +1419,34 @@ TEST(MegatronArgs, YamlConfigReplacesTheCommandLine) {
   }
   fs::remove_all(dir);
 }
+
+// Megatron-LM's --freeze-all-layers (a forward-only teacher run): said to be priced as training, an upper
+// bound, once, not listed among the flags read past.
+TEST(MegatronArgs, FreezeAllLayersIsSaidToBeAnUpperBound) {
+  const MegatronConfig c = parse_megatron_args({"--nproc_per_node",
+                                                "1",
+                                                "--num-layers",
+                                                "2",
+                                                "--hidden-size",
+                                                "256",
+                                                "--num-attention-heads",
+                                                "4",
+                                                "--seq-length",
+                                                "128",
+                                                "--max-position-embeddings",
+                                                "128",
+                                                "--micro-batch-size",
+                                                "1",
+                                                "--global-batch-size",
+                                                "8",
+                                                "--vocab-size",
+                                                "1000",
+                                                "--freeze-all-layers",
+                                                "--freeze-all-layers"});
+  int said = 0;
+  for (const auto& w : c.warnings) {
+    said += w.rfind("--freeze-all-layers: Megatron runs this model forward only", 0) == 0;
+    EXPECT_EQ(w.find("read past"), std::string::npos) << w;
+  }
+  EXPECT_EQ(said, 1);
+}

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -325,7 +326,18 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                                                   "load",  "eval",       "tokenizer",   "seed",  "profile",
                                                   "timer", "dataloader", "ckpt"};
   std::vector<std::string> unread;
+  bool frozen_said = false;
   for (const auto& name : cfg.ignored) {
+    if (name == "--freeze-all-layers") {
+      // Megatron-LM 2026: a frozen model run forward only under no_grad (a teacher's logits dumped for
+      // distillation, training/training.py): no gradients, optimizer states or kept activations.
+      if (!std::exchange(frozen_said, true))
+        cfg.warnings.push_back(
+            "--freeze-all-layers: Megatron runs this model forward only (no gradients, no optimizer "
+            "states, no activations kept for a backward pass); it is priced as training, an "
+            "upper bound of its memory and time");
+      continue;
+    }
     if (unmodelled.count(name) || name.rfind("--", 0) != 0) continue;
     auto has = [&](std::string_view w) { return name.find(w) != std::string::npos; };
     // A word of logging / data / checkpoints is one of the name's dash-separated words: "load" is
