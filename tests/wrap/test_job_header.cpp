@@ -90,3 +90,17 @@ TEST(JobHeader, ShellDefaultsKeepTheAllocationsValues) {
   EXPECT_NE(sh.find("if [ -z \"${PBS_NODEFILE:-}\" ]"), std::string::npos) << sh;
   EXPECT_EQ(batch_job_shell_defaults(BatchJob{}), "");
 }
+
+TEST(JobHeader, LsfSlotsAndHostsAWay) {
+  BatchJob a = batch_job_header("#BSUB -n 16\n#BSUB -R \"span[ptile=8]\"\n#BSUB -q gpu\n");
+  ASSERT_EQ(a.directive, "#BSUB");
+  EXPECT_EQ(variables(a).at("LSB_DJOB_NUMPROC"), "16");
+  EXPECT_EQ(variables(a).at("LSB_MCPU_HOSTS"), "preflight-node1 8 preflight-node2 8");
+  EXPECT_EQ(host_file_lines(a.host_files.at(0)).size(), 16u);
+  // Summit's node count, slots from ptile
+  BatchJob s = batch_job_header("#BSUB -nnodes 4\n#BSUB -W 2:00\n");
+  EXPECT_EQ(host_file_lines(s.host_files.at(0)).size(), 4u);
+  // slots without ptile: one host holds them all
+  EXPECT_EQ(variables(batch_job_header("#BSUB -n 4\n")).at("LSB_MCPU_HOSTS"), "preflight-node1 4");
+  EXPECT_TRUE(batch_job_header("#BSUB -q gpu\n#BSUB -W 2:00\n").empty());
+}

@@ -207,6 +207,47 @@ BatchJob pjm(const std::vector<std::string>& words) {
   return job;
 }
 
+/// LSF: `-n SLOTS` with `-R "span[ptile=P]"` (slots a host), or Summit's `-nnodes N`.
+BatchJob lsf(const std::vector<std::string>& words) {
+  BatchJob job;
+  int slots = 0, ptile = 0, nnodes = 0;
+  const auto n = option_values(words, "-n");
+  if (!n.empty())
+    if (const auto v = count(n.back())) slots = *v;
+  for (const std::string& r : option_values(words, "-R")) {
+    const auto at = r.find("ptile=");
+    if (at == std::string::npos) continue;
+    std::string digits;
+    for (std::size_t k = at + 6; k < r.size() && r[k] >= '0' && r[k] <= '9'; ++k) digits += r[k];
+    if (const auto v = count(digits)) ptile = *v;
+  }
+  if (const auto nn = option_values(words, "-nnodes"); !nn.empty())
+    if (const auto v = count(nn.back())) nnodes = *v;
+  int hosts = 0, per_host = 1;
+  if (nnodes > 0) {
+    hosts = nnodes;
+    per_host = ptile > 0 ? ptile : 1;
+  } else if (slots > 0) {
+    per_host = ptile > 0 ? std::min(ptile, slots) : slots;
+    hosts = (slots + per_host - 1) / per_host;
+  }
+  if (hosts == 0) return job;
+  job.directive = "#BSUB";
+  job.summary = plural(hosts, "host", "hosts") +
+                (slots > 0 ? " (#BSUB -n " + std::to_string(slots) + ")" : " (#BSUB -nnodes)") + ", " +
+                plural(per_host, "slot", "slots") + " a host";
+  const int total = slots > 0 ? slots : hosts * per_host;
+  job.variables = {{"LSB_JOBID", "1"}, {"LSB_DJOB_NUMPROC", std::to_string(total)}};
+  std::string mcpu;
+  for (int h = 1; h <= hosts; ++h)
+    mcpu += (h > 1 ? " " : "") + std::string("preflight-node") + std::to_string(h) + " " +
+            std::to_string(per_host);
+  job.variables.push_back({"LSB_MCPU_HOSTS", mcpu});
+  job.workdir_variables = {"LS_SUBCWD"};
+  job.host_files = {{"LSB_DJOB_HOSTFILE", hosts, per_host, ""}};
+  return job;
+}
+
 /// `value` as the default word of a double-quoted `${NAME:-word}`.
 std::string default_word(const std::string& value) {
   std::string out;
@@ -222,7 +263,8 @@ std::string default_word(const std::string& value) {
 BatchJob batch_job_header(std::string_view script) {
   if (BatchJob j = pbs(directive_words(script, "#PBS")); !j.empty()) return j;
   if (BatchJob j = grid_engine(directive_words(script, "#$")); !j.empty()) return j;
-  return pjm(directive_words(script, "#PJM"));
+  if (BatchJob j = pjm(directive_words(script, "#PJM")); !j.empty()) return j;
+  return lsf(directive_words(script, "#BSUB"));
 }
 
 std::vector<std::string> host_file_lines(const HostFile& f) {

@@ -2,9 +2,10 @@
 /// @file job_header.hpp
 /// What a batch scheduler other than SLURM gives a job script inside the allocation its header asks for:
 /// PBS (PBS Pro, OpenPBS, Torque: `#PBS -l select=…` / `nodes=…`), Grid Engine (SGE, UGE, AGE: ABCI's
-/// `#$ -l rt_AF=N`, TSUBAME's `node_f=N`, `#$ -pe NAME SLOTS`) and Fujitsu's PJM (`#PJM -L node=N`,
-/// `--mpi proc=P`).  A job script run outside any allocation for the analysis (`preflight wrap --mode
-/// analyze`, `preflight run`) gets these as defaults, so that the sizes it computes from them
+/// `#$ -l rt_AF=N`, TSUBAME's `node_f=N`, `#$ -pe NAME SLOTS`), Fujitsu's PJM (`#PJM -L node=N`,
+/// `--mpi proc=P`) and IBM's LSF (`#BSUB -n SLOTS -R "span[ptile=P]"`, Summit's `-nnodes N`).  A job script
+/// run outside any allocation for the analysis (`preflight wrap --mode analyze`, `preflight run`) gets these
+/// as defaults, so that the sizes it computes from them
 /// (`NUM_NODES=$(wc -l < $PBS_NODEFILE)`, `NUM_GPUS=$((NHOSTS * 8))`) are the job's, not empty.
 /// SLURM's `#SBATCH` lines are read by rewrite.hpp's sbatch_job_environment.
 ///
@@ -14,7 +15,10 @@
 ///    chunk; Torque's ppn), PBS_NUM_NODES, PBS_NUM_PPN and PBS_NP (Torque);
 ///  - Grid Engine: JOB_ID, NHOSTS, NSLOTS (with -pe), PE_HOSTFILE (`host slots queue processors` lines), and
 ///    on ABCI SGE_RESOURCE_TYPE and SGE_JOB_HOSTLIST (one host per line);
-///  - PJM: PJM_JOBID, PJM_O_WORKDIR, PJM_NODE, PJM_MPI_PROC, PJM_O_NODEINF (one node per line).
+///  - PJM: PJM_JOBID, PJM_O_WORKDIR, PJM_NODE, PJM_MPI_PROC, PJM_O_NODEINF (one node per line);
+///  - LSF: LSB_JOBID, LSB_DJOB_NUMPROC, LSB_MCPU_HOSTS (`host slots …`), LS_SUBCWD, LSB_DJOB_HOSTFILE (each
+///  host
+///    once per slot).
 /// Host names are made up (`preflight-node1` …): the analysis starts no process on them.
 
 #include <string>
@@ -35,7 +39,7 @@ struct HostFile {
 
 /// The allocation a job header asks for, as its scheduler would describe it to the script.
 struct BatchJob {
-  std::string directive;  ///< "#PBS", "#$" or "#PJM"; empty when the header gives no size
+  std::string directive;  ///< "#PBS", "#$", "#PJM" or "#BSUB"; empty when the header gives no size
   std::string summary;    ///< for notes: "2 nodes (#PBS -l select=2:ngpus=4), 1 process per node"
   std::vector<std::pair<std::string, std::string>> variables;  ///< name, value
   std::vector<std::string> workdir_variables;                  ///< set to the working directory
@@ -43,9 +47,9 @@ struct BatchJob {
   bool empty() const { return directive.empty(); }
 };
 
-/// Reads the `#PBS`, `#$` and `#PJM` lines of `script` (the first scheduler with a size wins, in that order).
-/// Sizes that are not plain numbers (a variable) are left out, as are resources it does not know; a header
-/// with no size gives an empty BatchJob.  Never throws.
+/// Reads the `#PBS`, `#$`, `#PJM` and `#BSUB` lines of `script` (the first scheduler with a size wins, in
+/// that order). Sizes that are not plain numbers (a variable) are left out, as are resources it does not
+/// know; a header with no size gives an empty BatchJob.  Never throws.
 BatchJob batch_job_header(std::string_view script);
 
 /// The lines of `f`'s file.
