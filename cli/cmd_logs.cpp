@@ -60,8 +60,8 @@ struct MegatronOptions {
 int run_logs_megatron(const MegatronOptions& o) {
   // A directory: every log under it (a job's rank_<r>.log, torchrun --log-dir's
   // <run>/attempt_0/<r>/stdout.log).
-  const Words files = expand_file_arguments(o.files, {".log", ".txt", ".out", ".err"}, true,
-                                            "log (*.log, *.txt, *.out, *.err)");
+  const Words files = expand_file_arguments(o.files, {".log", ".txt", ".out", ".err", ".jsonl"}, true,
+                                            "log (*.log, *.txt, *.out, *.err, *.jsonl)");
   if (o.predict) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& f : files) predict_megatron_log(f, o.calibration, o.json, &out);
@@ -128,7 +128,7 @@ std::function<int()> add_logs_command(CLI::App& sub) {
                                    "and steady-state iteration time.");
   m->add_option("FILE", meg->files,
                 "Megatron stdout logs (one per rank or merged), or directories of them (every *.log, *.txt, "
-                "*.out, *.err under it, e.g. torchrun --log-dir's)")
+                "*.out, *.err, *.jsonl under it, e.g. torchrun --log-dir's, ms-swift's logging.jsonl)")
       ->required();
   m->add_flag("--json", meg->json, "every record as JSON, with its line");
   m->add_option("--warmup", meg->warmup,

@@ -119,6 +119,36 @@ TEST(MegatronLog, NemoLightningProgressLines) {
   EXPECT_NEAR(*s.steady[0].median_elapsed_ms, (12390.0 + 12410.0) / 2, 1e-9);  // 12.39, 12.41, 12.39, 12.41
 }
 
+// ms-swift's records: Megatron-SWIFT's str() of a dict on stdout (after tqdm's bar) and its logging.jsonl
+// lines (swift/megatron/callbacks/print.py; the transformers trainer's `global_step/max_steps` alike).
+// train_speed(s/it) is the running average since the start: an iteration's time is the interval since the
+// previous record — here 0.6 s a step after a 3 s first step (records at steps 1, 5, 10).
+TEST(MegatronLog, MsSwiftRecords) {
+  const std::string text =
+      "Train:   1%|          | 1/100 [00:03<05:00]{'loss': '2.031', 'grad_norm': '1.2', 'lr': '1e-05', "
+      "'iteration': '1/100', 'elapsed_time': '3s', 'memory(GiB)': 39.6, 'train_speed(s/it)': 3.0}\n"
+      "{'loss': '1.98', 'lr': '1e-05', 'iteration': '5/100', 'memory(GiB)': 39.6, 'train_speed(s/it)': "
+      "1.08}\n"
+      "{\"loss\": 1.9, \"learning_rate\": 1e-05, \"global_step/max_steps\": \"10/100\", \"memory(GiB)\": "
+      "39.7, "
+      "\"train_speed(s/it)\": 0.84}\n";
+  MegatronLog log = read_megatron_text(text, "swift.log");
+  ASSERT_EQ(log.iterations.size(), 3u);
+  EXPECT_EQ(log.iterations[0].iteration, 1);
+  EXPECT_EQ(log.iterations[0].train_iters, 100);
+  EXPECT_NEAR(*log.iterations[0].elapsed_ms, 3000.0, 1e-9);
+  EXPECT_NEAR(*log.iterations[1].elapsed_ms, 600.0, 1e-6);  // (1.08 · 5 − 3 · 1) / 4
+  EXPECT_NEAR(*log.iterations[2].elapsed_ms, 600.0, 1e-6);  // (0.84 · 10 − 1.08 · 5) / 5
+  EXPECT_EQ(log.iterations[2].learning_rate, 1e-05);
+  EXPECT_EQ(*log.iterations[1].lm_loss, 1.98);
+  EXPECT_EQ(log.iterations[2].fields.at("memory(GiB)"), "39.7");
+  // a record without its step is said and left out
+  MegatronLog bad = read_megatron_text("{'loss': '2.0', 'train_speed(s/it)': 1.0}\n", "swift.log");
+  EXPECT_TRUE(bad.iterations.empty());
+  ASSERT_FALSE(bad.notes.empty());
+  EXPECT_NE(bad.notes[0].find("ms-swift record without its step"), std::string::npos) << bad.notes[0];
+}
+
 // Megatron-DeepSpeed's BigScience fork prints the iteration time in seconds (BLOOM-176B's README line of
 // iteration 85376, under the launcher's "[default7]:" prefix): read as milliseconds.
 TEST(MegatronLog, IterationTimeInSeconds) {
@@ -405,7 +435,8 @@ TEST(LogsMegatronCli, DirectoryOfRankLogs) {
   fs::create_directories(dir / "empty");
   r = run_preflight("logs megatron " + shell_quote((dir / "empty").string()));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("empty: no log (*.log, *.txt, *.out, *.err) under this directory"), std::string::npos)
+  EXPECT_NE(r.err.find("empty: no log (*.log, *.txt, *.out, *.err, *.jsonl) under this directory"),
+            std::string::npos)
       << r.err;
   // Logs without a single Megatron record (the wrong file, a job that died before training printed
   // anything): an error naming the file, not an empty summary and success.

@@ -138,6 +138,11 @@ class Reader {
 
   void line(std::string_view text, std::int64_t n, bool terminated) {
     text = without_tee_prefix(text);
+    if (text.find("train_speed(s/it)") != std::string_view::npos &&
+        text.find('{') != std::string_view::npos) {
+      swift_record(text.substr(text.find('{')), n, !terminated);
+      return;
+    }
     if (auto at = text.find("see_memory_usage] "); at != std::string_view::npos) {
       deepspeed_memory(text.substr(at + 18), n);
       return;
@@ -188,6 +193,8 @@ class Reader {
     }
   }
   bool glued() const { return glued_; }
+  std::optional<std::pair<std::int64_t, double>>
+      swift_last_;  ///< the previous ms-swift record: step, running s/it
 
  private:
   /// torchrun --tee / --redirects put `[<role><local rank>]:` before every line of a worker
@@ -247,6 +254,82 @@ class Reader {
   static bool prefix_ok(std::string_view p) {
     p = trim(p);
     return p.empty() || p.back() == '>' || p.back() == ']' || p.back() == ':';
+  }
+
+  /// ms-swift's log record: str() of a dict on stdout (`{'loss': '2.03', 'iteration': '5/100', 'memory(GiB)':
+  /// 39.6, 'train_speed(s/it)': 0.566}`) or a JSON line of its logging.jsonl
+  /// (swift/megatron/callbacks/print.py; its transformers trainer's `global_step/max_steps` alike).
+  /// train_speed is the run's running average (elapsed / steps since start), so an iteration's time is the
+  /// interval since the previous record.
+  void swift_record(std::string_view s, std::int64_t n, bool cut) {
+    std::map<std::string, std::string> kv;
+    for (std::size_t i = 0; i < s.size();) {
+      const char q = s[i];
+      if (q != '\'' && q != '"') {
+        ++i;
+        continue;
+      }
+      const std::size_t kend = s.find(q, i + 1);
+      if (kend == std::string_view::npos) break;
+      std::string key(s.substr(i + 1, kend - i - 1));
+      std::size_t j = kend + 1;
+      while (j < s.size() && (s[j] == ' ' || s[j] == '\t')) ++j;
+      if (j >= s.size() || s[j] != ':') {
+        i = kend + 1;
+        continue;
+      }
+      ++j;
+      while (j < s.size() && (s[j] == ' ' || s[j] == '\t')) ++j;
+      std::string value;
+      if (j < s.size() && (s[j] == '\'' || s[j] == '"')) {
+        const std::size_t vend = s.find(s[j], j + 1);
+        if (vend == std::string_view::npos) break;
+        value = std::string(s.substr(j + 1, vend - j - 1));
+        i = vend + 1;
+      } else {
+        std::size_t vend = j;
+        while (vend < s.size() && s[vend] != ',' && s[vend] != '}') ++vend;
+        value = std::string(trim(s.substr(j, vend - j)));
+        i = vend;
+      }
+      kv[key] = value;
+    }
+    std::string steps = kv.count("iteration") ? kv["iteration"] : kv["global_step/max_steps"];
+    const auto speed = kv.count("train_speed(s/it)") ? to_double(kv["train_speed(s/it)"]) : std::nullopt;
+    const std::size_t slash = steps.find('/');
+    const auto done =
+        slash == std::string::npos ? std::nullopt : to_int(std::string_view(steps).substr(0, slash));
+    if (!done || !speed) {
+      log_.notes.push_back("line " + std::to_string(n) +
+                           ": ms-swift record without its step or train_speed; left out");
+      return;
+    }
+    const double sp = speed.value_or(0.0);
+    const std::int64_t step = done.value_or(0);
+    MegatronIteration it;
+    it.line = n;
+    it.unterminated = cut;
+    it.iteration = step;
+    it.train_iters = to_int(std::string_view(steps).substr(slash + 1)).value_or(0);
+    for (const auto& [k, v] : kv) it.fields[k] = v;
+    // the interval since the previous record: running averages × steps, differenced
+    if (swift_last_ && step > swift_last_->first)
+      it.elapsed_ms =
+          (sp * static_cast<double>(step) - swift_last_->second * static_cast<double>(swift_last_->first)) /
+          static_cast<double>(step - swift_last_->first) * 1000.0;
+    else
+      it.elapsed_ms = sp * 1000.0;
+    swift_last_ = std::make_pair(step, sp);
+    if (kv.count("loss"))
+      if (auto l = to_double(kv["loss"])) {
+        it.losses["loss"] = *l;
+        it.lm_loss = l;
+      }
+    for (const char* k : {"lr", "learning_rate"})
+      if (kv.count(k) && !it.learning_rate) it.learning_rate = to_double(kv[k]);
+    if (kv.count("grad_norm")) it.grad_norm = to_double(kv["grad_norm"]);
+    if (kv.count("tokens_per_gpu_per_sec")) it.tokens_per_gpu_per_s = to_double(kv["tokens_per_gpu_per_sec"]);
+    log_.iterations.push_back(std::move(it));
   }
 
   void iteration(std::string_view rec, std::int64_t n, bool cut) {
