@@ -1450,3 +1450,34 @@ TEST(MegatronArgs, FreezeAllLayersIsSaidToBeAnUpperBound) {
   }
   EXPECT_EQ(said, 1);
 }
+
+// `--nproc_per_node=$(nvidia-smi -L | wc -l)` counted on a login node: 0, said, and the world taken from the
+// layout (it had analysed 1 GPU a node, "the run needs --nnodes 2").
+TEST(MegatronArgs, ZeroProcessesPerNodeIsSaid) {
+  const MegatronConfig c = parse_megatron_args({"--nproc_per_node=0",
+                                                "--nnodes",
+                                                "1",
+                                                "--num-layers",
+                                                "2",
+                                                "--hidden-size",
+                                                "256",
+                                                "--num-attention-heads",
+                                                "4",
+                                                "--seq-length",
+                                                "128",
+                                                "--max-position-embeddings",
+                                                "128",
+                                                "--micro-batch-size",
+                                                "1",
+                                                "--global-batch-size",
+                                                "16",
+                                                "--vocab-size",
+                                                "1000",
+                                                "--tensor-model-parallel-size",
+                                                "2"});
+  EXPECT_EQ(c.strategy.world_size, 2);
+  EXPECT_EQ(c.strategy.gpus_per_node, 2);
+  bool said = false;
+  for (const auto& w : c.warnings) said = said || w.rfind("--nproc_per_node 0 (GPUs counted", 0) == 0;
+  EXPECT_TRUE(said);
+}

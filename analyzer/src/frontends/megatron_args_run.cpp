@@ -232,6 +232,16 @@ void read_launcher_and_sizes(const Flags& f, const std::map<std::string, std::st
                            "' depends on the machine that launches the run; give the number of "
                            "processes per node");
     cfg.nproc_per_node = static_cast<int>(parse_int("--nproc_per_node", nproc));
+    if (cfg.nproc_per_node == 0) {
+      // `--nproc_per_node=$(nvidia-smi -L | wc -l)` evaluated where there is no GPU (a login node)
+      cfg.warnings.push_back(
+          "--nproc_per_node 0 (GPUs counted on a machine without them, e.g. `nvidia-smi -L | "
+          "wc -l` on a login node?): the world is taken from the layout; give --nproc_per_node "
+          "(or preflight run --gpus-per-node N) for the run's");
+      nproc.clear();
+      nnodes.clear();
+      cfg.nproc_per_node = 1;
+    }
   }
   if (!nnodes.empty()) {
     std::string upper = nnodes;
