@@ -3,6 +3,7 @@
 // launch scripts from ../shared/data/launch_scripts (skipped when that folder is absent).
 #include <gtest/gtest.h>
 
+#include "preflight/wrap/process.hpp"
 #include "wrap_test_util.hpp"
 
 using namespace preflight::test;
@@ -508,6 +509,18 @@ TEST(WrapStyles, PbsGridEngineAndPjmJobHeaders) {
   expect_layout(json_in(r.out), {2, 2, 12, 1024, 8}, "preflight run -- bash pbs_style.sh");
   EXPECT_NE(r.err.find("#PBS lines (2 nodes"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("2 nodes x 4"), std::string::npos) << r.err;
+}
+
+// A script counting the node's GPUs with nvidia-smi, wrapped and run where there is none (a login node): the
+// wrapped script's nvidia-smi answers its listings for $PREFLIGHT_GPUS_PER_NODE GPUs (8), as `preflight
+// run`'s shim does.  The count had been 0 (then 1 GPU a node).
+TEST(WrapStyles, NvidiaSmiCountWithoutNvidiaSmi) {
+  const char* path = std::getenv("PATH");
+  if (preflight::wrap::find_program("nvidia-smi", path ? path : "").has_value())
+    GTEST_SKIP() << "this machine has nvidia-smi: the real count is used";
+  expect_layout(analyzed("nvidia_smi_count.sh"), {2, 1, 4, 512, 8}, "nvidia-smi --list-gpus | wc -l");
+  expect_layout(analyzed("nvidia_smi_count.sh", "PREFLIGHT_GPUS_PER_NODE=4"), {2, 1, 4, 512, 4},
+                "4 GPUs said");
 }
 
 // ms-swift's Megatron-SWIFT (`NPROC_PER_NODE=4 … megatron sft --model Qwen/… --tensor_model_parallel_size 2

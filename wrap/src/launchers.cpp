@@ -966,15 +966,22 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
       for (std::size_t i = 0; i < out.size(); ++i) {
         for (const char* name : names) {
           const std::string eq = std::string(name) + "=";
+          std::string what = " has no value in the launch (an empty variable?): ";
           if (out[i] == eq) {
             out[i] = eq + std::to_string(*given);
           } else if (out[i] == name && (i + 1 == out.size() || out[i + 1].rfind("-", 0) == 0)) {
             out.insert(out.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::to_string(*given));
+          } else if (out[i] == eq + "0" || (out[i] == name && i + 1 < out.size() && out[i + 1] == "0")) {
+            // a count of the GPUs taken where there are none (`$(nvidia-smi -L | wc -l)` on a login node)
+            if (out[i] == name)
+              out[i + 1] = std::to_string(*given);
+            else
+              out[i] = eq + std::to_string(*given);
+            what = " is 0 in the launch (GPUs counted where there are none?): ";
           } else {
             continue;
           }
-          notes.push_back(std::string(name) + " has no value in the launch (an empty variable?): " +
-                          std::to_string(*given) + " from preflight's " + ours);
+          notes.push_back(std::string(name) + what + std::to_string(*given) + " from preflight's " + ours);
         }
       }
     };

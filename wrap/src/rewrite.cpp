@@ -1157,6 +1157,42 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       result.notes.push_back(o.script_name +
                              ": numactl / taskset run the command without binding for the analysis");
     }
+    // nvidia-smi counting the node's GPUs (`GPUS_PER_NODE=$(nvidia-smi -L | wc -l)`): where it is missing (a
+    // login node) its listings answer for $PREFLIGHT_GPUS_PER_NODE GPUs (8), as `preflight run`'s shim does;
+    // bash only (a function name with '-'), defined through eval so that sh never parses it.
+    if (work.find("nvidia-smi") != std::string::npos) {
+      header +=
+          "if [ -n \"${BASH_VERSION:-}\" ] && ! command -v nvidia-smi >/dev/null 2>&1; then eval '\n"
+          "nvidia-smi() {  # preflight wrap: no nvidia-smi here: its GPU listings answer for "
+          "${PREFLIGHT_GPUS_PER_NODE:-8} GPUs\n"
+          "  _pf_n=${PREFLIGHT_GPUS_PER_NODE:-8}; _pf_q=; _pf_h=1\n"
+          "  for _pf_a in \"$@\"; do\n"
+          "    case \"$_pf_a\" in\n"
+          "      -L|--list-gpus) _pf_q=L ;;\n"
+          "      --query-gpu=*) _pf_q=${_pf_a#--query-gpu=} ;;\n"
+          "      --format=*noheader*) _pf_h=0 ;;\n"
+          "    esac\n"
+          "  done\n"
+          "  if [ -z \"$_pf_q\" ]; then echo \"nvidia-smi: not on this machine (preflight wrap answers -L "
+          "and "
+          "--query-gpu only)\" >&2; return 127; fi\n"
+          "  if [ \"$_pf_q\" != L ] && [ \"$_pf_h\" = 1 ]; then echo \"$_pf_q\" | sed \"s/,/, /g\"; fi\n"
+          "  _pf_i=0\n"
+          "  while [ \"$_pf_i\" -lt \"$_pf_n\" ]; do\n"
+          "    if [ \"$_pf_q\" = L ]; then echo \"GPU $_pf_i: NVIDIA GPU (preflight analysis) (UUID: "
+          "GPU-preflight-$_pf_i)\"\n"
+          "    else echo \"$_pf_q\" | sed \"s/,/, /g; s/name/NVIDIA GPU (preflight analysis)/; "
+          "s/index/$_pf_i/; "
+          "s/uuid/GPU-preflight-$_pf_i/; s/count/$_pf_n/\"; fi\n"
+          "    _pf_i=$((_pf_i + 1))\n"
+          "  done\n"
+          "}\n"
+          "export -f nvidia-smi'; fi\n";
+      result.notes.push_back(
+          o.script_name +
+          ": where nvidia-smi is missing its GPU listings answer for $PREFLIGHT_GPUS_PER_NODE "
+          "(8) GPUs");
+    }
     JobSize j = sbatch_size({}, work);
     if (!j.nodes.empty()) {
       std::string set = "export";
