@@ -529,6 +529,127 @@ int run_run(const RunCli& c) {
       }
     }
   }
+  // A job submission (sbatch / qsub / bsub / pjsub) in an analysis mode: the job is not submitted — that
+  // would start the real run on the cluster — but runs here, once, with the size its options and header give,
+  // so that its launches reach the shims (a submit script of many jobs, LLM-jp's run_train.sh, is analysed).
+  if ((c.shim == "sbatch" || c.shim == "qsub" || c.shim == "bsub" || c.shim == "pjsub") && analysis_mode(c)) {
+    const auto k = wrap::submission_script_index(argv);
+    std::vector<std::string> options(argv.begin() + 1,
+                                     k ? argv.begin() + static_cast<std::ptrdiff_t>(*k) : argv.end());
+    std::string script_text;
+    std::vector<std::string> command;
+    std::optional<std::string> wrapped;  // sbatch --wrap "CMD"
+    for (std::size_t i = 0; i < options.size(); ++i) {
+      if (options[i] == "--wrap" && i + 1 < options.size()) wrapped = options[i + 1];
+      if (options[i].rfind("--wrap=", 0) == 0) wrapped = options[i].substr(7);
+    }
+    if (wrapped) {
+      command = {"sh", "-c", *wrapped};
+    } else if (k) {
+      command.assign(argv.begin() + static_cast<std::ptrdiff_t>(*k), argv.end());
+      std::ifstream in(command.front());
+      if (in) {
+        std::stringstream t;
+        t << in.rdbuf();
+        script_text = t.str();
+        // the job script through its interpreter (its shebang's shell, else bash)
+        std::string shell = "bash";
+        if (script_text.rfind("#!", 0) == 0) {
+          const std::string first = script_text.substr(2, script_text.find('\n') - 2);
+          std::istringstream w(first);
+          std::string prog, arg;
+          w >> prog >> arg;
+          prog = fs::path(prog).filename().string();
+          if (prog == "env") prog = arg;
+          if (prog == "sh" || prog == "bash" || prog == "dash" || prog == "zsh" || prog == "csh" ||
+              prog == "tcsh")
+            shell = prog;
+        }
+        command.insert(command.begin(), shell);
+      }
+    } else {
+      command = {"bash"};  // the job script on standard input (`sbatch <<EOF`, `bsub < job.sh`)
+    }
+    wrap::Environment inner = env;
+    std::string said;
+    auto set = [&](const std::string& name, const std::string& value) {
+      if (!wrap::env_get(env, name).empty()) return;  // an allocation's own value wins
+      inner[name] = value;
+      said += (said.empty() ? "" : " ") + name + "=" + value;
+    };
+    std::vector<fs::path> host_files;
+    if (c.shim == "sbatch") {
+      for (const auto& [name, value] : wrap::sbatch_job_environment(script_text, options)) set(name, value);
+      for (const std::string& o : options)  // --export=NAME=value,… (ALL / NONE aside)
+        if (o.rfind("--export=", 0) == 0)
+          for (std::size_t b = 9; b <= o.size();) {
+            std::size_t e = o.find(',', b);
+            if (e == std::string::npos) e = o.size();
+            const std::string item = o.substr(b, e - b);
+            if (const auto eq = item.find('='); eq != std::string::npos)
+              inner[item.substr(0, eq)] = item.substr(eq + 1);
+            b = e + 1;
+          }
+    } else {
+      // The options as header lines after the script's own (they win): the scheduler's directive, Grid
+      // Engine's when the script has `#$` lines.
+      const std::string directive =
+          c.shim == "bsub"                                                                     ? "#BSUB"
+          : c.shim == "pjsub"                                                                  ? "#PJM"
+          : script_text.find("\n#$ ") != std::string::npos || script_text.rfind("#$ ", 0) == 0 ? "#$"
+                                                                                               : "#PBS";
+      std::string header_text = script_text + "\n" + directive;
+      for (const std::string& o : options) header_text += " " + wrap::shell_quote(o);
+      header_text += "\n";
+      const wrap::BatchJob job = wrap::batch_job_header(header_text);
+      for (const auto& [name, value] : job.variables) set(name, value);
+      for (const std::string& name : job.workdir_variables) set(name, fs::current_path().string());
+      for (const wrap::HostFile& f : job.host_files) {
+        if (!wrap::env_get(env, f.variable).empty()) continue;
+        const fs::path file =
+            fs::temp_directory_path() / ("preflight-hosts-" + std::to_string(::getpid()) + "-" + f.variable);
+        std::ofstream out(file);
+        for (const std::string& line : wrap::host_file_lines(f)) out << line << '\n';
+        host_files.push_back(file);
+        set(f.variable, file.string());
+      }
+      for (std::size_t i = 0; i + 1 < options.size(); ++i)  // qsub -v NAME=value,…
+        if (options[i] == "-v")
+          for (std::size_t b = 0; b <= options[i + 1].size();) {
+            std::size_t e = options[i + 1].find(',', b);
+            if (e == std::string::npos) e = options[i + 1].size();
+            const std::string item = options[i + 1].substr(b, e - b);
+            if (const auto eq = item.find('='); eq != std::string::npos)
+              inner[item.substr(0, eq)] = item.substr(eq + 1);
+            b = e + 1;
+          }
+    }
+    std::cerr << "preflight run: " << c.shim
+              << "'s job runs here for the analysis, not submitted: " << join(command)
+              << (said.empty() ? std::string() : " (" + said + ")") << "\n";
+    // The job's output goes to our standard error (a job's output goes to its own file, and the submission's
+    // standard output — often captured, JOB=$(sbatch --parsable …) — gets the scheduler's message).
+    command.insert(command.begin(), {"sh", "-c", "exec \"$@\" 1>&2", "sh"});
+    int code = 0;
+    try {
+      const pid_t pid = wrap::spawn_program(command, inner, std::nullopt, fs::path(), false);
+      code = wrap::wait_foreground(pid);
+      const bool parsable = std::find(options.begin(), options.end(), "--parsable") != options.end();
+      std::cout << (c.shim == "sbatch" ? (parsable ? "1" : "Submitted batch job 1")
+                    : c.shim == "qsub" ? "1.preflight"
+                    : c.shim == "bsub" ? "Job <1> is submitted to default queue <preflight>."
+                                       : "[INFO] PJM 0000 pjsub Job 1 submitted.")
+                << std::endl;
+    } catch (const InputError& e) {
+      std::cerr << c.shim << ": " << e.detail() << "\n";
+      code = 127;
+    }
+    for (const fs::path& f : host_files) {
+      std::error_code ec;
+      fs::remove(f, ec);
+    }
+    return code;
+  }
   // numactl / taskset (a job script's `numactl --membind=0-3 $TRAINING_CMD`): the analysis runs the command
   // without the binding — it does not change what is computed, and a login node may lack the NUMA nodes (or
   // numactl).  The command goes through the shims, so a launch inside is analysed.

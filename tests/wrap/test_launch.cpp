@@ -439,6 +439,22 @@ TEST(Launch, MegatronSwiftOptionsAsMegatronFlags) {
   EXPECT_TRUE(has(w, {"--lora-target-modules", "linear_qkv", "linear_proj"}));
 }
 
+// Where a submission's job script starts, by each scheduler's switches (sbatch -v is verbose, qsub -v takes
+// the variables; Grid Engine's -pe takes two words).
+TEST(Launch, SubmissionScriptIndex) {
+  EXPECT_EQ(
+      submission_script_index({"sbatch", "--parsable", "-N", "2", "--export=ALL,A=1", "-v", "job.sh", "x"}),
+      std::optional<std::size_t>(6));
+  EXPECT_EQ(submission_script_index({"qsub", "-l", "select=4", "-v", "A=1,B=2", "-V", "job.sh"}),
+            std::optional<std::size_t>(6));
+  EXPECT_EQ(submission_script_index({"qsub", "-pe", "mpi", "16", "-cwd", "job.sh"}),
+            std::optional<std::size_t>(5));
+  EXPECT_EQ(submission_script_index({"bsub", "-n", "8", "-R", "span[ptile=4]", "-K", "python", "train.py"}),
+            std::optional<std::size_t>(6));
+  EXPECT_EQ(submission_script_index({"sbatch", "-N2", "--wait", "job.sh"}), std::optional<std::size_t>(3));
+  EXPECT_FALSE(submission_script_index({"sbatch", "-N", "2"}).has_value());  // the script on stdin
+}
+
 // srun's command after its options: switches take no value, `--opt=v` and `-N2` carry theirs, others the next
 // word.
 TEST(Launch, SrunCommandStartsAfterItsOptions) {

@@ -511,6 +511,25 @@ TEST(WrapStyles, PbsGridEngineAndPjmJobHeaders) {
   EXPECT_NE(r.err.find("2 nodes x 4"), std::string::npos) << r.err;
 }
 
+// A submission script under `preflight run` (analysis): each sbatch / qsub runs its job here, not submitted,
+// with the size its options and header give (sbatch -N 2 over #SBATCH --nodes=1, --export=…; qsub -l select=4
+// over #PBS select=2); the job's output goes to standard error and the submission prints the scheduler's
+// message.  sbatch and qsub had not been shadowed: the analysis would have submitted the real jobs.
+TEST(WrapStyles, SubmissionsRunTheirJobsHere) {
+  TempDir dir;
+  const RunResult r = run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " run --mode analyze -- bash " +
+                                             shell_quote(wrap_data("submit_jobs.sh").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("submitted slurm job 1\nsubmitted slurm job 1\n1.preflight"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("sbatch's job runs here for the analysis, not submitted"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(4 layers, hidden 512"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(8 layers, hidden 512"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run: 8 GPUs (2 nodes × 4) = tp 2"), std::string::npos) << r.err;   // sbatch -N 2
+  EXPECT_NE(r.err.find("run: 16 GPUs (4 nodes × 4) = tp 2"), std::string::npos) << r.err;  // qsub select=4
+  EXPECT_NE(r.err.find("3 launches intercepted"), std::string::npos) << r.err;
+}
+
 // A script counting the node's GPUs with nvidia-smi, wrapped and run where there is none (a login node): the
 // wrapped script's nvidia-smi answers its listings for $PREFLIGHT_GPUS_PER_NODE GPUs (8), as `preflight
 // run`'s shim does.  The count had been 0 (then 1 GPU a node).

@@ -422,6 +422,48 @@ std::optional<std::size_t> srun_command_index(const std::vector<std::string>& ar
   return std::nullopt;
 }
 
+std::optional<std::size_t> submission_script_index(const std::vector<std::string>& argv) {
+  // Each scheduler's switches (every other option takes the next word unless given as --opt=value or with its
+  // value attached, -N2): the same letters mean different things (sbatch -v verbose, qsub -v variables).
+  static const std::set<std::string> sbatch = {"--exclusive",  "--wait",
+                                               "-W",           "-H",
+                                               "--hold",       "--requeue",
+                                               "--no-requeue", "--parsable",
+                                               "--test-only",  "-Q",
+                                               "--quiet",      "-v",
+                                               "--verbose",    "--contiguous",
+                                               "--overcommit", "-O",
+                                               "--spread-job", "--use-min-nodes",
+                                               "--ignore-pbs", "--no-kill",
+                                               "-k",           "--oversubscribe",
+                                               "-s",           "--help",
+                                               "--usage",      "-h"};
+  static const std::set<std::string> qsub = {"-V",   "-I",     "-X",    "-z",   "-h", "-f",
+                                             "-cwd", "-terse", "-sync", "-now", "-b", "-notify"};
+  static const std::set<std::string> bsub = {"-K", "-B",  "-N",  "-r",  "-rn", "-x",
+                                             "-I", "-Ip", "-Is", "-is", "-H"};
+  static const std::set<std::string> pjsub = {"-X", "-z", "--no-check-directory", "--step", "--bulk"};
+  if (argv.empty()) return std::nullopt;
+  const std::string_view tool = detail::basename_of(argv[0]);
+  const std::set<std::string>& switches = tool == "sbatch"  ? sbatch
+                                          : tool == "bsub"  ? bsub
+                                          : tool == "pjsub" ? pjsub
+                                                            : qsub;
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--") return i + 1 < argv.size() ? std::optional<std::size_t>(i + 1) : std::nullopt;
+    if (a.empty() || a[0] != '-') return i;
+    if (switches.count(a) || a.find('=') != std::string::npos) continue;
+    if (tool == "qsub" && a == "-pe") {  // Grid Engine's -pe NAME SLOTS
+      i += 2;
+      continue;
+    }
+    if (a.size() > 2 && a[1] != '-' && tool != "qsub" && tool != "bsub") continue;  // -N2
+    ++i;
+  }
+  return std::nullopt;
+}
+
 WorldSize srun_tasks(const std::vector<std::string>& srun_options, const WorldSizeHints& hints,
                      const std::map<std::string, std::string>& env) {
   return srun_world_size(srun_options, hints, env);

@@ -1386,6 +1386,11 @@ std::vector<std::pair<std::string, std::string>> sbatch_job_environment(std::str
   return job_variables(sbatch_size({}, script), true);
 }
 
+std::vector<std::pair<std::string, std::string>> sbatch_job_environment(
+    std::string_view script, const std::vector<std::string>& options) {
+  return job_variables(sbatch_size(options, script), true);
+}
+
 std::string sed_compatible(std::string_view text, std::size_t& matches) {
   std::string out;
   out.reserve(text.size() + 64);

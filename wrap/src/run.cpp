@@ -114,6 +114,8 @@ std::vector<std::string> shim_names(const std::string& path_var) {
   names.push_back("ds_ssh");      // DeepSpeed's cluster-wide form of it (Megatron-DeepSpeed's examples)
   names.push_back("numactl");     // CPU / memory binding: the analysis runs the command without it
   names.push_back("taskset");
+  // Job submissions: in analysis modes the job runs here instead of being submitted (cmd_run.cpp)
+  for (const char* submit : {"sbatch", "qsub", "bsub", "pjsub"}) names.push_back(submit);
   for (int minor = 6; minor <= 20; ++minor) {
     std::string n = "python3." + std::to_string(minor);
     if (find_program(n, path_var)) names.push_back(n);

@@ -213,6 +213,12 @@ std::optional<std::size_t> srun_command_index(const std::vector<std::string>& ar
 /// two words, any other option the next word); after `--` or `:`, the next word.  nullopt when none.
 std::optional<std::size_t> mpirun_command_index(const std::vector<std::string>& argv);
 
+/// Where the job script (or the command) starts in `sbatch|qsub|bsub|pjsub [options] SCRIPT [args]`: the
+/// first word after the options (switches as each scheduler names them; other options take the next word
+/// unless given as --opt=value, -N2, Grid Engine's -pe two); nullopt when there is none (the script on
+/// stdin).
+std::optional<std::size_t> submission_script_index(const std::vector<std::string>& argv);
+
 /// Processes an mpirun with these options starts (nodes × per node): -np / -N / --map-by ppr:N:node, host
 /// lists and hostfiles, as for `mpirun … python ENTRY` (launch_world_size).
 /// @throws InputError naming the option or the hostfile for a malformed count or an unreadable hostfile

@@ -89,6 +89,9 @@ inline constexpr std::string_view kRecipeReplacement = "python ../get_training_i
 /// (1).  Empty when the lines give no node count.  For a run outside any allocation (`preflight run` sets
 /// them all or none).
 std::vector<std::pair<std::string, std::string>> sbatch_job_environment(std::string_view script);
+/// The same with sbatch's own options (`sbatch -N 4 job.sh`: they win over the #SBATCH lines).
+std::vector<std::pair<std::string, std::string>> sbatch_job_environment(
+    std::string_view script, const std::vector<std::string>& options);
 
 /// `"${PREFLIGHT:-<path>}"` with `path` escaped for a double-quoted default.
 std::string preflight_invocation(const std::string& path);
