@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/presets.hpp"
@@ -1420,29 +1421,26 @@ TEST(MegatronArgs, YamlConfigReplacesTheCommandLine) {
   fs::remove_all(dir);
 }
 
+namespace {
+
+/// A two-layer model's launch words (whitespace-separated) and `extra`.
+std::vector<std::string> tiny_launch(const std::string& extra) {
+  std::istringstream in(
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
+      "--max-position-embeddings 128 --micro-batch-size 1 --vocab-size 1000 " +
+      extra);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
 // Megatron-LM's --freeze-all-layers (a forward-only teacher run): said to be priced as training, an upper
 // bound, once, not listed among the flags read past.
 TEST(MegatronArgs, FreezeAllLayersIsSaidToBeAnUpperBound) {
-  const MegatronConfig c = parse_megatron_args({"--nproc_per_node",
-                                                "1",
-                                                "--num-layers",
-                                                "2",
-                                                "--hidden-size",
-                                                "256",
-                                                "--num-attention-heads",
-                                                "4",
-                                                "--seq-length",
-                                                "128",
-                                                "--max-position-embeddings",
-                                                "128",
-                                                "--micro-batch-size",
-                                                "1",
-                                                "--global-batch-size",
-                                                "8",
-                                                "--vocab-size",
-                                                "1000",
-                                                "--freeze-all-layers",
-                                                "--freeze-all-layers"});
+  const MegatronConfig c = parse_megatron_args(
+      tiny_launch("--nproc_per_node 1 --global-batch-size 8 --freeze-all-layers --freeze-all-layers"));
   int said = 0;
   for (const auto& w : c.warnings) {
     said += w.rfind("--freeze-all-layers: Megatron runs this model forward only", 0) == 0;
@@ -1454,27 +1452,8 @@ TEST(MegatronArgs, FreezeAllLayersIsSaidToBeAnUpperBound) {
 // `--nproc_per_node=$(nvidia-smi -L | wc -l)` counted on a login node: 0, said, and the world taken from the
 // layout (it had analysed 1 GPU a node, "the run needs --nnodes 2").
 TEST(MegatronArgs, ZeroProcessesPerNodeIsSaid) {
-  const MegatronConfig c = parse_megatron_args({"--nproc_per_node=0",
-                                                "--nnodes",
-                                                "1",
-                                                "--num-layers",
-                                                "2",
-                                                "--hidden-size",
-                                                "256",
-                                                "--num-attention-heads",
-                                                "4",
-                                                "--seq-length",
-                                                "128",
-                                                "--max-position-embeddings",
-                                                "128",
-                                                "--micro-batch-size",
-                                                "1",
-                                                "--global-batch-size",
-                                                "16",
-                                                "--vocab-size",
-                                                "1000",
-                                                "--tensor-model-parallel-size",
-                                                "2"});
+  const MegatronConfig c = parse_megatron_args(
+      tiny_launch("--nproc_per_node=0 --nnodes 1 --global-batch-size 16 --tensor-model-parallel-size 2"));
   EXPECT_EQ(c.strategy.world_size, 2);
   EXPECT_EQ(c.strategy.gpus_per_node, 2);
   bool said = false;
