@@ -434,6 +434,63 @@ int run_run(const RunCli& c) {
       return kExitOk;
     }
   }
+  // Slurm's scontrol where Slurm is not installed (a login node of another cluster, a laptop): job scripts
+  // take their master address and node list from it (`MASTER_ADDR=$(scontrol show hostnames
+  // $SLURM_JOB_NODELIST | head -n 1)`, often under `set -euo pipefail`, where its absence ends the script).
+  // `show hostname(s) [LIST]` expands the list (else $SLURM_JOB_NODELIST — the job header's made-up nodes
+  // outside an allocation), `show job` describes the job from the SLURM_* variables; anything else answers
+  // nothing.
+  if (c.shim == "scontrol" && analysis_mode(c) &&
+      !wrap::find_program("scontrol", wrap::env_get(env, "PATH"), skip).has_value()) {
+    std::vector<std::string> words;  // the words after scontrol's own options (-o, --oneliner, -d, …)
+    for (std::size_t i = 1; i < argv.size(); ++i)
+      if (!(argv[i].size() > 1 && argv[i][0] == '-')) words.push_back(argv[i]);
+    const bool show = !words.empty() && words[0] == "show";
+    std::string nodelist = wrap::env_get(env, "SLURM_JOB_NODELIST");
+    if (nodelist.empty()) nodelist = wrap::env_get(env, "SLURM_NODELIST");
+    if (show && words.size() > 1 && (words[1] == "hostname" || words[1] == "hostnames")) {
+      const std::string list = words.size() > 2 ? words[2] : nodelist;
+      if (list.empty()) {
+        std::cerr << "scontrol: no host list given and SLURM_JOB_NODELIST is not set (preflight run answers "
+                     "`scontrol show hostnames` where Slurm is not installed)\n";
+        return kExitBadInput;
+      }
+      try {
+        for (const std::string& host : wrap::expand_hostlist(list)) std::cout << host << "\n";
+      } catch (const InputError& e) {
+        std::cerr << "scontrol: " << e.what() << "\n";
+        return kExitBadInput;
+      }
+      return kExitOk;
+    }
+    if (show && words.size() > 1 && words[1] == "job") {
+      auto var = [&](const char* name, const char* fallback) {
+        const std::string v = wrap::env_get(env, name);
+        return v.empty() ? std::string(fallback) : v;
+      };
+      std::string first_node = "preflight-node1";
+      try {
+        if (const auto hosts = wrap::expand_hostlist(nodelist); !hosts.empty()) first_node = hosts.front();
+      } catch (const InputError&) {
+      }
+      std::cerr << "preflight run: answered `" << join(argv)
+                << "` from the job's SLURM_* variables (Slurm is not installed here)\n";
+      const std::string nodes = var("SLURM_JOB_NUM_NODES", "1"), tasks = var("SLURM_NTASKS", nodes.c_str());
+      const std::string gpus = wrap::env_get(env, "SLURM_GPUS_PER_NODE");
+      std::cout << "JobId=" << var("SLURM_JOB_ID", "1") << " JobName=preflight-analysis\n"
+                << "   JobState=RUNNING Reason=None\n"
+                << "   NodeList=" << (nodelist.empty() ? first_node : nodelist) << "\n"
+                << "   BatchHost=" << first_node << "\n"
+                << "   NumNodes=" << nodes << " NumCPUs=" << tasks << " NumTasks=" << tasks
+                << " CPUs/Task=1\n"
+                << "   TRES=node=" << nodes << (gpus.empty() ? "" : ",gres/gpu=" + gpus) << "\n"
+                << "   WorkDir=" << fs::current_path().string() << "\n";
+      return kExitOk;
+    }
+    std::cerr << "preflight run: Slurm is not installed here: `" << join(argv)
+              << "` answers nothing for the analysis\n";
+    return kExitOk;
+  }
   // DeepSpeed's `ds_ssh nvidia-smi --query-gpu=name --format=csv,noheader | wc -l` − 2 (Megatron-DeepSpeed's
   // examples count the cluster's GPUs so: ds_ssh prints `command -v pdsh` and a line of its own before the
   // hosts' output).  Outside a DeepSpeed cluster (no ds_ssh) or with --gpus-per-node, answered for --nnodes
@@ -473,7 +530,8 @@ int run_run(const RunCli& c) {
       inner["WORLD_SIZE"] = std::to_string(w.world());  // what a rank started by srun would be told
       inner["LOCAL_WORLD_SIZE"] = std::to_string(w.nproc_per_node);
       std::cerr << "preflight run: srun's command runs once for the analysis, with " << w.world()
-                << " tasks (" << w.nnodes << " nodes × " << w.nproc_per_node << ", from " << w.source
+                << (w.world() == 1 ? " task (" : " tasks (") << w.nnodes
+                << (w.nnodes == 1 ? " node × " : " nodes × ") << w.nproc_per_node << ", from " << w.source
                 << ")\n";
       const std::vector<std::string> command(argv.begin() + *k, argv.end());
       try {

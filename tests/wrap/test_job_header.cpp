@@ -1,6 +1,8 @@
 // Batch job headers other than SLURM's: PBS, Grid Engine, PJM (job_header.hpp).
 #include "preflight/wrap/job_header.hpp"
 
+#include "preflight/common/error.hpp"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -103,4 +105,30 @@ TEST(JobHeader, LsfSlotsAndHostsAWay) {
   // slots without ptile: one host holds them all
   EXPECT_EQ(variables(batch_job_header("#BSUB -n 4\n")).at("LSB_MCPU_HOSTS"), "preflight-node1 4");
   EXPECT_TRUE(batch_job_header("#BSUB -q gpu\n#BSUB -W 2:00\n").empty());
+}
+
+// SLURM host lists as `scontrol show hostnames` expands them (preflight run answers it where Slurm is not
+// installed): ranges keep the width their first bound is written with, several brackets combine.
+TEST(JobHeader, HostListsExpandAsScontrolDoes) {
+  using preflight::wrap::expand_hostlist;
+  using V = std::vector<std::string>;
+  EXPECT_EQ(expand_hostlist("preflight-node[1-4]"),
+            (V{"preflight-node1", "preflight-node2", "preflight-node3", "preflight-node4"}));
+  EXPECT_EQ(expand_hostlist("gpu[08-11,15],login1"),
+            (V{"gpu08", "gpu09", "gpu10", "gpu11", "gpu15", "login1"}));
+  EXPECT_EQ(expand_hostlist("n[8-10]"), (V{"n8", "n9", "n10"}));
+  EXPECT_EQ(expand_hostlist("rack[1-2]-n[1-2].ib"),
+            (V{"rack1-n1.ib", "rack1-n2.ib", "rack2-n1.ib", "rack2-n2.ib"}));
+  EXPECT_EQ(expand_hostlist("a, b"), (V{"a", "b"}));
+  EXPECT_EQ(expand_hostlist("node007"), (V{"node007"}));
+  EXPECT_EQ(expand_hostlist("n[0001-1000]").size(), 1000u);
+  EXPECT_EQ(expand_hostlist("n[0001-1000]").back(), "n1000");
+  for (const char* bad : {"gpu[1-4", "gpu1-4]", "gpu[a-b]", "gpu[4-1]", "gpu[1-2[3]]", "n[0-999999]"}) {
+    try {
+      expand_hostlist(bad);
+      ADD_FAILURE() << bad << " was expanded";
+    } catch (const preflight::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
 }

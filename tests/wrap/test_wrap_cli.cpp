@@ -542,6 +542,52 @@ TEST(WrapStyles, NvidiaSmiCountWithoutNvidiaSmi) {
                 "4 GPUs said");
 }
 
+// A SLURM job taking its node count and rendezvous host from scontrol and srun under `set -euo pipefail`
+// (`NNODES=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | wc -l)`, `srun -w "$HEAD_NODE" hostname -I`):
+// where Slurm is not installed the first scontrol had ended the script before its launch.  scontrol now
+// answers the host list of the job's (made-up, or the environment's) nodes and `show job` from the SLURM_*
+// variables; srun runs its command once, here — in the wrapped script and under `preflight run` alike.
+TEST(WrapStyles, ScontrolAndSrunWithoutSlurm) {
+  const char* path = std::getenv("PATH");
+  if (preflight::wrap::find_program("scontrol", path ? path : "").has_value())
+    GTEST_SKIP() << "this machine has Slurm: the real scontrol answers";
+  expect_layout(analyzed("scontrol_style.sh"), {4, 2, 16, 2048, 32}, "#SBATCH --nodes=4, hosts by scontrol");
+  expect_layout(analyzed("scontrol_style.sh", "SLURM_JOB_NODELIST='gpu[01,07]' SLURM_JOB_NUM_NODES=2"),
+                {4, 2, 16, 2048, 16}, "the environment's host list, 2 nodes");
+  TempDir dir;
+  const std::string script = shell_quote(wrap_data("scontrol_style.sh").string());
+  const RunResult w =
+      run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " wrap " + script + " -o w.sh && bash w.sh");
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(w.out.find("nodes: preflight-node1 preflight-node2 preflight-node3 preflight-node4 (4, job 4), "
+                       "head preflight-node1 at "),
+            std::string::npos)
+      << w.out;
+  EXPECT_NE(w.out.find("master preflight-node1"), std::string::npos) << w.out;
+  const RunResult r =
+      run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " run --analyze-arg=--json -- bash " + script);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("srun's command runs once for the analysis, with 1 task (1 node × 1"),
+            std::string::npos)
+      << r.err;
+  expect_layout(json_in(r.out.substr(r.out.find('{'))), {4, 2, 16, 2048, 32}, "preflight run");
+  // a host list scontrol cannot read is said, with the list
+  const RunResult bad = run_in(dir.path(), "SLURM_JOB_NODELIST='gpu[1-' bash " + script);
+  EXPECT_NE(bad.exit_code, 0);
+  const RunResult shim = run_in(dir.path(), "SLURM_JOB_NODELIST='gpu[1-' " + shell_quote(PREFLIGHT_BINARY) +
+                                                " run --shim scontrol -- show hostnames");
+  EXPECT_EQ(shim.exit_code, 2);
+  EXPECT_NE(shim.err.find("'gpu[1-': a '[' without its ']'"), std::string::npos) << shim.err;
+  // the job script named without a path and not executable: how to run it is said
+  const RunResult bare =
+      run_in(dir.path(), "cp " + script + " job.sh && " + shell_quote(PREFLIGHT_BINARY) + " run job.sh");
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_NE(bare.err.find("job.sh: command not found (a file of that name is here: run it as ./job.sh, after "
+                          "chmod +x, or as bash job.sh)"),
+            std::string::npos)
+      << bare.err;
+}
+
 // ms-swift's Megatron-SWIFT (`NPROC_PER_NODE=4 … megatron sft --model Qwen/… --tensor_model_parallel_size 2
 // --sequence_parallel true …`): a launch, its world from NPROC_PER_NODE / NNODES, its options as Megatron's
 // (underscores, true / false), ms-swift's defaults (the distributed optimizer, expert tp 1) and LoRA.  It had

@@ -296,4 +296,70 @@ std::string batch_job_shell_defaults(const BatchJob& job) {
   return out;
 }
 
+std::vector<std::string> expand_hostlist(std::string_view list) {
+  constexpr std::size_t kMaxHosts = 100000;
+  auto bad = [&](const std::string& why) {
+    return InputError("host list", "'" + std::string(list) + "': " + why);
+  };
+  // Items are separated by commas outside brackets.
+  std::vector<std::string> items;
+  std::string item;
+  int depth = 0;
+  for (char ch : list) {
+    if (ch == '[') ++depth;
+    if (ch == ']' && --depth < 0) throw bad("a ']' without its '['");
+    if (ch == ',' && depth == 0) {
+      items.push_back(item);
+      item.clear();
+    } else if (ch != ' ' && ch != '\t' && ch != '\n') {
+      item += ch;
+    }
+  }
+  if (depth != 0) throw bad("a '[' without its ']'");
+  items.push_back(item);
+  std::vector<std::string> hosts;
+  for (const std::string& it : items) {
+    if (it.empty()) continue;
+    std::vector<std::string> names = {""};
+    for (std::size_t at = 0; at < it.size();) {
+      const std::size_t open = it.find('[', at);
+      const std::string text = it.substr(at, open == std::string::npos ? std::string::npos : open - at);
+      for (std::string& n : names) n += text;
+      if (open == std::string::npos) break;
+      const std::size_t close = it.find(']', open);
+      if (close == std::string::npos || it.find('[', open + 1) < close) throw bad("nested or unclosed '['");
+      std::vector<std::string> values;
+      for (const std::string& range : split(std::string_view(it).substr(open + 1, close - open - 1), ',')) {
+        const std::size_t dash = range.find('-');
+        const std::string lo = range.substr(0, dash);
+        const std::string hi = dash == std::string::npos ? lo : range.substr(dash + 1);
+        auto digits = [](const std::string& s) {
+          return !s.empty() && s.size() <= 9 &&
+                 std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+        };
+        if (!digits(lo) || !digits(hi)) throw bad("'[" + range + "]' is not a number or a range N-M");
+        const long a = std::stol(lo), b = std::stol(hi);
+        if (b < a) throw bad("the range " + range + " runs backwards");
+        if (static_cast<std::size_t>(b - a + 1) * names.size() > kMaxHosts)
+          throw bad("more than " + std::to_string(kMaxHosts) + " names");
+        for (long v = a; v <= b; ++v) {
+          std::string number = std::to_string(v);
+          if (number.size() < lo.size()) number.insert(0, lo.size() - number.size(), '0');
+          values.push_back(number);
+        }
+      }
+      std::vector<std::string> grown;
+      grown.reserve(names.size() * values.size());
+      for (const std::string& n : names)
+        for (const std::string& v : values) grown.push_back(n + v);
+      names = std::move(grown);
+      at = close + 1;
+    }
+    if (hosts.size() + names.size() > kMaxHosts)
+      throw bad("more than " + std::to_string(kMaxHosts) + " names");
+    hosts.insert(hosts.end(), names.begin(), names.end());
+  }
+  return hosts;
+}
+
 }  // namespace preflight::wrap

@@ -57,7 +57,19 @@ std::filesystem::path resolve(const std::vector<std::string>& argv, const Enviro
   if (argv.empty()) throw InputError("", "empty command");
   auto it = env.find("PATH");
   auto found = find_program(argv[0], it == env.end() ? std::string("/usr/bin:/bin") : it->second, skip_dir);
-  if (!found) throw InputError(argv[0], "command not found");
+  if (!found) {
+    // A script named without a path (`preflight run train.sh`), or one not marked executable: say how to run
+    // it.
+    std::error_code ec;
+    const bool file_here = std::filesystem::is_regular_file(argv[0], ec);
+    if (file_here && argv[0].find('/') == std::string::npos)
+      throw InputError(argv[0], "command not found (a file of that name is here: run it as ./" + argv[0] +
+                                    (executable(argv[0]) ? "" : ", after chmod +x,") + " or as bash " +
+                                    argv[0] + ")");
+    if (file_here && !executable(argv[0]))
+      throw InputError(argv[0], "not executable (run it as bash " + argv[0] + ", or chmod +x it)");
+    throw InputError(argv[0], "command not found");
+  }
   return *found;
 }
 

@@ -517,6 +517,43 @@ std::string escape_for(const Nesting& n, const std::string& text) {
   return out;
 }
 
+/// Where the wrapped script's header goes: after the leading comment block (shebang, #SBATCH lines).
+std::size_t header_position(const std::string& work) {
+  std::size_t at = 0;
+  while (at < work.size() && (work[at] == '#' || work[at] == '\n')) {
+    std::size_t eol = work.find('\n', at);
+    if (eol == std::string::npos) break;
+    at = eol + 1;
+  }
+  return at;
+}
+
+/// The offsets in `work` where `tool` is written as a command word (after a blank, a quote, `=`, `(`, `;`, a
+/// pipe, `&`, a backquote or a '/', and followed by a blank), outside comment lines.
+std::vector<std::size_t> command_word_positions(const std::string& work, std::string_view tool) {
+  std::vector<std::size_t> at_words;
+  for (std::size_t at = work.find(tool); at != std::string::npos; at = work.find(tool, at + 1)) {
+    const char before = at ? work[at - 1] : ' ',
+               after = at + tool.size() < work.size() ? work[at + tool.size()] : '\n';
+    const std::size_t line = work.rfind('\n', at) == std::string::npos ? 0 : work.rfind('\n', at) + 1;
+    const std::size_t first = work.find_first_not_of(" \t", line);
+    if (std::string_view(" \t\n\"'=(;|&`/").find(before) != std::string_view::npos &&
+        (after == ' ' || after == '\t') && work[first] != '#')  // (not in a comment line)
+      at_words.push_back(at);
+  }
+  return at_words;
+}
+
+/// A shell function standing in for Slurm's `tool` (scontrol, srun) where it is not installed: `preflight
+/// run`'s shim of that name (cmd_run.cpp) answers for it.
+std::string slurm_stand_in(const std::string& tool, const WrapOptions& o) {
+  return "if ! command -v " + tool + " >/dev/null 2>&1; then\n" + tool +
+         "() {  # preflight wrap: no Slurm here: " +
+         (tool == "srun" ? "the command runs once, here" : "the host list of the job's nodes") + "\n  " +
+         preflight_invocation(o.preflight) + " run --mode analyze" + join_quoted(o.run_args) + " --shim " +
+         tool + " -- \"$@\"\n}\nif [ -n \"${BASH_VERSION:-}\" ]; then export -f " + tool + "; fi\nfi\n";
+}
+
 WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting& nest,
                      std::vector<Edit>* edits_out = nullptr);
 
@@ -1193,6 +1230,17 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
           ": where nvidia-smi is missing its GPU listings answer for $PREFLIGHT_GPUS_PER_NODE "
           "(8) GPUs");
     }
+    // Slurm's scontrol where Slurm is not installed (the wrapped job script run on a login node of another
+    // cluster, a laptop): `MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)` would end
+    // a script under `set -euo pipefail`.  It goes to `preflight run`'s shim, which answers the host list of
+    // the job's (made-up) nodes.  (srun, likewise, once the launches are rewritten: slurm_stand_in.)
+    if (!command_word_positions(work, "scontrol").empty()) {
+      header += slurm_stand_in("scontrol", o);
+      result.notes.push_back(
+          o.script_name +
+          ": where Slurm is not installed, scontrol answers the host list of the job's nodes "
+          "(preflight run)");
+    }
     JobSize j = sbatch_size({}, work);
     if (!j.nodes.empty()) {
       std::string set = "export";
@@ -1231,20 +1279,28 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
                                job.directive + " lines (" + job.summary + ")");
       }
     }
-    if (!header.empty()) {
-      // After the leading comment block (shebang, #SBATCH lines).
-      std::size_t at = 0;
-      while (at < work.size() && (work[at] == '#' || work[at] == '\n')) {
-        std::size_t eol = work.find('\n', at);
-        if (eol == std::string::npos) break;
-        at = eol + 1;
-      }
-      nested_edits.push_back({at, at, header});
-    }
+    if (!header.empty()) nested_edits.push_back({header_position(work), header_position(work), header});
   }
+  // srun where Slurm is not installed: a srun left once the launches are rewritten (`HEAD_IP=$(srun -w
+  // "$HEAD_NODE" hostname -I)` under `set -euo pipefail`) runs its command once, here (`preflight run`'s
+  // shim).
+  auto add_srun_stand_in = [&](std::vector<Edit>& all) {
+    if (nest.nested || o.mode != WrapMode::Analyze || (found.empty() && nested_launches == 0)) return;
+    for (const std::size_t at : command_word_positions(work, "srun"))
+      if (std::none_of(all.begin(), all.end(), [&](const Edit& e) {
+            // replaced, or given to `preflight run … -- srun …` (whose shim answers for it)
+            return (e.begin <= at && at < e.end) || (e.begin == at && e.end == at && e.text.ends_with("-- "));
+          })) {
+        all.push_back({header_position(work), header_position(work), slurm_stand_in("srun", o)});
+        result.notes.push_back(o.script_name + ":" + std::to_string(line_of(work, at) + nest.line_offset) +
+                               ": where Slurm is not installed, srun runs its command once, here");
+        return;
+      }
+  };
 
   if (found.empty()) {
     if (nested_launches > 0 || !result.launches.empty() || nest.nested) {
+      add_srun_stand_in(nested_edits);
       if (edits_out) *edits_out = nested_edits;
       std::sort(nested_edits.begin(), nested_edits.end(),
                 [](const Edit& x, const Edit& y) { return x.begin > y.begin; });
@@ -1372,6 +1428,7 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
   std::sort(result.launches.begin(), result.launches.end(),
             [](const LaunchSite& a, const LaunchSite& b) { return a.line < b.line; });
   edits.insert(edits.end(), nested_edits.begin(), nested_edits.end());
+  add_srun_stand_in(edits);
   if (edits_out) *edits_out = edits;
   std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.begin > b.begin; });
   for (const Edit& e : edits) work.replace(e.begin, e.end - e.begin, e.text);

@@ -111,6 +111,7 @@ std::vector<std::string> shim_names(const std::string& path_var) {
   for (const LauncherInfo& l : launchers())
     for (const char* shim : l.shims) names.push_back(shim);
   names.push_back("nvidia-smi");  // a script's GPU count, answered in analyze mode (cmd_run.cpp)
+  names.push_back("scontrol");    // Slurm's host list where Slurm is not installed (cmd_run.cpp)
   names.push_back("ds_ssh");      // DeepSpeed's cluster-wide form of it (Megatron-DeepSpeed's examples)
   names.push_back("numactl");     // CPU / memory binding: the analysis runs the command without it
   names.push_back("taskset");

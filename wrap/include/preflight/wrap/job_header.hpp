@@ -60,4 +60,12 @@ std::vector<std::string> host_file_lines(const HostFile& f);
 /// empty job.
 std::string batch_job_shell_defaults(const BatchJob& job);
 
+/// The host names of a SLURM host list, in order, as `scontrol show hostnames LIST` prints them:
+/// comma-separated items, each a name with bracketed ranges (`gpu[01-03,07]`, `rack[1-2]-n[1-4]`: every
+/// combination, the first bracket varying slowest), a range's numbers as wide as its first bound is written
+/// (`[08-11]` → 08 09 10 11; `[8-11]` → 8 9 10 11).  Blanks around items are ignored.
+/// @throws InputError (where = "host list") naming the list for an unclosed bracket, a range that is not
+///   two whole numbers, a reversed range, or more than 100000 names.
+std::vector<std::string> expand_hostlist(std::string_view list);
+
 }  // namespace preflight::wrap
