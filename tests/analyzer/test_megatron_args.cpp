@@ -781,7 +781,7 @@ TEST(MegatronArgs, BadInputNamesTheFlag) {
       "--num-layers");
   expect_error(with(base_args(), {"--tensor-model-parallel-size", "two"}), "--tensor-model-parallel-size");
   expect_error(with(base_args(), {"--recompute-granularity", "full"}), "--recompute-method");
-  expect_error(with(base_args(), {"--nproc_per_node", "gpu"}), "--nproc_per_node");
+  expect_error(with(base_args(), {"--nproc_per_node", "cpu"}), "--nproc_per_node");
   expect_error(
       {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "16"},
       "--vocab-size");
@@ -1459,4 +1459,30 @@ TEST(MegatronArgs, ZeroProcessesPerNodeIsSaid) {
   bool said = false;
   for (const auto& w : c.warnings) said = said || w.rfind("--nproc_per_node 0 (GPUs counted", 0) == 0;
   EXPECT_TRUE(said);
+}
+
+// torchrun's `--nproc_per_node gpu` / `auto` (one process per GPU of the launching node): the node size the
+// analysis runs for — PREFLIGHT_GPUS_PER_NODE, else 8 — said in a warning; it had been refused.  `cpu` is a
+// CPU run, refused with why.
+TEST(MegatronArgs, ProcessesPerNodeByTheLaunchingNodesGpus) {
+  const MegatronConfig c =
+      parse_megatron_args(tiny_launch("--nproc_per_node=gpu --nnodes 2 --global-batch-size 16"));
+  EXPECT_EQ(c.strategy.world_size, 16);
+  EXPECT_EQ(c.strategy.gpus_per_node, 8);
+  bool said = false;
+  for (const auto& w : c.warnings)
+    said = said ||
+           w.rfind("--nproc_per_node gpu is one process per GPU of the launching node: 8 assumed", 0) == 0;
+  EXPECT_TRUE(said);
+  const MegatronConfig four =
+      parse_megatron_args(tiny_launch("--nproc-per-node auto --nnodes 2 --global-batch-size 16"),
+                          {{"PREFLIGHT_GPUS_PER_NODE", "4"}});
+  EXPECT_EQ(four.strategy.world_size, 8);
+  EXPECT_EQ(four.strategy.gpus_per_node, 4);
+  try {
+    parse_megatron_args(tiny_launch("--nproc_per_node cpu --global-batch-size 16"));
+    ADD_FAILURE() << "--nproc_per_node cpu was analysed";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("a CPU run"), std::string::npos) << e.what();
+  }
 }

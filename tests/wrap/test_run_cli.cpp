@@ -229,6 +229,26 @@ TEST(RunCli, EmptyNprocPerNodeTakesGpusPerNode) {
       << bare.err;
 }
 
+// torchrun's `--nproc_per_node gpu` (the launching node's GPUs): run's --gpus-per-node says how many, with a
+// note; without it the analysis assumes 8 and says so.
+TEST(RunCli, NprocPerNodeGpuTakesGpusPerNode) {
+  TempDir dir;
+  write_file(dir / "s.sh",
+             "torchrun --nproc_per_node=gpu --nnodes 2 pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+             "--num-attention-heads 2 --seq-length 16 --vocab-size 100 --tensor-model-parallel-size 2\n");
+  RunResult r =
+      run_in(dir.path(), preflight_bin() + " run --gpus-per-node 4 --analyze-arg=--json -- bash s.sh");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(
+      r.err.find("--nproc_per_node is 'gpu' (the launching node's GPUs): 4 from preflight's --gpus-per-node"),
+      std::string::npos)
+      << r.err;
+  EXPECT_EQ(json_in(r.out)["strategy"]["world_size"].get<int>(), 8);
+  RunResult bare = run_in(dir.path(), preflight_bin() + " run --analyze-arg=--json -- bash s.sh");
+  ASSERT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_EQ(json_in(bare.out)["strategy"]["world_size"].get<int>(), 16);
+}
+
 TEST(RunCli, ALaunchGivenDirectlyIsAnalysed) {
   TempDir dir;
   write_file(dir / "hostfile", "a slots=4\nb slots=4\nc slots=4\nd slots=4\n");

@@ -1020,6 +1020,16 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
             else
               out[i] = eq + std::to_string(*given);
             what = " is 0 in the launch (GPUs counted where there are none?): ";
+          } else if (const std::string v = out[i] == name && i + 1 < out.size() ? out[i + 1]
+                                           : out[i].rfind(eq, 0) == 0           ? out[i].substr(eq.size())
+                                                                                : std::string();
+                     v == "gpu" || v == "auto") {
+            // torchrun's `--nproc_per_node gpu`: the launching node's GPUs, which preflight's flag says
+            if (out[i] == name)
+              out[i + 1] = std::to_string(*given);
+            else
+              out[i] = eq + std::to_string(*given);
+            what = " is '" + v + "' (the launching node's GPUs): ";
           } else {
             continue;
           }

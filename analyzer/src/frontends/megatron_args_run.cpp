@@ -226,11 +226,24 @@ void read_launcher_and_sizes(const Flags& f, const std::map<std::string, std::st
   std::string nnodes = f.has("--nnodes") ? f.get("--nnodes") : env_or("PET_NNODES");
   if (f.has("--standalone")) nnodes = nnodes.empty() ? "1" : nnodes;
   if (!nproc.empty()) {
-    if (nproc == "gpu" || nproc == "auto" || nproc == "cpu" || nproc == "xpu")
+    if (nproc == "gpu" || nproc == "auto" || nproc == "xpu") {
+      // torchrun's `--nproc_per_node gpu` (auto: GPUs where there are any): one process per accelerator of
+      // the node that launches, not this one.  The node size the analysis is run for:
+      // $PREFLIGHT_GPUS_PER_NODE (what `preflight wrap`'s nvidia-smi answers for), else 8.
+      const std::string given = env_or("PREFLIGHT_GPUS_PER_NODE");
+      const bool said =
+          !given.empty() && given.size() < 5 &&
+          std::all_of(given.begin(), given.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+          std::stoi(given) > 0;
+      cfg.warnings.push_back("--nproc_per_node " + nproc + " is one process per GPU of the launching node: " +
+                             (said ? given + " (PREFLIGHT_GPUS_PER_NODE)" : std::string("8 assumed")) +
+                             "; give --nproc_per_node N (or PREFLIGHT_GPUS_PER_NODE=N) for the run's");
+      nproc = said ? given : "8";
+    } else if (nproc == "cpu") {
       throw InputError("--nproc_per_node",
-                       "'" + nproc +
-                           "' depends on the machine that launches the run; give the number of "
-                           "processes per node");
+                       "'cpu' is one process per CPU core of the launching machine: a CPU run, not a GPU "
+                       "training run preflight prices; give the number of processes per node");
+    }
     cfg.nproc_per_node = static_cast<int>(parse_int("--nproc_per_node", nproc));
     if (cfg.nproc_per_node == 0) {
       // `--nproc_per_node=$(nvidia-smi -L | wc -l)` evaluated where there is no GPU (a login node)
