@@ -491,6 +491,48 @@ int run_run(const RunCli& c) {
               << "` answers nothing for the analysis\n";
     return kExitOk;
   }
+  // A command for other nodes (ssh HOST CMD, pdsh -w HOSTS CMD, clush, Grid Engine's qrsh -inherit HOST CMD:
+  // launch scripts start one launcher per node so, often in a loop over the hosts).  An analysis never
+  // reaches another node — that would start the real run there.  A command that starts something (a launcher,
+  // python, a shell or a script) runs here instead, through the shims, once: each node's launch is the same
+  // run, so the others are left out, said.  A GPU count or host name query runs here (nvidia-smi answered by
+  // its shim); anything else (pkill, mkdir on the node) is not run.
+  if ((c.shim == "ssh" || c.shim == "pdsh" || c.shim == "clush" || c.shim == "qrsh") && analysis_mode(c)) {
+    // (each message in one write: the commands for several nodes are often started together, with &)
+    auto say = [](const std::string& message) { std::cerr << message << std::flush; };
+    const auto remote = wrap::remote_command(argv);
+    if (!remote) {
+      say("preflight run: `" + join(argv) + "` (a login on another node) is not run for the analysis\n");
+      return kExitOk;
+    }
+    std::string text;  // what the remote shell runs: the words joined by blanks
+    for (std::size_t i = remote->command; i < argv.size(); ++i) text += (text.empty() ? "" : " ") + argv[i];
+    const std::string where = remote->hosts.empty() ? remote->tool : remote->tool + " " + remote->hosts;
+    const wrap::RemoteKind kind = wrap::remote_command_kind(text);
+    if (kind == wrap::RemoteKind::Other) {
+      say("preflight run: `" + where + " " + text +
+          "` is a command for another node: not run for the analysis\n");
+      return kExitOk;
+    }
+    if (kind == wrap::RemoteKind::Starts) {
+      std::error_code ec;
+      const bool first = skip.empty() || fs::create_directory(skip / "remote-launch", ec);
+      if (!first) {
+        say("preflight run: `" + where + " " + text +
+            "` left out: the command another node was given already runs here for the analysis (each node's "
+            "launch is the same run)\n");
+        return kExitOk;
+      }
+      say("preflight run: " + where + "'s command runs here, once, for the analysis (not on " +
+          (remote->hosts.empty() ? std::string("the nodes") : remote->hosts) + "): " + text + "\n");
+    }
+    try {
+      wrap::exec_program({"bash", "-c", text}, env, fs::path());
+    } catch (const InputError& e) {
+      std::cerr << c.shim << ": " << e.detail() << "\n";
+      return 127;
+    }
+  }
   // DeepSpeed's `ds_ssh nvidia-smi --query-gpu=name --format=csv,noheader | wc -l` − 2 (Megatron-DeepSpeed's
   // examples count the cluster's GPUs so: ds_ssh prints `command -v pdsh` and a line of its own before the
   // hosts' output).  Outside a DeepSpeed cluster (no ds_ssh) or with --gpus-per-node, answered for --nnodes

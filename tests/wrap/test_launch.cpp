@@ -497,3 +497,44 @@ TEST(Launch, BindingCommandStartsAfterItsOptions) {
   EXPECT_EQ(binding_command_index({"taskset", "-c", "0-3"}), std::nullopt);
   EXPECT_EQ(binding_command_index({"srun", "python"}), std::nullopt);
 }
+
+// Remote shells starting a node's launcher (ssh HOST CMD, pdsh -w HOSTS CMD, clush, qrsh -inherit HOST CMD):
+// where the command starts, the hosts, and what the command line does.
+TEST(Launch, RemoteCommandsAndWhatTheyStart) {
+  auto r = remote_command({"ssh", "-tt", "-p", "22", "-o", "StrictHostKeyChecking=no", "-i~/.ssh/k", "gpu-a",
+                           "cd /w && torchrun pretrain_gpt.py"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->tool, "ssh");
+  EXPECT_EQ(r->hosts, "gpu-a");
+  EXPECT_EQ(r->command, 8u);
+  r = remote_command({"/usr/bin/ssh", "-qnT", "-l", "me", "node7", "bash", "train.sh"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->hosts, "node7");
+  EXPECT_EQ(r->command, 5u);
+  EXPECT_FALSE(remote_command({"ssh", "-p", "22", "gpu-a"}));  // a login
+  r = remote_command({"pdsh", "-R", "ssh", "-w", "gpu[1-4]", "-f", "64", "bash", "/w/run.sh"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->hosts, "gpu[1-4]");
+  EXPECT_EQ(r->command, 7u);
+  r = remote_command({"clush", "-b", "--nodes", "n[1-2]", "--", "nvidia-smi", "-L"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->hosts, "n[1-2]");
+  EXPECT_EQ(r->command, 5u);
+  r = remote_command({"qrsh", "-inherit", "-V", "-cwd", "-now", "n", "node2", "eval", "torchrun x.py"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->tool, "qrsh");
+  EXPECT_EQ(r->hosts, "node2");
+  EXPECT_EQ(r->command, 7u);
+  EXPECT_FALSE(remote_command({"scp", "a", "b:c"}));
+
+  EXPECT_EQ(remote_command_kind("cd /w && CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nnodes 2 pretrain_gpt.py"),
+            RemoteKind::Starts);
+  EXPECT_EQ(remote_command_kind("source ~/env.sh; nohup /opt/venv/bin/python3 -u pretrain_gpt.py > log 2>&1"),
+            RemoteKind::Starts);
+  EXPECT_EQ(remote_command_kind("bash /w/scripts/node_launch.sh 3"), RemoteKind::Starts);
+  EXPECT_EQ(remote_command_kind("eval \"torchrun x\""), RemoteKind::Starts);
+  EXPECT_EQ(remote_command_kind("nvidia-smi --list-gpus"), RemoteKind::Query);
+  EXPECT_EQ(remote_command_kind("hostname -I | awk '{print $1}'"), RemoteKind::Query);
+  EXPECT_EQ(remote_command_kind("pkill -f pretrain_gpt.py || true"), RemoteKind::Other);
+  EXPECT_EQ(remote_command_kind("mkdir -p /w/ckpt && rm -rf /tmp/x"), RemoteKind::Other);
+}

@@ -588,6 +588,50 @@ TEST(WrapStyles, ScontrolAndSrunWithoutSlurm) {
       << bare.err;
 }
 
+// One launcher per node over ssh, in a loop over the hosts (`ssh $HOST "cd … && torchrun … pretrain_gpt.py …"
+// &`).  `preflight run` had sent them to the hosts — in analyze mode that starts the real run there.  Now one
+// node's launch runs here, once, and is analysed; the others are left out, said; `ssh HOST pkill …` is not
+// run, and `ssh HOST nvidia-smi --list-gpus` is answered here.  wrap refuses the script with that way out,
+// and in a script with a launch of its own leaves the remote ones out (`: qrsh …`).
+TEST(WrapStyles, LaunchesOverSshRunOnceHere) {
+  TempDir dir;
+  const std::string script = shell_quote(wrap_data("remote_style.sh").string());
+  const RunResult r =
+      run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " run --analyze-arg=--json -- bash " + script);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_layout(json_in(r.out), {2, 2, 24, 2048, 16}, "ssh to 2 hosts of 8 GPUs");
+  EXPECT_NE(r.err.find("'s command runs here, once, for the analysis (not on gpu-"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("` left out: the command another node was given already runs here"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("`ssh gpu-a pkill -f pretrain_gpt.py || true` is a command for another node: not run"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("1 launch intercepted"), std::string::npos) << r.err;
+  const RunResult three = run_in(dir.path(), "HOSTS='a b c d' " + shell_quote(PREFLIGHT_BINARY) +
+                                                 " run --analyze-arg=--json -- bash " + script);
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  expect_layout(json_in(three.out), {2, 2, 24, 2048, 32}, "4 hosts");
+  const RunResult w = run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " wrap " + script);
+  EXPECT_EQ(w.exit_code, 2);
+  EXPECT_NE(
+      w.err.find("hint: line 20 starts the run on other nodes (ssh): `preflight run --mode analyze -- bash "),
+      std::string::npos)
+      << w.err;
+  // qrsh -inherit on the other hosts, the script's own launch on this one
+  write_file(
+      dir.path() / "qrsh.sh",
+      "#!/bin/bash\nfor node in $(tail -n +2 $SGE_JOB_HOSTLIST); do\n"
+      "  qrsh -inherit -V $node eval \"torchrun --nproc_per_node 8 --nnodes 2 --node_rank 1 pretrain_gpt.py "
+      "$ARGS\" &\ndone\ntorchrun --nproc_per_node 8 --nnodes 2 --node_rank 0 pretrain_gpt.py $ARGS\n");
+  const RunResult q = run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " wrap qrsh.sh");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_NE(q.out.find("  : qrsh -inherit -V $node eval"), std::string::npos) << q.out;
+  EXPECT_NE(q.err.find("qrsh.sh:3: the launch qrsh starts on other nodes is left out of the analysis"),
+            std::string::npos)
+      << q.err;
+}
+
 // ms-swift's Megatron-SWIFT (`NPROC_PER_NODE=4 … megatron sft --model Qwen/… --tensor_model_parallel_size 2
 // --sequence_parallel true …`): a launch, its world from NPROC_PER_NODE / NNODES, its options as Megatron's
 // (underscores, true / false), ms-swift's defaults (the distributed optimizer, expert tp 1) and LoRA.  It had

@@ -320,6 +320,117 @@ WorldSize srun_world_size(const std::vector<std::string>& args, const WorldSizeH
 
 }  // namespace
 
+std::optional<RemoteCommand> remote_command(const std::vector<std::string>& argv) {
+  if (argv.empty()) return std::nullopt;
+  RemoteCommand r;
+  r.tool = std::string(basename_of(argv[0]));
+  // Short options that take a value (attached, -p22, or the next word); any other letters are switches, which
+  // may be combined (ssh -tt, -qn).  Long options (clush --nostdin, pdsh has none) take their value after '='
+  // or, where listed, the next word.
+  std::string_view with_value;
+  std::set<std::string> long_with_value;
+  bool host_word = false;
+  if (r.tool == "ssh") {
+    with_value = "BbcDEeFIiJLlmOopQRSWw";
+    host_word = true;
+  } else if (r.tool == "pdsh") {
+    with_value = "wxgXRltufFmN";
+  } else if (r.tool == "clush") {
+    with_value = "wxgXftulOoRE";
+    long_with_value = {"--nodes",   "--exclude",     "--group",   "--fanout", "--user",
+                       "--options", "--worker",      "--rcopy",   "--copy",   "--dest",
+                       "--pick",    "--groupsource", "--topology"};
+  } else if (r.tool == "qrsh") {
+    // Grid Engine's qrsh(1): switches below; every other option takes the next word (-now y|n, -l, -q, -pe
+    // takes two).  `-inherit` runs on a host of the job's own allocation, named next.
+    static const std::set<std::string> switches = {"-inherit", "-V",   "-cwd", "-verbose", "-noshell",
+                                                   "-nostdin", "-pty", "-X",   "-h",       "-help"};
+    std::size_t i = 1;
+    for (; i < argv.size() && argv[i].size() > 1 && argv[i][0] == '-'; ++i) {
+      if (argv[i] == "-inherit") host_word = true;
+      if (switches.count(argv[i])) continue;
+      i += argv[i] == "-pe" ? 2 : 1;
+    }
+    if (host_word && i < argv.size()) r.hosts = argv[i++];
+    if (i >= argv.size()) return std::nullopt;
+    r.command = i;
+    return r;
+  } else {
+    return std::nullopt;
+  }
+  std::size_t i = 1;
+  for (; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') break;
+    if (a[1] == '-') {  // a long option (clush's)
+      const std::string name = a.substr(0, a.find('='));
+      if (a.find('=') == std::string::npos && long_with_value.count(name) && i + 1 < argv.size()) {
+        if (name == "--nodes") r.hosts = argv[i + 1];
+        ++i;
+      } else if (name == "--nodes") {
+        r.hosts = a.substr(a.find('=') + 1);
+      }
+      continue;
+    }
+    // -tt, -qn: switches; the first letter that takes a value takes the rest of the word or the next one
+    for (std::size_t c = 1; c < a.size(); ++c) {
+      if (with_value.find(a[c]) == std::string_view::npos) continue;
+      std::string value;
+      if (c + 1 < a.size()) {
+        value = a.substr(c + 1);
+      } else if (i + 1 < argv.size()) {
+        value = argv[++i];
+      }
+      if (a[c] == 'w' && r.tool != "ssh") r.hosts = value;
+      break;
+    }
+  }
+  if (host_word) {
+    if (i >= argv.size()) return std::nullopt;
+    r.hosts = argv[i++];
+  }
+  if (i >= argv.size()) return std::nullopt;
+  r.command = i;
+  return r;
+}
+
+RemoteKind remote_command_kind(std::string_view text) {
+  RemoteKind kind = RemoteKind::Other;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = text.find_first_of(";&|()\n`", at);
+    const std::string_view part =
+        text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+    at = end == std::string_view::npos ? text.size() : end + 1;
+    // the command word: the first word that is no assignment or prefix (quotes around it dropped)
+    std::size_t w = 0;
+    while (w < part.size()) {
+      w = part.find_first_not_of(" \t\"'{", w);
+      if (w == std::string_view::npos) break;
+      std::size_t e = part.find_first_of(" \t\"'", w);
+      if (e == std::string_view::npos) e = part.size();
+      const std::string_view word = part.substr(w, e - w);
+      w = e;
+      if (detail::is_assignment(word) || word == "env" || word == "nohup" || word == "exec" ||
+          word == "time" || word == "then" || word == "do" || word == "else")
+        continue;
+      const std::string_view base = basename_of(word);
+      if (base == "torchrun" || base == "deepspeed" || base == "msrun" || base == "megatron" ||
+          base == "srun" || base == "mpirun" || base == "mpiexec" || detail::is_python(base) ||
+          base == "bash" || base == "sh" || base == "eval" || base == "source" || base == "." ||
+          (base.size() > 3 && base.ends_with(".sh")) || detail::is_runner(base))
+        return RemoteKind::Starts;
+      if (base == "nvidia-smi" || base == "hostname") kind = RemoteKind::Query;
+      break;
+    }
+  }
+  return kind;
+}
+
 std::optional<std::size_t> binding_command_index(const std::vector<std::string>& argv) {
   if (argv.empty()) return std::nullopt;
   const std::string_view tool = basename_of(argv[0]);

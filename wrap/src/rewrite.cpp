@@ -517,6 +517,9 @@ std::string escape_for(const Nesting& n, const std::string& text) {
   return out;
 }
 
+/// What separates the words of a remote shell's command line when looking for an entry point in it.
+constexpr const char* kRemoteTokenBreaks = " \t\n\\\"';&|()`";
+
 /// Where the wrapped script's header goes: after the leading comment block (shebang, #SBATCH lines).
 std::size_t header_position(const std::string& work) {
   std::size_t at = 0;
@@ -766,6 +769,7 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     return v;
   };
 
+  std::vector<const SimpleCommand*> remote_launches;
   for (const SimpleCommand& cmd : sh.commands) {
     if (cmd.words.empty()) {
       for (const ShellWord& a : cmd.assignments) record(a.raw);
@@ -797,6 +801,31 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       result.launches.push_back(
           {line_of(work, cmd.words[0].begin) + nest.line_offset, Launcher::Torchrun, "", "already wrapped"});
       continue;
+    }
+    // A launch on other nodes by a remote shell (`ssh $HOST "cd $DIR && torchrun … pretrain_gpt.py …" &` in a
+    // loop over the hosts, `pdsh -w $HOSTS …`, Grid Engine's `qrsh -inherit $NODE eval "torchrun …"`): kept
+    // aside (below) — the analysis must not start it there.
+    if (const std::string_view tool = detail::basename_of(first);
+        tool == "ssh" || tool == "pdsh" || tool == "clush" || tool == "qrsh") {
+      const std::string text(std::string_view(work).substr(cmd.words.front().begin,
+                                                           cmd.words.back().end - cmd.words.front().begin));
+      bool names_entry = false;
+      for (std::size_t b = text.find_first_not_of(kRemoteTokenBreaks);
+           b != std::string::npos && !names_entry;) {
+        const std::size_t e = std::min(text.find_first_of(kRemoteTokenBreaks, b), text.size());
+        names_entry = o.entries.matches(text.substr(b, e - b));
+        b = text.find_first_not_of(kRemoteTokenBreaks, e);
+      }
+      // (the command for the nodes must start something: `ssh $HOST "pkill -f pretrain_gpt.py"` does not)
+      std::vector<std::string> raw_words;
+      for (const ShellWord& w : cmd.words) raw_words.push_back(w.raw);
+      std::string remote_text;
+      if (const auto rc = remote_command(raw_words))
+        for (std::size_t i = rc->command; i < raw_words.size(); ++i) remote_text += raw_words[i] + " ";
+      if (names_entry && remote_command_kind(remote_text) == RemoteKind::Starts) {
+        remote_launches.push_back(&cmd);
+        continue;
+      }
     }
     if (auto m = match_launch(views, o.entries)) {
       found.push_back({&cmd, *m});
@@ -1133,6 +1162,25 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
         (job.empty() ? " (no node count in the sbatch options or #SBATCH lines)" : ", with " + job));
   }
 
+  // Launches on other nodes (remote shells, above) beside the script's own: in analyze mode left out, so that
+  // the analysis starts nothing there (`: ` before them); the script's own launch is the run analysed.  In
+  // trace mode they start the job's other nodes, as the job does.
+  if (!remote_launches.empty() && (!found.empty() || nested_launches > 0)) {
+    for (const SimpleCommand* cmd : remote_launches) {
+      const std::size_t line = line_of(work, cmd->words.front().begin) + nest.line_offset;
+      const std::string tool(detail::basename_of(cmd->words.front().raw));
+      if (o.mode == WrapMode::Analyze) {
+        nested_edits.push_back({cmd->words.front().begin, cmd->words.front().begin, ": "});
+        result.notes.push_back(o.script_name + ":" + std::to_string(line) + ": the launch " + tool +
+                               " starts on other nodes is left out of the analysis (`: " + tool +
+                               " …`): the analysis is of this script's own launch");
+      } else {
+        result.notes.push_back(o.script_name + ":" + std::to_string(line) + ": the launch " + tool +
+                               " starts on other nodes is left as is (not traced)");
+      }
+    }
+  }
+
   // A job script run outside its allocation for the analysis: the SLURM sizes its #SBATCH lines ask for,
   // unless the environment has them.  And numactl / taskset, which a job script may put before a launch it
   // builds at run time (`CMD_PREFIX="numactl --membind=0-3"` … `bash -c "$CMD_PREFIX $TRAINING_CMD"`): the
@@ -1322,6 +1370,15 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
             "  hint: name another entry point with --entry NAME; a command line built at run time "
             "(eval, functions) needs `preflight run --mode " +
             mode_name(o.mode) + " -- bash " + o.script_name + "`" +
+            (remote_launches.empty()
+                 ? std::string()
+                 : "\n  hint: line " +
+                       std::to_string(line_of(work, remote_launches.front()->words.front().begin) +
+                                      nest.line_offset) +
+                       " starts the run on other nodes (" +
+                       std::string(detail::basename_of(remote_launches.front()->words.front().raw)) +
+                       "): `preflight run --mode analyze -- bash " + o.script_name +
+                       "` runs one node's launch here instead, for the analysis") +
             (input.find("run_recipe.py") != std::string_view::npos ||
                      input.find("pretrain_recipe.py") != std::string_view::npos
                  ? "\n  hint: a Megatron-Bridge recipe script (run_recipe.py --recipe …) takes a recipe name "

@@ -111,6 +111,8 @@ std::vector<std::string> shim_names(const std::string& path_var) {
   for (const LauncherInfo& l : launchers())
     for (const char* shim : l.shims) names.push_back(shim);
   names.push_back("nvidia-smi");  // a script's GPU count, answered in analyze mode (cmd_run.cpp)
+  // Remote shells: in analysis modes a launch meant for another node runs here, once (cmd_run.cpp)
+  for (const char* remote : {"ssh", "pdsh", "clush", "qrsh"}) names.push_back(remote);
   names.push_back("scontrol");    // Slurm's host list where Slurm is not installed (cmd_run.cpp)
   names.push_back("ds_ssh");      // DeepSpeed's cluster-wide form of it (Megatron-DeepSpeed's examples)
   names.push_back("numactl");     // CPU / memory binding: the analysis runs the command without it

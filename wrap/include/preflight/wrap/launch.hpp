@@ -241,6 +241,30 @@ std::vector<std::string> megatron_words_from_swift(const std::vector<std::string
 /// NUMA nodes a job script binds to (or numactl itself).
 std::optional<std::size_t> binding_command_index(const std::vector<std::string>& argv);
 
+/// A command run on other nodes by a remote shell: `ssh [options] HOST CMD…`, `pdsh [options] CMD…`,
+/// `clush [options] CMD…`, Grid Engine's `qrsh -inherit [options] HOST CMD…` (ABCI's way of starting a
+/// node's launcher).  Launch scripts start one launcher per node so, in a loop over the hosts.
+struct RemoteCommand {
+  std::string tool;         ///< ssh, pdsh, clush or qrsh
+  std::string hosts;        ///< the host (ssh, qrsh -inherit) or the -w list (pdsh, clush); "" when not given
+  std::size_t command = 0;  ///< index in argv of the remote command's first word
+};
+
+/// The remote command of `argv` (argv[0] = ssh, pdsh, clush or qrsh; a path to them too): the first word
+/// after the tool's options and their values (ssh's -p/-i/-o/-l/… and combined switches -tt; pdsh's and
+/// clush's -w/-x/-g/-l/-f/-t/-u/…; qrsh's -inherit, -V, -cwd, -now y, -l …) and, for ssh and `qrsh -inherit`,
+/// the host.  The remote shell runs the words joined by blanks.  nullopt when no command follows (an
+/// interactive login) or for another program.
+std::optional<RemoteCommand> remote_command(const std::vector<std::string>& argv);
+
+/// What a remote command line (as the remote shell would run it) does, by the command word of each of its
+/// simple commands (split at ; & | ( ) and newlines, leading NAME=value, env, nohup, exec and time skipped):
+/// Starts when one is a launcher (torchrun, deepspeed, msrun, megatron, srun, mpirun, mpiexec), python, a
+/// shell (bash, sh, eval, source, .) or a script (*.sh); else Query when one is nvidia-smi or hostname; else
+/// Other (cd, mkdir, pkill …).
+enum class RemoteKind { Starts, Query, Other };
+RemoteKind remote_command_kind(std::string_view text);
+
 /// Tasks an srun with these options starts (nodes × tasks per node): its -N / -n / --ntasks-per-node, else
 /// the allocation's SLURM_* variables, else one task per node.
 /// @throws InputError naming the option or variable for a malformed count
