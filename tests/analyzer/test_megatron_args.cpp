@@ -1486,3 +1486,31 @@ TEST(MegatronArgs, ProcessesPerNodeByTheLaunchingNodesGpus) {
     EXPECT_NE(std::string(e.what()).find("a CPU run"), std::string::npos) << e.what();
   }
 }
+
+// The training script the launch started (`--entry-point`, passed by wrap and run): pretrain_mamba.py builds
+// Megatron's Mamba model — every layer a Mamba mixer unless a pattern or ratios say otherwise (it had been
+// analysed as a GPT stack); pretrain_t5.py is refused; BERT and VLM scripts are analysed with a warning.
+TEST(MegatronArgs, EntryPointSaysWhatTheScriptBuilds) {
+  const MegatronConfig gpt = parse_megatron_args(tiny_launch("--nproc_per_node 1 --global-batch-size 8"));
+  EXPECT_TRUE(gpt.model.hybrid_pattern.empty());
+  const MegatronConfig mamba = parse_megatron_args(
+      tiny_launch("--nproc_per_node 1 --global-batch-size 8 --entry-point=/w/Megatron-LM/pretrain_mamba.py"));
+  EXPECT_EQ(mamba.model.hybrid_pattern, "MM");
+  const MegatronConfig hybrid =
+      parse_megatron_args(tiny_launch("--nproc_per_node 1 --global-batch-size 8 --entry-point "
+                                      "pretrain_mamba.py --hybrid-override-pattern M*"));
+  EXPECT_EQ(hybrid.model.hybrid_pattern, "M*");
+  try {
+    parse_megatron_args(tiny_launch("--nproc_per_node 1 --global-batch-size 8 --entry-point pretrain_t5.py"));
+    ADD_FAILURE() << "pretrain_t5.py was analysed";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("encoder-decoder"), std::string::npos) << e.what();
+  }
+  const MegatronConfig bert = parse_megatron_args(
+      tiny_launch("--nproc_per_node 1 --global-batch-size 8 --entry-point pretrain_bert.py"));
+  EXPECT_TRUE(bert.model.hybrid_pattern.empty());
+  bool said = false;
+  for (const auto& w : bert.warnings)
+    said = said || w.rfind("pretrain_bert.py: analysed as its transformer", 0) == 0;
+  EXPECT_TRUE(said);
+}

@@ -5,6 +5,7 @@
 
 #include "preflight/common/error.hpp"
 #include "preflight/wrap/launch.hpp"
+#include "preflight/wrap/rewrite.hpp"
 #include "preflight/wrap/run.hpp"
 #include "wrap_test_util.hpp"
 
@@ -537,4 +538,25 @@ TEST(Launch, RemoteCommandsAndWhatTheyStart) {
   EXPECT_EQ(remote_command_kind("hostname -I | awk '{print $1}'"), RemoteKind::Query);
   EXPECT_EQ(remote_command_kind("pkill -f pretrain_gpt.py || true"), RemoteKind::Other);
   EXPECT_EQ(remote_command_kind("mkdir -p /w/ckpt && rm -rf /tmp/x"), RemoteKind::Other);
+}
+
+// Megatron's training scripts whose model is not pretrain_gpt.py's are named to analyze (--entry-point), by
+// run (analyze_arguments) and wrap alike.
+TEST(Launch, OtherMegatronEntryPointsAreNamedToAnalyze) {
+  EXPECT_EQ(megatron_entry_point_word("/w/Megatron-LM/pretrain_mamba.py"), "--entry-point=pretrain_mamba.py");
+  EXPECT_EQ(megatron_entry_point_word("pretrain_vision_dino.py"), "--entry-point=pretrain_vision_dino.py");
+  EXPECT_EQ(megatron_entry_point_word("pretrain_gpt.py"), "");
+  EXPECT_EQ(megatron_entry_point_word("finetune_llama.py"), "");
+  auto l = parse({"torchrun", "--nproc_per_node", "8", "pretrain_mamba.py", "--num-layers", "4"});
+  ASSERT_TRUE(l);
+  std::vector<std::string> notes;
+  EXPECT_EQ(analyze_arguments(*l, {}, {}, notes),
+            (Words{"--nproc_per_node", "8", "--entry-point=pretrain_mamba.py", "--num-layers", "4"}));
+  WrapOptions o;
+  o.preflight = "/opt/pf/preflight";
+  o.script_name = "m.sh";
+  const WrapResult w = wrap_script("torchrun --nproc_per_node 8 pretrain_mamba.py --num-layers 4\n", o);
+  EXPECT_EQ(w.text,
+            "\"${PREFLIGHT:-/opt/pf/preflight}\" analyze --entry-point=pretrain_mamba.py --nproc_per_node 8 "
+            "--num-layers 4\n");
 }

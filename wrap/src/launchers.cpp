@@ -1105,6 +1105,15 @@ std::optional<WorldSize> launch_world_size(const LaunchCommand& launch, const Wo
   return std::nullopt;
 }
 
+std::string megatron_entry_point_word(std::string_view entry) {
+  const std::string_view name = basename_of(entry);
+  const bool other_model = name == "pretrain_mamba.py" || name == "pretrain_bert.py" ||
+                           name == "pretrain_t5.py" || name == "pretrain_vlm.py" ||
+                           name == "pretrain_retro.py" || name == "pretrain_ict.py" ||
+                           name.rfind("pretrain_vision", 0) == 0;
+  return other_model ? "--entry-point=" + std::string(name) : std::string();
+}
+
 std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const WorldSizeHints& hints,
                                            const std::map<std::string, std::string>& env,
                                            std::vector<std::string>& notes) {
@@ -1155,6 +1164,7 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
     notes.insert(notes.end(), w.notes.begin(), w.notes.end());
     out = {"--nproc_per_node", std::to_string(w.nproc_per_node), "--nnodes", std::to_string(w.nnodes)};
   }
+  if (const std::string entry = megatron_entry_point_word(launch.entry); !entry.empty()) out.push_back(entry);
   if (launch.launcher == Launcher::MegatronSwift) {
     const std::vector<std::string> megatron = megatron_words_from_swift(launch.entry_args, notes);
     out.insert(out.end(), megatron.begin(), megatron.end());

@@ -1448,6 +1448,8 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
             }
             if (auto var = nnodes_variable(text)) args.push_back("--nnodes-variable=" + *var);
           }
+          if (const std::string entry = megatron_entry_point_word(f.m.entry_name); !entry.empty())
+            args.push_back(entry);
           edits.push_back({launcher.begin, end, escape_for(nest, inv + " analyze" + join_quoted(args))});
           if (torch) {
             auto [b, e] = erase_span(work, words[f.m.entry].begin, words[f.m.entry].end);

@@ -424,6 +424,38 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                          "), and gives no --num-layers: name the model with --model (a preset such as "
                          "llama2-7b, or the checkpoint's Hugging Face config.json; through wrap or run: "
                          "--analyze-arg=--model=NAME)");
+  // The training script the launch started (`--entry-point NAME`, which preflight wrap and run pass for
+  // Megatron's entry points that are not pretrain_gpt.py): what its model_provider builds.
+  if (const auto entry = cfg.seen.find("--entry-point"); entry != cfg.seen.end()) {
+    std::string name = entry->second;
+    if (const auto slash = name.rfind('/'); slash != std::string::npos) name = name.substr(slash + 1);
+    const bool hybrid_given =
+        cfg.seen.count("--hybrid-layer-pattern") || cfg.seen.count("--hybrid-override-pattern") ||
+        cfg.seen.count("--is-hybrid-model") || cfg.seen.count("--hybrid-attention-ratio") ||
+        cfg.seen.count("--hybrid-mlp-ratio");
+    if (name == "pretrain_t5.py")
+      throw InputError("--entry-point",
+                       "pretrain_t5.py trains T5, an encoder-decoder: not modelled (preflight "
+                       "prices decoder-only transformer and hybrid Mamba stacks)");
+    if (name == "pretrain_mamba.py" && !hybrid_given) {
+      // pretrain_mamba.py builds MambaModel: without a pattern its layers are allocated from
+      // --hybrid-attention-ratio and --hybrid-mlp-ratio, both 0 by default — every layer a Mamba mixer.
+      cfg.seen["--is-hybrid-model"] = "";
+      cfg.warnings.push_back(
+          "pretrain_mamba.py builds Megatron's Mamba model: its layers allocated from the "
+          "hybrid ratios (0 by default: every layer a Mamba mixer)");
+    } else if (name == "pretrain_bert.py") {
+      cfg.warnings.push_back(
+          "pretrain_bert.py: analysed as its transformer stack with the language-model "
+          "head; BERT's pooler, binary head and head transform (about 2·hidden² "
+          "parameters) are left out");
+    } else if (name == "pretrain_vlm.py" || name.rfind("pretrain_vision", 0) == 0 ||
+               name == "pretrain_retro.py" || name == "pretrain_ict.py") {
+      cfg.warnings.push_back(name +
+                             ": only the language model's transformer stack is analysed (its vision "
+                             "encoder, retrieval or biencoder parts are not modelled)");
+    }
+  }
   megatron::Flags f(cfg.seen);
   if (base)
     cfg.model = *base;

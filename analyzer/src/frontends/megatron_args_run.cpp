@@ -26,6 +26,7 @@ const std::vector<FlagSpec>& launcher_flags() {
           {"--standalone", Arity::Switch},
           {"--world-size", Arity::One},
           {"--nnodes-variable", Arity::One},  // preflight wrap: the launch script's variable behind --nnodes
+          {"--entry-point", Arity::One},      // preflight wrap / run: the training script the launch started
       };
   return flags;
 }

@@ -203,6 +203,12 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
                                            const std::map<std::string, std::string>& env,
                                            std::vector<std::string>& notes);
 
+/// `--entry-point=NAME` for `preflight analyze` when `entry` is one of Megatron-LM's training scripts whose
+/// model is not pretrain_gpt.py's (pretrain_mamba.py: a hybrid Mamba stack; pretrain_bert.py, pretrain_t5.py,
+/// pretrain_vlm.py, pretrain_vision_*.py, pretrain_retro.py, pretrain_ict.py), else "".  analyze reads from
+/// it what the script builds (megatron_args.cpp).
+std::string megatron_entry_point_word(std::string_view entry);
+
 /// Index in `argv` (argv[0] = srun) of the command srun starts: the first word after srun's options and their
 /// values (a switch such as -l / --exclusive takes none, `--opt=value` and `-N2` carry theirs, any other
 /// option takes the next word); after `--`, the next word.  nullopt when no command follows.
