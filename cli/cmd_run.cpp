@@ -526,6 +526,19 @@ int run_run(const RunCli& c) {
       say("preflight run: " + where + "'s command runs here, once, for the analysis (not on " +
           (remote->hosts.empty() ? std::string("the nodes") : remote->hosts) + "): " + text + "\n");
     }
+    // A plain command line (no shell syntax) that is a launch is analysed as it stands, whatever path its
+    // launcher is written with (`ssh $HOST /opt/conda/bin/python -m torch.distributed.launch …
+    // pretrain_gpt.py`: an absolute path of the other node would miss the shims); anything else runs through
+    // a shell.
+    if (kind == wrap::RemoteKind::Starts && text.find_first_of(";&|<>$`'\"(){}\\") == std::string::npos) {
+      std::vector<std::string> words;
+      std::istringstream split(text);
+      for (std::string w; split >> w;) words.push_back(w);
+      if (auto there = wrap::parse_launch(words, entries); there && !there->recipe_tool) {
+        if (c.mode == "analyze") return analyze_launch(c, *there, env);
+        return search_launch(c, *there, env);
+      }
+    }
     try {
       wrap::exec_program({"bash", "-c", text}, env, fs::path());
     } catch (const InputError& e) {

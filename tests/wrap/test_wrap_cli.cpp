@@ -630,6 +630,21 @@ TEST(WrapStyles, LaunchesOverSshRunOnceHere) {
   EXPECT_NE(q.err.find("qrsh.sh:3: the launch qrsh starts on other nodes is left out of the analysis"),
             std::string::npos)
       << q.err;
+  // the node's command in a variable, its launcher by the nodes' absolute path (not on this machine)
+  write_file(dir.path() / "cmd.sh",
+             "#!/bin/bash\nrank=0\nfor host in n1 n2 n3 n4; do\n"
+             "  CMD=\"/opt/conda/bin/python -m torch.distributed.launch --nproc_per_node=8 --nnodes=4 "
+             "--node_rank=${rank} /w/Megatron-LM/pretrain_gpt.py --num-layers 24 --hidden-size 2048 "
+             "--num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 "
+             "--global-batch-size 64 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+             "--vocab-size 32000 --bf16\"\n  ssh $host $CMD &\n  rank=$((rank+1))\ndone\nwait\n");
+  const RunResult c = run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " wrap cmd.sh");
+  EXPECT_EQ(c.exit_code, 2);
+  EXPECT_NE(c.err.find("hint: line 5 starts the run on other nodes (ssh)"), std::string::npos) << c.err;
+  const RunResult cr =
+      run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " run --analyze-arg=--json -- bash cmd.sh");
+  ASSERT_EQ(cr.exit_code, 0) << cr.err;
+  expect_layout(json_in(cr.out), {2, 2, 24, 2048, 32}, "ssh $host $CMD, 4 nodes");
 }
 
 // ms-swift's Megatron-SWIFT (`NPROC_PER_NODE=4 … megatron sft --model Qwen/… --tensor_model_parallel_size 2

@@ -807,8 +807,13 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     // aside (below) — the analysis must not start it there.
     if (const std::string_view tool = detail::basename_of(first);
         tool == "ssh" || tool == "pdsh" || tool == "clush" || tool == "qrsh") {
-      const std::string text(std::string_view(work).substr(cmd.words.front().begin,
-                                                           cmd.words.back().end - cmd.words.front().begin));
+      // (a command held in a variable, `ssh $HOST $CMD` with CMD="python -m torch.distributed.launch …
+      // pretrain_gpt.py …": its value as assigned is read too)
+      std::string text(std::string_view(work).substr(cmd.words.front().begin,
+                                                     cmd.words.back().end - cmd.words.front().begin));
+      for (const ShellWord& w : cmd.words)
+        if (const auto name = expanded_name(w.raw); name && assigned_raw.count(*name))
+          text += " " + assigned_raw[*name];
       bool names_entry = false;
       for (std::size_t b = text.find_first_not_of(kRemoteTokenBreaks);
            b != std::string::npos && !names_entry;) {
@@ -818,7 +823,10 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       }
       // (the command for the nodes must start something: `ssh $HOST "pkill -f pretrain_gpt.py"` does not)
       std::vector<std::string> raw_words;
-      for (const ShellWord& w : cmd.words) raw_words.push_back(w.raw);
+      for (const ShellWord& w : cmd.words) {
+        const auto name = expanded_name(w.raw);
+        raw_words.push_back(name && assigned_raw.count(*name) ? assigned_raw[*name] : w.raw);
+      }
       std::string remote_text;
       if (const auto rc = remote_command(raw_words))
         for (std::size_t i = rc->command; i < raw_words.size(); ++i) remote_text += raw_words[i] + " ";
