@@ -10,171 +10,16 @@
 #include <set>
 #include <sstream>
 
+#include "config_section.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::analyzer {
 namespace {
 
-/// An enum member `{_target_: …Enum, _args_: [value]}` by its name where its class is one of Megatron's enums
-/// the conversion reads (megatron/core/transformer/enums.py: AttnBackend, LayerType, CudaGraphModule and the
-/// CudaGraphScope it replaced); otherwise its value as written.
-std::string enum_member_name(const YAML::Node& e) {
-  const std::string value = e["_args_"][0].Scalar();
-  const std::string target = e["_target_"] && e["_target_"].IsScalar() ? e["_target_"].Scalar() : "";
-  using Names = std::map<std::string, std::string>;
-  static const std::map<std::string, Names> enums = {
-      {"AttnBackend", {{"1", "flash"}, {"2", "fused"}, {"3", "unfused"}, {"4", "local"}, {"5", "auto"}}},
-      {"LayerType", {{"1", "embedding"}, {"2", "loss"}, {"3", "encoder"}, {"4", "decoder"}, {"5", "mtp"}}},
-      {"CudaGraphModule",
-       {{"1", "attn"},
-        {"2", "mlp"},
-        {"3", "moe"},
-        {"4", "moe_router"},
-        {"5", "moe_preprocess"},
-        {"6", "mamba"}}},
-      {"CudaGraphScope",
-       {{"1", "full_iteration"},
-        {"2", "attn"},
-        {"3", "mlp"},
-        {"4", "moe"},
-        {"5", "moe_router"},
-        {"6", "moe_preprocess"},
-        {"7", "mamba"},
-        {"8", "full_iteration_inference"}}}};
-  const std::string cls = target.substr(target.rfind('.') == std::string::npos ? 0 : target.rfind('.') + 1);
-  if (auto names = enums.find(cls); names != enums.end())
-    if (auto it = names->second.find(value); it != names->second.end()) return it->second;
-  return value;
-}
-
-bool is_enum_member(const YAML::Node& e) {
-  return e.IsMap() && e["_args_"] && e["_args_"].IsSequence() && e["_args_"].size() == 1 &&
-         e["_args_"][0].IsScalar();
-}
-
-/// One section of the container (`model`, `train`, …), read field by field; a null or absent field is
-/// "not set".
-class Section {
- public:
-  Section(YAML::Node node, std::string source, std::string name)
-      : node_(std::move(node)), source_(std::move(source)), name_(std::move(name)) {}
-
-  bool set(const std::string& key) const {
-    if (!node_ || !node_.IsMap()) return false;
-    const YAML::Node v = node_[key];
-    return v.IsDefined() && !v.IsNull();
-  }
-  std::string field(const std::string& key) const { return source_ + ": " + name_ + "." + key; }
-
-  std::optional<bool> boolean(const std::string& key) const {
-    if (!set(key)) return std::nullopt;
-    const YAML::Node v = node_[key];
-    if (v.IsScalar()) {
-      const std::string s = v.Scalar();
-      if (s == "true" || s == "True") return true;
-      if (s == "false" || s == "False") return false;
-    }
-    throw InputError(field(key), "must be true or false, got " + shown(v));
-  }
-  bool flag(const std::string& key) const { return boolean(key).value_or(false); }
-
-  std::optional<double> number(const std::string& key) const {
-    if (!set(key)) return std::nullopt;
-    const YAML::Node v = node_[key];
-    if (v.IsScalar()) {
-      const std::string s = v.Scalar();
-      char* end = nullptr;
-      const double x = std::strtod(s.c_str(), &end);
-      if (end != s.c_str() && *end == '\0' && std::isfinite(x)) return x;
-    }
-    throw InputError(field(key), "must be a number, got " + shown(v));
-  }
-  std::optional<long long> integer(const std::string& key) const {
-    const auto x = number(key);
-    if (!x) return std::nullopt;
-    if (std::floor(*x) != *x)
-      throw InputError(field(key), "must be a whole number, got " + shown(node_[key]));
-    return static_cast<long long>(*x);
-  }
-  std::optional<std::string> text(const std::string& key) const {
-    if (!set(key)) return std::nullopt;
-    const YAML::Node v = node_[key];
-    if (v.IsScalar()) return v.Scalar();
-    throw InputError(field(key), "must be a string, got " + shown(v));
-  }
-  /// A function or class serialised as `{_target_: module.name, _call_: false}` (or a plain string).
-  std::optional<std::string> target(const std::string& key) const {
-    if (!set(key)) return std::nullopt;
-    const YAML::Node v = node_[key];
-    if (v.IsScalar()) return v.Scalar();
-    if (v.IsMap() && v["_target_"] && v["_target_"].IsScalar()) return v["_target_"].Scalar();
-    throw InputError(field(key), "must be a {_target_: …} mapping, got " + shown(v));
-  }
-  /// A torch dtype (`{_target_: torch.bfloat16}`, `torch.bfloat16`, `bf16`) as Megatron's flag value.
-  std::optional<std::string> dtype(const std::string& key) const {
-    const auto t = target(key);
-    if (!t) return std::nullopt;
-    std::string s = *t;
-    if (s.rfind("torch.", 0) == 0) s = s.substr(6);
-    if (s == "bfloat16" || s == "bf16") return "bf16";
-    if (s == "float16" || s == "half" || s == "fp16") return "fp16";
-    if (s == "float32" || s == "float" || s == "fp32") return "fp32";
-    if (s.rfind("float8", 0) == 0 || s == "fp8" || s == "uint8") return "fp8";
-    throw InputError(field(key), "is not a dtype Megatron takes here: '" + *t + "'");
-  }
-  /// An enum serialised as `{_target_: …Enum, _args_: [value]}` by its member's name (enum_member_name), or
-  /// a scalar as written.
-  std::optional<std::string> enum_value(const std::string& key) const {
-    if (!set(key)) return std::nullopt;
-    const YAML::Node v = node_[key];
-    if (v.IsScalar()) return v.Scalar();
-    if (is_enum_member(v)) return enum_member_name(v);
-    throw InputError(field(key), "must be an enum ({_target_: …, _args_: [value]}), got " + shown(v));
-  }
-  /// A whole number or a list of them as Megatron's parser takes it (`4`, `[0,1,1]`).
-  std::optional<std::string> int_or_list(const std::string& key) const {
-    if (!set(key)) return std::nullopt;
-    const YAML::Node v = node_[key];
-    if (v.IsScalar()) return v.Scalar();
-    if (v.IsSequence()) {
-      std::string list = "[";
-      for (std::size_t i = 0; i < v.size(); ++i) list += (i ? "," : "") + v[i].as<std::string>();
-      return list + "]";
-    }
-    throw InputError(field(key), "must be an integer or a list of integers, got " + shown(v));
-  }
-  std::vector<std::string> strings(const std::string& key) const {
-    std::vector<std::string> out;
-    if (!set(key)) return out;
-    const YAML::Node v = node_[key];
-    if (v.IsScalar()) return {v.Scalar()};
-    if (v.IsSequence()) {
-      for (const auto& e : v) {
-        if (e.IsScalar()) {
-          out.push_back(e.Scalar());
-        } else if (is_enum_member(e)) {
-          out.push_back(enum_member_name(e));
-        } else {
-          throw InputError(field(key), "must be a list of names, got " + shown(v));
-        }
-      }
-      return out;
-    }
-    throw InputError(field(key), "must be a name or a list of names, got " + shown(v));
-  }
-  const YAML::Node& node() const { return node_; }
-  const std::string& name() const { return name_; }
-
- private:
-  static std::string shown(const YAML::Node& v) {
-    if (v.IsScalar()) return "'" + v.Scalar() + "'";
-    if (v.IsSequence()) return "a list";
-    if (v.IsMap()) return "a mapping";
-    return "nothing";
-  }
-  YAML::Node node_;
-  std::string source_, name_;
-};
+using detail::apply_override;
+using detail::enum_member_name;
+using detail::is_enum_member;
+using detail::Section;
 
 /// The YAML of a Megatron-Bridge log (the block after `------- Task Configuration -------`), or the text
 /// itself; `first_line` the 1-based line of the log it starts at.
@@ -211,44 +56,6 @@ std::string yaml_block(const std::string& text, const std::string& source, int& 
     throw InputError(location(source, n),
                      "the log's Task Configuration block has no closing line of dashes: truncated log");
   return block;
-}
-
-/// A Hydra-style override `a.b.c=value` (an optional leading `+`); false for anything else.
-bool apply_override(YAML::Node& root, const std::string& word, const std::string& source) {
-  static const std::regex form(R"(^\+?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)=(.*)$)");
-  static const std::set<std::string> sections = {
-      "model",     "train",        "ddp",       "optimizer",  "mixed_precision",
-      "dataset",   "comm_overlap", "scheduler", "checkpoint", "logger",
-      "tokenizer", "dist",         "rng",       "profiling",  "peft"};
-  std::smatch m;
-  if (word.rfind("-", 0) == 0 || !std::regex_match(word, m, form)) return false;
-  std::vector<std::string> keys;
-  std::string path = m[1];
-  for (std::size_t b = 0, e; b <= path.size(); b = e + 1) {
-    e = path.find('.', b);
-    if (e == std::string::npos) e = path.size();
-    keys.push_back(path.substr(b, e - b));
-  }
-  // Only the container's own keys: other `name=value` words (an environment assignment) are passed on.
-  if (!sections.count(keys.front()) && !root[keys.front()].IsDefined()) return false;
-  YAML::Node value;
-  try {
-    value = YAML::Load(m[2].str());
-  } catch (const YAML::Exception& e) {
-    throw InputError("override " + word, "its value is not YAML: " + e.msg);
-  }
-  // yaml-cpp nodes are handles: walk by reassigning a handle to each child.
-  std::vector<YAML::Node> chain{root};
-  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
-    YAML::Node parent = chain.back();
-    if (!parent[keys[i]] || parent[keys[i]].IsNull()) parent[keys[i]] = YAML::Node(YAML::NodeType::Map);
-    if (!parent[keys[i]].IsMap())
-      throw InputError("override " + word,
-                       source + ": " + keys[i] + " is not a section of the configuration");
-    chain.push_back(parent[keys[i]]);
-  }
-  chain.back()[keys.back()] = value;
-  return true;
 }
 
 /// Megatron's `--pipeline-model-parallel-layout` string from the field: the string itself, or the stages as
@@ -324,8 +131,12 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
                      "not a Megatron-Bridge run configuration: no `model` section (a ConfigContainer "
                      "YAML: run_config.yaml, logger.save_config_filepath, or a log's Task Configuration)");
   std::vector<std::string> passed_on;
+  static const std::set<std::string> sections = {
+      "model",     "train",        "ddp",       "optimizer",  "mixed_precision",
+      "dataset",   "comm_overlap", "scheduler", "checkpoint", "logger",
+      "tokenizer", "dist",         "rng",       "profiling",  "peft"};
   for (const auto& w : extra)
-    if (!apply_override(root, w, source)) passed_on.push_back(w);
+    if (!apply_override(root, w, source, sections)) passed_on.push_back(w);
 
   auto& a = out.args;
   auto put = [&](const std::string& flag) { a.push_back(flag); };

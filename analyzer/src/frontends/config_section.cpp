@@ -1,0 +1,77 @@
+// Configuration sections and overrides (config_section.hpp).
+#include "config_section.hpp"
+
+#include <map>
+#include <regex>
+
+namespace preflight::analyzer::detail {
+
+std::string enum_member_name(const YAML::Node& e) {
+  const std::string value = e["_args_"][0].Scalar();
+  const std::string target = e["_target_"] && e["_target_"].IsScalar() ? e["_target_"].Scalar() : "";
+  using Names = std::map<std::string, std::string>;
+  static const std::map<std::string, Names> enums = {
+      {"AttnBackend", {{"1", "flash"}, {"2", "fused"}, {"3", "unfused"}, {"4", "local"}, {"5", "auto"}}},
+      {"LayerType", {{"1", "embedding"}, {"2", "loss"}, {"3", "encoder"}, {"4", "decoder"}, {"5", "mtp"}}},
+      {"CudaGraphModule",
+       {{"1", "attn"},
+        {"2", "mlp"},
+        {"3", "moe"},
+        {"4", "moe_router"},
+        {"5", "moe_preprocess"},
+        {"6", "mamba"}}},
+      {"CudaGraphScope",
+       {{"1", "full_iteration"},
+        {"2", "attn"},
+        {"3", "mlp"},
+        {"4", "moe"},
+        {"5", "moe_router"},
+        {"6", "moe_preprocess"},
+        {"7", "mamba"},
+        {"8", "full_iteration_inference"}}}};
+  const std::string cls = target.substr(target.rfind('.') == std::string::npos ? 0 : target.rfind('.') + 1);
+  if (auto names = enums.find(cls); names != enums.end())
+    if (auto it = names->second.find(value); it != names->second.end()) return it->second;
+  return value;
+}
+
+bool is_enum_member(const YAML::Node& e) {
+  return e.IsMap() && e["_args_"] && e["_args_"].IsSequence() && e["_args_"].size() == 1 &&
+         e["_args_"][0].IsScalar();
+}
+
+bool apply_override(YAML::Node& root, const std::string& word, const std::string& source,
+                    const std::set<std::string>& sections) {
+  static const std::regex form(R"(^\+?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)=(.*)$)");
+  std::smatch m;
+  if (word.rfind("-", 0) == 0 || !std::regex_match(word, m, form)) return false;
+  std::vector<std::string> keys;
+  std::string path = m[1];
+  for (std::size_t b = 0, e; b <= path.size(); b = e + 1) {
+    e = path.find('.', b);
+    if (e == std::string::npos) e = path.size();
+    keys.push_back(path.substr(b, e - b));
+  }
+  // Only the container's own keys: other `name=value` words (an environment assignment) are passed on.
+  if (!sections.count(keys.front()) && !root[keys.front()].IsDefined()) return false;
+  YAML::Node value;
+  try {
+    value = YAML::Load(m[2].str());
+  } catch (const YAML::Exception& e) {
+    throw InputError("override " + word, "its value is not YAML: " + e.msg);
+  }
+  // yaml-cpp nodes are handles: walk by reassigning a handle to each child.
+  std::vector<YAML::Node> chain{root};
+  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+    YAML::Node parent = chain.back();
+    if (!parent[keys[i]] || parent[keys[i]].IsNull()) parent[keys[i]] = YAML::Node(YAML::NodeType::Map);
+    if (!parent[keys[i]].IsMap())
+      throw InputError("override " + word,
+                       source + ": " + keys[i] + " is not a section of the configuration");
+    chain.push_back(parent[keys[i]]);
+  }
+  chain.back()[keys.back()] = value;
+  return true;
+}
+
+}  // namespace preflight::analyzer::detail
