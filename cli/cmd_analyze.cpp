@@ -52,6 +52,9 @@ const char* kAnalyzeHelp =
     "                           of a checkpoint, logger.save_config_filepath, or a Bridge log printing\n"
     "                           one); Hydra overrides (model.tensor_model_parallel_size=2) apply to it,\n"
     "                           torchrun's --nproc_per_node / --nnodes give the world size\n"
+    "  --nemo-config FILE       NeMo 1 training configuration (megatron_gpt_config.yaml, a launcher's\n"
+    "                           training yaml, hparams.yaml); trainer.devices × num_nodes is the world,\n"
+    "                           Hydra overrides (model.x=y, trainer.num_nodes=N) apply to it\n"
     "  --json                   print the report as JSON\n"
     "  --device-memory GIB      device memory; exit 1 when a stage does not fit\n"
     "                           (default with --config: context.max_device_memory)\n"
@@ -113,6 +116,8 @@ AnalyzeCli take_options(const Words& words) {
       }
     } else if (w == "--bridge-config" || w.rfind("--bridge-config=", 0) == 0) {
       cli.bridge_config = value("--bridge-config");
+    } else if (w == "--nemo-config" || w.rfind("--nemo-config=", 0) == 0) {
+      cli.bridge_config = value("--nemo-config");  // the same reader: it tells the two formats apart
     } else if (w == "--system" || w.rfind("--system=", 0) == 0) {
       cli.system = value("--system");
     } else if (w == "--nic-gbps" || w.rfind("--nic-gbps=", 0) == 0) {

@@ -699,6 +699,11 @@ Command search_command() {
             "Megatron-Bridge run configuration (ConfigContainer YAML, or a Bridge log printing one), "
             "searched as the launch of its Megatron arguments; the world size, Hydra overrides "
             "(model.x=y) and Megatron flags may follow --");
+        sub.add_option(
+            "--nemo-config", o->bridge_config,
+            "NeMo 1 training configuration (megatron_gpt_config.yaml, a launcher's training yaml), "
+            "searched as the launch it describes (trainer.devices x num_nodes the world); Hydra "
+            "overrides and Megatron flags may follow --");
         sub.add_option("--world-size", o->world, "GPUs");
         sub.add_option("--lora-rank", o->lora_rank,
                        "LoRA fine-tuning of the model: adapters of this rank on linear_qkv, linear_proj, "

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "config_section.hpp"
+#include "preflight/analyzer/frontends/nemo_config.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::analyzer {
@@ -126,10 +127,14 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
     throw InputError(e.mark.line >= 0 ? location(source, first_line + e.mark.line) : source,
                      "malformed yaml: " + e.msg);
   }
+  // A NeMo 1 training configuration (megatron_gpt_config.yaml, hparams.yaml) rather than a ConfigContainer.
+  if (is_nemo1_config(yaml)) return nemo_config_text_to_megatron_args(yaml, source, extra);
   if (!root.IsMap() || !root["model"] || !root["model"].IsMap())
-    throw InputError(source,
-                     "not a Megatron-Bridge run configuration: no `model` section (a ConfigContainer "
-                     "YAML: run_config.yaml, logger.save_config_filepath, or a log's Task Configuration)");
+    throw InputError(
+        source,
+        "not a Megatron-Bridge run configuration: no `model` section (a ConfigContainer "
+        "YAML: run_config.yaml, logger.save_config_filepath, or a log's Task Configuration), nor a "
+        "NeMo 1 training configuration (a `model` section beside `trainer`)");
   std::vector<std::string> passed_on;
   static const std::set<std::string> sections = {
       "model",     "train",        "ddp",       "optimizer",  "mixed_precision",

@@ -1,0 +1,429 @@
+// NeMo 1 training configuration YAML → Megatron-LM arguments (nemo_config.hpp).
+#include "preflight/analyzer/frontends/nemo_config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "config_section.hpp"
+#include "preflight/common/error.hpp"
+
+namespace preflight::analyzer {
+namespace {
+
+using detail::apply_override;
+using detail::Section;
+
+/// The node at `path` (dot-separated keys) under `from`, or an undefined node.
+YAML::Node lookup(const YAML::Node& from, const std::string& path) {
+  YAML::Node at = YAML::Clone(from);
+  for (std::size_t b = 0, e; b <= path.size(); b = e + 1) {
+    e = path.find('.', b);
+    if (e == std::string::npos) e = path.size();
+    const std::string key = path.substr(b, e - b);
+    if (!at.IsMap() || !at[key]) return YAML::Node(YAML::NodeType::Undefined);
+    at = at[key];
+  }
+  return at;
+}
+
+/// One step of OmegaConf's interpolation on `s`: its innermost `${…}` (no `${` inside) replaced — a field
+/// reference by the field's scalar (`${.x}` a sibling in `chain.back()`, `${..x}` the parent's, `${a.b}` from
+/// the root, the launcher's `${training.a.b}` from the root when it has no `training`), NeMo's resolvers
+/// `${multiply:a, b}`, `${divide_floor:a, b}`, `${divide_ceil:a, b}` of whole numbers computed.  False when
+/// nothing could be replaced.
+bool interpolate_once(std::string& s, const YAML::Node& root, const std::vector<YAML::Node>& chain) {
+  for (std::size_t open = s.find("${"); open != std::string::npos; open = s.find("${", open + 2)) {
+    const std::size_t close = s.find('}', open);
+    if (close == std::string::npos) return false;
+    if (s.find("${", open + 2) < close) continue;  // not innermost
+    const std::string inner = s.substr(open + 2, close - open - 2);
+    std::optional<std::string> value;
+    if (const auto colon = inner.find(':'); colon != std::string::npos) {
+      const std::string fn = inner.substr(0, colon);
+      std::vector<long long> args;
+      bool numbers = true;
+      std::stringstream list(inner.substr(colon + 1));
+      for (std::string item; std::getline(list, item, ',');) {
+        const auto b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
+        item = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+        char* end = nullptr;
+        const long long v = std::strtoll(item.c_str(), &end, 10);
+        numbers = numbers && !item.empty() && *end == '\0';
+        args.push_back(v);
+      }
+      if (numbers && args.size() == 2) {
+        if (fn == "multiply") value = std::to_string(args[0] * args[1]);
+        if (fn == "divide_floor" && args[1] != 0) value = std::to_string(args[0] / args[1]);
+        if (fn == "divide_ceil" && args[1] != 0) value = std::to_string((args[0] + args[1] - 1) / args[1]);
+      }
+    } else {
+      std::size_t dots = 0;
+      while (dots < inner.size() && inner[dots] == '.') ++dots;
+      std::string path = inner.substr(dots);
+      YAML::Node base;
+      if (dots == 0) {
+        base = root;
+        if (path.rfind("training.", 0) == 0 && !root["training"]) path = path.substr(9);
+      } else if (dots <= chain.size()) {
+        base = chain[chain.size() - dots];
+      }
+      if (base) {
+        const YAML::Node target = lookup(base, path);
+        if (target.IsDefined() && target.IsScalar() && target.Scalar().find("${") == std::string::npos)
+          value = target.Scalar();
+      }
+    }
+    if (!value) continue;
+    s.replace(open, close - open + 1, *value);
+    return true;
+  }
+  return false;
+}
+
+/// Resolves the interpolations of every scalar of `root` in place (interpolate_once until nothing changes;
+/// a few rounds over the tree so that a field whose reference is itself interpolated is resolved).
+void resolve_interpolations(YAML::Node root) {
+  for (int round = 0; round < 4; ++round) {
+    bool changed = false;
+    std::vector<YAML::Node> chain;  // the enclosing mappings, for the relative forms
+    std::function<void(YAML::Node)> walk = [&](YAML::Node n) {
+      if (n.IsMap()) {
+        chain.push_back(n);
+        for (auto it = n.begin(); it != n.end(); ++it) {
+          YAML::Node v = it->second;
+          if (v.IsScalar() && v.Scalar().find("${") != std::string::npos) {
+            std::string s = v.Scalar();
+            bool any = false;
+            for (int step = 0; step < 16 && interpolate_once(s, root, chain); ++step) any = true;
+            if (any) {
+              n[it->first.Scalar()] = s;
+              changed = true;
+            }
+          } else if (!v.IsScalar()) {
+            walk(v);
+          }
+        }
+        chain.pop_back();
+      } else if (n.IsSequence()) {
+        for (std::size_t i = 0; i < n.size(); ++i) walk(n[i]);
+      }
+    };
+    walk(root);
+    if (!changed) return;
+  }
+}
+
+bool nemo1_shape(const YAML::Node& root) {
+  if (!root.IsMap() || !root["model"] || !root["model"].IsMap() || root["model"]["_target_"]) return false;
+  const YAML::Node m = root["model"];
+  if (root["trainer"] && root["trainer"].IsMap()) return true;
+  for (const char* key : {"encoder_seq_length", "activations_checkpoint_granularity", "megatron_amp_O2",
+                          "mcore_gpt", "share_embeddings_and_output_weights"})
+    if (m[key]) return true;
+  return false;
+}
+
+YAML::Node load(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(e.mark.line >= 0 ? location(source, 1 + e.mark.line) : source,
+                     "malformed yaml: " + e.msg);
+  }
+}
+
+}  // namespace
+
+bool is_nemo1_config(const std::string& text) {
+  try {
+    return nemo1_shape(YAML::Load(text));
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
+BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, const std::string& source,
+                                                   const std::vector<std::string>& extra) {
+  YAML::Node root = load(text, source);
+  if (!nemo1_shape(root))
+    throw InputError(
+        source,
+        "not a NeMo 1 training configuration: no `model` section with NeMo's fields beside a "
+        "`trainer` section (megatron_gpt_config.yaml, a launcher's training config, hparams.yaml)");
+  static const std::set<std::string> sections = {"trainer", "model", "exp_manager", "run"};
+  std::vector<std::string> passed_on;
+  for (const auto& w : extra)
+    if (!apply_override(root, w, source, sections)) passed_on.push_back(w);
+  resolve_interpolations(root);
+
+  BridgeConfigArgs out;
+  out.source = source;
+  auto& a = out.args;
+  auto put = [&](const std::string& flag) { a.push_back(flag); };
+  auto put_value = [&](const std::string& flag, const std::string& v) {
+    a.push_back(flag);
+    a.push_back(v);
+  };
+  out.field_of_flag = {{"--num-layers", "model.num_layers"},
+                       {"--hidden-size", "model.hidden_size"},
+                       {"--num-attention-heads", "model.num_attention_heads"},
+                       {"--seq-length", "model.encoder_seq_length"},
+                       {"--vocab-size", "model.tokenizer"},
+                       {"--micro-batch-size", "model.micro_batch_size"},
+                       {"--global-batch-size", "model.global_batch_size"}};
+  const Section trainer(root["trainer"], source, "trainer");
+  const Section model(root["model"], source, "model");
+  const Section optim(root["model"]["optim"], source, "model.optim");
+  const Section tok(root["model"]["tokenizer"], source, "model.tokenizer");
+  const Section data(root["model"]["data"], source, "model.data");
+  const Section peft(root["model"]["peft"], source, "model.peft");
+
+  auto int_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
+    if (auto v = s.integer(key)) {
+      put_value(flag, std::to_string(*v));
+      out.field_of_flag[flag] = s.name() + "." + key;
+    }
+  };
+  auto num_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
+    if (s.number(key)) {
+      put_value(flag, s.node()[key].Scalar());
+      out.field_of_flag[flag] = s.name() + "." + key;
+    }
+  };
+
+  // --- What the configuration trains
+  // --------------------------------------------------------------------------- The family by the run's name
+  // (`name: megatron_t5`), and an encoder-decoder by its sections.
+  const std::string family = root["name"] && root["name"].IsScalar() ? root["name"].Scalar() : "";
+  auto named = [&](const char* part) { return family.find(part) != std::string::npos; };
+  if (root["model"]["encoder"].IsMap() || root["model"]["decoder"].IsMap() || named("t5") || named("bart") ||
+      named("ul2") || named("_t0"))
+    throw InputError(source + ": name",
+                     "'" + family +
+                         "' is an encoder-decoder model (T5, BART, UL2): not modelled (preflight prices "
+                         "decoder-only transformer and hybrid Mamba stacks)");
+  if (named("griffin"))
+    throw InputError(source + ": name",
+                     "'" + family + "' (RecurrentGemma's RG-LRU recurrent blocks) is not modelled");
+  if (!model.set("num_layers") && (model.set("restore_from_path") || root["restore_from_path"]))
+    throw InputError(
+        source + ": model.num_layers",
+        "is not in the file: the run takes its architecture from the .nemo checkpoint it restores "
+        "(restore_from_path); name the model with --model (a preset such as llama2-7b, or its Hugging "
+        "Face config.json) or give model.num_layers=… and the other sizes as overrides");
+  if (named("bert"))
+    out.warnings.push_back(source + ": " + family +
+                           ": analysed as its transformer stack with the language-model head; BERT's pooler, "
+                           "binary head and head transform are left out");
+  if (named("retro"))
+    out.warnings.push_back(source + ": " + family +
+                           ": only the decoder's transformer stack is analysed (retrieval is not modelled)");
+  // Mamba (NeMo's MegatronMambaModel: `name: megatron_mamba`, or its fields): the hybrid stack from the
+  // pattern, else from the ratios (every layer a Mamba mixer by default).
+  if (named("mamba") || model.set("hybrid_override_pattern") || model.set("mamba_ssm_ngroups") ||
+      model.set("hybrid_attention_ratio")) {
+    if (auto p = model.text("hybrid_override_pattern")) {
+      put_value("--hybrid-override-pattern", *p);
+      out.field_of_flag["--hybrid-override-pattern"] = "model.hybrid_override_pattern";
+    } else {
+      put("--is-hybrid-model");
+      if (auto r = model.number("hybrid_attention_ratio"))
+        put_value("--hybrid-attention-ratio", std::to_string(*r));
+      if (auto r = model.number("hybrid_mlp_ratio")) put_value("--hybrid-mlp-ratio", std::to_string(*r));
+    }
+    int_flag(model, "mamba_ssm_ngroups", "--mamba-num-groups");
+  }
+
+  // --- World and numerics (the trainer)
+  // ----------------------------------------------------------------------
+  const bool world_given = std::any_of(passed_on.begin(), passed_on.end(), [](const std::string& w) {
+    return w.rfind("--nproc_per_node", 0) == 0 || w.rfind("--nproc-per-node", 0) == 0 ||
+           w.rfind("--nnodes", 0) == 0 || w.rfind("--world-size", 0) == 0;
+  });
+  if (!world_given) {
+    const YAML::Node devices = trainer.node()["devices"];
+    if (devices && devices.IsScalar() && (devices.Scalar() == "-1" || devices.Scalar() == "auto")) {
+      out.warnings.push_back(source + ": trainer.devices is " + devices.Scalar() +
+                             " (every GPU of the node): give --nproc_per_node N for the run's");
+    } else {
+      int_flag(trainer, "devices", "--nproc_per_node");
+    }
+    int_flag(trainer, "num_nodes", "--nnodes");
+  }
+  if (auto p = trainer.text("precision")) {
+    const std::string v = *p;
+    if (v == "bf16" || v == "bf16-mixed" || v == "bf16-true")
+      put("--bf16");
+    else if (v == "16" || v == "16-mixed" || v == "fp16" || v == "16-true")
+      put("--fp16");
+    else if (v != "32" && v != "32-true" && v != "fp32")
+      throw InputError(trainer.field("precision"),
+                       "is not a precision Lightning takes: '" + v + "' (16, bf16, 32, …-mixed)");
+  }
+
+  // --- Layout and batch
+  // ---------------------------------------------------------------------------------------
+  for (const auto& [key, flag] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"micro_batch_size", "--micro-batch-size"},
+           {"global_batch_size", "--global-batch-size"},
+           {"tensor_model_parallel_size", "--tensor-model-parallel-size"},
+           {"pipeline_model_parallel_size", "--pipeline-model-parallel-size"},
+           {"context_parallel_size", "--context-parallel-size"},
+           {"expert_model_parallel_size", "--expert-model-parallel-size"},
+           {"expert_tensor_parallel_size", "--expert-tensor-parallel-size"},
+           {"virtual_pipeline_model_parallel_size", "--num-virtual-stages-per-pipeline-rank"},
+           {"num_layers", "--num-layers"},
+           {"hidden_size", "--hidden-size"},
+           {"ffn_hidden_size", "--ffn-hidden-size"},
+           {"num_attention_heads", "--num-attention-heads"},
+           {"kv_channels", "--kv-channels"},
+           {"max_position_embeddings", "--max-position-embeddings"},
+           {"make_vocab_size_divisible_by", "--make-vocab-size-divisible-by"},
+           {"num_moe_experts", "--num-experts"},
+           {"moe_router_topk", "--moe-router-topk"},
+           {"moe_ffn_hidden_size", "--moe-ffn-hidden-size"},
+       })
+    int_flag(model, key, flag);
+  if (model.set("encoder_seq_length"))
+    int_flag(model, "encoder_seq_length", "--seq-length");
+  else if (model.set("seq_length"))
+    int_flag(model, "seq_length", "--seq-length");
+  else
+    int_flag(data, "seq_length", "--seq-length");
+  if (model.flag("sequence_parallel")) put("--sequence-parallel");
+  if (model.integer("virtual_pipeline_model_parallel_size").value_or(1) > 1 &&
+      model.set("overlap_p2p_comm") && !model.flag("overlap_p2p_comm"))
+    put("--no-overlap-p2p-communication");
+  if (model.flag("ub_tp_comm_overlap")) put("--tp-comm-overlap");
+
+  // --- Architecture
+  // -------------------------------------------------------------------------------------------
+  if (auto g = model.integer("num_query_groups");
+      g && *g != model.integer("num_attention_heads").value_or(0)) {
+    put("--group-query-attention");
+    put_value("--num-query-groups", std::to_string(*g));
+    out.field_of_flag["--num-query-groups"] = "model.num_query_groups";
+  }
+  num_flag(model, "layernorm_epsilon", "--norm-epsilon");
+  num_flag(model, "hidden_dropout", "--hidden-dropout");
+  num_flag(model, "attention_dropout", "--attention-dropout");
+  if (auto n = model.text("normalization")) {
+    if (*n == "rmsnorm" || *n == "RMSNorm") {
+      put_value("--normalization", "RMSNorm");
+    } else if (*n == "layernorm1p") {
+      put("--apply-layernorm-1p");
+    } else if (*n != "layernorm" && *n != "LayerNorm") {
+      throw InputError(model.field("normalization"), "is not a normalization NeMo takes: '" + *n + "'");
+    }
+  }
+  if ((model.set("bias") && !model.flag("bias")) ||
+      (model.set("add_bias_linear") && !model.flag("add_bias_linear")))
+    put("--disable-bias-linear");
+  if (model.flag("gated_linear_unit") && !model.set("activation")) put("--swiglu");
+  int_flag(model, "vocab_size", "--vocab-size");
+  if (auto act = model.text("activation")) {
+    std::string v = *act;
+    if (v.rfind("fast-", 0) == 0) v = v.substr(5);
+    if (v == "swiglu") {
+      put("--swiglu");
+    } else if (v == "geglu" || v == "reglu") {
+      put("--swiglu");
+      out.warnings.push_back(source + ": model.activation " + *act +
+                             " is priced as SwiGLU (a gated unit of the same shapes)");
+    } else if (v == "squared-relu") {
+      put("--squared-relu");
+    } else if (v != "gelu") {
+      throw InputError(model.field("activation"), "is not an activation NeMo takes: '" + *act + "'");
+    }
+  }
+  if (auto pe = model.text("position_embedding_type")) {
+    if (*pe == "rope") {
+      put_value("--position-embedding-type", "rope");
+    } else if (*pe == "none") {
+      put_value("--position-embedding-type", "none");
+    } else if (*pe != "learned_absolute") {
+      put_value("--position-embedding-type", "none");
+      out.warnings.push_back(source + ": model.position_embedding_type " + *pe +
+                             " (a bias on the attention scores) is priced as no position embedding");
+    }
+  }
+  num_flag(model, "rotary_percentage", "--rotary-percent");
+  if (model.set("share_embeddings_and_output_weights") && !model.flag("share_embeddings_and_output_weights"))
+    put("--untie-embeddings-and-output-weights");
+  if (auto t = model.text("transformer_block_type"); t && *t != "pre_ln")
+    out.warnings.push_back(source + ": model.transformer_block_type " + *t +
+                           " is priced as pre-LN layers (the same GEMMs; its extra norms are left out)");
+  if (model.flag("use_flash_attention")) put("--use-flash-attn");
+
+  // --- Vocabulary
+  // ---------------------------------------------------------------------------------------------
+  const std::string library = tok.text("library").value_or("");
+  const auto tok_type = tok.text("type");
+  const auto tok_model = tok.text("model");
+  auto given = [](const std::optional<std::string>& v) { return v && *v != "???" && !v->empty(); };
+  if (library == "megatron" && given(tok_type)) {
+    put_value("--tokenizer-type", *tok_type);
+  } else if (library == "sentencepiece" && given(tok_model)) {
+    put_value("--tokenizer-type", "SentencePieceTokenizer");
+    put_value("--tokenizer-model", *tok_model);
+  } else if (library == "huggingface" && (given(tok_type) || given(tok_model))) {
+    put_value("--tokenizer-type", "HuggingFaceTokenizer");
+    put_value("--tokenizer-model", given(tok_type) ? *tok_type : *tok_model);
+  }
+  out.field_of_flag["--tokenizer-model"] = "model.tokenizer.model";
+
+  // --- Recompute, precision, optimizer, MoE, PEFT
+  // --------------------------------------------------------------
+  if (auto g = model.text("activations_checkpoint_granularity")) {
+    put_value("--recompute-granularity", *g);
+    out.field_of_flag["--recompute-granularity"] = "model.activations_checkpoint_granularity";
+    if (auto m = model.text("activations_checkpoint_method")) {
+      put_value("--recompute-method", *m);
+      out.field_of_flag["--recompute-method"] = "model.activations_checkpoint_method";
+    }
+    int_flag(model, "activations_checkpoint_num_layers", "--recompute-num-layers");
+  }
+  if (model.flag("fp8")) {
+    put_value("--fp8-format", model.flag("fp8_e4m3") && !model.flag("fp8_hybrid") ? "e4m3" : "hybrid");
+    int_flag(model, "fp8_amax_history_len", "--fp8-amax-history-len");
+  }
+  if (auto name = optim.text("name"); name && *name == "distributed_fused_adam") {
+    put("--use-distributed-optimizer");
+    if (optim.flag("overlap_grad_sync")) put("--overlap-grad-reduce");
+    if (optim.flag("overlap_param_sync")) put("--overlap-param-gather");
+  }
+  if (model.flag("moe_grouped_gemm")) put("--moe-grouped-gemm");
+  if (auto d = model.text("moe_token_dispatcher_type")) put_value("--moe-token-dispatcher-type", *d);
+  if (model.flag("cpu_offloading"))
+    out.warnings.push_back(source + ": model.cpu_offloading (activation offload to the host) is not priced");
+  if (auto scheme = peft.text("peft_scheme"); scheme && *scheme != "none") {
+    if (*scheme == "lora") {
+      const Section lora(root["model"]["peft"]["lora_tuning"], source, "model.peft.lora_tuning");
+      int_flag(lora, "adapter_dim", "--lora-rank");
+      if (!lora.set("adapter_dim")) put_value("--lora-rank", "32");  // NeMo's default adapter_dim
+    } else {
+      out.warnings.push_back(source + ": model.peft.peft_scheme " + *scheme +
+                             " is priced as full fine-tuning (an upper bound)");
+    }
+  }
+
+  a.insert(a.end(), passed_on.begin(), passed_on.end());
+  return out;
+}
+
+BridgeConfigArgs nemo_config_to_megatron_args(const std::string& path,
+                                              const std::vector<std::string>& extra) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(path, "cannot read the NeMo configuration");
+  std::ostringstream s;
+  s << f.rdbuf();
+  return nemo_config_text_to_megatron_args(s.str(), path, extra);
+}
+
+}  // namespace preflight::analyzer
