@@ -17,6 +17,7 @@
 #include "preflight/analyzer/frontends/hf_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/mindformers_yaml.hpp"
+#include "preflight/analyzer/frontends/nemo_config.hpp"
 #include "preflight/analyzer/frontends/presets.hpp"
 #include "preflight/analyzer/model/layer_graph.hpp"
 #include "preflight/analyzer/tables/report.hpp"
@@ -193,7 +194,16 @@ int run_analyze(const Words& words) {
     yaml_device_gib = mc.max_device_memory_gib;
   } else {
     if (cli.worker_num) throw InputError("--worker_num", "is for MindFormers launches (give --config X.yaml)");
+    // A launch of NeMo 1's Hydra training script (wrap and run name it with --entry-point): its configuration
+    // file, with the launch's overrides.
+    if (!cli.bridge_config)
+      if (auto launch = analyzer::nemo1_launch_in(cli.rest)) {
+        cli.bridge_config = launch->config;
+        cli.rest = launch->rest;
+        opts.warnings.push_back("NeMo's configuration " + launch->config + " with the launch's overrides");
+      }
     std::optional<analyzer::BridgeConfigArgs> bridge;
+
     if (cli.bridge_config) {
       // A Megatron-Bridge run configuration: its Megatron arguments, then the rest of the command line.
       bridge = analyzer::bridge_config_to_megatron_args(*cli.bridge_config, cli.rest);

@@ -118,7 +118,9 @@ int analyze_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::En
   words.insert(words.end(), rest.begin(), rest.end());
   std::cerr << "preflight run: " << wrap::launcher_name(l.launcher) << " " << l.entry
             << " -> preflight analyze";
-  if (!wrap::is_torch_launcher(l.launcher) && !l.recipe_tool) {
+  if (l.launcher == wrap::Launcher::Python && wrap::is_nemo1_script(l.entry)) {
+    std::cerr << " (NeMo's configuration: trainer.devices x trainer.num_nodes processes)";
+  } else if (!wrap::is_torch_launcher(l.launcher) && !l.recipe_tool) {
     auto w = wrap::launch_world_size(l, hints, env);
     std::cerr << " (world size " << w->world() << " = " << w->nnodes << " node" << (w->nnodes > 1 ? "s" : "")
               << " x " << w->nproc_per_node << ", from " << w->source << ")";

@@ -21,6 +21,7 @@
 #include "preflight/analyzer/frontends/hf_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/mindformers_yaml.hpp"
+#include "preflight/analyzer/frontends/nemo_config.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/common/table.hpp"
 #include "preflight/common/units.hpp"
@@ -774,6 +775,12 @@ Command search_command() {
           o->gbs_default = sub.count("--global-batch-size") == 0;
           o->world_default = sub.count("--world-size") == 0;
           o->recompute_default = sub.count("--recompute") == 0;
+          // A launch of NeMo 1's training script (`preflight run --mode search`): its configuration file.
+          if (o->bridge_config.empty())
+            if (auto launch = analyzer::nemo1_launch_in(o->megatron)) {
+              o->bridge_config = launch->config;
+              o->megatron = launch->rest;
+            }
           if (!o->bridge_config.empty()) {
             // A Megatron-Bridge run configuration: searched as the launch of its Megatron arguments.
             if (!o->config.empty())

@@ -647,6 +647,44 @@ TEST(WrapStyles, LaunchesOverSshRunOnceHere) {
   expect_layout(json_in(cr.out), {2, 2, 24, 2048, 32}, "ssh $host $CMD, 4 nodes");
 }
 
+// NeMo 1's Hydra training script (`python ${NEMO}/…/megatron_gpt_pretraining.py trainer.num_nodes=2
+// model.tensor_model_parallel_size=2 …`): a launch, analysed on its configuration (the script's conf/ or
+// --config-path / --config-name) with the overrides; plain python starts trainer.devices processes itself.
+// It had been no launch.
+TEST(WrapStyles, NemoOneHydraLaunch) {
+  TempDir tree;
+  const fs::path scripts = tree.path() / "NeMo" / "examples" / "nlp" / "language_modeling";
+  fs::create_directories(scripts / "conf");
+  fs::create_directories(tree.path() / "mine");
+  write_file(scripts / "megatron_gpt_pretraining.py", "");
+  const fs::path gpt3 =
+      fs::path(PREFLIGHT_SOURCE_DIR) / "tests" / "data" / "frontends" / "nemo" / "gpt3_175b_h100_fp8.yaml";
+  fs::copy_file(gpt3, scripts / "conf" / "megatron_gpt_config.yaml");
+  fs::copy_file(gpt3, tree.path() / "mine" / "gpt3.yaml");
+  const std::string nemo = "NEMO=" + shell_quote((tree.path() / "NeMo").string());
+  expect_layout(analyzed("nemo1_style.sh", nemo), {2, 8, 96, 12288, 16}, "the script's conf/, 2 nodes of 8");
+  expect_layout(analyzed("nemo1_style.sh", nemo + " NODES=4 CONFIG_DIR=" +
+                                               shell_quote((tree.path() / "mine").string()) + " CONFIG=gpt3"),
+                {2, 8, 96, 12288, 32}, "--config-path / --config-name, 4 nodes");
+  const std::string script = shell_quote(wrap_data("nemo1_style.sh").string());
+  const RunResult r = run_in(tree.path(), nemo + " " + shell_quote(PREFLIGHT_BINARY) +
+                                              " run --analyze-arg=--json -- bash " + script);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_layout(json_in(r.out), {2, 8, 96, 12288, 16}, "preflight run");
+  EXPECT_NE(r.err.find("(NeMo's configuration: trainer.devices x trainer.num_nodes processes)"),
+            std::string::npos)
+      << r.err;
+  // the configuration not on this machine: said, with where it was looked for
+  const RunResult none =
+      run_in(tree.path(), "NEMO=/nowhere " + shell_quote(PREFLIGHT_BINARY) + " run -- bash " + script);
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_NE(none.err.find(
+                "NeMo's training configuration megatron_gpt_config.yaml for megatron_gpt_pretraining.py is "
+                "not on this machine (looked for /nowhere/examples/nlp/language_modeling/conf/"),
+            std::string::npos)
+      << none.err;
+}
+
 // ms-swift's Megatron-SWIFT (`NPROC_PER_NODE=4 … megatron sft --model Qwen/… --tensor_model_parallel_size 2
 // --sequence_parallel true …`): a launch, its world from NPROC_PER_NODE / NNODES, its options as Megatron's
 // (underscores, true / false), ms-swift's defaults (the distributed optimizer, expert tp 1) and LoRA.  It had

@@ -1105,8 +1105,17 @@ std::optional<WorldSize> launch_world_size(const LaunchCommand& launch, const Wo
   return std::nullopt;
 }
 
+bool is_nemo1_script(std::string_view entry) {
+  const std::string_view name = basename_of(entry);
+  return name.rfind("megatron_", 0) == 0 &&
+         (name.ends_with("_pretraining.py") || name.ends_with("_finetuning.py"));
+}
+
 std::string megatron_entry_point_word(std::string_view entry) {
   const std::string_view name = basename_of(entry);
+  // NeMo 1's Hydra scripts (megatron_gpt_pretraining.py): analyze reads the configuration beside the script,
+  // so the path as given
+  if (is_nemo1_script(entry)) return "--entry-point=" + std::string(entry);
   const bool other_model = name == "pretrain_mamba.py" || name == "pretrain_bert.py" ||
                            name == "pretrain_t5.py" || name == "pretrain_vlm.py" ||
                            name == "pretrain_retro.py" || name == "pretrain_ict.py" ||
@@ -1159,6 +1168,9 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
     };
     fill({"--nproc_per_node", "--nproc-per-node"}, hints.gpus_per_node, "--gpus-per-node");
     fill({"--nnodes"}, hints.nnodes, "--nnodes");
+  } else if (launch.launcher == Launcher::Python && is_nemo1_script(launch.entry)) {
+    // (NeMo 1's script run by plain python: Lightning starts trainer.devices processes itself; the world is
+    // the configuration's)
   } else {
     WorldSize w = *launch_world_size(launch, hints, env);
     notes.insert(notes.end(), w.notes.begin(), w.notes.end());

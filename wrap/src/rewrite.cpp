@@ -1456,9 +1456,14 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
             }
             if (auto var = nnodes_variable(text)) args.push_back("--nnodes-variable=" + *var);
           }
-          if (const std::string entry = megatron_entry_point_word(f.m.entry_name); !entry.empty())
+          // NeMo 1's script by its path as written (shell text: the configuration is beside it)
+          const std::string nemo_entry =
+              is_nemo1_script(f.m.entry_name) ? " --entry-point=" + words[f.m.entry].raw : std::string();
+          if (const std::string entry = megatron_entry_point_word(f.m.entry_name);
+              !entry.empty() && nemo_entry.empty())
             args.push_back(entry);
-          edits.push_back({launcher.begin, end, escape_for(nest, inv + " analyze" + join_quoted(args))});
+          edits.push_back(
+              {launcher.begin, end, escape_for(nest, inv + " analyze" + join_quoted(args) + nemo_entry)});
           if (torch) {
             auto [b, e] = erase_span(work, words[f.m.entry].begin, words[f.m.entry].end);
             edits.push_back({b, e, ""});

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <regex>
@@ -415,6 +416,85 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
 
   a.insert(a.end(), passed_on.begin(), passed_on.end());
   return out;
+}
+
+bool is_nemo1_entry(const std::string& entry) {
+  const std::string name = std::filesystem::path(entry).filename().string();
+  auto ends = [&](const std::string& tail) {
+    return name.size() > tail.size() + 9 && name.rfind("megatron_", 0) == 0 && name.ends_with(tail);
+  };
+  return ends("_pretraining.py") || ends("_finetuning.py");
+}
+
+NemoLaunch nemo1_launch(const std::string& entry, const std::vector<std::string>& words) {
+  namespace fs = std::filesystem;
+  NemoLaunch l;
+  std::optional<std::string> path, name;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    auto take = [&](const std::string& longer, const std::string& shorter, std::optional<std::string>& into) {
+      if (w.rfind(longer + "=", 0) == 0) {
+        into = w.substr(longer.size() + 1);
+        return true;
+      }
+      if ((w == longer || w == shorter) && i + 1 < words.size()) {
+        into = words[++i];
+        return true;
+      }
+      return false;
+    };
+    if (take("--config-path", "-cp", path) || take("--config-name", "-cn", name)) continue;
+    l.rest.push_back(w);
+  }
+  const fs::path script(entry);
+  if (!name) {
+    const std::string stem = script.stem().string();  // megatron_gpt_pretraining
+    const std::string tail = "_pretraining";
+    name = stem.ends_with(tail) ? stem.substr(0, stem.size() - tail.size()) + "_config" : stem + "_config";
+  }
+  std::string file = *name;
+  if (!file.ends_with(".yaml") && !file.ends_with(".yml")) file += ".yaml";
+  std::vector<fs::path> candidates;
+  if (!path) {
+    candidates.push_back(script.parent_path() / "conf" / file);
+  } else if (fs::path(*path).is_absolute()) {
+    candidates.push_back(fs::path(*path) / file);
+  } else {
+    candidates.push_back(fs::path(*path) / file);
+    candidates.push_back(script.parent_path() / *path / file);
+  }
+  std::string looked;
+  for (const fs::path& c : candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(c, ec)) {
+      l.config = c.string();
+      return l;
+    }
+    looked += (looked.empty() ? "" : ", ") + c.string();
+  }
+  throw InputError("--config-name", "NeMo's training configuration " + file + " for " +
+                                        script.filename().string() + " is not on this machine (looked for " +
+                                        looked +
+                                        "): give --config-path DIR --config-name NAME, or price the "
+                                        "file with --nemo-config FILE");
+}
+
+std::optional<NemoLaunch> nemo1_launch_in(const std::vector<std::string>& words) {
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    std::string entry;
+    std::size_t span = 1;
+    if (words[i].rfind("--entry-point=", 0) == 0) {
+      entry = words[i].substr(14);
+    } else if (words[i] == "--entry-point" && i + 1 < words.size()) {
+      entry = words[i + 1];
+      span = 2;
+    }
+    if (entry.empty() || !is_nemo1_entry(entry)) continue;
+    std::vector<std::string> others(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(i));
+    others.insert(others.end(), words.begin() + static_cast<std::ptrdiff_t>(i + span), words.end());
+    return nemo1_launch(entry, others);
+  }
+  return std::nullopt;
 }
 
 BridgeConfigArgs nemo_config_to_megatron_args(const std::string& path,

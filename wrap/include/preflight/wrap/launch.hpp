@@ -101,7 +101,9 @@ bool is_mindspore_launcher(Launcher l);
 
 /// File-name patterns (fnmatch globs on the last path component) of training entry points.
 struct EntryPatterns {
-  std::vector<std::string> globs{"pretrain_*.py", "finetune*.py", "run_mindformer.py"};
+  std::vector<std::string> globs{"pretrain_*.py", "finetune*.py", "run_mindformer.py",
+                                 "megatron_*_pretraining.py",
+                                 "megatron_*_finetuning.py"};  // (the last: NeMo 1's)
   /// True when the last path component of `path` matches one of the globs.
   bool matches(std::string_view path) const;
   /// "pretrain_*.py, finetune*.py, run_mindformer.py, …" for messages.
@@ -208,6 +210,12 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
 /// pretrain_vlm.py, pretrain_vision_*.py, pretrain_retro.py, pretrain_ict.py), else "".  analyze reads from
 /// it what the script builds (megatron_args.cpp).
 std::string megatron_entry_point_word(std::string_view entry);
+
+/// True for NeMo 1's Hydra training scripts (megatron_*_pretraining.py, megatron_*_finetuning.py): their
+/// configuration is a YAML beside the script (or --config-path / --config-name), Hydra overrides follow, and
+/// run by plain python they start trainer.devices processes themselves.  megatron_entry_point_word() gives
+/// such an entry's path as written, for analyze to find the configuration.
+bool is_nemo1_script(std::string_view entry);
 
 /// Index in `argv` (argv[0] = srun) of the command srun starts: the first word after srun's options and their
 /// values (a switch such as -l / --exclusive takes none, `--opt=value` and `-N2` carry theirs, any other

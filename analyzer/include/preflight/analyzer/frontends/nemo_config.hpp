@@ -25,6 +25,7 @@
 /// ones (torchrun's `--nproc_per_node` / `--nnodes` then replace the trainer's world).
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,5 +48,30 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
 /// The same from the file at `path`.
 /// @throws InputError naming the file when it cannot be read, and as above.
 BridgeConfigArgs nemo_config_to_megatron_args(const std::string& path, const std::vector<std::string>& extra);
+
+/// True when `entry`'s file name is one of NeMo 1's Hydra training scripts: `megatron_*_pretraining.py`
+/// (examples/nlp/language_modeling/megatron_gpt_pretraining.py, …_mamba_…, …_bert_…) or
+/// `megatron_*_finetuning.py` (its tuning/ scripts).
+bool is_nemo1_entry(const std::string& entry);
+
+/// A launch of a NeMo 1 training script: the configuration file Hydra composes it from and the words left
+/// for nemo_config_to_megatron_args() (the overrides and any launcher flags).
+struct NemoLaunch {
+  std::string config;             ///< the YAML file
+  std::vector<std::string> rest;  ///< `words` without --config-path / --config-name (-cp / -cn)
+};
+
+/// The configuration a launch of `entry` with `words` reads, as Hydra finds it: `--config-path` (absolute,
+/// else the working directory's, else beside the script) and `--config-name` (`.yaml` added), by default the
+/// script's own `conf/` and the name its @hydra_runner gives (megatron_gpt_pretraining.py →
+/// megatron_gpt_config, megatron_gpt_finetuning.py → megatron_gpt_finetuning_config).
+/// @throws InputError (where = "--config-name") naming the places looked in when the file is not there.
+NemoLaunch nemo1_launch(const std::string& entry, const std::vector<std::string>& words);
+
+/// The NeMo 1 launch among Megatron-style `words` that name their training script with `--entry-point PATH`
+/// (as preflight wrap and run pass it): nemo1_launch() of that script and the other words; nullopt when no
+/// `--entry-point` names a NeMo 1 script.
+/// @throws InputError as nemo1_launch().
+std::optional<NemoLaunch> nemo1_launch_in(const std::vector<std::string>& words);
 
 }  // namespace preflight::analyzer
