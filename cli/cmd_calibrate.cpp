@@ -16,6 +16,7 @@
 #include "preflight/analyzer/cost/simumax_config.hpp"
 #include "preflight/analyzer/frontends/bridge_config.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/frontends/nemo_config.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/log_parse/megatron_log.hpp"
 #include "preflight/log_parse/memory_measurement.hpp"
@@ -296,6 +297,16 @@ std::optional<std::vector<std::string>> bridge_log_words(const std::string& path
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
+  if (analyzer::is_nemo1_config(text)) {  // a NeMo 1 log: its configuration, whose trainer gives the world
+    std::vector<std::string> world;
+    if (world_size > 0) {
+      if (gpus_per_node <= 0) throw InputError("--gpus-per-node", "must be positive");
+      const int per_node = std::min(world_size, gpus_per_node);
+      world = {"--nproc_per_node", std::to_string(per_node), "--nnodes",
+               std::to_string(world_size / per_node)};
+    }
+    return analyzer::nemo_config_text_to_megatron_args(text, path, world).args;
+  }
   if (text.find("Task Configuration") == std::string::npos) return std::nullopt;
   if (world_size <= 0)
     throw InputError(path,

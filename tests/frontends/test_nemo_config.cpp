@@ -152,6 +152,48 @@ TEST(NemoConfig, WhatIsReadAndWhatIsRefused) {
   }
 }
 
+// A NeMo 1 training log prints its configuration after `************** Experiment configuration ***********`
+// (the logger's prefix line before the YAML, Lightning's lines after it): read from there, the same
+// arguments; `calibrate --fit-time` prices such logs from it, against the steps' `train_step_timing in s`.
+TEST(NemoConfig, ReadsTheConfigurationANemoLogPrints) {
+  const std::string yaml = read_file(nemo("gpt3_175b_h100_fp8.yaml"));
+  auto log_with = [&](double step_s) {
+    std::string log =
+        "[NeMo W 2024-07-02 10:00:00 nemo_logging:349] megatron/core/tensor_parallel/layers.py:280: "
+        "UserWarning\n"
+        "[NeMo I 2024-07-02 10:00:01 megatron_gpt_pretraining:37] \n    \n"
+        "    ************** Experiment configuration ***********\n"
+        "[NeMo I 2024-07-02 10:00:01 megatron_gpt_pretraining:38] \n" +
+        yaml + "GPU available: True (cuda), used: True\nTPU available: False, using: 0 TPU cores\n";
+    for (int i = 1; i <= 6; ++i)
+      log += "Epoch 0: :   " + std::to_string(i) + "%|          | " + std::to_string(i) +
+             "/100 [00:30<49:30, reduced_train_loss=11.2, global_step=" + std::to_string(i - 1) +
+             ".000, consumed_samples=" + std::to_string(256 * i) +
+             ".0, train_step_timing in s=" + std::to_string(i == 1 ? 30.0 : step_s) + "]\r";
+    return log + "\n";
+  };
+  EXPECT_TRUE(is_nemo1_config(log_with(6.4)));
+  EXPECT_EQ(nemo_config_text_to_megatron_args(log_with(6.4), "train.log", {}).args,
+            nemo_config_text_to_megatron_args(yaml, "x.yaml", {}).args);
+  using preflight::test::run_preflight;
+  using preflight::test::shell_quote;
+  const auto dir = preflight::test::scratch_dir();
+  preflight::test::write_file(dir / "nemo_a.log", log_with(6.4));
+  preflight::test::write_file(dir / "nemo_b.log", log_with(7.0));
+  const auto r = run_preflight("calibrate --fit-time --json --system h100-sxm --measured " +
+                               shell_quote((dir / "nemo_a.log").string()) + " --measured " +
+                               shell_quote((dir / "nemo_b.log").string()) + " -o " +
+                               shell_quote((dir / "nemo_fit.json").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_NEAR(j["runs"][0]["measured_ms"].get<double>(), 6400.0, 1e-6);
+  EXPECT_NEAR(j["runs"][1]["measured_ms"].get<double>(), 7000.0, 1e-6);
+  const double predicted =
+      iteration_ms(parse_bridge_args(nemo_config_to_megatron_args(nemo("gpt3_175b_h100_fp8.yaml"), {})));
+  EXPECT_NEAR(j["runs"][0]["predicted_ms"].get<double>(), predicted, 1e-6 * predicted);
+}
+
 // estimate, analyze and search take it (--nemo-config); a missing file is named.
 TEST(NemoConfig, EstimateAnalyzeAndSearchTakeIt) {
   using preflight::test::run_preflight;

@@ -149,6 +149,39 @@ TEST(MegatronLog, MsSwiftRecords) {
   EXPECT_NE(bad.notes[0].find("ms-swift record without its step"), std::string::npos) << bad.notes[0];
 }
 
+// NeMo 1 (PyTorch Lightning) progress bars, refreshed with '\r' in one physical line: each refresh with
+// `train_step_timing in s=` is an iteration (global_step + 1), a repeated refresh of a step replaces it, a
+// bar without the step time is skipped, and a bar cut before its ']' is marked.
+TEST(MegatronLog, NemoOneLightningProgressBars) {
+  const std::string text =
+      "Epoch 0: :   0%|          | 1/100 [00:30<49:30, reduced_train_loss=11.20, global_step=0.000, "
+      "consumed_samples=256.0, train_step_timing in s=29.80]\r"
+      "Epoch 0: :   1%|          | 1/100 [00:31<49:31, reduced_train_loss=11.20, global_step=0.000, "
+      "consumed_samples=256.0, train_step_timing in s=29.80]\r"
+      "Epoch 0: :   2%|▏         | 2/100 [00:36<29:30, reduced_train_loss=11.10, global_step=1.000, "
+      "lr=0.0003, "
+      "consumed_samples=512.0, train_step_timing in s=6.120]\r"
+      "Validation DataLoader 0:  50%|█████     | 1/2 [00:01<00:01]\r"
+      "Epoch 0: :   3%|▎         | 3/100 [00:42<22:30, reduced_train_loss=10.90, global_step=2.000, "
+      "consumed_samples=768.0, train_step_timing in s=6.100]\n"
+      "Epoch 0: :   4%|▍         | 4/100 [00:48<19:30, reduced_train_loss=10.70, global_step=3.000, "
+      "consumed_samples=1024.0, train_step_timing in s=6.0";
+  MegatronLog log = read_megatron_text(text, "nemo.log");
+  ASSERT_EQ(log.iterations.size(), 4u);
+  EXPECT_EQ(log.iterations[0].iteration, 1);
+  EXPECT_EQ(log.iterations[0].train_iters, 100);
+  EXPECT_NEAR(*log.iterations[0].elapsed_ms, 29800.0, 1e-6);
+  EXPECT_EQ(log.iterations[1].iteration, 2);
+  EXPECT_NEAR(*log.iterations[1].elapsed_ms, 6120.0, 1e-6);
+  EXPECT_EQ(*log.iterations[1].learning_rate, 0.0003);
+  EXPECT_EQ(*log.iterations[1].consumed_samples, 512);
+  EXPECT_EQ(*log.iterations[2].lm_loss, 10.90);
+  EXPECT_EQ(log.iterations[2].line, 1);
+  EXPECT_EQ(log.iterations[3].line, 2);
+  EXPECT_TRUE(log.iterations[3].unterminated);
+  EXPECT_FALSE(log.iterations[2].unterminated);
+}
+
 // Megatron-DeepSpeed's BigScience fork prints the iteration time in seconds (BLOOM-176B's README line of
 // iteration 85376, under the launcher's "[default7]:" prefix): read as milliseconds.
 TEST(MegatronLog, IterationTimeInSeconds) {

@@ -117,6 +117,9 @@ constexpr PrecisionRecipe kRecipes[] = {
 
 BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, const std::string& source,
                                                      const std::vector<std::string>& extra) {
+  // A NeMo 1 training configuration (megatron_gpt_config.yaml, hparams.yaml, a log printing one) rather than
+  // a ConfigContainer.
+  if (is_nemo1_config(text)) return nemo_config_text_to_megatron_args(text, source, extra);
   BridgeConfigArgs out;
   int first_line = 1;
   const std::string yaml = yaml_block(text, source, first_line);
@@ -127,8 +130,6 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
     throw InputError(e.mark.line >= 0 ? location(source, first_line + e.mark.line) : source,
                      "malformed yaml: " + e.msg);
   }
-  // A NeMo 1 training configuration (megatron_gpt_config.yaml, hparams.yaml) rather than a ConfigContainer.
-  if (is_nemo1_config(yaml)) return nemo_config_text_to_megatron_args(yaml, source, extra);
   if (!root.IsMap() || !root["model"] || !root["model"].IsMap())
     throw InputError(
         source,

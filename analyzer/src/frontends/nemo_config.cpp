@@ -120,6 +120,40 @@ void resolve_interpolations(YAML::Node root) {
   }
 }
 
+/// The configuration a NeMo 1 training log prints after `************** Experiment configuration
+/// ***********` (megatron_gpt_pretraining.py: OmegaConf.to_yaml(cfg) through NeMo's logger): the YAML lines
+/// up to the first line that cannot belong to it (a log prefix `[NeMo …`, Lightning's `GPU available: …`);
+/// `first_line` its 1-based line in the log.  nullopt when the text has no such block.
+std::optional<std::string> log_block(const std::string& text, int& first_line) {
+  static const std::string marker = "************** Experiment configuration ***********";
+  const std::size_t at = text.find(marker);
+  if (at == std::string::npos) return std::nullopt;
+  static const std::regex top_key(R"(^[A-Za-z_][\w.-]*:( .*)?$)");
+  std::istringstream in(text.substr(at));
+  std::string line, block;
+  first_line =
+      static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n')) + 1;
+  std::getline(in, line);  // the marker's own line
+  bool started = false;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!started) {
+      ++first_line;
+      // the logger's prefix line before the dump (`[NeMo I 2024-… megatron_gpt_pretraining:37] `)
+      if (line.rfind("[NeMo", 0) == 0 && line.find(']') != std::string::npos &&
+          line.find_first_not_of(' ', line.find(']') + 1) == std::string::npos)
+        continue;
+      if (line.empty()) continue;
+      started = true;
+    }
+    const bool yaml_line =
+        line.empty() || line[0] == ' ' || line[0] == '-' || line[0] == '#' || std::regex_match(line, top_key);
+    if (!yaml_line || line.rfind("[NeMo", 0) == 0) break;
+    block += line + "\n";
+  }
+  return block;
+}
+
 bool nemo1_shape(const YAML::Node& root) {
   if (!root.IsMap() || !root["model"] || !root["model"].IsMap() || root["model"]["_target_"]) return false;
   const YAML::Node m = root["model"];
@@ -130,19 +164,12 @@ bool nemo1_shape(const YAML::Node& root) {
   return false;
 }
 
-YAML::Node load(const std::string& text, const std::string& source) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(e.mark.line >= 0 ? location(source, 1 + e.mark.line) : source,
-                     "malformed yaml: " + e.msg);
-  }
-}
-
 }  // namespace
 
 bool is_nemo1_config(const std::string& text) {
   try {
+    int first_line = 1;
+    if (const auto block = log_block(text, first_line)) return nemo1_shape(YAML::Load(*block));
     return nemo1_shape(YAML::Load(text));
   } catch (const YAML::Exception&) {
     return false;
@@ -151,7 +178,16 @@ bool is_nemo1_config(const std::string& text) {
 
 BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, const std::string& source,
                                                    const std::vector<std::string>& extra) {
-  YAML::Node root = load(text, source);
+  // a NeMo 1 training log: the configuration it prints
+  int first_line = 1;
+  const std::optional<std::string> block = log_block(text, first_line);
+  YAML::Node root;
+  try {
+    root = YAML::Load(block ? *block : text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(e.mark.line >= 0 ? location(source, first_line + e.mark.line) : source,
+                     "malformed yaml: " + e.msg);
+  }
   if (!nemo1_shape(root))
     throw InputError(
         source,

@@ -143,6 +143,10 @@ class Reader {
       swift_record(text.substr(text.find('{')), n, !terminated);
       return;
     }
+    if (text.find("train_step_timing in s=") != std::string_view::npos) {
+      lightning_progress(text, n, terminated);
+      return;
+    }
     if (auto at = text.find("see_memory_usage] "); at != std::string_view::npos) {
       deepspeed_memory(text.substr(at + 18), n);
       return;
@@ -330,6 +334,72 @@ class Reader {
     if (kv.count("grad_norm")) it.grad_norm = to_double(kv["grad_norm"]);
     if (kv.count("tokens_per_gpu_per_sec")) it.tokens_per_gpu_per_s = to_double(kv["tokens_per_gpu_per_sec"]);
     log_.iterations.push_back(std::move(it));
+  }
+
+  /// NeMo 1 (PyTorch Lightning) progress bars: `Epoch 0: : 3%|▎ | 3/100 [00:42<22:30,
+  /// reduced_train_loss=10.90, global_step=2.000, consumed_samples=768.0, train_step_timing in s=6.100]`,
+  /// refreshed with '\r' in one physical line.  Each refresh whose fields hold the step time is an iteration
+  /// (global_step + 1, else the bar's count); a refresh of the same step replaces the previous one.
+  void lightning_progress(std::string_view text, std::int64_t n, bool terminated) {
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+      std::size_t end = text.find('\r', pos);
+      if (end == std::string_view::npos) end = text.size();
+      const std::string_view bar = text.substr(pos, end - pos);
+      pos = end + 1;
+      const std::size_t open = bar.rfind('[');
+      if (bar.find("train_step_timing in s=") == std::string_view::npos || open == std::string_view::npos)
+        continue;
+      std::string_view inner = bar.substr(open + 1);
+      const bool closed = inner.find(']') != std::string_view::npos;
+      inner = inner.substr(0, inner.find(']'));
+      MegatronIteration it;
+      it.line = n;
+      it.unterminated = !closed || (!terminated && end == text.size());
+      // "N/T" before the bracket
+      const std::string_view head = trim(bar.substr(0, open));
+      const std::size_t slash = head.rfind('/');
+      if (slash != std::string_view::npos) {
+        std::size_t b = slash;
+        while (b > 0 && is_digit(head[b - 1])) --b;
+        it.iteration = to_int(head.substr(b, slash - b)).value_or(0);
+        it.train_iters = to_int(head.substr(slash + 1)).value_or(0);
+      }
+      std::size_t at = 0;
+      while (at <= inner.size()) {
+        std::size_t comma = inner.find(',', at);
+        if (comma == std::string_view::npos) comma = inner.size();
+        const std::string_view kv = trim(inner.substr(at, comma - at));
+        at = comma + 1;
+        const std::size_t eq = kv.find('=');
+        if (eq == std::string_view::npos) continue;
+        const std::string key(trim(kv.substr(0, eq)));
+        const std::string_view value = trim(kv.substr(eq + 1));
+        it.fields[key] = std::string(value);
+        const auto d = to_double(value);
+        if (!d) continue;
+        if (key == "train_step_timing in s") {
+          it.elapsed_ms = *d * 1000.0;
+        } else if (key == "global_step") {
+          it.iteration = static_cast<std::int64_t>(*d) + 1;
+        } else if (key == "consumed_samples") {
+          it.consumed_samples = static_cast<std::int64_t>(*d);
+        } else if (key == "lr") {
+          it.learning_rate = d;
+        } else if (key == "grad_norm") {
+          it.grad_norm = d;
+        } else if (key.ends_with("_loss")) {
+          it.losses[key] = *d;
+          if (key == "reduced_train_loss") it.lm_loss = d;
+        }
+      }
+      if (!it.elapsed_ms) continue;
+      if (!log_.iterations.empty() && log_.iterations.back().iteration == it.iteration &&
+          log_.iterations.back().fields.count("train_step_timing in s"))
+        log_.iterations.back() = std::move(it);
+      else
+        log_.iterations.push_back(std::move(it));
+    }
   }
 
   void iteration(std::string_view rec, std::int64_t n, bool cut) {
