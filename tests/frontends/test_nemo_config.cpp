@@ -134,6 +134,16 @@ TEST(NemoConfig, WhatIsReadAndWhatIsRefused) {
   };
   refused("name: megatron_t5\n" + base, "t.yaml: name: 'megatron_t5' is an encoder-decoder model");
   refused("name: megatron_griffin\n" + base, "RG-LRU");
+  refused("name: nemo_vit_classification\n" + base,
+          "'nemo_vit_classification' is a vision or diffusion model");
+  refused("trainer:\n  devices: 8\nmodel:\n  micro_batch_size: 1\n  hidden_size: 768\n  mcore_gpt: True\n",
+          "t.yaml: model: has no num_layers and no encoder_seq_length: not a language model's");
+  // Megatron Core's distributed optimizer (NeMo-Framework-Launcher's `mcore_distributed_optim`) as Apex's
+  for (const char* name : {"distributed_fused_adam", "mcore_distributed_optim"})
+    EXPECT_TRUE(parse(base + "  optim:\n    name: " + name + "\n    overlap_grad_sync: true\n")
+                    .strategy.distributed_optimizer)
+        << name;
+  EXPECT_FALSE(parse(base + "  optim:\n    name: fused_adam\n").strategy.distributed_optimizer);
   refused(
       "restore_from_path: /ckpt/llama.nemo\ntrainer:\n  devices: 8\nmodel:\n  micro_batch_size: 1\n"
       "  global_batch_size: 8\n  encoder_seq_length: 1024\n",

@@ -139,6 +139,12 @@ TEST(Presets, VariantRepositoryIdsAreTheirBaseModelsPreset) {
   EXPECT_EQ(load_model("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8").name, "qwen3-30b-a3b");
   // the suffix is stripped only at the end: another model of the family stays itself
   EXPECT_FALSE(is_preset("Qwen/Qwen2.5-7B-Instruct"));
+  // Llama 3.1's repositories (both of Meta's spellings) are the Llama 3 architecture
+  // (NeMo-Framework-Launcher's llama3_1 configs name them as their tokenizer)
+  EXPECT_EQ(load_model("meta-llama/Meta-Llama-3.1-8B").name, "llama3-8b");
+  EXPECT_EQ(load_model("meta-llama/Llama-3.1-70B-Instruct").name, "llama3-70b");
+  EXPECT_EQ(load_model("meta-llama/Meta-Llama-3.1-405B").name, "llama3-405b");
+  EXPECT_TRUE(is_preset("meta-llama/Llama-3.1-8B"));
 }
 
 TEST(Presets, UnknownNameListsTheKnownOnes) {

@@ -245,6 +245,17 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
                      "'" + family +
                          "' is an encoder-decoder model (T5, BART, UL2): not modelled (preflight prices "
                          "decoder-only transformer and hybrid Mamba stacks)");
+  if (named("vit") || named("clip") || named("siglip") || named("diffusion") || named("imagen") ||
+      named("nerf") || named("dreamfusion") || named("controlnet"))
+    throw InputError(source + ": name",
+                     "'" + family +
+                         "' is a vision or diffusion model: not modelled (preflight prices "
+                         "Megatron language models)");
+  if (named("neva"))
+    out.warnings.push_back(
+        source + ": " + family +
+        ": only the language model is analysed (NeVA's vision encoder and projector are not "
+        "modelled)");
   if (named("griffin"))
     throw InputError(source + ": name",
                      "'" + family + "' (RecurrentGemma's RG-LRU recurrent blocks) is not modelled");
@@ -254,6 +265,11 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
         "is not in the file: the run takes its architecture from the .nemo checkpoint it restores "
         "(restore_from_path); name the model with --model (a preset such as llama2-7b, or its Hugging "
         "Face config.json) or give model.num_layers=… and the other sizes as overrides");
+  if (!model.set("num_layers") && !model.set("encoder_seq_length") && !model.set("hybrid_override_pattern"))
+    throw InputError(
+        source + ": model",
+        "has no num_layers and no encoder_seq_length: not a language model's training configuration "
+        "(a vision, diffusion or speech model?); preflight prices Megatron language models");
   if (named("bert"))
     out.warnings.push_back(source + ": " + family +
                            ": analysed as its transformer stack with the language-model head; BERT's pooler, "
@@ -430,7 +446,9 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
     put_value("--fp8-format", model.flag("fp8_e4m3") && !model.flag("fp8_hybrid") ? "e4m3" : "hybrid");
     int_flag(model, "fp8_amax_history_len", "--fp8-amax-history-len");
   }
-  if (auto name = optim.text("name"); name && *name == "distributed_fused_adam") {
+  // (Apex's distributed Adam and Megatron Core's distributed optimizer alike shard the optimizer state)
+  if (auto name = optim.text("name");
+      name && (*name == "distributed_fused_adam" || *name == "mcore_distributed_optim")) {
     put("--use-distributed-optimizer");
     if (optim.flag("overlap_grad_sync")) put("--overlap-grad-reduce");
     if (optim.flag("overlap_param_sync")) put("--overlap-param-gather");

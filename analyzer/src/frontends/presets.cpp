@@ -162,8 +162,14 @@ ModelSpec load_model(const std::string& spec, std::vector<std::string>* warnings
       return n;
     };
     const std::string family = strip_variant(normalize(spec));
+    auto names_family = [&](const Preset& preset) {
+      if (!preset.hf_repo.empty() && strip_variant(normalize(preset.hf_repo)) == family) return true;
+      return std::any_of(preset.aliases.begin(), preset.aliases.end(), [&](const std::string& a) {
+        return a.find('/') != std::string::npos && strip_variant(a) == family;  // a repository alias
+      });
+    };
     for (const Preset& preset : presets())
-      if (!preset.hf_repo.empty() && strip_variant(normalize(preset.hf_repo)) == family) {
+      if (names_family(preset)) {
         if (warnings)
           warnings->push_back(
               "--model " + spec + ": the " + preset.name + " preset (" + preset.hf_repo +
