@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "preflight/analyzer/cost/estimate.hpp"
 #include "preflight/analyzer/cost/simumax_config.hpp"
@@ -202,6 +203,28 @@ TEST(NemoConfig, ReadsTheConfigurationANemoLogPrints) {
   const double predicted =
       iteration_ms(parse_bridge_args(nemo_config_to_megatron_args(nemo("gpt3_175b_h100_fp8.yaml"), {})));
   EXPECT_NEAR(j["runs"][0]["predicted_ms"].get<double>(), predicted, 1e-6 * predicted);
+}
+
+// What a NeMo run saves of its configuration: `hparams.yaml` (the model's under `cfg:`) and a .nemo archive's
+// `model_config.yaml` (the model's fields at the top, the trainer's precision among them): the same arguments
+// as the training configuration's model section, the world given by the caller.
+TEST(NemoConfig, SavedModelConfigurations) {
+  const std::string yaml = read_file(nemo("llama2_7b_h100_fp8.yaml"));
+  const std::string model = yaml.substr(yaml.find("\nmodel:\n") + 8);  // its lines, indented by two
+  std::string top;                                                     // dedented
+  std::istringstream in(model);
+  for (std::string line; std::getline(in, line);)
+    top += (line.rfind("  ", 0) == 0 ? line.substr(2) : line) + "\n";
+  const std::vector<std::string> extra = {"--nproc_per_node", "8", "--vocab-size", "32000"};
+  const double expected = iteration_ms(parse_bridge_args(
+      nemo_config_to_megatron_args(nemo("llama2_7b_h100_fp8.yaml"), {"--vocab-size", "32000"})));
+  for (const std::string& saved :
+       {"cfg:\n  precision: bf16-mixed\n" + model, "precision: bf16-mixed\n" + top}) {
+    ASSERT_TRUE(is_nemo1_config(saved)) << saved.substr(0, 60);
+    const BridgeConfigArgs b = nemo_config_text_to_megatron_args(saved, "hparams.yaml", extra);
+    EXPECT_TRUE(has(b.args, "--bf16"));
+    EXPECT_NEAR(iteration_ms(parse_bridge_args(b)) / expected, 1.0, 1e-9) << saved.substr(0, 60);
+  }
 }
 
 // estimate, analyze and search take it (--nemo-config); a missing file is named.

@@ -154,14 +154,38 @@ std::optional<std::string> log_block(const std::string& text, int& first_line) {
   return block;
 }
 
-bool nemo1_shape(const YAML::Node& root) {
-  if (!root.IsMap() || !root["model"] || !root["model"].IsMap() || root["model"]["_target_"]) return false;
-  const YAML::Node m = root["model"];
-  if (root["trainer"] && root["trainer"].IsMap()) return true;
-  for (const char* key : {"encoder_seq_length", "activations_checkpoint_granularity", "megatron_amp_O2",
-                          "mcore_gpt", "share_embeddings_and_output_weights"})
+/// Whether a mapping holds NeMo 1's model fields.
+bool nemo1_model_fields(const YAML::Node& m) {
+  if (!m.IsMap() || m["_target_"]) return false;
+  // (NeMo's own names: TransformerConfig's, which a Megatron-Bridge override file also uses, do not count)
+  for (const char* key :
+       {"encoder_seq_length", "activations_checkpoint_granularity", "megatron_amp_O2", "mcore_gpt"})
     if (m[key]) return true;
   return false;
+}
+
+/// The model section where a run saved it alone: `hparams.yaml` (`cfg:` the model's configuration) and a
+/// `.nemo` archive's `model_config.yaml` (the model's fields at the top), as `{model: …}`; other documents as
+/// they are.
+YAML::Node with_model_section(const YAML::Node& root) {
+  if (!root.IsMap() || root["model"]) return root;
+  YAML::Node wrapped(YAML::NodeType::Map);
+  if (root["cfg"] && nemo1_model_fields(root["cfg"])) {
+    wrapped["model"] = root["cfg"];
+    return wrapped;
+  }
+  if (nemo1_model_fields(root)) {
+    wrapped["model"] = root;
+    return wrapped;
+  }
+  return root;
+}
+
+bool nemo1_shape(const YAML::Node& document) {
+  const YAML::Node root = with_model_section(document);
+  if (!root.IsMap() || !root["model"] || !root["model"].IsMap() || root["model"]["_target_"]) return false;
+  if (root["trainer"] && root["trainer"].IsMap()) return true;
+  return nemo1_model_fields(root["model"]);
 }
 
 }  // namespace
@@ -188,6 +212,7 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
     throw InputError(e.mark.line >= 0 ? location(source, first_line + e.mark.line) : source,
                      "malformed yaml: " + e.msg);
   }
+  root = with_model_section(root);
   if (!nemo1_shape(root))
     throw InputError(
         source,
@@ -309,14 +334,16 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
     }
     int_flag(trainer, "num_nodes", "--nnodes");
   }
-  if (auto p = trainer.text("precision")) {
+  const Section& numerics =
+      trainer.set("precision") ? trainer : model;  // (a saved model keeps it as its own)
+  if (auto p = numerics.text("precision")) {
     const std::string v = *p;
     if (v == "bf16" || v == "bf16-mixed" || v == "bf16-true")
       put("--bf16");
     else if (v == "16" || v == "16-mixed" || v == "fp16" || v == "16-true")
       put("--fp16");
     else if (v != "32" && v != "32-true" && v != "fp32")
-      throw InputError(trainer.field("precision"),
+      throw InputError(numerics.field("precision"),
                        "is not a precision Lightning takes: '" + v + "' (16, bf16, 32, …-mixed)");
   }
 

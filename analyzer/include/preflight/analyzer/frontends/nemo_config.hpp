@@ -33,9 +33,11 @@
 
 namespace preflight::analyzer {
 
-/// Whether the YAML `text` is a NeMo 1 training configuration (a `model` mapping with NeMo's own field names
-/// — encoder_seq_length, activations_checkpoint_*, megatron_amp_O2, mcore_gpt — or beside a `trainer`
-/// section) rather than a Megatron-Bridge ConfigContainer.  False for text that is not YAML.
+/// Whether `text` is a NeMo 1 training configuration (a `model` mapping with NeMo's own field names —
+/// encoder_seq_length, activations_checkpoint_*, megatron_amp_O2, mcore_gpt — or beside a `trainer`
+/// section), a model configuration a run saved (`hparams.yaml`'s `cfg:`, a .nemo's `model_config.yaml` with
+/// those fields at the top), or a NeMo 1 log printing one, rather than a Megatron-Bridge ConfigContainer.
+/// False for text that is not YAML.
 bool is_nemo1_config(const std::string& text);
 
 /// Converts the NeMo 1 configuration `text` (`source` names it in messages); `extra` as above.  The result is
