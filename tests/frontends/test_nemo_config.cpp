@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -225,6 +226,56 @@ TEST(NemoConfig, SavedModelConfigurations) {
     EXPECT_TRUE(has(b.args, "--bf16"));
     EXPECT_NEAR(iteration_ms(parse_bridge_args(b)) / expected, 1.0, 1e-9) << saved.substr(0, 60);
   }
+}
+
+// A fine-tuning configuration restores its model from a .nemo checkpoint (restore_from_path): the archive's
+// model_config.yaml (members before it skipped), with the fine-tuning file's model fields over it, as NeMo
+// merges them; the .nemo itself (or its unpacked folder) is read by --nemo-config too; a compressed archive
+// is said.
+TEST(NemoConfig, FineTuningRestoresTheCheckpointsModel) {
+  using preflight::test::run_preflight;
+  using preflight::test::run_shell;
+  using preflight::test::shell_quote;
+  const auto dir = preflight::test::scratch_dir() / "nemo_ckpt";
+  std::filesystem::create_directories(dir / "unpacked");
+  const std::string yaml = read_file(nemo("llama2_7b_h100_fp8.yaml"));
+  std::string top = "precision: bf16-mixed\n";
+  std::istringstream in(yaml.substr(yaml.find("\nmodel:\n") + 8));
+  for (std::string line; std::getline(in, line);)
+    top += (line.rfind("  ", 0) == 0 ? line.substr(2) : line) + "\n";
+  preflight::test::write_file(dir / "unpacked" / "model_config.yaml", top);
+  preflight::test::write_file(dir / "unpacked" / "model_weights.ckpt", std::string(1500, 'w'));
+  ASSERT_EQ(run_shell("tar -cf " + shell_quote((dir / "llama.nemo").string()) + " -C " +
+                      shell_quote((dir / "unpacked").string()) + " ./model_weights.ckpt ./model_config.yaml")
+                .exit_code,
+            0);
+  const std::string ft =
+      "name: megatron_gpt_peft_lora_tuning\ntrainer:\n  devices: 8\n  num_nodes: 1\n"
+      "  precision: bf16\nmodel:\n  restore_from_path: " +
+      (dir / "llama.nemo").string() +
+      "\n  micro_batch_size: 1\n  global_batch_size: 32\n  tensor_model_parallel_size: 2\n"
+      "  encoder_seq_length: 2048\n  peft:\n    peft_scheme: lora\n";
+  const MegatronConfig c =
+      parse_bridge_args(nemo_config_text_to_megatron_args(ft, "ft.yaml", {"--vocab-size", "32000"}));
+  EXPECT_EQ(c.model.num_layers, 32);  // the checkpoint's
+  EXPECT_EQ(c.model.hidden_size, 4096);
+  EXPECT_EQ(c.strategy.tp, 2);  // the fine-tuning file's
+  EXPECT_EQ(c.strategy.seq_length, 2048);
+  EXPECT_EQ(c.model.lora.rank, 32);  // NeMo's default adapter_dim
+  for (const std::string& ckpt : {(dir / "llama.nemo").string(), (dir / "unpacked").string()}) {
+    const auto r = run_preflight("analyze --nemo-config " + shell_quote(ckpt) +
+                                 " --nproc_per_node 8 --vocab-size 32000");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("32 layers, hidden 4096"), std::string::npos) << r.out;
+  }
+  ASSERT_EQ(run_shell("tar -czf " + shell_quote((dir / "zipped.nemo").string()) + " -C " +
+                      shell_quote((dir / "unpacked").string()) + " ./model_config.yaml")
+                .exit_code,
+            0);
+  const auto z = run_preflight("analyze --nemo-config " + shell_quote((dir / "zipped.nemo").string()));
+  EXPECT_EQ(z.exit_code, 2);
+  EXPECT_NE(z.err.find("a compressed .nemo archive: extract its model_config.yaml"), std::string::npos)
+      << z.err;
 }
 
 // estimate, analyze and search take it (--nemo-config); a missing file is named.

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <regex>
@@ -532,6 +533,10 @@ MegatronConfig parse_bridge_args(const BridgeConfigArgs& b, const std::map<std::
 
 BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
                                                 const std::vector<std::string>& extra) {
+  // a NeMo 1 checkpoint (.nemo, or its unpacked folder): its model configuration
+  std::error_code ec;
+  if (path.ends_with(".nemo") || std::filesystem::is_directory(path, ec))
+    return nemo_config_to_megatron_args(path, extra);
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(path, "cannot read the Megatron-Bridge configuration");
   std::ostringstream s;

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -154,6 +155,63 @@ std::optional<std::string> log_block(const std::string& text, int& first_line) {
   return block;
 }
 
+/// The `model_config.yaml` of a .nemo checkpoint: the file of that name in a folder (an unpacked .nemo), or
+/// the member of the archive (an uncompressed tar, as NeMo writes it: 512-byte headers, the name at 0, the
+/// size in octal at 124).  nullopt when `path` is neither.
+/// @throws InputError naming the file for a compressed archive or one without model_config.yaml.
+std::optional<std::string> nemo_checkpoint_model_config(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::ifstream f(fs::path(path) / "model_config.yaml", std::ios::binary);
+    if (!f) return std::nullopt;
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;
+  std::ifstream f(path, std::ios::binary);
+  char header[512];
+  if (!f.read(header, 2)) return std::nullopt;
+  if (static_cast<unsigned char>(header[0]) == 0x1f && static_cast<unsigned char>(header[1]) == 0x8b)
+    throw InputError(path, "a compressed .nemo archive: extract its model_config.yaml (tar -xzf " + path +
+                               " ./model_config.yaml) and give that file");
+  f.seekg(0);
+  while (f.read(header, 512)) {
+    if (header[0] == '\0') break;  // the end-of-archive blocks
+    const std::string name(header, strnlen(header, 100));
+    const std::string size_text(header + 124, strnlen(header + 124, 12));
+    char* end = nullptr;
+    const unsigned long long size = std::strtoull(size_text.c_str(), &end, 8);
+    if (end == size_text.c_str() || size > (1ULL << 40))
+      throw InputError(path, "not a tar archive (a .nemo checkpoint is one): a bad member header");
+    if (name == "model_config.yaml" || name.ends_with("/model_config.yaml")) {
+      std::string body(size, '\0');
+      if (!f.read(body.data(), static_cast<std::streamsize>(size)))
+        throw InputError(path, "the archive ends inside model_config.yaml: truncated");
+      return body;
+    }
+    f.seekg(static_cast<std::streamoff>((size + 511) / 512 * 512), std::ios::cur);
+  }
+  throw InputError(path, "has no model_config.yaml: not a .nemo checkpoint");
+}
+
+/// `over` laid on `base` as NeMo merges a fine-tuning configuration onto the restored model's: each field of
+/// `over` that is set replaces `base`'s, mappings field by field.
+YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
+  YAML::Node out = YAML::Clone(base);
+  for (auto it = over.begin(); it != over.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    const YAML::Node v = it->second;
+    if (v.IsNull()) continue;
+    if (v.IsMap() && out[key] && out[key].IsMap())
+      out[key] = merged(out[key], v);
+    else
+      out[key] = YAML::Clone(v);
+  }
+  return out;
+}
+
 /// Whether a mapping holds NeMo 1's model fields.
 bool nemo1_model_fields(const YAML::Node& m) {
   if (!m.IsMap() || m["_target_"]) return false;
@@ -213,6 +271,23 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
                      "malformed yaml: " + e.msg);
   }
   root = with_model_section(root);
+  // A fine-tuning configuration that restores its model from a .nemo checkpoint (restore_from_path): the
+  // checkpoint's model configuration, with this file's model fields over it, as NeMo restores and merges.
+  if (root.IsMap() && root["model"] && root["model"].IsMap() && !root["model"]["num_layers"]) {
+    for (const YAML::Node& at : {root["model"]["restore_from_path"], root["restore_from_path"]}) {
+      if (!at || !at.IsScalar()) continue;
+      const auto restored = nemo_checkpoint_model_config(at.Scalar());
+      if (!restored) continue;
+      YAML::Node saved;
+      try {
+        saved = YAML::Load(*restored);
+      } catch (const YAML::Exception& e) {
+        throw InputError(at.Scalar() + ": model_config.yaml", "malformed yaml: " + e.msg);
+      }
+      root["model"] = merged(saved, root["model"]);
+      break;
+    }
+  }
   if (!nemo1_shape(root))
     throw InputError(
         source,
@@ -284,12 +359,18 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
   if (named("griffin"))
     throw InputError(source + ": name",
                      "'" + family + "' (RecurrentGemma's RG-LRU recurrent blocks) is not modelled");
-  if (!model.set("num_layers") && (model.set("restore_from_path") || root["restore_from_path"]))
+  if (!model.set("num_layers") && (model.set("restore_from_path") || root["restore_from_path"])) {
+    const YAML::Node at =
+        model.set("restore_from_path") ? root["model"]["restore_from_path"] : root["restore_from_path"];
     throw InputError(
         source + ": model.num_layers",
         "is not in the file: the run takes its architecture from the .nemo checkpoint it restores "
-        "(restore_from_path); name the model with --model (a preset such as llama2-7b, or its Hugging "
-        "Face config.json) or give model.num_layers=… and the other sizes as overrides");
+        "(restore_from_path " +
+            (at.IsScalar() ? at.Scalar() : std::string("?")) +
+            ", not on this machine; its model_config.yaml is read when it is); name the model with "
+            "--model (a preset such as llama2-7b, or its Hugging Face config.json) or give "
+            "model.num_layers=… and the other sizes as overrides");
+  }
   if (!model.set("num_layers") && !model.set("encoder_seq_length") && !model.set("hybrid_override_pattern"))
     throw InputError(
         source + ": model",
@@ -580,6 +661,10 @@ std::optional<NemoLaunch> nemo1_launch_in(const std::vector<std::string>& words)
 
 BridgeConfigArgs nemo_config_to_megatron_args(const std::string& path,
                                               const std::vector<std::string>& extra) {
+  // a .nemo checkpoint (or its unpacked folder): its model_config.yaml
+  if (path.ends_with(".nemo") || std::filesystem::is_directory(path))
+    if (const auto model_config = nemo_checkpoint_model_config(path))
+      return nemo_config_text_to_megatron_args(*model_config, path + ": model_config.yaml", extra);
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(path, "cannot read the NeMo configuration");
   std::ostringstream s;
