@@ -146,6 +146,13 @@ TEST(NemoConfig, WhatIsReadAndWhatIsRefused) {
                     .strategy.distributed_optimizer)
         << name;
   EXPECT_FALSE(parse(base + "  optim:\n    name: fused_adam\n").strategy.distributed_optimizer);
+  // interleaved 1F1B: NeMo fills core's ModelParallelConfig, whose overlap_p2p_comm is False unless set
+  const std::string vpp =
+      base + "  pipeline_model_parallel_size: 2\n  virtual_pipeline_model_parallel_size: 2\n";
+  EXPECT_FALSE(parse(vpp).strategy.pp_comm_overlap);
+  EXPECT_TRUE(parse(vpp + "  overlap_p2p_comm: True\n").strategy.pp_comm_overlap);
+  EXPECT_TRUE(
+      parse(base + "  fp8: True\n  fp8_hybrid: True\n  fp8_params: True\n").strategy.fp8_param_gather);
   refused(
       "restore_from_path: /ckpt/llama.nemo\ntrainer:\n  devices: 8\nmodel:\n  micro_batch_size: 1\n"
       "  global_batch_size: 8\n  encoder_seq_length: 1024\n",

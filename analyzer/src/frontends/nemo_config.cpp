@@ -458,8 +458,10 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
   else
     int_flag(data, "seq_length", "--seq-length");
   if (model.flag("sequence_parallel")) put("--sequence-parallel");
+  // (NeMo fills Megatron Core's ModelParallelConfig from the model's fields: absent, overlap_p2p_comm is
+  // core's default, False — Megatron-LM's command line defaults to True)
   if (model.integer("virtual_pipeline_model_parallel_size").value_or(1) > 1 &&
-      model.set("overlap_p2p_comm") && !model.flag("overlap_p2p_comm"))
+      !model.flag("overlap_p2p_comm"))
     put("--no-overlap-p2p-communication");
   if (model.flag("ub_tp_comm_overlap")) put("--tp-comm-overlap");
 
@@ -553,6 +555,7 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
   if (model.flag("fp8")) {
     put_value("--fp8-format", model.flag("fp8_e4m3") && !model.flag("fp8_hybrid") ? "e4m3" : "hybrid");
     int_flag(model, "fp8_amax_history_len", "--fp8-amax-history-len");
+    if (model.flag("fp8_params")) put("--fp8-param-gather");  // the weights kept in FP8 (and gathered so)
   }
   // (Apex's distributed Adam and Megatron Core's distributed optimizer alike shard the optimizer state)
   if (auto name = optim.text("name");
