@@ -252,6 +252,12 @@ bool is_nemo1_config(const std::string& text) {
   try {
     int first_line = 1;
     if (const auto block = log_block(text, first_line)) return nemo1_shape(YAML::Load(*block));
+    // (a training log or any text without NeMo's field names is not parsed as YAML at all: it would read as
+    // one scalar, slowly for a large log)
+    if (text.find("encoder_seq_length") == std::string::npos && text.find("mcore_gpt") == std::string::npos &&
+        text.find("activations_checkpoint") == std::string::npos &&
+        text.find("megatron_amp_O2") == std::string::npos && text.find("trainer:") == std::string::npos)
+      return false;
     return nemo1_shape(YAML::Load(text));
   } catch (const YAML::Exception&) {
     return false;
