@@ -38,6 +38,17 @@ double iteration_ms(const MegatronConfig& c) {
   return cost::estimate(c.model, c.strategy, cost::load_simumax_system("h100-sxm")).iteration_ms;
 }
 
+/// The model section of a NeMo configuration `yaml`: its lines as they are (indented by two), and dedented to
+/// the top (as a .nemo's model_config.yaml holds them).
+std::pair<std::string, std::string> model_section(const std::string& yaml) {
+  const std::string model = yaml.substr(yaml.find("\nmodel:\n") + 8);
+  std::string top;
+  std::istringstream in(model);
+  for (std::string line; std::getline(in, line);)
+    top += (line.rfind("  ", 0) == 0 ? line.substr(2) : line) + "\n";
+  return {model, top};
+}
+
 bool has(const std::vector<std::string>& args, const std::string& flag, const std::string& value = "") {
   for (std::size_t i = 0; i < args.size(); ++i)
     if (args[i] == flag && (value.empty() || (i + 1 < args.size() && args[i + 1] == value))) return true;
@@ -217,12 +228,7 @@ TEST(NemoConfig, ReadsTheConfigurationANemoLogPrints) {
 // `model_config.yaml` (the model's fields at the top, the trainer's precision among them): the same arguments
 // as the training configuration's model section, the world given by the caller.
 TEST(NemoConfig, SavedModelConfigurations) {
-  const std::string yaml = read_file(nemo("llama2_7b_h100_fp8.yaml"));
-  const std::string model = yaml.substr(yaml.find("\nmodel:\n") + 8);  // its lines, indented by two
-  std::string top;                                                     // dedented
-  std::istringstream in(model);
-  for (std::string line; std::getline(in, line);)
-    top += (line.rfind("  ", 0) == 0 ? line.substr(2) : line) + "\n";
+  const auto [model, top] = model_section(read_file(nemo("llama2_7b_h100_fp8.yaml")));
   const std::vector<std::string> extra = {"--nproc_per_node", "8", "--vocab-size", "32000"};
   const double expected = iteration_ms(parse_bridge_args(
       nemo_config_to_megatron_args(nemo("llama2_7b_h100_fp8.yaml"), {"--vocab-size", "32000"})));
@@ -245,12 +251,9 @@ TEST(NemoConfig, FineTuningRestoresTheCheckpointsModel) {
   using preflight::test::shell_quote;
   const auto dir = preflight::test::scratch_dir() / "nemo_ckpt";
   std::filesystem::create_directories(dir / "unpacked");
-  const std::string yaml = read_file(nemo("llama2_7b_h100_fp8.yaml"));
-  std::string top = "precision: bf16-mixed\n";
-  std::istringstream in(yaml.substr(yaml.find("\nmodel:\n") + 8));
-  for (std::string line; std::getline(in, line);)
-    top += (line.rfind("  ", 0) == 0 ? line.substr(2) : line) + "\n";
-  preflight::test::write_file(dir / "unpacked" / "model_config.yaml", top);
+  preflight::test::write_file(
+      dir / "unpacked" / "model_config.yaml",
+      "precision: bf16-mixed\n" + model_section(read_file(nemo("llama2_7b_h100_fp8.yaml"))).second);
   preflight::test::write_file(dir / "unpacked" / "model_weights.ckpt", std::string(1500, 'w'));
   ASSERT_EQ(run_shell("tar -cf " + shell_quote((dir / "llama.nemo").string()) + " -C " +
                       shell_quote((dir / "unpacked").string()) + " ./model_weights.ckpt ./model_config.yaml")
