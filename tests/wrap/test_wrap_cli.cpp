@@ -685,6 +685,29 @@ TEST(WrapStyles, NemoOneHydraLaunch) {
       << none.err;
 }
 
+// A job script bound to its cluster (`set -x -e`, `source ~/.bashrc`, `conda activate`, `pushd /fsx/…`, `set
+// -u` with `NODE_RANK=$SLURM_PROCID`): away from it the script had stopped at its first line of environment
+// setup. The analysis switches errexit and nounset off after each such `set`, says so, and reaches the
+// launch.
+TEST(WrapStyles, StrictModeOffForTheAnalysis) {
+  expect_layout(analyzed("cluster_env_style.sh"), {2, 1, 24, 2048, 32},
+                "4 nodes of 8 past the cluster's setup");
+  const RunResult w = run_preflight("wrap " + shell_quote(wrap_data("cluster_env_style.sh").string()));
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(w.out.find("set -x -e; set +eu  # preflight wrap"), std::string::npos) << w.out;
+  EXPECT_NE(w.out.find("set -u; set +eu  # preflight wrap"), std::string::npos) << w.out;
+  EXPECT_NE(w.err.find("cluster_env_style.sh:9: `set -e` / `-u` is switched off for the analysis"),
+            std::string::npos)
+      << w.err;
+  // `set -- ARGS`, `set +e`, `set -x` are not strict modes: left alone
+  TempDir dir;
+  write_file(dir.path() / "s.sh",
+             "set -- --num-layers 2\nset -x\nset +e\ntorchrun --nproc_per_node 8 pretrain_gpt.py \"$@\"\n");
+  const RunResult plain = run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " wrap s.sh");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("set +eu"), std::string::npos) << plain.out;
+}
+
 // ms-swift's Megatron-SWIFT (`NPROC_PER_NODE=4 … megatron sft --model Qwen/… --tensor_model_parallel_size 2
 // --sequence_parallel true …`): a launch, its world from NPROC_PER_NODE / NNODES, its options as Megatron's
 // (underscores, true / false), ms-swift's defaults (the distributed optimizer, expert tp 1) and LoRA.  It had

@@ -1314,6 +1314,32 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
                               : ", " + j.per_node + (j.per_node == "1" ? " task" : " tasks") + " per node") +
           ")");
     }
+    // `set -e` / `set -u` (`set -x -e`, `set -euo pipefail`): a job script run for the analysis away from its
+    // cluster fails on the cluster's environment — `source ~/.bashrc`, `conda activate`, `pushd /fsx/…`, an
+    // unset SLURM_PROCID — before it reaches its launch.  The analysis runs no training, so errexit and
+    // nounset are switched off after such a line (`; set +eu`), said; a value that then comes out empty is
+    // refused by the analysis naming its flag.
+    for (const SimpleCommand& c : sh.commands) {
+      if (c.words.size() < 2 || c.words[0].raw != "set") continue;
+      bool strict = false;
+      for (std::size_t k = 1; k < c.words.size(); ++k) {
+        const std::string& w = c.words[k].raw;
+        if (w == "--") break;
+        if (w.size() > 1 && w[0] == '-' && w[1] != '-' && w.find_first_of("eu") != std::string::npos &&
+            w.find_first_not_of("-abefhkmnptuvxBCEHPT") == std::string::npos)
+          strict = true;
+        if ((w == "-o") && k + 1 < c.words.size() &&
+            (c.words[k + 1].raw == "errexit" || c.words[k + 1].raw == "nounset"))
+          strict = true;
+      }
+      if (!strict) continue;
+      nested_edits.push_back(
+          {c.words.back().end, c.words.back().end,
+           "; set +eu  # preflight wrap: the analysis goes on past the cluster's environment"});
+      result.notes.push_back(o.script_name + ":" + std::to_string(line_of(work, c.begin) + nest.line_offset) +
+                             ": `set -e` / `-u` is switched off for the analysis (the script's environment — "
+                             "sourced files, conda, module, paths of its cluster — may be missing here)");
+    }
     // `exec > $LOGFILE` (a job script sending its own output to a log, LLM-jp's PBS scripts): the analysis
     // goes there too, which a user running the wrapped script at a terminal would not expect silently.
     for (const SimpleCommand& c : sh.commands) {
