@@ -1514,3 +1514,54 @@ TEST(MegatronArgs, EntryPointSaysWhatTheScriptBuilds) {
     said = said || w.rfind("pretrain_bert.py: analysed as its transformer", 0) == 0;
   EXPECT_TRUE(said);
 }
+
+// BigCode's Megatron-LM fork: TokenizerFromFile(WithFIM) reads a Hugging Face tokenizer.json
+// (--tokenizer-file): its vocabulary counts the added tokens (an id once); a file not on this machine is
+// named in the error.
+TEST(MegatronArgs, TokenizerFromFileCountsItsTokenizerJson) {
+  const auto file = preflight::test::scratch_dir() / "bigcode_tokenizer.json";
+  preflight::test::write_file(
+      file,
+      "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2}}, "
+      "\"added_tokens\": [{\"id\": 3, \"content\": \"<fim_prefix>\"}, {\"id\": 2, \"content\": \"c\"}]}");
+  const MegatronConfig c = parse_megatron_args(tiny_launch(
+      "--nproc_per_node 1 --global-batch-size 8 --tokenizer-type TokenizerFromFileWithFIM --tokenizer-file " +
+      file.string()));
+  EXPECT_EQ(c.model.vocab_size, 4);
+  try {
+    std::vector<std::string> args = tiny_launch("--nproc_per_node 1 --global-batch-size 8");
+    args.erase(std::find(args.begin(), args.end(), "--vocab-size"),
+               std::find(args.begin(), args.end(), "--vocab-size") + 2);
+    for (const char* w :
+         {"--tokenizer-type", "TokenizerFromFile", "--tokenizer-file", "/nowhere/tokenizer.json"})
+      args.push_back(w);
+    parse_megatron_args(args);
+    ADD_FAILURE() << "a vocabulary was guessed";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(--tokenizer-file '/nowhere/tokenizer.json' not found)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// BigCode's fork spells multi-query attention `--attention-head-type multiquery` (SantaCoder, StarCoder): one
+// key/value head; it had been read past silently, as full multi-head attention.
+TEST(MegatronArgs, BigCodeMultiQueryAttention) {
+  const MegatronConfig mq = parse_megatron_args(
+      tiny_launch("--nproc_per_node 1 --global-batch-size 8 --attention-head-type multiquery"));
+  EXPECT_EQ(mq.model.num_query_groups, 1);
+  const MegatronConfig mh = parse_megatron_args(
+      tiny_launch("--nproc_per_node 1 --global-batch-size 8 --attention-head-type multihead"));
+  EXPECT_EQ(mh.model.num_query_groups, 4);
+  // with tp the key/value head is whole on every rank: one a rank, said
+  const MegatronConfig tp2 =
+      parse_megatron_args(tiny_launch("--nproc_per_node 2 --global-batch-size 8 --tensor-model-parallel-size "
+                                      "2 --attention-head-type multiquery"));
+  EXPECT_EQ(tp2.model.num_query_groups, 2);
+  EXPECT_TRUE(std::any_of(tp2.warnings.begin(), tp2.warnings.end(), [](const std::string& w) {
+    return w.rfind("--attention-head-type multiquery with tp 2: BigCode's fork replicates", 0) == 0;
+  }));
+  EXPECT_THROW(
+      parse_megatron_args(tiny_launch("--nproc_per_node 1 --global-batch-size 8 --attention-head-type mqa")),
+      preflight::InputError);
+}

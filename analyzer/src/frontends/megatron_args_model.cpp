@@ -125,7 +125,10 @@ I64 checkpoint_vocab_size(const std::string& dir) {
 /// has no tokenizer.json.  @throws InputError naming the file when it is not a tokenizer's JSON.
 I64 hf_tokenizer_size(const std::string& dir) {
   std::error_code ec;
-  const std::filesystem::path file = std::filesystem::path(dir) / "tokenizer.json";
+  // (a folder holding tokenizer.json, or the file itself: BigCode's --tokenizer-file)
+  const std::filesystem::path file = std::filesystem::is_regular_file(dir, ec)
+                                         ? std::filesystem::path(dir)
+                                         : std::filesystem::path(dir) / "tokenizer.json";
   if (!std::filesystem::is_regular_file(file, ec)) return 0;
   std::ifstream in(file);
   nlohmann::json j;
@@ -585,6 +588,7 @@ const std::vector<FlagSpec>& model_flags() {
       {"--num-attention-heads", Arity::One},
       {"--num-query-groups", Arity::One},
       {"--group-query-attention", Arity::Switch},
+      {"--attention-head-type", Arity::One},  // BigCode's fork: multihead | multiquery
       {"--num-key-value-heads", Arity::One},
       {"--kv-channels", Arity::One},
       {"--seq-length", Arity::One},
@@ -637,6 +641,7 @@ const std::vector<FlagSpec>& model_flags() {
       {"--tokenizer-type", Arity::One},
       {"--tokenizer-model", Arity::One},
       {"--tokenizer-name-or-path", Arity::One},
+      {"--tokenizer-file", Arity::One},  // BigCode's fork: TokenizerFromFile(WithFIM), a tokenizer.json
       {"--pad-vocab-size-to", Arity::One},
       {"--make-vocab-size-divisible-by", Arity::One},
       {"--megatron-version", Arity::One},
@@ -744,6 +749,24 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
   } else if (f.has("--num-key-value-heads")) {
     // Megatron-DeepSpeed's GQA flag (megatron/arguments.py: default None → num_attention_heads).
     m.num_query_groups = static_cast<int>(parse_int("--num-key-value-heads", f.get("--num-key-value-heads")));
+  } else if (f.has("--attention-head-type")) {
+    // BigCode's Megatron-LM fork (SantaCoder, StarCoder): multi-query attention, one key/value head.
+    const std::string& t = f.get("--attention-head-type");
+    if (t != "multiquery" && t != "multihead")
+      throw InputError("--attention-head-type",
+                       "expects multihead or multiquery (BigCode's fork), got '" + t + "'");
+    m.num_query_groups = t == "multiquery" ? 1 : m.num_attention_heads;
+    // With tensor parallelism the fork keeps the one key/value head whole on every tp rank (its
+    // projection replicated): per rank that is one key/value head of tp — what is priced.
+    const I64 tp = f.int_or("--tensor-model-parallel-size", 1);
+    if (t == "multiquery" && tp > 1) {
+      m.num_query_groups = static_cast<int>(tp);
+      warnings.push_back(
+          "--attention-head-type multiquery with tp " + std::to_string(tp) +
+          ": BigCode's fork replicates the key/value head on every tp rank; priced per rank as "
+          "one key/value head a rank (the model's total parameter count counts it " +
+          std::to_string(tp) + " times)");
+    }
   } else if (!base || old_heads != m.num_attention_heads) {
     m.num_query_groups = m.num_attention_heads;
     if (f.has("--num-query-groups"))
@@ -871,6 +894,18 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
                          "counts)");
     }
   }
+  // BigCode's Megatron-LM fork: TokenizerFromFile / TokenizerFromFileWithFIM read a Hugging Face
+  // tokenizer.json
+  // (--tokenizer-file): tokenizers' get_vocab_size(), the added tokens included.
+  if (vocab == 0 && tok_type.rfind("TokenizerFromFile", 0) == 0 && f.has("--tokenizer-file")) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(f.get("--tokenizer-file"), ec)) {
+      vocab = hf_tokenizer_size(f.get("--tokenizer-file"));
+      warnings.push_back("vocabulary " + std::to_string(vocab) + " of --tokenizer-file " +
+                         f.get("--tokenizer-file") + " (its tokens with the added ones, as " + tok_type +
+                         " counts)");
+    }
+  }
   if (vocab == 0 && f.has("--vocab-size")) {
     vocab = parse_int("--vocab-size", f.get("--vocab-size"));
     bool eod = false;
@@ -986,11 +1021,15 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
                                               "script?)") +
                          (empty.empty() && f.has("--tokenizer-model")
                               ? " (--tokenizer-model '" + f.get("--tokenizer-model") + "' not found)"
+                          : empty.empty() && f.has("--tokenizer-file")
+                              ? " (--tokenizer-file '" + f.get("--tokenizer-file") + "' not found)"
                           : empty.empty() && f.has("--vocab-file")
                               ? " (--vocab-file '" + f.get("--vocab-file") + "' not found)"
                               : std::string()) +
                          "; pass --vocab-size or a readable " +
-                         (f.has("--tokenizer-model") ? "--tokenizer-model" : "--vocab-file"));
+                         (f.has("--tokenizer-model")  ? "--tokenizer-model"
+                          : f.has("--tokenizer-file") ? "--tokenizer-file"
+                                                      : "--vocab-file"));
   m.vocab_size = vocab;
 }
 
