@@ -1,6 +1,8 @@
 // The preflight binary: dispatch to subcommands; errors become `preflight: error: …` and exit 2.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 
 #include "commands.hpp"
@@ -70,14 +72,31 @@ void preflight::cli::restore_bracket_words(Words& words) {
     if (!w.empty() && w.front() == kBracketGuard) w.erase(w.begin());
 }
 
+namespace {
+
+/// An analysis inside a wrapped script whose strict mode wrap switched off (set +eu): its exit status is
+/// appended to $PREFLIGHT_STATUS_FILE, and the script's EXIT trap exits with the worst one (rewrite.cpp) — a
+/// failure is not lost behind the script's later commands, nor a success hidden by an environment command
+/// that failed after it.
+int reported(int argc, char** argv, int code) {
+  const char* file = std::getenv("PREFLIGHT_STATUS_FILE");
+  if (!file || !*file || argc < 2) return code;
+  const std::string sub = argv[1];
+  if (sub == "analyze" || sub == "search" || (sub == "run" && code == preflight::kExitBadInput))
+    std::ofstream(file, std::ios::app) << code << "\n";
+  return code;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   try {
-    return dispatch(argc, argv);
+    return reported(argc, argv, dispatch(argc, argv));
   } catch (const preflight::InputError& e) {
     std::cerr << "preflight: error: " << e.what() << "\n";
-    return preflight::kExitBadInput;
+    return reported(argc, argv, preflight::kExitBadInput);
   } catch (const std::exception& e) {
     std::cerr << "preflight: internal error: " << e.what() << "\n";
-    return 3;
+    return reported(argc, argv, 3);
   }
 }

@@ -90,9 +90,12 @@ TEST(Rewrite, OtherLaunchersGoThroughRunAndEnvPrefixesStay) {
   std::string mod = read_file(wrap_data("module_style.sh"));
   WrapResult m = wrap_script(mod, opts());
   auto ml = lines(m.text);
-  EXPECT_EQ(ml[8], "CUDA_VISIBLE_DEVICES=0,1,2,3 " + kInv + " analyze --use_env --nproc_per_node=4 \\");
-  EXPECT_EQ(ml[9], "    --num-layers 12 --hidden-size 768 --num-attention-heads 12 \\");
-  EXPECT_EQ(ml[6], "python3 -c 'print(\"preparing\")'");  // not a training launch
+  // (after the header's two lines: the analysis' status kept as the script's once `set -e` is switched off)
+  EXPECT_NE(ml[4].find("PREFLIGHT_STATUS_FILE"), std::string::npos) << ml[4];
+  EXPECT_EQ(ml[6], "set -e; set +eu  # preflight wrap: the analysis goes on past the cluster's environment");
+  EXPECT_EQ(ml[10], "CUDA_VISIBLE_DEVICES=0,1,2,3 " + kInv + " analyze --use_env --nproc_per_node=4 \\");
+  EXPECT_EQ(ml[11], "    --num-layers 12 --hidden-size 768 --num-attention-heads 12 \\");
+  EXPECT_EQ(ml[8], "python3 -c 'print(\"preparing\")'");  // not a training launch
 }
 
 TEST(Rewrite, TraceModeKeepsTheLaunch) {

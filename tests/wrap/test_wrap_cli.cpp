@@ -699,8 +699,25 @@ TEST(WrapStyles, StrictModeOffForTheAnalysis) {
   EXPECT_NE(w.err.find("cluster_env_style.sh:9: `set -e` / `-u` is switched off for the analysis"),
             std::string::npos)
       << w.err;
-  // `set -- ARGS`, `set +e`, `set -x` are not strict modes: left alone
+  // the analysis' status is the script's: a failed analysis is not lost behind the commands after it, a
+  // command of the cluster's environment failing after a good analysis does not fail the script
   TempDir dir;
+  std::string text = read_file(wrap_data("cluster_env_style.sh"));
+  text.replace(text.find("--vocab-size 49152"), 18, "--vocab-size $NO_SUCH_VOCAB");
+  write_file(dir.path() / "bad.sh", text);
+  const RunResult bad =
+      run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " wrap bad.sh -o bad_w.sh && bash bad_w.sh");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--vocab-size"), std::string::npos) << bad.err;
+  write_file(
+      dir.path() / "late.sh",
+      "set -e\ntorchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+      "--num-attention-heads 2 --seq-length 16 --micro-batch-size 1 --global-batch-size 8 --vocab-size 100\n"
+      "popd\n");
+  EXPECT_EQ(run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " wrap late.sh -o late_w.sh && bash late_w.sh")
+                .exit_code,
+            0);
+  // `set -- ARGS`, `set +e`, `set -x` are not strict modes: left alone
   write_file(dir.path() / "s.sh",
              "set -- --num-layers 2\nset -x\nset +e\ntorchrun --nproc_per_node 8 pretrain_gpt.py \"$@\"\n");
   const RunResult plain = run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " wrap s.sh");

@@ -1319,6 +1319,7 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     // unset SLURM_PROCID — before it reaches its launch.  The analysis runs no training, so errexit and
     // nounset are switched off after such a line (`; set +eu`), said; a value that then comes out empty is
     // refused by the analysis naming its flag.
+    bool relaxed = false;
     for (const SimpleCommand& c : sh.commands) {
       if (c.words.size() < 2 || c.words[0].raw != "set") continue;
       bool strict = false;
@@ -1336,10 +1337,20 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       nested_edits.push_back(
           {c.words.back().end, c.words.back().end,
            "; set +eu  # preflight wrap: the analysis goes on past the cluster's environment"});
+      relaxed = true;
       result.notes.push_back(o.script_name + ":" + std::to_string(line_of(work, c.begin) + nest.line_offset) +
                              ": `set -e` / `-u` is switched off for the analysis (the script's environment — "
                              "sourced files, conda, module, paths of its cluster — may be missing here)");
     }
+    if (relaxed)  // an analysis that fails is still the script's status (cli/main.cpp appends it to the file)
+      header +=
+          "export PREFLIGHT_STATUS_FILE=\"${TMPDIR:-/tmp}/preflight-status.$$\"; rm -f "
+          "\"$PREFLIGHT_STATUS_FILE\"\n"
+          "trap '_pf_rc=$?; if [ -s \"$PREFLIGHT_STATUS_FILE\" ]; then _pf_rc=$(sort -n "
+          "\"$PREFLIGHT_STATUS_FILE\" | "
+          "tail -n 1); fi; rm -f \"$PREFLIGHT_STATUS_FILE\"; exit $_pf_rc' EXIT  # preflight wrap: the "
+          "analysis' "
+          "status is the script's\n";
     // `exec > $LOGFILE` (a job script sending its own output to a log, LLM-jp's PBS scripts): the analysis
     // goes there too, which a user running the wrapped script at a terminal would not expect silently.
     for (const SimpleCommand& c : sh.commands) {
