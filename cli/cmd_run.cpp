@@ -311,9 +311,12 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
     std::cerr << "preflight run: no launch of a training entry point (" << entries.describe()
               << ") reached the shims";
     if (code != 0)
-      std::cerr << "; the script exited with status " << code
-                << " before any — see its output above (a check for a file it expects, e.g. pretrain_gpt.py "
-                   "when not run from the Megatron-LM checkout, or a missing argument)";
+      std::cerr
+          << "; the script exited with status " << code
+          << " before any — see its output above (a check for a file it expects, e.g. pretrain_gpt.py "
+             "when not run from the Megatron-LM checkout, or a missing argument; under set -e, a line of "
+             "its cluster's environment — source ~/.bashrc, conda activate, a path of its file system: "
+             "`preflight wrap SCRIPT -o W && bash W` goes on past those)";
     std::cerr
         << ". Launchers called by absolute path (/usr/bin/torchrun) or through a runner that picks its own "
            "python (uv run, conda run) bypass the shims — `preflight wrap` rewrites such scripts — and "
