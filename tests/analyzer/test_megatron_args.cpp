@@ -1565,3 +1565,13 @@ TEST(MegatronArgs, BigCodeMultiQueryAttention) {
       parse_megatron_args(tiny_launch("--nproc_per_node 1 --global-batch-size 8 --attention-head-type mqa")),
       preflight::InputError);
 }
+
+// A flag read past whose name speaks of attention heads (a fork's `--head-dim`) is named among the flags that
+// may change memory or time, not dropped silently.
+TEST(MegatronArgs, UnknownHeadFlagsAreNamed) {
+  const MegatronConfig c =
+      parse_megatron_args(tiny_launch("--nproc_per_node 1 --global-batch-size 8 --head-dim 128"));
+  EXPECT_TRUE(std::any_of(c.warnings.begin(), c.warnings.end(), [](const std::string& w) {
+    return w.rfind("read past, not modelled", 0) == 0 && w.find("--head-dim") != std::string::npos;
+  }));
+}
