@@ -272,6 +272,14 @@ TEST(NemoConfig, FineTuningRestoresTheCheckpointsModel) {
   EXPECT_EQ(c.strategy.tp, 2);  // the fine-tuning file's
   EXPECT_EQ(c.strategy.seq_length, 2048);
   EXPECT_EQ(c.model.lora.rank, 32);  // NeMo's default adapter_dim
+  // NeMo's default target_modules: attention_qkv alone
+  // (examples/…/tuning/conf/megatron_gpt_finetuning_config.yaml)
+  EXPECT_EQ(c.model.lora.targets(), (std::vector<std::string>{"linear_qkv"}));
+  const MegatronConfig mlp = parse_bridge_args(nemo_config_text_to_megatron_args(
+      ft + "    lora_tuning:\n      adapter_dim: 16\n      target_modules: [attention_dense, mlp]\n",
+      "ft.yaml", {"--vocab-size", "32000"}));
+  EXPECT_EQ(mlp.model.lora.rank, 16);
+  EXPECT_EQ(mlp.model.lora.targets(), (std::vector<std::string>{"linear_proj", "linear_fc1", "linear_fc2"}));
   for (const std::string& ckpt : {(dir / "llama.nemo").string(), (dir / "unpacked").string()}) {
     const auto r = run_preflight("analyze --nemo-config " + shell_quote(ckpt) +
                                  " --nproc_per_node 8 --vocab-size 32000");

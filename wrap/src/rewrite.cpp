@@ -1195,18 +1195,9 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
   // analysis runs the command without the binding (a login node may lack the NUMA nodes, or numactl).
   if (!nest.nested && o.mode == WrapMode::Analyze && (!found.empty() || nested_launches > 0)) {
     std::string header;
-    auto runs_binding = [&] {  // numactl / taskset as a command word somewhere in the script
-      for (std::string_view tool : {"numactl", "taskset"})
-        for (std::size_t at = work.find(tool); at != std::string::npos; at = work.find(tool, at + 1)) {
-          const char before = at ? work[at - 1] : ' ',
-                     after = at + tool.size() < work.size() ? work[at + tool.size()] : '\n';
-          if (std::string_view(" \t\n\"'=(;|&`/").find(before) != std::string_view::npos &&
-              (after == ' ' || after == '\t'))
-            return true;
-        }
-      return false;
-    };
-    if (runs_binding()) {
+    // (numactl / taskset as a command word somewhere in the script)
+    if (!command_word_positions(work, "numactl").empty() ||
+        !command_word_positions(work, "taskset").empty()) {
       header =
           "_preflight_bind_skip() {  # preflight wrap: the option words of numactl / taskset ($1) before the "
           "command they run\n"

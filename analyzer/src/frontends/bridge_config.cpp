@@ -20,7 +20,9 @@ namespace {
 
 using detail::apply_override;
 using detail::enum_member_name;
+using detail::int_flag;
 using detail::is_enum_member;
+using detail::num_flag;
 using detail::Section;
 
 /// The YAML of a Megatron-Bridge log (the block after `------- Task Configuration -------`), or the text
@@ -168,25 +170,13 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   const Section data(root["dataset"], source, "dataset");
   const Section overlap(root["comm_overlap"], source, "comm_overlap");
 
-  auto int_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
-    if (auto v = s.integer(key)) {
-      put_value(flag, std::to_string(*v));
-      out.field_of_flag[flag] = s.name() + "." + key;
-    }
-  };
-  auto num_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
-    if (s.number(key)) {  // validated, passed on as written
-      put_value(flag, s.node()[key].Scalar());
-      out.field_of_flag[flag] = s.name() + "." + key;
-    }
-  };
   auto bool_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
     if (s.flag(key)) put(flag);
   };
   // Tables of fields that map one to one onto a flag: whole numbers, and switches.
   using Fields = std::initializer_list<std::pair<const char*, const char*>>;
   auto int_flags = [&](const Section& s, Fields fields) {
-    for (const auto& [key, flag] : fields) int_flag(s, key, flag);
+    for (const auto& [key, flag] : fields) int_flag(out, s, key, flag);
   };
   auto bool_flags = [&](const Section& s, Fields fields) {
     for (const auto& [key, flag] : fields) bool_flag(s, key, flag);
@@ -198,7 +188,7 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   if (pattern) {
     put_value("--hybrid-layer-pattern", *pattern);
   } else {
-    int_flag(model, "num_layers", "--num-layers");
+    int_flag(out, model, "num_layers", "--num-layers");
   }
   int_flags(model, {{"hidden_size", "--hidden-size"},
                     {"ffn_hidden_size", "--ffn-hidden-size"},
@@ -211,7 +201,7 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
     }
   }
   if (auto n = model.text("normalization")) put_value("--normalization", *n);
-  num_flag(model, "layernorm_epsilon", "--norm-epsilon");
+  num_flag(out, model, "layernorm_epsilon", "--norm-epsilon");
   const bool gated = model.flag("gated_linear_unit");
   const std::string act = model.target("activation_func").value_or("torch.nn.functional.gelu");
   auto ends_with = [](const std::string& s, const std::string& tail) {
@@ -242,15 +232,15 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   if (auto p = model.text("position_embedding_type")) {
     put_value("--position-embedding-type", *p);
   }
-  num_flag(model, "rotary_base", "--rotary-base");
-  num_flag(model, "rotary_percent", "--rotary-percent");
+  num_flag(out, model, "rotary_base", "--rotary-base");
+  num_flag(out, model, "rotary_percent", "--rotary-percent");
   if (model.boolean("share_embeddings_and_output_weights") == false)
     put("--untie-embeddings-and-output-weights");
-  int_flag(model, "vocab_size", "--vocab-size");
+  int_flag(out, model, "vocab_size", "--vocab-size");
   if (model.boolean("should_pad_vocab") == false)
     put_value("--make-vocab-size-divisible-by", "1");
   else
-    int_flag(model, "make_vocab_size_divisible_by", "--make-vocab-size-divisible-by");
+    int_flag(out, model, "make_vocab_size_divisible_by", "--make-vocab-size-divisible-by");
   // The training sequence: the dataset's (the model's seq_length is its context).
   std::optional<long long> seq = data.integer("sequence_length");
   if (!seq) seq = data.integer("seq_length");
@@ -261,11 +251,11 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
     out.field_of_flag["--seq-length"] = "model.seq_length";
   if (seq || context)
     put_value("--max-position-embeddings", std::to_string(std::max(seq.value_or(0), context.value_or(0))));
-  num_flag(model, "attention_dropout", "--attention-dropout");
-  num_flag(model, "hidden_dropout", "--hidden-dropout");
+  num_flag(out, model, "attention_dropout", "--attention-dropout");
+  num_flag(out, model, "hidden_dropout", "--hidden-dropout");
   if (auto w = model.node()["window_size"]; w && w.IsSequence() && w.size() == 2) {
     put_value("--window-size", "(" + w[0].Scalar() + "," + w[1].Scalar() + ")");
-    int_flag(model, "window_attn_skip_freq", "--window-attn-skip-freq");
+    int_flag(out, model, "window_attn_skip_freq", "--window-attn-skip-freq");
   }
   // Multi-latent attention.
   if (model.flag("multi_latent_attention")) {
@@ -277,7 +267,7 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
                       {"v_head_dim", "--v-head-dim"}});
   }
   // Mamba (hybrid models).
-  int_flag(model, "mamba_num_heads", "--mamba-num-heads");
+  int_flag(out, model, "mamba_num_heads", "--mamba-num-heads");
   if (pattern)
     int_flags(model, {{"mamba_head_dim", "--mamba-head-dim"},
                       {"mamba_state_dim", "--mamba-state-dim"},
@@ -297,7 +287,7 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
     put_value("--moe-token-dispatcher-type", dispatcher);
     if (dispatcher == "flex")
       if (auto b = model.text("moe_flex_dispatcher_backend")) put_value("--moe-flex-dispatcher-backend", *b);
-    num_flag(model, "moe_expert_capacity_factor", "--moe-expert-capacity-factor");
+    num_flag(out, model, "moe_expert_capacity_factor", "--moe-expert-capacity-factor");
     bool_flags(model, {{"moe_grouped_gemm", "--moe-grouped-gemm"},
                        {"moe_router_force_load_balancing", "--moe-router-force-load-balancing"},
                        {"moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity"},
@@ -326,7 +316,7 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
                      {"distribute_saved_activations", "--distribute-saved-activations"}});
   if (model.flag("cpu_offloading")) {
     put("--cpu-offloading");
-    int_flag(model, "cpu_offloading_num_layers", "--cpu-offloading-num-layers");
+    int_flag(out, model, "cpu_offloading_num_layers", "--cpu-offloading-num-layers");
     bool_flag(model, "cpu_offloading_weights", "--cpu-offloading-weights");
   }
   // Multi-token prediction.
@@ -364,20 +354,21 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   }
   bool_flag(model, "account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split");
   bool_flag(model, "account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split");
-  int_flag(model, "num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers");
-  int_flag(model, "num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers");
+  int_flag(out, model, "num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers");
+  int_flag(out, model, "num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers");
   if (auto c = model.text("cp_comm_type")) put_value("--cp-comm-type", *c);
   if (model.boolean("overlap_p2p_comm") == false &&
       model.integer("virtual_pipeline_model_parallel_size").value_or(1) > 1)
     put("--no-overlap-p2p-communication");
-  int_flag(model, "microbatch_group_size_per_vp_stage", "--microbatch-group-size-per-virtual-pipeline-stage");
+  int_flag(out, model, "microbatch_group_size_per_vp_stage",
+           "--microbatch-group-size-per-virtual-pipeline-stage");
   // The output layer's deferred weight gradients: the model's field, or CommOverlapConfig's, which Bridge's
   // setup copies onto the model.
   if ((model.flag("defer_embedding_wgrad_compute") || overlap.flag("defer_embedding_wgrad_compute")) &&
       model.integer("pipeline_model_parallel_size").value_or(1) > 1) {  // Bridge sets it with pp only
     put("--defer-embedding-wgrad-compute");
     const Section& from = overlap.set("wgrad_deferral_limit") ? overlap : model;
-    int_flag(from, "wgrad_deferral_limit", "--wgrad-deferral-limit");
+    int_flag(out, from, "wgrad_deferral_limit", "--wgrad-deferral-limit");
   }
 
   // --- Recompute, offloading, CUDA graphs -----------------------------------------------------------------
@@ -385,7 +376,7 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
     put_value("--recompute-granularity", *g);
     if (*g == "full") {
       if (auto m = model.text("recompute_method")) put_value("--recompute-method", *m);
-      int_flag(model, "recompute_num_layers", "--recompute-num-layers");
+      int_flag(out, model, "recompute_num_layers", "--recompute-num-layers");
     } else if (*g == "selective") {
       const auto modules = model.strings("recompute_modules");
       if (!modules.empty()) {
@@ -500,10 +491,10 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   }
   if (opt.flag("optimizer_cpu_offload")) {
     put("--optimizer-cpu-offload");
-    num_flag(opt, "optimizer_offload_fraction", "--optimizer-offload-fraction");
+    num_flag(out, opt, "optimizer_offload_fraction", "--optimizer-offload-fraction");
   }
-  int_flag(train, "micro_batch_size", "--micro-batch-size");
-  int_flag(train, "global_batch_size", "--global-batch-size");
+  int_flag(out, train, "micro_batch_size", "--micro-batch-size");
+  int_flag(out, train, "global_batch_size", "--global-batch-size");
   if (root["peft"] && root["peft"].IsMap() && !root["peft"].IsNull())
     out.warnings.push_back(source +
                            ": peft: the adapters are not read from a Bridge configuration (priced as "

@@ -74,4 +74,20 @@ bool apply_override(YAML::Node& root, const std::string& word, const std::string
   return true;
 }
 
+void int_flag(BridgeConfigArgs& out, const Section& s, const std::string& key, const std::string& flag) {
+  if (auto v = s.integer(key)) {
+    out.args.push_back(flag);
+    out.args.push_back(std::to_string(*v));
+    out.field_of_flag[flag] = s.name() + "." + key;
+  }
+}
+
+void num_flag(BridgeConfigArgs& out, const Section& s, const std::string& key, const std::string& flag) {
+  if (s.number(key)) {  // validated, passed on as written
+    out.args.push_back(flag);
+    out.args.push_back(s.node()[key].Scalar());
+    out.field_of_flag[flag] = s.name() + "." + key;
+  }
+}
+
 }  // namespace preflight::analyzer::detail

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "preflight/analyzer/frontends/bridge_config.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::analyzer::detail {
@@ -152,5 +153,13 @@ class Section {
   YAML::Node node_;
   std::string source_, name_;
 };
+
+/// `flag N` appended to `out.args` when `s` sets `key` to a whole number (its field kept for messages).
+/// @throws InputError naming the field for a value that is not a whole number.
+void int_flag(BridgeConfigArgs& out, const Section& s, const std::string& key, const std::string& flag);
+
+/// `flag X` appended when `s` sets `key` to a number, passed on as written (validated).
+/// @throws InputError naming the field for a value that is not a number.
+void num_flag(BridgeConfigArgs& out, const Section& s, const std::string& key, const std::string& flag);
 
 }  // namespace preflight::analyzer::detail

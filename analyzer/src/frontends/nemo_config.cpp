@@ -1,6 +1,7 @@
 // NeMo 1 training configuration YAML → Megatron-LM arguments (nemo_config.hpp).
 #include "preflight/analyzer/frontends/nemo_config.hpp"
 
+#include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -19,6 +19,8 @@ namespace preflight::analyzer {
 namespace {
 
 using detail::apply_override;
+using detail::int_flag;
+using detail::num_flag;
 using detail::Section;
 
 /// The node at `path` (dot-separated keys) under `from`, or an undefined node.
@@ -129,7 +131,7 @@ std::optional<std::string> log_block(const std::string& text, int& first_line) {
   static const std::string marker = "************** Experiment configuration ***********";
   const std::size_t at = text.find(marker);
   if (at == std::string::npos) return std::nullopt;
-  static const std::regex top_key(R"(^[A-Za-z_][\w.-]*:( .*)?$)");
+  static const RE2 top_key(R"([A-Za-z_][\w.-]*:( .*)?)");  // a top-level key (FullMatch)
   std::istringstream in(text.substr(at));
   std::string line, block;
   first_line =
@@ -148,7 +150,7 @@ std::optional<std::string> log_block(const std::string& text, int& first_line) {
       started = true;
     }
     const bool yaml_line =
-        line.empty() || line[0] == ' ' || line[0] == '-' || line[0] == '#' || std::regex_match(line, top_key);
+        line.empty() || line[0] == ' ' || line[0] == '-' || line[0] == '#' || RE2::FullMatch(line, top_key);
     if (!yaml_line || line.rfind("[NeMo", 0) == 0) break;
     block += line + "\n";
   }
@@ -327,19 +329,6 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
   const Section data(root["model"]["data"], source, "model.data");
   const Section peft(root["model"]["peft"], source, "model.peft");
 
-  auto int_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
-    if (auto v = s.integer(key)) {
-      put_value(flag, std::to_string(*v));
-      out.field_of_flag[flag] = s.name() + "." + key;
-    }
-  };
-  auto num_flag = [&](const Section& s, const std::string& key, const std::string& flag) {
-    if (s.number(key)) {
-      put_value(flag, s.node()[key].Scalar());
-      out.field_of_flag[flag] = s.name() + "." + key;
-    }
-  };
-
   // --- What the configuration trains
   // --------------------------------------------------------------------------- The family by the run's name
   // (`name: megatron_t5`), and an encoder-decoder by its sections.
@@ -402,7 +391,7 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
         put_value("--hybrid-attention-ratio", std::to_string(*r));
       if (auto r = model.number("hybrid_mlp_ratio")) put_value("--hybrid-mlp-ratio", std::to_string(*r));
     }
-    int_flag(model, "mamba_ssm_ngroups", "--mamba-num-groups");
+    int_flag(out, model, "mamba_ssm_ngroups", "--mamba-num-groups");
   }
 
   // --- World and numerics (the trainer)
@@ -417,9 +406,9 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
       out.warnings.push_back(source + ": trainer.devices is " + devices.Scalar() +
                              " (every GPU of the node): give --nproc_per_node N for the run's");
     } else {
-      int_flag(trainer, "devices", "--nproc_per_node");
+      int_flag(out, trainer, "devices", "--nproc_per_node");
     }
-    int_flag(trainer, "num_nodes", "--nnodes");
+    int_flag(out, trainer, "num_nodes", "--nnodes");
   }
   const Section& numerics =
       trainer.set("precision") ? trainer : model;  // (a saved model keeps it as its own)
@@ -456,13 +445,13 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
            {"moe_router_topk", "--moe-router-topk"},
            {"moe_ffn_hidden_size", "--moe-ffn-hidden-size"},
        })
-    int_flag(model, key, flag);
+    int_flag(out, model, key, flag);
   if (model.set("encoder_seq_length"))
-    int_flag(model, "encoder_seq_length", "--seq-length");
+    int_flag(out, model, "encoder_seq_length", "--seq-length");
   else if (model.set("seq_length"))
-    int_flag(model, "seq_length", "--seq-length");
+    int_flag(out, model, "seq_length", "--seq-length");
   else
-    int_flag(data, "seq_length", "--seq-length");
+    int_flag(out, data, "seq_length", "--seq-length");
   if (model.flag("sequence_parallel")) put("--sequence-parallel");
   // (NeMo fills Megatron Core's ModelParallelConfig from the model's fields: absent, overlap_p2p_comm is
   // core's default, False — Megatron-LM's command line defaults to True)
@@ -479,9 +468,9 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
     put_value("--num-query-groups", std::to_string(*g));
     out.field_of_flag["--num-query-groups"] = "model.num_query_groups";
   }
-  num_flag(model, "layernorm_epsilon", "--norm-epsilon");
-  num_flag(model, "hidden_dropout", "--hidden-dropout");
-  num_flag(model, "attention_dropout", "--attention-dropout");
+  num_flag(out, model, "layernorm_epsilon", "--norm-epsilon");
+  num_flag(out, model, "hidden_dropout", "--hidden-dropout");
+  num_flag(out, model, "attention_dropout", "--attention-dropout");
   if (auto n = model.text("normalization")) {
     if (*n == "rmsnorm" || *n == "RMSNorm") {
       put_value("--normalization", "RMSNorm");
@@ -495,7 +484,7 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
       (model.set("add_bias_linear") && !model.flag("add_bias_linear")))
     put("--disable-bias-linear");
   if (model.flag("gated_linear_unit") && !model.set("activation")) put("--swiglu");
-  int_flag(model, "vocab_size", "--vocab-size");
+  int_flag(out, model, "vocab_size", "--vocab-size");
   if (auto act = model.text("activation")) {
     std::string v = *act;
     if (v.rfind("fast-", 0) == 0) v = v.substr(5);
@@ -522,7 +511,7 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
                              " (a bias on the attention scores) is priced as no position embedding");
     }
   }
-  num_flag(model, "rotary_percentage", "--rotary-percent");
+  num_flag(out, model, "rotary_percentage", "--rotary-percent");
   if (model.set("share_embeddings_and_output_weights") && !model.flag("share_embeddings_and_output_weights"))
     put("--untie-embeddings-and-output-weights");
   if (auto t = model.text("transformer_block_type"); t && *t != "pre_ln")
@@ -556,11 +545,11 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
       put_value("--recompute-method", *m);
       out.field_of_flag["--recompute-method"] = "model.activations_checkpoint_method";
     }
-    int_flag(model, "activations_checkpoint_num_layers", "--recompute-num-layers");
+    int_flag(out, model, "activations_checkpoint_num_layers", "--recompute-num-layers");
   }
   if (model.flag("fp8")) {
     put_value("--fp8-format", model.flag("fp8_e4m3") && !model.flag("fp8_hybrid") ? "e4m3" : "hybrid");
-    int_flag(model, "fp8_amax_history_len", "--fp8-amax-history-len");
+    int_flag(out, model, "fp8_amax_history_len", "--fp8-amax-history-len");
     if (model.flag("fp8_params")) put("--fp8-param-gather");  // the weights kept in FP8 (and gathered so)
   }
   // (Apex's distributed Adam and Megatron Core's distributed optimizer alike shard the optimizer state)
@@ -577,8 +566,28 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
   if (auto scheme = peft.text("peft_scheme"); scheme && *scheme != "none") {
     if (*scheme == "lora") {
       const Section lora(root["model"]["peft"]["lora_tuning"], source, "model.peft.lora_tuning");
-      int_flag(lora, "adapter_dim", "--lora-rank");
+      int_flag(out, lora, "adapter_dim", "--lora-rank");
       if (!lora.set("adapter_dim")) put_value("--lora-rank", "32");  // NeMo's default adapter_dim
+      // NeMo's module names (its LoraPEFTConfig; default: attention_qkv only) as Megatron's linears
+      std::vector<std::string> targets = lora.strings("target_modules");
+      if (targets.empty()) targets = {"attention_qkv"};
+      std::set<std::string> linears;
+      for (const std::string& t : targets) {
+        if (t == "attention_qkv" || t == "attention" || t == "all") linears.insert("linear_qkv");
+        if (t == "attention_dense" || t == "attention" || t == "all") linears.insert("linear_proj");
+        if (t == "mlp_fc1" || t == "mlp" || t == "all") linears.insert("linear_fc1");
+        if (t == "mlp_fc2" || t == "mlp" || t == "all") linears.insert("linear_fc2");
+        if (t != "attention_qkv" && t != "attention_dense" && t != "mlp_fc1" && t != "mlp_fc2" &&
+            t != "attention" && t != "mlp" && t != "all")
+          throw InputError(lora.field("target_modules"),
+                           "names '" + t +
+                               "', not a module NeMo's LoRA takes (attention_qkv, attention_dense, "
+                               "mlp_fc1, mlp_fc2, attention, mlp, all)");
+      }
+      a.push_back("--lora-target-modules");
+      for (const char* l :
+           {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"})  // (in the layer's order)
+        if (linears.count(l)) a.push_back(l);
     } else {
       out.warnings.push_back(source + ": model.peft.peft_scheme " + *scheme +
                              " is priced as full fine-tuning (an upper bound)");
