@@ -90,12 +90,15 @@ TEST(Rewrite, OtherLaunchersGoThroughRunAndEnvPrefixesStay) {
   std::string mod = read_file(wrap_data("module_style.sh"));
   WrapResult m = wrap_script(mod, opts());
   auto ml = lines(m.text);
-  // (after the header's two lines: the analysis' status kept as the script's once `set -e` is switched off)
+  // (after the header: the analysis' status kept as the script's once `set -e` is switched off, its EXIT
+  // trap composed with the script's own under bash)
   EXPECT_NE(ml[4].find("PREFLIGHT_STATUS_FILE"), std::string::npos) << ml[4];
-  EXPECT_EQ(ml[6], "set -e; set +eu  # preflight wrap: the analysis goes on past the cluster's environment");
-  EXPECT_EQ(ml[10], "CUDA_VISIBLE_DEVICES=0,1,2,3 " + kInv + " analyze --use_env --nproc_per_node=4 \\");
-  EXPECT_EQ(ml[11], "    --num-layers 12 --hidden-size 768 --num-attention-heads 12 \\");
-  EXPECT_EQ(ml[8], "python3 -c 'print(\"preparing\")'");  // not a training launch
+  const std::size_t h = 17;  // the header's last line
+  EXPECT_EQ(ml[h + 1],
+            "set -e; set +eu  # preflight wrap: the analysis goes on past the cluster's environment");
+  EXPECT_EQ(ml[h + 5], "CUDA_VISIBLE_DEVICES=0,1,2,3 " + kInv + " analyze --use_env --nproc_per_node=4 \\");
+  EXPECT_EQ(ml[h + 6], "    --num-layers 12 --hidden-size 768 --num-attention-heads 12 \\");
+  EXPECT_EQ(ml[h + 3], "python3 -c 'print(\"preparing\")'");  // not a training launch
 }
 
 TEST(Rewrite, TraceModeKeepsTheLaunch) {

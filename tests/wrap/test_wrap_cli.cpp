@@ -702,11 +702,14 @@ TEST(WrapStyles, StrictModeOffForTheAnalysis) {
   TempDir dir;
   std::string text = read_file(wrap_data("cluster_env_style.sh"));
   text.replace(text.find("--vocab-size 49152"), 18, "--vocab-size $NO_SUCH_VOCAB");
+  // (the script's own EXIT trap, set after ours, runs and does not replace it)
+  text.insert(text.find("set -u\n"), "cleanup() { echo \"cleanup ran\"; }\ntrap cleanup EXIT\ntrap '' HUP\n");
   write_file(dir.path() / "bad.sh", text);
   const RunResult bad =
       run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " wrap bad.sh -o bad_w.sh && bash bad_w.sh");
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("--vocab-size"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.out.find("cleanup ran"), std::string::npos) << bad.out;
   write_file(
       dir.path() / "late.sh",
       "set -e\ntorchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 64 "

@@ -1334,14 +1334,27 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
                              "sourced files, conda, module, paths of its cluster — may be missing here)");
     }
     if (relaxed)  // an analysis that fails is still the script's status (cli/main.cpp appends it to the file)
+      // The EXIT trap that keeps it survives the script's own `trap HANDLER EXIT`: under bash a function
+      // named trap runs the script's handler first, then this one (the composed trap is bash's, so a POSIX
+      // shell keeps its builtin and the script's own trap replaces ours, as before).
       header +=
           "export PREFLIGHT_STATUS_FILE=\"${TMPDIR:-/tmp}/preflight-status.$$\"; rm -f "
           "\"$PREFLIGHT_STATUS_FILE\"\n"
-          "trap '_pf_rc=$?; if [ -s \"$PREFLIGHT_STATUS_FILE\" ]; then _pf_rc=$(sort -n "
+          "_pf_exit() { if [ -s \"$PREFLIGHT_STATUS_FILE\" ]; then _pf_rc=$(sort -n "
           "\"$PREFLIGHT_STATUS_FILE\" | "
-          "tail -n 1); fi; rm -f \"$PREFLIGHT_STATUS_FILE\"; exit $_pf_rc' EXIT  # preflight wrap: the "
-          "analysis' "
-          "status is the script's\n";
+          "tail -n 1); fi; rm -f \"$PREFLIGHT_STATUS_FILE\"; exit $_pf_rc; }\n"
+          "trap '_pf_rc=$?; _pf_exit' EXIT  # preflight wrap: the analysis' status is the script's\n"
+          "if [ -n \"${BASH_VERSION:-}\" ]; then eval 'trap() {\n"
+          "  if [ $# -lt 2 ] || [ \"$1\" = -p ] || [ \"$1\" = -l ]; then builtin trap \"$@\"; return; fi\n"
+          "  local _pf_h=$1 _pf_s; local -a _pf_rest=(); shift\n"
+          "  if [ \"$_pf_h\" = -- ]; then _pf_h=$1; shift; fi\n"
+          "  for _pf_s in \"$@\"; do case $_pf_s in\n"
+          "    EXIT|0|SIGEXIT) if [ \"$_pf_h\" = - ] || [ -z \"$_pf_h\" ]; then builtin trap \"_pf_rc=\\$?; "
+          "_pf_exit\" EXIT;\n"
+          "      else builtin trap \"_pf_rc=\\$?; $_pf_h\n_pf_exit\" EXIT; fi ;;\n"
+          "    *) _pf_rest+=(\"$_pf_s\") ;; esac; done\n"
+          "  if [ ${#_pf_rest[@]} -gt 0 ]; then builtin trap -- \"$_pf_h\" \"${_pf_rest[@]}\"; fi\n"
+          "}'; fi\n";
     // `exec > $LOGFILE` (a job script sending its own output to a log, LLM-jp's PBS scripts): the analysis
     // goes there too, which a user running the wrapped script at a terminal would not expect silently.
     for (const SimpleCommand& c : sh.commands) {
