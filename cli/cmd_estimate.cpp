@@ -232,8 +232,9 @@ Command estimate_command() {
             "--nproc_per_node / --nnodes), Hydra overrides (model.x=y) and Megatron flags may follow --");
         sub.add_option("--nemo-config", o->bridge_config,
                        "NeMo 1 training configuration (megatron_gpt_config.yaml, a launcher's training yaml, "
-                       "hparams.yaml): trainer.devices x num_nodes is the world; Hydra overrides (model.x=y) "
-                       "and Megatron flags may follow --");
+                       "hparams.yaml, a .nemo) or NeMo 2 one (NeMo-Run's YAML of llm.pretrain / finetune, a "
+                       "checkpoint's context/model.yaml): trainer.devices x num_nodes is the world; Hydra "
+                       "overrides (model.x=y) and Megatron flags may follow --");
         sub.add_option("megatron", o->megatron, "Megatron-LM / torchrun arguments after --");
         sub.footer(
             "Exit status: 0 fits (or tight: only the allocated peak fits, said on stdout), 1 a stage's "

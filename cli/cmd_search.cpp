@@ -702,8 +702,9 @@ Command search_command() {
             "(model.x=y) and Megatron flags may follow --");
         sub.add_option(
             "--nemo-config", o->bridge_config,
-            "NeMo 1 training configuration (megatron_gpt_config.yaml, a launcher's training yaml), "
-            "searched as the launch it describes (trainer.devices x num_nodes the world); Hydra "
+            "NeMo 1 or NeMo 2 training configuration (megatron_gpt_config.yaml, a launcher's training "
+            "yaml; NeMo-Run's YAML of llm.pretrain), searched as the launch it describes (trainer.devices x "
+            "num_nodes the world); Hydra "
             "overrides and Megatron flags may follow --");
         sub.add_option("--world-size", o->world, "GPUs");
         sub.add_option("--lora-rank", o->lora_rank,

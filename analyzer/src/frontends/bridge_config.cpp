@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "config_section.hpp"
+#include "preflight/analyzer/frontends/nemo2_config.hpp"
 #include "preflight/analyzer/frontends/nemo_config.hpp"
 #include "preflight/common/error.hpp"
 
@@ -123,7 +124,6 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
   // A NeMo 1 training configuration (megatron_gpt_config.yaml, hparams.yaml, a log printing one) rather than
   // a ConfigContainer.
   if (is_nemo1_config(text)) return nemo_config_text_to_megatron_args(text, source, extra);
-  BridgeConfigArgs out;
   int first_line = 1;
   const std::string yaml = yaml_block(text, source, first_line);
   YAML::Node root;
@@ -133,12 +133,16 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
     throw InputError(e.mark.line >= 0 ? location(source, first_line + e.mark.line) : source,
                      "malformed yaml: " + e.msg);
   }
+  // A NeMo 2 configuration (NeMo-Run's YAML of llm.pretrain / llm.finetune, a checkpoint's
+  // context/model.yaml): classes by name, with only the arguments given written.
+  if (is_nemo2_config(root)) return nemo2_config_to_megatron_args(root, source, extra);
   if (!root.IsMap() || !root["model"] || !root["model"].IsMap())
     throw InputError(
         source,
         "not a Megatron-Bridge run configuration: no `model` section (a ConfigContainer "
         "YAML: run_config.yaml, logger.save_config_filepath, or a log's Task Configuration), nor a "
-        "NeMo 1 training configuration (a `model` section beside `trainer`)");
+        "NeMo 1 training configuration (a `model` section beside `trainer`), nor a NeMo 2 one (a model "
+        "`_target_` of nemo.collections.llm)");
   std::vector<std::string> passed_on;
   static const std::set<std::string> sections = {
       "model",     "train",        "ddp",       "optimizer",  "mixed_precision",
@@ -146,7 +150,14 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
       "tokenizer", "dist",         "rng",       "profiling",  "peft"};
   for (const auto& w : extra)
     if (!apply_override(root, w, source, sections)) passed_on.push_back(w);
+  return detail::bridge_root_to_megatron_args(root, source, passed_on);
+}
 
+namespace detail {
+
+BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std::string& source,
+                                              const std::vector<std::string>& passed_on) {
+  BridgeConfigArgs out;
   auto& a = out.args;
   auto put = [&](const std::string& flag) { a.push_back(flag); };
   auto put_value = [&](const std::string& flag, const std::string& v) {
@@ -500,9 +511,11 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
                            ": peft: the adapters are not read from a Bridge configuration (priced as "
                            "full fine-tuning; preflight's --lora-rank / --lora-target-modules price LoRA)");
 
-  for (auto& w : passed_on) a.push_back(w);
+  for (const auto& w : passed_on) a.push_back(w);
   return out;
 }
+
+}  // namespace detail
 
 MegatronConfig parse_bridge_args(const BridgeConfigArgs& b, const std::map<std::string, std::string>& env,
                                  const ModelSpec* base) {
@@ -524,15 +537,20 @@ MegatronConfig parse_bridge_args(const BridgeConfigArgs& b, const std::map<std::
 
 BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
                                                 const std::vector<std::string>& extra) {
-  // a NeMo 1 checkpoint (.nemo, or its unpacked folder): its model configuration
+  // A checkpoint: NeMo 2's folder (its context/model.yaml), or NeMo 1's .nemo or unpacked folder.
   std::error_code ec;
-  if (path.ends_with(".nemo") || std::filesystem::is_directory(path, ec))
+  std::string file = path;
+  if (std::filesystem::is_directory(path, ec)) {
+    file = nemo2_checkpoint_model_yaml(path);
+    if (file.empty()) return nemo_config_to_megatron_args(path, extra);
+  } else if (path.ends_with(".nemo")) {
     return nemo_config_to_megatron_args(path, extra);
-  std::ifstream f(path, std::ios::binary);
+  }
+  std::ifstream f(file, std::ios::binary);
   if (!f) throw InputError(path, "cannot read the Megatron-Bridge configuration");
   std::ostringstream s;
   s << f.rdbuf();
-  return bridge_config_text_to_megatron_args(s.str(), path, extra);
+  return bridge_config_text_to_megatron_args(s.str(), file, extra);
 }
 
 }  // namespace preflight::analyzer

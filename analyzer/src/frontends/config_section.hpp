@@ -162,4 +162,11 @@ void int_flag(BridgeConfigArgs& out, const Section& s, const std::string& key, c
 /// @throws InputError naming the field for a value that is not a number.
 void num_flag(BridgeConfigArgs& out, const Section& s, const std::string& key, const std::string& flag);
 
+/// The Megatron-Bridge conversion of a ConfigContainer already loaded (and overridden): `root`'s sections as
+/// Megatron-LM arguments, then `passed_on` (the caller's words that were not overrides).  Shared with the
+/// NeMo 2 front end, which writes its configuration into this form (nemo2_config.cpp).
+/// @throws InputError naming `source` and the field, as bridge_config_text_to_megatron_args().
+BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std::string& source,
+                                              const std::vector<std::string>& passed_on);
+
 }  // namespace preflight::analyzer::detail

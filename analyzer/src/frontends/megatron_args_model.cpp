@@ -947,9 +947,9 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
     const std::string& t = f.get(hf_flag);
     I64 v = checkpoint_vocab_size(t);
     std::string from = t + "/config.json";
-    if (v == 0 && is_preset(t)) {
-      v = preset_model(t).vocab_size;
-      from = "the " + preset_model(t).name + " preset (" + t + "'s config.json)";
+    if (const std::string preset = preset_of_repository(t); v == 0 && !preset.empty()) {
+      v = preset_model(preset).vocab_size;
+      from = "the " + preset + " preset (" + t + "'s config.json)";
     }
     if (v > 0) {
       vocab = v;

@@ -1,6 +1,8 @@
 // NeMo 1 training configuration YAML → Megatron-LM arguments (nemo_config.hpp).
 #include "preflight/analyzer/frontends/nemo_config.hpp"
 
+#include "preflight/analyzer/frontends/nemo2_config.hpp"
+
 #include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
 
@@ -242,6 +244,7 @@ YAML::Node with_model_section(const YAML::Node& root) {
 }
 
 bool nemo1_shape(const YAML::Node& document) {
+  if (is_nemo2_config(document)) return false;  // NeMo 2's: classes by _target_
   const YAML::Node root = with_model_section(document);
   if (!root.IsMap() || !root["model"] || !root["model"].IsMap() || root["model"]["_target_"]) return false;
   if (root["trainer"] && root["trainer"].IsMap()) return true;

@@ -128,7 +128,44 @@ bool is_hf_repo_id(const std::string& s) {
   return ok_part(v.substr(0, slash)) && ok_part(v.substr(slash + 1));
 }
 
+/// The preset whose repository `repo` (ORG/REPO) is, or is a chat / instruct / base / thinking / FP8 / dated
+/// variant of; nullptr when none is.
+const Preset* family_preset(const std::string& repo) {
+  if (const Preset* p = find_preset(repo)) return p;
+  if (!is_hf_repo_id(repo)) return nullptr;
+  auto strip_variant = [](std::string n) {
+    for (bool stripped = true; stripped;) {
+      stripped = false;
+      for (const char* suffix : {"-instruct", "-chat", "-base", "-hf", "-thinking", "-fp8"})
+        if (n.size() > std::strlen(suffix) && n.ends_with(suffix)) {
+          n.resize(n.size() - std::strlen(suffix));
+          stripped = true;
+        }
+      // a release date (Qwen3-235B-A22B-Instruct-2507)
+      if (n.size() > 5 && n[n.size() - 5] == '-' &&
+          std::all_of(n.end() - 4, n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        n.resize(n.size() - 5);
+        stripped = true;
+      }
+    }
+    return n;
+  };
+  const std::string family = strip_variant(normalize(repo));
+  for (const Preset& preset : presets()) {
+    if (!preset.hf_repo.empty() && strip_variant(normalize(preset.hf_repo)) == family) return &preset;
+    for (const std::string& a : preset.aliases)
+      if (a.find('/') != std::string::npos && strip_variant(a) == family)
+        return &preset;  // a repository alias
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+std::string preset_of_repository(const std::string& repo) {
+  const Preset* p = family_preset(repo);
+  return p ? p->name : "";
+}
 
 ModelSpec load_model(const std::string& spec, std::vector<std::string>* warnings) {
   namespace fs = std::filesystem;
@@ -144,39 +181,13 @@ ModelSpec load_model(const std::string& spec, std::vector<std::string>* warnings
     // A chat / instruct / base / thinking / FP8 / dated variant of a preset's repository
     // (Qwen/Qwen2.5-7B-Instruct, meta-llama/Llama-2-7b-chat-hf, Qwen/Qwen3-235B-A22B-Instruct-2507): the same
     // architecture; the preset, said.
-    auto strip_variant = [](std::string n) {
-      for (bool stripped = true; stripped;) {
-        stripped = false;
-        for (const char* suffix : {"-instruct", "-chat", "-base", "-hf", "-thinking", "-fp8"})
-          if (n.size() > std::strlen(suffix) && n.ends_with(suffix)) {
-            n.resize(n.size() - std::strlen(suffix));
-            stripped = true;
-          }
-        // a release date (Qwen3-235B-A22B-Instruct-2507)
-        if (n.size() > 5 && n[n.size() - 5] == '-' &&
-            std::all_of(n.end() - 4, n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-          n.resize(n.size() - 5);
-          stripped = true;
-        }
-      }
-      return n;
-    };
-    const std::string family = strip_variant(normalize(spec));
-    auto names_family = [&](const Preset& preset) {
-      if (!preset.hf_repo.empty() && strip_variant(normalize(preset.hf_repo)) == family) return true;
-      return std::any_of(preset.aliases.begin(), preset.aliases.end(), [&](const std::string& a) {
-        return a.find('/') != std::string::npos && strip_variant(a) == family;  // a repository alias
-      });
-    };
-    for (const Preset& preset : presets())
-      if (names_family(preset)) {
-        if (warnings)
-          warnings->push_back(
-              "--model " + spec + ": the " + preset.name + " preset (" + preset.hf_repo +
-              "'s architecture, which this variant shares; a local folder with its config.json "
-              "is read instead when given)");
-        return build_preset(preset, warnings);
-      }
+    if (const Preset* preset = family_preset(spec)) {
+      if (warnings)
+        warnings->push_back("--model " + spec + ": the " + preset->name + " preset (" + preset->hf_repo +
+                            "'s architecture, which this variant shares; a local folder with its config.json "
+                            "is read instead when given)");
+      return build_preset(*preset, warnings);
+    }
     // Not a file or folder here and not a preset: a repository on the Hub, as `from_pretrained` reads it.
     std::string url = hf_endpoint() + "/" + spec + "/resolve/main/config.json";
     try {

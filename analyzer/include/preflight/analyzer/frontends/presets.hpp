@@ -36,6 +36,11 @@ ModelSpec preset_model(const std::string& name);
 /// @throws InputError as preset_model().
 std::string preset_source(const std::string& name);
 
+/// The canonical name of the preset whose Hugging Face repository `repo` (ORG/REPO) is — or is a chat /
+/// instruct / base / thinking / FP8 / dated variant of (deepseek-ai/DeepSeek-V3-Base,
+/// Qwen/Qwen2.5-7B-Instruct), which share its architecture and tokenizer; "" when none is.
+std::string preset_of_repository(const std::string& repo);
+
 /// `--model` resolution: an `http(s)://` URL of a config.json; else an existing config.json file or a
 /// checkpoint directory holding one; else a preset name (or a preset's repository id); else a Hugging Face
 /// repository id `ORG/REPO`, read from `<hf_endpoint()>/ORG/REPO/resolve/main/config.json` (with $HF_TOKEN

@@ -1,0 +1,278 @@
+// NeMo 2 configurations (NeMo-Run's task YAML, a checkpoint's context/model.yaml) read as Megatron arguments
+// (nemo2_config.hpp).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "preflight/analyzer/cost/estimate.hpp"
+#include "preflight/analyzer/cost/simumax_config.hpp"
+#include "preflight/analyzer/frontends/bridge_config.hpp"
+#include "preflight/analyzer/frontends/megatron_args.hpp"
+#include "preflight/analyzer/frontends/nemo2_config.hpp"
+#include "preflight/analyzer/frontends/presets.hpp"
+#include "preflight/common/error.hpp"
+#include "test_support.hpp"
+
+namespace preflight::analyzer {
+namespace {
+
+using preflight::test::data_dir;
+using preflight::test::read_file;
+
+std::string nemo2(const std::string& name) {
+  return (data_dir() / "frontends" / "nemo2" / name).string();
+}
+
+/// The Megatron arguments of a run of the time corpus file `corpus`, by a substring of its name.
+std::vector<std::string> corpus_args(const std::string& corpus, const std::string& name) {
+  const auto j = nlohmann::json::parse(read_file(data_dir() / "time_corpus" / corpus));
+  for (const auto& r : j["runs"])
+    if (r["name"].get<std::string>().find(name) != std::string::npos)
+      return r["args"].get<std::vector<std::string>>();
+  ADD_FAILURE() << "no run named " << name;
+  return {};
+}
+
+double iteration_ms(const MegatronConfig& c, const std::string& system) {
+  return cost::estimate(c.model, c.strategy, cost::load_simumax_system(system)).iteration_ms;
+}
+
+bool has(const std::vector<std::string>& args, const std::string& flag, const std::string& value = "") {
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (args[i] == flag && (value.empty() || (i + 1 < args.size() && args[i + 1] == value))) return true;
+  return false;
+}
+
+BridgeConfigArgs from_text(const std::string& yaml, const std::vector<std::string>& extra = {}) {
+  return bridge_config_text_to_megatron_args(yaml, "task.yaml", extra);
+}
+
+std::string error_of(const std::string& yaml, const std::vector<std::string>& extra = {}) {
+  try {
+    parse_bridge_args(from_text(yaml, extra));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+/// A small NeMo-Run pretrain task: a Llama 3 8B on 8 GPUs; `strategy` and `more` are spliced in.
+std::string task(const std::string& strategy = "", const std::string& more = "",
+                 const std::string& config = "") {
+  return "_partial_: true\n_target_: nemo.collections.llm.api.pretrain\n"
+         "data:\n  _target_: nemo.collections.llm.gpt.data.mock.MockDataModule\n  global_batch_size: 64\n"
+         "  micro_batch_size: 1\n  seq_length: 4096\n"
+         "model:\n  _target_: nemo.collections.llm.gpt.model.llama.LlamaModel\n  config:\n"
+         "    _target_: nemo.collections.llm.gpt.model.llama.Llama3Config8B\n" +
+         config +
+         "optim:\n  _target_: nemo.lightning.pytorch.optim.megatron.MegatronOptimizerModule\n  config:\n"
+         "    _target_: megatron.core.optimizer.optimizer_config.OptimizerConfig\n    optimizer: adam\n"
+         "    use_distributed_optimizer: true\n"
+         "trainer:\n  _target_: nemo.lightning.pytorch.trainer.Trainer\n  devices: 8\n  num_nodes: 1\n"
+         "  strategy:\n    _target_: nemo.lightning.pytorch.strategies.megatron_strategy.MegatronStrategy\n" +
+         strategy + more;
+}
+
+// Two NeMo 2 performance runs written as NeMo-Run task YAML price exactly as the same runs' Megatron command
+// lines in the time corpus: the model configuration class's defaults (Llama3Config8B, DeepSeekV3Config: MLA,
+// 256 experts, the first three layers dense) laid under the file's fields, the strategy's layout, the
+// trainer's world, MegatronMixedPrecision's FP8, the DDP config and the callback's overlaps, the tokenizer's
+// vocabulary.
+TEST(NemoTwoConfig, PretrainTasksPriceAsTheSameRunsMegatronArguments) {
+  const BridgeConfigArgs l = bridge_config_to_megatron_args(nemo2("llama3_8b_pretrain_fp8.yaml"), {});
+  EXPECT_TRUE(has(l.args, "--fp8-format", "hybrid"));
+  EXPECT_TRUE(has(l.args, "--fp8-recipe", "delayed"));
+  EXPECT_TRUE(has(l.args, "--overlap-grad-reduce"));
+  EXPECT_TRUE(has(l.args, "--grad-reduce-in-bf16"));
+  EXPECT_TRUE(has(l.args, "--nproc_per_node", "8"));
+  EXPECT_TRUE(has(l.args, "--tokenizer-model", "meta-llama/Meta-Llama-3-8B"));
+  const MegatronConfig lc = parse_bridge_args(l);
+  EXPECT_EQ(lc.model.num_layers, 32);
+  EXPECT_EQ(lc.model.ffn_hidden_size, 14336);
+  EXPECT_NEAR(iteration_ms(lc, "b200") /
+                  iteration_ms(parse_megatron_args(corpus_args("b200_nemo2_2502.json", "llama3-8b")), "b200"),
+              1.0, 1e-9);
+
+  const BridgeConfigArgs d = bridge_config_to_megatron_args(nemo2("deepseek_v3_pretrain_bf16.yaml"), {});
+  const MegatronConfig dc = parse_bridge_args(d);
+  EXPECT_EQ(dc.strategy.world_size, 512);
+  EXPECT_EQ(dc.strategy.ep, 64);
+  EXPECT_EQ(dc.model.vocab_size, 129280);  // deepseek-ai/DeepSeek-V3-Base: the deepseek-v3 preset's
+  EXPECT_TRUE(has(d.args, "--multi-latent-attention"));
+  EXPECT_TRUE(std::any_of(d.args.begin(), d.args.end(),
+                          [](const std::string& a) { return a.rfind("[0,0,0,1,", 0) == 0; }));
+  // the class's MoE settings the corpus row leaves out (DeepSeekConfig: shared expert overlap, sigmoid
+  // routing with expert bias) are the only difference
+  std::vector<std::string> row = corpus_args("h100_dgxc_nemo2504.json", "deepseek-v3 bf16 tp2 pp8");
+  for (const char* w : {"--moe-shared-expert-overlap", "--moe-router-score-function", "sigmoid",
+                        "--moe-router-enable-expert-bias"})
+    row.push_back(w);
+  EXPECT_NEAR(iteration_ms(dc, "h100-sxm") / iteration_ms(parse_megatron_args(row), "h100-sxm"), 1.0, 1e-9);
+}
+
+// NeMo-Run's CLI overrides change the YAML first; torchrun's sizes replace the trainer's world; other words
+// are passed on.
+TEST(NemoTwoConfig, OverridesAndTheWorld) {
+  const MegatronConfig c = parse_bridge_args(
+      from_text(task("    tensor_model_parallel_size: 1\n"),
+                {"trainer.strategy.tensor_model_parallel_size=2", "trainer.strategy.sequence_parallel=true",
+                 "model.config.num_layers=16", "data.global_batch_size=256", "trainer.num_nodes=2",
+                 "--vocab-size", "128256"}));
+  EXPECT_EQ(c.strategy.tp, 2);
+  EXPECT_TRUE(c.strategy.sequence_parallel);
+  EXPECT_EQ(c.model.num_layers, 16);
+  EXPECT_EQ(c.strategy.global_batch_size, 256);
+  EXPECT_EQ(c.strategy.world_size, 16);
+  const BridgeConfigArgs t =
+      from_text(task(), {"--nproc_per_node", "4", "--nnodes", "2", "--vocab-size", "1000"});
+  EXPECT_FALSE(has(t.args, "--nproc_per_node", "8"));
+  EXPECT_EQ(parse_bridge_args(t).strategy.world_size, 8);
+}
+
+// NeMo's own behaviour where the file is silent: the DDP config's gradient reduction follows
+// MegatronMixedPrecision (FP32 by default, `ddp: megatron` alone reduces in BF16); interleaved pipelines
+// overlap their p2p only with MegatronCommOverlapCallback, which also keeps TP overlap off without sequence
+// parallelism; the distributed optimizer's overlaps come from the callback.
+TEST(NemoTwoConfig, WhatNemoDoesWhereTheFileIsSilent) {
+  const std::string vocab = "--vocab-size";
+  const std::string plugin =
+      "  plugins:\n    _target_: nemo.lightning.pytorch.plugins.mixed_precision.MegatronMixedPrecision\n"
+      "    precision: bf16-mixed\n";
+  EXPECT_FALSE(has(from_text(task("", plugin), {vocab, "1000"}).args, "--grad-reduce-in-bf16"));
+  EXPECT_TRUE(has(from_text(task("    ddp: megatron\n"), {vocab, "1000"}).args, "--grad-reduce-in-bf16"));
+
+  const std::string interleaved =
+      "    tensor_model_parallel_size: 2\n    pipeline_model_parallel_size: 2\n"
+      "    virtual_pipeline_model_parallel_size: 2\n";
+  const std::string callback =
+      "  callbacks:\n  - _target_: nemo.lightning.pytorch.callbacks.megatron_comm_overlap."
+      "MegatronCommOverlapCallback\n    tp_comm_overlap: true\n";
+  const BridgeConfigArgs plain = from_text(task(interleaved), {vocab, "1000"});
+  EXPECT_TRUE(has(plain.args, "--no-overlap-p2p-communication"));
+  EXPECT_FALSE(has(plain.args, "--overlap-grad-reduce"));
+  const BridgeConfigArgs with = from_text(task(interleaved, callback), {vocab, "1000"});
+  EXPECT_FALSE(has(with.args, "--no-overlap-p2p-communication"));
+  EXPECT_TRUE(has(with.args, "--overlap-grad-reduce"));
+  EXPECT_TRUE(has(with.args, "--overlap-param-gather"));
+  EXPECT_FALSE(has(with.args, "--tp-comm-overlap"));  // no sequence parallelism: NeMo turns it off
+  EXPECT_NE(with.warnings.front().find("tp_comm_overlap is off"), std::string::npos);
+  EXPECT_TRUE(
+      has(from_text(task(interleaved + "    sequence_parallel: true\n", callback), {vocab, "1000"}).args,
+          "--tp-comm-overlap"));
+  // a configuration's own vocab_size is used as it stands (NeMo pads only the tokenizer's)
+  const MegatronConfig q = parse_bridge_args(
+      from_text("_target_: nemo.collections.llm.api.pretrain\nmodel:\n  _target_: "
+                "nemo.collections.llm.gpt.model.qwen3.Qwen3Model\n  config:\n    _target_: "
+                "nemo.collections.llm.gpt.model.qwen3.Qwen3Config8B\n"
+                "trainer:\n  devices: 8\n  strategy:\n    tensor_model_parallel_size: 2\n"
+                "data:\n  global_batch_size: 32\n  micro_batch_size: 1\n  seq_length: 4096\n"));
+  EXPECT_EQ(q.model.vocab_size, 151936);
+  EXPECT_EQ(q.model.num_layers, 36);
+  EXPECT_TRUE(q.model.qk_layernorm);
+}
+
+// PEFT LoRA: its dim and target modules; NeMo's default targets are the four linears.
+TEST(NemoTwoConfig, LoraFineTuning) {
+  const std::string lora = "peft:\n  _target_: nemo.collections.llm.peft.lora.LoRA\n";
+  const BridgeConfigArgs d = from_text(task("", "", "") + lora, {"--vocab-size", "1000"});
+  EXPECT_TRUE(has(d.args, "--lora-rank", "32"));
+  EXPECT_TRUE(has(d.args, "--lora-target-modules", "linear_qkv"));
+  EXPECT_TRUE(has(d.args, "linear_fc2"));
+  const BridgeConfigArgs t =
+      from_text(task() + lora + "  dim: 16\n  target_modules:\n  - '*.linear_qkv'\n  - linear_proj\n",
+                {"--vocab-size", "1000"});
+  EXPECT_TRUE(has(t.args, "--lora-rank", "16"));
+  EXPECT_FALSE(has(t.args, "linear_fc1"));
+  EXPECT_NE(error_of(task() + lora + "  target_modules: [embedding]\n", {"--vocab-size", "1000"})
+                .find("task.yaml: peft.target_modules"),
+            std::string::npos);
+}
+
+// A checkpoint's context/model.yaml (the model itself: config and tokenizer), as a folder or the file; the
+// world comes from the caller.
+TEST(NemoTwoConfig, CheckpointContext) {
+  const auto dir = std::filesystem::temp_directory_path() / "preflight_nemo2_ckpt";
+  std::filesystem::create_directories(dir / "context");
+  std::filesystem::create_directories(dir / "weights");
+  std::ofstream(dir / "context" / "model.yaml")
+      << "_target_: nemo.collections.llm.gpt.model.llama.LlamaModel\nconfig:\n"
+         "  _target_: nemo.collections.llm.gpt.model.llama.Llama31Config8B\n  seq_length: 8192\n"
+         "tokenizer:\n  _target_: "
+         "nemo.collections.common.tokenizers.huggingface.auto_tokenizer.AutoTokenizer\n"
+         "  pretrained_model_name: meta-llama/Llama-3.1-8B\n";
+  EXPECT_EQ(nemo2_checkpoint_model_yaml(dir.string()), (dir / "context" / "model.yaml").string());
+  EXPECT_EQ(nemo2_checkpoint_model_yaml(dir / "weights"), "");
+  const MegatronConfig c = parse_bridge_args(bridge_config_to_megatron_args(
+      dir.string(), {"--nproc_per_node", "8", "--micro-batch-size", "1", "--global-batch-size", "8"}));
+  const ModelSpec preset = preset_model("llama3-8b");
+  EXPECT_EQ(c.model.vocab_size, preset.vocab_size);
+  EXPECT_EQ(c.model.hidden_size, preset.hidden_size);
+  EXPECT_EQ(c.model.num_query_groups, 8);
+  EXPECT_EQ(c.strategy.seq_length, 8192);
+  std::filesystem::remove_all(dir);
+}
+
+// What is refused or said: Hyena (Evo 2); a class preflight has no defaults for (only the file's fields);
+// messages name NeMo 2's fields (the strategy's, the data module's, the tokenizer), not Megatron's flags.
+TEST(NemoTwoConfig, WhatIsRefusedAndHowErrorsAreNamed) {
+  EXPECT_NE(error_of("_target_: nemo.collections.llm.api.pretrain\nmodel:\n  _target_: "
+                     "nemo.collections.llm.gpt.model.hyena.HyenaModel\n  config:\n    _target_: "
+                     "nemo.collections.llm.gpt.model.hyena.Hyena7bConfig\n")
+                .find("Hyena"),
+            std::string::npos);
+  EXPECT_NE(error_of("_target_: nemo.collections.llm.api.pretrain\nmodel:\n  config:\n    _target_: "
+                     "nemo.collections.llm.gpt.model.llama_nemotron.Llama33NemotronSuper49BConfig\n")
+                .find("heterogeneous"),
+            std::string::npos);
+  const BridgeConfigArgs u = from_text(
+      "_target_: nemo.collections.llm.api.pretrain\nmodel:\n  _target_: my.pkg.Model\n  config:\n"
+      "    _target_: nemo.collections.llm.gpt.model.base.MyConfig\n    num_layers: 4\n    hidden_size: 256\n"
+      "    num_attention_heads: 4\n    vocab_size: 1000\n    seq_length: 128\n"
+      "data:\n  global_batch_size: 8\n  micro_batch_size: 1\ntrainer:\n  devices: 8\n");
+  EXPECT_NE(u.warnings.front().find("MyConfig is not a NeMo model configuration class"), std::string::npos);
+  EXPECT_EQ(parse_bridge_args(u).model.num_layers, 4);
+  EXPECT_NE(error_of(task("    tensor_model_parallel_size: two\n"), {"--vocab-size", "1000"})
+                .find("task.yaml: trainer.strategy.tensor_model_parallel_size"),
+            std::string::npos);
+  EXPECT_NE(error_of(task(), {"data.micro_batch_size=two", "--vocab-size", "1000"})
+                .find("task.yaml: data.micro_batch_size"),
+            std::string::npos);
+  // MockDataModule without a tokenizer takes GPT-2's (NeMo's default); a tokenizer that cannot be read here
+  // is named
+  EXPECT_EQ(parse_bridge_args(from_text(task())).model.vocab_size, 50257);
+  std::string unknown = task();
+  const std::string after = "  seq_length: 4096\n";
+  unknown.insert(
+      unknown.find(after) + after.size(),
+      "  tokenizer:\n    _target_: x.AutoTokenizer\n    pretrained_model_name: org/unknown-model\n");
+  EXPECT_NE(error_of(unknown).find("task.yaml: data.tokenizer"), std::string::npos) << error_of(unknown);
+  EXPECT_TRUE(is_nemo2_config(YAML::Load(task())));
+  // a task whose model names no class of its own is still NeMo 2's (its config's class), not NeMo 1's
+  std::string bare = task();
+  const std::string model_class = "  _target_: nemo.collections.llm.gpt.model.llama.LlamaModel\n";
+  bare.erase(bare.find(model_class), model_class.size());
+  EXPECT_EQ(parse_bridge_args(from_text(bare, {"--vocab-size", "1000"})).model.num_layers, 32);
+  EXPECT_FALSE(is_nemo2_config(
+      YAML::Load(read_file(data_dir() / "frontends" / "bridge" / "qwen3_8b_run_config.yaml"))));
+}
+
+// estimate, analyze and search take it (--nemo-config).
+TEST(NemoTwoConfig, EstimateAnalyzeAndSearchTakeIt) {
+  using preflight::test::run_preflight;
+  using preflight::test::shell_quote;
+  const std::string file = shell_quote(nemo2("llama3_8b_pretrain_fp8.yaml"));
+  auto r = run_preflight("estimate --system b200 --nemo-config " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("seq8192.mbs2.mbc8.gbs128 tp1.cp1.ep1.pp1.dp8"), std::string::npos) << r.out;
+  r = run_preflight("analyze --nemo-config " + file + " model.config.num_layers=16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("16 layers"), std::string::npos) << r.out;
+  r = run_preflight("search --system b200 --quiet --top 3 --nemo-config " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace
+}  // namespace preflight::analyzer
