@@ -259,6 +259,67 @@ TEST(NemoTwoConfig, WhatIsRefusedAndHowErrorsAreNamed) {
       YAML::Load(read_file(data_dir() / "frontends" / "bridge" / "qwen3_8b_run_config.yaml"))));
 }
 
+// `nemo llm pretrain --factory NAME`: the task NeMo's recipe builds (its pretrain_recipe() with the default
+// arguments, from analyzer/data/nemo2/recipes.json), the factory's arguments and NeMo-Run's overrides over
+// it.
+TEST(NemoTwoConfig, RecipesAsTheFactoryBuildsThem) {
+  const MegatronConfig p = parse_bridge_args(nemo2_recipe_to_megatron_args("llama3_8b", {}));
+  EXPECT_EQ(p.model.num_layers, 32);
+  EXPECT_EQ(p.strategy.world_size, 8);
+  EXPECT_EQ(p.strategy.cp, 2);  // the recipe's trainer(): context_parallelism 2
+  EXPECT_EQ(p.strategy.seq_length, 8192);
+  EXPECT_EQ(p.strategy.global_batch_size, 512);
+  EXPECT_EQ(p.model.vocab_size, 50257);  // MockDataModule without a tokenizer: GPT-2's, as in NeMo
+  EXPECT_TRUE(p.strategy.distributed_optimizer);
+  const MegatronConfig d = parse_bridge_args(nemo2_recipe_to_megatron_args("pretrain:deepseek_v3", {}));
+  EXPECT_EQ(d.strategy.tp, 2);
+  EXPECT_EQ(d.strategy.pp, 16);
+  EXPECT_EQ(d.strategy.ep, 64);
+  // the factory's arguments and the CLI's overrides
+  const MegatronConfig n = parse_bridge_args(nemo2_recipe_to_megatron_args(
+      "llama3_8b(num_nodes=2, name='x')", {"trainer.strategy.tensor_model_parallel_size=2"}));
+  EXPECT_EQ(n.strategy.world_size, 16);
+  EXPECT_EQ(n.strategy.tp, 2);
+  // fine-tuning: LoRA as the recipe sets it, the tokenizer of the model it imports (nemo://ORG/REPO)
+  const BridgeConfigArgs f = nemo2_recipe_to_megatron_args("finetune:llama3_8b", {});
+  EXPECT_TRUE(has(f.args, "--lora-rank", "8"));
+  const MegatronConfig fc = parse_bridge_args(f);
+  EXPECT_EQ(fc.model.vocab_size, 128256);
+  EXPECT_EQ(fc.strategy.seq_length, 2048);
+  EXPECT_FALSE(
+      has(nemo2_recipe_to_megatron_args("finetune:llama3_8b(peft_scheme='none')", {}).args, "--lora-rank"));
+  for (const auto& [spec, said] : std::vector<std::pair<std::string, std::string>>{
+           {"llama3_8b(performance_mode=True)", "performance_mode is not read"},
+           {"llama9_8b", "not one of NeMo's recipes"},
+           {"pretrain:gpt_oss_20b", "no pretrain_recipe"},
+           {"t5_220m", "T5Model"}}) {
+    try {
+      parse_bridge_args(nemo2_recipe_to_megatron_args(spec, {}));
+      ADD_FAILURE() << spec;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
+    }
+  }
+  // every recipe is analysed, or refused with a message naming what (never another failure)
+  int analysed = 0, recipes = 0;
+  for (const std::string& name : nemo2_recipe_names())
+    for (const char* task : {"pretrain:", "finetune:"}) {
+      ++recipes;
+      try {
+        parse_bridge_args(nemo2_recipe_to_megatron_args(task + name, {}));
+        ++analysed;
+      } catch (const InputError& e) {
+        EXPECT_FALSE(e.where().empty()) << name << ": " << e.what();
+      }
+    }
+  EXPECT_GT(analysed, 100) << "of " << recipes;
+  // --nemo-config takes a recipe name where no such file is
+  EXPECT_TRUE(is_nemo2_recipe("finetune:qwen3_8b(num_nodes=1)"));
+  EXPECT_FALSE(is_nemo2_recipe("qwen3_8b.yaml"));
+  EXPECT_EQ(bridge_config_to_megatron_args("qwen3_8b", {}).args,
+            nemo2_recipe_to_megatron_args("qwen3_8b", {}).args);
+}
+
 // estimate, analyze and search take it (--nemo-config).
 TEST(NemoTwoConfig, EstimateAnalyzeAndSearchTakeIt) {
   using preflight::test::run_preflight;

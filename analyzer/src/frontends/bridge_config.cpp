@@ -545,6 +545,8 @@ BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
     if (file.empty()) return nemo_config_to_megatron_args(path, extra);
   } else if (path.ends_with(".nemo")) {
     return nemo_config_to_megatron_args(path, extra);
+  } else if (!std::filesystem::exists(path, ec) && is_nemo2_recipe(path)) {
+    return nemo2_recipe_to_megatron_args(path, extra);  // `nemo llm pretrain --factory NAME`'s task
   }
   std::ifstream f(file, std::ios::binary);
   if (!f) throw InputError(path, "cannot read the Megatron-Bridge configuration");

@@ -4,11 +4,13 @@
 #include "preflight/analyzer/frontends/nemo2_config.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "config_section.hpp"
 #include "embedded_data.hpp"
@@ -77,7 +79,134 @@ bool is_set(const YAML::Node& n) {
   return n && n.IsDefined() && !n.IsNull();
 }
 
+/// A restore path of an imported Hugging Face model (`resume.restore_config.path: nemo://ORG/REPO`, or
+/// hf://), as its repository id; "" otherwise.
+std::string restore_path(const YAML::Node& root) {
+  const YAML::Node resume = root["resume"];
+  if (!resume || !resume.IsMap() || !resume["restore_config"] || !resume["restore_config"].IsMap()) return "";
+  const YAML::Node p = resume["restore_config"]["path"];
+  if (!p || !p.IsScalar()) return "";
+  for (const char* scheme : {"nemo://", "hf://"})
+    if (p.Scalar().rfind(scheme, 0) == 0) return p.Scalar().substr(std::strlen(scheme));
+  return "";
+}
+
+/// A JSON value of the recipe table as a YAML node (nulls kept: a recipe's `fsdp: null` says "off").
+YAML::Node yaml_tree(const nlohmann::json& v) {
+  if (v.is_object()) {
+    YAML::Node n(YAML::NodeType::Map);
+    for (const auto& [k, x] : v.items()) n[k] = yaml_tree(x);
+    return n;
+  }
+  if (v.is_array()) {
+    YAML::Node n(YAML::NodeType::Sequence);
+    for (const auto& x : v) n.push_back(yaml_tree(x));
+    return n;
+  }
+  if (v.is_null()) return YAML::Node(YAML::NodeType::Null);
+  return yaml_of(v);
+}
+
+const nlohmann::json& recipe_table() {
+  static const nlohmann::json table = [] {
+    const embedded::File* f = embedded::find("nemo2/recipes.json");
+    if (!f) throw std::logic_error("analyzer/data/nemo2/recipes.json is not embedded");
+    return nlohmann::json::parse(f->text);
+  }();
+  return table;
+}
+
 }  // namespace
+
+bool is_nemo2_recipe(const std::string& spec) {
+  std::string name = spec;
+  for (const char* task : {"pretrain:", "finetune:"})
+    if (name.rfind(task, 0) == 0) name = name.substr(std::strlen(task));
+  name = name.substr(0, name.find('('));
+  return !name.empty() && recipe_table().at("recipes").contains(name);
+}
+
+std::vector<std::string> nemo2_recipe_names() {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : recipe_table().at("recipes").items()) names.push_back(k);
+  return names;
+}
+
+BridgeConfigArgs nemo2_recipe_to_megatron_args(const std::string& spec,
+                                               const std::vector<std::string>& extra) {
+  std::string task = "pretrain", rest = spec;
+  for (const std::string t : {"pretrain", "finetune"})
+    if (rest.rfind(t + ":", 0) == 0) {
+      task = t;
+      rest = rest.substr(t.size() + 1);
+    }
+  std::string name = rest.substr(0, rest.find('(')), call;
+  if (const auto open = rest.find('('); open != std::string::npos) {
+    if (rest.back() != ')')
+      throw InputError("NeMo 2 recipe " + spec, "the factory's arguments must end with ')'");
+    call = rest.substr(open + 1, rest.size() - open - 2);
+  }
+  const auto& recipes = recipe_table().at("recipes");
+  if (!recipes.contains(name))
+    throw InputError("NeMo 2 recipe " + spec,
+                     "'" + name +
+                         "' is not one of NeMo's recipes (nemo/collections/llm/recipes: llama3_8b, "
+                         "llama31_405b, deepseek_v3, qwen3_30b_a3b, nemotronh_8b, …)");
+  const auto& entry = recipes.at(name);
+  if (!entry.contains(task))
+    throw InputError("NeMo 2 recipe " + spec, "NeMo's " + name + " recipe has no " + task + "_recipe");
+  YAML::Node root = yaml_tree(entry.at(task));
+  const std::string source = "NeMo 2 recipe " + name + " (" + task + "_recipe)";
+  // The factory's own arguments (`llama3_8b(num_nodes=2)`), where they map onto the task's fields.
+  std::vector<std::string> overrides;
+  std::istringstream in(call);
+  for (std::string arg; std::getline(in, arg, ',');) {
+    auto trim = [](std::string x) {
+      x.erase(0, x.find_first_not_of(" \t"));
+      x.erase(x.find_last_not_of(" \t") + 1);
+      return x;
+    };
+    arg = trim(arg);
+    if (arg.empty()) continue;
+    const auto eq = arg.find('=');
+    if (eq == std::string::npos)
+      throw InputError(source, "the factory argument '" + arg + "' must be given as name=value");
+    const std::string key = trim(arg.substr(0, eq));
+    std::string value = trim(arg.substr(eq + 1));
+    if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"'))
+      value = value.substr(1, value.size() - 2);
+    if (key == "num_nodes") {
+      overrides.push_back("trainer.num_nodes=" + value);
+    } else if (key == "num_gpus_per_node") {
+      overrides.push_back("trainer.devices=" + value);
+    } else if (key == "seq_length") {
+      overrides.push_back("data.seq_length=" + value);
+    } else if (key == "name" || key == "dir" || (key == "performance_mode" && value == "False")) {
+      // (where the run writes; the recipe as it stands)
+    } else if (key == "peft_scheme" && task == "finetune") {
+      if (value == "none" || value == "None") {
+        root.remove("peft");
+      } else if (value == "lora" || value == "dora") {
+        if (!root["peft"].IsMap()) root["peft"] = YAML::Node(YAML::NodeType::Map);
+        root["peft"]["_target_"] =
+            std::string("nemo.collections.llm.peft.") + value + "." + (value == "lora" ? "LoRA" : "DoRA");
+      } else {
+        throw InputError(source, "peft_scheme '" + value + "' is not one of lora, dora, none");
+      }
+    } else {
+      throw InputError(source,
+                       "the factory argument " + key +
+                           " is not read (num_nodes, num_gpus_per_node, seq_length, peft_scheme are): "
+                           "give its effect as an override (trainer.strategy.x=…, model.config.x=…)");
+    }
+  }
+  overrides.insert(overrides.end(), extra.begin(), extra.end());
+  BridgeConfigArgs out = nemo2_config_to_megatron_args(root, source, overrides);
+  out.warnings.insert(out.warnings.begin(),
+                      source + ": the task NeMo's recipe builds with its default arguments (" +
+                          recipe_table().at("source").get<std::string>() + ")");
+  return out;
+}
 
 bool is_nemo2_config(const YAML::Node& root) {
   if (!root || !root.IsMap()) return false;
@@ -111,12 +240,28 @@ BridgeConfigArgs nemo2_config_to_megatron_args(YAML::Node root, const std::strin
   auto model_field = [&](const std::string& k) { return model_name.empty() ? k : model_name + "." + k; };
   if (!model || !model.IsMap())
     throw InputError(source, "a NeMo 2 configuration without a `model` section: nothing to price");
-  YAML::Node config = target_of(model).find("Config") != std::string::npos ? model : model["config"];
-  const std::string config_field = config.is(model) ? model_name : model_field("config");
-  if (!config || !config.IsMap())
+  const std::string model_class = target_of(model);
+  if (model_class.find("HFAutoModel") != std::string::npos)
+    throw InputError(source + ": " + model_field("_target_"),
+                     "NeMo's Hugging Face AutoModel (transformers' own model, not Megatron's): give "
+                     "--model ORG/REPO with its layout as Megatron flags");
+  if (model_class.find(".t5.") != std::string::npos || model_class.find(".bert.") != std::string::npos ||
+      last_part(model_class).rfind("T5", 0) == 0 || last_part(model_class).rfind("Bert", 0) == 0)
+    throw InputError(
+        source + ": " + model_field("_target_"),
+        last_part(model_class) + ": an encoder-decoder or encoder-only model (T5, BERT) is not priced");
+  if (model_class.find("yena") != std::string::npos)
+    throw InputError(
+        source + ": " + model_field("_target_"),
+        last_part(model_class) + " is a Hyena (Evo 2) model: its convolution operators are not priced");
+  const YAML::Node inner = model["config"];
+  const bool model_is_config = model_class.find("Config") != std::string::npos || !inner.IsDefined();
+  if (!model_is_config && !inner.IsMap())
     throw InputError(source + ": " + model_field("config"),
                      "the model's configuration (a mapping with its _target_, such as "
                      "nemo.collections.llm.gpt.model.llama.Llama3Config8B) is missing");
+  YAML::Node config = model_is_config ? model : inner;
+  const std::string config_field = model_is_config ? model_name : model_field("config");
   const std::string config_class = last_part(target_of(config));
   const std::string config_module = target_of(config);
   auto cfield = [&](const std::string& k) { return config_field.empty() ? k : config_field + "." + k; };
@@ -330,6 +475,11 @@ BridgeConfigArgs nemo2_config_to_megatron_args(YAML::Node root, const std::strin
         put_value("--tokenizer-type", "HuggingFaceTokenizer");
         put_value("--tokenizer-model", name);
       }
+    } else if (const std::string restore = restore_path(root); !tok.IsMap() && !restore.empty()) {
+      // a fine-tuning run restoring an imported Hugging Face model (nemo://ORG/REPO): its tokenizer
+      put_value("--tokenizer-type", "HuggingFaceTokenizer");
+      put_value("--tokenizer-model", restore);
+      origin["model.vocab_size"] = "resume.restore_config.path";
     } else if (!tok.IsMap() && data && last_part(target_of(data)) == "MockDataModule") {
       put_value("--tokenizer-type", "GPT2BPETokenizer");  // MockDataModule's default tokenizer
     } else if (!tok.IsMap() && is_set(bm["tokenizer_name"]) && bm["tokenizer_library"].IsScalar() &&
@@ -371,7 +521,9 @@ BridgeConfigArgs nemo2_config_to_megatron_args(YAML::Node root, const std::strin
         const std::string name = last_part(t);  // a wildcard path ("*.linear_qkv") by its module
         if (name == "linear_qkv" || name == "linear_proj" || name == "linear_fc1" || name == "linear_fc2")
           linears.insert(name);
-        else if (name == "linear_q" || name == "linear_k" || name == "linear_v")  // CanonicalLoRA's
+        else if (name == "linear_q" || name == "linear_k" || name == "linear_v" ||  // CanonicalLoRA's
+                 name == "linear_q_proj" || name == "linear_q_down_proj" || name == "linear_q_up_proj" ||
+                 name == "linear_kv_down_proj" || name == "linear_kv_up_proj")  // multi-latent attention's
           linears.insert("linear_qkv");
         else if (name == "linear_fc1_up" || name == "linear_fc1_gate")
           linears.insert("linear_fc1");

@@ -62,6 +62,25 @@ bool is_nemo2_config(const YAML::Node& root);
 BridgeConfigArgs nemo2_config_to_megatron_args(YAML::Node root, const std::string& source,
                                                const std::vector<std::string>& extra);
 
+/// True when `spec` names one of NeMo 2's recipes (`llama3_8b`, `pretrain:deepseek_v3`,
+/// `finetune:llama3_8b(num_nodes=2)`): a recipe of analyzer/data/nemo2/recipes.json.
+bool is_nemo2_recipe(const std::string& spec);
+
+/// The recipes' names, sorted.
+std::vector<std::string> nemo2_recipe_names();
+
+/// A NeMo 2 recipe as `nemo llm pretrain --factory NAME` (or `finetune`) builds it: the task its
+/// `pretrain_recipe()` / `finetune_recipe()` returns with their default arguments — evaluated from NeMo's
+/// source by scripts/nemo2_recipes.py into analyzer/data/nemo2/recipes.json — converted as
+/// nemo2_config_to_megatron_args() converts a task YAML, with `extra` (NeMo-Run's overrides such as
+/// `trainer.strategy.tensor_model_parallel_size=4`, then Megatron / torchrun words).  `spec` is
+/// `[pretrain:|finetune:]NAME[(ARGS)]`; of the factory's ARGS num_nodes, num_gpus_per_node, seq_length and
+/// (fine-tuning) peft_scheme are read, name / dir ignored.
+/// @throws InputError naming the recipe: an unknown name, a task the recipe lacks, a factory argument not
+/// read.
+BridgeConfigArgs nemo2_recipe_to_megatron_args(const std::string& spec,
+                                               const std::vector<std::string>& extra);
+
 /// The path of a NeMo 2 checkpoint's model configuration when `dir` is one (`dir/context/model.yaml`, or
 /// `dir/model.yaml` for its context folder); "" otherwise.
 std::string nemo2_checkpoint_model_yaml(const std::string& dir);
