@@ -120,10 +120,12 @@ int analyze_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::En
             << " -> preflight analyze";
   if (l.launcher == wrap::Launcher::Python && wrap::is_nemo1_script(l.entry)) {
     std::cerr << " (NeMo's configuration: trainer.devices x trainer.num_nodes processes)";
+  } else if (l.launcher == wrap::Launcher::NemoCli) {
+    std::cerr << " (NeMo's recipe: trainer.devices x trainer.num_nodes processes)";
   } else if (!wrap::is_torch_launcher(l.launcher) && !l.recipe_tool) {
-    auto w = wrap::launch_world_size(l, hints, env);
-    std::cerr << " (world size " << w->world() << " = " << w->nnodes << " node" << (w->nnodes > 1 ? "s" : "")
-              << " x " << w->nproc_per_node << ", from " << w->source << ")";
+    if (auto w = wrap::launch_world_size(l, hints, env))
+      std::cerr << " (world size " << w->world() << " = " << w->nnodes << " node"
+                << (w->nnodes > 1 ? "s" : "") << " x " << w->nproc_per_node << ", from " << w->source << ")";
   }
   std::cerr << "\n";
   for (const auto& n : notes) std::cerr << "preflight run: note: " << n << "\n";
@@ -145,20 +147,22 @@ int search_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::Env
   }
   std::vector<std::string> notes;
   std::vector<std::string> words = wrap::analyze_arguments(l, launch_hints(c), env, notes);
-  // A model the launch names by --model (ms-swift's `--model ORG/REPO`) is search's --model, before `--`.
+  // A model the launch names by --model (ms-swift's `--model ORG/REPO`) is search's --model, and the
+  // configuration it names (NeMo 2's recipe: --nemo-config) search's --nemo-config, before `--`.
   std::vector<std::string> options = c.launch.search_args;
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    const bool split = words[i] == "--model" && i + 1 < words.size(),
-               joined = words[i].rfind("--model=", 0) == 0;
-    if (!split && !joined) continue;
-    const std::string model = joined ? words[i].substr(8) : words[i + 1];
-    words.erase(words.begin() + static_cast<std::ptrdiff_t>(i),
-                words.begin() + static_cast<std::ptrdiff_t>(i) + (joined ? 1 : 2));
-    if (std::none_of(options.begin(), options.end(),
-                     [](const std::string& o) { return o == "--model" || o.rfind("--model=", 0) == 0; }))
-      options.insert(options.end(), {"--model", model});
-    break;
-  }
+  for (const std::string option : {"--model", "--nemo-config"})
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      const bool split = words[i] == option && i + 1 < words.size(),
+                 joined = words[i].rfind(option + "=", 0) == 0;
+      if (!split && !joined) continue;
+      const std::string value = joined ? words[i].substr(option.size() + 1) : words[i + 1];
+      words.erase(words.begin() + static_cast<std::ptrdiff_t>(i),
+                  words.begin() + static_cast<std::ptrdiff_t>(i) + (joined ? 1 : 2));
+      if (std::none_of(options.begin(), options.end(),
+                       [&](const std::string& o) { return o == option || o.rfind(option + "=", 0) == 0; }))
+        options.insert(options.end(), {option, value});
+      break;
+    }
   std::cerr << "preflight run: " << wrap::launcher_name(l.launcher) << " " << l.entry
             << " -> preflight search\n";
   for (const auto& n : notes) std::cerr << "preflight run: note: " << n << "\n";
@@ -789,6 +793,15 @@ int run_run(const RunCli& c) {
         return 127;
       }
     }
+  }
+  // NeMo 2's CLI other than pretrain / finetune (caught above as launches): `nemo llm import` downloads and
+  // converts a checkpoint, `generate` / `deploy` / `export` need the trained model and GPUs — not run for the
+  // analysis; `nemo --help` and the like run.
+  if (c.shim == "nemo" && analysis_mode(c) && argv.size() > 2 && argv[1] == "llm" && argv[2] != "--help" &&
+      argv[2] != "-h") {
+    std::cerr << "preflight run: `" << join(argv) << "` is not run for the analysis (NeMo's " << argv[2]
+              << " needs its checkpoints and GPUs)\n";
+    return kExitOk;
   }
   // A distributed launcher (torchrun, deepspeed, msrun, mpirun, srun) starting a python script that is not a
   // known entry point: in analyze mode it is not run — on a cluster it would start the job for real (an

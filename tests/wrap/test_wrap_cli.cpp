@@ -649,6 +649,40 @@ TEST(WrapStyles, LaunchesOverSshRunOnceHere) {
 // model.tensor_model_parallel_size=2 …`): a launch, analysed on its configuration (the script's conf/ or
 // --config-path / --config-name) with the overrides; plain python starts trainer.devices processes itself.
 // It had been no launch.
+// NeMo 2's CLI (`nemo llm pretrain --factory RECIPE overrides -y`): the recipe's task (its trainer's world,
+// its model) with NeMo-Run's overrides; `nemo llm import|generate` are not training runs and stay as they
+// are.
+TEST(WrapStyles, NemoTwoCliLaunch) {
+  nlohmann::json j = analyzed("nemo2_style.sh");
+  expect_layout(j, {4, 4, 80, 8192, 16}, "llama3_70b(num_nodes=2), tp 4");
+  EXPECT_EQ(j["strategy"]["global_batch_size"], 256);
+  EXPECT_EQ(j["strategy"]["cp"], 1);
+  expect_layout(analyzed("nemo2_style.sh", "NODES=4 TP=8 RECIPE=llama3_8b"), {8, 1, 32, 4096, 32},
+                "llama3_8b on 4 nodes, tp 8");
+  const RunResult w = run_preflight("wrap " + shell_quote(wrap_data("nemo2_style.sh").string()));
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(w.out.find("nemo llm import model=llama3_70b"), std::string::npos) << w.out;
+  EXPECT_NE(w.out.find("run --mode analyze -- nemo llm pretrain --factory"), std::string::npos) << w.out;
+  EXPECT_NE(w.out.find("\n: nemo llm generate --help"), std::string::npos) << w.out;  // left out, said
+  EXPECT_NE(w.err.find("`nemo llm import` is left out of the analysis"), std::string::npos) << w.err;
+  // `preflight run` catches `nemo` by its shim; a pretrain without a recipe is refused naming what is read
+  TempDir dir;
+  const RunResult r =
+      run_in(dir.path(), "TP=2 " + shell_quote(PREFLIGHT_BINARY) + " run --analyze-arg=--json -- bash " +
+                             shell_quote(wrap_data("nemo2_style.sh").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_layout(json_in(r.out), {2, 4, 80, 8192, 16}, "preflight run, tp 2");
+  EXPECT_NE(r.err.find("is not run for the analysis (NeMo's import needs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(
+                "left out (NeMo-Run's own options or executor settings): log.log_dir=/results/llama3_70b -y"),
+            std::string::npos)
+      << r.err;
+  const RunResult none =
+      run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " run -- nemo llm finetune model=llama3_8b");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no --factory RECIPE"), std::string::npos) << none.err;
+}
+
 TEST(WrapStyles, NemoOneHydraLaunch) {
   TempDir tree;
   const fs::path scripts = tree.path() / "NeMo" / "examples" / "nlp" / "language_modeling";

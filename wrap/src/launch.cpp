@@ -202,6 +202,16 @@ std::optional<LaunchMatch> match_at(const std::vector<WordView>& words, std::siz
   }
 
   const EntryPosition where = launcher_info(m.launcher).entry;
+  if (where == EntryPosition::Subcommand && m.launcher == Launcher::NemoCli) {
+    // `nemo llm pretrain|finetune` trains; `nemo llm generate|import|export|…` does not.
+    if (m.args_begin + 1 >= n || !words[m.args_begin].value || *words[m.args_begin].value != "llm" ||
+        !words[m.args_begin + 1].value ||
+        (*words[m.args_begin + 1].value != "pretrain" && *words[m.args_begin + 1].value != "finetune"))
+      return std::nullopt;
+    m.entry = m.args_begin + 1;
+    m.entry_name = *words[m.entry].value;
+    return m;
+  }
   if (where == EntryPosition::Subcommand) {
     // `megatron sft|pt` trains; `megatron rlhf|export|…` is no training run preflight models.
     if (m.args_begin >= n || !words[m.args_begin].value ||

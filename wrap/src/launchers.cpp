@@ -140,6 +140,15 @@ const std::vector<LauncherInfo>& launchers() {
        W::SwiftEnv,
        false,
        false},
+      {Launcher::NemoCli,
+       "nemo llm pretrain|finetune (NeMo 2)",
+       {"nemo"},
+       nullptr,
+       {"nemo"},
+       E::Subcommand,
+       W::Configuration,
+       false,
+       false},
   };
   return all;
 }
@@ -1089,6 +1098,8 @@ std::optional<WorldSize> launch_world_size(const LaunchCommand& launch, const Wo
       return msrun_launcher_world_size(args);
     case WorldSizeSource::Deepspeed:
       return deepspeed_world_size(args, hints);
+    case WorldSizeSource::Configuration:
+      return std::nullopt;  // the configuration's own (analyze reads it)
     case WorldSizeSource::SwiftEnv: {
       // ms-swift's cli: torchrun --nproc_per_node $NPROC_PER_NODE --nnodes $NNODES when either is set
       // (swift/cli/main.py use_torchrun), else the training script in one process.
@@ -1122,6 +1133,55 @@ std::string megatron_entry_point_word(std::string_view entry) {
                            name.rfind("pretrain_vision", 0) == 0;
   return other_model ? "--entry-point=" + std::string(name) : std::string();
 }
+
+namespace {
+
+/// `preflight analyze`'s words for NeMo 2's CLI: its recipe (--nemo-config TASK:RECIPE) and its overrides.
+/// @throws InputError when the launch names no recipe (--factory)
+std::vector<std::string> nemo_cli_analyze_words(const LaunchCommand& launch,
+                                                std::vector<std::string>& notes) {
+  // NeMo-Run's CLI (nemo_run/cli): `--factory RECIPE` / `-f RECIPE` (`llama3_8b` or
+  // `"llama3_8b(num_nodes=2)"`), key=value overrides of the task, and its own switches (-y/--yes, --dryrun,
+  // -v, --repl, --detach, …) and executor settings, which change nothing of the run's memory or time.
+  std::string factory;
+  std::vector<std::string> overrides, left_out;
+  const auto& a = launch.entry_args;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string& w = a[i];
+    if ((w == "--factory" || w == "-f") && i + 1 < a.size()) {
+      factory = a[++i];
+    } else if (w.rfind("--factory=", 0) == 0) {
+      factory = w.substr(10);
+    } else if (w.find('=') != std::string::npos && w[0] != '-') {
+      const std::string key = w.substr(0, w.find('='));
+      const std::string head =
+          key.substr(key.find_first_not_of("+~"), key.find('.') - key.find_first_not_of("+~"));
+      if (head == "trainer" || head == "model" || head == "data" || head == "optim" || head == "peft")
+        overrides.push_back(w);
+      else
+        left_out.push_back(w);
+    } else {
+      left_out.push_back(w);
+    }
+  }
+  if (factory.empty())
+    throw InputError(
+        "nemo llm " + launch.entry,
+        "no --factory RECIPE: preflight reads NeMo 2's CLI by its recipe (`nemo llm " + launch.entry +
+            " --factory llama3_8b …`); a task built from separate model= / trainer= factories is "
+            "read from its YAML (--nemo-config)");
+  if (!left_out.empty()) {
+    std::string list;
+    for (const auto& w : left_out) list += (list.empty() ? "" : " ") + w;
+    notes.push_back("nemo llm " + launch.entry +
+                    ": left out (NeMo-Run's own options or executor settings): " + list);
+  }
+  std::vector<std::string> out = {"--nemo-config", launch.entry + ":" + factory};
+  out.insert(out.end(), overrides.begin(), overrides.end());
+  return out;
+}
+
+}  // namespace
 
 std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const WorldSizeHints& hints,
                                            const std::map<std::string, std::string>& env,
@@ -1168,6 +1228,8 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
     };
     fill({"--nproc_per_node", "--nproc-per-node"}, hints.gpus_per_node, "--gpus-per-node");
     fill({"--nnodes"}, hints.nnodes, "--nnodes");
+  } else if (launch.launcher == Launcher::NemoCli) {
+    return nemo_cli_analyze_words(launch, notes);
   } else if (launch.launcher == Launcher::Python && is_nemo1_script(launch.entry)) {
     // (NeMo 1's script run by plain python: Lightning starts trainer.devices processes itself; the world is
     // the configuration's)

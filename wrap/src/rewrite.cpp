@@ -1189,6 +1189,26 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     }
   }
 
+  // NeMo 2's other commands beside a launch it analyses (`nemo llm import` downloads and converts a
+  // checkpoint, `nemo llm generate|deploy|export` need the trained model and GPUs): left out in analyze mode.
+  if (o.mode == WrapMode::Analyze && !found.empty()) {
+    for (const SimpleCommand& c : sh.commands) {
+      std::size_t k = 0;
+      while (k < c.words.size() && detail::is_assignment(c.words[k].raw)) ++k;
+      if (k + 1 >= c.words.size() || detail::basename_of(c.words[k].raw) != "nemo" ||
+          c.words[k + 1].raw != "llm")
+        continue;
+      if (std::any_of(found.begin(), found.end(), [&](const Found& f) { return f.cmd == &c; })) continue;
+      const std::string what = k + 2 < c.words.size() ? c.words[k + 2].raw : "";
+      nested_edits.push_back({c.words[k].begin, c.words[k].begin, ": "});
+      result.notes.push_back(
+          o.script_name + ":" + std::to_string(line_of(work, c.begin) + nest.line_offset) + ": `nemo llm " +
+          what +
+          "` is left out of the analysis (`: nemo …`; NeMo's import, generation and export "
+          "need its checkpoints and GPUs)");
+    }
+  }
+
   // A job script run outside its allocation for the analysis: the SLURM sizes its #SBATCH lines ask for,
   // unless the environment has them.  And numactl / taskset, which a job script may put before a launch it
   // builds at run time (`CMD_PREFIX="numactl --membind=0-3"` … `bash -c "$CMD_PREFIX $TRAINING_CMD"`): the

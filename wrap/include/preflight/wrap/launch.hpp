@@ -47,6 +47,8 @@ enum class Launcher {
   Mpirun,                  ///< mpirun / mpiexec [options] python ENTRY (MPI ranks are the processes)
   MegatronSwift,  ///< ms-swift's `megatron sft|pt ARGS` (Megatron-SWIFT: torchrun from NPROC_PER_NODE /
                   ///< NNODES)
+  NemoCli,        ///< NeMo 2's CLI: `nemo llm pretrain|finetune --factory RECIPE [overrides]` (the recipe's
+                  ///< trainer gives the world)
 };
 
 /// How a launcher says how many processes it starts (launch_world_size()).
@@ -59,6 +61,7 @@ enum class WorldSizeSource {
   Slurm,          ///< srun -n / -N / --ntasks-per-node, else the allocation's SLURM_* variables
   Mpi,            ///< mpirun -np, -N/--npernode/-ppn, --host / --hostfile
   SwiftEnv,       ///< ms-swift: torchrun with NPROC_PER_NODE / NNODES when either is set, else one process
+  Configuration,  ///< the configuration the launch names (NeMo 2's recipe: trainer.devices × num_nodes)
 };
 
 /// Where the training entry point is among a launcher's words.
@@ -68,7 +71,8 @@ enum class EntryPosition {
   CommandString,  ///< inside its first argument, a command string (msrun_launcher.sh "python ENTRY …")
   InnerLaunch,    ///< a launch after its options (srun / mpirun [options] python|torchrun …): with plain
                   ///< python the outer launcher's processes are the ranks
-  Subcommand,     ///< the launcher's first argument names the training (ms-swift's `megatron sft|pt`)
+  Subcommand,     ///< the launcher's first argument names the training (ms-swift's `megatron sft|pt`, NeMo
+                  ///< 2's `nemo llm pretrain|finetune`)
 };
 
 /// One launcher, as every part of wrap (the rewriter, `preflight run`'s shims, dryrun) sees it.
