@@ -2,6 +2,8 @@
 // worked out by hand), the 2026 format written from Megatron's f-strings, glued prints and cut lines.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 
@@ -180,6 +182,25 @@ TEST(MegatronLog, NemoOneLightningProgressBars) {
   EXPECT_EQ(log.iterations[3].line, 2);
   EXPECT_TRUE(log.iterations[3].unterminated);
   EXPECT_FALSE(log.iterations[2].unterminated);
+}
+
+// NeMo 2's progress printer (nemo/lightning/pytorch/callbacks/progress_printer.py): one line a step,
+// "Training epoch E, iteration I/N | key: value | …" with `train_step_timing in s`; the epoch in front is its
+// prefix, not another print glued on.
+TEST(MegatronLog, NemoTwoProgressPrinter) {
+  const std::string text =
+      "Training epoch 0, iteration 0/49 | lr: 1.5e-07 | global_batch_size: 128 | global_step: 0 | "
+      "reduced_train_loss: 11.03 | train_step_timing in s: 12.47\n"
+      "Training epoch 0, iteration 1/49 | lr: 3e-07 | global_batch_size: 128 | global_step: 1 | "
+      "reduced_train_loss: 11.02 | train_step_timing in s: 4.61 | consumed_samples: 256\n";
+  MegatronLog log = read_megatron_text(text, "nemo2.log");
+  ASSERT_EQ(log.iterations.size(), 2u);
+  EXPECT_NEAR(*log.iterations[0].elapsed_ms, 12470.0, 1e-6);
+  EXPECT_NEAR(*log.iterations[1].elapsed_ms, 4610.0, 1e-6);
+  EXPECT_EQ(log.iterations[1].iteration, 1);
+  EXPECT_EQ(log.iterations[1].train_iters, 49);
+  EXPECT_TRUE(std::none_of(log.notes.begin(), log.notes.end(),
+                           [](const std::string& n) { return n.find("glued") != std::string::npos; }));
 }
 
 // Megatron-DeepSpeed's BigScience fork prints the iteration time in seconds (BLOOM-176B's README line of

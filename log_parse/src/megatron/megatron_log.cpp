@@ -257,7 +257,9 @@ class Reader {
   // Prefixes forks put before a record: "> ", ">>> [FS] ", log-level stamps.
   static bool prefix_ok(std::string_view p) {
     p = trim(p);
-    return p.empty() || p.back() == '>' || p.back() == ']' || p.back() == ':';
+    // (NeMo 2's progress printer: "Training epoch 0, iteration 3/49 | …")
+    return p.empty() || p.back() == '>' || p.back() == ']' || p.back() == ':' ||
+           (p.rfind("Training epoch ", 0) == 0 && p.back() == ',');
   }
 
   /// ms-swift's log record: str() of a dict on stdout (`{'loss': '2.03', 'iteration': '5/100', 'memory(GiB)':
