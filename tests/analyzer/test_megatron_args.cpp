@@ -1459,6 +1459,13 @@ TEST(MegatronArgs, ZeroProcessesPerNodeIsSaid) {
   bool said = false;
   for (const auto& w : c.warnings) said = said || w.rfind("--nproc_per_node 0 (GPUs counted", 0) == 0;
   EXPECT_TRUE(said);
+  // `--nnodes 0` likewise (it had analysed one GPU, silently)
+  const MegatronConfig n = parse_megatron_args(
+      tiny_launch("--nproc_per_node=8 --nnodes 0 --global-batch-size 16 --tensor-model-parallel-size 2"));
+  EXPECT_EQ(n.strategy.world_size, 2);
+  said = false;
+  for (const auto& w : n.warnings) said = said || w.rfind("--nnodes 0 (nodes counted", 0) == 0;
+  EXPECT_TRUE(said);
 }
 
 // torchrun's `--nproc_per_node gpu` / `auto` (one process per GPU of the launching node): the node size the

@@ -265,6 +265,15 @@ void read_launcher_and_sizes(const Flags& f, const std::map<std::string, std::st
                              " nodes");
     }
     cfg.nnodes = static_cast<int>(parse_int("--nnodes", upper));
+    if (cfg.nnodes == 0) {
+      // `--nnodes $(scontrol show hostnames | wc -l)` evaluated outside an allocation
+      cfg.warnings.push_back(
+          "--nnodes 0 (nodes counted outside the job's allocation?): the world is taken from the layout; "
+          "give --nnodes (or preflight run --nnodes N) for the run's");
+      nproc.clear();
+      nnodes.clear();
+      cfg.nnodes = 1;
+    }
   }
   st.tp = static_cast<int>(f.int_or("--tensor-model-parallel-size", 1));
   st.pp = static_cast<int>(f.int_or("--pipeline-model-parallel-size", 1));
