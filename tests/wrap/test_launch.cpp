@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "preflight/common/error.hpp"
 #include "preflight/wrap/launch.hpp"
@@ -177,6 +178,48 @@ TEST(Launch, DeepspeedWorldSize) {
   } catch (const preflight::InputError& err) {
     EXPECT_EQ(err.where(), (dir / "bad").string() + ":1");
   }
+}
+
+// Hugging Face Accelerate's `accelerate launch` (it had been refused as no launch): --num_processes counts
+// every machine's processes; without it, its configuration file (--config_file, or the default one under
+// $HF_HOME / ~/.cache/huggingface), then every local GPU.
+TEST(Launch, AccelerateWorldSize) {
+  preflight::test::TempDir dir;
+  auto ws = [](Words argv, WorldSizeHints h = {}, std::map<std::string, std::string> env = {}) {
+    auto l = parse(argv);
+    EXPECT_TRUE(l.has_value());
+    EXPECT_EQ(l->launcher, Launcher::Accelerate);
+    return *launch_world_size(*l, h, env);
+  };
+  WorldSize a = ws({"accelerate", "launch", "--multi_gpu", "--num_processes", "16", "--num_machines", "2",
+                    "pretrain_gpt.py", "--num-layers", "2"});
+  EXPECT_EQ(a.nnodes, 2);
+  EXPECT_EQ(a.nproc_per_node, 8);
+  preflight::test::write_file(dir / "acc.yaml",
+                              "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
+                              "num_machines: 4\nnum_processes: 32\n");
+  WorldSize b = ws({"accelerate", "launch", "--config_file", (dir / "acc.yaml").string(), "pretrain_gpt.py"});
+  EXPECT_EQ(b.nnodes, 4);
+  EXPECT_EQ(b.nproc_per_node, 8);
+  preflight::test::write_file(dir / "hf" / "accelerate" / "default_config.yaml", "num_processes: 4\n");
+  EXPECT_EQ(ws({"accelerate", "launch", "pretrain_gpt.py"}, {}, {{"HF_HOME", (dir / "hf").string()}}).world(),
+            4);
+  WorldSizeHints probe;
+  probe.count_local_gpus = &eight_gpus;
+  EXPECT_EQ(ws({"accelerate", "launch", "--num_machines", "2", "pretrain_gpt.py"}, probe).world(), 16);
+  for (const auto& [argv, where] : std::vector<std::pair<Words, std::string>>{
+           {{"accelerate", "launch", "--num_processes", "12", "--num_machines", "5", "pretrain_gpt.py"},
+            "accelerate launch --num_processes"},
+           {{"accelerate", "launch", "--config_file", (dir / "none.yaml").string(), "pretrain_gpt.py"},
+            "accelerate launch --config_file"}}) {
+    try {
+      ws(argv);
+      ADD_FAILURE() << argv[3];
+    } catch (const preflight::InputError& e) {
+      EXPECT_EQ(e.where(), where) << e.what();
+    }
+  }
+  EXPECT_FALSE(parse({"accelerate", "config"}).has_value());
 }
 
 TEST(Launch, SrunStartsTheRanksOrALauncherPerNode) {

@@ -4,8 +4,11 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <set>
+
+#include <yaml-cpp/yaml.h>
 
 #include "launch_words.hpp"
 #include "preflight/common/error.hpp"
@@ -138,6 +141,15 @@ const std::vector<LauncherInfo>& launchers() {
        {"megatron"},
        E::Subcommand,
        W::SwiftEnv,
+       false,
+       false},
+      {Launcher::Accelerate,
+       "accelerate launch",
+       {"accelerate"},
+       nullptr,
+       {"accelerate"},
+       E::AnyArgument,
+       W::Accelerate,
        false,
        false},
       {Launcher::NemoCli,
@@ -698,6 +710,79 @@ WorldSize msrun_launcher_world_size(const std::vector<std::string>& args) {
   return w;
 }
 
+/// Hugging Face Accelerate (accelerate/commands/launch.py): --num_processes is the processes of all machines,
+/// --num_machines the nodes; without them its config file (--config_file, else
+/// $HF_HOME/accelerate/default_config.yaml or ~/.cache/huggingface/accelerate/default_config.yaml:
+/// num_processes, num_machines); without that, every GPU of the node (as --multi_gpu does).
+WorldSize accelerate_world_size(const std::vector<std::string>& args, const WorldSizeHints& hints,
+                                const std::map<std::string, std::string>& env) {
+  WorldSize w;
+  std::optional<std::string> procs = flag_value(args, "--num_processes");
+  std::optional<std::string> machines = flag_value(args, "--num_machines");
+  std::string source = "accelerate launch --num_processes / --num_machines";
+  if (!procs || !machines) {
+    std::vector<std::filesystem::path> files;
+    if (auto f = flag_value(args, "--config_file")) {
+      files.push_back(*f);
+    } else {
+      if (auto h = env.find("HF_HOME"); h != env.end() && !h->second.empty())
+        files.push_back(std::filesystem::path(h->second) / "accelerate" / "default_config.yaml");
+      if (auto h = env.find("HOME"); h != env.end() && !h->second.empty())
+        files.push_back(std::filesystem::path(h->second) / ".cache" / "huggingface" / "accelerate" /
+                        "default_config.yaml");
+    }
+    for (const auto& file : files) {
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(file, ec)) {
+        if (flag_value(args, "--config_file"))
+          throw InputError("accelerate launch --config_file", file.string() + " is not on this machine");
+        continue;
+      }
+      YAML::Node cfg;
+      try {
+        cfg = YAML::LoadFile(file.string());
+      } catch (const YAML::Exception& e) {
+        throw InputError(file.string() + (e.mark.line >= 0 ? ":" + std::to_string(e.mark.line + 1) : ""),
+                         "malformed accelerate configuration: " + e.msg);
+      }
+      if (!cfg.IsMap()) continue;
+      if (!procs && cfg["num_processes"] && cfg["num_processes"].IsScalar())
+        procs = cfg["num_processes"].Scalar();
+      if (!machines && cfg["num_machines"] && cfg["num_machines"].IsScalar())
+        machines = cfg["num_machines"].Scalar();
+      source = "accelerate configuration " + file.string();
+      break;
+    }
+  }
+  const int nodes = machines ? parse_count(*machines, "accelerate launch --num_machines") : 1;
+  int total = 0;
+  if (procs) {
+    total = parse_count(*procs, "accelerate launch --num_processes");
+  } else if (hints.gpus_per_node) {
+    total = *hints.gpus_per_node * nodes;
+    source = "--gpus-per-node";
+  } else if (hints.count_local_gpus && hints.count_local_gpus() > 0) {
+    total = hints.count_local_gpus() * nodes;
+    source = "local GPU count";
+    w.notes.push_back("accelerate launch without --num_processes or a configuration uses every local GPU: " +
+                      std::to_string(total / nodes) + " (nvidia-smi); pass --gpus-per-node to say otherwise");
+  } else {
+    total = nodes;
+    source = "default";
+    w.notes.push_back(
+        "accelerate launch without --num_processes or a configuration uses every local GPU, and none was "
+        "found here: assuming 1 a node; pass --gpus-per-node N");
+  }
+  if (total % nodes != 0)
+    throw InputError("accelerate launch --num_processes",
+                     std::to_string(total) + " processes do not divide over " + std::to_string(nodes) +
+                         " machines (--num_processes counts every machine's)");
+  w.nnodes = nodes;
+  w.nproc_per_node = total / nodes;
+  w.source = source;
+  return w;
+}
+
 WorldSize deepspeed_world_size(const std::vector<std::string>& args, const WorldSizeHints& hints) {
   WorldSize w;
   std::vector<Host> hosts;
@@ -1098,6 +1183,8 @@ std::optional<WorldSize> launch_world_size(const LaunchCommand& launch, const Wo
       return msrun_launcher_world_size(args);
     case WorldSizeSource::Deepspeed:
       return deepspeed_world_size(args, hints);
+    case WorldSizeSource::Accelerate:
+      return accelerate_world_size(args, hints, env);
     case WorldSizeSource::Configuration:
       return std::nullopt;  // the configuration's own (analyze reads it)
     case WorldSizeSource::SwiftEnv: {

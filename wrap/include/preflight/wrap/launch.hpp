@@ -49,6 +49,7 @@ enum class Launcher {
                   ///< NNODES)
   NemoCli,        ///< NeMo 2's CLI: `nemo llm pretrain|finetune --factory RECIPE [overrides]` (the recipe's
                   ///< trainer gives the world)
+  Accelerate,     ///< Hugging Face Accelerate's `accelerate launch [options] SCRIPT ARGS`
 };
 
 /// How a launcher says how many processes it starts (launch_world_size()).
@@ -62,6 +63,7 @@ enum class WorldSizeSource {
   Mpi,            ///< mpirun -np, -N/--npernode/-ppn, --host / --hostfile
   SwiftEnv,       ///< ms-swift: torchrun with NPROC_PER_NODE / NNODES when either is set, else one process
   Configuration,  ///< the configuration the launch names (NeMo 2's recipe: trainer.devices × num_nodes)
+  Accelerate,  ///< accelerate launch: --num_processes (all machines') / --num_machines, else its config file
 };
 
 /// Where the training entry point is among a launcher's words.
