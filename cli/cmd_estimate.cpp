@@ -228,7 +228,8 @@ Command estimate_command() {
         sub.add_option(
             "--bridge-config", o->bridge_config,
             "Megatron-Bridge run configuration: a ConfigContainer YAML (run_config.yaml of a checkpoint, "
-            "logger.save_config_filepath) or a Bridge log printing one; the world size (torchrun's "
+            "logger.save_config_filepath), a Bridge log printing one, or a recipe's name "
+            "(llama3_8b_pretrain_config); the world size (torchrun's "
             "--nproc_per_node / --nnodes), Hydra overrides (model.x=y) and Megatron flags may follow --");
         sub.add_option("--nemo-config", o->bridge_config,
                        "NeMo 1 training configuration (megatron_gpt_config.yaml, a launcher's training yaml, "

@@ -821,10 +821,11 @@ int run_run(const RunCli& c) {
                 << " — not a training entry point preflight knows (" << entries.describe()
                 << "): not run in analyze mode (it would start the job for real); "
                 << (bridge_recipe
-                        ? "a Megatron-Bridge recipe script: price its saved configuration with `preflight "
-                          "estimate --bridge-config run_config.yaml -- --nproc_per_node N --nnodes M` "
-                          "(the recipe's logger.save_config_filepath, a checkpoint's run_config.yaml, "
-                          "or its log)\n"
+                        ? "a Megatron-Bridge recipe script: price the recipe by its name (`preflight "
+                          "estimate --bridge-config llama3_8b_pretrain_config -- --nproc_per_node N --nnodes "
+                          "M`, as scripts/training/run_recipe.py --recipe takes it) or the run's saved "
+                          "configuration (--bridge-config run_config.yaml: the recipe's "
+                          "logger.save_config_filepath, a checkpoint's run_config.yaml, or its log)\n"
                         : "--entry '" + name + "' analyses it with Megatron's arguments\n");
       if (!skip.empty()) std::ofstream(skip / "skipped.log", std::ios::app) << m->entry_name << "\n";
       return kExitOk;

@@ -697,7 +697,8 @@ Command search_command() {
                        "ep and recompute are searched)");
         sub.add_option(
             "--bridge-config", o->bridge_config,
-            "Megatron-Bridge run configuration (ConfigContainer YAML, or a Bridge log printing one), "
+            "Megatron-Bridge run configuration (ConfigContainer YAML, a Bridge log printing one, or a "
+            "recipe's name such as llama3_8b_pretrain_config), "
             "searched as the launch of its Megatron arguments; the world size, Hydra overrides "
             "(model.x=y) and Megatron flags may follow --");
         sub.add_option(

@@ -55,12 +55,20 @@ class Module:
                 self.names[stmt.name] = ("import", dotted + "." + stmt.name)
             elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                 self.names[stmt.targets[0].id] = ("expr", stmt.value)
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value and isinstance(stmt.target, ast.Name):
+                self.names[stmt.target.id] = ("expr", stmt.value)
 
 
 class Interp:
+    # modules whose functions are evaluated when a recipe calls them
+    follow_prefixes = ("nemo.collections.llm.recipes",)
+
     def __init__(self, root):
         self.root = root
         self.modules = {}
+
+    def follows(self, dotted):
+        return dotted.startswith(self.follow_prefixes)
 
     def module(self, dotted):
         if dotted not in self.modules:
@@ -213,7 +221,7 @@ class Interp:
             kind = mod.names.get(func.id)
             if kind and kind[0] == "func":
                 fdef, fmod = kind[1], mod
-            elif kind and kind[0] == "import" and kind[1].startswith("nemo.collections.llm.recipes"):
+            elif kind and kind[0] == "import" and self.follows(kind[1]):
                 m, _, f = kind[1].rpartition(".")
                 fm = self.module(m)
                 k2 = fm.names.get(f)
@@ -221,7 +229,7 @@ class Interp:
                     fdef, fmod = k2[1], fm
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             kind = mod.names.get(func.value.id)
-            if kind and kind[0] == "import" and kind[1].startswith("nemo.collections.llm.recipes"):
+            if kind and kind[0] == "import" and self.follows(kind[1]):
                 fm = self.module(kind[1])
                 k2 = fm.names.get(func.attr)
                 if k2 and k2[0] == "func":

@@ -274,6 +274,55 @@ TEST(BridgeConfig, BadInputNamesFileAndField) {
 // The command line: `preflight estimate --bridge-config FILE -- <torchrun world size>` prices it;
 // `preflight analyze --bridge-config FILE …` prints the tables of the same run; `preflight search
 // --bridge-config FILE -- …` searches layouts with it as the launch.
+// Megatron-Bridge's recipes by name (`run_recipe.py --recipe llama3_8b_pretrain_config`): the ConfigContainer
+// the recipe function returns (analyzer/data/bridge/recipes.json, from Megatron-Bridge's source), its model
+// the Hugging Face repository's architecture (here the llama3-8b preset) with the recipe's fields over it,
+// the world the recipe's name gives unless torchrun's sizes are given, Hydra overrides over the recipe.
+TEST(BridgeConfig, RecipesByName) {
+  const BridgeConfigArgs r = bridge_recipe_to_megatron_args("llama3_8b_pretrain_config", {});
+  EXPECT_EQ(r.base_model, "meta-llama/Meta-Llama-3-8B");
+  EXPECT_TRUE(has(r.args, "--tokenizer-type", "NullTokenizer"));  // use_tokenizer_vocab_size: mock data
+  const MegatronConfig c = parse_bridge_args(r);
+  EXPECT_EQ(c.model.num_layers, 32);
+  EXPECT_EQ(c.model.hidden_size, 4096);
+  EXPECT_EQ(c.model.vocab_size, 32000);
+  EXPECT_EQ(c.strategy.world_size, 2);  // llama3_8b_pretrain_2gpu_h100_bf16_config
+  EXPECT_EQ(c.strategy.cp, 2);
+  EXPECT_EQ(c.strategy.seq_length, 8192);
+  EXPECT_EQ(c.strategy.global_batch_size, 512);
+  EXPECT_TRUE(c.strategy.distributed_optimizer);
+  EXPECT_NE(r.warnings.at(1).find("2 GPUs, as the recipe's name says"), std::string::npos)
+      << r.warnings.at(1);
+  const MegatronConfig o = parse_bridge_args(bridge_recipe_to_megatron_args(
+      "llama3_8b_pretrain_config", {"model.tensor_model_parallel_size=2", "--nproc_per_node", "8"}));
+  EXPECT_EQ(o.strategy.tp, 2);
+  EXPECT_EQ(o.strategy.world_size, 8);
+  // DeepSeek-V3's recipe sets its uneven pipeline layout through a helper, evaluated with the recipe
+  const MegatronConfig d =
+      parse_bridge_args(bridge_recipe_to_megatron_args("deepseek_v3_pretrain_config", {}));
+  EXPECT_EQ(d.strategy.pp, 16);
+  EXPECT_EQ(d.strategy.world_size, 1024);
+  EXPECT_EQ(d.model.num_layers, 61);
+  // a recipe asking for TP overlap with tp 1: off, as Bridge's setup turns it off, said
+  const BridgeConfigArgs q = bridge_recipe_to_megatron_args("qwen3_30b_a3b_pretrain_config", {});
+  EXPECT_FALSE(has(q.args, "--tp-comm-overlap"));
+  EXPECT_TRUE(std::any_of(q.warnings.begin(), q.warnings.end(), [](const std::string& w) {
+    return w.find("comm_overlap.tp_comm_overlap: off") != std::string::npos;
+  }));
+  EXPECT_EQ(parse_bridge_args(q).strategy.ep, 16);
+  // a PEFT recipe's LoRA adapters
+  EXPECT_TRUE(has(bridge_recipe_to_megatron_args("llama3_8b_peft_config", {}).args, "--lora-rank"));
+  // --bridge-config takes a recipe's name where no such file is; an unknown name is said
+  EXPECT_EQ(bridge_config_to_megatron_args("llama3_8b_pretrain_config", {}).args, r.args);
+  EXPECT_FALSE(is_bridge_recipe("llama3_8b_pretrain_config.yaml"));
+  try {
+    bridge_recipe_to_megatron_args("llama9_pretrain_config", {});
+    ADD_FAILURE() << "an unknown recipe was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not one of Megatron-Bridge's recipes"), std::string::npos);
+  }
+}
+
 TEST(BridgeConfig, EstimateAndAnalyzeTakeIt) {
   using preflight::test::run_preflight;
   using preflight::test::shell_quote;

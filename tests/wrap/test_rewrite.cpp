@@ -424,20 +424,21 @@ TEST(Rewrite, MindFormersLaunchesRunUnderAnalyze) {
 }
 
 // A Megatron-Bridge recipe script (run_recipe.py --recipe NAME with Hydra overrides, run by srun in a job
-// script) has no Megatron command line to rewrite: the refusal points to the run's saved configuration.
-TEST(Rewrite, BridgeRecipeScriptPointsToTheSavedConfiguration) {
+// script): its launch goes through `preflight run`, which reads the recipe by its name (it had been refused,
+// pointing to the run's saved configuration).
+TEST(Rewrite, BridgeRecipeScriptRunsThroughRun) {
   const std::string in =
       "#!/bin/bash\n"
       "CMD=\"uv run --no-sync python scripts/training/run_recipe.py\"\n"
       "CMD=\"$CMD --recipe nemotron_3_nano_pretrain_config model.tensor_model_parallel_size=2\"\n"
       "srun --mpi=pmix bash -c \"$CMD\"\n";
-  try {
-    wrap_script(in, opts());
-    ADD_FAILURE() << "a recipe script was rewritten";
-  } catch (const preflight::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("Megatron-Bridge recipe script"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("--bridge-config"), std::string::npos) << e.what();
-  }
+  WrapResult r = wrap_script(in, opts());
+  // (inside the double-quoted string the invocation goes unquoted)
+  EXPECT_NE(
+      r.text.find("preflight} run --mode analyze -- uv run --no-sync python scripts/training/run_recipe.py"),
+      std::string::npos)
+      << r.text;
+  EXPECT_EQ(r.text.find("preflight} analyze"), std::string::npos) << r.text;  // never inline
 }
 
 // Megatron-LM's sc21 SRUN.sh: the launch is a string (CMD="python -u …/pretrain_gpt.py …") that srun runs

@@ -121,19 +121,36 @@ TEST(RunCli, UnknownDistributedLaunchIsNotRunInAnalyzeMode) {
   EXPECT_FALSE(fs::exists(dir / "ran.txt"));
 }
 
-// A Megatron-Bridge recipe launch (`torchrun … scripts/training/run_recipe.py --recipe NAME key=value`) is
-// not run either, and the message says how to price it: its saved configuration through --bridge-config.
-TEST(RunCli, BridgeRecipeLaunchPointsAtItsSavedConfiguration) {
+// A Megatron-Bridge recipe launch (`torchrun … scripts/training/run_recipe.py --recipe NAME key=value`): the
+// recipe by its name (analyzer/data/bridge/recipes.json), torchrun's world, the runner's options and the
+// overrides over it; the script itself is not run.  It had been refused, pointing to the saved configuration.
+TEST(RunCli, BridgeRecipeLaunchIsReadByItsRecipe) {
   TempDir dir;
   write_file(dir / "run_recipe.py", "open('ran.txt', 'w').write('trained')\n");
   write_file(dir / "s.sh",
-             "torchrun --nproc_per_node 8 run_recipe.py --recipe qwen3_8b_pretrain_config "
-             "train.global_batch_size=256\n");
-  RunResult r = run_in(dir.path(), preflight_bin() + " run -- bash s.sh");
-  EXPECT_EQ(r.exit_code, 2) << r.err;
+             "torchrun --nproc_per_node 8 --nnodes 2 run_recipe.py --recipe qwen3_8b_pretrain_config -tp 2 "
+             "--dataset mock train.global_batch_size=256\n");
+  RunResult r = run_in(dir.path(), preflight_bin() + " run --analyze-arg=--json -- bash s.sh");
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
   EXPECT_FALSE(fs::exists(dir / "ran.txt"));
-  EXPECT_NE(r.err.find("a Megatron-Bridge recipe script"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("--bridge-config run_config.yaml"), std::string::npos) << r.err;
+  nlohmann::json j = json_in(r.out);
+  EXPECT_EQ(j["strategy"]["world_size"].get<int>(), 16);
+  EXPECT_EQ(j["strategy"]["tp"].get<int>(), 2);
+  EXPECT_EQ(j["strategy"]["global_batch_size"].get<int>(), 256);
+  EXPECT_EQ(j["model"]["num_layers"].get<int>(), 36);  // Qwen/Qwen3-8B: the qwen3-8b preset
+  EXPECT_NE(
+      r.err.find("left out (its data, step function, learning-rate and checkpoint options): --dataset mock"),
+      std::string::npos)
+      << r.err;
+  // by --model and --mode; a launch naming no recipe is refused with why
+  write_file(dir / "m.sh", "torchrun --nproc_per_node 8 run_recipe.py --model qwen3_8b --mode lora\n");
+  RunResult m = run_in(dir.path(), preflight_bin() + " run --analyze-arg=--json -- bash m.sh");
+  ASSERT_TRUE(m.exit_code == 0 || m.exit_code == 1) << m.err;
+  EXPECT_FALSE(json_in(m.out)["model"]["lora"].is_null());
+  write_file(dir / "n.sh", "torchrun --nproc_per_node 8 run_recipe.py --dataset mock\n");
+  RunResult n = run_in(dir.path(), preflight_bin() + " run -- bash n.sh");
+  EXPECT_EQ(n.exit_code, 2);
+  EXPECT_NE(n.err.find("run_recipe.py: names no recipe"), std::string::npos) << n.err;
 }
 
 // srun starting a shell (Megatron-LM's sc21 SRUN.sh: `srun … sh -c "${CMD}"`, CMD a plain python launch): in

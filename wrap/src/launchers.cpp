@@ -1270,10 +1270,107 @@ std::vector<std::string> nemo_cli_analyze_words(const LaunchCommand& launch,
 
 }  // namespace
 
+bool is_bridge_recipe_runner(std::string_view entry) {
+  return basename_of(entry) == "run_recipe.py";
+}
+
+namespace {
+
+/// `preflight analyze`'s words for Megatron-Bridge's recipe runner (scripts/training/run_recipe.py):
+/// `--bridge-config RECIPE` with its overrides.  The runner's convenience options are the overrides its
+/// --help gives them (-gb → train.global_batch_size, -tp → model.tensor_model_parallel_size, -sl →
+/// dataset.seq_length, …); trailing KEY=VALUE words are overrides as they stand (they win).
+/// @throws InputError (where = "run_recipe.py") when the launch names no recipe
+std::vector<std::string> bridge_runner_analyze_words(const LaunchCommand& launch,
+                                                     std::vector<std::string>& notes) {
+  static const std::map<std::string, std::string> option = {
+      {"-gb", "train.global_batch_size"},
+      {"--global_batch_size", "train.global_batch_size"},
+      {"-mb", "train.micro_batch_size"},
+      {"--micro_batch_size", "train.micro_batch_size"},
+      {"-sl", "dataset.seq_length"},
+      {"--seq_length", "dataset.seq_length"},
+      {"-tp", "model.tensor_model_parallel_size"},
+      {"--tensor_model_parallel_size", "model.tensor_model_parallel_size"},
+      {"-pp", "model.pipeline_model_parallel_size"},
+      {"--pipeline_model_parallel_size", "model.pipeline_model_parallel_size"},
+      {"-cp", "model.context_parallel_size"},
+      {"--context_parallel_size", "model.context_parallel_size"},
+      {"-vp", "model.virtual_pipeline_model_parallel_size"},
+      {"--virtual_pipeline_model_parallel_size", "model.virtual_pipeline_model_parallel_size"},
+      {"-ep", "model.expert_model_parallel_size"},
+      {"--expert_model_parallel_size", "model.expert_model_parallel_size"},
+      {"-etp", "model.expert_tensor_parallel_size"},
+      {"--expert_tensor_parallel_size", "model.expert_tensor_parallel_size"}};
+  // the runner's own options without a value
+  static const std::set<std::string> switches = {"--dry-run", "--dry_run", "--deterministic", "--dump-env",
+                                                 "--dump_env"};
+  const auto& a = launch.entry_args;
+  std::string recipe, stem, mode;
+  std::vector<std::string> overrides, assignments, left_out;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::string w = a[i], value;
+    const auto eq = w.find('=');
+    const bool dashed = w.rfind("-", 0) == 0;
+    if (dashed && eq != std::string::npos) {
+      value = w.substr(eq + 1);
+      w = w.substr(0, eq);
+    }
+    auto take = [&]() -> std::string {
+      if (eq != std::string::npos) return value;
+      return i + 1 < a.size() ? a[++i] : "";
+    };
+    if (w == "--recipe") {
+      recipe = take();
+    } else if (w == "--model") {
+      stem = take();
+    } else if (w == "--mode") {
+      mode = take();
+    } else if (auto it = option.find(w); dashed && it != option.end()) {
+      overrides.push_back(it->second + "=" + take());
+    } else if (!dashed && eq != std::string::npos) {
+      assignments.push_back(w);
+    } else if (dashed && switches.count(w)) {
+      left_out.push_back(w);
+    } else if (dashed) {  // its data, step function, learning rates and checkpoints: a value each
+      left_out.push_back(w + " " + take());
+    } else {
+      left_out.push_back(w);
+    }
+  }
+  if (recipe.empty() && !stem.empty()) {
+    const std::string m = mode.empty() ? "pretrain" : mode;
+    recipe = stem + "_" + (m == "lora" || m == "dora" ? std::string("peft") : m) + "_config";
+    if (m == "dora") notes.push_back("run_recipe.py --mode dora: priced as the recipe's LoRA adapters");
+  }
+  if (recipe.empty())
+    throw InputError("run_recipe.py",
+                     "names no recipe: give --recipe NAME (a function of megatron.bridge.recipes) or --model "
+                     "STEM --mode pretrain|sft|lora|dora");
+  if (!left_out.empty()) {
+    std::string list;
+    for (const auto& w : left_out) list += (list.empty() ? "" : " ") + w;
+    notes.push_back(
+        "run_recipe.py: left out (its data, step function, learning-rate and checkpoint options): " + list);
+  }
+  std::vector<std::string> out = {"--bridge-config", recipe};
+  out.insert(out.end(), overrides.begin(), overrides.end());
+  out.insert(out.end(), assignments.begin(), assignments.end());
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const WorldSizeHints& hints,
                                            const std::map<std::string, std::string>& env,
                                            std::vector<std::string>& notes) {
   std::vector<std::string> out;
+  if (is_torch_launcher(launch.launcher) && is_bridge_recipe_runner(launch.entry)) {
+    out = launch.launcher_args;  // torchrun's sizes, then the recipe
+    const std::vector<std::string> recipe = bridge_runner_analyze_words(launch, notes);
+    out.insert(out.end(), recipe.begin(), recipe.end());
+    return out;
+  }
   if (is_torch_launcher(launch.launcher) || launch.recipe_tool) {
     out = launch.launcher_args;
     // A size flag left without its value by an empty variable (`--nproc_per_node $GPUS_PER_NODE` with the
@@ -1324,6 +1421,11 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
     WorldSize w = *launch_world_size(launch, hints, env);
     notes.insert(notes.end(), w.notes.begin(), w.notes.end());
     out = {"--nproc_per_node", std::to_string(w.nproc_per_node), "--nnodes", std::to_string(w.nnodes)};
+  }
+  if (is_bridge_recipe_runner(launch.entry)) {  // (srun / mpirun / python: the world above, then the recipe)
+    const std::vector<std::string> recipe = bridge_runner_analyze_words(launch, notes);
+    out.insert(out.end(), recipe.begin(), recipe.end());
+    return out;
   }
   if (const std::string entry = megatron_entry_point_word(launch.entry); !entry.empty()) out.push_back(entry);
   if (launch.launcher == Launcher::MegatronSwift) {

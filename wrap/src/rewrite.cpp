@@ -1450,12 +1450,12 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
                        "` runs one node's launch here instead, for the analysis") +
             (input.find("run_recipe.py") != std::string_view::npos ||
                      input.find("pretrain_recipe.py") != std::string_view::npos
-                 ? "\n  hint: a Megatron-Bridge recipe script (run_recipe.py --recipe …) takes a recipe name "
-                   "and "
-                   "Hydra overrides, not Megatron's flags: price the run's saved configuration with "
-                   "`preflight "
-                   "estimate --bridge-config run_config.yaml -- --nproc_per_node N --nnodes M` (the recipe's "
-                   "logger.save_config_filepath, a checkpoint's run_config.yaml, or its log)"
+                 ? "\n  hint: a Megatron-Bridge recipe script takes a recipe name and Hydra overrides, not "
+                   "Megatron's flags: price the recipe by its name (`preflight estimate --bridge-config "
+                   "llama3_8b_pretrain_config -- --nproc_per_node N --nnodes M`) or the run's saved "
+                   "configuration (--bridge-config run_config.yaml: the recipe's "
+                   "logger.save_config_filepath, "
+                   "a checkpoint's run_config.yaml, or its log)"
                  : std::string()) +
             shell_script_under_launcher_hint(input, o.script_name, mode_name(o.mode)) + swift_hint(input));
   }
@@ -1502,7 +1502,8 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     }
     switch (o.mode) {
       case WrapMode::Analyze:
-        if (launcher_info(f.m.launcher).analyze_inline && !is_mindspore_launch(f.m)) {
+        if (launcher_info(f.m.launcher).analyze_inline && !is_mindspore_launch(f.m) &&
+            !is_bridge_recipe_runner(f.m.entry_name)) {
           const bool torch = is_torch_launcher(f.m.launcher);
           std::size_t end = torch ? words[f.m.args_begin - 1].end : words[f.m.entry].end;
           std::vector<std::string> args = o.analyze_args;

@@ -1,19 +1,25 @@
 // Megatron-Bridge's ConfigContainer YAML → Megatron-LM arguments (bridge_config.hpp).
 #include "preflight/analyzer/frontends/bridge_config.hpp"
 
+#include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "config_section.hpp"
+#include "embedded_data.hpp"
 #include "preflight/analyzer/frontends/nemo2_config.hpp"
 #include "preflight/analyzer/frontends/nemo_config.hpp"
+#include "preflight/analyzer/frontends/presets.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::analyzer {
@@ -419,7 +425,17 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
       model.flag("overlap_moe_expert_parallel_comm") || overlap.flag("overlap_moe_expert_parallel_comm");
   if (ep_overlap) put("--overlap-moe-expert-parallel-comm");
   if (!model.flag("delay_wgrad_compute") && overlap.flag("delay_wgrad_compute")) put("--delay-wgrad-compute");
-  if (overlap.flag("tp_comm_overlap") || model.flag("tp_comm_overlap")) put("--tp-comm-overlap");
+  // CommOverlapConfig's TP overlap is turned off by Bridge's setup without tp ≥ 2 and sequence parallelism
+  // (megatron/bridge/training/comm_overlap.py), as NeMo's callback does; the model's own field is what setup
+  // left.
+  const bool tp_overlap_possible =
+      model.integer("tensor_model_parallel_size").value_or(1) >= 2 && model.flag("sequence_parallel");
+  if (model.flag("tp_comm_overlap") || (overlap.flag("tp_comm_overlap") && tp_overlap_possible))
+    put("--tp-comm-overlap");
+  else if (overlap.flag("tp_comm_overlap"))
+    out.warnings.push_back(overlap.field("tp_comm_overlap") +
+                           ": off, as Megatron-Bridge's setup turns it off without tp ≥ 2 and sequence "
+                           "parallelism");
 
   // --- Precision: the model's fields, with mixed_precision over them ------------------------------------
   const YAML::Node mp_node = root["mixed_precision"];
@@ -437,6 +453,14 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
     const PrecisionRecipe* r = nullptr;
     for (const auto& k : kRecipes)
       if (name == k.name) r = &k;
+    // a model's own variant of one (nemotron_h_bf16_with_fp8_current_scaling_mixed): its base recipe
+    for (const auto& k : kRecipes)
+      if (!r && name.size() > std::strlen(k.name) && name.ends_with(std::string("_") + k.name)) {
+        r = &k;
+        out.warnings.push_back(source + ": mixed_precision '" + name + "' is priced as " + k.name +
+                               " (the model's variant of it: settings of its own, such as layers kept in "
+                               "BF16, are not read)");
+      }
     if (!r)
       throw InputError(source + ": mixed_precision",
                        "'" + name +
@@ -517,8 +541,115 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
 
 }  // namespace detail
 
+namespace {
+
+const nlohmann::json& bridge_recipe_table() {
+  static const nlohmann::json table = [] {
+    const embedded::File* f = embedded::find("bridge/recipes.json");
+    if (!f) throw std::logic_error("analyzer/data/bridge/recipes.json is not embedded");
+    return nlohmann::json::parse(f->text);
+  }();
+  return table;
+}
+
+/// The recipe function `name` names (an alias of a top-level module resolved), or "".
+std::string bridge_recipe_function(const std::string& name) {
+  const auto& t = bridge_recipe_table();
+  if (t.at("recipes").contains(name)) return name;
+  if (t.at("aliases").contains(name)) return t.at("aliases").at(name).get<std::string>();
+  return "";
+}
+
+}  // namespace
+
+bool is_bridge_recipe(const std::string& name) {
+  return !bridge_recipe_function(name).empty();
+}
+
+BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
+                                                const std::vector<std::string>& extra) {
+  const std::string function = bridge_recipe_function(name);
+  if (function.empty())
+    throw InputError(
+        "Megatron-Bridge recipe " + name,
+        "not one of Megatron-Bridge's recipes (megatron.bridge.recipes: llama3_8b_pretrain_config, "
+        "qwen3_30b_a3b_pretrain_config, deepseek_v3_pretrain_config, …)");
+  const std::string source =
+      "Megatron-Bridge recipe " + function + (function == name ? "" : " (" + name + ")");
+  YAML::Node root = detail::yaml_tree(bridge_recipe_table().at("recipes").at(function));
+  std::vector<std::string> passed_on;
+  static const std::set<std::string> sections = {"model",     "train",     "ddp",          "optimizer",
+                                                 "dataset",   "tokenizer", "comm_overlap", "mixed_precision",
+                                                 "scheduler", "peft"};
+  for (const auto& w : extra)
+    if (!apply_override(root, w, source, sections)) passed_on.push_back(w);
+  YAML::Node model = root["model"];
+  std::string repo;
+  if (model.IsMap() && model["_hf_"] && model["_hf_"].IsScalar()) {
+    repo = model["_hf_"].Scalar();
+    model.remove("_hf_");
+    model["_target_"] = "megatron.bridge.AutoBridge(" + repo + ")";
+  }
+  std::vector<std::string> tail;
+  // PEFT: the recipe's LoRA / DoRA adapters (megatron.bridge.peft: dim, target_modules) as preflight's LoRA.
+  if (const YAML::Node peft = root["peft"]; peft && peft.IsMap()) {
+    const std::vector<std::string> lora = detail::lora_words(Section(peft, source, "peft"));
+    tail.insert(tail.end(), lora.begin(), lora.end());
+    root.remove("peft");
+  }
+  // The vocabulary: the tokenizer's when the recipe asks for it (pre-training from scratch), else the
+  // model's as it stands (Bridge's _validate_and_set_vocab_size: a preset vocabulary is not padded).
+  const Section tok(root["tokenizer"], source, "tokenizer");
+  const bool from_tokenizer = tok.flag("use_tokenizer_vocab_size") || (repo.empty() && !model["vocab_size"]);
+  if (from_tokenizer) {
+    const std::string type = tok.text("tokenizer_type").value_or("");
+    if (type == "NullTokenizer") {
+      tail.insert(tail.end(), {"--tokenizer-type", "NullTokenizer", "--vocab-size",
+                               std::to_string(tok.integer("vocab_size").value_or(32000))});
+    } else if (auto m = tok.text("tokenizer_model")) {
+      tail.insert(tail.end(), {"--tokenizer-type", type.empty() ? "HuggingFaceTokenizer" : type,
+                               "--tokenizer-model", *m});
+    } else if (!repo.empty()) {
+      tail.insert(tail.end(), {"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", repo});
+    }
+  } else if (!repo.empty() && !model["vocab_size"]) {
+    tail.insert(tail.end(), {"--make-vocab-size-divisible-by", "1"});
+  }
+  // The world: torchrun's sizes when given, else the GPUs the recipe is named for.
+  const bool world_given = std::any_of(passed_on.begin(), passed_on.end(), [](const std::string& w) {
+    return w.rfind("--nproc_per_node", 0) == 0 || w.rfind("--nproc-per-node", 0) == 0 ||
+           w.rfind("--nnodes", 0) == 0 || w.rfind("--world-size", 0) == 0;
+  });
+  std::vector<std::string> notes;
+  if (int n = 0; !world_given) {
+    if (RE2::PartialMatch(function, R"(_(\d+)gpu_)", &n) && n > 0) {
+      tail.insert(tail.end(), {"--nproc_per_node", std::to_string(std::min(n, 8)), "--nnodes",
+                               std::to_string(std::max(1, n / 8))});
+      notes.push_back(source + ": " + std::to_string(n) +
+                      " GPUs, as the recipe's name says (give torchrun's --nproc_per_node / --nnodes for "
+                      "another world)");
+    }
+  }
+  tail.insert(tail.end(), passed_on.begin(), passed_on.end());
+  BridgeConfigArgs out = detail::bridge_root_to_megatron_args(root, source, tail);
+  out.base_model = repo;
+  out.warnings.insert(out.warnings.begin(), notes.begin(), notes.end());
+  out.warnings.insert(out.warnings.begin(),
+                      source + ": the ConfigContainer the recipe returns with its default arguments" +
+                          (repo.empty() ? "" : ", its model " + repo + "'s architecture") + " (" +
+                          bridge_recipe_table().at("source").get<std::string>() + ")");
+  if (from_tokenizer) out.field_of_flag["--vocab-size"] = "tokenizer.vocab_size";
+  return out;
+}
+
 MegatronConfig parse_bridge_args(const BridgeConfigArgs& b, const std::map<std::string, std::string>& env,
                                  const ModelSpec* base) {
+  std::optional<ModelSpec> recipe_model;
+  if (!base && !b.base_model.empty()) {
+    std::vector<std::string> model_warnings;
+    recipe_model = load_model(b.base_model, &model_warnings);
+    base = &*recipe_model;
+  }
   try {
     return parse_megatron_args(b.args, env, base);
   } catch (const InputError& e) {
@@ -547,6 +678,9 @@ BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
     return nemo_config_to_megatron_args(path, extra);
   } else if (!std::filesystem::exists(path, ec) && is_nemo2_recipe(path)) {
     return nemo2_recipe_to_megatron_args(path, extra);  // `nemo llm pretrain --factory NAME`'s task
+  } else if (!std::filesystem::exists(path, ec) &&
+             (is_bridge_recipe(path) || (path.ends_with("_config") && path.find('/') == std::string::npos))) {
+    return bridge_recipe_to_megatron_args(path, extra);  // `run_recipe.py --recipe NAME`'s configuration
   }
   std::ifstream f(file, std::ios::binary);
   if (!f) throw InputError(path, "cannot read the Megatron-Bridge configuration");

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <regex>
+#include <set>
 
 namespace preflight::analyzer::detail {
 
@@ -88,6 +89,67 @@ void num_flag(BridgeConfigArgs& out, const Section& s, const std::string& key, c
     out.args.push_back(s.node()[key].Scalar());
     out.field_of_flag[flag] = s.name() + "." + key;
   }
+}
+
+// A scalar or list of JSON as YAML (config_section.hpp).
+YAML::Node yaml_of(const nlohmann::json& v) {
+  YAML::Node n;
+  if (v.is_boolean()) {
+    n = v.get<bool>() ? "true" : "false";
+  } else if (v.is_number_integer()) {
+    n = std::to_string(v.get<long long>());
+  } else if (v.is_number()) {
+    n = v.dump();
+  } else if (v.is_string()) {
+    n = v.get<std::string>();
+  } else if (v.is_array()) {
+    n = YAML::Node(YAML::NodeType::Sequence);
+    for (const auto& e : v) n.push_back(yaml_of(e));
+  }
+  return n;
+}
+
+// A JSON tree as YAML (config_section.hpp).
+YAML::Node yaml_tree(const nlohmann::json& v) {
+  if (v.is_object()) {
+    YAML::Node n(YAML::NodeType::Map);
+    for (const auto& [k, x] : v.items()) n[k] = yaml_tree(x);
+    return n;
+  }
+  if (v.is_array()) {
+    YAML::Node n(YAML::NodeType::Sequence);
+    for (const auto& x : v) n.push_back(yaml_tree(x));
+    return n;
+  }
+  if (v.is_null()) return YAML::Node(YAML::NodeType::Null);
+  return yaml_of(v);
+}
+
+std::vector<std::string> lora_words(const Section& peft) {
+  std::vector<std::string> out = {"--lora-rank", std::to_string(peft.integer("dim").value_or(32))};
+  std::vector<std::string> targets = peft.strings("target_modules");
+  if (targets.empty()) targets = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
+  std::set<std::string> linears;
+  for (const std::string& t : targets) {
+    const std::string name = t.substr(t.rfind('.') == std::string::npos ? 0 : t.rfind('.') + 1);
+    if (name == "linear_qkv" || name == "linear_proj" || name == "linear_fc1" || name == "linear_fc2")
+      linears.insert(name);
+    else if (name == "linear_q" || name == "linear_k" || name == "linear_v" ||  // CanonicalLoRA's
+             name == "linear_q_proj" || name == "linear_q_down_proj" || name == "linear_q_up_proj" ||
+             name == "linear_kv_down_proj" || name == "linear_kv_up_proj")  // multi-latent attention's
+      linears.insert("linear_qkv");
+    else if (name == "linear_fc1_up" || name == "linear_fc1_gate")
+      linears.insert("linear_fc1");
+    else
+      throw InputError(peft.field("target_modules"),
+                       "names '" + t +
+                           "', not one of the linears LoRA adapts (linear_qkv, linear_proj, linear_fc1, "
+                           "linear_fc2)");
+  }
+  out.push_back("--lora-target-modules");
+  for (const char* l : {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"})
+    if (linears.count(l)) out.push_back(l);
+  return out;
 }
 
 }  // namespace preflight::analyzer::detail

@@ -4,6 +4,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -161,6 +163,20 @@ void int_flag(BridgeConfigArgs& out, const Section& s, const std::string& key, c
 /// `flag X` appended when `s` sets `key` to a number, passed on as written (validated).
 /// @throws InputError naming the field for a value that is not a number.
 void num_flag(BridgeConfigArgs& out, const Section& s, const std::string& key, const std::string& flag);
+
+/// A JSON scalar or list as the YAML node the conversions read (booleans as true / false, whole numbers
+/// without a decimal point); a null or an object gives an undefined-valued node.
+YAML::Node yaml_of(const nlohmann::json& v);
+
+/// A JSON tree (the embedded recipe tables) as YAML; nulls kept (a recipe's `fsdp: null` says "off").
+YAML::Node yaml_tree(const nlohmann::json& v);
+
+/// preflight's LoRA words (`--lora-rank R --lora-target-modules …`) for a PEFT section of NeMo 2 or
+/// Megatron-Bridge (their LoRA / DoRA / CanonicalLoRA dataclasses): `dim` (default 32) on `target_modules`
+/// (default linear_qkv, linear_proj, linear_fc1, linear_fc2; wildcard paths by their module; CanonicalLoRA's
+/// and multi-latent attention's projections on the linear they are part of).
+/// @throws InputError naming peft.target_modules for a module that is none of those.
+std::vector<std::string> lora_words(const Section& peft);
 
 /// The Megatron-Bridge conversion of a ConfigContainer already loaded (and overridden): `root`'s sections as
 /// Megatron-LM arguments, then `passed_on` (the caller's words that were not overrides).  Shared with the

@@ -21,6 +21,8 @@ namespace {
 
 using detail::apply_override;
 using detail::Section;
+using detail::yaml_of;
+using detail::yaml_tree;
 
 const std::string kLlm = "nemo.collections.llm.";
 
@@ -41,24 +43,6 @@ const nlohmann::json& class_table() {
     return nlohmann::json::parse(f->text);
   }();
   return table;
-}
-
-/// A JSON value of the class table as the YAML node the Bridge conversion reads.
-YAML::Node yaml_of(const nlohmann::json& v) {
-  YAML::Node n;
-  if (v.is_boolean()) {
-    n = v.get<bool>() ? "true" : "false";
-  } else if (v.is_number_integer()) {
-    n = std::to_string(v.get<long long>());
-  } else if (v.is_number()) {
-    n = v.dump();
-  } else if (v.is_string()) {
-    n = v.get<std::string>();
-  } else if (v.is_array()) {
-    n = YAML::Node(YAML::NodeType::Sequence);
-    for (const auto& e : v) n.push_back(yaml_of(e));
-  }
-  return n;
 }
 
 /// A list (or one mapping) of `_target_` mappings, as trainer.plugins / trainer.callbacks are written.
@@ -89,22 +73,6 @@ std::string restore_path(const YAML::Node& root) {
   for (const char* scheme : {"nemo://", "hf://"})
     if (p.Scalar().rfind(scheme, 0) == 0) return p.Scalar().substr(std::strlen(scheme));
   return "";
-}
-
-/// A JSON value of the recipe table as a YAML node (nulls kept: a recipe's `fsdp: null` says "off").
-YAML::Node yaml_tree(const nlohmann::json& v) {
-  if (v.is_object()) {
-    YAML::Node n(YAML::NodeType::Map);
-    for (const auto& [k, x] : v.items()) n[k] = yaml_tree(x);
-    return n;
-  }
-  if (v.is_array()) {
-    YAML::Node n(YAML::NodeType::Sequence);
-    for (const auto& x : v) n.push_back(yaml_tree(x));
-    return n;
-  }
-  if (v.is_null()) return YAML::Node(YAML::NodeType::Null);
-  return yaml_of(v);
 }
 
 const nlohmann::json& recipe_table() {
@@ -512,30 +480,8 @@ BridgeConfigArgs nemo2_config_to_megatron_args(YAML::Node root, const std::strin
   const YAML::Node peft = is_task ? root["peft"] : YAML::Node();
   if (const std::string kind = last_part(target_of(peft)); !kind.empty()) {
     if (kind == "LoRA" || kind == "DoRA" || kind == "CanonicalLoRA") {
-      const Section lora(peft, source, "peft");
-      put_value("--lora-rank", std::to_string(lora.integer("dim").value_or(32)));  // LoRA's default dim
-      std::vector<std::string> targets = lora.strings("target_modules");
-      if (targets.empty()) targets = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
-      std::set<std::string> linears;
-      for (const std::string& t : targets) {
-        const std::string name = last_part(t);  // a wildcard path ("*.linear_qkv") by its module
-        if (name == "linear_qkv" || name == "linear_proj" || name == "linear_fc1" || name == "linear_fc2")
-          linears.insert(name);
-        else if (name == "linear_q" || name == "linear_k" || name == "linear_v" ||  // CanonicalLoRA's
-                 name == "linear_q_proj" || name == "linear_q_down_proj" || name == "linear_q_up_proj" ||
-                 name == "linear_kv_down_proj" || name == "linear_kv_up_proj")  // multi-latent attention's
-          linears.insert("linear_qkv");
-        else if (name == "linear_fc1_up" || name == "linear_fc1_gate")
-          linears.insert("linear_fc1");
-        else
-          throw InputError(lora.field("target_modules"),
-                           "names '" + t +
-                               "', not one of the linears NeMo's LoRA adapts (linear_qkv, "
-                               "linear_proj, linear_fc1, linear_fc2)");
-      }
-      tail.push_back("--lora-target-modules");
-      for (const char* l : {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"})
-        if (linears.count(l)) tail.push_back(l);
+      const std::vector<std::string> lora = detail::lora_words(Section(peft, source, "peft"));
+      tail.insert(tail.end(), lora.begin(), lora.end());
     } else {
       out.warnings.push_back(source + ": peft " + kind + " is priced as full fine-tuning (an upper bound)");
     }

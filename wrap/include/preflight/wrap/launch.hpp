@@ -107,14 +107,22 @@ bool is_mindspore_launcher(Launcher l);
 
 /// File-name patterns (fnmatch globs on the last path component) of training entry points.
 struct EntryPatterns {
-  std::vector<std::string> globs{"pretrain_*.py", "finetune*.py", "run_mindformer.py",
+  std::vector<std::string> globs{"pretrain_*.py",
+                                 "finetune*.py",
+                                 "run_mindformer.py",
                                  "megatron_*_pretraining.py",
-                                 "megatron_*_finetuning.py"};  // (the last: NeMo 1's)
+                                 "megatron_*_finetuning.py",  // (these two: NeMo 1's)
+                                 "run_recipe.py"};            // (Megatron-Bridge's recipe runner)
   /// True when the last path component of `path` matches one of the globs.
   bool matches(std::string_view path) const;
   /// "pretrain_*.py, finetune*.py, run_mindformer.py, …" for messages.
   std::string describe() const;
 };
+
+/// Megatron-Bridge's recipe runner (scripts/training/run_recipe.py): its launches are analysed through
+/// `preflight run` (analyze_arguments() turns `--recipe NAME` / `--model STEM --mode M` and its options into
+/// `--bridge-config NAME` with overrides), not inline.
+bool is_bridge_recipe_runner(std::string_view entry);
 
 /// The public recipe's analysis tool (Megatron-LM PR #482, tools/get_training_info/get_training_info.py): a
 /// `python …/get_training_info.py ARGS` line already passes `preflight analyze`'s arguments, so analyze mode

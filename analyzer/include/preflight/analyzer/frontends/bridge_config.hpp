@@ -33,6 +33,7 @@
 /// when set, are said in `warnings` as not priced.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct BridgeConfigArgs {
   /// The file's `model` section names no provider class (`_target_`): every saved ConfigContainer does, so
   /// this is an override file of a recipe script (its `--config-file`), not a run's whole configuration.
   bool override_file = false;
+  /// The Hugging Face model (ORG/REPO) the configuration's model starts from — a Megatron-Bridge recipe's
+  /// `AutoBridge.from_hf_pretrained(REPO).get_model_config()` — read by parse_bridge_args() as the base
+  /// ModelSpec (load_model(): a preset, a local folder or the Hub); "" when the configuration has it all.
+  std::string base_model;
 };
 
 /// Reads `path` (a ConfigContainer YAML, or a Megatron-Bridge log holding one after its
@@ -57,6 +62,23 @@ struct BridgeConfigArgs {
 /// and
 ///   field (a section or field of the wrong type, a value Megatron would refuse), or the override.
 BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
+                                                const std::vector<std::string>& extra);
+
+/// True when `name` names one of Megatron-Bridge's recipes (a function of `megatron.bridge.recipes`, such as
+/// `llama3_8b_pretrain_config` or `qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config`): one of
+/// analyzer/data/bridge/recipes.json.
+bool is_bridge_recipe(const std::string& name);
+
+/// A Megatron-Bridge recipe as `run_recipe.py --recipe NAME` trains it: the ConfigContainer the function
+/// returns with its default arguments — evaluated from Megatron-Bridge's source by scripts/bridge_recipes.py
+/// into analyzer/data/bridge/recipes.json — converted as a saved run_config.yaml is, with `extra` (Hydra
+/// overrides such as `model.tensor_model_parallel_size=2`, then Megatron / torchrun words).  The model is
+/// the recipe's Hugging Face repository (BridgeConfigArgs::base_model) with the recipe's fields over it; the
+/// vocabulary the tokenizer's when the recipe sets use_tokenizer_vocab_size (its NullTokenizer's size, plus
+/// its end-of-document token, for mock-data pre-training), else the model's as it stands.  Without
+/// torchrun's sizes the world is the GPU count the recipe's name gives (`…_2gpu_h100_…`), said.
+/// @throws InputError naming the recipe (unknown, or a value Megatron would refuse).
+BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
                                                 const std::vector<std::string>& extra);
 
 /// parse_megatron_args() on `b.args`; its errors about a flag the file gave are said in the configuration's

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Writes analyzer/data/bridge/recipes.json: every Megatron-Bridge recipe (`megatron.bridge.recipes.*`:
+llama3_8b_pretrain_config, qwen3_30b_a3b_pretrain_config, …) as the ConfigContainer it returns, so
+`--bridge-config llama3_8b_pretrain_config` reads what `run_recipe.py --recipe llama3_8b_pretrain_config` trains.
+
+Megatron-Bridge's recipes are Python functions: `cfg = _pretrain_common()` (a ConfigContainer of dataclasses),
+`cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Meta-Llama-3-8B").get_model_config()`, then attribute
+assignments.  They are evaluated statically with the interpreter of scripts/nemo2_recipes.py: dataclass
+constructors become `{"_target_": "module.Class", field: value}` mappings, the model a Hugging Face repository
+(`{"_hf_": "ORG/REPO", field: value}`, its architecture read by preflight from that repository's config.json or
+its preset), the helper functions of megatron.bridge.recipes evaluated with their defaults.  Values it cannot
+evaluate are left out; so are sections that change neither memory nor time (logging, checkpointing, rng,
+validation, scheduler).
+
+Usage: scripts/bridge_recipes.py MEGATRON_BRIDGE_CHECKOUT [COMMIT] > analyzer/data/bridge/recipes.json
+"""
+import ast
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nemo2_recipes as base  # noqa: E402
+
+RECIPES = "megatron/bridge/recipes"
+DROP_SECTIONS = {"logger", "checkpoint", "rng", "validation", "scheduler", "dist", "profiling", "env_vars",
+                 "ft", "straggler", "nvrx_straggler", "inprocess_restart", "tensor_inspect"}
+
+
+# Of these sections only what changes memory or time is kept.
+KEEP = {
+    "dataset": {"_target_", "seq_length", "sequence_length"},
+    "train": {"_target_", "global_batch_size", "micro_batch_size"},
+    "tokenizer": {"_target_", "tokenizer_type", "tokenizer_model", "vocab_size", "use_tokenizer_vocab_size"},
+    "optimizer": {"_target_", "optimizer", "use_distributed_optimizer", "use_precision_aware_optimizer",
+                  "main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype",
+                  "optimizer_cpu_offload", "optimizer_offload_fraction", "bf16", "fp16"},
+}
+
+
+class BridgeInterp(base.Interp):
+    follow_prefixes = ("megatron.bridge.recipes",)
+
+    def ev(self, node, mod, env):
+        if isinstance(node, ast.BoolOp):  # Python's: the first truthy (or) / falsy (and) operand
+            v = None
+            for operand in node.values:
+                v = self.ev(operand, mod, env)
+                if v is base.UNKNOWN:
+                    return base.UNKNOWN
+                if bool(v) == isinstance(node.op, ast.Or):
+                    return v
+            return v
+        if isinstance(node, ast.Tuple):
+            return tuple(self.ev(e, mod, env) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            out = {}
+            for k, v in zip(node.keys, node.values):
+                if k is None:
+                    continue  # {**OTHER}
+                kk, vv = self.ev(k, mod, env), self.ev(v, mod, env)
+                if isinstance(kk, (str, int, tuple)) and base.UNKNOWN not in (kk if isinstance(kk, tuple) else (kk,)) \
+                        and vv is not base.UNKNOWN:
+                    out[kk] = vv
+            return out
+        if isinstance(node, ast.Name) and node.id not in env:
+            kind = mod.names.get(node.id)
+            if kind and kind[0] == "import" and self.follows(kind[1]):
+                m, _, name = kind[1].rpartition(".")
+                k2 = self.module(m).names.get(name)
+                if k2 and k2[0] == "expr":
+                    return self.ev(k2[1], self.module(m), {})
+        return super().ev(node, mod, env)
+
+    def call(self, node, mod, env):
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            # AutoBridge.from_hf_pretrained("ORG/REPO")[.to_megatron_provider() | .get_model_config()]
+            if self.dotted_target(func, mod, env) and \
+                    (self.dotted_target(func, mod, env) or "").endswith("AutoBridge.from_hf_pretrained"):
+                repo = self.ev(node.args[0], mod, env) if node.args else base.UNKNOWN
+                return {"_autobridge_": repo} if isinstance(repo, str) else base.UNKNOWN
+            if func.attr in ("to_megatron_provider", "get_model_config", "to_megatron_model_provider"):
+                b = self.ev(func.value, mod, env)
+                if isinstance(b, dict) and "_autobridge_" in b:
+                    return {"_hf_": b["_autobridge_"]}
+                return base.UNKNOWN
+        if isinstance(func, ast.Name) and func.id == "isinstance" and len(node.args) == 2:
+            v = self.ev(node.args[0], mod, env)
+            classes = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            builtin = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict,
+                       "tuple": tuple}
+            if v is base.UNKNOWN:
+                return base.UNKNOWN
+            for c in classes:
+                if isinstance(c, ast.Name) and c.id in builtin:
+                    if isinstance(v, builtin[c.id]):
+                        return True
+                elif not (isinstance(v, (str, int, float, bool)) or v is None):
+                    return base.UNKNOWN  # an object: its class is not known here
+            return False
+        if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) in (2, 3):
+            obj, key = self.ev(node.args[0], mod, env), self.ev(node.args[1], mod, env)
+            if isinstance(obj, dict) and isinstance(key, str):
+                if key in obj:
+                    return obj[key]
+                return self.ev(node.args[2], mod, env) if len(node.args) == 3 else base.UNKNOWN
+            return base.UNKNOWN
+        v = super().call(node, mod, env)
+        if v is not base.UNKNOWN:
+            return v
+        # a dataclass constructed (TrainingConfig(...), ConfigContainer(...), a model provider class)
+        name = self.dotted_target(func, mod, env) or ""
+        last = name.split(".")[-1]
+        if last[:1].isupper() and not last.isupper():
+            out = {"_target_": name}
+            for kw in node.keywords:
+                if kw.arg is None:
+                    continue
+                x = self.ev(kw.value, mod, env)
+                if x is not base.UNKNOWN:
+                    out[kw.arg] = x
+            return out
+        return base.UNKNOWN
+
+    def stmt(self, s, mod, env):
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple):
+            v = self.ev(s.value, mod, env)
+            names = s.targets[0].elts
+            for i, t in enumerate(names):
+                if isinstance(t, ast.Name):
+                    env[t.id] = v[i] if isinstance(v, list) and i < len(v) else base.UNKNOWN
+            return None
+        if isinstance(s, ast.Return) and isinstance(s.value, ast.Tuple):
+            return ([self.ev(e, mod, env) for e in s.value.elts],)
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not (
+                isinstance(s.value.func, ast.Attribute) and s.value.func.attr in ("append", "extend")):
+            self.ev(s.value, mod, env)  # a helper that sets fields of the recipe it is given
+            return None
+        if isinstance(s, ast.Try):
+            return self.block_or_none(s.body, mod, env)
+        return super().stmt(s, mod, env)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    root = os.path.join(sys.argv[1], "src")
+    commit = sys.argv[2] if len(sys.argv) > 2 else ""
+    interp = BridgeInterp(root)
+    out, aliases = {}, {}
+    for folder, _, files in sorted(os.walk(os.path.join(root, RECIPES))):
+        for file in sorted(files):
+            if not file.endswith(".py") or file.startswith("_"):
+                continue
+            dotted = os.path.relpath(os.path.join(folder, file[:-3]), root).replace("/", ".")
+            mod = interp.module(dotted)
+            for stmt in mod.tree.body:
+                if isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.module.startswith("megatron.bridge.recipes"):
+                    for a in stmt.names:
+                        if a.asname and a.asname.endswith("_config") and a.name.endswith("_config"):
+                            aliases[a.asname] = a.name
+                if not isinstance(stmt, ast.FunctionDef) or stmt.name.startswith("_") or \
+                        not stmt.name.endswith("_config"):
+                    continue
+                if stmt.args.args and len(stmt.args.defaults) < len(stmt.args.args):
+                    continue  # needs arguments
+                try:
+                    cfg = interp.run_function(stmt, mod, [], {})
+                except (RecursionError, TypeError, KeyError, IndexError, AttributeError):
+                    continue
+                if not isinstance(cfg, dict) or not isinstance(cfg.get("model"), dict):
+                    continue
+                model = cfg["model"]
+                if "_hf_" not in model and "_target_" not in model:
+                    continue
+                cfg = {k: v for k, v in base.clean(cfg).items() if k not in DROP_SECTIONS}
+                for section, keep in KEEP.items():
+                    if isinstance(cfg.get(section), dict):
+                        cfg[section] = {k: v for k, v in cfg[section].items() if k in keep}
+                out[stmt.name] = cfg
+    aliases = {a: n for a, n in aliases.items() if n in out and a not in out}
+    sys.stdout.write('{"source": ' + json.dumps(
+        "NVIDIA-NeMo/Megatron-Bridge " + (commit + " " if commit else "") + "src/" + RECIPES +
+        "/**/*.py (the recipe functions with their default arguments, evaluated by scripts/bridge_recipes.py)") +
+        ',\n "aliases": ' + json.dumps(aliases, sort_keys=True) + ',\n "recipes": {\n')
+    names = sorted(out)
+    for i, name in enumerate(names):
+        sys.stdout.write("  " + json.dumps(name) + ": " + json.dumps(out[name], sort_keys=True) +
+                         ("," if i + 1 < len(names) else "") + "\n")
+    sys.stdout.write(" }\n}\n")
+
+
+if __name__ == "__main__":
+    main()
