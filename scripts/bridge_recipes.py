@@ -180,16 +180,9 @@ def main():
                         cfg[section] = {k: v for k, v in cfg[section].items() if k in keep}
                 out[stmt.name] = cfg
     aliases = {a: n for a, n in aliases.items() if n in out and a not in out}
-    sys.stdout.write('{"source": ' + json.dumps(
-        "NVIDIA-NeMo/Megatron-Bridge " + (commit + " " if commit else "") + "src/" + RECIPES +
-        "/**/*.py (the recipe functions with their default arguments, evaluated by scripts/bridge_recipes.py)") +
-        ',\n "aliases": ' + json.dumps(aliases, sort_keys=True) + ',\n "recipes": {\n')
-    names = sorted(out)
-    for i, name in enumerate(names):
-        sys.stdout.write("  " + json.dumps(name) + ": " + json.dumps(out[name], sort_keys=True) +
-                         ("," if i + 1 < len(names) else "") + "\n")
-    sys.stdout.write(" }\n}\n")
-
+    base.write_table("NVIDIA-NeMo/Megatron-Bridge " + (commit + " " if commit else "") + "src/" + RECIPES +
+                     "/**/*.py (the recipe functions with their default arguments, evaluated by "
+                     "scripts/bridge_recipes.py)", {"aliases": aliases, "recipes": out})
 
 if __name__ == "__main__":
     main()

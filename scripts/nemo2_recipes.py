@@ -333,6 +333,21 @@ def clean(v):
     return v
 
 
+def write_table(source, tables):
+    """The JSON file, one recipe a line: {"source": …, <name>: <object>, …, "recipes": {name: recipe}}."""
+    sys.stdout.write('{"source": ' + json.dumps(source))
+    for key, value in tables.items():
+        if key != "recipes":
+            sys.stdout.write(',\n ' + json.dumps(key) + ': ' + json.dumps(value, sort_keys=True))
+    sys.stdout.write(',\n "recipes": {\n')
+    out = tables["recipes"]
+    names = sorted(out)
+    for i, name in enumerate(names):
+        sys.stdout.write("  " + json.dumps(name) + ": " + json.dumps(out[name], sort_keys=True) +
+                         ("," if i + 1 < len(names) else "") + "\n")
+    sys.stdout.write(" }\n}\n")
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -357,17 +372,9 @@ def main():
                 entry[kind] = clean(task)
         if entry:
             out[name] = entry
-    # one recipe a line
-    sys.stdout.write('{"source": ' + json.dumps(
-        "NVIDIA/NeMo " + (commit + " " if commit else "") + RECIPES + "/*.py (pretrain_recipe() and "
-        "finetune_recipe() with their default arguments, evaluated by scripts/nemo2_recipes.py)") +
-        ',\n "recipes": {\n')
-    names = sorted(out)
-    for i, name in enumerate(names):
-        sys.stdout.write("  " + json.dumps(name) + ": " + json.dumps(out[name], sort_keys=True) +
-                         ("," if i + 1 < len(names) else "") + "\n")
-    sys.stdout.write(" }\n}\n")
-
+    write_table("NVIDIA/NeMo " + (commit + " " if commit else "") + RECIPES + "/*.py (pretrain_recipe() and "
+                "finetune_recipe() with their default arguments, evaluated by scripts/nemo2_recipes.py)",
+                {"recipes": out})
 
 if __name__ == "__main__":
     main()

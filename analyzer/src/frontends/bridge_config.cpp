@@ -16,7 +16,6 @@
 #include <sstream>
 
 #include "config_section.hpp"
-#include "embedded_data.hpp"
 #include "preflight/analyzer/frontends/nemo2_config.hpp"
 #include "preflight/analyzer/frontends/nemo_config.hpp"
 #include "preflight/analyzer/frontends/presets.hpp"
@@ -544,11 +543,7 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
 namespace {
 
 const nlohmann::json& bridge_recipe_table() {
-  static const nlohmann::json table = [] {
-    const embedded::File* f = embedded::find("bridge/recipes.json");
-    if (!f) throw std::logic_error("analyzer/data/bridge/recipes.json is not embedded");
-    return nlohmann::json::parse(f->text);
-  }();
+  static const nlohmann::json table = detail::embedded_json("bridge/recipes.json");
   return table;
 }
 
@@ -616,12 +611,8 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
     tail.insert(tail.end(), {"--make-vocab-size-divisible-by", "1"});
   }
   // The world: torchrun's sizes when given, else the GPUs the recipe is named for.
-  const bool world_given = std::any_of(passed_on.begin(), passed_on.end(), [](const std::string& w) {
-    return w.rfind("--nproc_per_node", 0) == 0 || w.rfind("--nproc-per-node", 0) == 0 ||
-           w.rfind("--nnodes", 0) == 0 || w.rfind("--world-size", 0) == 0;
-  });
   std::vector<std::string> notes;
-  if (int n = 0; !world_given) {
+  if (int n = 0; !detail::world_given(passed_on)) {
     if (RE2::PartialMatch(function, R"(_(\d+)gpu_)", &n) && n > 0) {
       tail.insert(tail.end(), {"--nproc_per_node", std::to_string(std::min(n, 8)), "--nnodes",
                                std::to_string(std::max(1, n / 8))});

@@ -1,6 +1,9 @@
 // Configuration sections and overrides (config_section.hpp).
 #include "config_section.hpp"
 
+#include "embedded_data.hpp"
+
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <set>
@@ -150,6 +153,19 @@ std::vector<std::string> lora_words(const Section& peft) {
   for (const char* l : {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"})
     if (linears.count(l)) out.push_back(l);
   return out;
+}
+
+nlohmann::json embedded_json(const std::string& path) {
+  const embedded::File* f = embedded::find(path);
+  if (!f) throw std::logic_error("analyzer/data/" + path + " is not embedded");
+  return nlohmann::json::parse(f->text);
+}
+
+bool world_given(const std::vector<std::string>& words) {
+  return std::any_of(words.begin(), words.end(), [](const std::string& w) {
+    return w.rfind("--nproc_per_node", 0) == 0 || w.rfind("--nproc-per-node", 0) == 0 ||
+           w.rfind("--nnodes", 0) == 0 || w.rfind("--world-size", 0) == 0;
+  });
 }
 
 }  // namespace preflight::analyzer::detail

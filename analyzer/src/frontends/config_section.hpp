@@ -178,6 +178,14 @@ YAML::Node yaml_tree(const nlohmann::json& v);
 /// @throws InputError naming peft.target_modules for a module that is none of those.
 std::vector<std::string> lora_words(const Section& peft);
 
+/// The embedded data file analyzer/data/`path` parsed as JSON.
+/// @throws std::logic_error when it is not embedded (a build error, not the user's).
+nlohmann::json embedded_json(const std::string& path);
+
+/// True when `words` give torchrun's sizes (--nproc_per_node / --nproc-per-node / --nnodes) or preflight's
+/// --world-size: they replace a configuration's own world.
+bool world_given(const std::vector<std::string>& words);
+
 /// The Megatron-Bridge conversion of a ConfigContainer already loaded (and overridden): `root`'s sections as
 /// Megatron-LM arguments, then `passed_on` (the caller's words that were not overrides).  Shared with the
 /// NeMo 2 front end, which writes its configuration into this form (nemo2_config.cpp).

@@ -13,7 +13,6 @@
 #include <sstream>
 
 #include "config_section.hpp"
-#include "embedded_data.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::analyzer {
@@ -37,11 +36,7 @@ std::string last_part(const std::string& dotted) {
 
 /// The NeMo 2 model configuration classes' defaults (analyzer/data/nemo2/model_configs.json).
 const nlohmann::json& class_table() {
-  static const nlohmann::json table = [] {
-    const embedded::File* f = embedded::find("nemo2/model_configs.json");
-    if (!f) throw std::logic_error("analyzer/data/nemo2/model_configs.json is not embedded");
-    return nlohmann::json::parse(f->text);
-  }();
+  static const nlohmann::json table = detail::embedded_json("nemo2/model_configs.json");
   return table;
 }
 
@@ -76,11 +71,7 @@ std::string restore_path(const YAML::Node& root) {
 }
 
 const nlohmann::json& recipe_table() {
-  static const nlohmann::json table = [] {
-    const embedded::File* f = embedded::find("nemo2/recipes.json");
-    if (!f) throw std::logic_error("analyzer/data/nemo2/recipes.json is not embedded");
-    return nlohmann::json::parse(f->text);
-  }();
+  static const nlohmann::json table = detail::embedded_json("nemo2/recipes.json");
   return table;
 }
 
@@ -461,11 +452,7 @@ BridgeConfigArgs nemo2_config_to_megatron_args(YAML::Node root, const std::strin
   }
 
   // The world: trainer.devices × trainer.num_nodes, unless torchrun's sizes are given.
-  const bool world_given = std::any_of(passed_on.begin(), passed_on.end(), [](const std::string& w) {
-    return w.rfind("--nproc_per_node", 0) == 0 || w.rfind("--nproc-per-node", 0) == 0 ||
-           w.rfind("--nnodes", 0) == 0 || w.rfind("--world-size", 0) == 0;
-  });
-  if (!world_given && trainer && trainer.IsMap()) {
+  if (!detail::world_given(passed_on) && trainer && trainer.IsMap()) {
     const Section t(trainer, source, "trainer");
     const YAML::Node devices = trainer["devices"];
     if (devices && devices.IsScalar() && (devices.Scalar() == "-1" || devices.Scalar() == "auto"))

@@ -399,11 +399,7 @@ BridgeConfigArgs nemo_config_text_to_megatron_args(const std::string& text, cons
 
   // --- World and numerics (the trainer)
   // ----------------------------------------------------------------------
-  const bool world_given = std::any_of(passed_on.begin(), passed_on.end(), [](const std::string& w) {
-    return w.rfind("--nproc_per_node", 0) == 0 || w.rfind("--nproc-per-node", 0) == 0 ||
-           w.rfind("--nnodes", 0) == 0 || w.rfind("--world-size", 0) == 0;
-  });
-  if (!world_given) {
+  if (!detail::world_given(passed_on)) {
     const YAML::Node devices = trainer.node()["devices"];
     if (devices && devices.IsScalar() && (devices.Scalar() == "-1" || devices.Scalar() == "auto")) {
       out.warnings.push_back(source + ": trainer.devices is " + devices.Scalar() +
