@@ -2,6 +2,7 @@
 // config.json files, name resolution, and `--model` loading with Megatron overrides.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "frontends_test_data.hpp"
@@ -228,4 +229,49 @@ TEST(LoadModel, PresetEqualsTheMegatronDescription) {
   Strategy st = c.strategy;
   LayerGraph a = build_layer_graph(c.model, st), b = build_layer_graph(preset, st);
   EXPECT_EQ(a.chunks[0].kept_activation_bytes(), b.chunks[0].kept_activation_bytes());
+}
+
+// A repository in the local Hugging Face cache (as `from_pretrained` finds it offline: models--ORG--REPO, the
+// snapshot refs/main names) is read from there, before the Hub; with HF_HUB_OFFLINE set and no copy in the
+// cache the message says where it looked instead of downloading.
+TEST(Presets, HuggingFaceCacheIsReadBeforeTheHub) {
+  preflight::test::TempDir cache;
+  const std::filesystem::path repo = cache.path() / "models--example-org--Tiny-LM";
+  std::filesystem::create_directories(repo / "refs");
+  std::filesystem::create_directories(repo / "snapshots" / "abc123");
+  std::filesystem::create_directories(repo / "snapshots" / "old999");
+  preflight::test::write_file(repo / "refs" / "main", "abc123");
+  const std::string config =
+      R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+          "intermediate_size": 688, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "num_hidden_layers": LAYERS, "vocab_size": 32000, "max_position_embeddings": 2048,
+          "hidden_act": "silu", "rms_norm_eps": 1e-5, "tie_word_embeddings": false})";
+  auto with_layers = [&](const std::string& n) {
+    std::string c = config;
+    return c.replace(c.find("LAYERS"), 6, n);
+  };
+  preflight::test::write_file(repo / "snapshots" / "abc123" / "config.json", with_layers("6"));
+  preflight::test::write_file(repo / "snapshots" / "old999" / "config.json", with_layers("2"));
+  preflight::test::ScopedEnv hub("HF_HUB_CACHE", cache.path().c_str());
+  preflight::test::ScopedEnv offline("HF_HUB_OFFLINE", "1");
+  EXPECT_EQ(hf_cached_snapshot("example-org/Tiny-LM"), (repo / "snapshots" / "abc123").string());
+  EXPECT_EQ(load_model("example-org/Tiny-LM").num_layers, 6);
+  EXPECT_EQ(hf_cached_snapshot("example-org/Other"), "");
+  try {
+    load_model("example-org/Other");
+    ADD_FAILURE() << "a repository not in the cache was read with HF_HUB_OFFLINE set";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("HF_HUB_OFFLINE is set"), std::string::npos) << e.what();
+  }
+  // a Hugging Face tokenizer named by the repository: its vocabulary from the cached config.json
+  const MegatronConfig c = parse_megatron_args(
+      {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "2", "--seq-length", "16",
+       "--micro-batch-size", "1", "--global-batch-size", "8", "--tokenizer-type", "HuggingFaceTokenizer",
+       "--tokenizer-model", "example-org/Tiny-LM"});
+  EXPECT_EQ(c.model.vocab_size, 32000);
+  // without refs/main: the newest snapshot holding a config.json
+  std::filesystem::remove(repo / "refs" / "main");
+  std::filesystem::last_write_time(repo / "snapshots" / "old999" / "config.json",
+                                   std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
+  EXPECT_EQ(load_model("example-org/Tiny-LM").num_layers, 2);
 }

@@ -947,6 +947,10 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
     const std::string& t = f.get(hf_flag);
     I64 v = checkpoint_vocab_size(t);
     std::string from = t + "/config.json";
+    if (const std::string cached = v == 0 ? hf_cached_snapshot(t) : std::string(); !cached.empty()) {
+      v = checkpoint_vocab_size(cached);  // the repository's config.json in the Hugging Face cache
+      from = cached + "/config.json (the Hugging Face cache)";
+    }
     if (const std::string preset = preset_of_repository(t); v == 0 && !preset.empty()) {
       v = preset_model(preset).vocab_size;
       from = "the " + preset + " preset (" + t + "'s config.json)";

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string_view>
 
@@ -167,6 +169,50 @@ std::string preset_of_repository(const std::string& repo) {
   return p ? p->name : "";
 }
 
+std::string hf_cached_snapshot(const std::string& repo) {
+  namespace fs = std::filesystem;
+  if (!is_hf_repo_id(repo)) return "";
+  auto env = [](const char* k) -> std::string {
+    const char* v = std::getenv(k);
+    return v ? v : "";
+  };
+  fs::path cache;
+  if (!env("HF_HUB_CACHE").empty()) {
+    cache = env("HF_HUB_CACHE");
+  } else if (!env("HF_HOME").empty()) {
+    cache = fs::path(env("HF_HOME")) / "hub";
+  } else if (!env("XDG_CACHE_HOME").empty()) {
+    cache = fs::path(env("XDG_CACHE_HOME")) / "huggingface" / "hub";
+  } else if (!env("HOME").empty()) {
+    cache = fs::path(env("HOME")) / ".cache" / "huggingface" / "hub";
+  } else {
+    return "";
+  }
+  std::string folder = "models--" + repo;
+  folder.replace(folder.find('/'), 1, "--");
+  const fs::path root = cache / folder;
+  std::error_code ec;
+  if (std::ifstream ref(root / "refs" / "main"); ref) {
+    std::string revision;
+    std::getline(ref, revision);
+    const fs::path snap = root / "snapshots" / revision;
+    if (!revision.empty() && fs::is_regular_file(snap / "config.json", ec)) return snap.string();
+  }
+  fs::path newest;
+  fs::file_time_type when{};
+  for (auto it = fs::directory_iterator(root / "snapshots", ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const fs::path cfg = it->path() / "config.json";
+    if (!fs::is_regular_file(cfg, ec)) continue;
+    const auto t = fs::last_write_time(cfg, ec);
+    if (newest.empty() || t > when) {
+      newest = it->path();
+      when = t;
+    }
+  }
+  return newest.string();
+}
+
 ModelSpec load_model(const std::string& spec, std::vector<std::string>* warnings) {
   namespace fs = std::filesystem;
   if (spec.empty())
@@ -177,6 +223,11 @@ ModelSpec load_model(const std::string& spec, std::vector<std::string>* warnings
   bool usable_path = fs::is_regular_file(p, ec) || fs::is_regular_file(p / "config.json", ec);
   if (usable_path) return load_hf_config(spec, warnings);
   if (const Preset* preset = find_preset(spec)) return build_preset(*preset, warnings);
+  if (const std::string cached = hf_cached_snapshot(spec); !cached.empty()) {
+    if (warnings)
+      warnings->push_back("--model " + spec + ": its config.json from the Hugging Face cache, " + cached);
+    return load_hf_config(cached, warnings);
+  }
   if (is_hf_repo_id(spec)) {
     // A chat / instruct / base / thinking / FP8 / dated variant of a preset's repository
     // (Qwen/Qwen2.5-7B-Instruct, meta-llama/Llama-2-7b-chat-hf, Qwen/Qwen3-235B-A22B-Instruct-2507): the same
@@ -189,6 +240,12 @@ ModelSpec load_model(const std::string& spec, std::vector<std::string>* warnings
       return build_preset(*preset, warnings);
     }
     // Not a file or folder here and not a preset: a repository on the Hub, as `from_pretrained` reads it.
+    if (const char* offline = std::getenv("HF_HUB_OFFLINE");
+        offline && std::string(offline) != "0" && std::string(offline) != "")
+      throw InputError("--model " + spec,
+                       "HF_HUB_OFFLINE is set and the repository is not in the Hugging Face cache "
+                       "($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub): give a folder with its "
+                       "config.json");
     std::string url = hf_endpoint() + "/" + spec + "/resolve/main/config.json";
     try {
       return load_hf_config(url, warnings);

@@ -41,10 +41,19 @@ std::string preset_source(const std::string& name);
 /// Qwen/Qwen2.5-7B-Instruct), which share its architecture and tokenizer; "" when none is.
 std::string preset_of_repository(const std::string& repo);
 
+/// The folder of the Hugging Face cache holding repository `repo`'s (ORG/REPO) config.json, as
+/// `from_pretrained` finds it offline: `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else
+/// `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`; in it
+/// `models--ORG--REPO/snapshots/<the revision refs/main names>/` (else the newest snapshot with a
+/// config.json).
+/// "" when it is not cached.
+std::string hf_cached_snapshot(const std::string& repo);
+
 /// `--model` resolution: an `http(s)://` URL of a config.json; else an existing config.json file or a
 /// checkpoint directory holding one; else a preset name (or a preset's repository id); else a Hugging Face
-/// repository id `ORG/REPO`, read from `<hf_endpoint()>/ORG/REPO/resolve/main/config.json` (with $HF_TOKEN
-/// for gated repositories, see load_hf_config()).
+/// repository id `ORG/REPO`: its config.json in the local Hugging Face cache (hf_cached_snapshot()), else
+/// read from `<hf_endpoint()>/ORG/REPO/resolve/main/config.json` (with $HF_TOKEN for gated repositories, see
+/// load_hf_config()) unless $HF_HUB_OFFLINE is set.
 /// @param warnings  when non-null, receives the front end's warnings (simplifications it took)
 /// @throws InputError naming the URL, file or field (see hf_config.hpp), or "--model" when the word is
 ///         neither an existing file nor a preset (the message lists the presets).
