@@ -360,16 +360,24 @@ def main():
         name = file[:-3]
         mod = interp.module(RECIPES.replace("/", ".") + "." + name)
         entry = {}
-        for kind, fn in (("pretrain", "pretrain_recipe"), ("finetune", "finetune_recipe")):
+        # (each task also with performance_mode=True, as NeMo's performance scripts build it, when it differs)
+        for kind, fn, kwargs in (("pretrain", "pretrain_recipe", {}), ("finetune", "finetune_recipe", {}),
+                                 ("pretrain_performance", "pretrain_recipe", {"performance_mode": True}),
+                                 ("finetune_performance", "finetune_recipe", {"performance_mode": True})):
             k = mod.names.get(fn)
             if not k or k[0] != "func":
                 continue
+            if kwargs and "performance_mode" not in [a.arg for a in k[1].args.args + k[1].args.kwonlyargs]:
+                continue
             try:
-                task = interp.run_function(k[1], mod, [], {})
+                task = interp.run_function(k[1], mod, [], dict(kwargs))
             except RecursionError:
                 task = UNKNOWN
             if isinstance(task, dict) and isinstance(task.get("model"), dict):
-                entry[kind] = clean(task)
+                task = clean(task)
+                if kwargs and task == entry.get(kind.split("_")[0]):
+                    continue
+                entry[kind] = task
         if entry:
             out[name] = entry
     write_table("NVIDIA/NeMo " + (commit + " " if commit else "") + RECIPES + "/*.py (pretrain_recipe() and "

@@ -114,8 +114,15 @@ BridgeConfigArgs nemo2_recipe_to_megatron_args(const std::string& spec,
   const auto& entry = recipes.at(name);
   if (!entry.contains(task))
     throw InputError("NeMo 2 recipe " + spec, "NeMo's " + name + " recipe has no " + task + "_recipe");
-  YAML::Node root = yaml_tree(entry.at(task));
-  const std::string source = "NeMo 2 recipe " + name + " (" + task + "_recipe)";
+  // performance_mode=True (NeMo's performance scripts): the recipe's performance optimisations applied, when
+  // they change the task (else the task as it stands)
+  const bool performance = call.find("performance_mode=True") != std::string::npos ||
+                           call.find("performance_mode = True") != std::string::npos;
+  const std::string variant =
+      performance && entry.contains(task + "_performance") ? task + "_performance" : task;
+  YAML::Node root = yaml_tree(entry.at(variant));
+  const std::string source = "NeMo 2 recipe " + name + " (" + task + "_recipe" +
+                             (performance ? ", performance_mode=True" : "") + ")";
   // The factory's own arguments (`llama3_8b(num_nodes=2)`), where they map onto the task's fields.
   std::vector<std::string> overrides;
   std::istringstream in(call);
@@ -140,7 +147,8 @@ BridgeConfigArgs nemo2_recipe_to_megatron_args(const std::string& spec,
       overrides.push_back("trainer.devices=" + value);
     } else if (key == "seq_length") {
       overrides.push_back("data.seq_length=" + value);
-    } else if (key == "name" || key == "dir" || (key == "performance_mode" && value == "False")) {
+    } else if (key == "name" || key == "dir" ||
+               (key == "performance_mode" && (value == "False" || value == "True"))) {
       // (where the run writes; the recipe as it stands)
     } else if (key == "peft_scheme" && task == "finetune") {
       if (value == "none" || value == "None") {

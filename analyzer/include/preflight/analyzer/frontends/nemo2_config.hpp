@@ -74,8 +74,9 @@ std::vector<std::string> nemo2_recipe_names();
 /// source by scripts/nemo2_recipes.py into analyzer/data/nemo2/recipes.json — converted as
 /// nemo2_config_to_megatron_args() converts a task YAML, with `extra` (NeMo-Run's overrides such as
 /// `trainer.strategy.tensor_model_parallel_size=4`, then Megatron / torchrun words).  `spec` is
-/// `[pretrain:|finetune:]NAME[(ARGS)]`; of the factory's ARGS num_nodes, num_gpus_per_node, seq_length and
-/// (fine-tuning) peft_scheme are read, name / dir ignored.
+/// `[pretrain:|finetune:]NAME[(ARGS)]`; of the factory's ARGS num_nodes, num_gpus_per_node, seq_length,
+/// (fine-tuning) peft_scheme and performance_mode (True: the task with the recipe's performance
+/// optimisations, as NeMo's performance scripts build it) are read, name / dir ignored.
 /// @throws InputError naming the recipe: an unknown name, a task the recipe lacks, a factory argument not
 /// read.
 BridgeConfigArgs nemo2_recipe_to_megatron_args(const std::string& spec,
