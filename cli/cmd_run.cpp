@@ -815,7 +815,7 @@ int run_run(const RunCli& c) {
           m->entry_name.rfind('/') == std::string::npos ? 0 : m->entry_name.rfind('/') + 1);
       // Megatron-Bridge's recipe scripts take a recipe name and Hydra overrides, not Megatron's flags: what
       // preflight reads of such a run is its saved configuration.
-      const bool bridge_recipe = name == "run_recipe.py" || name == "pretrain_recipe.py" ||
+      const bool bridge_recipe = name == "pretrain_recipe.py" ||  // (run_recipe.py is an entry point)
                                  std::find(argv.begin(), argv.end(), "--recipe") != argv.end();
       std::cerr << "preflight run: " << wrap::launcher_name(m->launcher) << " starting " << m->entry_name
                 << " — not a training entry point preflight knows (" << entries.describe()

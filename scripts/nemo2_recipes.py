@@ -360,14 +360,18 @@ def main():
         name = file[:-3]
         mod = interp.module(RECIPES.replace("/", ".") + "." + name)
         entry = {}
-        # (each task also with performance_mode=True, as NeMo's performance scripts build it, when it differs)
+        # (each task also with performance_mode=True, as NeMo's performance scripts build it, and a fine-tuning
+        # task with the other peft_scheme values, whose branches of the recipe also change its layout)
         for kind, fn, kwargs in (("pretrain", "pretrain_recipe", {}), ("finetune", "finetune_recipe", {}),
                                  ("pretrain_performance", "pretrain_recipe", {"performance_mode": True}),
-                                 ("finetune_performance", "finetune_recipe", {"performance_mode": True})):
+                                 ("finetune_performance", "finetune_recipe", {"performance_mode": True}),
+                                 ("finetune_none", "finetune_recipe", {"peft_scheme": "none"}),
+                                 ("finetune_lora", "finetune_recipe", {"peft_scheme": "lora"}),
+                                 ("finetune_dora", "finetune_recipe", {"peft_scheme": "dora"})):
             k = mod.names.get(fn)
             if not k or k[0] != "func":
                 continue
-            if kwargs and "performance_mode" not in [a.arg for a in k[1].args.args + k[1].args.kwonlyargs]:
+            if any(key not in [a.arg for a in k[1].args.args + k[1].args.kwonlyargs] for key in kwargs):
                 continue
             try:
                 task = interp.run_function(k[1], mod, [], dict(kwargs))

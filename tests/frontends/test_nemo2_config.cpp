@@ -297,6 +297,12 @@ TEST(NemoTwoConfig, RecipesAsTheFactoryBuildsThem) {
   EXPECT_EQ(fc.strategy.seq_length, 2048);
   EXPECT_FALSE(
       has(nemo2_recipe_to_megatron_args("finetune:llama3_8b(peft_scheme='none')", {}).args, "--lora-rank"));
+  // peft_scheme chooses a branch of the recipe that also sets the layout: Llama 3.1 405B's full fine-tuning
+  // is tp 8 × pp 14 in NeMo's recipe (its LoRA branch tp 4 × pp 6 × vp 7)
+  const BridgeConfigArgs full = nemo2_recipe_to_megatron_args("finetune:llama31_405b(peft_scheme=None)", {});
+  EXPECT_TRUE(has(full.args, "--tensor-model-parallel-size", "8"));
+  EXPECT_TRUE(has(full.args, "--pipeline-model-parallel-size", "14"));
+  EXPECT_FALSE(has(full.args, "--lora-rank"));
   for (const auto& [spec, said] : std::vector<std::pair<std::string, std::string>>{
            {"llama3_8b(performance_mode=maybe)", "performance_mode is not read"},
            {"llama9_8b", "not one of NeMo's recipes"},

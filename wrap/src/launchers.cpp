@@ -1240,9 +1240,9 @@ std::vector<std::string> nemo_cli_analyze_words(const LaunchCommand& launch,
     } else if (w.rfind("--factory=", 0) == 0) {
       factory = w.substr(10);
     } else if (w.find('=') != std::string::npos && w[0] != '-') {
-      const std::string key = w.substr(0, w.find('='));
-      const std::string head =
-          key.substr(key.find_first_not_of("+~"), key.find('.') - key.find_first_not_of("+~"));
+      std::string key = w.substr(0, w.find('='));
+      key.erase(0, std::min(key.find_first_not_of("+~"), key.size()));  // Hydra's +key / ~key
+      const std::string head = key.substr(0, key.find('.'));
       if (head == "trainer" || head == "model" || head == "data" || head == "optim" || head == "peft")
         overrides.push_back(w);
       else

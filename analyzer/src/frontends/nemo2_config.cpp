@@ -4,6 +4,7 @@
 #include "preflight/analyzer/frontends/nemo2_config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -114,17 +115,12 @@ BridgeConfigArgs nemo2_recipe_to_megatron_args(const std::string& spec,
   const auto& entry = recipes.at(name);
   if (!entry.contains(task))
     throw InputError("NeMo 2 recipe " + spec, "NeMo's " + name + " recipe has no " + task + "_recipe");
-  // performance_mode=True (NeMo's performance scripts): the recipe's performance optimisations applied, when
-  // they change the task (else the task as it stands)
-  const bool performance = call.find("performance_mode=True") != std::string::npos ||
-                           call.find("performance_mode = True") != std::string::npos;
-  const std::string variant =
-      performance && entry.contains(task + "_performance") ? task + "_performance" : task;
-  YAML::Node root = yaml_tree(entry.at(variant));
-  const std::string source = "NeMo 2 recipe " + name + " (" + task + "_recipe" +
-                             (performance ? ", performance_mode=True" : "") + ")";
-  // The factory's own arguments (`llama3_8b(num_nodes=2)`), where they map onto the task's fields.
+  // The factory's own arguments (`llama3_8b(num_nodes=2)`): the ones that choose the task the recipe builds
+  // (performance_mode, peft_scheme: branches of the recipe, evaluated into the table as their own tasks), and
+  // the ones that map onto the task's fields.
+  const std::string said = "NeMo 2 recipe " + spec;
   std::vector<std::string> overrides;
+  std::string variant;  // "" (the default arguments), "performance", or a peft_scheme
   std::istringstream in(call);
   for (std::string arg; std::getline(in, arg, ',');) {
     auto trim = [](std::string x) {
@@ -136,37 +132,50 @@ BridgeConfigArgs nemo2_recipe_to_megatron_args(const std::string& spec,
     if (arg.empty()) continue;
     const auto eq = arg.find('=');
     if (eq == std::string::npos)
-      throw InputError(source, "the factory argument '" + arg + "' must be given as name=value");
+      throw InputError(said, "the factory argument '" + arg + "' must be given as name=value");
     const std::string key = trim(arg.substr(0, eq));
     std::string value = trim(arg.substr(eq + 1));
     if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"'))
       value = value.substr(1, value.size() - 2);
+    auto choose = [&](const std::string& v) {
+      if (!variant.empty() && variant != v)
+        throw InputError(said,
+                         "performance_mode=True and another peft_scheme together are not in the "
+                         "recipe table (each is, with the recipe's other arguments at their defaults)");
+      variant = v;
+    };
     if (key == "num_nodes") {
       overrides.push_back("trainer.num_nodes=" + value);
     } else if (key == "num_gpus_per_node") {
       overrides.push_back("trainer.devices=" + value);
     } else if (key == "seq_length") {
       overrides.push_back("data.seq_length=" + value);
-    } else if (key == "name" || key == "dir" ||
-               (key == "performance_mode" && (value == "False" || value == "True"))) {
+    } else if (key == "name" || key == "dir" || (key == "performance_mode" && value == "False")) {
       // (where the run writes; the recipe as it stands)
+    } else if (key == "performance_mode" && value == "True") {
+      choose("performance");
     } else if (key == "peft_scheme" && task == "finetune") {
-      if (value == "none" || value == "None") {
-        root.remove("peft");
-      } else if (value == "lora" || value == "dora") {
-        if (!root["peft"].IsMap()) root["peft"] = YAML::Node(YAML::NodeType::Map);
-        root["peft"]["_target_"] =
-            std::string("nemo.collections.llm.peft.") + value + "." + (value == "lora" ? "LoRA" : "DoRA");
-      } else {
-        throw InputError(source, "peft_scheme '" + value + "' is not one of lora, dora, none");
-      }
+      std::string scheme = value;
+      std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      if (scheme != "none" && scheme != "lora" && scheme != "dora")
+        throw InputError(said, "peft_scheme '" + value + "' is not one of lora, dora, none");
+      if (entry.contains(task + "_" + scheme)) choose(scheme);  // (else the recipe's default is that scheme)
     } else {
-      throw InputError(source,
-                       "the factory argument " + key +
-                           " is not read (num_nodes, num_gpus_per_node, seq_length, peft_scheme are): "
-                           "give its effect as an override (trainer.strategy.x=…, model.config.x=…)");
+      throw InputError(said, "the factory argument " + key +
+                                 " is not read (num_nodes, num_gpus_per_node, seq_length, peft_scheme, "
+                                 "performance_mode are): give its effect as an override "
+                                 "(trainer.strategy.x=…, model.config.x=…)");
     }
   }
+  if (variant == "performance" && !entry.contains(task + "_performance"))
+    variant.clear();  // (the recipe's performance mode changes nothing of its task)
+  YAML::Node root = yaml_tree(entry.at(variant.empty() ? task : task + "_" + variant));
+  const std::string source = "NeMo 2 recipe " + name + " (" + task + "_recipe" +
+                             (variant == "performance" ? ", performance_mode=True"
+                              : !variant.empty()       ? ", peft_scheme='" + variant + "'"
+                                                       : "") +
+                             ")";
   overrides.insert(overrides.end(), extra.begin(), extra.end());
   BridgeConfigArgs out = nemo2_config_to_megatron_args(root, source, overrides);
   out.warnings.insert(out.warnings.begin(),

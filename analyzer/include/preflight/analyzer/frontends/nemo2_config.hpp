@@ -76,7 +76,8 @@ std::vector<std::string> nemo2_recipe_names();
 /// `trainer.strategy.tensor_model_parallel_size=4`, then Megatron / torchrun words).  `spec` is
 /// `[pretrain:|finetune:]NAME[(ARGS)]`; of the factory's ARGS num_nodes, num_gpus_per_node, seq_length,
 /// (fine-tuning) peft_scheme and performance_mode (True: the task with the recipe's performance
-/// optimisations, as NeMo's performance scripts build it) are read, name / dir ignored.
+/// optimisations, as NeMo's performance scripts build it) are read — the last two choose the task the recipe
+/// builds, each a task of its own in the table — name / dir ignored.
 /// @throws InputError naming the recipe: an unknown name, a task the recipe lacks, a factory argument not
 /// read.
 BridgeConfigArgs nemo2_recipe_to_megatron_args(const std::string& spec,
