@@ -97,6 +97,9 @@ TEST(HfConfig, DeepSeekV3) {
   EXPECT_EQ(m.moe.router_topk, 8);
   EXPECT_EQ(m.moe.ffn_hidden_size, 2048);
   EXPECT_EQ(m.moe.shared_expert_ffn_hidden_size, 2048);  // 1 shared expert × 2048
+  // node-limited routing: 8 groups, each token to experts of 4 of them (n_group / topk_group)
+  EXPECT_EQ(m.moe.router_num_groups, 8);
+  EXPECT_EQ(m.moe.router_group_topk, 4);
   EXPECT_EQ(m.ffn_hidden_size, 18432);
   for (int l = 0; l < 3; ++l) EXPECT_FALSE(m.is_moe_layer(l)) << l;  // first_k_dense_replace = 3
   for (int l = 3; l < 61; ++l) EXPECT_TRUE(m.is_moe_layer(l)) << l;
