@@ -65,7 +65,9 @@ const char* kAnalyzeHelp =
     "  --calibration FILE       apply coefficients fitted by `preflight calibrate --fit`\n"
     "  --system NAME|FILE       also price the iteration on this system (a preset such as h100-sxm,\n"
     "                           or a system JSON): time, MFU and per-stage peak of `preflight\n"
-    "                           estimate` after the tables (under \"estimate\" with --json)\n"
+    "                           estimate` after the tables (under \"estimate\" with --json); a\n"
+    "                           Megatron-Bridge recipe named for a GPU (…_8gpu_gb200_…) is priced\n"
+    "                           on that GPU's preset without it\n"
     "  --nic-gbps G             with --system: each GPU's share of the inter-node network, GB/s a\n"
     "                           direction (6.25 for four 100 Gb/s links a node of 8)\n"
     "  --compat get_training_info\n"
@@ -212,6 +214,11 @@ int run_analyze(const Words& words) {
       bridge = analyzer::bridge_config_to_megatron_args(*cli.bridge_config, cli.rest);
       cli.rest = bridge->args;
       opts.warnings.insert(opts.warnings.end(), bridge->warnings.begin(), bridge->warnings.end());
+      if (!cli.system && !bridge->system.empty()) {
+        cli.system = bridge->system;
+        opts.warnings.push_back("iteration time priced on " + *cli.system +
+                                ", the GPU the recipe is named for (--system for another)");
+      }
     }
     const analyzer::MegatronConfig cfg =
         bridge

@@ -22,6 +22,7 @@ namespace {
 
 struct EstimateOptions {
   std::string model, strategy, system = "a100_pcie", out, config, trace, bridge_config;
+  bool system_given = false;  // --system on the command line (else a recipe's GPU may choose it)
   bool json = false, strict = false, simumax_compat = false, ops = false;
   int gpus_per_node = 0;
   double nic_gbps = 0;  // --nic-gbps: each GPU's inter-node GB/s (0: the system's)
@@ -70,6 +71,11 @@ int run(EstimateOptions o) {
       bridge = bridge_config_to_megatron_args(o.bridge_config, o.megatron);
       o.megatron = bridge->args;
       for (const auto& w : bridge->warnings) warnings.push_back(w);
+      if (!o.system_given && !bridge->system.empty()) {
+        o.system = bridge->system;
+        warnings.push_back("priced on " + o.system +
+                           ", the GPU the recipe is named for (--system for another)");
+      }
     }
     ModelSpec base;
     if (!o.model.empty()) base = cost::load_cost_model(o.model, &warnings);
@@ -200,11 +206,14 @@ Command estimate_command() {
         std::string systems;
         for (const auto& n : analyzer::cost::system_preset_names())
           systems += (systems.empty() ? "" : ", ") + n;
-        sub.add_option("--system", o->system,
-                       "SimuMax system JSON or preset (a100_pcie and b200_bf16_ceperm are SimuMax's "
-                       "calibrations; a product name such as H100 or DGX-B200 also selects one): " +
-                           systems)
-            ->capture_default_str();
+        CLI::Option* system =
+            sub.add_option(
+                   "--system", o->system,
+                   "SimuMax system JSON or preset (a100_pcie and b200_bf16_ceperm are SimuMax's "
+                   "calibrations; a product name such as H100 or DGX-B200 also selects one; default for "
+                   "a Megatron-Bridge recipe named for a GPU, …_8gpu_gb200_…: that GPU's): " +
+                       systems)
+                ->capture_default_str();
         sub.add_option("--gpus-per-node", o->gpus_per_node,
                        "devices per node (the fast intra-node domain); default: the system's");
         sub.add_option(
@@ -243,7 +252,10 @@ Command estimate_command() {
             "peak does not fit in device memory, 2 bad input.\n"
             "Example: preflight estimate --model simumax:llama3-8b --strategy tp1_pp2_dp4_mbs1 --system "
             "a100_pcie");
-        return [o] { return run(*o); };
+        return [o, system] {
+          o->system_given = system->count() > 0;
+          return run(*o);
+        };
       }};
 }
 

@@ -684,8 +684,12 @@ Command search_command() {
         std::string systems;
         for (const auto& n : analyzer::cost::system_preset_names())
           systems += (systems.empty() ? "" : ", ") + n;
-        sub.add_option("--system", o->system, "SimuMax system JSON or preset: " + systems)
-            ->capture_default_str();
+        CLI::Option* system =
+            sub.add_option("--system", o->system,
+                           "SimuMax system JSON or preset (default for a Megatron-Bridge recipe "
+                           "named for a GPU, …_8gpu_gb200_…: that GPU's): " +
+                               systems)
+                ->capture_default_str();
         sub.add_option("--gpus-per-node", o->gpus_per_node, "devices per node; default: the system's");
         sub.add_option("--nic-gbps", o->nic_gbps,
                        "each GPU's share of the inter-node network, GB/s a direction; default: the system's");
@@ -765,7 +769,7 @@ Command search_command() {
             "Exit status: 0 a layout fits, 1 none fits, 2 bad input.\n"
             "Example: preflight search --system h100-sxm --tp 1,2,4,8 --pp 1,2,4,8 --vpp 1,2,5 -- "
             "$(your torchrun and pretrain_gpt.py arguments)");
-        return [o, &sub] {
+        return [o, &sub, system] {
           o->mbs_default = sub.count("--micro-batch-size") == 0;
           if (!o->mbs_default) {  // the first size (the header's and --config's checks); the list in run()
             const auto sizes = int_list(o->mbs_text, "--micro-batch-size");
@@ -792,6 +796,11 @@ Command search_command() {
             o->bridge = analyzer::bridge_config_to_megatron_args(o->bridge_config, extra);
             for (const auto& w : o->bridge->warnings) std::cerr << "preflight: warning: " << w << "\n";
             o->megatron = o->bridge->args;
+            if (system->count() == 0 && !o->bridge->system.empty()) {
+              o->system = o->bridge->system;
+              std::cerr << "preflight: warning: searched on " << o->system
+                        << ", the GPU the recipe is named for (--system for another)\n";
+            }
           }
           return run(*o);
         };

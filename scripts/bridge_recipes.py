@@ -2,6 +2,9 @@
 """Writes analyzer/data/bridge/recipes.json: every Megatron-Bridge recipe (`megatron.bridge.recipes.*`:
 llama3_8b_pretrain_config, qwen3_30b_a3b_pretrain_config, …) as the ConfigContainer it returns, so
 `--bridge-config llama3_8b_pretrain_config` reads what `run_recipe.py --recipe llama3_8b_pretrain_config` trains.
+The flat performance recipes (`megatron.bridge.perf_recipes.*`: llama3_8b_pretrain_8gpu_gb200_fp8cs_config, …,
+what `scripts/performance/setup_experiment.py -mr llama3_8b -ng 8 -g gb200 -c fp8_cs` trains) are a table of their
+own, "perf_recipes": ten of their names are also recipes of megatron.bridge.recipes with another layout.
 
 Megatron-Bridge's recipes are Python functions: `cfg = _pretrain_common()` (a ConfigContainer of dataclasses),
 `cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Meta-Llama-3-8B").get_model_config()`, then attribute
@@ -23,6 +26,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nemo2_recipes as base  # noqa: E402
 
 RECIPES = "megatron/bridge/recipes"
+# The flat performance recipes (`scripts/performance` resolves them by model, GPU count, GPU type and precision:
+# llama3_8b_pretrain_8gpu_gb200_fp8cs_config, …): the layouts NVIDIA's published performance tables ran.
+PERF_RECIPES = "megatron/bridge/perf_recipes"
 DROP_SECTIONS = {"logger", "checkpoint", "rng", "validation", "scheduler", "dist", "profiling", "env_vars",
                  "ft", "straggler", "nvrx_straggler", "inprocess_restart", "tensor_inspect"}
 
@@ -39,7 +45,8 @@ KEEP = {
 
 
 class BridgeInterp(base.Interp):
-    follow_prefixes = ("megatron.bridge.recipes",)
+    follow_prefixes = ("megatron.bridge.recipes", "megatron.bridge.perf_recipes", "megatron.bridge.utils.cuda_graph",
+                       "megatron.bridge.training.mixed_precision")
 
     def ev(self, node, mod, env):
         if isinstance(node, ast.BoolOp):  # Python's: the first truthy (or) / falsy (and) operand
@@ -85,6 +92,15 @@ class BridgeInterp(base.Interp):
                 if isinstance(b, dict) and "_autobridge_" in b:
                     return {"_hf_": b["_autobridge_"]}
                 return base.UNKNOWN
+        if (self.dotted_target(func, mod, env) or "").endswith("apply_flex_dispatcher_backend"):
+            # megatron/bridge/training/flex_dispatcher_backend.py on a GPU that has the backend (the recipe's):
+            # DeepEP / HybridEP make the dispatcher flex and turn the shared-expert overlap off.
+            model = self.ev(node.args[0], mod, env) if node.args else base.UNKNOWN
+            backend = self.ev(node.args[1], mod, env) if len(node.args) > 1 else None
+            if isinstance(model, dict) and backend in ("deepep", "hybridep") and model.get("num_moe_experts", 1):
+                model.update(moe_token_dispatcher_type="flex", moe_flex_dispatcher_backend=backend,
+                             moe_shared_expert_overlap=False)
+            return None
         if isinstance(func, ast.Name) and func.id == "isinstance" and len(node.args) == 2:
             v = self.ev(node.args[0], mod, env)
             classes = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
@@ -148,15 +164,28 @@ def main():
     root = os.path.join(sys.argv[1], "src")
     commit = sys.argv[2] if len(sys.argv) > 2 else ""
     interp = BridgeInterp(root)
-    out, aliases = {}, {}
-    for folder, _, files in sorted(os.walk(os.path.join(root, RECIPES))):
+    tables, aliases = {RECIPES: {}, PERF_RECIPES: {}}, {}
+    for package, out in tables.items():
+        read_package(interp, root, package, out, aliases)
+    recipes, perf = tables[RECIPES], tables[PERF_RECIPES]
+    aliases = {a: n for a, n in aliases.items() if n in recipes and a not in recipes}
+    base.write_table("NVIDIA-NeMo/Megatron-Bridge " + (commit + " " if commit else "") + "src/" + RECIPES +
+                     "/**/*.py and src/" + PERF_RECIPES + "/**/*.py (the recipe functions with their default "
+                     "arguments, evaluated by scripts/bridge_recipes.py)",
+                     {"aliases": aliases, "recipes": recipes, "perf_recipes": perf})
+
+
+def read_package(interp, root, package, out, aliases):
+    """Evaluates the recipe functions of `package` (a folder under src/) into `out` (name -> ConfigContainer)."""
+    for folder, _, files in sorted(os.walk(os.path.join(root, package))):
         for file in sorted(files):
             if not file.endswith(".py") or file.startswith("_"):
                 continue
             dotted = os.path.relpath(os.path.join(folder, file[:-3]), root).replace("/", ".")
             mod = interp.module(dotted)
             for stmt in mod.tree.body:
-                if isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.module.startswith("megatron.bridge.recipes"):
+                if package == RECIPES and isinstance(stmt, ast.ImportFrom) and stmt.module and \
+                        stmt.module.startswith("megatron.bridge.recipes"):
                     for a in stmt.names:
                         if a.asname and a.asname.endswith("_config") and a.name.endswith("_config"):
                             aliases[a.asname] = a.name
@@ -179,10 +208,7 @@ def main():
                     if isinstance(cfg.get(section), dict):
                         cfg[section] = {k: v for k, v in cfg[section].items() if k in keep}
                 out[stmt.name] = cfg
-    aliases = {a: n for a, n in aliases.items() if n in out and a not in out}
-    base.write_table("NVIDIA-NeMo/Megatron-Bridge " + (commit + " " if commit else "") + "src/" + RECIPES +
-                     "/**/*.py (the recipe functions with their default arguments, evaluated by "
-                     "scripts/bridge_recipes.py)", {"aliases": aliases, "recipes": out})
+
 
 if __name__ == "__main__":
     main()

@@ -221,24 +221,34 @@ class Interp:
             kind = mod.names.get(func.id)
             if kind and kind[0] == "func":
                 fdef, fmod = kind[1], mod
-            elif kind and kind[0] == "import" and self.follows(kind[1]):
-                m, _, f = kind[1].rpartition(".")
-                fm = self.module(m)
-                k2 = fm.names.get(f)
-                if k2 and k2[0] == "func":
-                    fdef, fmod = k2[1], fm
+            elif kind and kind[0] == "import":
+                fdef, fmod = self.function_of(kind[1])
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             kind = mod.names.get(func.value.id)
-            if kind and kind[0] == "import" and self.follows(kind[1]):
-                fm = self.module(kind[1])
-                k2 = fm.names.get(func.attr)
-                if k2 and k2[0] == "func":
-                    fdef, fmod = k2[1], fm
+            if kind and kind[0] == "import":
+                fdef, fmod = self.function_of(kind[1] + "." + func.attr)
         if fdef is None:
             return UNKNOWN
         args = [self.ev(a, mod, env) for a in node.args]
         kwargs = {kw.arg: self.ev(kw.value, mod, env) for kw in node.keywords if kw.arg}
         return self.run_function(fdef, fmod, args, kwargs)
+
+    def function_of(self, dotted):
+        """The function `module.name` names, through the re-exports of followed modules (`from .h100.llama3
+        import llama3_8b_pretrain_2gpu_h100_bf16_config as llama3_8b_pretrain_config`): (FunctionDef, Module),
+        or (None, None)."""
+        for _ in range(8):
+            if not self.follows(dotted):
+                return None, None
+            m, _, f = dotted.rpartition(".")
+            fm = self.module(m)
+            kind = fm.names.get(f)
+            if kind and kind[0] == "func":
+                return kind[1], fm
+            if not (kind and kind[0] == "import"):
+                return None, None
+            dotted = kind[1]
+        return None, None
 
     # --- statements ----------------------------------------------------------------------------------------------
     def run_function(self, fdef, mod, args, kwargs, depth=[0]):

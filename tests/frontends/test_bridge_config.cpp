@@ -217,6 +217,75 @@ TEST(BridgeConfig, PipelineLayoutListBecomesMegatronsString) {
                InputError);
 }
 
+// What Megatron-Bridge's setup does to a configuration before it trains (recipes are read before it):
+// - a CommOverlapConfig with the distributed optimizer sets the DDP overlaps (data parallel > 1) over the DDP
+//   config's own fields, unless the CommOverlapConfig gives them (comm_overlap.py
+//   _get_optimizer_overlap_cfgs);
+// - a pipeline layout gives the virtual stages: a recipe may also give virtual_pipeline_model_parallel_size
+//   when they agree (Megatron-LM's command line refuses both), and is refused when they do not;
+// - selective recompute of an empty module list recomputes nothing (only None means core_attn);
+// - fp8_output_proj, a paged expert stash and FP4 parameter gathering are carried.
+TEST(BridgeConfig, SetupRulesOfAConfigurationBeforeTraining) {
+  const std::string file = bridge("qwen3_8b_run_config.yaml");
+  const std::vector<std::string> world = {"--nproc_per_node", "8"};
+  auto with = [&](std::vector<std::string> o) {
+    o.insert(o.end(), world.begin(), world.end());
+    return bridge_config_to_megatron_args(file, o).args;
+  };
+  // the file's DDP config overlaps both; with its CommOverlapConfig they stay on even where the DDP config
+  // says no, and are off only where the CommOverlapConfig says so
+  const auto setup_on = with({"ddp.overlap_grad_reduce=false", "ddp.overlap_param_gather=false"});
+  EXPECT_TRUE(has(setup_on, "--overlap-grad-reduce"));
+  EXPECT_TRUE(has(setup_on, "--overlap-param-gather"));
+  const auto user_off = with({"comm_overlap.overlap_grad_reduce=false"});
+  EXPECT_FALSE(has(user_off, "--overlap-grad-reduce"));
+  EXPECT_TRUE(has(user_off, "--overlap-param-gather"));
+  // without a CommOverlapConfig (null) the DDP config's own fields
+  const auto no_setup =
+      with({"comm_overlap=null", "ddp.overlap_grad_reduce=false", "ddp.overlap_param_gather=false"});
+  EXPECT_FALSE(has(no_setup, "--overlap-grad-reduce"));
+  EXPECT_FALSE(has(no_setup, "--overlap-param-gather"));
+
+  // a layout of 4 stages at pp 2 with virtual_pipeline_model_parallel_size 2: the layout's 2 virtual stages
+  std::string layout = "[[E, t, t, t, t, t, t, t, t, t]";
+  for (int i = 0; i < 3; ++i)
+    layout += ", [t, t, t, t, t, t, t, t, t" + std::string(i == 2 ? ", L" : "") + "]";
+  layout += "]";
+  const auto lv =
+      with({"model.pipeline_model_parallel_size=2", "model.virtual_pipeline_model_parallel_size=2",
+            "model.pipeline_model_parallel_layout=" + layout});
+  EXPECT_FALSE(has(lv, "--num-virtual-stages-per-pipeline-rank"));
+  const MegatronConfig c = parse_megatron_args(lv);
+  EXPECT_EQ(c.strategy.pp, 2);
+  EXPECT_EQ(c.strategy.vpp, 2);
+  try {
+    with({"model.pipeline_model_parallel_size=2", "model.virtual_pipeline_model_parallel_size=4",
+          "model.pipeline_model_parallel_layout=" + layout});
+    ADD_FAILURE() << "a layout of 4 stages was read with 4 virtual stages at pp 2";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.virtual_pipeline_model_parallel_size"), std::string::npos)
+        << e.what();
+  }
+
+  // selective recompute: of nothing, of the default (core_attn), of the modules given
+  EXPECT_FALSE(has(with({"model.recompute_granularity=selective", "model.recompute_modules=[]"}),
+                   "--recompute-granularity"));
+  EXPECT_TRUE(has(with({"model.recompute_granularity=selective", "model.recompute_modules=null"}),
+                  "--recompute-granularity", "selective"));
+  EXPECT_TRUE(has(with({"model.recompute_granularity=selective", "model.recompute_modules=[mlp]"}),
+                  "--recompute-modules", "mlp"));
+
+  // FP8 output projection and the paged expert stash; NVFP4's parameter gathering
+  const auto fp8 = with(
+      {"mixed_precision=bf16_with_mxfp8_mixed", "model.fp8_output_proj=true", "model.moe_paged_stash=true"});
+  EXPECT_TRUE(has(fp8, "--fp8-output-proj"));
+  EXPECT_TRUE(has(fp8, "--moe-paged-stash"));
+  EXPECT_FALSE(has(with({"model.fp8_output_proj=true"}), "--fp8-output-proj"));  // (no FP8: Megatron refuses)
+  const auto fp4 = with({"mixed_precision.fp4=e2m1", "mixed_precision.fp4_recipe=nvfp4",
+                         "mixed_precision.fp4_param_gather=true"});
+  EXPECT_TRUE(has(fp4, "--fp4-param-gather"));
+}
+
 // Bad files: the message names the file and line (malformed YAML) or the file and field (a wrong type).
 TEST(BridgeConfig, BadInputNamesFileAndField) {
   try {
@@ -323,6 +392,65 @@ TEST(BridgeConfig, RecipesByName) {
   }
 }
 
+// Megatron-Bridge's flat performance recipes (megatron.bridge.perf_recipes: what scripts/performance's
+// setup_experiment.py -mr MODEL -ng N -g GPU -c PRECISION trains, the layouts of NVIDIA's published tables):
+// by name, or perf:NAME where megatron.bridge.recipes has a recipe of the same name.  The GPU in the name is
+// the system (4 GPUs a node on GB200 / GB300, as scripts/performance launches them).  Each prices exactly as
+// the time corpus's command line of the published run it is the recipe of (to 1e-6) — which checks the
+// generator's reading of Bridge's source (helpers re-exported under other names, the mixed-precision
+// functions, apply_flex_dispatcher_backend) and the setup rules above on real recipes.
+TEST(BridgeConfig, PerformanceRecipesPriceAsThePublishedRuns) {
+  struct Case {
+    const char* recipe;
+    const char* corpus;
+    const char* run;
+    const char* system;
+    int world, gpus_per_node;
+  };
+  const Case cases[] = {
+      {"perf:deepseek_v3_pretrain_1024gpu_h100_bf16_config", "h100_nemo_verification_cards.json",
+       "h100 deepseek-v3 bf16", "h100-sxm", 1024, 8},
+      {"deepseek_v3_pretrain_256gpu_gb300_fp8mx_config", "gb300_nemo_full_iteration.json",
+       "gb300 deepseek-v3 mxfp8 pp2 vp8 ep32 hybridep full-iteration graph ep-overlap fp8-attn mbs1 gbs4096 "
+       "(NeMo 26.08)",
+       "gb300", 256, 4},
+      {"llama3_70b_sft_32gpu_gb300_fp8cs_config", "gb300_nemo_finetune.json", "gb300 llama3-70b sft fp8",
+       "gb300", 32, 4},
+      {"llama31_405b_pretrain_256gpu_gb200_fp8cs_config", "gb200_nemo_llama.json",
+       "gb200 llama3.1-405b fp8 tp4 pp16 vp4 gbs1536 (NeMo 26.06)", "gb200", 256, 4},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.recipe);
+    const BridgeConfigArgs b = bridge_config_to_megatron_args(k.recipe, {});
+    EXPECT_EQ(b.system, k.system);
+    EXPECT_TRUE(has(b.args, "--nproc_per_node", std::to_string(k.gpus_per_node)));
+    const MegatronConfig c = parse_bridge_args(b);
+    EXPECT_EQ(c.strategy.world_size, k.world);
+    const double recipe =
+        cost::estimate(c.model, c.strategy, cost::load_simumax_system(k.system)).iteration_ms;
+    const double published = iteration_ms(corpus_args(k.corpus, k.run), k.system);
+    EXPECT_NEAR(recipe / published, 1.0, 1e-6) << recipe << " ms vs " << published << " ms";
+  }
+  // the H100 DeepSeek-V3 recipe's HybridEP, applied by apply_flex_dispatcher_backend in Bridge's recipe
+  const BridgeConfigArgs d =
+      bridge_config_to_megatron_args("perf:deepseek_v3_pretrain_1024gpu_h100_bf16_config", {});
+  EXPECT_TRUE(has(d.args, "--moe-token-dispatcher-type", "flex"));
+  EXPECT_TRUE(has(d.args, "--moe-flex-dispatcher-backend", "hybridep"));
+  EXPECT_FALSE(has(d.args, "--moe-shared-expert-overlap"));
+  // without perf: the name is megatron.bridge.recipes' recipe of that name (pp 16, no virtual stages)
+  const MegatronConfig r =
+      parse_bridge_args(bridge_config_to_megatron_args("deepseek_v3_pretrain_1024gpu_h100_bf16_config", {}));
+  EXPECT_EQ(r.strategy.pp, 16);
+  EXPECT_EQ(parse_bridge_args(d).strategy.pp, 8);
+  // a model of a Hugging Face repository keeps the recipe's MoE fields (its experts are the repository's)
+  const BridgeConfigArgs q =
+      bridge_config_to_megatron_args("qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config", {});
+  EXPECT_TRUE(has(q.args, "--moe-grouped-gemm"));
+  EXPECT_TRUE(has(q.args, "--moe-flex-dispatcher-backend", "hybridep"));
+  EXPECT_TRUE(parse_bridge_args(q).strategy.overlap_moe_expert_parallel_comm);
+  EXPECT_THROW(bridge_config_to_megatron_args("perf:llama3_8b_pretrain_config", {}), InputError);
+}
+
 TEST(BridgeConfig, EstimateAndAnalyzeTakeIt) {
   using preflight::test::run_preflight;
   using preflight::test::shell_quote;
@@ -355,6 +483,18 @@ TEST(BridgeConfig, EstimateAndAnalyzeTakeIt) {
   r = run_preflight("estimate --system h100-sxm --bridge-config " + shell_quote(bridge("missing.yaml")));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("missing.yaml"), std::string::npos) << r.err;
+  // A recipe named for a GPU is priced on it unless --system says otherwise (analyze: its time too).
+  const std::string recipe = "llama3_8b_pretrain_8gpu_gb200_fp8cs_config";
+  r = run_preflight("estimate --bridge-config " + recipe);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("llama3-8b on gb200:"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("priced on gb200, the GPU the recipe is named for"), std::string::npos) << r.err;
+  r = run_preflight("estimate --system h100-sxm --bridge-config " + recipe);
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // GB200's micro batch of 2 without recompute: ~105 GiB, not 80
+  EXPECT_NE(r.out.find("llama3-8b on h100-sxm:"), std::string::npos) << r.out;
+  r = run_preflight("analyze --bridge-config " + recipe);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Iteration time on gb200"), std::string::npos) << r.out;
 }
 
 }  // namespace

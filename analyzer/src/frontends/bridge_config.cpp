@@ -288,9 +288,14 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
     int_flags(model, {{"mamba_head_dim", "--mamba-head-dim"},
                       {"mamba_state_dim", "--mamba-state-dim"},
                       {"mamba_num_groups", "--mamba-num-groups"}});
-  // Mixture of experts.
-  if (auto e = model.integer("num_moe_experts"); e && *e > 0) {
-    put_value("--num-experts", std::to_string(*e));
+  // Mixture of experts.  A model read from a Hugging Face repository (a recipe's AutoBridge) has its experts
+  // there: the recipe's MoE fields (dispatcher, grouped GEMM, overlaps, …) are carried without the count.
+  const auto experts = model.integer("num_moe_experts");
+  const bool hf_model = root["model"] && root["model"].IsMap() && root["model"]["_target_"] &&
+                        root["model"]["_target_"].IsScalar() &&
+                        root["model"]["_target_"].Scalar().starts_with("megatron.bridge.AutoBridge(");
+  if ((experts && *experts > 0) || (hf_model && !experts)) {
+    if (experts) put_value("--num-experts", std::to_string(*experts));
     int_flags(model, {{"moe_router_topk", "--moe-router-topk"},
                       {"moe_ffn_hidden_size", "--moe-ffn-hidden-size"},
                       {"moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size"},
@@ -299,8 +304,9 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
                       {"moe_router_num_groups", "--moe-router-num-groups"},
                       {"moe_router_group_topk", "--moe-router-group-topk"}});
     if (auto f = model.int_or_list("moe_layer_freq")) put_value("--moe-layer-freq", *f);
-    const std::string dispatcher = model.text("moe_token_dispatcher_type").value_or("allgather");
-    put_value("--moe-token-dispatcher-type", dispatcher);
+    const std::string dispatcher = model.text("moe_token_dispatcher_type")
+                                       .value_or(experts ? "allgather" : "");  // (the repo's: Megatron's)
+    if (!dispatcher.empty()) put_value("--moe-token-dispatcher-type", dispatcher);
     if (dispatcher == "flex")
       if (auto b = model.text("moe_flex_dispatcher_backend")) put_value("--moe-flex-dispatcher-backend", *b);
     num_flag(out, model, "moe_expert_capacity_factor", "--moe-expert-capacity-factor");
@@ -328,6 +334,7 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
                      {"moe_router_padding_for_fp8", "--moe-router-padding-for-fp8"},
                      {"moe_router_padding_for_quantization", "--moe-router-padding-for-quantization"},
                      {"use_transformer_engine_op_fuser", "--use-transformer-engine-op-fuser"},
+                     {"moe_paged_stash", "--moe-paged-stash"},
                      {"fp32_residual_connection", "--fp32-residual-connection"},
                      {"distribute_saved_activations", "--distribute-saved-activations"}});
   if (model.flag("cpu_offloading")) {
@@ -361,11 +368,24 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
                     {"context_parallel_size", "--context-parallel-size"},
                     {"expert_model_parallel_size", "--expert-model-parallel-size"},
                     {"expert_tensor_parallel_size", "--expert-tensor-parallel-size"}});
-  if (auto v = model.integer("virtual_pipeline_model_parallel_size"); v && *v > 1)
-    put_value("--num-virtual-stages-per-pipeline-rank", std::to_string(*v));
+  const std::optional<std::string> layout =
+      model.set("pipeline_model_parallel_layout") ? std::optional(layout_text(model)) : std::nullopt;
+  if (auto v = model.integer("virtual_pipeline_model_parallel_size"); v && *v > 1) {
+    // With a layout Megatron Core takes the virtual stages from it (TransformerConfig); a recipe may give
+    // both (Bridge's DeepSeek-V3 ones: 16 stages at pp 4, vp 4), which Megatron-LM's command line refuses.
+    const auto pp = model.integer("pipeline_model_parallel_size").value_or(1);
+    const long stages = layout ? 1 + std::count(layout->begin(), layout->end(), '|') : 0;
+    if (!layout)
+      put_value("--num-virtual-stages-per-pipeline-rank", std::to_string(*v));
+    else if (layout->find('*') == std::string::npos && stages != *v * pp)
+      throw InputError(model.field("virtual_pipeline_model_parallel_size"),
+                       std::to_string(*v) + " virtual stages × pipeline_model_parallel_size " +
+                           std::to_string(pp) + " is not the " + std::to_string(stages) +
+                           " stages of pipeline_model_parallel_layout");
+  }
   bool_flag(model, "sequence_parallel", "--sequence-parallel");
-  if (model.set("pipeline_model_parallel_layout")) {
-    put_value("--pipeline-model-parallel-layout", layout_text(model));
+  if (layout) {
+    put_value("--pipeline-model-parallel-layout", *layout);
     out.field_of_flag["--pipeline-model-parallel-layout"] = "model.pipeline_model_parallel_layout";
   }
   bool_flag(model, "account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split");
@@ -388,7 +408,12 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
   }
 
   // --- Recompute, offloading, CUDA graphs -----------------------------------------------------------------
-  if (auto g = model.text("recompute_granularity")) {
+  // Selective recompute of an empty module list recomputes nothing (TransformerConfig takes the list as
+  // given; only None means its default, core_attn).
+  const bool nothing_recomputed = model.text("recompute_granularity") == "selective" &&
+                                  model.set("recompute_modules") &&
+                                  model.strings("recompute_modules").empty();
+  if (auto g = model.text("recompute_granularity"); g && !nothing_recomputed) {
     put_value("--recompute-granularity", *g);
     if (*g == "full") {
       if (auto m = model.text("recompute_method")) put_value("--recompute-method", *m);
@@ -444,7 +469,7 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
   std::optional<std::string> fp8 = model.text("fp8"), fp8_recipe = model.text("fp8_recipe"),
                              fp4 = model.text("fp4"), fp4_recipe = model.text("fp4_recipe");
   bool fp8_param = model.flag("fp8_param"), first_last_bf16 = model.flag("first_last_layers_bf16"),
-       fp8_dpa = model.flag("fp8_dot_product_attention");
+       fp8_dpa = model.flag("fp8_dot_product_attention"), fp4_param = model.flag("fp4_param");
   std::optional<long long> bf16_start = model.integer("num_layers_at_start_in_bf16"),
                            bf16_end = model.integer("num_layers_at_end_in_bf16");
   if (mp_node && mp_node.IsScalar() && !mp_node.IsNull()) {
@@ -480,6 +505,8 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
     if (mp.set("fp4_recipe")) fp4_recipe = mp.text("fp4_recipe");
     if (mp.set("fp8_param_gather")) fp8_param = mp.flag("fp8_param_gather");
     if (mp.set("fp8_param")) fp8_param = fp8_param || mp.flag("fp8_param");
+    if (mp.set("fp4_param_gather")) fp4_param = mp.flag("fp4_param_gather");
+    if (mp.set("fp4_param")) fp4_param = fp4_param || mp.flag("fp4_param");
     if (mp.set("first_last_layers_bf16")) first_last_bf16 = mp.flag("first_last_layers_bf16");
     if (mp.set("fp8_dot_product_attention")) fp8_dpa = mp.flag("fp8_dot_product_attention");
     if (mp.set("num_layers_at_start_in_bf16")) bf16_start = mp.integer("num_layers_at_start_in_bf16");
@@ -495,12 +522,14 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
     if (fp8_recipe) put_value("--fp8-recipe", *fp8_recipe);
   }
   if ((fp8 || fp4) && fp8_param) put("--fp8-param-gather");
+  if (fp4 && fp4_param) put("--fp4-param-gather");
   if ((fp8 || fp4) && first_last_bf16) {
     put("--first-last-layers-bf16");
     if (bf16_start) put_value("--num-layers-at-start-in-bf16", std::to_string(*bf16_start));
     if (bf16_end) put_value("--num-layers-at-end-in-bf16", std::to_string(*bf16_end));
   }
   if (fp8 && fp8_dpa) put("--fp8-dot-product-attention");
+  if (fp8 && model.flag("fp8_output_proj")) put("--fp8-output-proj");
 
   // --- Data parallelism, optimizer, batch -----------------------------------------------------------------
   if (ddp.flag("use_megatron_fsdp")) {
@@ -510,8 +539,16 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
   }
   if (ddp.flag("use_distributed_optimizer") || opt.flag("use_distributed_optimizer"))
     put("--use-distributed-optimizer");
-  bool_flag(ddp, "overlap_grad_reduce", "--overlap-grad-reduce");
-  bool_flag(ddp, "overlap_param_gather", "--overlap-param-gather");
+  // With a CommOverlapConfig and the distributed optimizer, Bridge's setup sets the DDP overlaps for data
+  // parallel > 1 (comm_overlap.py _get_optimizer_overlap_cfgs, over the DDP config's own fields) unless the
+  // CommOverlapConfig itself gives them; at data parallel 1 they change nothing.
+  const bool setup_overlaps =
+      root["comm_overlap"] && root["comm_overlap"].IsMap() && ddp.flag("use_distributed_optimizer");
+  for (const auto& [key, flag] : {std::pair{"overlap_grad_reduce", "--overlap-grad-reduce"},
+                                  std::pair{"overlap_param_gather", "--overlap-param-gather"}}) {
+    const bool on = setup_overlaps ? overlap.boolean(key).value_or(true) : ddp.flag(key);
+    if (on) put(flag);
+  }
   if (!grad_fp32) put("--grad-reduce-in-bf16");
   if (auto o = opt.text("optimizer")) put_value("--optimizer", *o);
   if (opt.flag("use_precision_aware_optimizer")) {
@@ -547,31 +584,58 @@ const nlohmann::json& bridge_recipe_table() {
   return table;
 }
 
-/// The recipe function `name` names (an alias of a top-level module resolved), or "".
-std::string bridge_recipe_function(const std::string& name) {
+/// A recipe of the table: its section ("recipes": megatron.bridge.recipes, what run_recipe.py resolves;
+/// "perf_recipes": megatron.bridge.perf_recipes, what scripts/performance resolves) and function.
+struct RecipeRef {
+  std::string section, function;
+};
+
+/// The recipe `name` names — a function of megatron.bridge.recipes (an alias of a top-level module
+/// resolved), else of megatron.bridge.perf_recipes; `perf:NAME` only the latter (ten names are in both, with
+/// other layouts) — or an empty function.
+RecipeRef bridge_recipe_function(const std::string& name) {
   const auto& t = bridge_recipe_table();
-  if (t.at("recipes").contains(name)) return name;
-  if (t.at("aliases").contains(name)) return t.at("aliases").at(name).get<std::string>();
-  return "";
+  if (name.starts_with("perf:")) {
+    const std::string f = name.substr(5);
+    return t.at("perf_recipes").contains(f) ? RecipeRef{"perf_recipes", f} : RecipeRef{};
+  }
+  if (t.at("recipes").contains(name)) return {"recipes", name};
+  if (t.at("aliases").contains(name)) return {"recipes", t.at("aliases").at(name).get<std::string>()};
+  if (t.at("perf_recipes").contains(name)) return {"perf_recipes", name};
+  return {};
 }
+
+/// The GPUs Megatron-Bridge's recipe names are for (`…_8gpu_gb200_…`): the system preset and the GPUs per
+/// node scripts/performance launches them with (argument_parser.py's NUM_GPUS_PER_NODE_MAP).
+struct RecipeGpu {
+  const char* gpu;
+  const char* preset;  ///< "" when preflight has no preset for it
+  int gpus_per_node;
+};
+constexpr RecipeGpu kRecipeGpus[] = {{"h100", "h100-sxm", 8}, {"b200", "b200", 8},   {"b300", "b300", 8},
+                                     {"gb200", "gb200", 4},   {"gb300", "gb300", 4}, {"vr200", "", 4},
+                                     {"r100", "", 1}};
 
 }  // namespace
 
 bool is_bridge_recipe(const std::string& name) {
-  return !bridge_recipe_function(name).empty();
+  return !bridge_recipe_function(name).function.empty();
 }
 
 BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
                                                 const std::vector<std::string>& extra) {
-  const std::string function = bridge_recipe_function(name);
+  const auto [section, function] = bridge_recipe_function(name);
   if (function.empty())
     throw InputError(
         "Megatron-Bridge recipe " + name,
         "not one of Megatron-Bridge's recipes (megatron.bridge.recipes: llama3_8b_pretrain_config, "
-        "qwen3_30b_a3b_pretrain_config, deepseek_v3_pretrain_config, …)");
+        "qwen3_30b_a3b_pretrain_config, deepseek_v3_pretrain_config, …; megatron.bridge.perf_recipes: "
+        "llama3_8b_pretrain_8gpu_gb200_fp8cs_config, …, also as perf:NAME)");
+  const bool perf = section == "perf_recipes";
   const std::string source =
-      "Megatron-Bridge recipe " + function + (function == name ? "" : " (" + name + ")");
-  YAML::Node root = detail::yaml_tree(bridge_recipe_table().at("recipes").at(function));
+      std::string(perf ? "Megatron-Bridge performance recipe " : "Megatron-Bridge recipe ") + function +
+      (function == name || "perf:" + function == name ? "" : " (" + name + ")");
+  YAML::Node root = detail::yaml_tree(bridge_recipe_table().at(section).at(function));
   std::vector<std::string> passed_on;
   static const std::set<std::string> sections = {"model",     "train",     "ddp",          "optimizer",
                                                  "dataset",   "tokenizer", "comm_overlap", "mixed_precision",
@@ -610,20 +674,33 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
   } else if (!repo.empty() && !model["vocab_size"]) {
     tail.insert(tail.end(), {"--make-vocab-size-divisible-by", "1"});
   }
-  // The world: torchrun's sizes when given, else the GPUs the recipe is named for.
+  // The GPUs the recipe is named for (`…_8gpu_gb200_…`): its system, and the world when torchrun gives none.
   std::vector<std::string> notes;
-  if (int n = 0; !detail::world_given(passed_on)) {
-    if (RE2::PartialMatch(function, R"(_(\d+)gpu_)", &n) && n > 0) {
-      tail.insert(tail.end(), {"--nproc_per_node", std::to_string(std::min(n, 8)), "--nnodes",
-                               std::to_string(std::max(1, n / 8))});
-      notes.push_back(source + ": " + std::to_string(n) +
-                      " GPUs, as the recipe's name says (give torchrun's --nproc_per_node / --nnodes for "
-                      "another world)");
-    }
+  int n = 0;
+  std::string gpu;
+  const RecipeGpu* named = nullptr;
+  if (RE2::PartialMatch(function, R"(_(\d+)gpu_([a-z0-9]+)_)", &n, &gpu))
+    for (const auto& g : kRecipeGpus)
+      if (gpu == g.gpu) named = &g;
+  std::string system;
+  if (named && *named->preset) system = named->preset;
+  if (n > 0 && !detail::world_given(passed_on)) {
+    const int per_node = named ? named->gpus_per_node : 8;
+    const int nproc = std::min(n, per_node);
+    tail.insert(tail.end(), {"--nproc_per_node", std::to_string(nproc), "--nnodes",
+                             std::to_string((n + nproc - 1) / nproc)});
+    notes.push_back(source + ": " + std::to_string(n) + " GPUs, as the recipe's name says (" +
+                    (named && n > nproc ? std::to_string(nproc) +
+                                              " a node, as Megatron-Bridge's scripts/performance "
+                                              "launches " +
+                                              named->gpu + "; "
+                                        : "") +
+                    "give torchrun's --nproc_per_node / --nnodes for another world)");
   }
   tail.insert(tail.end(), passed_on.begin(), passed_on.end());
   BridgeConfigArgs out = detail::bridge_root_to_megatron_args(root, source, tail);
   out.base_model = repo;
+  out.system = system;
   out.warnings.insert(out.warnings.begin(), notes.begin(), notes.end());
   out.warnings.insert(out.warnings.begin(),
                       source + ": the ConfigContainer the recipe returns with its default arguments" +
@@ -670,7 +747,8 @@ BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
   } else if (!std::filesystem::exists(path, ec) && is_nemo2_recipe(path)) {
     return nemo2_recipe_to_megatron_args(path, extra);  // `nemo llm pretrain --factory NAME`'s task
   } else if (!std::filesystem::exists(path, ec) &&
-             (is_bridge_recipe(path) || (path.ends_with("_config") && path.find('/') == std::string::npos))) {
+             (is_bridge_recipe(path) || path.starts_with("perf:") ||
+              (path.ends_with("_config") && path.find('/') == std::string::npos))) {
     return bridge_recipe_to_megatron_args(path, extra);  // `run_recipe.py --recipe NAME`'s configuration
   }
   std::ifstream f(file, std::ios::binary);

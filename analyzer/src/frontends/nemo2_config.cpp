@@ -405,7 +405,7 @@ BridgeConfigArgs nemo2_config_to_megatron_args(YAML::Node root, const std::strin
   b["optimizer"] = bopt;
   b["train"] = btrain;
   b["dataset"] = bdata;
-  b["comm_overlap"] = overlap;
+  if (callback) b["comm_overlap"] = overlap;  // (without it no CommOverlapConfig: the DDP config's overlaps)
 
   // The vocabulary: the configuration's, as it stands, else its tokenizer's.
   std::vector<std::string> tail;

@@ -53,6 +53,10 @@ struct BridgeConfigArgs {
   /// `AutoBridge.from_hf_pretrained(REPO).get_model_config()` — read by parse_bridge_args() as the base
   /// ModelSpec (load_model(): a preset, a local folder or the Hub); "" when the configuration has it all.
   std::string base_model;
+  /// The system preset (`gb200`, `h100-sxm`, …) a recipe is named for (`…_8gpu_gb200_fp8cs_config`): the
+  /// default of `--system` for the commands that price time; "" when the name gives none or preflight has no
+  /// preset for it.
+  std::string system;
 };
 
 /// Reads `path` (a ConfigContainer YAML, or a Megatron-Bridge log holding one after its
@@ -64,9 +68,10 @@ struct BridgeConfigArgs {
 BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
                                                 const std::vector<std::string>& extra);
 
-/// True when `name` names one of Megatron-Bridge's recipes (a function of `megatron.bridge.recipes`, such as
-/// `llama3_8b_pretrain_config` or `qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config`): one of
-/// analyzer/data/bridge/recipes.json.
+/// True when `name` names one of Megatron-Bridge's recipes: a function of `megatron.bridge.recipes`, such as
+/// `llama3_8b_pretrain_config` or `qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config`, or of its flat performance
+/// recipes `megatron.bridge.perf_recipes` (`llama3_8b_pretrain_8gpu_gb200_fp8cs_config`; `perf:NAME` for
+/// only these): one of analyzer/data/bridge/recipes.json.
 bool is_bridge_recipe(const std::string& name);
 
 /// A Megatron-Bridge recipe as `run_recipe.py --recipe NAME` trains it: the ConfigContainer the function
@@ -76,7 +81,10 @@ bool is_bridge_recipe(const std::string& name);
 /// the recipe's Hugging Face repository (BridgeConfigArgs::base_model) with the recipe's fields over it; the
 /// vocabulary the tokenizer's when the recipe sets use_tokenizer_vocab_size (its NullTokenizer's size, plus
 /// its end-of-document token, for mock-data pre-training), else the model's as it stands.  Without
-/// torchrun's sizes the world is the GPU count the recipe's name gives (`…_2gpu_h100_…`), said.
+/// torchrun's sizes the world is the GPU count the recipe's name gives (`…_2gpu_h100_…`; 4 per node on
+/// GB200 / GB300 as scripts/performance launches them), said; its GPU names BridgeConfigArgs::system.
+/// A performance recipe (megatron.bridge.perf_recipes) is what scripts/performance/setup_experiment.py
+/// `-mr MODEL --task TASK -ng N -g GPU -c PRECISION [--config_variant V]` trains.
 /// @throws InputError naming the recipe (unknown, or a value Megatron would refuse).
 BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
                                                 const std::vector<std::string>& extra);
