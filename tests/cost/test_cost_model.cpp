@@ -1546,10 +1546,19 @@ TEST(CostModel, ExpertParallelOverlapHidesExchangesBehindTheOtherMicroBatch) {
   EXPECT_EQ(summary_json(ov)["moe_token_dispatcher"], "alltoall");
   EXPECT_EQ(summary_json(ov)["expert_parallel_overlap"], true);
   EXPECT_EQ(summary_json(plain)["expert_parallel_overlap"], false);
-  // More SMs for the exchanges: less saved.
-  const MegatronConfig greedy = parse("--overlap-moe-expert-parallel-comm --moe-flex-dispatcher-num-sms 66");
-  EXPECT_LT(estimate(greedy.model, greedy.strategy, h100, per_layer).chunks.front().ep_overlap_saving_ms,
-            ch.ep_overlap_saving_ms);
+  // More SMs for the flex dispatcher's exchanges: less saved.  The libraries' SM counts are theirs only: an
+  // all-to-all over NCCL ignores HybridEP's (recipes set it beside alltoall), DeepEP ignores HybridEP's.
+  auto saving = [&](const std::string& flags) {
+    const MegatronConfig c = parse("--overlap-moe-expert-parallel-comm " + flags);
+    return estimate(c.model, c.strategy, h100, per_layer).chunks.front().ep_overlap_saving_ms;
+  };
+  const double flex = saving("--moe-token-dispatcher-type flex");
+  EXPECT_LT(saving("--moe-token-dispatcher-type flex --moe-flex-dispatcher-num-sms 66"), flex);
+  EXPECT_LT(saving("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep "
+                   "--moe-hybridep-num-sms 66"),
+            saving("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep"));
+  EXPECT_DOUBLE_EQ(saving("--moe-token-dispatcher-type flex --moe-hybridep-num-sms 66"), flex);  // DeepEP's
+  EXPECT_DOUBLE_EQ(saving("--moe-hybridep-num-sms 66"), ch.ep_overlap_saving_ms);                // alltoall
   // Megatron's asserts.
   expect_input_error(
       [&] { parse("--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type allgather"); },

@@ -1253,11 +1253,18 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
   st.moe_grouped_gemm =
       f.has("--moe-grouped-gemm") || f.has("--moe-use-legacy-grouped-gemm") || st.simumax_compat;
   st.overlap_moe_expert_parallel_comm = f.has("--overlap-moe-expert-parallel-comm");
-  for (const char* flag : {"--moe-deepep-num-sms", "--moe-hybridep-num-sms", "--moe-flex-dispatcher-num-sms"})
-    if (f.has(flag)) {  // the unified flag wins (Megatron routes the older ones to it)
+  // The SMs of the flex dispatcher's library: each flag is read by its own backend only (an all-to-all over
+  // NCCL ignores them, as recipes setting HybridEP's count beside alltoall find); the unified flag wins
+  // (Megatron routes the older ones to it).
+  const std::string flex_backend = st.moe_flex_backend.empty() ? "deepep" : st.moe_flex_backend;
+  for (const auto& [flag, backend] :
+       {std::pair{"--moe-deepep-num-sms", "deepep"}, std::pair{"--moe-hybridep-num-sms", "hybridep"},
+        std::pair{"--moe-flex-dispatcher-num-sms", ""}})
+    if (f.has(flag)) {
       const auto sms = parse_int(flag, f.get(flag));
       if (sms <= 0) throw InputError(flag, "must be positive");
-      st.moe_comm_sms = static_cast<int>(sms);
+      if (st.moe_dispatcher == MoeDispatcher::Flex && (!*backend || flex_backend == backend))
+        st.moe_comm_sms = static_cast<int>(sms);
     }
   read_cuda_graphs(f, st);
   if (f.has(

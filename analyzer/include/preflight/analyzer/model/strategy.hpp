@@ -469,9 +469,10 @@ struct Strategy {
   /// activation, quantizers, received exchanges and kept activations are priced at F times the mean (see
   /// moe_busiest_rank_factor).  The model FLOPs (MFU) stay the mean.
   double moe_load_imbalance = 1.0;
-  /// SMs the token exchanges' kernels occupy while they overlap compute (`--moe-flex-dispatcher-num-sms`,
-  /// older `--moe-deepep-num-sms` / `--moe-hybridep-num-sms`); 0 = 20, DeepEP's default (NCCL's
-  /// all-to-all takes a similar number of channels).  The overlapped compute runs on the rest.
+  /// SMs the token exchanges' kernels occupy while they overlap compute (the flex dispatcher's
+  /// `--moe-flex-dispatcher-num-sms`, or its backend's older `--moe-deepep-num-sms` /
+  /// `--moe-hybridep-num-sms`; other dispatchers ignore them); 0 = 20, DeepEP's default (NCCL's all-to-all
+  /// takes a similar number of channels).  The overlapped compute runs on the rest.
   int moe_comm_sms = 0;
   /// The flex dispatcher's library (`--moe-flex-dispatcher-backend`: deepep, Megatron's default, hybridep or
   /// ncclep); priced alike, told apart where they run differently (DeepEP's normal kernels stop at one host's
