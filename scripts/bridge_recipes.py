@@ -4,7 +4,8 @@ llama3_8b_pretrain_config, qwen3_30b_a3b_pretrain_config, …) as the ConfigCont
 `--bridge-config llama3_8b_pretrain_config` reads what `run_recipe.py --recipe llama3_8b_pretrain_config` trains.
 The flat performance recipes (`megatron.bridge.perf_recipes.*`: llama3_8b_pretrain_8gpu_gb200_fp8cs_config, …,
 what `scripts/performance/setup_experiment.py -mr llama3_8b -ng 8 -g gb200 -c fp8_cs` trains) are a table of their
-own, "perf_recipes": ten of their names are also recipes of megatron.bridge.recipes with another layout.
+own, "perf_recipes": ten of their names are also recipes of megatron.bridge.recipes with another layout (the
+performance one is chosen, as Bridge's scripts/training/recipe_runner.py load_recipe does).
 
 Megatron-Bridge's recipes are Python functions: `cfg = _pretrain_common()` (a ConfigContainer of dataclasses),
 `cfg.model = AutoBridge.from_hf_pretrained("meta-llama/Meta-Llama-3-8B").get_model_config()`, then attribute

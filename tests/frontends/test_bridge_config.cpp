@@ -394,11 +394,11 @@ TEST(BridgeConfig, RecipesByName) {
 
 // Megatron-Bridge's flat performance recipes (megatron.bridge.perf_recipes: what scripts/performance's
 // setup_experiment.py -mr MODEL -ng N -g GPU -c PRECISION trains, the layouts of NVIDIA's published tables):
-// by name, or perf:NAME where megatron.bridge.recipes has a recipe of the same name.  The GPU in the name is
-// the system (4 GPUs a node on GB200 / GB300, as scripts/performance launches them).  Each prices exactly as
-// the time corpus's command line of the published run it is the recipe of (to 1e-6) — which checks the
-// generator's reading of Bridge's source (helpers re-exported under other names, the mixed-precision
-// functions, apply_flex_dispatcher_backend) and the setup rules above on real recipes.
+// by name (where both packages export one, this one, as Bridge's runner resolves it) or perf:NAME.  The GPU
+// in the name is the system (4 GPUs a node on GB200 / GB300, as scripts/performance launches them).  Each
+// prices exactly as the time corpus's command line of the published run it is the recipe of (to 1e-6) — which
+// checks the generator's reading of Bridge's source (helpers re-exported under other names, the
+// mixed-precision functions, apply_flex_dispatcher_backend) and the setup rules above on real recipes.
 TEST(BridgeConfig, PerformanceRecipesPriceAsThePublishedRuns) {
   struct Case {
     const char* recipe;
@@ -437,11 +437,12 @@ TEST(BridgeConfig, PerformanceRecipesPriceAsThePublishedRuns) {
   EXPECT_TRUE(has(d.args, "--moe-token-dispatcher-type", "flex"));
   EXPECT_TRUE(has(d.args, "--moe-flex-dispatcher-backend", "hybridep"));
   EXPECT_FALSE(has(d.args, "--moe-shared-expert-overlap"));
-  // without perf: the name is megatron.bridge.recipes' recipe of that name (pp 16, no virtual stages)
-  const MegatronConfig r =
-      parse_bridge_args(bridge_config_to_megatron_args("deepseek_v3_pretrain_1024gpu_h100_bf16_config", {}));
-  EXPECT_EQ(r.strategy.pp, 16);
+  // a name both packages export is the benchmark one, as Bridge's runner resolves it (pp 8 × 4 virtual
+  // stages); the library's (pp 16, no virtual stages) is its generic alias
+  EXPECT_EQ(bridge_config_to_megatron_args("deepseek_v3_pretrain_1024gpu_h100_bf16_config", {}).args, d.args);
   EXPECT_EQ(parse_bridge_args(d).strategy.pp, 8);
+  EXPECT_EQ(parse_bridge_args(bridge_config_to_megatron_args("deepseek_v3_pretrain_config", {})).strategy.pp,
+            16);
   // a model of a Hugging Face repository keeps the recipe's MoE fields (its experts are the repository's)
   const BridgeConfigArgs q =
       bridge_config_to_megatron_args("qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config", {});

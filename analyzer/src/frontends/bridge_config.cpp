@@ -590,18 +590,19 @@ struct RecipeRef {
   std::string section, function;
 };
 
-/// The recipe `name` names — a function of megatron.bridge.recipes (an alias of a top-level module
-/// resolved), else of megatron.bridge.perf_recipes; `perf:NAME` only the latter (ten names are in both, with
-/// other layouts) — or an empty function.
+/// The recipe `name` names, as Megatron-Bridge's unified runner (scripts/training/recipe_runner.py
+/// load_recipe) resolves it: a function of megatron.bridge.perf_recipes (the benchmark definition wins where
+/// both packages export a name: ten do, with other layouts), else of megatron.bridge.recipes or one of its
+/// top-level aliases (`deepseek_v3_pretrain_config`: the library definition); `perf:NAME` only the former.
+/// An empty function when none.
 RecipeRef bridge_recipe_function(const std::string& name) {
   const auto& t = bridge_recipe_table();
-  if (name.starts_with("perf:")) {
-    const std::string f = name.substr(5);
-    return t.at("perf_recipes").contains(f) ? RecipeRef{"perf_recipes", f} : RecipeRef{};
-  }
-  if (t.at("recipes").contains(name)) return {"recipes", name};
-  if (t.at("aliases").contains(name)) return {"recipes", t.at("aliases").at(name).get<std::string>()};
-  if (t.at("perf_recipes").contains(name)) return {"perf_recipes", name};
+  const bool perf_only = name.starts_with("perf:");
+  const std::string f = perf_only ? name.substr(5) : name;
+  if (t.at("perf_recipes").contains(f)) return {"perf_recipes", f};
+  if (perf_only) return {};
+  if (t.at("recipes").contains(f)) return {"recipes", f};
+  if (t.at("aliases").contains(f)) return {"recipes", t.at("aliases").at(f).get<std::string>()};
   return {};
 }
 

@@ -70,8 +70,9 @@ BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
 
 /// True when `name` names one of Megatron-Bridge's recipes: a function of `megatron.bridge.recipes`, such as
 /// `llama3_8b_pretrain_config` or `qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config`, or of its flat performance
-/// recipes `megatron.bridge.perf_recipes` (`llama3_8b_pretrain_8gpu_gb200_fp8cs_config`; `perf:NAME` for
-/// only these): one of analyzer/data/bridge/recipes.json.
+/// recipes `megatron.bridge.perf_recipes` (`llama3_8b_pretrain_8gpu_gb200_fp8cs_config`, chosen where both
+/// packages export a name, as Bridge's runner does; `perf:NAME` for only these): one of
+/// analyzer/data/bridge/recipes.json.
 bool is_bridge_recipe(const std::string& name);
 
 /// A Megatron-Bridge recipe as `run_recipe.py --recipe NAME` trains it: the ConfigContainer the function
