@@ -450,6 +450,25 @@ TEST(BridgeConfig, PerformanceRecipesPriceAsThePublishedRuns) {
   EXPECT_TRUE(has(q.args, "--moe-flex-dispatcher-backend", "hybridep"));
   EXPECT_TRUE(parse_bridge_args(q).strategy.overlap_moe_expert_parallel_comm);
   EXPECT_THROW(bridge_config_to_megatron_args("perf:llama3_8b_pretrain_config", {}), InputError);
+  // On another world a performance recipe keeps each data-parallel rank's samples (Bridge's runner
+  // weak-scales its global batch), unless the batch is given; a library recipe keeps its batch.
+  const std::string llama = "llama3_8b_pretrain_8gpu_gb200_fp8cs_config";  // gbs 128 on dp 8
+  auto gbs = [](const std::string& recipe, std::vector<std::string> extra) {
+    return parse_bridge_args(bridge_config_to_megatron_args(recipe, extra)).strategy.global_batch_size;
+  };
+  EXPECT_EQ(gbs(llama, {"--nproc_per_node", "4", "--nnodes", "4"}), 256);
+  EXPECT_EQ(gbs(llama, {"--nproc_per_node", "4", "--nnodes", "1"}), 64);
+  EXPECT_EQ(gbs(llama, {"--nproc_per_node", "4", "--nnodes", "2"}), 128);
+  EXPECT_EQ(gbs(llama, {"train.global_batch_size=96", "--nproc_per_node", "4", "--nnodes", "4"}), 96);
+  EXPECT_EQ(gbs(llama, {"--nproc_per_node", "4", "--nnodes", "4", "--global-batch-size", "32"}), 32);
+  // (tp 2 on 16 GPUs: data parallel 8, as the recipe's 8 GPUs at tp 1)
+  EXPECT_EQ(gbs(llama, {"model.tensor_model_parallel_size=2", "--nproc_per_node", "4", "--nnodes", "4"}),
+            128);
+  EXPECT_EQ(gbs("llama3_8b_pretrain_config", {"--nproc_per_node", "4", "--nnodes", "4"}), 512);
+  const auto scaled = bridge_config_to_megatron_args(llama, {"--nproc_per_node", "4", "--nnodes", "4"});
+  EXPECT_TRUE(std::any_of(scaled.warnings.begin(), scaled.warnings.end(), [](const std::string& w) {
+    return w.find("global batch 128 → 256, weak-scaled from the recipe's 8 GPUs") != std::string::npos;
+  }));
 }
 
 TEST(BridgeConfig, EstimateAndAnalyzeTakeIt) {

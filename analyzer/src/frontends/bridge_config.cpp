@@ -617,6 +617,49 @@ constexpr RecipeGpu kRecipeGpus[] = {{"h100", "h100-sxm", 8}, {"b200", "b200", 8
                                      {"gb200", "gb200", 4},   {"gb300", "gb300", 4}, {"vr200", "", 4},
                                      {"r100", "", 1}};
 
+/// The layout sizes that divide the world before data parallelism (scripts/common/benchmark_parallelism.py
+/// data_parallel_size: tp × pp × cp).
+struct Topology {
+  long long tp = 1, pp = 1, cp = 1;
+  long long model_ranks() const { return std::max(1LL, tp) * std::max(1LL, pp) * std::max(1LL, cp); }
+};
+
+Topology topology_of(const YAML::Node& root) {
+  Topology t;
+  const YAML::Node m = root["model"];
+  if (!m || !m.IsMap()) return t;
+  auto size = [&](const char* key, long long& v) {
+    if (m[key] && m[key].IsScalar()) v = m[key].as<long long>(1);
+  };
+  size("tensor_model_parallel_size", t.tp);
+  size("pipeline_model_parallel_size", t.pp);
+  size("context_parallel_size", t.cp);
+  return t;
+}
+
+/// torchrun's world among Megatron / torchrun words (--nproc_per_node × --nnodes), 0 when not both whole
+/// numbers (an elastic range, a variable left unset) or not given.
+int torchrun_world(const std::vector<std::string>& words) {
+  int nproc = 0, nnodes = 1;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    for (const char* flag : {"--nproc_per_node", "--nproc-per-node", "--nnodes"}) {
+      const std::string f = flag;
+      std::string v;
+      if (w == f && i + 1 < words.size())
+        v = words[i + 1];
+      else if (w.rfind(f + "=", 0) == 0)
+        v = w.substr(f.size() + 1);
+      else
+        continue;
+      int x = 0;
+      if (!RE2::FullMatch(v, R"((\d+))", &x) || x <= 0) return 0;
+      (f == "--nnodes" ? nnodes : nproc) = x;
+    }
+  }
+  return nproc > 0 ? nproc * nnodes : 0;
+}
+
 }  // namespace
 
 bool is_bridge_recipe(const std::string& name) {
@@ -641,8 +684,17 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
   static const std::set<std::string> sections = {"model",     "train",     "ddp",          "optimizer",
                                                  "dataset",   "tokenizer", "comm_overlap", "mixed_precision",
                                                  "scheduler", "peft"};
-  for (const auto& w : extra)
-    if (!apply_override(root, w, source, sections)) passed_on.push_back(w);
+  const Topology canonical = topology_of(root);
+  bool batch_given = false;
+  for (const auto& w : extra) {
+    if (!apply_override(root, w, source, sections)) {
+      passed_on.push_back(w);
+      batch_given = batch_given || w.rfind("--global-batch-size", 0) == 0;
+    } else {
+      const std::string key = w.substr(w.find_first_not_of("+~"), w.find('=') - w.find_first_not_of("+~"));
+      batch_given = batch_given || key == "train" || key == "train.global_batch_size";
+    }
+  }
   YAML::Node model = root["model"];
   std::string repo;
   if (model.IsMap() && model["_hf_"] && model["_hf_"].IsScalar()) {
@@ -697,6 +749,28 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
                                               named->gpu + "; "
                                         : "") +
                     "give torchrun's --nproc_per_node / --nnodes for another world)");
+  }
+  // A performance recipe on another world: Bridge's runner keeps each data-parallel rank's samples, scaling
+  // the global batch (scripts/training/run_recipe.py _apply_benchmark_weak_scaling), unless it is given.
+  if (const int world = torchrun_world(passed_on); perf && n > 0 && world > 0 && !batch_given) {
+    const Topology now = topology_of(root);
+    const long long gbs = root["train"]["global_batch_size"].as<long long>(0);
+    const long long dp0 = n / canonical.model_ranks(), dp = world / now.model_ranks();
+    if (gbs > 0 && dp0 > 0 && dp > 0 && dp != dp0 && n % canonical.model_ranks() == 0 &&
+        world % now.model_ranks() == 0) {
+      if (gbs * dp % dp0 != 0)
+        throw InputError(
+            source + ": train.global_batch_size",
+            "weak scaling " + std::to_string(gbs) + " from data parallel " + std::to_string(dp0) + " to " +
+                std::to_string(dp) +
+                " is not a whole batch, as Bridge's runner refuses it: give train.global_batch_size");
+      tail.insert(tail.end(), {"--global-batch-size", std::to_string(gbs * dp / dp0)});
+      notes.push_back(source + ": global batch " + std::to_string(gbs) + " → " +
+                      std::to_string(gbs * dp / dp0) + ", weak-scaled from the recipe's " +
+                      std::to_string(n) + " GPUs (data parallel " + std::to_string(dp0) + ") to " +
+                      std::to_string(world) + " (" + std::to_string(dp) +
+                      "), as Megatron-Bridge's runner does (give train.global_batch_size for another)");
+    }
   }
   tail.insert(tail.end(), passed_on.begin(), passed_on.end());
   BridgeConfigArgs out = detail::bridge_root_to_megatron_args(root, source, tail);

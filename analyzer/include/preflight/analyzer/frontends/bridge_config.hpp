@@ -85,7 +85,10 @@ bool is_bridge_recipe(const std::string& name);
 /// torchrun's sizes the world is the GPU count the recipe's name gives (`…_2gpu_h100_…`; 4 per node on
 /// GB200 / GB300 as scripts/performance launches them), said; its GPU names BridgeConfigArgs::system.
 /// A performance recipe (megatron.bridge.perf_recipes) is what scripts/performance/setup_experiment.py
-/// `-mr MODEL --task TASK -ng N -g GPU -c PRECISION [--config_variant V]` trains.
+/// `-mr MODEL --task TASK -ng N -g GPU -c PRECISION [--config_variant V]` trains; on a torchrun world other
+/// than its name's, its global batch is weak-scaled to keep each data-parallel rank's samples, as Bridge's
+/// runner does (scripts/training/run_recipe.py), unless the batch is given (train.global_batch_size,
+/// --global-batch-size), said; InputError when that is not a whole batch.
 /// @throws InputError naming the recipe (unknown, or a value Megatron would refuse).
 BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
                                                 const std::vector<std::string>& extra);
