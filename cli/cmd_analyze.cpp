@@ -214,10 +214,17 @@ int run_analyze(const Words& words) {
       bridge = analyzer::bridge_config_to_megatron_args(*cli.bridge_config, cli.rest);
       cli.rest = bridge->args;
       opts.warnings.insert(opts.warnings.end(), bridge->warnings.begin(), bridge->warnings.end());
-      if (!cli.system && !bridge->system.empty()) {
-        cli.system = bridge->system;
-        opts.warnings.push_back("iteration time priced on " + *cli.system +
-                                ", the GPU the recipe is named for (--system for another)");
+      if (!cli.system && !bridge->gpu.empty()) {
+        if (bridge->system.empty()) {
+          opts.warnings.push_back(
+              "the recipe is named for " + bridge->gpu +
+              ", which preflight has no preset for: its iteration time is not priced (give "
+              "--system)");
+        } else {
+          cli.system = bridge->system;
+          opts.warnings.push_back("iteration time priced on " + *cli.system +
+                                  ", the GPU the recipe is named for (--system for another)");
+        }
       }
     }
     const analyzer::MegatronConfig cfg =

@@ -71,11 +71,7 @@ int run(EstimateOptions o) {
       bridge = bridge_config_to_megatron_args(o.bridge_config, o.megatron);
       o.megatron = bridge->args;
       for (const auto& w : bridge->warnings) warnings.push_back(w);
-      if (!o.system_given && !bridge->system.empty()) {
-        o.system = bridge->system;
-        warnings.push_back("priced on " + o.system +
-                           ", the GPU the recipe is named for (--system for another)");
-      }
+      if (!o.system_given) system_of_recipe(*bridge, o.system, warnings);
     }
     ModelSpec base;
     if (!o.model.empty()) base = cost::load_cost_model(o.model, &warnings);
@@ -183,6 +179,23 @@ int run(EstimateOptions o) {
 }
 
 }  // namespace
+
+bool system_of_recipe(const analyzer::BridgeConfigArgs& recipe, std::string& system,
+                      std::vector<std::string>& notes) {
+  if (recipe.gpu.empty()) return false;
+  if (recipe.system.empty()) {
+    std::string presets;
+    for (const auto& n : analyzer::cost::system_preset_names()) presets += (presets.empty() ? "" : ", ") + n;
+    throw InputError("--system",
+                     recipe.source + " is named for " + recipe.gpu +
+                         ", which preflight has no preset for: give --system (a system JSON, or one "
+                         "of " +
+                         presets + ")");
+  }
+  system = recipe.system;
+  notes.push_back("priced on " + system + ", the GPU the recipe is named for (--system for another)");
+  return true;
+}
 
 void cap_device_memory(double& system_mem_gib, double max_device_memory_gib, std::vector<std::string>& warnings) {
   if (!(max_device_memory_gib > 0) || max_device_memory_gib >= system_mem_gib) return;

@@ -796,11 +796,10 @@ Command search_command() {
             o->bridge = analyzer::bridge_config_to_megatron_args(o->bridge_config, extra);
             for (const auto& w : o->bridge->warnings) std::cerr << "preflight: warning: " << w << "\n";
             o->megatron = o->bridge->args;
-            if (system->count() == 0 && !o->bridge->system.empty()) {
-              o->system = o->bridge->system;
+            std::vector<std::string> notes;
+            if (system->count() == 0 && system_of_recipe(*o->bridge, o->system, notes))
               std::cerr << "preflight: warning: searched on " << o->system
                         << ", the GPU the recipe is named for (--system for another)\n";
-            }
           }
           return run(*o);
         };

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "preflight/analyzer/frontends/bridge_config.hpp"
+
 namespace CLI {
 class App;
 }
@@ -116,6 +118,12 @@ int run_search_launch(const Words& options, const Words& megatron);
 /// MindSpore caps its memory pool at a yaml's context.max_device_memory (GiB): below the system's device memory
 /// it becomes the memory `estimate`/`search --config` compare with, with a warning (cmd_estimate.cpp).
 void cap_device_memory(double& system_mem_gib, double max_device_memory_gib, std::vector<std::string>& warnings);
+/// The system a Megatron-Bridge recipe named for a GPU (`…_8gpu_gb200_…`) is priced on when --system is not
+/// given: that GPU's preset, written to `system` and said in `notes`; false (nothing changed) when the name
+/// gives no GPU (cmd_estimate.cpp).
+/// @throws InputError (where = "--system") when it names a GPU preflight has no preset for (vr200, r100).
+bool system_of_recipe(const analyzer::BridgeConfigArgs& recipe, std::string& system,
+                      std::vector<std::string>& notes);
 /// `preflight calibrate`: predicted vs measured memory, least-squares fit (cmd_calibrate.cpp).
 Command calibrate_command();
 

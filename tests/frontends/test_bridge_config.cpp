@@ -515,6 +515,18 @@ TEST(BridgeConfig, EstimateAndAnalyzeTakeIt) {
   r = run_preflight("analyze --bridge-config " + recipe);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Iteration time on gb200"), std::string::npos) << r.out;
+  // A GPU without a preset (Vera Rubin): estimate asks for --system, analyze prints its tables unpriced.
+  const std::string rubin = "llama3_8b_pretrain_8gpu_vr200_fp8mx_config";
+  r = run_preflight("estimate --bridge-config " + rubin);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("named for vr200, which preflight has no preset for: give --system"),
+            std::string::npos)
+      << r.err;
+  r = run_preflight("analyze --bridge-config " + rubin);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("Iteration time on"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("its iteration time is not priced (give --system)"), std::string::npos) << r.out;
+  EXPECT_EQ(run_preflight("estimate --system b300 --bridge-config " + rubin).exit_code, 0);
 }
 
 }  // namespace

@@ -776,6 +776,7 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
   BridgeConfigArgs out = detail::bridge_root_to_megatron_args(root, source, tail);
   out.base_model = repo;
   out.system = system;
+  out.gpu = named ? named->gpu : "";
   out.warnings.insert(out.warnings.begin(), notes.begin(), notes.end());
   out.warnings.insert(out.warnings.begin(),
                       source + ": the ConfigContainer the recipe returns with its default arguments" +

@@ -57,6 +57,8 @@ struct BridgeConfigArgs {
   /// default of `--system` for the commands that price time; "" when the name gives none or preflight has no
   /// preset for it.
   std::string system;
+  /// The GPU a recipe's name gives (`gb200`, `vr200`, …), with or without a preset; "" when none.
+  std::string gpu;
 };
 
 /// Reads `path` (a ConfigContainer YAML, or a Megatron-Bridge log holding one after its
