@@ -172,8 +172,27 @@ def main():
     aliases = {a: n for a, n in aliases.items() if n in recipes and a not in recipes}
     base.write_table("NVIDIA-NeMo/Megatron-Bridge " + (commit + " " if commit else "") + "src/" + RECIPES +
                      "/**/*.py and src/" + PERF_RECIPES + "/**/*.py (the recipe functions with their default "
-                     "arguments, evaluated by scripts/bridge_recipes.py)",
-                     {"aliases": aliases, "recipes": recipes, "perf_recipes": perf})
+                     "arguments, evaluated by scripts/bridge_recipes.py); " + PERF_DEFAULTS + " "
+                     "_DEFAULT_GPU_COUNT_OVERRIDES",
+                     {"aliases": aliases, "recipes": recipes, "perf_recipes": perf,
+                      "perf_default_gpus": perf_default_gpus(sys.argv[1])})
+
+
+PERF_DEFAULTS = "scripts/performance/utils/utils.py"
+
+
+def perf_default_gpus(checkout):
+    """scripts/performance's default GPU count where a launch's -ng has no recipe of its own (utils.py
+    _DEFAULT_GPU_COUNT_OVERRIDES; otherwise the largest): "{model}_{task}|{gpu}_{precision}[_{variant}]" -> count."""
+    tree = ast.parse(open(os.path.join(checkout, PERF_DEFAULTS), encoding="utf-8").read())
+    for stmt in tree.body:
+        target = stmt.target if isinstance(stmt, ast.AnnAssign) else \
+            stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        if isinstance(target, ast.Name) and target.id == "_DEFAULT_GPU_COUNT_OVERRIDES":
+            table = ast.literal_eval(stmt.value)
+            return {"%s_%s|%s_%s%s" % (m, t, g, p, "_" + v if v else ""): n for (m, t, g, p, v), n in
+                    sorted(table.items())}
+    sys.exit(PERF_DEFAULTS + ": no _DEFAULT_GPU_COUNT_OVERRIDES")
 
 
 def read_package(interp, root, package, out, aliases):

@@ -465,6 +465,27 @@ TEST(BridgeConfig, PerformanceRecipesPriceAsThePublishedRuns) {
   EXPECT_EQ(gbs(llama, {"model.tensor_model_parallel_size=2", "--nproc_per_node", "4", "--nnodes", "4"}),
             128);
   EXPECT_EQ(gbs("llama3_8b_pretrain_config", {"--nproc_per_node", "4", "--nnodes", "4"}), 512);
+  // perf:NAME of a GPU count no recipe has: scripts/performance's default recipe of that model, task, GPU and
+  // precision (_DEFAULT_GPU_COUNT_OVERRIDES, else the largest), on the GPUs the name asks for
+  const BridgeConfigArgs d70 =
+      bridge_config_to_megatron_args("perf:llama3_70b_pretrain_128gpu_gb200_fp8mx_config", {});
+  const MegatronConfig c70 = parse_bridge_args(d70);
+  EXPECT_EQ(c70.strategy.world_size, 128);
+  EXPECT_EQ(c70.strategy.global_batch_size, 512);  // the 64-GPU recipe's 256, weak-scaled
+  EXPECT_TRUE(std::any_of(d70.warnings.begin(), d70.warnings.end(), [](const std::string& w) {
+    return w.find(
+               "llama3_70b_pretrain_64gpu_gb200_fp8mx_config (perf:llama3_70b_pretrain_128gpu_gb200_fp8mx_"
+               "config): no performance recipe is") != std::string::npos;
+  }));
+  // llama3_8b on B200: its 8-GPU recipe is the default (an override), not the larger 64-GPU one
+  const BridgeConfigArgs d8 =
+      bridge_config_to_megatron_args("perf:llama3_8b_pretrain_16gpu_b200_bf16_config", {});
+  EXPECT_NE(d8.warnings.front().find("recipe llama3_8b_pretrain_8gpu_b200_bf16_config (perf:"),
+            std::string::npos)
+      << d8.warnings.front();
+  EXPECT_EQ(parse_bridge_args(d8).strategy.world_size, 16);
+  EXPECT_THROW(bridge_config_to_megatron_args("llama3_70b_pretrain_128gpu_gb200_fp8mx_config", {}),
+               InputError);
   const auto scaled = bridge_config_to_megatron_args(llama, {"--nproc_per_node", "4", "--nnodes", "4"});
   EXPECT_TRUE(std::any_of(scaled.warnings.begin(), scaled.warnings.end(), [](const std::string& w) {
     return w.find("global batch 128 → 256, weak-scaled from the recipe's 8 GPUs") != std::string::npos;

@@ -441,6 +441,28 @@ TEST(Rewrite, BridgeRecipeScriptRunsThroughRun) {
   EXPECT_EQ(r.text.find("preflight} analyze"), std::string::npos) << r.text;  // never inline
 }
 
+// Megatron-Bridge's experiment launchers (they submit the run to Slurm): their lines go through `preflight
+// run`, which reads them (a bare train.sh is not one: a job script of anyone's).
+TEST(Rewrite, BridgeExperimentLaunchersRunThroughRun) {
+  const std::string in =
+      "#!/bin/bash\n"
+      "uv run python scripts/performance/setup_experiment.py -m llama -mr llama3_70b -ng 64 -g gb200 -c "
+      "fp8_mx\n"
+      "./scripts/training/train.sh --nodes 2 --gpus-per-node 8 --recipe llama3_8b_pretrain_config\n"
+      "bash ./train.sh\n";
+  WrapResult r = wrap_script(in, opts());
+  EXPECT_NE(
+      r.text.find("preflight}\" run --mode analyze -- uv run python scripts/performance/setup_experiment.py"),
+      std::string::npos)
+      << r.text;
+  EXPECT_NE(r.text.find("preflight}\" run --mode analyze -- ./scripts/training/train.sh --nodes 2"),
+            std::string::npos)
+      << r.text;
+  EXPECT_NE(r.text.find("\nbash ./train.sh\n"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("preflight} analyze"), std::string::npos) << r.text;  // never inline
+  EXPECT_EQ(r.launches.size(), 2u);
+}
+
 // Megatron-LM's sc21 SRUN.sh: the launch is a string (CMD="python -u …/pretrain_gpt.py …") that srun runs
 // through `sh -c "${CMD}"` on every node.  The string is rewritten, and analysis runs the shell once.
 TEST(Rewrite, CommandStringRunBySrunShell) {

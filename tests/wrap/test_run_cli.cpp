@@ -153,6 +153,66 @@ TEST(RunCli, BridgeRecipeLaunchIsReadByItsRecipe) {
   EXPECT_NE(n.err.find("run_recipe.py: names no recipe"), std::string::npos) << n.err;
 }
 
+// Megatron-Bridge's experiment launchers submit a recipe's run to Slurm; in analysis they are read, never
+// run: scripts/performance/setup_experiment.py (the flat performance recipe its -mr / --task / -ng / -g / -c
+// name, -gn or the GPU type's GPUs a node, its -tp … options and KEY=VALUE overrides) and
+// scripts/training/train.sh (run_recipe.py's options on --nodes × --gpus-per-node).
+TEST(RunCli, BridgeExperimentLaunchersAreReadNotSubmitted) {
+  TempDir dir;
+  fs::create_directories(dir / "scripts" / "performance");
+  fs::create_directories(dir / "scripts" / "training");
+  write_file(dir / "scripts" / "performance" / "setup_experiment.py",
+             "open('ran.txt', 'w').write('submitted')\n");
+  write_file(dir / "scripts" / "training" / "train.sh", "#!/bin/bash\necho submitted > ran.txt\n");
+  fs::permissions(dir / "scripts" / "training" / "train.sh", fs::perms::owner_all);
+  write_file(dir / "perf.sh",
+             "python3 scripts/performance/setup_experiment.py -a acct -p batch -m llama -mr llama3_70b "
+             "-ng 128 -g gb200 -c fp8_mx -gb 256 --detach false model.tensor_model_parallel_size=4\n");
+  RunResult r = run_in(dir.path(), preflight_bin() + " run --analyze-arg=--json -- bash perf.sh");
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "ran.txt"));
+  nlohmann::json j = json_in(r.out);
+  EXPECT_EQ(j["strategy"]["world_size"].get<int>(), 128);
+  EXPECT_EQ(j["strategy"]["global_batch_size"].get<int>(), 256);  // -gb, over the recipe's weak-scaled batch
+  EXPECT_EQ(j["model"]["num_layers"].get<int>(), 80);
+  EXPECT_EQ(j["strategy"]["tp"].get<int>(), 4);
+  EXPECT_NE(r.err.find("performance recipe llama3_70b_pretrain_128gpu_gb200_fp8mx_config on 128 gb200 GPUs "
+                       "(4 a node)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("left out (its Slurm, container and experiment options): -a acct -p batch"),
+            std::string::npos)
+      << r.err;
+  // no recipe has 128 GB200s: scripts/performance runs the default one (64) on them
+  EXPECT_NE(j["warnings"].dump().find("performance recipe llama3_70b_pretrain_64gpu_gb200_fp8mx_config "
+                                      "(perf:llama3_70b_pretrain_128gpu_gb200_fp8mx_config): no performance "
+                                      "recipe is"),
+            std::string::npos)
+      << j["warnings"].dump();
+  // a model without performance recipes is refused naming the recipe it would be
+  write_file(dir / "bad.sh",
+             "python scripts/performance/setup_experiment.py -m llama -mr llama9_70b -ng 48 -g "
+             "gb200 -c fp8_mx\n");
+  RunResult b = run_in(dir.path(), preflight_bin() + " run -- bash bad.sh");
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_NE(b.err.find("llama9_70b_pretrain_48gpu_gb200_fp8mx_config: not one of Megatron-Bridge's recipes"),
+            std::string::npos)
+      << b.err;
+  EXPECT_FALSE(fs::exists(dir / "ran.txt"));
+  // train.sh (called by its path, which no shim sees: `preflight wrap` sends its line through run, as here):
+  // the recipe on --nodes × --gpus-per-node (a benchmark recipe weak-scaled to that world)
+  RunResult t =
+      run_in(dir.path(), preflight_bin() +
+                             " run --analyze-arg=--json -- ./scripts/training/train.sh --nodes 4 "
+                             "--gpus-per-node 8 --account A --partition P --container-image img --recipe "
+                             "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config --mode pretrain -tp 1");
+  ASSERT_TRUE(t.exit_code == 0 || t.exit_code == 1) << t.err;
+  EXPECT_FALSE(fs::exists(dir / "ran.txt"));
+  nlohmann::json k = json_in(t.out);
+  EXPECT_EQ(k["strategy"]["world_size"].get<int>(), 32);
+  EXPECT_EQ(k["strategy"]["global_batch_size"].get<int>(), 2048);  // 1024 on 16 GPUs, weak-scaled to 32
+}
+
 // srun starting a shell (Megatron-LM's sc21 SRUN.sh: `srun … sh -c "${CMD}"`, CMD a plain python launch): in
 // analysis the shell runs once, here (no Slurm on this machine), and the python inside is analysed as one of
 // srun's -N × --ntasks-per-node tasks.

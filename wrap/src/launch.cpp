@@ -171,9 +171,24 @@ std::optional<LaunchMatch> match_at(const std::vector<WordView>& words, std::siz
   if (by_name) {
     m.launcher = by_name->id;
     m.args_begin = i + 1;
+  } else if (name == "train.sh" && is_bridge_experiment_launcher(*words[i].value)) {
+    // Megatron-Bridge's scripts/training/train.sh: its own launcher (it runs setup_experiment.py)
+    m.launcher = Launcher::Python;
+    m.args_begin = i;
+    m.entry = i;
+    m.entry_name = *words[i].value;
+    return m;
   } else if (name == "bash" || name == "sh") {
     std::size_t j = i + 1;
     while (j < n && words[j].value && words[j].value->rfind('-', 0) == 0) ++j;
+    if (j < n && words[j].value && basename_of(*words[j].value) == "train.sh" &&
+        is_bridge_experiment_launcher(*words[j].value)) {
+      m.launcher = Launcher::Python;
+      m.args_begin = j;
+      m.entry = j;
+      m.entry_name = *words[j].value;
+      return m;
+    }
     if (j >= n || !words[j].value || basename_of(*words[j].value) != "msrun_launcher.sh") return std::nullopt;
     m.launcher = Launcher::MsrunLauncher;
     m.args_begin = j + 1;

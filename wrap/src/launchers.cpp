@@ -1361,9 +1361,213 @@ std::vector<std::string> bridge_runner_analyze_words(const LaunchCommand& launch
 
 }  // namespace
 
+bool is_bridge_experiment_launcher(std::string_view entry) {
+  const std::string_view name = basename_of(entry);
+  if (name == "setup_experiment.py") return true;
+  return name == "train.sh" && entry.ends_with("scripts/training/train.sh");  // (a bare train.sh is anyone's)
+}
+
+namespace {
+
+/// `preflight analyze`'s words for Megatron-Bridge's experiment launchers (is_bridge_experiment_launcher()).
+/// scripts/performance/setup_experiment.py (argument_parser.py): the flat performance recipe
+/// `{MR}_{TASK}_{NG}gpu_{GPU}_{PRECISION}[_{VARIANT}]_config` its utils.py resolves, its
+/// -tp/-pp/…/-gb/-mb/-sl options and KEY=VALUE words as overrides, the world -ng with -gn (else
+/// NUM_GPUS_PER_NODE_MAP's) a node. scripts/training/setup_experiment.py and train.sh: --nodes ×
+/// --gpus-per-node, the rest run_recipe.py's.
+/// @throws InputError (where = the launcher) when it names no recipe, or for --use_recipes
+std::vector<std::string> bridge_experiment_analyze_words(const LaunchCommand& launch,
+                                                         std::vector<std::string>& notes) {
+  const auto& a = launch.entry_args;
+  const std::string where(basename_of(launch.entry));
+  auto has = [&](std::initializer_list<const char*> names) {
+    for (const auto& w : a)
+      for (const char* n : names)
+        if (w == n || w.rfind(std::string(n) + "=", 0) == 0) return true;
+    return false;
+  };
+  // option → its value (--x=v or --x v), and the words not consumed
+  std::map<std::string, std::string> value;
+  std::vector<std::string> rest, left_out;
+  auto consume = [&](const std::map<std::string, std::string>& options, const std::set<std::string>& switches,
+                     bool keep_unknown) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      std::string w = a[i], v;
+      const auto eq = w.find('=');
+      const bool dashed = w.rfind("-", 0) == 0;
+      if (dashed && eq != std::string::npos) {
+        v = w.substr(eq + 1);
+        w = w.substr(0, eq);
+      }
+      if (auto it = options.find(w); dashed && it != options.end()) {
+        if (eq == std::string::npos) v = i + 1 < a.size() ? a[++i] : "";
+        if (it->second == "slurm")
+          left_out.push_back(w + " " + v);
+        else
+          value[it->second] = v;
+      } else if (dashed && switches.count(w)) {
+        left_out.push_back(w);
+      } else if (keep_unknown) {
+        rest.push_back(a[i]);
+      } else if (!dashed && eq != std::string::npos) {
+        rest.push_back(a[i]);  // a KEY=VALUE override
+      } else if (dashed) {
+        left_out.push_back(w + (eq == std::string::npos && i + 1 < a.size() && a[i + 1].rfind("-", 0) != 0
+                                    ? " " + a[++i]
+                                    : ""));
+      } else {
+        left_out.push_back(w);
+      }
+    }
+  };
+  auto count = [&](const std::string& key, int fallback) {
+    auto it = value.find(key);
+    if (it == value.end() || it->second.empty()) return fallback;
+    return parse_count(it->second, where + " " + key);
+  };
+  std::vector<std::string> out;
+  if (has({"-mr", "--model_recipe_name"})) {
+    // scripts/performance/setup_experiment.py
+    static const std::map<std::string, std::string> options = {
+        {"-m", "family"},
+        {"--model_family_name", "family"},
+        {"-mr", "recipe"},
+        {"--model_recipe_name", "recipe"},
+        {"-ng", "gpus"},
+        {"--num_gpus", "gpus"},
+        {"-gn", "per_node"},
+        {"--gpus_per_node", "per_node"},
+        {"-g", "gpu"},
+        {"--gpu", "gpu"},
+        {"-c", "dtype"},
+        {"--compute_dtype", "dtype"},
+        {"--task", "task"},
+        {"-cv", "variant"},
+        {"--config_variant", "variant"},
+        {"-gb", "train.global_batch_size"},
+        {"--global_batch_size", "train.global_batch_size"},
+        {"-mb", "train.micro_batch_size"},
+        {"--micro_batch_size", "train.micro_batch_size"},
+        {"-sl", "dataset.seq_length"},
+        {"--seq_length", "dataset.seq_length"},
+        {"-tp", "model.tensor_model_parallel_size"},
+        {"--tensor_model_parallel_size", "model.tensor_model_parallel_size"},
+        {"-pp", "model.pipeline_model_parallel_size"},
+        {"--pipeline_model_parallel_size", "model.pipeline_model_parallel_size"},
+        {"-cp", "model.context_parallel_size"},
+        {"--context_parallel_size", "model.context_parallel_size"},
+        {"-vp", "model.virtual_pipeline_model_parallel_size"},
+        {"--virtual_pipeline_model_parallel_size", "model.virtual_pipeline_model_parallel_size"},
+        {"-ep", "model.expert_model_parallel_size"},
+        {"--expert_model_parallel_size", "model.expert_model_parallel_size"},
+        {"-et", "model.expert_tensor_parallel_size"},
+        {"--expert_tensor_parallel_size", "model.expert_tensor_parallel_size"},
+        {"--num_layers", "model.num_layers"},
+        {"--hidden_size", "model.hidden_size"}};
+    static const std::set<std::string> switches = {
+        "-d", "--dryrun", "--detach", "--offline", "--list_config_variants", "--use_recipes"};
+    consume(options, switches, false);
+    if (std::find(left_out.begin(), left_out.end(), "--use_recipes") != left_out.end())
+      throw InputError(
+          where + " --use_recipes",
+          "runs the model's library recipe through run_recipe.py, which this launch does not name: "
+          "give `preflight analyze --bridge-config RECIPE` with the recipe it runs");
+    static const std::map<std::string, std::string> precision = {
+        {"fp8_cs", "fp8cs"}, {"fp8_ds", "fp8ds"}, {"fp8_mx", "fp8mx"}, {"fp8_sc", "fp8sc"}};
+    for (const char* k : {"recipe", "gpus", "gpu"})
+      if (value[k].empty())
+        throw InputError(where, std::string("names no ") +
+                                    (std::string(k) == "recipe" ? "-mr/--model_recipe_name"
+                                     : std::string(k) == "gpus" ? "-ng/--num_gpus"
+                                                                : "-g/--gpu") +
+                                    ": it is required (scripts/performance/argument_parser.py)");
+    std::string dtype = value.count("dtype") && !value["dtype"].empty() ? value["dtype"] : "bf16";
+    std::transform(dtype.begin(), dtype.end(), dtype.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    const auto p = precision.find(dtype);
+    std::string prec = p != precision.end() ? p->second : dtype;
+    prec.erase(std::remove(prec.begin(), prec.end(), '_'), prec.end());
+    std::string variant = value["variant"];
+    std::transform(variant.begin(), variant.end(), variant.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    const bool canonical = variant.empty() || variant == "v1" || variant == "v2";  // (legacy labels)
+    const int gpus = count("gpus", 1);
+    std::string gpu = value["gpu"];
+    std::transform(gpu.begin(), gpu.end(), gpu.begin(), [](unsigned char c) { return std::tolower(c); });
+    static const std::map<std::string, int> per_node_of = {
+        {"h100", 8}, {"b200", 8}, {"b300", 8}, {"gb200", 4}, {"gb300", 4}, {"vr200", 4}, {"r100", 1}};
+    const auto pn = per_node_of.find(gpu);
+    if (pn == per_node_of.end() && !value.count("per_node"))
+      throw InputError(where + " -g/--gpu", "'" + gpu +
+                                                "' is not one of its GPU types (h100, b200, b300, gb200, "
+                                                "gb300, vr200, r100)");
+    const int per_node = count("per_node", pn != per_node_of.end() ? pn->second : 8);
+    const std::string task = value["task"].empty() ? "pretrain" : value["task"];
+    std::string recipe = value["recipe"];
+    std::transform(recipe.begin(), recipe.end(), recipe.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    const std::string name = recipe + "_" + task + "_" + std::to_string(gpus) + "gpu_" + gpu + "_" + prec +
+                             (canonical ? "" : "_" + variant) + "_config";
+    out = {"--bridge-config", "perf:" + name};
+    for (const auto& [k, v] : value)
+      if (k.find('.') != std::string::npos &&
+          !(k == "model.virtual_pipeline_model_parallel_size" && v == "-1"))  // (-1: the recipe's)
+        out.push_back(k + "=" + (v == "None" ? "null" : v));
+    out.insert(out.end(), rest.begin(), rest.end());
+    const int nproc = std::min(gpus, per_node);
+    out.insert(out.end(), {"--nproc_per_node", std::to_string(nproc), "--nnodes",
+                           std::to_string((gpus + nproc - 1) / nproc)});
+    notes.push_back(where + ": Megatron-Bridge's performance recipe " + name + " on " + std::to_string(gpus) +
+                    " " + gpu + " GPUs (" + std::to_string(per_node) + " a node)");
+  } else {
+    // scripts/training/setup_experiment.py (train.sh): its Slurm options, then run_recipe.py's
+    static const std::map<std::string, std::string> options = {{"--nodes", "nodes"},
+                                                               {"--gpus-per-node", "per_node"},
+                                                               {"--gpus_per_node", "per_node"},
+                                                               {"--account", "slurm"},
+                                                               {"--partition", "slurm"},
+                                                               {"--time", "slurm"},
+                                                               {"--gres", "slurm"},
+                                                               {"--additional-slurm-params", "slurm"},
+                                                               {"--additional_slurm_params", "slurm"},
+                                                               {"--container-image", "slurm"},
+                                                               {"--mount", "slurm"},
+                                                               {"--env", "slurm"},
+                                                               {"--srun-arg", "slurm"},
+                                                               {"-lmc", "slurm"},
+                                                               {"--peak-mem-clk", "slurm"},
+                                                               {"--peak_mem_clk", "slurm"},
+                                                               {"--experiment-name", "slurm"}};
+    static const std::set<std::string> switches = {"--no-gpu-resource-request", "--submission-dry-run",
+                                                   "--dry-run", "--wait"};
+    consume(options, switches, true);
+    LaunchCommand runner = launch;
+    runner.entry = "run_recipe.py";
+    runner.entry_args = rest;
+    out = bridge_runner_analyze_words(runner, notes);
+    if (value.count("per_node")) {
+      out.insert(out.end(), {"--nproc_per_node", std::to_string(count("per_node", 8)), "--nnodes",
+                             std::to_string(count("nodes", 1))});
+    } else {
+      notes.push_back(where +
+                      ": no --gpus-per-node: the world is the GPU count the recipe's name gives, if any");
+    }
+  }
+  if (!left_out.empty()) {
+    std::string list;
+    for (const auto& w : left_out) list += (list.empty() ? "" : " ") + w;
+    notes.push_back(where + ": left out (its Slurm, container and experiment options): " + list);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const WorldSizeHints& hints,
                                            const std::map<std::string, std::string>& env,
                                            std::vector<std::string>& notes) {
+  if (is_bridge_experiment_launcher(launch.entry))  // (its own world, whatever runs it)
+    return bridge_experiment_analyze_words(launch, notes);
   std::vector<std::string> out;
   if (is_torch_launcher(launch.launcher) && is_bridge_recipe_runner(launch.entry)) {
     out = launch.launcher_args;  // torchrun's sizes, then the recipe

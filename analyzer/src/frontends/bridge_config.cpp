@@ -588,7 +588,31 @@ const nlohmann::json& bridge_recipe_table() {
 /// "perf_recipes": megatron.bridge.perf_recipes, what scripts/performance resolves) and function.
 struct RecipeRef {
   std::string section, function;
+  /// For `perf:NAME` naming a GPU count no recipe has: NAME, resolved to `function` as scripts/performance
+  /// does (the default recipe of that model, task, GPU and precision); "" otherwise.
+  std::string requested;
 };
+
+/// scripts/performance's recipe for a launch whose `-ng` has none of its own (utils.py
+/// _first_matching_perf_recipe_name / _select_default_recipe_name): the recipes of the same model, task, GPU,
+/// precision and variant at any GPU count, the one _DEFAULT_GPU_COUNT_OVERRIDES names, else the largest; ""
+/// when there are none.
+std::string default_perf_recipe(const nlohmann::json& t, const std::string& name) {
+  std::string stem, rest;
+  int n = 0;
+  if (!RE2::FullMatch(name, R"((.+)_(\d+)gpu_(.+))", &stem, &n, &rest)) return "";
+  std::map<int, std::string> counts;
+  for (const auto& [f, cfg] : t.at("perf_recipes").items()) {
+    std::string s2, r2;
+    int k = 0;
+    if (RE2::FullMatch(f, R"((.+)_(\d+)gpu_(.+))", &s2, &k, &r2) && s2 == stem && r2 == rest) counts[k] = f;
+  }
+  if (counts.empty()) return "";
+  const std::string key = stem + "|" + rest.substr(0, rest.size() - std::string("_config").size());
+  if (const auto& d = t.at("perf_default_gpus"); d.contains(key) && counts.count(d.at(key).get<int>()))
+    return counts.at(d.at(key).get<int>());
+  return counts.rbegin()->second;
+}
 
 /// The recipe `name` names, as Megatron-Bridge's unified runner (scripts/training/recipe_runner.py
 /// load_recipe) resolves it: a function of megatron.bridge.perf_recipes (the benchmark definition wins where
@@ -599,10 +623,13 @@ RecipeRef bridge_recipe_function(const std::string& name) {
   const auto& t = bridge_recipe_table();
   const bool perf_only = name.starts_with("perf:");
   const std::string f = perf_only ? name.substr(5) : name;
-  if (t.at("perf_recipes").contains(f)) return {"perf_recipes", f};
-  if (perf_only) return {};
-  if (t.at("recipes").contains(f)) return {"recipes", f};
-  if (t.at("aliases").contains(f)) return {"recipes", t.at("aliases").at(f).get<std::string>()};
+  if (t.at("perf_recipes").contains(f)) return {"perf_recipes", f, ""};
+  if (perf_only) {
+    const std::string d = f.ends_with("_config") ? default_perf_recipe(t, f) : "";
+    return d.empty() ? RecipeRef{} : RecipeRef{"perf_recipes", d, f};
+  }
+  if (t.at("recipes").contains(f)) return {"recipes", f, ""};
+  if (t.at("aliases").contains(f)) return {"recipes", t.at("aliases").at(f).get<std::string>(), ""};
   return {};
 }
 
@@ -668,7 +695,7 @@ bool is_bridge_recipe(const std::string& name) {
 
 BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
                                                 const std::vector<std::string>& extra) {
-  const auto [section, function] = bridge_recipe_function(name);
+  const auto [section, function, requested] = bridge_recipe_function(name);
   if (function.empty())
     throw InputError(
         "Megatron-Bridge recipe " + name,
@@ -679,6 +706,12 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
   const std::string source =
       std::string(perf ? "Megatron-Bridge performance recipe " : "Megatron-Bridge recipe ") + function +
       (function == name || "perf:" + function == name ? "" : " (" + name + ")");
+  std::vector<std::string> notes;
+  if (!requested.empty())
+    notes.push_back(
+        source + ": no performance recipe is " + requested +
+        "; scripts/performance runs this one, its default for that model, task, GPU and precision, on "
+        "the GPUs asked for");
   YAML::Node root = detail::yaml_tree(bridge_recipe_table().at(section).at(function));
   std::vector<std::string> passed_on;
   static const std::set<std::string> sections = {"model",     "train",     "ddp",          "optimizer",
@@ -727,27 +760,30 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
   } else if (!repo.empty() && !model["vocab_size"]) {
     tail.insert(tail.end(), {"--make-vocab-size-divisible-by", "1"});
   }
-  // The GPUs the recipe is named for (`…_8gpu_gb200_…`): its system, and the world when torchrun gives none.
-  std::vector<std::string> notes;
-  int n = 0;
+  // The GPUs the recipe is named for (`…_8gpu_gb200_…`): its system, and the world when torchrun gives none
+  // (the count asked for, where scripts/performance's default recipe stands in for a missing one).
+  int n = 0, asked = 0;
   std::string gpu;
   const RecipeGpu* named = nullptr;
   if (RE2::PartialMatch(function, R"(_(\d+)gpu_([a-z0-9]+)_)", &n, &gpu))
     for (const auto& g : kRecipeGpus)
       if (gpu == g.gpu) named = &g;
+  if (requested.empty() || !RE2::PartialMatch(requested, R"(_(\d+)gpu_)", &asked)) asked = n;
   std::string system;
   if (named && *named->preset) system = named->preset;
-  if (n > 0 && !detail::world_given(passed_on)) {
+  if (asked > 0 && !detail::world_given(passed_on)) {
     const int per_node = named ? named->gpus_per_node : 8;
-    const int nproc = std::min(n, per_node);
+    const int nproc = std::min(asked, per_node);
     tail.insert(tail.end(), {"--nproc_per_node", std::to_string(nproc), "--nnodes",
-                             std::to_string((n + nproc - 1) / nproc)});
-    notes.push_back(source + ": " + std::to_string(n) + " GPUs, as the recipe's name says (" +
-                    (named && n > nproc ? std::to_string(nproc) +
-                                              " a node, as Megatron-Bridge's scripts/performance "
-                                              "launches " +
-                                              named->gpu + "; "
-                                        : "") +
+                             std::to_string((asked + nproc - 1) / nproc)});
+    passed_on.insert(passed_on.begin(), tail.end() - 4, tail.end());  // (the world weak scaling reads)
+    tail.erase(tail.end() - 4, tail.end());
+    notes.push_back(source + ": " + std::to_string(asked) + " GPUs, as the recipe's name says (" +
+                    (named && asked > nproc ? std::to_string(nproc) +
+                                                  " a node, as Megatron-Bridge's scripts/performance "
+                                                  "launches " +
+                                                  named->gpu + "; "
+                                            : "") +
                     "give torchrun's --nproc_per_node / --nnodes for another world)");
   }
   // A performance recipe on another world: Bridge's runner keeps each data-parallel rank's samples, scaling

@@ -112,7 +112,8 @@ struct EntryPatterns {
                                  "run_mindformer.py",
                                  "megatron_*_pretraining.py",
                                  "megatron_*_finetuning.py",  // (these two: NeMo 1's)
-                                 "run_recipe.py"};            // (Megatron-Bridge's recipe runner)
+                                 "run_recipe.py",             // (Megatron-Bridge's recipe runner)
+                                 "setup_experiment.py"};      // (Megatron-Bridge's experiment launchers)
   /// True when the last path component of `path` matches one of the globs.
   bool matches(std::string_view path) const;
   /// "pretrain_*.py, finetune*.py, run_mindformer.py, …" for messages.
@@ -123,6 +124,14 @@ struct EntryPatterns {
 /// `preflight run` (analyze_arguments() turns `--recipe NAME` / `--model STEM --mode M` and its options into
 /// `--bridge-config NAME` with overrides), not inline.
 bool is_bridge_recipe_runner(std::string_view entry);
+
+/// Megatron-Bridge's experiment launchers, which submit a recipe's run to Slurm: scripts/performance/
+/// setup_experiment.py (`-mr MODEL -ng N -g GPU -c PRECISION [--task T] [--config_variant V]`: a flat
+/// performance recipe), scripts/training/setup_experiment.py and its scripts/training/train.sh (`--recipe
+/// NAME | --model STEM --mode M`, `--nodes N --gpus-per-node G`, run_recipe.py's options).
+/// analyze_arguments() turns them into `--bridge-config NAME` with overrides and the launch's world; they are
+/// never run in analyze mode (they would submit the job).
+bool is_bridge_experiment_launcher(std::string_view entry);
 
 /// The public recipe's analysis tool (Megatron-LM PR #482, tools/get_training_info/get_training_info.py): a
 /// `python …/get_training_info.py ARGS` line already passes `preflight analyze`'s arguments, so analyze mode
