@@ -284,6 +284,14 @@ TEST(BridgeConfig, SetupRulesOfAConfigurationBeforeTraining) {
   const auto fp4 = with({"mixed_precision.fp4=e2m1", "mixed_precision.fp4_recipe=nvfp4",
                          "mixed_precision.fp4_param_gather=true"});
   EXPECT_TRUE(has(fp4, "--fp4-param-gather"));
+
+  // window_attn_skip_freq as a list, one entry a layer (Bridge's Step-3.7 recipes), as Megatron takes it
+  std::string skip = "[";
+  for (int l = 0; l < 36; ++l) skip += std::string(l ? "," : "") + (l % 4 == 0 ? "0" : "1");
+  const MegatronConfig w =
+      parse_megatron_args(with({"model.window_size=[512, 0]", "model.window_attn_skip_freq=" + skip + "]"}));
+  ASSERT_EQ(w.model.layer_has_window.size(), 36u);
+  EXPECT_EQ(std::count(w.model.layer_has_window.begin(), w.model.layer_has_window.end(), true), 27);
 }
 
 // Bad files: the message names the file and line (malformed YAML) or the file and field (a wrong type).

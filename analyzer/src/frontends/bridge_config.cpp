@@ -271,7 +271,7 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
   num_flag(out, model, "hidden_dropout", "--hidden-dropout");
   if (auto w = model.node()["window_size"]; w && w.IsSequence() && w.size() == 2) {
     put_value("--window-size", "(" + w[0].Scalar() + "," + w[1].Scalar() + ")");
-    int_flag(out, model, "window_attn_skip_freq", "--window-attn-skip-freq");
+    if (auto f = model.int_or_list("window_attn_skip_freq")) put_value("--window-attn-skip-freq", *f);
   }
   // Multi-latent attention.
   if (model.flag("multi_latent_attention")) {
