@@ -1276,6 +1276,30 @@ bool is_bridge_recipe_runner(std::string_view entry) {
 
 namespace {
 
+/// The batch, sequence and layout options Megatron-Bridge's runner and performance launcher share (their
+/// --help: -gb, -mb, -sl, -tp, -pp, -cp, -vp, -ep and the long forms), as the ConfigContainer fields they
+/// override, with `more` (each launcher's own spellings) added.
+std::map<std::string, std::string> bridge_size_options(std::map<std::string, std::string> more) {
+  static const std::pair<const char*, const char*> shared[] = {{"gb", "global_batch_size"},
+                                                               {"mb", "micro_batch_size"},
+                                                               {"sl", "seq_length"},
+                                                               {"tp", "tensor_model_parallel_size"},
+                                                               {"pp", "pipeline_model_parallel_size"},
+                                                               {"cp", "context_parallel_size"},
+                                                               {"vp", "virtual_pipeline_model_parallel_size"},
+                                                               {"ep", "expert_model_parallel_size"},
+                                                               {"", "expert_tensor_parallel_size"}};
+  for (const auto& [shorthand, field] : shared) {
+    const std::string f = field;
+    const std::string section = f == "seq_length"                                     ? "dataset."
+                                : f == "global_batch_size" || f == "micro_batch_size" ? "train."
+                                                                                      : "model.";
+    if (*shorthand) more.emplace(std::string("-") + shorthand, section + f);
+    more.emplace("--" + f, section + f);
+  }
+  return more;
+}
+
 /// `preflight analyze`'s words for Megatron-Bridge's recipe runner (scripts/training/run_recipe.py):
 /// `--bridge-config RECIPE` with its overrides.  The runner's convenience options are the overrides its
 /// --help gives them (-gb → train.global_batch_size, -tp → model.tensor_model_parallel_size, -sl →
@@ -1283,25 +1307,8 @@ namespace {
 /// @throws InputError (where = "run_recipe.py") when the launch names no recipe
 std::vector<std::string> bridge_runner_analyze_words(const LaunchCommand& launch,
                                                      std::vector<std::string>& notes) {
-  static const std::map<std::string, std::string> option = {
-      {"-gb", "train.global_batch_size"},
-      {"--global_batch_size", "train.global_batch_size"},
-      {"-mb", "train.micro_batch_size"},
-      {"--micro_batch_size", "train.micro_batch_size"},
-      {"-sl", "dataset.seq_length"},
-      {"--seq_length", "dataset.seq_length"},
-      {"-tp", "model.tensor_model_parallel_size"},
-      {"--tensor_model_parallel_size", "model.tensor_model_parallel_size"},
-      {"-pp", "model.pipeline_model_parallel_size"},
-      {"--pipeline_model_parallel_size", "model.pipeline_model_parallel_size"},
-      {"-cp", "model.context_parallel_size"},
-      {"--context_parallel_size", "model.context_parallel_size"},
-      {"-vp", "model.virtual_pipeline_model_parallel_size"},
-      {"--virtual_pipeline_model_parallel_size", "model.virtual_pipeline_model_parallel_size"},
-      {"-ep", "model.expert_model_parallel_size"},
-      {"--expert_model_parallel_size", "model.expert_model_parallel_size"},
-      {"-etp", "model.expert_tensor_parallel_size"},
-      {"--expert_tensor_parallel_size", "model.expert_tensor_parallel_size"}};
+  static const std::map<std::string, std::string> option =
+      bridge_size_options({{"-etp", "model.expert_tensor_parallel_size"}});
   // the runner's own options without a value
   static const std::set<std::string> switches = {"--dry-run", "--dry_run", "--deterministic", "--dump-env",
                                                  "--dump_env"};
@@ -1428,42 +1435,25 @@ std::vector<std::string> bridge_experiment_analyze_words(const LaunchCommand& la
   std::vector<std::string> out;
   if (has({"-mr", "--model_recipe_name"})) {
     // scripts/performance/setup_experiment.py
-    static const std::map<std::string, std::string> options = {
-        {"-m", "family"},
-        {"--model_family_name", "family"},
-        {"-mr", "recipe"},
-        {"--model_recipe_name", "recipe"},
-        {"-ng", "gpus"},
-        {"--num_gpus", "gpus"},
-        {"-gn", "per_node"},
-        {"--gpus_per_node", "per_node"},
-        {"-g", "gpu"},
-        {"--gpu", "gpu"},
-        {"-c", "dtype"},
-        {"--compute_dtype", "dtype"},
-        {"--task", "task"},
-        {"-cv", "variant"},
-        {"--config_variant", "variant"},
-        {"-gb", "train.global_batch_size"},
-        {"--global_batch_size", "train.global_batch_size"},
-        {"-mb", "train.micro_batch_size"},
-        {"--micro_batch_size", "train.micro_batch_size"},
-        {"-sl", "dataset.seq_length"},
-        {"--seq_length", "dataset.seq_length"},
-        {"-tp", "model.tensor_model_parallel_size"},
-        {"--tensor_model_parallel_size", "model.tensor_model_parallel_size"},
-        {"-pp", "model.pipeline_model_parallel_size"},
-        {"--pipeline_model_parallel_size", "model.pipeline_model_parallel_size"},
-        {"-cp", "model.context_parallel_size"},
-        {"--context_parallel_size", "model.context_parallel_size"},
-        {"-vp", "model.virtual_pipeline_model_parallel_size"},
-        {"--virtual_pipeline_model_parallel_size", "model.virtual_pipeline_model_parallel_size"},
-        {"-ep", "model.expert_model_parallel_size"},
-        {"--expert_model_parallel_size", "model.expert_model_parallel_size"},
-        {"-et", "model.expert_tensor_parallel_size"},
-        {"--expert_tensor_parallel_size", "model.expert_tensor_parallel_size"},
-        {"--num_layers", "model.num_layers"},
-        {"--hidden_size", "model.hidden_size"}};
+    static const std::map<std::string, std::string> options =
+        bridge_size_options({{"-m", "family"},
+                             {"--model_family_name", "family"},
+                             {"-mr", "recipe"},
+                             {"--model_recipe_name", "recipe"},
+                             {"-ng", "gpus"},
+                             {"--num_gpus", "gpus"},
+                             {"-gn", "per_node"},
+                             {"--gpus_per_node", "per_node"},
+                             {"-g", "gpu"},
+                             {"--gpu", "gpu"},
+                             {"-c", "dtype"},
+                             {"--compute_dtype", "dtype"},
+                             {"--task", "task"},
+                             {"-cv", "variant"},
+                             {"--config_variant", "variant"},
+                             {"-et", "model.expert_tensor_parallel_size"},
+                             {"--num_layers", "model.num_layers"},
+                             {"--hidden_size", "model.hidden_size"}});
     static const std::set<std::string> switches = {
         "-d", "--dryrun", "--detach", "--offline", "--list_config_variants", "--use_recipes"};
     consume(options, switches, false);
