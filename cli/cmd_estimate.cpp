@@ -251,7 +251,9 @@ Command estimate_command() {
             "--bridge-config", o->bridge_config,
             "Megatron-Bridge run configuration: a ConfigContainer YAML (run_config.yaml of a checkpoint, "
             "logger.save_config_filepath), a Bridge log printing one, or a recipe's name "
-            "(llama3_8b_pretrain_config); the world size (torchrun's "
+            "(llama3_8b_pretrain_config, or a performance recipe's: "
+            "llama3_8b_pretrain_8gpu_gb200_fp8cs_config, "
+            "priced on the GPU it names unless --system is given); the world size (torchrun's "
             "--nproc_per_node / --nnodes), Hydra overrides (model.x=y) and Megatron flags may follow --");
         sub.add_option("--nemo-config", o->bridge_config,
                        "NeMo 1 training configuration (megatron_gpt_config.yaml, a launcher's training yaml, "

@@ -702,7 +702,7 @@ Command search_command() {
         sub.add_option(
             "--bridge-config", o->bridge_config,
             "Megatron-Bridge run configuration (ConfigContainer YAML, a Bridge log printing one, or a "
-            "recipe's name such as llama3_8b_pretrain_config), "
+            "recipe's name such as llama3_8b_pretrain_config or llama3_8b_pretrain_8gpu_gb200_fp8cs_config), "
             "searched as the launch of its Megatron arguments; the world size, Hydra overrides "
             "(model.x=y) and Megatron flags may follow --");
         sub.add_option(
