@@ -325,7 +325,7 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
              "`preflight wrap SCRIPT -o W && bash W` goes on past those)";
     std::cerr
         << ". Launchers called by absolute path (/usr/bin/torchrun) or through a runner that picks its own "
-           "python (uv run, conda run) bypass the shims — `preflight wrap` rewrites such scripts — and "
+           "python (conda run) bypass the shims — `preflight wrap` rewrites such scripts — and "
            "--entry NAME adds an entry point\n";
     if (!run_dir.empty()) {
       std::error_code ec;

@@ -189,6 +189,16 @@ TEST(RunCli, BridgeExperimentLaunchersAreReadNotSubmitted) {
                                       "recipe is"),
             std::string::npos)
       << j["warnings"].dump();
+  // the same through `uv run` (as Bridge's README runs it), whose own python would bypass the python shim: uv
+  // is shadowed too, and a launch after it is read (anything else goes to the real uv)
+  write_file(
+      dir / "uv.sh",
+      "uv run --no-project --with nemo-run==0.10.0 python scripts/performance/setup_experiment.py -m llama "
+      "-mr llama3_8b -ng 8 -g gb200 -c fp8_cs\n");
+  RunResult u = run_in(dir.path(), preflight_bin() + " run --analyze-arg=--json -- bash uv.sh");
+  ASSERT_TRUE(u.exit_code == 0 || u.exit_code == 1) << u.err;
+  EXPECT_FALSE(fs::exists(dir / "ran.txt"));
+  EXPECT_EQ(json_in(u.out)["strategy"]["world_size"].get<int>(), 8);
   // a model without performance recipes is refused naming the recipe it would be
   write_file(dir / "bad.sh",
              "python scripts/performance/setup_experiment.py -m llama -mr llama9_70b -ng 48 -g "

@@ -116,6 +116,9 @@ std::vector<std::string> shim_names(const std::string& path_var) {
   names.push_back("scontrol");    // Slurm's host list where Slurm is not installed (cmd_run.cpp)
   names.push_back("ds_ssh");      // DeepSpeed's cluster-wide form of it (Megatron-DeepSpeed's examples)
   names.push_back("numactl");     // CPU / memory binding: the analysis runs the command without it
+  // A runner that picks its own python (`uv run [options] python …`, Megatron-Bridge's scripts): a launch
+  // after it is read as one; anything else goes to the real uv
+  names.push_back("uv");
   names.push_back("taskset");
   // Job submissions: in analysis modes the job runs here instead of being submitted (cmd_run.cpp)
   for (const char* submit : {"sbatch", "qsub", "bsub", "pjsub"}) names.push_back(submit);
