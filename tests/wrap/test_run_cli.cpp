@@ -163,7 +163,14 @@ TEST(RunCli, BridgeExperimentLaunchersAreReadNotSubmitted) {
   fs::create_directories(dir / "scripts" / "training");
   write_file(dir / "scripts" / "performance" / "setup_experiment.py",
              "open('ran.txt', 'w').write('submitted')\n");
-  write_file(dir / "scripts" / "training" / "train.sh", "#!/bin/bash\necho submitted > ran.txt\n");
+  // (our train.sh in the form of Bridge's: its setup_experiment.py through `uv run`)
+  write_file(
+      dir / "scripts" / "training" / "train.sh",
+      "#!/usr/bin/env bash\nset -euo pipefail\nSCRIPT_DIR=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && "
+      "pwd)\"\n"
+      "exec uv run --no-project --with nemo-run python \"${SCRIPT_DIR}/setup_experiment.py\" \"$@\"\n");
+  write_file(dir / "scripts" / "training" / "setup_experiment.py",
+             "open('ran.txt', 'w').write('submitted')\n");
   fs::permissions(dir / "scripts" / "training" / "train.sh", fs::perms::owner_all);
   write_file(dir / "perf.sh",
              "python3 scripts/performance/setup_experiment.py -a acct -p batch -m llama -mr llama3_70b "
@@ -221,6 +228,14 @@ TEST(RunCli, BridgeExperimentLaunchersAreReadNotSubmitted) {
   nlohmann::json k = json_in(t.out);
   EXPECT_EQ(k["strategy"]["world_size"].get<int>(), 32);
   EXPECT_EQ(k["strategy"]["global_batch_size"].get<int>(), 2048);  // 1024 on 16 GPUs, weak-scaled to 32
+  // a job script calling it by its path: train.sh runs, and its `uv run … setup_experiment.py` is read
+  write_file(dir / "job.sh",
+             "./scripts/training/train.sh --nodes 2 --gpus-per-node 8 --recipe "
+             "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config --mode pretrain\n");
+  RunResult jb = run_in(dir.path(), preflight_bin() + " run --analyze-arg=--json -- bash job.sh");
+  ASSERT_TRUE(jb.exit_code == 0 || jb.exit_code == 1) << jb.err;
+  EXPECT_FALSE(fs::exists(dir / "ran.txt"));
+  EXPECT_EQ(json_in(jb.out)["strategy"]["world_size"].get<int>(), 16);
 }
 
 // srun starting a shell (Megatron-LM's sc21 SRUN.sh: `srun … sh -c "${CMD}"`, CMD a plain python launch): in
