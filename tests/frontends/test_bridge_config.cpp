@@ -285,6 +285,22 @@ TEST(BridgeConfig, SetupRulesOfAConfigurationBeforeTraining) {
                          "mixed_precision.fp4_param_gather=true"});
   EXPECT_TRUE(has(fp4, "--fp4-param-gather"));
 
+  // an override of a section the ConfigContainer does not have is refused, as Bridge refuses it (it had been
+  // dropped silently); the sections the analysis leaves out take theirs; an environment assignment is passed
+  // on
+  for (const std::string& config : {file, std::string("llama3_8b_pretrain_config")}) {
+    try {
+      bridge_config_to_megatron_args(config, {"modle.tensor_model_parallel_size=2"});
+      ADD_FAILURE() << config << ": a misspelt section was read";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("'modle' is not a section of Megatron-Bridge's ConfigContainer"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_NO_THROW(bridge_config_to_megatron_args(
+        config, {"logger.save_config_filepath=run.yaml", "checkpoint.save=/ckpt", "NCCL_DEBUG=INFO"}));
+  }
+
   // window_attn_skip_freq as a list, one entry a layer (Bridge's Step-3.7 recipes), as Megatron takes it
   std::string skip = "[";
   for (int l = 0; l < 36; ++l) skip += std::string(l ? "," : "") + (l % 4 == 0 ? "0" : "1");

@@ -31,6 +31,46 @@ using detail::is_enum_member;
 using detail::num_flag;
 using detail::Section;
 
+/// A Hydra-style override `section.field=value` of a ConfigContainer (apply_override over its sections —
+/// megatron/bridge/training/config.py ConfigContainer's fields, those the analysis leaves out included: they
+/// change neither memory nor time); false for a word that is none (a flag, an environment assignment).
+/// @throws InputError (where = "override WORD") for a dotted key outside the container, as Bridge's override
+///   parser refuses it (a misspelt section would otherwise be dropped silently), and as apply_override does
+bool apply_container_override(YAML::Node& root, const std::string& word, const std::string& source) {
+  static const std::set<std::string> sections = {"model",
+                                                 "train",
+                                                 "ddp",
+                                                 "optimizer",
+                                                 "dataset",
+                                                 "tokenizer",
+                                                 "scheduler",
+                                                 "peft",
+                                                 "checkpoint",
+                                                 "logger",
+                                                 "rng",
+                                                 "dist",
+                                                 "profiling",
+                                                 "validation",
+                                                 "comm_overlap",
+                                                 "mixed_precision",
+                                                 "rerun_state_machine",
+                                                 "env_vars",
+                                                 "ft",
+                                                 "straggler",
+                                                 "nvrx_straggler",
+                                                 "tensor_inspect",
+                                                 "inprocess_restart",
+                                                 "optimizer_config_override_provider"};
+  if (apply_override(root, word, source, sections)) return true;
+  std::string key;
+  if (word.rfind("-", 0) != 0 && RE2::FullMatch(word, R"(\+?([A-Za-z_]\w*)\.[A-Za-z_][\w.]*=.*)", &key))
+    throw InputError("override " + word,
+                     source + ": '" + key +
+                         "' is not a section of Megatron-Bridge's ConfigContainer (model, "
+                         "train, dataset, optimizer, ddp, mixed_precision, comm_overlap, …)");
+  return false;
+}
+
 /// The YAML of a Megatron-Bridge log (the block after `------- Task Configuration -------`), or the text
 /// itself; `first_line` the 1-based line of the log it starts at.
 std::string yaml_block(const std::string& text, const std::string& source, int& first_line) {
@@ -149,12 +189,8 @@ BridgeConfigArgs bridge_config_text_to_megatron_args(const std::string& text, co
         "NeMo 1 training configuration (a `model` section beside `trainer`), nor a NeMo 2 one (a model "
         "`_target_` of nemo.collections.llm)");
   std::vector<std::string> passed_on;
-  static const std::set<std::string> sections = {
-      "model",     "train",        "ddp",       "optimizer",  "mixed_precision",
-      "dataset",   "comm_overlap", "scheduler", "checkpoint", "logger",
-      "tokenizer", "dist",         "rng",       "profiling",  "peft"};
   for (const auto& w : extra)
-    if (!apply_override(root, w, source, sections)) passed_on.push_back(w);
+    if (!apply_container_override(root, w, source)) passed_on.push_back(w);
   return detail::bridge_root_to_megatron_args(root, source, passed_on);
 }
 
@@ -714,13 +750,10 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
         "the GPUs asked for");
   YAML::Node root = detail::yaml_tree(bridge_recipe_table().at(section).at(function));
   std::vector<std::string> passed_on;
-  static const std::set<std::string> sections = {"model",     "train",     "ddp",          "optimizer",
-                                                 "dataset",   "tokenizer", "comm_overlap", "mixed_precision",
-                                                 "scheduler", "peft"};
   const Topology canonical = topology_of(root);
   bool batch_given = false;
   for (const auto& w : extra) {
-    if (!apply_override(root, w, source, sections)) {
+    if (!apply_container_override(root, w, source)) {
       passed_on.push_back(w);
       batch_given = batch_given || w.rfind("--global-batch-size", 0) == 0;
     } else {
