@@ -181,6 +181,30 @@ def main():
 PERF_DEFAULTS = "scripts/performance/utils/utils.py"
 
 
+def provider_defaults(interp, dotted, depth=0):
+    """The field defaults a Megatron-Bridge model provider dataclass (megatron.bridge.models.*) declares, its
+    bases' first (Megatron Core's TransformerConfig, outside the tree, is not read): name -> value, for the
+    values that are plain data (numbers, strings, booleans, None; simple arithmetic of them)."""
+    module, _, cls = dotted.rpartition(".")
+    if depth > 8 or not module.startswith("megatron.bridge.models"):
+        return {}
+    mod = interp.module(module)
+    node = next((st for st in mod.tree.body if isinstance(st, ast.ClassDef) and st.name == cls), None)
+    if node is None:  # a re-export (the package's __init__)
+        kind = mod.names.get(cls)
+        return provider_defaults(interp, kind[1], depth + 1) if kind and kind[0] == "import" and \
+            kind[1] != dotted else {}
+    out = {}
+    for b in node.bases:
+        out.update(provider_defaults(interp, interp.dotted_target(b, mod, {}) or "", depth + 1))
+    for st in node.body:
+        if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
+            v = interp.ev(st.value, mod, {})
+            if v is None or isinstance(v, (bool, int, float, str)):
+                out[st.target.id] = v
+    return out
+
+
 def perf_default_gpus(checkout):
     """scripts/performance's default GPU count where a launch's -ng has no recipe of its own (utils.py
     _DEFAULT_GPU_COUNT_OVERRIDES; otherwise the largest): "{model}_{task}|{gpu}_{precision}[_{variant}]" -> count."""
@@ -223,6 +247,11 @@ def read_package(interp, root, package, out, aliases):
                 model = cfg["model"]
                 if "_hf_" not in model and "_target_" not in model:
                     continue
+                if "_hf_" not in model and "num_layers" not in model and \
+                        str(model.get("_target_", "")).startswith("megatron.bridge.models."):
+                    # a model provider class given by name (OlMoEModelProvider): its dataclass defaults under the
+                    # recipe's fields
+                    cfg["model"] = {**provider_defaults(interp, model["_target_"]), **model}
                 cfg = {k: v for k, v in base.clean(cfg).items() if k not in DROP_SECTIONS}
                 for section, keep in KEEP.items():
                     if isinstance(cfg.get(section), dict):

@@ -405,6 +405,15 @@ TEST(BridgeConfig, RecipesByName) {
   EXPECT_EQ(parse_bridge_args(q).strategy.ep, 16);
   // a PEFT recipe's LoRA adapters
   EXPECT_TRUE(has(bridge_recipe_to_megatron_args("llama3_8b_peft_config", {}).args, "--lora-rank"));
+  // a model provider class given by name: its dataclass defaults (OlMoEModelProvider: OLMoE-1B-7B) under the
+  // recipe's fields
+  const MegatronConfig olmoe =
+      parse_bridge_args(bridge_recipe_to_megatron_args("olmoe_7b_sft_8gpu_h100_bf16_config", {}));
+  EXPECT_EQ(olmoe.model.num_layers, 16);
+  EXPECT_EQ(olmoe.model.hidden_size, 2048);
+  EXPECT_EQ(olmoe.model.moe.num_experts, 64);
+  EXPECT_EQ(olmoe.model.moe.router_topk, 8);
+  EXPECT_EQ(olmoe.model.vocab_size, 50304);
   // --bridge-config takes a recipe's name where no such file is; an unknown name is said
   EXPECT_EQ(bridge_config_to_megatron_args("llama3_8b_pretrain_config", {}).args, r.args);
   EXPECT_FALSE(is_bridge_recipe("llama3_8b_pretrain_config.yaml"));
