@@ -494,9 +494,10 @@ TEST(BridgeConfig, PerformanceRecipesPriceAsThePublishedRuns) {
   EXPECT_EQ(gbs(llama, {"--nproc_per_node", "4", "--nnodes", "2"}), 128);
   EXPECT_EQ(gbs(llama, {"train.global_batch_size=96", "--nproc_per_node", "4", "--nnodes", "4"}), 96);
   EXPECT_EQ(gbs(llama, {"--nproc_per_node", "4", "--nnodes", "4", "--global-batch-size", "32"}), 32);
-  // (tp 2 on 16 GPUs: data parallel 8, as the recipe's 8 GPUs at tp 1)
+  // (tp 2 on 16 GPUs: data parallel 8, as the recipe's 8 GPUs at tp 1; on its own 8 GPUs, data parallel 4)
   EXPECT_EQ(gbs(llama, {"model.tensor_model_parallel_size=2", "--nproc_per_node", "4", "--nnodes", "4"}),
             128);
+  EXPECT_EQ(gbs(llama, {"model.tensor_model_parallel_size=2"}), 64);
   EXPECT_EQ(gbs("llama3_8b_pretrain_config", {"--nproc_per_node", "4", "--nnodes", "4"}), 512);
   // perf:NAME of a GPU count no recipe has: scripts/performance's default recipe of that model, task, GPU and
   // precision (_DEFAULT_GPU_COUNT_OVERRIDES, else the largest), on the GPUs the name asks for
@@ -519,7 +520,8 @@ TEST(BridgeConfig, PerformanceRecipesPriceAsThePublishedRuns) {
   EXPECT_EQ(parse_bridge_args(d8).strategy.world_size, 16);
   EXPECT_THROW(bridge_config_to_megatron_args("llama3_70b_pretrain_128gpu_gb200_fp8mx_config", {}),
                InputError);
-  const auto scaled = bridge_config_to_megatron_args(llama, {"--nproc_per_node", "4", "--nnodes", "4"});
+  const MegatronConfig scaled =
+      parse_bridge_args(bridge_config_to_megatron_args(llama, {"--nproc_per_node", "4", "--nnodes", "4"}));
   EXPECT_TRUE(std::any_of(scaled.warnings.begin(), scaled.warnings.end(), [](const std::string& w) {
     return w.find("global batch 128 → 256, weak-scaled from the recipe's 8 GPUs") != std::string::npos;
   }));

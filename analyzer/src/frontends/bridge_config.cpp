@@ -680,49 +680,6 @@ constexpr RecipeGpu kRecipeGpus[] = {{"h100", "h100-sxm", 8}, {"b200", "b200", 8
                                      {"gb200", "gb200", 4},   {"gb300", "gb300", 4}, {"vr200", "", 4},
                                      {"r100", "", 1}};
 
-/// The layout sizes that divide the world before data parallelism (scripts/common/benchmark_parallelism.py
-/// data_parallel_size: tp × pp × cp).
-struct Topology {
-  long long tp = 1, pp = 1, cp = 1;
-  long long model_ranks() const { return std::max(1LL, tp) * std::max(1LL, pp) * std::max(1LL, cp); }
-};
-
-Topology topology_of(const YAML::Node& root) {
-  Topology t;
-  const YAML::Node m = root["model"];
-  if (!m || !m.IsMap()) return t;
-  auto size = [&](const char* key, long long& v) {
-    if (m[key] && m[key].IsScalar()) v = m[key].as<long long>(1);
-  };
-  size("tensor_model_parallel_size", t.tp);
-  size("pipeline_model_parallel_size", t.pp);
-  size("context_parallel_size", t.cp);
-  return t;
-}
-
-/// torchrun's world among Megatron / torchrun words (--nproc_per_node × --nnodes), 0 when not both whole
-/// numbers (an elastic range, a variable left unset) or not given.
-int torchrun_world(const std::vector<std::string>& words) {
-  int nproc = 0, nnodes = 1;
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    const std::string& w = words[i];
-    for (const char* flag : {"--nproc_per_node", "--nproc-per-node", "--nnodes"}) {
-      const std::string f = flag;
-      std::string v;
-      if (w == f && i + 1 < words.size())
-        v = words[i + 1];
-      else if (w.rfind(f + "=", 0) == 0)
-        v = w.substr(f.size() + 1);
-      else
-        continue;
-      int x = 0;
-      if (!RE2::FullMatch(v, R"((\d+))", &x) || x <= 0) return 0;
-      (f == "--nnodes" ? nnodes : nproc) = x;
-    }
-  }
-  return nproc > 0 ? nproc * nnodes : 0;
-}
-
 }  // namespace
 
 bool is_bridge_recipe(const std::string& name) {
@@ -750,7 +707,12 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
         "the GPUs asked for");
   YAML::Node root = detail::yaml_tree(bridge_recipe_table().at(section).at(function));
   std::vector<std::string> passed_on;
-  const Topology canonical = topology_of(root);
+  // the recipe's own layout and batch, before overrides: what Bridge's runner weak-scales from
+  const Section recipe_model(root["model"], source, "model"), recipe_train(root["train"], source, "train");
+  const long long recipe_ranks = recipe_model.integer("tensor_model_parallel_size").value_or(1) *
+                                 recipe_model.integer("pipeline_model_parallel_size").value_or(1) *
+                                 recipe_model.integer("context_parallel_size").value_or(1);
+  const long long recipe_batch = recipe_train.integer("global_batch_size").value_or(0);
   bool batch_given = false;
   for (const auto& w : extra) {
     if (!apply_container_override(root, w, source)) {
@@ -809,8 +771,6 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
     const int nproc = std::min(asked, per_node);
     tail.insert(tail.end(), {"--nproc_per_node", std::to_string(nproc), "--nnodes",
                              std::to_string((asked + nproc - 1) / nproc)});
-    passed_on.insert(passed_on.begin(), tail.end() - 4, tail.end());  // (the world weak scaling reads)
-    tail.erase(tail.end() - 4, tail.end());
     notes.push_back(source + ": " + std::to_string(asked) + " GPUs, as the recipe's name says (" +
                     (named && asked > nproc ? std::to_string(nproc) +
                                                   " a node, as Megatron-Bridge's scripts/performance "
@@ -819,33 +779,13 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
                                             : "") +
                     "give torchrun's --nproc_per_node / --nnodes for another world)");
   }
-  // A performance recipe on another world: Bridge's runner keeps each data-parallel rank's samples, scaling
-  // the global batch (scripts/training/run_recipe.py _apply_benchmark_weak_scaling), unless it is given.
-  if (const int world = torchrun_world(passed_on); perf && n > 0 && world > 0 && !batch_given) {
-    const Topology now = topology_of(root);
-    const long long gbs = root["train"]["global_batch_size"].as<long long>(0);
-    const long long dp0 = n / canonical.model_ranks(), dp = world / now.model_ranks();
-    if (gbs > 0 && dp0 > 0 && dp > 0 && dp != dp0 && n % canonical.model_ranks() == 0 &&
-        world % now.model_ranks() == 0) {
-      if (gbs * dp % dp0 != 0)
-        throw InputError(
-            source + ": train.global_batch_size",
-            "weak scaling " + std::to_string(gbs) + " from data parallel " + std::to_string(dp0) + " to " +
-                std::to_string(dp) +
-                " is not a whole batch, as Bridge's runner refuses it: give train.global_batch_size");
-      tail.insert(tail.end(), {"--global-batch-size", std::to_string(gbs * dp / dp0)});
-      notes.push_back(source + ": global batch " + std::to_string(gbs) + " → " +
-                      std::to_string(gbs * dp / dp0) + ", weak-scaled from the recipe's " +
-                      std::to_string(n) + " GPUs (data parallel " + std::to_string(dp0) + ") to " +
-                      std::to_string(world) + " (" + std::to_string(dp) +
-                      "), as Megatron-Bridge's runner does (give train.global_batch_size for another)");
-    }
-  }
   tail.insert(tail.end(), passed_on.begin(), passed_on.end());
   BridgeConfigArgs out = detail::bridge_root_to_megatron_args(root, source, tail);
   out.base_model = repo;
   out.system = system;
   out.gpu = named ? named->gpu : "";
+  if (perf && n > 0 && recipe_batch > 0 && recipe_ranks > 0 && n % recipe_ranks == 0 && !batch_given)
+    out.weak_scaling = BridgeConfigArgs::WeakScaling{n, n / recipe_ranks, recipe_batch};
   out.warnings.insert(out.warnings.begin(), notes.begin(), notes.end());
   out.warnings.insert(out.warnings.begin(),
                       source + ": the ConfigContainer the recipe returns with its default arguments" +
@@ -863,20 +803,46 @@ MegatronConfig parse_bridge_args(const BridgeConfigArgs& b, const std::map<std::
     recipe_model = load_model(b.base_model, &model_warnings);
     base = &*recipe_model;
   }
-  try {
-    return parse_megatron_args(b.args, env, base);
-  } catch (const InputError& e) {
-    auto it = b.field_of_flag.find(e.where());
-    if (it == b.field_of_flag.end()) throw;
-    std::string detail = e.detail() + " (" + e.where() + " in Megatron's terms)";
-    if (b.override_file && e.detail().rfind("is required", 0) == 0)
-      detail +=
-          "; its model section names no provider (_target_), as a recipe script's override file "
-          "(--config-file) does: the recipe's own values are not in it — pass the configuration the run "
-          "saved (run_config.yaml of its checkpoint, logger.save_config_filepath, or its log, which "
-          "prints it after '------- Task Configuration -------')";
-    throw InputError(b.source + ": " + it->second, detail);
+  auto parse = [&](const std::vector<std::string>& args) {
+    try {
+      return parse_megatron_args(args, env, base);
+    } catch (const InputError& e) {
+      auto it = b.field_of_flag.find(e.where());
+      if (it == b.field_of_flag.end()) throw;
+      std::string detail = e.detail() + " (" + e.where() + " in Megatron's terms)";
+      if (b.override_file && e.detail().rfind("is required", 0) == 0)
+        detail +=
+            "; its model section names no provider (_target_), as a recipe script's override file "
+            "(--config-file) does: the recipe's own values are not in it — pass the configuration the run "
+            "saved (run_config.yaml of its checkpoint, logger.save_config_filepath, or its log, which "
+            "prints it after '------- Task Configuration -------')";
+      throw InputError(b.source + ": " + it->second, detail);
+    }
+  };
+  MegatronConfig cfg = parse(b.args);
+  // A performance recipe on another data-parallel size (another world, or a layout overridden): Bridge's
+  // runner keeps each rank's samples, scaling the global batch (scripts/training/run_recipe.py
+  // _apply_benchmark_weak_scaling); the world and layout are the parsed strategy's.
+  if (const auto& w = b.weak_scaling; w && cfg.strategy.dp() != w->data_parallel) {
+    const long long dp = cfg.strategy.dp(), gbs = w->global_batch * dp / w->data_parallel;
+    if (w->global_batch * dp % w->data_parallel != 0)
+      throw InputError(
+          b.source + ": train.global_batch_size",
+          "weak scaling " + std::to_string(w->global_batch) + " from data parallel " +
+              std::to_string(w->data_parallel) + " to " + std::to_string(dp) +
+              " is not a whole batch, as Bridge's runner refuses it: give train.global_batch_size");
+    std::vector<std::string> args = b.args;
+    args.insert(args.end(), {"--global-batch-size", std::to_string(gbs)});
+    cfg = parse(args);
+    cfg.warnings.insert(cfg.warnings.begin(),
+                        b.source + ": global batch " + std::to_string(w->global_batch) + " → " +
+                            std::to_string(gbs) + ", weak-scaled from the recipe's " +
+                            std::to_string(w->gpus) + " GPUs (data parallel " +
+                            std::to_string(w->data_parallel) + ") to " +
+                            std::to_string(cfg.strategy.world_size) + " (" + std::to_string(dp) +
+                            "), as Megatron-Bridge's runner does (give train.global_batch_size for another)");
   }
+  return cfg;
 }
 
 BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,

@@ -59,6 +59,13 @@ struct BridgeConfigArgs {
   std::string system;
   /// The GPU a recipe's name gives (`gb200`, `vr200`, …), with or without a preset; "" when none.
   std::string gpu;
+  /// A performance recipe's own GPUs, data-parallel size (GPUs ÷ tp·pp·cp) and global batch, for
+  /// parse_bridge_args()'s weak scaling; nullopt when not a performance recipe or the batch is given.
+  struct WeakScaling {
+    int gpus = 0;
+    long long data_parallel = 1, global_batch = 0;
+  };
+  std::optional<WeakScaling> weak_scaling;
 };
 
 /// Reads `path` (a ConfigContainer YAML, or a Megatron-Bridge log holding one after its
@@ -88,18 +95,19 @@ bool is_bridge_recipe(const std::string& name);
 /// GB200 / GB300 as scripts/performance launches them), said; its GPU names BridgeConfigArgs::system.
 /// A performance recipe (megatron.bridge.perf_recipes) is what scripts/performance/setup_experiment.py
 /// `-mr MODEL --task TASK -ng N -g GPU -c PRECISION [--config_variant V]` trains; on a torchrun world other
-/// than its name's, its global batch is weak-scaled to keep each data-parallel rank's samples, as Bridge's
-/// runner does (scripts/training/run_recipe.py), unless the batch is given (train.global_batch_size,
-/// --global-batch-size), said; InputError when that is not a whole batch.
+/// than its name's, its global batch is weak-scaled by parse_bridge_args() to keep each data-parallel rank's
+/// samples, as Bridge's runner does (scripts/training/run_recipe.py), unless the batch is given
+/// (train.global_batch_size, --global-batch-size): BridgeConfigArgs::weak_scaling.
 /// @throws InputError naming the recipe (unknown, or a value Megatron would refuse).
 BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
                                                 const std::vector<std::string>& extra);
 
-/// parse_megatron_args() on `b.args`; its errors about a flag the file gave are said in the configuration's
-/// terms: the file and the field the flag came from (or, for a required size the file lacks, would come
-/// from), then the flag; when the file is an override file (BridgeConfigArgs::override_file), a missing
-/// size says so and names the files that hold a run's whole configuration.  Errors about other flags (the
-/// caller's own) are rethrown as they are.
+/// parse_megatron_args() on `b.args` — a performance recipe on a data-parallel size other than its own with
+/// its global batch weak-scaled (BridgeConfigArgs::weak_scaling), said; its errors about a flag the file gave
+/// are said in the configuration's terms: the file and the field the flag came from (or, for a required size
+/// the file lacks, would come from), then the flag; when the file is an override file
+/// (BridgeConfigArgs::override_file), a missing size says so and names the files that hold a run's whole
+/// configuration.  Errors about other flags (the caller's own) are rethrown as they are.
 /// @throws InputError as parse_megatron_args() does.
 MegatronConfig parse_bridge_args(const BridgeConfigArgs& b,
                                  const std::map<std::string, std::string>& env = {},
