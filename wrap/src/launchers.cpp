@@ -1462,8 +1462,6 @@ std::vector<std::string> bridge_experiment_analyze_words(const LaunchCommand& la
           where + " --use_recipes",
           "runs the model's library recipe through run_recipe.py, which this launch does not name: "
           "give `preflight analyze --bridge-config RECIPE` with the recipe it runs");
-    static const std::map<std::string, std::string> precision = {
-        {"fp8_cs", "fp8cs"}, {"fp8_ds", "fp8ds"}, {"fp8_mx", "fp8mx"}, {"fp8_sc", "fp8sc"}};
     for (const char* k : {"recipe", "gpus", "gpu"})
       if (value[k].empty())
         throw InputError(where, std::string("names no ") +
@@ -1474,8 +1472,8 @@ std::vector<std::string> bridge_experiment_analyze_words(const LaunchCommand& la
     std::string dtype = value.count("dtype") && !value["dtype"].empty() ? value["dtype"] : "bf16";
     std::transform(dtype.begin(), dtype.end(), dtype.begin(),
                    [](unsigned char c) { return std::tolower(c); });
-    const auto p = precision.find(dtype);
-    std::string prec = p != precision.end() ? p->second : dtype;
+    // (utils.py _normalize_precision_name: fp8_cs → fp8cs, …)
+    std::string prec = dtype;
     prec.erase(std::remove(prec.begin(), prec.end(), '_'), prec.end());
     std::string variant = value["variant"];
     std::transform(variant.begin(), variant.end(), variant.begin(),
@@ -1484,14 +1482,6 @@ std::vector<std::string> bridge_experiment_analyze_words(const LaunchCommand& la
     const int gpus = count("gpus", 1);
     std::string gpu = value["gpu"];
     std::transform(gpu.begin(), gpu.end(), gpu.begin(), [](unsigned char c) { return std::tolower(c); });
-    static const std::map<std::string, int> per_node_of = {
-        {"h100", 8}, {"b200", 8}, {"b300", 8}, {"gb200", 4}, {"gb300", 4}, {"vr200", 4}, {"r100", 1}};
-    const auto pn = per_node_of.find(gpu);
-    if (pn == per_node_of.end() && !value.count("per_node"))
-      throw InputError(where + " -g/--gpu", "'" + gpu +
-                                                "' is not one of its GPU types (h100, b200, b300, gb200, "
-                                                "gb300, vr200, r100)");
-    const int per_node = count("per_node", pn != per_node_of.end() ? pn->second : 8);
     const std::string task = value["task"].empty() ? "pretrain" : value["task"];
     std::string recipe = value["recipe"];
     std::transform(recipe.begin(), recipe.end(), recipe.begin(),
@@ -1504,11 +1494,14 @@ std::vector<std::string> bridge_experiment_analyze_words(const LaunchCommand& la
           !(k == "model.virtual_pipeline_model_parallel_size" && v == "-1"))  // (-1: the recipe's)
         out.push_back(k + "=" + (v == "None" ? "null" : v));
     out.insert(out.end(), rest.begin(), rest.end());
-    const int nproc = std::min(gpus, per_node);
-    out.insert(out.end(), {"--nproc_per_node", std::to_string(nproc), "--nnodes",
-                           std::to_string((gpus + nproc - 1) / nproc)});
+    // the world: the recipe's name gives it (and the GPU type's GPUs a node) unless -gn says otherwise
+    if (value.count("per_node")) {
+      const int nproc = std::min(gpus, count("per_node", 1));
+      out.insert(out.end(), {"--nproc_per_node", std::to_string(nproc), "--nnodes",
+                             std::to_string((gpus + nproc - 1) / nproc)});
+    }
     notes.push_back(where + ": Megatron-Bridge's performance recipe " + name + " on " + std::to_string(gpus) +
-                    " " + gpu + " GPUs (" + std::to_string(per_node) + " a node)");
+                    " " + gpu + " GPUs");
   } else {
     // scripts/training/setup_experiment.py (train.sh): its Slurm options, then run_recipe.py's
     static const std::map<std::string, std::string> options = {{"--nodes", "nodes"},
