@@ -50,15 +50,6 @@ class BridgeInterp(base.Interp):
                        "megatron.bridge.training.mixed_precision")
 
     def ev(self, node, mod, env):
-        if isinstance(node, ast.BoolOp):  # Python's: the first truthy (or) / falsy (and) operand
-            v = None
-            for operand in node.values:
-                v = self.ev(operand, mod, env)
-                if v is base.UNKNOWN:
-                    return base.UNKNOWN
-                if bool(v) == isinstance(node.op, ast.Or):
-                    return v
-            return v
         if isinstance(node, ast.Tuple):
             return tuple(self.ev(e, mod, env) for e in node.elts)
         if isinstance(node, ast.Dict):

@@ -121,11 +121,15 @@ class Interp:
                         ast.FloorDiv: lambda: a // b, ast.Div: lambda: a / b}[type(node.op)]()
             except Exception:
                 return UNKNOWN
-        if isinstance(node, ast.BoolOp):
-            vals = [self.ev(v, mod, env) for v in node.values]
-            if any(v is UNKNOWN for v in vals):
-                return UNKNOWN
-            return all(vals) if isinstance(node.op, ast.And) else any(vals)
+        if isinstance(node, ast.BoolOp):  # Python's: the first truthy (or) / falsy (and) operand
+            v = None
+            for operand in node.values:
+                v = self.ev(operand, mod, env)
+                if v is UNKNOWN:
+                    return UNKNOWN
+                if bool(v) == isinstance(node.op, ast.Or):
+                    return v
+            return v
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             a, b = self.ev(node.left, mod, env), self.ev(node.comparators[0], mod, env)
             if a is UNKNOWN or b is UNKNOWN:
