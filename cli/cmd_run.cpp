@@ -78,12 +78,19 @@ void note_launch(const wrap::Environment& env, const wrap::LaunchCommand& l, con
   ::unsetenv(kShimDirVar);  // counted: the analysis run in this process does not count itself again
 }
 
-/// What the run's options say of the world size where the launcher does not (--gpus-per-node, --nnodes), this
-/// machine's GPUs last.
-wrap::WorldSizeHints launch_hints(const RunCli& c) {
+/// The job size given to preflight run (--nnodes, --gpus-per-node), for what a launcher or job header
+/// does not say.
+wrap::WorldSizeHints size_hints(const RunCli& c) {
   wrap::WorldSizeHints hints;
   if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
   if (c.launch.nnodes > 0) hints.nnodes = c.launch.nnodes;
+  return hints;
+}
+
+/// What the run's options say of the world size where the launcher does not (--gpus-per-node, --nnodes), this
+/// machine's GPUs last.
+wrap::WorldSizeHints launch_hints(const RunCli& c) {
+  wrap::WorldSizeHints hints = size_hints(c);
   hints.count_local_gpus = &wrap::count_local_gpus_nvidia_smi;
   return hints;
 }
@@ -248,9 +255,12 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
       std::ifstream in(*script);
       std::stringstream text;
       text << in.rdbuf();
-      if (const auto vars = wrap::sbatch_job_environment(text.str()); !vars.empty()) {
+      const wrap::SbatchJobSize sbatch = wrap::sbatch_job_size(text.str(), {}, size_hints(c));
+      for (const std::string& n : sbatch.notes)
+        std::cerr << "preflight run: " << script->string() << ": " << n << "\n";
+      if (!sbatch.variables.empty()) {
         std::string said;
-        for (const auto& [name, value] : vars) {
+        for (const auto& [name, value] : sbatch.variables) {
           shimmed[name] = value;
           said += (said.empty() ? "" : " ") + name + "=" + value;
         }
@@ -584,9 +594,7 @@ int run_run(const RunCli& c) {
   // reaches the shims (and without Slurm on this machine).
   if (c.shim == "srun" && analysis_mode(c)) {
     if (auto k = wrap::srun_command_index(argv)) {
-      wrap::WorldSizeHints hints;
-      if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
-      if (c.launch.nnodes > 0) hints.nnodes = c.launch.nnodes;
+      const wrap::WorldSizeHints hints = size_hints(c);
       const wrap::WorldSize w =
           wrap::srun_tasks(std::vector<std::string>(argv.begin() + 1, argv.begin() + *k), hints, env);
       wrap::Environment inner = env;
@@ -618,9 +626,7 @@ int run_run(const RunCli& c) {
     const bool shell = program == "bash" || program == "sh" || program == "dash" || program == "zsh" ||
                        (program.size() > 3 && program.ends_with(".sh"));
     if (k && shell) {  // a python script that is not an entry point is left to the check below
-      wrap::WorldSizeHints hints;
-      if (c.launch.gpus_per_node > 0) hints.gpus_per_node = c.launch.gpus_per_node;
-      if (c.launch.nnodes > 0) hints.nnodes = c.launch.nnodes;
+      const wrap::WorldSizeHints hints = size_hints(c);
       const std::vector<std::string> options(argv.begin() + 1, argv.begin() + *k);
       wrap::WorldSize w;
       try {
@@ -703,7 +709,9 @@ int run_run(const RunCli& c) {
     };
     std::vector<fs::path> host_files;
     if (c.shim == "sbatch") {
-      for (const auto& [name, value] : wrap::sbatch_job_environment(script_text, options)) set(name, value);
+      const wrap::SbatchJobSize sbatch = wrap::sbatch_job_size(script_text, options, size_hints(c));
+      for (const std::string& n : sbatch.notes) std::cerr << "preflight run: sbatch: " << n << "\n";
+      for (const auto& [name, value] : sbatch.variables) set(name, value);
       for (const std::string& o : options)  // --export=NAME=value,… (ALL / NONE aside)
         if (o.rfind("--export=", 0) == 0)
           for (std::size_t b = 9; b <= o.size();) {

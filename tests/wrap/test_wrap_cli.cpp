@@ -530,6 +530,40 @@ TEST(WrapStyles, SubmissionsRunTheirJobsHere) {
   EXPECT_NE(r.err.find("3 launches intercepted"), std::string::npos) << r.err;
 }
 
+// A published job template whose #SBATCH sizes are placeholders (`--nodes=your_own_num_nodes`, as
+// Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh): the placeholders had been passed on as
+// SLURM_NNODES / SLURM_NTASKS_PER_NODE and the analysis ended with "SLURM_NTASKS_PER_NODE: expected a
+// positive whole number, got 'your_own_tasks_per_node'", even with --nnodes / --gpus-per-node given.  They
+// are left out, named, and the sizes given to `preflight run` take their place (one python a GPU under srun).
+TEST(WrapStyles, SbatchTemplateWithPlaceholderSizes) {
+  TempDir dir;
+  const std::string script = shell_quote(wrap_data("sbatch_template.sh").string());
+  const std::string env = "MEGATRON_PATH=" + shell_quote(dir.path().string()) + " ";
+  { std::ofstream(dir.path() / "pretrain_gpt.py") << "# stand-in: the analysis does not run it\n"; }
+  const RunResult r = run_in(dir.path(), env + shell_quote(PREFLIGHT_BINARY) +
+                                             " run --nnodes 4 --gpus-per-node 4 -- bash " + script);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("#SBATCH --nodes=your_own_num_nodes is not a number"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("#SBATCH --ntasks-per-node=your_own_tasks_per_node is not a number"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("srun's command runs once for the analysis, with 16 tasks (4 nodes × 4"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("run: 16 GPUs (4 nodes × 4) = tp 2 × cp 1 × pp 2 × dp 4"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("expected a positive whole number"), std::string::npos) << r.err;
+  // Without the sizes: said, and no placeholder reaches a launcher.
+  const RunResult bare = run_in(dir.path(), env + shell_quote(PREFLIGHT_BINARY) + " run -- bash " + script);
+  EXPECT_NE(bare.err.find("the job's node count is not known: pass --nnodes N"), std::string::npos)
+      << bare.err;
+  EXPECT_EQ(bare.err.find("your_own_tasks_per_node'"), std::string::npos) << bare.err;
+  // wrap names them too, and writes no placeholder as a default size.
+  const RunResult w = run_preflight("wrap " + script);
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(w.err.find("#SBATCH --nodes=your_own_num_nodes is not a number"), std::string::npos) << w.err;
+  EXPECT_EQ(w.out.find("SLURM_NNODES:-your_own"), std::string::npos) << w.out;
+}
+
 // A script counting the node's GPUs with nvidia-smi, wrapped and run where there is none (a login node): the
 // wrapped script's nvidia-smi answers its listings for $PREFLIGHT_GPUS_PER_NODE GPUs (8), as `preflight
 // run`'s shim does.  The count had been 0 (then 1 GPU a node).

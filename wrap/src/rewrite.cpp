@@ -635,18 +635,32 @@ WrapResult wrap_script(std::string_view input, const WrapOptions& o) {
 namespace {
 
 /// The job size sbatch reads: -N/--nodes, --ntasks-per-node, -n/--ntasks in `words` (sbatch's options)
-/// and in the `#SBATCH` lines of `script` (the options win), as written ("" when absent).
+/// and in the `#SBATCH` lines of `script` (the options win): whole numbers as written, "" when absent.
+/// A value that is not one — a template's placeholder (`--nodes=your_own_num_nodes`), a variable the
+/// shell would expand, `--ntasks-per-node=8(x2)` — is left out and listed in `unread` (as written,
+/// `--nodes=your_own_num_nodes`), so that no made-up size reaches the launch; `--nodes=MIN-MAX` counts MIN
+/// (what sbatch allocates at least).  With `shell_text` (sizes written into the rewritten script, where the
+/// shell expands them: `sbatch --nodes=$NODES`) a value with a `$` is kept as written.
 struct JobSize {
   std::string nodes, per_node, tasks;
   std::string gpus_per_node;  ///< --gpus-per-node (its count, a `type:` prefix left out)
+  bool directives = false;    ///< any #SBATCH line or sbatch option at all
+  std::vector<std::string> unread;
 };
-JobSize sbatch_size(std::vector<std::string> words, std::string_view script) {
+bool whole_number(std::string_view s) {
+  return !s.empty() && s.size() < 7 && s.front() != '0' &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+JobSize sbatch_size(std::vector<std::string> words, std::string_view script, bool shell_text = false) {
+  JobSize j;
+  j.directives = !words.empty();
   for (std::size_t pos = 0; pos < script.size();) {
     std::size_t eol = script.find('\n', pos);
     std::string_view line =
         script.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
     pos = eol == std::string_view::npos ? script.size() : eol + 1;
     if (!line.starts_with("#SBATCH")) continue;
+    j.directives = true;
     try {
       for (const std::string& w : split_shell_words(line.substr(7), "#SBATCH"))
         words.insert(words.begin(), w);
@@ -667,19 +681,51 @@ JobSize sbatch_size(std::vector<std::string> words, std::string_view script) {
     }
     return found;
   };
+  auto number = [&](std::string value, std::string_view long_name, bool range) -> std::string {
+    if (value.empty()) return value;
+    const std::string written = std::string(long_name) + "=" + value;
+    if (range && value.find('-') != std::string::npos) value = value.substr(0, value.find('-'));
+    if (whole_number(value) || (shell_text && value.find('$') != std::string::npos)) return value;
+    j.unread.push_back(written);
+    return "";
+  };
   std::string gpus = option("", "--gpus-per-node");
   if (const auto colon = gpus.rfind(':'); colon != std::string::npos) gpus = gpus.substr(colon + 1);
-  return {option("-N", "--nodes"), option("", "--ntasks-per-node"), option("-n", "--ntasks"), gpus};
+  j.nodes = number(option("-N", "--nodes"), "--nodes", true);
+  j.per_node = number(option("", "--ntasks-per-node"), "--ntasks-per-node", false);
+  j.tasks = number(option("-n", "--ntasks"), "--ntasks", false);
+  j.gpus_per_node = number(gpus, "--gpus-per-node", false);
+  return j;
+}
+
+/// `j` with the sizes given to preflight (`preflight run --nnodes N --gpus-per-node G`) where the job's own
+/// lines give none or one that is not a number: N nodes; G GPUs a node, and G tasks a node when the lines
+/// asked for tasks per node without a number (a template's `--ntasks-per-node=your_own_tasks_per_node`:
+/// one process a GPU).  Only for a job with #SBATCH lines or sbatch options.  Says what it took in `notes`.
+JobSize with_hints(JobSize j, const WorldSizeHints& hints, std::vector<std::string>& notes) {
+  if (!j.directives) return j;
+  auto unread = [&](std::string_view name) {
+    return std::any_of(j.unread.begin(), j.unread.end(),
+                       [&](const std::string& u) { return u.starts_with(std::string(name) + "="); });
+  };
+  if (j.nodes.empty() && hints.nnodes) {
+    j.nodes = std::to_string(*hints.nnodes);
+    notes.push_back("nodes: " + j.nodes + " (--nnodes)");
+  }
+  if (hints.gpus_per_node) {
+    if (j.gpus_per_node.empty()) j.gpus_per_node = std::to_string(*hints.gpus_per_node);
+    if (j.per_node.empty() && j.tasks.empty() && unread("--ntasks-per-node")) {
+      j.per_node = std::to_string(*hints.gpus_per_node);
+      notes.push_back("tasks per node: " + j.per_node + " (--gpus-per-node)");
+    }
+  }
+  return j;
 }
 
 /// The variables of a job of size `j` (see sbatch_job_environment); empty when the node count is not known.
 std::vector<std::pair<std::string, std::string>> job_variables(JobSize j, bool derive_tasks) {
   if (j.nodes.empty()) return {};
-  auto number = [](const std::string& s) {
-    return !s.empty() && s.size() < 7 &&
-           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  if (derive_tasks && j.tasks.empty() && number(j.nodes) && number(j.per_node))
+  if (derive_tasks && j.tasks.empty() && whole_number(j.nodes) && whole_number(j.per_node))
     j.tasks = std::to_string(std::stol(j.nodes) * std::stol(j.per_node));
   std::vector<std::pair<std::string, std::string>> vars = {{"SLURM_NNODES", j.nodes},
                                                            {"SLURM_JOB_NUM_NODES", j.nodes}};
@@ -1162,7 +1208,7 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     // The job runs here for the analysis, with the size the allocation would give it.
     std::vector<std::string> opts;
     for (std::size_t k = 1; k < owner->words.size(); ++k) opts.push_back(owner->words[k].raw);
-    std::string job = slurm_environment(sbatch_size(opts, std::string_view(work).substr(b, e - b)));
+    std::string job = slurm_environment(sbatch_size(opts, std::string_view(work).substr(b, e - b), true));
     nested_edits.push_back({owner->words.front().begin, owner->words.back().end, job + "bash"});
     result.notes.push_back(
         o.script_name + ":" + std::to_string(line_of(work, owner->words[0].begin) + nest.line_offset) +
@@ -1308,7 +1354,11 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
           ": where Slurm is not installed, scontrol answers the host list of the job's nodes "
           "(preflight run)");
     }
-    JobSize j = sbatch_size({}, work);
+    JobSize j = sbatch_size({}, work, true);
+    for (const std::string& u : j.unread)
+      result.notes.push_back(o.script_name + ": #SBATCH " + u +
+                             " is not a number (a template's placeholder?): left out; `preflight run "
+                             "--nnodes N --gpus-per-node G` gives the job's size");
     if (!j.nodes.empty()) {
       std::string set = "export";
       // (the task count is not derived from the other two here: an environment giving only a node count
@@ -1580,6 +1630,19 @@ std::vector<std::pair<std::string, std::string>> sbatch_job_environment(std::str
 std::vector<std::pair<std::string, std::string>> sbatch_job_environment(
     std::string_view script, const std::vector<std::string>& options) {
   return job_variables(sbatch_size(options, script), true);
+}
+
+SbatchJobSize sbatch_job_size(std::string_view script, const std::vector<std::string>& options,
+                              const WorldSizeHints& hints) {
+  SbatchJobSize out;
+  const JobSize j = sbatch_size(options, script);
+  for (const std::string& u : j.unread)
+    out.notes.push_back("#SBATCH " + u + " is not a number (a template's placeholder?): left out");
+  out.variables = job_variables(with_hints(j, hints, out.notes), true);
+  if (out.variables.empty() && !j.unread.empty())
+    out.notes.push_back(
+        "the job's node count is not known: pass --nnodes N (and --gpus-per-node G) to preflight run");
+  return out;
 }
 
 std::string sed_compatible(std::string_view text, std::size_t& matches) {

@@ -93,6 +93,19 @@ std::vector<std::pair<std::string, std::string>> sbatch_job_environment(std::str
 std::vector<std::pair<std::string, std::string>> sbatch_job_environment(
     std::string_view script, const std::vector<std::string>& options);
 
+/// What a job script's `#SBATCH` lines and sbatch's `options` say of its size, for a run outside its
+/// allocation: the variables of sbatch_job_environment, where a value is not a whole number (a template's
+/// `#SBATCH --nodes=your_own_num_nodes`, a variable) left out — never passed on as a size — and
+/// `hints` (preflight run's --nnodes / --gpus-per-node) taken in its place: the node count; GPUs a node,
+/// and tasks a node when --ntasks-per-node was such a value (one process a GPU).  `notes` says what was
+/// left out and taken.  Hints are not applied to a script without #SBATCH lines or options.
+struct SbatchJobSize {
+  std::vector<std::pair<std::string, std::string>> variables;
+  std::vector<std::string> notes;
+};
+SbatchJobSize sbatch_job_size(std::string_view script, const std::vector<std::string>& options,
+                              const WorldSizeHints& hints);
+
 /// `"${PREFLIGHT:-<path>}"` with `path` escaped for a double-quoted default.
 std::string preflight_invocation(const std::string& path);
 
