@@ -991,6 +991,8 @@ void read_cuda_graphs(const Flags& f, Strategy& st) {
       throw InputError(modules_flag,
                        "must be empty with --cuda-graph-impl full_iteration (Megatron asserts it)");
   }
+  st.pytorch_eager = true;
+  st.cuda_graphs = impl != "none";
   st.moe_experts_cuda_graph =
       impl == "full_iteration" ||
       ((impl == "local" || impl == "transformer_engine") && (whole_layer || moe_module));

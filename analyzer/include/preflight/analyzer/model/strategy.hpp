@@ -487,6 +487,14 @@ struct Strategy {
   /// eager (the runs the host time was fitted on used them).  Other launch gaps a graph removes are not
   /// modelled (the efficiencies include them).
   bool moe_experts_cuda_graph = false;
+  /// Any CUDA graph of the training step (`--cuda-graph-impl local / transformer_engine / full_iteration`, or
+  /// the older switches): some of the host's kernel launches are replayed from a graph.  Only silences the
+  /// host-bound note of the estimate (a graph's launch savings are not priced, see above).
+  bool cuda_graphs = false;
+  /// The run launches its kernels from PyTorch's eager mode, layer by layer from Python (Megatron-LM and what
+  /// runs it: NeMo, Megatron-Bridge): set by the Megatron frontend.  false for MindSpore's graph mode (the
+  /// step is compiled and sunk to the device) and SimuMax's files.
+  bool pytorch_eager = false;
   /// Experts as one grouped GEMM per linear (`--moe-grouped-gemm`: TEGroupedMLP; SimuMax's and MindSpore's
   /// only form).  false: Megatron's default SequentialMLP, one dense GEMM per local expert, each priced at
   /// the dense GEMM efficiency of its own rows (Megatron launch arguments without the flag).
