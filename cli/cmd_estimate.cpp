@@ -258,7 +258,9 @@ Command estimate_command() {
         sub.add_option("--nemo-config", o->bridge_config,
                        "NeMo 1 training configuration (megatron_gpt_config.yaml, a launcher's training yaml, "
                        "hparams.yaml, a .nemo) or NeMo 2 one (NeMo-Run's YAML of llm.pretrain / finetune, a "
-                       "checkpoint's context/model.yaml): trainer.devices x num_nodes is the world; Hydra "
+                       "checkpoint's context/model.yaml, a recipe's name such as llama3_70b, or "
+                       "nemo2-perf:SCRIPT for NeMo 2's scripts/performance/llm/SCRIPT.py with that script's "
+                       "options after --: -g h100 -c fp8 …): trainer.devices x num_nodes is the world; Hydra "
                        "overrides (model.x=y) and Megatron flags may follow --");
         sub.add_option("megatron", o->megatron, "Megatron-LM / torchrun arguments after --");
         sub.footer(

@@ -131,6 +131,8 @@ int analyze_launch(const RunCli& c, const wrap::LaunchCommand& l, const wrap::En
     std::cerr << " (NeMo's recipe: trainer.devices x trainer.num_nodes processes)";
   } else if (wrap::is_bridge_experiment_launcher(l.entry)) {
     std::cerr << " (Megatron-Bridge's experiment: its GPUs and nodes)";
+  } else if (wrap::is_nemo2_perf_script(l.entry)) {
+    std::cerr << " (NeMo 2's performance script: its GPUs and nodes)";
   } else if (!wrap::is_torch_launcher(l.launcher) && !l.recipe_tool) {
     if (auto w = wrap::launch_world_size(l, hints, env))
       std::cerr << " (world size " << w->world() << " = " << w->nnodes << " node"

@@ -352,3 +352,114 @@ TEST(NemoTwoConfig, EstimateAnalyzeAndSearchTakeIt) {
 
 }  // namespace
 }  // namespace preflight::analyzer
+
+namespace preflight::analyzer {
+namespace {
+
+std::string perf_error(const std::string& script, const std::vector<std::string>& cli) {
+  try {
+    parse_bridge_args(nemo2_perf_script_to_megatron_args(std::string(kNemo2PerfPrefix) + script, cli));
+  } catch (const InputError& e) {
+    return std::string(e.where()) + ": " + e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+// NeMo 2's performance scripts (scripts/performance/llm, the launchers of NeMo 2.0's published tables) read
+// as the run they submit: the script's override_recipe_configs() evaluated for the GPU, precision and GPU
+// count of its recommended configuration (analyzer/data/nemo2/perf_scripts.json), the command line's sizes on
+// top.
+TEST(NemoTwoConfig, PerformanceScriptsAsTheySubmitTheirRuns) {
+  auto perf = [](const std::string& script, const std::vector<std::string>& cli) {
+    return nemo2_perf_script_to_megatron_args(std::string(kNemo2PerfPrefix) + script, cli);
+  };
+  // Llama 3 70B on H100 in FP8: the CSV's 64-GPU row (tp 4 pp 8 vp 5, micro batch 1, global 128), the
+  // recipe's performance callback, FP8 with delayed scaling (-fr's default ds), the GPU's preset
+  const BridgeConfigArgs h =
+      perf("pretrain_llama3_70b", {"-a", "acct", "-p", "batch", "-g", "h100", "-c", "fp8"});
+  EXPECT_EQ(h.system, "h100-sxm");
+  EXPECT_TRUE(has(h.args, "--tp-comm-overlap"));
+  const MegatronConfig hc = parse_bridge_args(h);
+  EXPECT_EQ(hc.strategy.world_size, 64);
+  EXPECT_EQ(hc.strategy.tp, 4);
+  EXPECT_EQ(hc.strategy.pp, 8);
+  EXPECT_EQ(hc.strategy.vpp, 5);
+  EXPECT_EQ(hc.strategy.global_batch_size, 128);
+  EXPECT_EQ(hc.strategy.fp8_recipe, Fp8Recipe::Delayed);
+  EXPECT_NE(std::find_if(h.warnings.begin(), h.warnings.end(),
+                         [](const std::string& w) {
+                           return w.find("left out") != std::string::npos &&
+                                  w.find("-a -p") != std::string::npos;
+                         }),
+            h.warnings.end());
+  // its current-scaling run is the published NeMo 25.09 H100 row
+  // (tests/data/time_corpus/h100_nemo_llama3.json, 10,119.8 ms measured): priced within 5 %
+  const MegatronConfig cs =
+      parse_bridge_args(perf("pretrain_llama3_70b", {"-g", "h100", "-c", "fp8", "-fr", "cs"}));
+  EXPECT_EQ(cs.strategy.fp8_recipe, Fp8Recipe::Tensorwise);
+  EXPECT_NEAR(iteration_ms(cs, "h100-sxm") / 10119.8, 1.0, 0.05);
+  // the command line's sizes over the row's (helpers.py set_primary_perf_configs: sequence parallel with tp)
+  const MegatronConfig o = parse_bridge_args(
+      perf("pretrain_llama3_70b", {"-g", "h100", "-c", "bf16", "-tp", "8", "-pp", "4", "-vp", "1", "-ng",
+                                   "128", "-gb", "256", "-mb", "1", "--recompute_layers=2"}));
+  EXPECT_EQ(o.strategy.world_size, 128);
+  EXPECT_EQ(o.strategy.tp, 8);
+  EXPECT_TRUE(o.strategy.sequence_parallel);
+  EXPECT_EQ(o.strategy.pp, 4);
+  EXPECT_EQ(o.strategy.vpp, 1);
+  EXPECT_EQ(o.strategy.global_batch_size, 256);
+  EXPECT_EQ(o.strategy.fp8, Fp8Format::None);
+  // a fine-tuning script: -f chooses the CSV's task and the recipe's peft_scheme; the script's own branch for
+  // Blackwell (finetune_recipe(seq_length=16384) on b200 / gb200) is evaluated
+  const BridgeConfigArgs sft = perf("finetune_llama3_8b", {"-g", "b200", "-c", "fp8", "-f", "sft"});
+  EXPECT_FALSE(has(sft.args, "--lora-rank"));
+  EXPECT_EQ(parse_bridge_args(sft).strategy.seq_length, 16384);
+  EXPECT_TRUE(has(perf("finetune_llama3_8b", {"-g", "h100", "-c", "bf16"}).args, "--lora-rank"));
+  // GB200 runs 4 GPUs a node whatever -gn says; NemotronH keeps its first and last layers in bf16 only where
+  // the precision plugin says so (NeMo's DtypeConfig overwrites the model's fields: delayed scaling has them
+  // off)
+  const MegatronConfig nh =
+      parse_bridge_args(perf("pretrain_nemotronh_56b", {"-g", "gb200", "-c", "fp8", "-gn", "8"}));
+  EXPECT_EQ(nh.strategy.gpus_per_node, 4);
+  EXPECT_EQ(nh.strategy.world_size % 4, 0);
+  // refused, naming why
+  EXPECT_NE(perf_error("pretrain_llama3_70b", {"-c", "fp8"}).find("needs -g/--gpu"), std::string::npos);
+  EXPECT_NE(perf_error("pretrain_llama3_70b", {"-g", "h100", "--bogus"}).find("not an option of NeMo's"),
+            std::string::npos);
+  EXPECT_NE(perf_error("pretrain_llama3_70b", {"-g", "h100", "-ng", "48"}).find("the CSV has 64 GPUs"),
+            std::string::npos)
+      << perf_error("pretrain_llama3_70b", {"-g", "h100", "-ng", "48"});
+  EXPECT_EQ(perf_error("pretrain_llama3_70b", {"-g", "h100", "-ng", "48", "-tp", "4", "-pp", "4", "-mb", "1",
+                                               "-gb", "96", "-vp", "5"}),
+            "(no error)");
+  EXPECT_NE(perf_error("pretrain_llama9_70b", {"-g", "h100"}).find("not one of NeMo 2's performance scripts"),
+            std::string::npos);
+  EXPECT_NE(perf_error("pretrain_automodel_llama3_8b", {"-g", "h100"}).find("not priced"), std::string::npos);
+  EXPECT_NE(perf_error("pretrain_llama3_70b", {"-g", "a100"}).find("not one of the script's GPUs"),
+            std::string::npos);
+  // every script's every recommended configuration is read, or refused naming what (never another failure)
+  int read = 0, configs = 0;
+  const auto table = nlohmann::json::parse(read_file(std::filesystem::path(PREFLIGHT_SOURCE_DIR) /
+                                                     "analyzer" / "data" / "nemo2" / "perf_scripts.json"));
+  for (const auto& [script, entry] : table["scripts"].items()) {
+    if (entry.contains("unsupported")) continue;
+    for (const auto& c : entry["configs"]) {
+      ++configs;
+      std::vector<std::string> cli = {"-g",       c["gpu"], "-c",
+                                      c["dtype"], "-ng",    std::to_string(c["num_gpus"].get<int>())};
+      if (c["fp8_recipe"].is_string()) cli.insert(cli.end(), {"-fr", c["fp8_recipe"]});
+      if (entry["csv_task"].is_null()) cli.insert(cli.end(), {"-f", c["csv_task"]});
+      try {
+        parse_bridge_args(perf(script, cli));
+        ++read;
+      } catch (const InputError& e) {
+        EXPECT_FALSE(e.where().empty()) << script << ": " << e.what();
+      }
+    }
+  }
+  EXPECT_GT(read, configs / 2) << "of " << configs;
+}
+
+}  // namespace preflight::analyzer

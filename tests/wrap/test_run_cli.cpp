@@ -157,6 +157,51 @@ TEST(RunCli, BridgeRecipeLaunchIsReadByItsRecipe) {
 // run: scripts/performance/setup_experiment.py (the flat performance recipe its -mr / --task / -ng / -g / -c
 // name, -gn or the GPU type's GPUs a node, its -tp … options and KEY=VALUE overrides) and
 // scripts/training/train.sh (run_recipe.py's options on --nodes × --gpus-per-node).
+// NeMo 2's performance scripts (NVIDIA/NeMo scripts/performance/llm, run from the checkout's root as modules
+// or files) submit a Slurm job through NeMo-Run: under `preflight run` they are read, never run — the run
+// their recommended configuration and command line give.  As a module, `python -m scripts.performance.llm.X`
+// had reached the real python (the job submitted); as a file, pretrain_X.py had been read as Megatron's
+// pretrain_gpt.py ("--num-layers: is required").
+TEST(RunCli, NemoTwoPerformanceScriptsAreReadNotSubmitted) {
+  TempDir dir;
+  fs::create_directories(dir / "scripts" / "performance" / "llm");
+  write_file(dir / "scripts" / "performance" / "llm" / "pretrain_llama3_70b.py",
+             "open('ran.txt', 'w').write('submitted')\n");
+  write_file(dir / "scripts" / "performance" / "__init__.py", "");
+  write_file(dir / "scripts" / "performance" / "llm" / "__init__.py", "");
+  write_file(dir / "bench.sh",
+             "python3 -m scripts.performance.llm.pretrain_llama3_70b -a acct -p batch -g h100 -c fp8 -fr cs "
+             "-ng 64 -tb\n");
+  RunResult r = run_in(dir.path(), preflight_bin() + " run --analyze-arg=--json -- bash bench.sh");
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "ran.txt"));
+  nlohmann::json j = json_in(r.out);
+  EXPECT_EQ(j["strategy"]["world_size"].get<int>(), 64);
+  EXPECT_EQ(j["strategy"]["tp"].get<int>(), 4);
+  EXPECT_EQ(j["strategy"]["pp"].get<int>(), 8);
+  EXPECT_EQ(j["model"]["num_layers"].get<int>(), 80);
+  EXPECT_NE(r.err.find("NeMo 2's performance script"), std::string::npos) << r.err;
+  EXPECT_NE(
+      j["warnings"].dump().find("left out (Slurm, container, logging and profiling options): -a -p -tb"),
+      std::string::npos)
+      << j["warnings"].dump();
+  // the file, run from anywhere, with the command line's tensor parallelism
+  write_file(
+      dir / "file.sh",
+      "python scripts/performance/llm/pretrain_llama3_70b.py -a acct -p batch -g b200 -c bf16 -tp 2\n");
+  RunResult f = run_in(dir.path(), preflight_bin() + " run --analyze-arg=--json -- bash file.sh");
+  ASSERT_TRUE(f.exit_code == 0 || f.exit_code == 1) << f.err;
+  EXPECT_FALSE(fs::exists(dir / "ran.txt"));
+  EXPECT_EQ(json_in(f.out)["strategy"]["tp"].get<int>(), 2);
+  // wrap leaves it to `preflight run` (no inline rewrite that would lose the script's own options)
+  RunResult w = run_in(dir.path(), preflight_bin() + " wrap bench.sh");
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(
+      w.out.find("run --mode analyze -- python3 -m scripts.performance.llm.pretrain_llama3_70b -a acct"),
+      std::string::npos)
+      << w.out;
+}
+
 TEST(RunCli, BridgeExperimentLaunchersAreReadNotSubmitted) {
   TempDir dir;
   fs::create_directories(dir / "scripts" / "performance");

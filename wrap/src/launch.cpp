@@ -200,6 +200,14 @@ std::optional<LaunchMatch> match_at(const std::vector<WordView>& words, std::siz
       if (o == "-m" || o.rfind("-m", 0) == 0) {
         std::optional<std::string> module = o == "-m" ? (j + 1 < n ? words[j + 1].value : std::nullopt)
                                                       : std::optional<std::string>(o.substr(2));
+        if (module && o == "-m" && is_nemo2_perf_script(*module)) {
+          // NeMo 2's performance scripts run as modules (`python -m scripts.performance.llm.pretrain_X`)
+          m.launcher = Launcher::Python;
+          m.args_begin = j + 1;
+          m.entry = j + 1;
+          m.entry_name = *module;
+          return m;
+        }
         const LauncherInfo* by_module = nullptr;
         for (const LauncherInfo& l : launchers())
           if (l.python_module && module == l.python_module) by_module = &l;

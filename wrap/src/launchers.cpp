@@ -1368,6 +1368,24 @@ std::vector<std::string> bridge_runner_analyze_words(const LaunchCommand& launch
 
 }  // namespace
 
+std::string nemo2_perf_script_name(std::string_view entry) {
+  // a path …/performance/llm/pretrain_X.py, or the module scripts.performance.llm.pretrain_X
+  std::string name;
+  if (entry.ends_with(".py") && (entry.find("performance/llm/") != std::string_view::npos)) {
+    name = std::string(basename_of(entry));
+    name.resize(name.size() - 3);
+  } else if (entry.find('/') == std::string_view::npos &&
+             entry.find("performance.llm.") != std::string_view::npos) {
+    name = std::string(entry.substr(entry.rfind('.') + 1));
+  }
+  if (name.rfind("pretrain_", 0) != 0 && name.rfind("finetune_", 0) != 0) return "";
+  return name;
+}
+
+bool is_nemo2_perf_script(std::string_view entry) {
+  return !nemo2_perf_script_name(entry).empty();
+}
+
 bool is_bridge_experiment_launcher(std::string_view entry) {
   const std::string_view name = basename_of(entry);
   if (name == "setup_experiment.py") return true;
@@ -1551,6 +1569,14 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
                                            std::vector<std::string>& notes) {
   if (is_bridge_experiment_launcher(launch.entry))  // (its own world, whatever runs it)
     return bridge_experiment_analyze_words(launch, notes);
+  if (is_nemo2_perf_script(launch.entry)) {  // likewise: its GPUs from its command line and CSV
+    std::vector<std::string> out = {"--nemo-config", "nemo2-perf:" + nemo2_perf_script_name(launch.entry)};
+    out.insert(out.end(), launch.entry_args.begin(), launch.entry_args.end());
+    notes.push_back(launch.entry +
+                    ": NeMo 2's performance script, read (its recommended configuration and command line), "
+                    "not run: it would submit the job to Slurm");
+    return out;
+  }
   std::vector<std::string> out;
   if (is_torch_launcher(launch.launcher) && is_bridge_recipe_runner(launch.entry)) {
     out = launch.launcher_args;  // torchrun's sizes, then the recipe

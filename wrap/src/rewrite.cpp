@@ -1553,7 +1553,8 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     switch (o.mode) {
       case WrapMode::Analyze:
         if (launcher_info(f.m.launcher).analyze_inline && !is_mindspore_launch(f.m) &&
-            !is_bridge_recipe_runner(f.m.entry_name) && !is_bridge_experiment_launcher(f.m.entry_name)) {
+            !is_bridge_recipe_runner(f.m.entry_name) && !is_bridge_experiment_launcher(f.m.entry_name) &&
+            !is_nemo2_perf_script(f.m.entry_name)) {
           const bool torch = is_torch_launcher(f.m.launcher);
           std::size_t end = torch ? words[f.m.args_begin - 1].end : words[f.m.entry].end;
           std::vector<std::string> args = o.analyze_args;

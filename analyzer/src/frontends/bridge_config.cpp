@@ -855,6 +855,8 @@ BridgeConfigArgs bridge_config_to_megatron_args(const std::string& path,
     if (file.empty()) return nemo_config_to_megatron_args(path, extra);
   } else if (path.ends_with(".nemo")) {
     return nemo_config_to_megatron_args(path, extra);
+  } else if (path.rfind(kNemo2PerfPrefix, 0) == 0) {
+    return nemo2_perf_script_to_megatron_args(path, extra);  // NeMo 2's scripts/performance/llm launchers
   } else if (!std::filesystem::exists(path, ec) && is_nemo2_recipe(path)) {
     return nemo2_recipe_to_megatron_args(path, extra);  // `nemo llm pretrain --factory NAME`'s task
   } else if (!std::filesystem::exists(path, ec) &&

@@ -295,7 +295,7 @@ BridgeConfigArgs nemo2_config_to_megatron_args(YAML::Node root, const std::strin
                           "context_parallel_size", "sequence_parallel", "expert_model_parallel_size",
                           "expert_tensor_parallel_size", "num_layers_in_first_pipeline_stage",
                           "num_layers_in_last_pipeline_stage", "account_for_embedding_in_pipeline_split",
-                          "account_for_loss_in_pipeline_split"}) {
+                          "account_for_loss_in_pipeline_split", "pipeline_model_parallel_layout"}) {
       const YAML::Node v = strategy[k];
       if (!v.IsDefined()) continue;
       bm[k] = YAML::Clone(v);
@@ -359,6 +359,12 @@ BridgeConfigArgs nemo2_config_to_megatron_args(YAML::Node root, const std::strin
     for (const char* k : {"first_last_layers_bf16", "num_layers_at_start_in_bf16",
                           "num_layers_at_end_in_bf16", "fp8_dot_product_attention"})
       if (is_set(p[k])) mp[k] = YAML::Clone(p[k]);
+    // The plugin's DtypeConfig overwrites the model configuration's fields of the same names, its defaults
+    // too (mixed_precision.py update_config_with_dtype_overrides): NemotronH's configurations keep their
+    // first and last layers in bf16 only under a plugin that says so.
+    if (!is_set(mp["first_last_layers_bf16"])) mp["first_last_layers_bf16"] = "false";
+    for (const char* k : {"num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16"})
+      if (!is_set(mp[k])) mp[k] = "0";
     plugin_grad_fp32 = is_set(p["grad_reduce_in_fp32"]) ? flag_value(p["grad_reduce_in_fp32"]) : true;
     b["mixed_precision"] = mp;
   }
@@ -450,6 +456,8 @@ BridgeConfigArgs nemo2_config_to_megatron_args(YAML::Node root, const std::strin
       } else if (library == "huggingface" && !name.empty()) {
         put_value("--tokenizer-type", "HuggingFaceTokenizer");
         put_value("--tokenizer-model", name);
+      } else if (library == "null" && !text("vocab_size").empty()) {
+        put_value("--vocab-size", text("vocab_size"));  // NeMo's performance scripts: a NullTokenizer
       }
     } else if (const std::string restore = restore_path(root); !tok.IsMap() && !restore.empty()) {
       // a fine-tuning run restoring an imported Hugging Face model (nemo://ORG/REPO): its tokenizer
@@ -525,6 +533,353 @@ BridgeConfigArgs nemo2_config_to_megatron_args(YAML::Node root, const std::strin
         w.replace(at + source.size() + 2, from.size(), to);
   converted.override_file = false;
   return converted;
+}
+
+}  // namespace preflight::analyzer
+
+// --- NeMo 2's performance scripts (scripts/performance/llm)
+// -------------------------------------------------
+namespace preflight::analyzer {
+namespace {
+
+const nlohmann::json& perf_script_table() {
+  static const nlohmann::json table = detail::embedded_json("nemo2/perf_scripts.json");
+  return table;
+}
+
+/// Sets (or, for null, erases) the dotted field `key` of a task.
+void set_dotted(nlohmann::json& task, const std::string& key, const nlohmann::json& value) {
+  nlohmann::json* node = &task;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = key.find('.', start);
+    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (dot == std::string::npos) {
+      if (value.is_null()) {
+        if (node->is_object()) node->erase(part);
+      } else {
+        (*node)[part] = value;
+      }
+      return;
+    }
+    if (!node->contains(part) || !(*node)[part].is_object()) {
+      if (value.is_null()) return;
+      (*node)[part] = nlohmann::json::object();
+    }
+    node = &(*node)[part];
+    start = dot + 1;
+  }
+}
+
+/// argument_parser.py's options: the destination, and how the value is given.
+enum class Arity { Value, Switch, Bool, Many, Optional };
+struct PerfOption {
+  const char* dest;
+  Arity arity;
+  bool read;  ///< changes the run (else left out: Slurm, container, logging, profiling)
+};
+const std::map<std::string, PerfOption>& perf_options() {
+  static const std::map<std::string, PerfOption> options = [] {
+    const std::vector<std::tuple<const char*, const char*, const char*, Arity, bool>> spec = {
+        {"-a", "--account", "account", Arity::Value, false},
+        {"-p", "--partition", "partition", Arity::Value, false},
+        {"-g", "--gpu", "gpu", Arity::Value, true},
+        {"-l", "--log_dir", "log_dir", Arity::Value, false},
+        {"-t", "--time_limit", "time_limit", Arity::Value, false},
+        {"", "--additional_slurm_params", "additional_slurm_params", Arity::Value, false},
+        {"-i", "--container_image", "container_image", Arity::Value, false},
+        {"-c", "--compute_dtype", "compute_dtype", Arity::Value, true},
+        {"-fr", "--fp8_recipe", "fp8_recipe", Arity::Value, true},
+        {"-en", "--enable_nsys", "enable_nsys", Arity::Switch, false},
+        {"-em", "--enable_memory_profile", "enable_memory_profile", Arity::Switch, false},
+        {"-mp", "--memory_profile_out_path", "memory_profile_out_path", Arity::Value, false},
+        {"-tb", "--tensorboard", "tensorboard", Arity::Switch, false},
+        {"-wd", "--wandb", "wandb", Arity::Switch, false},
+        {"-wdk", "--wandb_key", "wandb_key", Arity::Value, false},
+        {"-wdp", "--wandb_prj_name", "wandb_prj_name", Arity::Value, false},
+        {"-wdj", "--wandb_job_name", "wandb_job_name", Arity::Value, false},
+        {"-f", "--finetuning", "finetuning", Arity::Value, true},
+        {"-hf", "--hf_token", "hf_token", Arity::Value, false},
+        {"-nh", "--nemo_home", "nemo_home", Arity::Value, false},
+        {"-d", "--dryrun", "dryrun", Arity::Switch, false},
+        {"-tp", "--tensor_parallel_size", "tp", Arity::Value, true},
+        {"-pp", "--pipeline_parallel_size", "pp", Arity::Value, true},
+        {"-cp", "--context_parallel_size", "cp", Arity::Value, true},
+        {"-vp", "--virtual_pipeline_parallel_size", "vp", Arity::Value, true},
+        {"-ep", "--expert_parallel_size", "ep", Arity::Value, true},
+        {"-et", "--expert_tensor_parallel_size", "etp", Arity::Optional, true},
+        {"-mb", "--micro_batch_size", "mbs", Arity::Value, true},
+        {"-gb", "--global_batch_size", "gbs", Arity::Value, true},
+        {"-ng", "--num_gpus", "num_gpus", Arity::Value, true},
+        {"-gn", "--gpus_per_node", "gpus_per_node", Arity::Value, true},
+        {"-ms", "--max_steps", "max_steps", Arity::Value, false},
+        {"-cg", "--cuda_graphs", "cuda_graphs", Arity::Bool, true},
+        {"-fsdp", "--use_mcore_fsdp", "fsdp", Arity::Bool, true},
+        {"-fsdp_db", "--use_fsdp_double_buffer", "fsdp_double_buffer", Arity::Bool, false},
+        {"-ubr", "--use_user_buffer_registration", "ubr", Arity::Bool, false},
+        {"-sharp", "--use_sharp", "sharp", Arity::Bool, false},
+        {"-rl", "--recompute_layers", "recompute_layers", Arity::Value, true},
+        {"-ol", "--activation_offload_layers", "offload_layers", Arity::Value, true},
+        {"", "--nccl_communicator_config_path", "nccl_config", Arity::Value, false},
+        {"-rm", "--recompute_modules", "recompute_modules", Arity::Many, true},
+        {"-cm", "--custom_mounts", "custom_mounts", Arity::Value, false},
+        {"", "--use_hf_tokenizer", "use_hf_tokenizer", Arity::Switch, false},
+        {"-dcdfr", "--dump_config_diff_from_base_recipe", "dump_diff", Arity::Switch, false},
+        {"", "--keep_fsdp_fp8_transpose_cache", "keep_fp8_transpose", Arity::Bool, false},
+        {"-vb", "--enable_vboost", "vboost", Arity::Bool, false},
+        {"", "--use_te_op_fuser", "te_op_fuser", Arity::Bool, false},
+        {"", "--use_te_act_func", "te_act_func", Arity::Bool, false},
+        {"", "--act_func_fp8_input_store", "act_fp8_input", Arity::Bool, false},
+        {"", "--detach", "detach", Arity::Bool, false}};
+    std::map<std::string, PerfOption> m;
+    for (const auto& [s, l, dest, arity, read] : spec) {
+      if (*s) m.emplace(s, PerfOption{dest, arity, read});
+      m.emplace(l, PerfOption{dest, arity, read});
+    }
+    return m;
+  }();
+  return options;
+}
+
+/// argument_parser.py's bool_arg: true / false (yes / no, 1 / 0, any case).
+bool perf_bool(const std::string& v, const std::string& where) {
+  std::string x = v;
+  std::transform(x.begin(), x.end(), x.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (x == "true" || x == "yes" || x == "1" || x == "t" || x == "y") return true;
+  if (x == "false" || x == "no" || x == "0" || x == "f" || x == "n") return false;
+  throw InputError(where, "expected true or false, got '" + v + "'");
+}
+
+int perf_count(const std::string& v, const std::string& where, int least = 1) {
+  std::size_t pos = 0;
+  int n = 0;
+  try {
+    n = std::stoi(v, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos != v.size() || v.empty() || n < least)
+    throw InputError(
+        where, "expected a whole number" + std::string(least > 0 ? " ≥ 1" : " ≥ 0") + ", got '" + v + "'");
+  return n;
+}
+
+}  // namespace
+
+BridgeConfigArgs nemo2_perf_script_to_megatron_args(const std::string& spec,
+                                                    const std::vector<std::string>& cli) {
+  const std::string script =
+      spec.rfind(kNemo2PerfPrefix, 0) == 0 ? spec.substr(std::strlen(kNemo2PerfPrefix)) : spec;
+  const std::string where = "scripts/performance/llm/" + script + ".py";
+  const auto& scripts = perf_script_table().at("scripts");
+  if (!scripts.contains(script))
+    throw InputError(where,
+                     "not one of NeMo 2's performance scripts (scripts/performance/llm: "
+                     "pretrain_llama3_8b, pretrain_llama3_70b, pretrain_deepseek_v3, finetune_llama3_8b, …)");
+  const auto& entry = scripts.at(script);
+  if (entry.contains("unsupported"))
+    throw InputError(where, entry.at("unsupported").get<std::string>() + ": not priced");
+
+  // --- the command line (argparse: -x V, --long V, --long=V; a store_true switch; -rm takes the words up to
+  // the next option) -------------------------------------------------------------------------------------
+  std::map<std::string, std::string> value;
+  std::vector<std::string> modules, left_out;
+  for (std::size_t i = 0; i < cli.size(); ++i) {
+    std::string w = cli[i], v;
+    bool attached = false;
+    if (const auto eq = w.find('='); w.rfind("--", 0) == 0 && eq != std::string::npos) {
+      v = w.substr(eq + 1);
+      w = w.substr(0, eq);
+      attached = true;
+    }
+    const auto it = perf_options().find(w);
+    if (it == perf_options().end())
+      throw InputError(where + " " + cli[i],
+                       "not an option of NeMo's scripts/performance/argument_parser.py");
+    const PerfOption& o = it->second;
+    auto next_is_value = [&] { return i + 1 < cli.size() && cli[i + 1].rfind("-", 0) != 0; };
+    if (o.arity == Arity::Switch) {
+      if (attached) throw InputError(where + " " + w, "takes no value");
+      v = "true";
+    } else if (o.arity == Arity::Many) {
+      if (attached) modules.push_back(v);
+      while (next_is_value()) modules.push_back(cli[++i]);
+      v = "given";
+    } else if (!attached) {
+      if (o.arity == Arity::Optional && !next_is_value()) {
+        v = "";
+      } else {
+        if (i + 1 >= cli.size()) throw InputError(where + " " + w, "expects a value");
+        v = cli[++i];
+      }
+    }
+    if (o.read)
+      value[o.dest] = v;
+    else
+      left_out.push_back(w);
+  }
+
+  // --- the recommended configuration (helpers.py get_user_configs) ----------------------------------------
+  if (!value.count("gpu"))
+    throw InputError(where,
+                     "needs -g/--gpu (h100, b200 or gb200): the recommended configurations are per GPU");
+  const std::string gpu = value["gpu"];
+  if (gpu != "h100" && gpu != "b200" && gpu != "gb200")
+    throw InputError(where + " -g", "'" + gpu + "' is not one of the script's GPUs (h100, b200, gb200)");
+  const std::string dtype = value.count("compute_dtype") ? value["compute_dtype"] : "bf16";
+  if (dtype != "bf16" && dtype != "fp8")
+    throw InputError(where + " -c", "'" + dtype + "' is not one of bf16, fp8");
+  std::string fp8_recipe = value.count("fp8_recipe") ? value["fp8_recipe"] : "ds";
+  if (fp8_recipe != "ds" && fp8_recipe != "cs" && fp8_recipe != "mxfp8" && fp8_recipe != "ss")
+    throw InputError(where + " -fr", "'" + fp8_recipe + "' is not one of ds, cs, mxfp8, ss");
+  const std::string csv_task = entry.at("csv_task").is_null()
+                                   ? (value.count("finetuning") ? value["finetuning"] : std::string("lora"))
+                                   : entry.at("csv_task").get<std::string>();
+  if (entry.at("csv_task").is_null() && csv_task != "sft" && csv_task != "lora")
+    throw InputError(where + " -f", "'" + csv_task + "' is not one of sft, lora");
+  const int num_gpus =
+      value.count("num_gpus") ? perf_count(value["num_gpus"], where + " -ng") : 0;  // 0: not given
+  std::vector<const nlohmann::json*> candidates;
+  std::string counts;
+  for (const auto& c : entry.at("configs")) {
+    if (c.at("gpu") != gpu || c.at("csv_task") != csv_task || c.at("dtype") != dtype) continue;
+    if (dtype == "fp8" && c.at("fp8_recipe") != fp8_recipe) continue;
+    counts += (counts.empty() ? "" : ", ") + std::to_string(c.at("num_gpus").get<int>());
+    if (num_gpus == 0 || c.at("num_gpus").get<int>() == num_gpus) candidates.push_back(&c);
+  }
+  const std::string what =
+      gpu + " " + csv_task + " " + dtype + (dtype == "fp8" ? " (" + fp8_recipe + ")" : "");
+  std::vector<std::string> notes;
+  const nlohmann::json* config = candidates.empty() ? nullptr : candidates.front();
+  if (!config) {
+    // No recommended row for that GPU count: the script would take its sizes from the command line alone.
+    for (const char* need : {"tp", "pp", "mbs", "gbs"})
+      if (!value.count(need))
+        throw InputError(where,
+                         "has no recommended configuration for " + what +
+                             (num_gpus > 0 ? " on " + std::to_string(num_gpus) + " GPUs" : std::string()) +
+                             (counts.empty() ? " (none for that GPU, task and precision)"
+                                             : " (the CSV has " + counts + " GPUs)") +
+                             ": give -tp, -pp, -mb and -gb (and -cp, -vp, -ep) as NeMo's script then needs");
+    for (const auto& c : entry.at("configs"))
+      if (c.at("gpu") == gpu && c.at("dtype") == dtype &&
+          (dtype != "fp8" || c.at("fp8_recipe") == fp8_recipe)) {
+        config = &c;
+        break;
+      }
+    if (!config)
+      throw InputError(where, "has no recommended configuration for " + gpu + " " + dtype +
+                                  ": its model-specific settings are not known here");
+    notes.push_back(where + ": no recommended configuration for " + what + " on " + std::to_string(num_gpus) +
+                    " GPUs; the script's own settings of its " +
+                    std::to_string(config->at("num_gpus").get<int>()) +
+                    "-GPU row with the command line's sizes");
+  }
+  const nlohmann::json& row = config->at("row");
+  auto row_int = [&](const char* k, int fallback) {
+    return row.contains(k) && row.at(k).is_number() ? row.at(k).get<int>() : fallback;
+  };
+
+  // --- the task: the recipe's, with the script's edits at that row ---------------------------------------
+  const std::string recipe = entry.at("recipe").get<std::string>();
+  nlohmann::json task = recipe_table().at("recipes").at(recipe).at(config->at("base").get<std::string>());
+  for (const auto& [k, v] : config->at("overrides").items()) set_dotted(task, k, v);
+
+  // --- the command line's sizes and switches on top (helpers.py set_primary_perf_configs) ------------------
+  int gpn = value.count("gpus_per_node") ? perf_count(value["gpus_per_node"], where + " -gn") : 8;
+  if (gpu == "gb200" && gpn > 4) gpn = 4;  // get_user_configs: "GB200 has 4 GPUs per node"
+  const int gpus = num_gpus > 0 ? num_gpus : config->at("num_gpus").get<int>();
+  set_dotted(task, "trainer.devices", gpn);
+  set_dotted(task, "trainer.num_nodes", (gpus + gpn - 1) / gpn);
+  auto size = [&](const char* dest, const char* flag, int least = 1) -> std::optional<int> {
+    if (!value.count(dest) || value[dest].empty()) return std::nullopt;
+    return perf_count(value[dest], where + " " + flag, least);
+  };
+  const int pp_before = row_int("pp_size", 1), vp_before = row_int("vp_size", 1);
+  if (auto tp = size("tp", "-tp")) {
+    set_dotted(task, "trainer.strategy.tensor_model_parallel_size", *tp);
+    set_dotted(task, "trainer.strategy.sequence_parallel", *tp > 1);
+  }
+  if (auto pp = size("pp", "-pp")) set_dotted(task, "trainer.strategy.pipeline_model_parallel_size", *pp);
+  if (auto cp = size("cp", "-cp")) set_dotted(task, "trainer.strategy.context_parallel_size", *cp);
+  if (auto vp = size("vp", "-vp"))
+    set_dotted(task, "trainer.strategy.virtual_pipeline_model_parallel_size",
+               *vp == 1 ? nlohmann::json() : nlohmann::json(*vp));
+  if (auto ep = size("ep", "-ep")) set_dotted(task, "trainer.strategy.expert_model_parallel_size", *ep);
+  if (auto etp = size("etp", "-et")) set_dotted(task, "trainer.strategy.expert_tensor_parallel_size", *etp);
+  if (auto mbs = size("mbs", "-mb")) set_dotted(task, "data.micro_batch_size", *mbs);
+  if (auto gbs = size("gbs", "-gb")) set_dotted(task, "data.global_batch_size", *gbs);
+  // A pipeline layout the script chose for the row's (pp, vp) (DeepSeek-V3's map): another row's for the
+  // command line's, else none.
+  const int pp_now = size("pp", "-pp").value_or(pp_before), vp_now = size("vp", "-vp").value_or(vp_before);
+  const std::string layout_key = "trainer.strategy.pipeline_model_parallel_layout";
+  if ((pp_now != pp_before || vp_now != vp_before) && config->at("overrides").contains(layout_key)) {
+    nlohmann::json layout;
+    for (const auto& c : entry.at("configs"))
+      if (c.at("gpu") == gpu && c.at("row").value("pp_size", 1) == pp_now &&
+          c.at("row").value("vp_size", 1) == vp_now && c.at("overrides").contains(layout_key)) {
+        layout = c.at("overrides").at(layout_key);
+        break;
+      }
+    set_dotted(task, layout_key, layout);
+    if (layout.is_null())
+      notes.push_back(where + ": the script's pipeline layout for pp " + std::to_string(pp_now) + ", vp " +
+                      std::to_string(vp_now) +
+                      " is not known here (its CSV rows have other ones): none used");
+  }
+  if (value.count("cuda_graphs")) {
+    const bool on = perf_bool(value["cuda_graphs"], where + " -cg");
+    set_dotted(task, "model.config.enable_cuda_graph", on);
+    set_dotted(task, "trainer.strategy.use_te_rng_tracker", on);
+  }
+  if (value.count("fsdp") &&
+      perf_bool(value["fsdp"], where + " -fsdp") != (row_int("use_mcore_fsdp", 0) != 0)) {
+    if (!perf_bool(value["fsdp"], where + " -fsdp"))
+      throw InputError(where + " -fsdp",
+                       "false on a row that runs Megatron FSDP: not read (give the task's "
+                       "trainer.strategy fields with --nemo-config instead)");
+    // helpers.py set_mcore_fsdp_configs
+    set_dotted(task, "trainer.strategy.fsdp", "megatron");
+    set_dotted(task, "trainer.strategy.ddp.data_parallel_sharding_strategy", "optim_grads_params");
+    set_dotted(task, "model.config.gradient_accumulation_fusion", false);
+    set_dotted(task, "model.config.enable_cuda_graph", false);
+  }
+  if (auto rl = size("recompute_layers", "-rl", 0); rl && *rl > 0) {
+    set_dotted(task, "model.config.recompute_granularity", "full");
+    set_dotted(task, "model.config.recompute_method", "block");
+    set_dotted(task, "model.config.recompute_num_layers", *rl);
+  }
+  if (auto ol = size("offload_layers", "-ol", 0); ol && *ol > 0) {
+    set_dotted(task, "model.config.cpu_offloading", true);
+    set_dotted(task, "model.config.cpu_offloading_weights", false);
+    set_dotted(task, "model.config.cpu_offloading_num_layers", *ol);
+  }
+  if (value.count("recompute_modules")) {
+    set_dotted(task, "model.config.recompute_modules", modules);
+    set_dotted(task, "model.config.recompute_granularity", "selective");
+  }
+
+  const std::string source =
+      where + " (" + what + " on " + std::to_string(gpus) + " GPUs, " + recipe + " recipe)";
+  BridgeConfigArgs out = nemo2_config_to_megatron_args(detail::yaml_tree(task), source, {});
+  out.source = source;
+  out.gpu = gpu;
+  out.system = gpu == "h100" ? "h100-sxm" : gpu;
+  out.warnings.insert(out.warnings.begin(), notes.begin(), notes.end());
+  out.warnings.insert(out.warnings.begin(),
+                      source + ": the script's recommended configuration (its CSV row of " +
+                          std::to_string(config->at("num_gpus").get<int>()) + " GPUs: tp " +
+                          std::to_string(row_int("tp_size", 1)) + ", pp " + std::to_string(pp_before) +
+                          ", vp " + std::to_string(vp_before) + ", mbs " + std::to_string(row_int("mbs", 1)) +
+                          ", gbs " + std::to_string(row_int("gbs", 0)) +
+                          ") with the command line's options on top (" +
+                          perf_script_table().at("source").get<std::string>() + ")");
+  if (!left_out.empty()) {
+    std::string list;
+    for (const auto& w : left_out) list += (list.empty() ? "" : " ") + w;
+    out.warnings.push_back(where + ": left out (Slurm, container, logging and profiling options): " + list);
+  }
+  return out;
 }
 
 }  // namespace preflight::analyzer

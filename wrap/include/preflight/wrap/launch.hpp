@@ -133,6 +133,16 @@ bool is_bridge_recipe_runner(std::string_view entry);
 /// never run in analyze mode (they would submit the job).
 bool is_bridge_experiment_launcher(std::string_view entry);
 
+/// NeMo 2's performance scripts, which submit a recipe's run to Slurm through NeMo-Run: `…/performance/llm/
+/// pretrain_X.py` or `finetune_X.py` (NVIDIA/NeMo scripts/performance/llm), run as a file or as the module
+/// `scripts.performance.llm.pretrain_X` (python -m).  analyze_arguments() turns them into `--nemo-config
+/// nemo2-perf:SCRIPT` with the script's command line (the recommended configuration it reads, the GPU it
+/// names); they are never run in analyze mode (they would submit the job).
+bool is_nemo2_perf_script(std::string_view entry);
+
+/// The script's name (`pretrain_llama3_70b`) of a path or module is_nemo2_perf_script() accepts.
+std::string nemo2_perf_script_name(std::string_view entry);
+
 /// The public recipe's analysis tool (Megatron-LM PR #482, tools/get_training_info/get_training_info.py): a
 /// `python …/get_training_info.py ARGS` line already passes `preflight analyze`'s arguments, so analyze mode
 /// turns it into `preflight analyze ARGS`; the other modes leave it alone.

@@ -83,6 +83,26 @@ std::vector<std::string> nemo2_recipe_names();
 BridgeConfigArgs nemo2_recipe_to_megatron_args(const std::string& spec,
                                                const std::vector<std::string>& extra);
 
+/// The prefix of a NeMo 2 performance script's spec: `nemo2-perf:pretrain_llama3_70b`.
+inline constexpr const char* kNemo2PerfPrefix = "nemo2-perf:";
+
+/// The run one of NeMo 2's performance scripts submits (`python -m
+/// scripts.performance.llm.pretrain_llama3_70b -a ACCOUNT -p PARTITION -g h100 -c fp8 -ng 64 …`, NVIDIA/NeMo
+/// scripts/performance/llm: the launchers of NeMo 2.0's published performance tables).  `spec` is
+/// `nemo2-perf:SCRIPT` (the script's file name without .py); `cli` the script's own command line (its
+/// argument_parser.py).  The task is the script's `override_recipe_configs()` as
+/// scripts/nemo2_perf_scripts.py evaluated it into analyzer/data/nemo2/perf_scripts.json for the recommended
+/// configuration of the GPU (-g), precision (-c, -fr), task (-f for fine-tuning scripts) and GPU count (-ng;
+/// the first of the CSV's when not given), with the command line's sizes and switches on top as helpers.py's
+/// set_primary_perf_configs() sets them: -ng / -gn (the world; GB200 nodes hold 4), -tp (sequence parallel
+/// when > 1), -pp, -cp, -vp, -ep, -et, -mb, -gb, -cg, -fsdp, -rl, -ol, -rm.  Slurm, container, profiling and
+/// logging options are left out (said).  BridgeConfigArgs::system is the GPU's preset (h100-sxm, b200,
+/// gb200).
+/// @throws InputError naming the script or the option: an unknown script or option, a malformed value, no -g,
+///   no recommended configuration for the GPU, task, precision and GPU count without the sizes to build one.
+BridgeConfigArgs nemo2_perf_script_to_megatron_args(const std::string& spec,
+                                                    const std::vector<std::string>& cli);
+
 /// The path of a NeMo 2 checkpoint's model configuration when `dir` is one (`dir/context/model.yaml`, or
 /// `dir/model.yaml` for its context folder); "" otherwise.
 std::string nemo2_checkpoint_model_yaml(const std::string& dir);
