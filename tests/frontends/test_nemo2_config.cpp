@@ -381,6 +381,10 @@ TEST(NemoTwoConfig, PerformanceScriptsAsTheySubmitTheirRuns) {
       perf("pretrain_llama3_70b", {"-a", "acct", "-p", "batch", "-g", "h100", "-c", "fp8"});
   EXPECT_EQ(h.system, "h100-sxm");
   EXPECT_TRUE(has(h.args, "--tp-comm-overlap"));
+  // gradients reduced in bf16: the script sets the precision plugin's grad_reduce_in_fp32 = False, which
+  // NeMo's strategy writes over the recipe's DDP config (update_config_with_dtype_overrides); read from the
+  // DDP config, the reduce had been priced in fp32 (B200 405B +5 %)
+  EXPECT_TRUE(has(h.args, "--grad-reduce-in-bf16"));
   const MegatronConfig hc = parse_bridge_args(h);
   EXPECT_EQ(hc.strategy.world_size, 64);
   EXPECT_EQ(hc.strategy.tp, 4);

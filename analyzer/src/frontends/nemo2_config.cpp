@@ -368,8 +368,13 @@ BridgeConfigArgs nemo2_config_to_megatron_args(YAML::Node root, const std::strin
     plugin_grad_fp32 = is_set(p["grad_reduce_in_fp32"]) ? flag_value(p["grad_reduce_in_fp32"]) : true;
     b["mixed_precision"] = mp;
   }
-  if (!is_set(bddp["grad_reduce_in_fp32"]))
-    bddp["grad_reduce_in_fp32"] = plugin_grad_fp32.value_or(false) ? "true" : "false";
+  // The plugin's DtypeConfig overwrites the DDP configuration's grad_reduce_in_fp32 too (MegatronStrategy's
+  // setup: update_config_with_dtype_overrides on ddp_config; the plugin's default is fp32): NeMo's
+  // performance scripts reduce in bf16 by setting the plugin's, whatever the recipe's DDP config says.
+  if (plugin_grad_fp32)
+    bddp["grad_reduce_in_fp32"] = *plugin_grad_fp32 ? "true" : "false";
+  else if (!is_set(bddp["grad_reduce_in_fp32"]))
+    bddp["grad_reduce_in_fp32"] = "false";
 
   // Communication overlaps: MegatronCommOverlapCallback among the trainer's callbacks.
   YAML::Node overlap(YAML::NodeType::Map);
@@ -686,6 +691,7 @@ BridgeConfigArgs nemo2_perf_script_to_megatron_args(const std::string& spec,
   std::vector<std::string> modules, left_out;
   for (std::size_t i = 0; i < cli.size(); ++i) {
     std::string w = cli[i], v;
+    if (w == "--") continue;  // (`preflight analyze --nemo-config nemo2-perf:X -- OPTIONS`)
     bool attached = false;
     if (const auto eq = w.find('='); w.rfind("--", 0) == 0 && eq != std::string::npos) {
       v = w.substr(eq + 1);
