@@ -205,6 +205,33 @@ TEST(MegatronLog, NemoTwoProgressPrinter) {
 
 // Megatron-DeepSpeed's BigScience fork prints the iteration time in seconds (BLOOM-176B's README line of
 // iteration 85376, under the launcher's "[default7]:" prefix): read as milliseconds.
+// The parallel sizes line as Megatron's format string printed it in two releases that lost a comma: 2024's
+// "context-parallel size: 1 tensor-model-parallel size: 4" (NVIDIA/Megatron-LM issue 756's log) and the
+// later "hierarchical context-parallel sizes: None" glued to "tensor-model-parallel size".  The first had
+// been read as context parallel 4 and no tensor size.
+TEST(MegatronLog, ParallelSizesLineWithoutItsCommas) {
+  MegatronLog a = read_megatron_text(
+      "using world size: 16, data-parallel size: 4, context-parallel size: 1 tensor-model-parallel size: 4, "
+      "pipeline-model-parallel size: 1 \n",
+      "2024.log");
+  EXPECT_EQ(a.sizes.at("world"), 16);
+  EXPECT_EQ(a.sizes.at("data"), 4);
+  EXPECT_EQ(a.sizes.at("context"), 1);
+  EXPECT_EQ(a.sizes.at("tensor"), 4);
+  EXPECT_EQ(a.sizes.at("pipeline"), 1);
+  MegatronLog b = read_megatron_text(
+      "using world size: 8, data-parallel size: 2, context-parallel size: 1, hierarchical context-parallel "
+      "sizes: Nonetensor-model-parallel size: 2, encoder-tensor-model-parallel size: 0, "
+      "pipeline-model-parallel "
+      "size: 2, encoder-pipeline-model-parallel size: 0\n",
+      "2025.log");
+  EXPECT_EQ(b.sizes.at("tensor"), 2);
+  EXPECT_EQ(b.sizes.at("pipeline"), 2);
+  EXPECT_EQ(b.sizes.at("encoder-tensor"), 0);
+  EXPECT_EQ(b.sizes.at("encoder-pipeline"), 0);
+  EXPECT_EQ(b.sizes.size(), 7u);  // world, data, context, tensor, encoder-tensor, pipeline, encoder-pipeline
+}
+
 TEST(MegatronLog, IterationTimeInSeconds) {
   std::string text;
   for (int i = 0; i < 4; ++i)

@@ -579,22 +579,31 @@ class Reader {
     log_.rank_params.push_back(p);
   }
 
+  /// "using world size: 16, data-parallel size: 4, context-parallel size: 1 tensor-model-parallel size: 4,
+  /// …": each `<name> size: <n>` wherever it stands — Megatron's format string has lost a comma between two
+  /// of them in some releases (`context-parallel size: 1 tensor-model-parallel size: 4`, 2024; `hierarchical
+  /// context-parallel sizes: None` glued to the next).  The key is the name's first word (`tensor`, `data`,
+  /// `context`, `pipeline`, `world`), `encoder-tensor` / `encoder-pipeline` for the encoder's.
   void sizes(std::string_view rec, std::int64_t n) {
-    std::string_view body = rec.substr(std::string_view("using ").size());
-    std::size_t pos = 0;
-    while (pos < body.size()) {
-      std::size_t comma = body.find(',', pos);
-      std::string_view part =
-          trim(body.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
-      std::size_t colon = part.rfind(':');
-      if (colon != std::string_view::npos) {
-        std::string_view key = trim(part.substr(0, colon));
-        std::size_t cut = key.find_first_of(" -");
-        std::string name(key.substr(0, cut));
-        if (auto v = to_int(part.substr(colon + 1))) log_.sizes[name] = *v;
+    // (`data-parallel-size: 8` in 2020–23's Megatron and Megatron-DeepSpeed: the separator a hyphen)
+    constexpr std::string_view kSize = "size:";
+    for (std::size_t at = rec.find(kSize); at != std::string_view::npos; at = rec.find(kSize, at + 1)) {
+      if (at == 0 || (rec[at - 1] != ' ' && rec[at - 1] != '-')) continue;
+      std::size_t begin = at - 1;
+      while (begin > 0 && (std::isalpha(static_cast<unsigned char>(rec[begin - 1])) || rec[begin - 1] == '-'))
+        --begin;
+      std::string_view word = rec.substr(begin, at - 1 - begin);
+      if (word.starts_with("None") && word.size() > 4) word.remove_prefix(4);  // `sizes: None` glued to it
+      if (word.empty()) continue;
+      std::string name(word.substr(0, word.find('-')));
+      if (name == "encoder" && word.size() > 8) {
+        const std::string_view rest = word.substr(8);
+        name += "-" + std::string(rest.substr(0, rest.find('-')));
       }
-      if (comma == std::string_view::npos) break;
-      pos = comma + 1;
+      std::string_view value = trim(rec.substr(at + kSize.size()));
+      std::size_t digits = 0;
+      while (digits < value.size() && is_digit(value[digits])) ++digits;
+      if (auto v = to_int(value.substr(0, digits))) log_.sizes[name] = *v;
     }
     log_.sizes_line = n;
   }
