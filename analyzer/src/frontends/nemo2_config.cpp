@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "config_section.hpp"
+#include "megatron_flags.hpp"
 #include "preflight/common/error.hpp"
 
 namespace preflight::analyzer {
@@ -656,17 +657,10 @@ bool perf_bool(const std::string& v, const std::string& where) {
 }
 
 int perf_count(const std::string& v, const std::string& where, int least = 1) {
-  std::size_t pos = 0;
-  int n = 0;
-  try {
-    n = std::stoi(v, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos != v.size() || v.empty() || n < least)
-    throw InputError(
-        where, "expected a whole number" + std::string(least > 0 ? " ≥ 1" : " ≥ 0") + ", got '" + v + "'");
-  return n;
+  const megatron::I64 n = megatron::parse_int(where, v);
+  if (n < least || n > 1000000)
+    throw InputError(where, "expected a whole number ≥ " + std::to_string(least) + ", got '" + v + "'");
+  return static_cast<int>(n);
 }
 
 }  // namespace
