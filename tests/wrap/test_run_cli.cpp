@@ -193,6 +193,14 @@ TEST(RunCli, NemoTwoPerformanceScriptsAreReadNotSubmitted) {
   ASSERT_TRUE(f.exit_code == 0 || f.exit_code == 1) << f.err;
   EXPECT_FALSE(fs::exists(dir / "ran.txt"));
   EXPECT_EQ(json_in(f.out)["strategy"]["tp"].get<int>(), 2);
+  // the VLM family is refused by name, not run
+  fs::create_directories(dir / "scripts" / "performance" / "vlm");
+  write_file(dir / "scripts" / "performance" / "vlm" / "finetune_neva_8b.py",
+             "open('ran.txt', 'w').write('submitted')\n");
+  write_file(dir / "vlm.sh", "python3 -m scripts.performance.vlm.finetune_neva_8b -g h100 -c bf16\n");
+  RunResult v = run_in(dir.path(), preflight_bin() + " run -- bash vlm.sh");
+  EXPECT_FALSE(fs::exists(dir / "ran.txt"));
+  EXPECT_NE(v.err.find("NeMo 2's vlm performance scripts are not priced"), std::string::npos) << v.err;
   // wrap leaves it to `preflight run` (no inline rewrite that would lose the script's own options)
   RunResult w = run_in(dir.path(), preflight_bin() + " wrap bench.sh");
   ASSERT_EQ(w.exit_code, 0) << w.err;

@@ -1369,17 +1369,23 @@ std::vector<std::string> bridge_runner_analyze_words(const LaunchCommand& launch
 }  // namespace
 
 std::string nemo2_perf_script_name(std::string_view entry) {
-  // a path …/performance/llm/pretrain_X.py, or the module scripts.performance.llm.pretrain_X
-  std::string name;
-  if (entry.ends_with(".py") && (entry.find("performance/llm/") != std::string_view::npos)) {
-    name = std::string(basename_of(entry));
-    name.resize(name.size() - 3);
-  } else if (entry.find('/') == std::string_view::npos &&
-             entry.find("performance.llm.") != std::string_view::npos) {
-    name = std::string(entry.substr(entry.rfind('.') + 1));
+  // a path …/performance/llm/pretrain_X.py, or the module scripts.performance.llm.pretrain_X; the VLM and
+  // diffusion families (performance/vlm/, performance/diffusion/) as `vlm/NAME`, for the analysis to refuse
+  // them by name rather than run them (they submit too)
+  for (const char* family : {"llm", "vlm", "diffusion"}) {
+    const std::string dir = "performance/" + std::string(family) + "/";
+    const std::string mod = "performance." + std::string(family) + ".";
+    std::string name;
+    if (entry.ends_with(".py") && entry.find(dir) != std::string_view::npos) {
+      name = std::string(basename_of(entry));
+      name.resize(name.size() - 3);
+    } else if (entry.find('/') == std::string_view::npos && entry.find(mod) != std::string_view::npos) {
+      name = std::string(entry.substr(entry.rfind('.') + 1));
+    }
+    if (name.rfind("pretrain_", 0) != 0 && name.rfind("finetune_", 0) != 0) continue;
+    return std::string(family) == "llm" ? name : std::string(family) + "/" + name;
   }
-  if (name.rfind("pretrain_", 0) != 0 && name.rfind("finetune_", 0) != 0) return "";
-  return name;
+  return "";
 }
 
 bool is_nemo2_perf_script(std::string_view entry) {

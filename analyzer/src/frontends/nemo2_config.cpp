@@ -669,6 +669,11 @@ BridgeConfigArgs nemo2_perf_script_to_megatron_args(const std::string& spec,
                                                     const std::vector<std::string>& cli) {
   const std::string script =
       spec.rfind(kNemo2PerfPrefix, 0) == 0 ? spec.substr(std::strlen(kNemo2PerfPrefix)) : spec;
+  if (const auto slash = script.find('/'); slash != std::string::npos)  // vlm/NAME, diffusion/NAME
+    throw InputError("scripts/performance/" + script + ".py",
+                     "NeMo 2's " + script.substr(0, slash) +
+                         " performance scripts are not priced (multimodal and diffusion models): only "
+                         "scripts/performance/llm's");
   const std::string where = "scripts/performance/llm/" + script + ".py";
   const auto& scripts = perf_script_table().at("scripts");
   if (!scripts.contains(script))

@@ -140,7 +140,8 @@ bool is_bridge_experiment_launcher(std::string_view entry);
 /// names); they are never run in analyze mode (they would submit the job).
 bool is_nemo2_perf_script(std::string_view entry);
 
-/// The script's name (`pretrain_llama3_70b`) of a path or module is_nemo2_perf_script() accepts.
+/// The script's name (`pretrain_llama3_70b`) of a path or module is_nemo2_perf_script() accepts; `vlm/NAME`
+/// or `diffusion/NAME` for the multimodal and diffusion families (read to be refused, never run).
 std::string nemo2_perf_script_name(std::string_view entry);
 
 /// The public recipe's analysis tool (Megatron-LM PR #482, tools/get_training_info/get_training_info.py): a
