@@ -409,12 +409,26 @@ TEST(NemoTwoConfig, PerformanceScriptsAsTheySubmitTheirRuns) {
       perf("pretrain_llama3_70b", {"-g", "h100", "-c", "bf16", "-tp", "8", "-pp", "4", "-vp", "1", "-ng",
                                    "128", "-gb", "256", "-mb", "1", "--recompute_layers=2"}));
   EXPECT_EQ(o.strategy.world_size, 128);
+  // argparse's `-ng=128` spelling (an option's value after '=', one dash or two)
+  EXPECT_EQ(parse_bridge_args(perf("pretrain_llama3_70b",
+                                   {"-g=h100", "-ng=128", "-tp=8", "-pp=4", "-vp=1", "-mb=1", "-gb=256"}))
+                .strategy.world_size,
+            128);
   EXPECT_EQ(o.strategy.tp, 8);
   EXPECT_TRUE(o.strategy.sequence_parallel);
   EXPECT_EQ(o.strategy.pp, 4);
   EXPECT_EQ(o.strategy.vpp, 1);
   EXPECT_EQ(o.strategy.global_batch_size, 256);
   EXPECT_EQ(o.strategy.fp8, Fp8Format::None);
+  // -rl over the row's full recompute (B200 Llama 3 70B FP8: 10 layers), and -rl 0 back to the recipe's none
+  auto rc = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> cli = {"-g", "b200", "-c", "fp8", "-ng", "64"};
+    cli.insert(cli.end(), extra.begin(), extra.end());
+    return parse_bridge_args(perf("pretrain_llama3_70b", cli)).strategy;
+  };
+  EXPECT_EQ(rc({}).recompute_num_layers, 10);
+  EXPECT_EQ(rc({"-rl", "4"}).recompute_num_layers, 4);
+  EXPECT_EQ(rc({"-rl", "0"}).recompute_granularity, RecomputeGranularity::None);
   // a fine-tuning script: -f chooses the CSV's task and the recipe's peft_scheme; the script's own branch for
   // Blackwell (finetune_recipe(seq_length=16384) on b200 / gb200) is evaluated
   const BridgeConfigArgs sft = perf("finetune_llama3_8b", {"-g", "b200", "-c", "fp8", "-f", "sft"});

@@ -692,7 +692,7 @@ BridgeConfigArgs nemo2_perf_script_to_megatron_args(const std::string& spec,
     std::string w = cli[i], v;
     if (w == "--") continue;  // (`preflight analyze --nemo-config nemo2-perf:X -- OPTIONS`)
     bool attached = false;
-    if (const auto eq = w.find('='); w.rfind("--", 0) == 0 && eq != std::string::npos) {
+    if (const auto eq = w.find('='); w.rfind("-", 0) == 0 && eq != std::string::npos) {
       v = w.substr(eq + 1);
       w = w.substr(0, eq);
       attached = true;
@@ -849,15 +849,31 @@ BridgeConfigArgs nemo2_perf_script_to_megatron_args(const std::string& spec,
     set_dotted(task, "model.config.gradient_accumulation_fusion", false);
     set_dotted(task, "model.config.enable_cuda_graph", false);
   }
+  // -rl / -ol 0 over a row that sets them: set_recompute_configs then leaves the recipe's own fields, which
+  // the row's evaluation had replaced
+  const nlohmann::json& base_task =
+      recipe_table().at("recipes").at(recipe).at(config->at("base").get<std::string>());
+  auto restore = [&](std::initializer_list<const char*> fields) {
+    for (const char* f : fields) {
+      const nlohmann::json* v = &base_task;
+      for (const char* part : {"model", "config", f})
+        v = v && v->is_object() && v->contains(part) ? &v->at(part) : nullptr;
+      set_dotted(task, std::string("model.config.") + f, v ? *v : nlohmann::json());
+    }
+  };
   if (auto rl = size("recompute_layers", "-rl", 0); rl && *rl > 0) {
     set_dotted(task, "model.config.recompute_granularity", "full");
     set_dotted(task, "model.config.recompute_method", "block");
     set_dotted(task, "model.config.recompute_num_layers", *rl);
+  } else if (rl && row_int("recompute_layers", 0) > 0) {
+    restore({"recompute_granularity", "recompute_method", "recompute_num_layers"});
   }
   if (auto ol = size("offload_layers", "-ol", 0); ol && *ol > 0) {
     set_dotted(task, "model.config.cpu_offloading", true);
     set_dotted(task, "model.config.cpu_offloading_weights", false);
     set_dotted(task, "model.config.cpu_offloading_num_layers", *ol);
+  } else if (ol && row_int("activation_offload_layers", 0) > 0) {
+    restore({"cpu_offloading", "cpu_offloading_weights", "cpu_offloading_num_layers"});
   }
   if (value.count("recompute_modules")) {
     set_dotted(task, "model.config.recompute_modules", modules);
