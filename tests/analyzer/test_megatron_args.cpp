@@ -1005,6 +1005,54 @@ TEST(MegatronArgs, UnevenLayersGetAValidAlternative) {
   EXPECT_NO_THROW(build_layer_graph(fixed.model, fixed.strategy));
 }
 
+// MTP in a pipeline layout, by Megatron-LM's date (pipeline_parallel_layer_layout.py): since 2025-08-26 the
+// layout names the MTP layers and Megatron asserts their count; before, it could not name them ("MTP layer is
+// not supported for flexible pipeline layout") and the MTP block sat on the last stage unnamed — NeMo 2's
+// DeepSeek-V3 performance layouts of that time are written so.
+TEST(MegatronArgs, PipelineLayoutsMtpByMegatronsDate) {
+  const std::string unnamed = "Et*4|(t*4|)*14tL";  // 61 layers on 16 stages, the MTP depth not named
+  try {
+    parse_pipeline_layout(unnamed, 16, 61, 1);
+    ADD_FAILURE() << "current Megatron asserts the layout's MTP count";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--megatron-version YYYY-MM-DD for such a checkout"),
+              std::string::npos)
+        << e.what();
+  }
+  const auto old = parse_pipeline_layout(unnamed, 16, 61, 1, "2025-07-01");
+  EXPECT_EQ(old.front().back(), 1);  // the last stage's one transformer layer, the MTP beside the loss
+  EXPECT_THROW(parse_pipeline_layout("Et*4|(t*4|)*14tmL", 16, 61, 1, "2025-07-01"), preflight::InputError);
+  EXPECT_NO_THROW(parse_pipeline_layout("Et*4|(t*4|)*14tmL", 16, 61, 1, "2025-09-01"));
+  // through the command line: --megatron-version reaches the layout's reading
+  std::vector<std::string> args = {"--num-layers",
+                                   "61",
+                                   "--hidden-size",
+                                   "1024",
+                                   "--num-attention-heads",
+                                   "8",
+                                   "--seq-length",
+                                   "1024",
+                                   "--max-position-embeddings",
+                                   "1024",
+                                   "--vocab-size",
+                                   "32000",
+                                   "--micro-batch-size",
+                                   "1",
+                                   "--global-batch-size",
+                                   "64",
+                                   "--pipeline-model-parallel-size",
+                                   "16",
+                                   "--mtp-num-layers",
+                                   "1",
+                                   "--pipeline-model-parallel-layout",
+                                   unnamed,
+                                   "--nproc_per_node",
+                                   "16"};
+  EXPECT_THROW(parse_megatron_args(args), preflight::InputError);
+  args.insert(args.end(), {"--megatron-version", "2025-07-01"});
+  EXPECT_EQ(parse_megatron_args(args).strategy.pp, 16);
+}
+
 // An even-as-possible layout over pp · vpp chunks that the layers do not divide (what `preflight search`
 // offers there): NeMo's published DeepSeek-V3 layouts (61 layers, one MTP depth; the time corpus's command
 // lines of its recipes) come out exactly — 16, 8 and 32 chunks; every layout reads back through Megatron's

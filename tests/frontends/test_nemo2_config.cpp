@@ -442,6 +442,13 @@ TEST(NemoTwoConfig, PerformanceScriptsAsTheySubmitTheirRuns) {
       parse_bridge_args(perf("pretrain_nemotronh_56b", {"-g", "gb200", "-c", "fp8", "-gn", "8"}));
   EXPECT_EQ(nh.strategy.gpus_per_node, 4);
   EXPECT_EQ(nh.strategy.world_size % 4, 0);
+  // DeepSeek-V3's layouts name no MTP layer: current Megatron asserts it; a checkout of before 2025-08-26 put
+  // the MTP on the last stage unnamed — given after a second `--` as a Megatron flag
+  EXPECT_NE(perf_error("pretrain_deepseek_v3", {"-g", "h100", "-c", "fp8"}).find("places 0 MTP layers"),
+            std::string::npos);
+  EXPECT_EQ(perf_error("pretrain_deepseek_v3",
+                       {"-g", "h100", "-c", "fp8", "--", "--megatron-version", "2025-07-01"}),
+            "(no error)");
   // refused, naming why
   EXPECT_NE(perf_error("pretrain_llama3_70b", {"-c", "fp8"}).find("needs -g/--gpu"), std::string::npos);
   EXPECT_NE(perf_error("pretrain_llama3_70b", {"-g", "h100", "--bogus"}).find("not an option of NeMo's"),

@@ -608,8 +608,9 @@ void read_pipeline_split(const Flags& f, MegatronConfig& cfg) {
       if (f.has(other))
         throw InputError("--pipeline-model-parallel-layout", std::string("cannot be combined with ") + other +
                                                                  " (the layout says the whole split)");
-    st.chunk_layout = parse_pipeline_layout(f.get("--pipeline-model-parallel-layout"), st.pp,
-                                            static_cast<int>(m.num_layers), m.mtp_num_layers);
+    st.chunk_layout =
+        parse_pipeline_layout(f.get("--pipeline-model-parallel-layout"), st.pp,
+                              static_cast<int>(m.num_layers), m.mtp_num_layers, st.megatron_version);
     st.vpp = static_cast<int>(st.chunk_layout.size());
   }
   if (m.hybrid()) read_hybrid_pipeline(f, st);

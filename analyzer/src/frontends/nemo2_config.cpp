@@ -687,10 +687,14 @@ BridgeConfigArgs nemo2_perf_script_to_megatron_args(const std::string& spec,
   // --- the command line (argparse: -x V, --long V, --long=V; a store_true switch; -rm takes the words up to
   // the next option) -------------------------------------------------------------------------------------
   std::map<std::string, std::string> value;
-  std::vector<std::string> modules, left_out;
+  std::vector<std::string> modules, left_out, megatron_words;
   for (std::size_t i = 0; i < cli.size(); ++i) {
     std::string w = cli[i], v;
-    if (w == "--") continue;  // (`preflight analyze --nemo-config nemo2-perf:X -- OPTIONS`)
+    if (w == "--" && i == 0) continue;  // (`preflight analyze --nemo-config nemo2-perf:X -- OPTIONS`)
+    if (w == "--") {  // OPTIONS -- Megatron flags (--megatron-version 2025-07-01, --vocab-size N, …)
+      megatron_words.assign(cli.begin() + static_cast<std::ptrdiff_t>(i) + 1, cli.end());
+      break;
+    }
     bool attached = false;
     if (const auto eq = w.find('='); w.rfind("-", 0) == 0 && eq != std::string::npos) {
       v = w.substr(eq + 1);
@@ -882,7 +886,7 @@ BridgeConfigArgs nemo2_perf_script_to_megatron_args(const std::string& spec,
 
   const std::string source =
       where + " (" + what + " on " + std::to_string(gpus) + " GPUs, " + recipe + " recipe)";
-  BridgeConfigArgs out = nemo2_config_to_megatron_args(detail::yaml_tree(task), source, {});
+  BridgeConfigArgs out = nemo2_config_to_megatron_args(detail::yaml_tree(task), source, megatron_words);
   out.source = source;
   out.gpu = gpu;
   out.system = gpu == "h100" ? "h100-sxm" : gpu;

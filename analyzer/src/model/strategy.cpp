@@ -74,7 +74,7 @@ int Strategy::main_grad_bytes() const {
 }
 
 std::vector<std::vector<int>> parse_pipeline_layout(const std::string& layout, int pp, int num_layers,
-                                                    int mtp_num_layers) {
+                                                    int mtp_num_layers, const std::string& megatron_version) {
   const std::string flag = "--pipeline-model-parallel-layout";
   if (pp < 1) throw InputError(flag, "needs --pipeline-model-parallel-size >= 1");
   std::string text;
@@ -121,9 +121,20 @@ std::vector<std::vector<int>> parse_pipeline_layout(const std::string& layout, i
   if (count('t') != num_layers)
     throw InputError(
         flag, "places " + num(count('t')) + " transformer layers but --num-layers is " + num(num_layers));
-  if (count('m') != mtp_num_layers)
+  // pipeline_parallel_layer_layout.py: MTP entered the layout on 2025-08-26 (d7bf5aaaa8); before, the MTP
+  // block was built on the last stage beside the loss, never named.
+  const bool implicit_mtp = !megatron_version.empty() && megatron_version < "2025-08-26";
+  if (implicit_mtp && count('m') > 0)
+    throw InputError(flag, "names MTP layers, which Megatron-LM of " + megatron_version +
+                               " does not support in a layout (\"MTP layer is not supported for flexible "
+                               "pipeline layout\"; since 2025-08-26)");
+  if (!implicit_mtp && count('m') != mtp_num_layers)
     throw InputError(
-        flag, "places " + num(count('m')) + " MTP layers but --mtp-num-layers is " + num(mtp_num_layers));
+        flag,
+        "places " + num(count('m')) + " MTP layers but --mtp-num-layers is " + num(mtp_num_layers) +
+            (count('m') == 0 ? " (Megatron-LM asserts it since 2025-08-26; before, the MTP layers sat on "
+                               "the last stage unnamed: --megatron-version YYYY-MM-DD for such a checkout)"
+                             : ""));
   if (count('m') > 0) {
     if (flat.find('t', flat.find('m')) != std::string::npos)
       throw InputError(flag, "transformer layers must come before the MTP layers");

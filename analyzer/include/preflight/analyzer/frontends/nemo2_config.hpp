@@ -96,8 +96,8 @@ inline constexpr const char* kNemo2PerfPrefix = "nemo2-perf:";
 /// the first of the CSV's when not given), with the command line's sizes and switches on top as helpers.py's
 /// set_primary_perf_configs() sets them: -ng / -gn (the world; GB200 nodes hold 4), -tp (sequence parallel
 /// when > 1), -pp, -cp, -vp, -ep, -et, -mb, -gb, -cg, -fsdp, -rl, -ol, -rm.  Slurm, container, profiling and
-/// logging options are left out (said).  BridgeConfigArgs::system is the GPU's preset (h100-sxm, b200,
-/// gb200).
+/// logging options are left out (said).  Words after a `--` inside `cli` are Megatron flags for the result
+/// (`--megatron-version 2025-07-01`).  BridgeConfigArgs::system is the GPU's preset (h100-sxm, b200, gb200).
 /// @throws InputError naming the script or the option: an unknown script or option, a malformed value, no -g,
 ///   no recommended configuration for the GPU, task, precision and GPU count without the sizes to build one.
 BridgeConfigArgs nemo2_perf_script_to_megatron_args(const std::string& spec,

@@ -121,11 +121,15 @@ bool version_at_least(const std::string& version, const std::string& min);
 /// virtual chunk i / pp of rank i % pp, so the segment count must be a multiple of pp (vpp = segments / pp).
 /// Checks as Megatron: E first and once, L last and once, as many t as `num_layers`, as many m as
 /// `mtp_num_layers`, all after the last t.  MTP layers are modelled on the last chunk of the last rank only
-/// (layer_graph.hpp), so a layout placing them elsewhere is refused.
+/// (layer_graph.hpp), so a layout placing them elsewhere is refused.  `megatron_version` (a checkout date,
+/// "" for current): before 2025-08-26 a layout named no MTP layer (Megatron raised "MTP layer is not
+/// supported for flexible pipeline layout") and the MTP block sat on the last stage by itself, so a layout
+/// without 'm' is read so there; since then Megatron asserts the layout's MTP count.
 /// @returns transformer layers per chunk, [vpp][pp].
 /// @throws InputError naming `--pipeline-model-parallel-layout`.
 std::vector<std::vector<int>> parse_pipeline_layout(const std::string& layout, int pp, int num_layers,
-                                                    int mtp_num_layers);
+                                                    int mtp_num_layers,
+                                                    const std::string& megatron_version = "");
 
 /// The `--pipeline-model-parallel-layout` text of transformer layers per chunk [vpp][pp] (what
 /// parse_pipeline_layout reads back): 'E' opens the first segment, 'L' closes the last after the
