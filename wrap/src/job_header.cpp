@@ -4,21 +4,13 @@
 #include <algorithm>
 #include <optional>
 
+#include "launch_words.hpp"
 #include "preflight/common/error.hpp"
 #include "preflight/wrap/shell_lexer.hpp"
 
 namespace preflight::wrap {
 
 namespace {
-
-/// A whole number of at most 6 digits, else nullopt (a variable, a range, a typo).
-std::optional<int> count(std::string_view s) {
-  if (s.empty() || s.size() > 6 ||
-      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  const int n = std::stoi(std::string(s));
-  return n > 0 ? std::optional<int>(n) : std::nullopt;
-}
 
 std::vector<std::string> split(std::string_view s, char sep) {
   std::vector<std::string> out;
@@ -85,7 +77,7 @@ BatchJob pbs(const std::vector<std::string>& words) {
         const auto parts = split(chunks[c], ':');
         int n = 1;
         std::size_t k = 0;
-        if (const auto number = count(parts[0])) {
+        if (const auto number = detail::positive_count(parts[0])) {
           n = *number;
           k = 1;
         } else if (torque || parts[0].find('=') == std::string::npos) {
@@ -96,7 +88,8 @@ BatchJob pbs(const std::vector<std::string>& words) {
           const std::string& p = parts[k];
           const std::string key = p.substr(0, p.find('='));
           if ((select && key == "mpiprocs") || (torque && key == "ppn")) {
-            if (const auto m = count(p.substr(p.find('=') + 1)); m && c == 0) first_per_node = *m;
+            if (const auto m = detail::positive_count(p.substr(p.find('=') + 1)); m && c == 0)
+              first_per_node = *m;
           }
         }
         total += n;
@@ -133,7 +126,7 @@ BatchJob grid_engine(const std::vector<std::string>& words) {
       const auto eq = resource.find('=');
       if (eq == std::string::npos) continue;
       const std::string name = resource.substr(0, eq);
-      const auto n = count(resource.substr(eq + 1));
+      const auto n = detail::positive_count(resource.substr(eq + 1));
       if (!n) continue;
       if (name.starts_with("rt_")) {  // ABCI's resource types: each one a host (rt_F, rt_AF whole nodes)
         hosts = *n;
@@ -147,7 +140,7 @@ BatchJob grid_engine(const std::vector<std::string>& words) {
   }
   for (std::size_t i = 0; i + 2 < words.size(); ++i)
     if (words[i] == "-pe")
-      if (const auto n = count(words[i + 2])) slots = *n;
+      if (const auto n = detail::positive_count(words[i + 2])) slots = *n;
   if (hosts == 0 && slots == 0) return job;
   job.directive = "#$";
   job.variables = {{"JOB_ID", "1"}};
@@ -186,13 +179,13 @@ BatchJob pjm(const std::vector<std::string>& words) {
         int product = 1;
         bool ok = true;
         for (const std::string& d : split(value, 'x')) {
-          const auto n = count(d);
+          const auto n = detail::positive_count(d);
           ok = ok && n.has_value();
           if (n) product *= *n;
         }
         if (ok) nodes = product;
       } else if (words[i] == "--mpi" && key == "proc") {
-        if (const auto n = count(value)) procs = *n;
+        if (const auto n = detail::positive_count(value)) procs = *n;
       }
     }
   }
@@ -213,16 +206,16 @@ BatchJob lsf(const std::vector<std::string>& words) {
   int slots = 0, ptile = 0, nnodes = 0;
   const auto n = option_values(words, "-n");
   if (!n.empty())
-    if (const auto v = count(n.back())) slots = *v;
+    if (const auto v = detail::positive_count(n.back())) slots = *v;
   for (const std::string& r : option_values(words, "-R")) {
     const auto at = r.find("ptile=");
     if (at == std::string::npos) continue;
     std::string digits;
     for (std::size_t k = at + 6; k < r.size() && r[k] >= '0' && r[k] <= '9'; ++k) digits += r[k];
-    if (const auto v = count(digits)) ptile = *v;
+    if (const auto v = detail::positive_count(digits)) ptile = *v;
   }
   if (const auto nn = option_values(words, "-nnodes"); !nn.empty())
-    if (const auto v = count(nn.back())) nnodes = *v;
+    if (const auto v = detail::positive_count(nn.back())) nnodes = *v;
   int hosts = 0, per_host = 1;
   if (nnodes > 0) {
     hosts = nnodes;

@@ -1,11 +1,15 @@
 #pragma once
 // Private to wrap: small word helpers shared by launch recognition (launch.cpp) and the launcher table and
 // world-size readers (launchers.cpp).
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace preflight::wrap::detail {
 
+/// A positive whole number of at most 6 digits, else nullopt (a variable, a range, a placeholder, a typo): a
+/// job header's or sbatch option's size.
+std::optional<int> positive_count(std::string_view s);
 /// Last path component ("pretrain_gpt.py" of "/a/b/pretrain_gpt.py/").
 std::string_view basename_of(std::string_view path);
 /// python, python3, python3.11 …

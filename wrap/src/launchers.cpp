@@ -19,6 +19,14 @@ namespace preflight::wrap {
 
 namespace detail {
 
+std::optional<int> positive_count(std::string_view s) {
+  if (s.empty() || s.size() > 6 ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  const int n = std::stoi(std::string(s));
+  return n > 0 ? std::optional<int>(n) : std::nullopt;
+}
+
 std::string_view basename_of(std::string_view path) {
   while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
   auto slash = path.rfind('/');

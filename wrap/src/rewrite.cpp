@@ -648,8 +648,7 @@ struct JobSize {
   std::vector<std::string> unread;
 };
 bool whole_number(std::string_view s) {
-  return !s.empty() && s.size() < 7 && s.front() != '0' &&
-         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return detail::positive_count(s).has_value();
 }
 JobSize sbatch_size(std::vector<std::string> words, std::string_view script, bool shell_text = false) {
   JobSize j;

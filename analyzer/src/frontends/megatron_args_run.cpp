@@ -992,7 +992,6 @@ void read_cuda_graphs(const Flags& f, Strategy& st) {
       throw InputError(modules_flag,
                        "must be empty with --cuda-graph-impl full_iteration (Megatron asserts it)");
   }
-  st.pytorch_eager = true;
   st.cuda_graphs = impl != "none";
   st.moe_experts_cuda_graph =
       impl == "full_iteration" ||
@@ -1270,6 +1269,7 @@ void read_kernels(const Flags& f, MegatronConfig& cfg) {
         st.moe_comm_sms = static_cast<int>(sms);
     }
   read_cuda_graphs(f, st);
+  st.pytorch_eager = true;  // Megatron-LM (and NeMo / Bridge, read through these flags): eager PyTorch
   if (f.has(
           "--packed-seq-mean-length")) {  // the rest checked with the sequence (check_packed_seq_mean_length)
     st.packed_seq_mean_length = f.float_or("--packed-seq-mean-length", 0.0);

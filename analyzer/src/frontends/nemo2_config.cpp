@@ -553,28 +553,25 @@ const nlohmann::json& perf_script_table() {
   return table;
 }
 
-/// Sets (or, for null, erases) the dotted field `key` of a task.
+/// A dotted task field (`trainer.strategy.tensor_model_parallel_size`) as a JSON pointer.
+nlohmann::json::json_pointer field_pointer(const std::string& key) {
+  std::string p = "/" + key;
+  std::replace(p.begin(), p.end(), '.', '/');
+  return nlohmann::json::json_pointer(p);
+}
+
+/// Sets (or, for null, erases) the dotted field `key` of a task; a value of the path that is no mapping
+/// (NeMo's plugin list) is replaced by one.
 void set_dotted(nlohmann::json& task, const std::string& key, const nlohmann::json& value) {
-  nlohmann::json* node = &task;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = key.find('.', start);
-    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (dot == std::string::npos) {
-      if (value.is_null()) {
-        if (node->is_object()) node->erase(part);
-      } else {
-        (*node)[part] = value;
-      }
-      return;
-    }
-    if (!node->contains(part) || !(*node)[part].is_object()) {
-      if (value.is_null()) return;
-      (*node)[part] = nlohmann::json::object();
-    }
-    node = &(*node)[part];
-    start = dot + 1;
+  const auto ptr = field_pointer(key);
+  if (value.is_null()) {
+    if (task.contains(ptr) && task[ptr.parent_pointer()].is_object())
+      task[ptr.parent_pointer()].erase(ptr.back());
+    return;
   }
+  for (auto p = ptr.parent_pointer(); !p.empty(); p = p.parent_pointer())
+    if (task.contains(p) && !task[p].is_object()) task[p] = nlohmann::json::object();
+  task[ptr] = value;
 }
 
 /// argument_parser.py's options: the destination, and how the value is given.
@@ -859,10 +856,9 @@ BridgeConfigArgs nemo2_perf_script_to_megatron_args(const std::string& spec,
       recipe_table().at("recipes").at(recipe).at(config->at("base").get<std::string>());
   auto restore = [&](std::initializer_list<const char*> fields) {
     for (const char* f : fields) {
-      const nlohmann::json* v = &base_task;
-      for (const char* part : {"model", "config", f})
-        v = v && v->is_object() && v->contains(part) ? &v->at(part) : nullptr;
-      set_dotted(task, std::string("model.config.") + f, v ? *v : nlohmann::json());
+      const std::string key = std::string("model.config.") + f;
+      const auto ptr = field_pointer(key);
+      set_dotted(task, key, base_task.contains(ptr) ? base_task.at(ptr) : nlohmann::json());
     }
   };
   if (auto rl = size("recompute_layers", "-rl", 0); rl && *rl > 0) {
