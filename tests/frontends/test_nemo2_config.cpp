@@ -441,7 +441,10 @@ TEST(NemoTwoConfig, PerformanceScriptsAsTheySubmitTheirRuns) {
   const MegatronConfig nh =
       parse_bridge_args(perf("pretrain_nemotronh_56b", {"-g", "gb200", "-c", "fp8", "-gn", "8"}));
   EXPECT_EQ(nh.strategy.gpus_per_node, 4);
-  EXPECT_EQ(nh.strategy.world_size % 4, 0);
+  // the CSV's first GB200 FP8 row of NemotronH 56B (model_configs_gb200.csv): 64 GPUs, tp 2, global batch 192
+  EXPECT_EQ(nh.strategy.world_size, 64);
+  EXPECT_EQ(nh.strategy.tp, 2);
+  EXPECT_EQ(nh.strategy.global_batch_size, 192);
   // DeepSeek-V3's layouts name no MTP layer: current Megatron asserts it; a checkout of before 2025-08-26 put
   // the MTP on the last stage unnamed — given after a second `--` as a Megatron flag
   EXPECT_NE(perf_error("pretrain_deepseek_v3", {"-g", "h100", "-c", "fp8"}).find("places 0 MTP layers"),
