@@ -648,6 +648,76 @@ TEST(MegatronArgs, TpPpDpMappingKeepsContextAndExpertParallel) {
 // (default 1), capacity-padded unless --disable-moe-token-dropping; --checkpoint-activations is full, uniform
 // recompute; DeepSpeed-Ulysses (--ds-sequence-parallel-size) is all-to-all context parallelism; the ZeRO
 // stage comes from the DeepSpeed config when it can be read, else --zero-stage.
+// MegaBlocks's Megatron fork (databricks/megablocks exp/dmoe, exp/moe: --moe-num-experts, --moe-top-k,
+// --moe-capacity-factor, --moe-expert-model-parallelism; megablocks/layers/arguments.py's defaults: top 1,
+// experts over the data-parallel group).  Before, these flags were read past without a word and the run
+// was priced as a dense model.
+TEST(MegatronArgs, MegaBlocksExpertsAsItsForkRunsThem) {
+  const Words run =
+      with(base_args(), {"--nproc_per_node", "8", "--micro-batch-size", "16", "--global-batch-size", "512",
+                         "--bf16", "--DDP-impl", "local", "--use-flash-attn", "--moe-num-experts=64",
+                         "--moe-loss-weight=0.1", "--moe-expert-model-parallelism"});
+  const MegatronConfig c = parse_megatron_args(run);
+  EXPECT_EQ(c.model.moe.num_experts, 64);
+  EXPECT_EQ(c.model.moe.router_topk, 1);  // MegaBlocks's default, not Megatron's 2
+  EXPECT_EQ(c.model.moe.ffn_hidden_size, 4096);
+  for (int layer = 0; layer < 24; ++layer) EXPECT_TRUE(c.model.is_moe_layer(layer));
+  EXPECT_FALSE(c.model.moe.pad_expert_input_to_capacity);  // dMoE: dropless
+  EXPECT_EQ(c.strategy.moe_dispatcher, MoeDispatcher::AllToAll);
+  EXPECT_TRUE(c.strategy.moe_grouped_gemm);
+  EXPECT_EQ(c.strategy.ep, 8);  // the data-parallel group
+  // 24 layers of 64 experts of 2·1024·4096 weights (+ biases, the legacy model's): ~13 B, not 356 M.
+  EXPECT_GT(count_parameters(c.model), 12'800'000'000);
+  EXPECT_TRUE(std::any_of(c.warnings.begin(), c.warnings.end(), [](const std::string& w) {
+    return w.find("MegaBlocks") != std::string::npos && w.find("dropless") != std::string::npos;
+  }));
+  // exp/moe: capacity, padded; --moe-top-k; GLU experts.
+  const MegatronConfig cap =
+      parse_megatron_args(with(run, {"--moe-capacity-factor=1.25", "--moe-top-k=2", "--mlp-type", "glu"}));
+  EXPECT_TRUE(cap.model.moe.pad_expert_input_to_capacity);
+  EXPECT_DOUBLE_EQ(cap.model.moe.capacity_factor, 1.25);
+  EXPECT_EQ(cap.model.moe.router_topk, 2);
+  EXPECT_EQ(cap.model.activation, Activation::SwiGLU);
+  // Without expert parallelism every rank holds every expert; with more ranks than experts MegaBlocks
+  // shards each expert further (priced as replicas, said).
+  EXPECT_EQ(parse_megatron_args(with(base_args(), {"--nproc_per_node", "8", "--moe-num-experts", "64"}))
+                .strategy.ep,
+            1);
+  const MegatronConfig wide =
+      parse_megatron_args(with(base_args(), {"--nproc_per_node", "8", "--nnodes", "2", "--moe-num-experts",
+                                             "8", "--expert-model-parallelism"}));
+  EXPECT_EQ(wide.strategy.ep, 8);
+  EXPECT_TRUE(std::any_of(wide.warnings.begin(), wide.warnings.end(), [](const std::string& w) {
+    return w.find("shards each expert") != std::string::npos;
+  }));
+  // Neither divides the other; the two dialects mixed; a fork flag without experts; an MLP MegaBlocks lacks.
+  EXPECT_THROW(parse_megatron_args(with(base_args(), {"--nproc_per_node", "6", "--moe-num-experts", "64",
+                                                      "--moe-expert-model-parallelism"})),
+               preflight::InputError);
+  EXPECT_THROW(parse_megatron_args(with(run, {"--num-experts", "64"})), preflight::InputError);
+  EXPECT_THROW(parse_megatron_args(with(run, {"--moe-router-topk", "2"})), preflight::InputError);
+  EXPECT_THROW(parse_megatron_args(with(base_args(), {"--moe-top-k", "2"})), preflight::InputError);
+  EXPECT_THROW(parse_megatron_args(with(run, {"--mlp-type", "residual"})), preflight::InputError);
+}
+
+// A MoE flag the analysis does not read is named among the flags read past; Megatron's loss and routing
+// numerics flags (no cost as priced) are not.
+TEST(MegatronArgs, UnreadMoeFlagsAreNamed) {
+  const Words moe = with(base_args(), {"--num-experts", "8", "--moe-aux-loss-coeff", "1e-2",
+                                       "--moe-z-loss-coeff", "1e-3", "--moe-router-load-balancing-type",
+                                       "aux_loss", "--moe-router-dtype", "fp32", "--moe-permute-fusion"});
+  auto read_past = [](const MegatronConfig& c) {
+    for (const auto& w : c.warnings)
+      if (w.rfind("read past", 0) == 0) return w;
+    return std::string();
+  };
+  EXPECT_EQ(read_past(parse_megatron_args(moe)), "");
+  const std::string named =
+      read_past(parse_megatron_args(with(moe, {"--moe-expert-shuffle", "--router-warmup-iters", "10"})));
+  EXPECT_NE(named.find("--moe-expert-shuffle"), std::string::npos);
+  EXPECT_NE(named.find("--router-warmup-iters"), std::string::npos);
+}
+
 TEST(MegatronArgs, MegatronDeepSpeedDialect) {
   const Words ds = with(base_args(), {"--deepspeed", "--num-layers", "4", "--num-experts", "8",
                                       "--moe-expert-parallel-size", "4", "--nproc_per_node", "8"});

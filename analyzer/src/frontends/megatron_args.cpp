@@ -320,7 +320,10 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                                                     "stash",
                                                     "transpose-cache",
                                                     "precision",
-                                                    "quant"};
+                                                    "quant",
+                                                    "moe",
+                                                    "expert",
+                                                    "router"};
   // (ckpt: checkpoint formats and their saving, e.g. --dist-ckpt-optim-fully-reshardable's "shard".)
   static constexpr std::string_view kNotCost[] = {"log",   "logging",    "tensorboard", "wandb", "save",
                                                   "load",  "eval",       "tokenizer",   "seed",  "profile",
@@ -456,6 +459,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                              "encoder, retrieval or biencoder parts are not modelled)");
     }
   }
+  megatron::translate_megablocks_moe(cfg.seen, cfg.warnings);
   megatron::Flags f(cfg.seen);
   if (base)
     cfg.model = *base;
@@ -487,6 +491,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::read_kernels(f, cfg);
   megatron::read_precision_config(f, cfg);
   megatron::fit_world_size(f, env, cfg);
+  megatron::megablocks_expert_parallel(f, cfg);
   if (f.has("--moe-load-imbalance")) {
     if (!cfg.model.moe.enabled())
       throw InputError("--moe-load-imbalance", "is given for a model without experts (--num-experts)");

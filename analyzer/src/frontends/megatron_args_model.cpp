@@ -687,8 +687,142 @@ const std::vector<FlagSpec>& model_flags() {
       {"--linear-num-value-heads", Arity::One},
       {"--linear-conv-kernel-dim", Arity::One},
       {"--deterministic-mode", Arity::Switch},
+      // Megatron's MoE flags that change neither memory nor time as priced (loss terms, routing numerics,
+      // logging, upcycling at load): read, so that the MoE flags left unread are named.
+      {"--moe-aux-loss-coeff", Arity::Many},
+      {"--moe-z-loss-coeff", Arity::One},
+      {"--moe-per-layer-logging", Arity::Switch},
+      {"--moe-router-load-balancing-type", Arity::Many},
+      {"--moe-router-pre-softmax", Arity::Switch},
+      {"--moe-router-topk-scaling-factor", Arity::One},
+      {"--moe-router-dtype", Arity::One},
+      {"--moe-router-bias-update-rate", Arity::One},
+      {"--moe-input-jitter-eps", Arity::One},
+      {"--moe-token-drop-policy", Arity::One},
+      {"--moe-use-upcycling", Arity::Switch},
+      {"--moe-upcycling-granularity", Arity::One},
+      {"--moe-router-score-function", Arity::One},
+      {"--moe-router-enable-expert-bias", Arity::Switch},
+      {"--moe-mlp-glu-interleave-size", Arity::One},
+      {"--moe-pad-experts-for-cuda-graph-inference", Arity::Switch},
+      // The permutation and the router are priced as their fused kernels (what the published runs use).
+      {"--moe-permute-fusion", Arity::Switch},
+      {"--moe-router-fusion", Arity::Switch},
+      // Megatron-DeepSpeed's: its MoE loss term, optimizer groups and evaluation-time capacity.
+      {"--moe-loss-coeff", Arity::One},
+      {"--create-moe-param-group", Arity::Switch},
+      {"--moe-eval-capacity-factor", Arity::One},
+      // MegaBlocks's Megatron fork (databricks/megablocks exp/*: megablocks/layers/arguments.py names them).
+      {"--moe-num-experts", Arity::One},
+      {"--moe-top-k", Arity::One},
+      {"--moe-capacity-factor", Arity::One},
+      {"--moe-loss-weight", Arity::One},
+      {"--moe-jitter-eps", Arity::One},
+      {"--moe-lbl-in-fp32", Arity::Switch},
+      {"--moe-normalize-expert-weights", Arity::One},
+      {"--mlp-impl", Arity::One},
+      {"--memory-optimized-mlp", Arity::Switch},
+      {"--moe-weight-parallelism", Arity::Switch},
+      {"--moe-expert-model-parallelism", Arity::Switch},
+      {"--expert-model-parallelism", Arity::Switch},
+      {"--uniform-expert-assignment", Arity::Switch},
   };
   return flags;
+}
+
+void translate_megablocks_moe(std::map<std::string, std::string>& seen, std::vector<std::string>& warnings) {
+  if (!seen.count("--moe-num-experts")) {
+    for (const char* only : {"--moe-top-k", "--moe-capacity-factor", "--moe-expert-model-parallelism",
+                             "--expert-model-parallelism", "--moe-weight-parallelism"})
+      if (seen.count(only))
+        throw InputError(only, "is MegaBlocks's flag of its experts: given without --moe-num-experts");
+    return;
+  }
+  if (seen.count("--num-experts"))
+    throw InputError("--moe-num-experts",
+                     "given with --num-experts: one dialect or the other (MegaBlocks's fork, or Megatron's)");
+  for (const char* megatron :
+       {"--moe-router-topk", "--moe-expert-capacity-factor", "--expert-model-parallel-size"})
+    if (seen.count(megatron))
+      throw InputError(megatron,
+                       "given with MegaBlocks's --moe-num-experts: use that fork's flags "
+                       "(--moe-top-k, --moe-capacity-factor, --moe-expert-model-parallelism)");
+  const I64 experts = parse_int("--moe-num-experts", seen.at("--moe-num-experts"));
+  if (experts <= 1) return;  // MegaBlocks's default 1: the dense MLP as one expert
+  seen["--num-experts"] = std::to_string(experts);
+  // MegaBlocks's Arguments: top 1 by default (Megatron's router takes 2).
+  seen["--moe-router-topk"] = seen.count("--moe-top-k") ? seen.at("--moe-top-k") : "1";
+  std::string how = "dropless (dMoE)";
+  if (seen.count("--moe-capacity-factor")) {
+    // megablocks.layers.moe.MoE: each expert's tokens padded or cut to its capacity, one batched GEMM.
+    seen["--moe-expert-capacity-factor"] = seen.at("--moe-capacity-factor");
+    seen["--moe-pad-expert-input-to-capacity"] = "";
+    how = "capacity factor " + seen.at("--moe-capacity-factor") + ", padded to capacity (MoE)";
+  }
+  // One kernel for every local expert (block-sparse or grouped), tokens exchanged by all-to-all.
+  seen["--moe-grouped-gemm"] = "";
+  if (!seen.count("--moe-token-dispatcher-type")) seen["--moe-token-dispatcher-type"] = "alltoall";
+  std::string glu;
+  if (seen.count("--mlp-type")) {
+    const std::string t = seen.at("--mlp-type");
+    if (t == "glu") {
+      // megablocks.layers.glu: w1, v1, w2 with the GeLU of Arguments.activation_fn — SwiGLU's shapes.
+      if (!seen.count("--swiglu")) seen["--swiglu"] = "";
+      glu = "; --mlp-type glu: gated experts (GeLU-gated), priced with SwiGLU's shapes";
+    } else if (t != "mlp") {
+      throw InputError("--mlp-type", "'" + t + "' is not one of MegaBlocks's expert MLPs (mlp, glu)");
+    }
+    seen.erase("--mlp-type");
+  }
+  if (seen.count("--mlp-impl") && seen.at("--mlp-impl") != "sparse" && seen.at("--mlp-impl") != "grouped")
+    throw InputError("--mlp-impl",
+                     "'" + seen.at("--mlp-impl") + "' is not one of MegaBlocks's (sparse, grouped)");
+  warnings.push_back(
+      "MegaBlocks's experts (--moe-num-experts " + std::to_string(experts) + ", top " +
+      seen.at("--moe-router-topk") + ", " + how +
+      "): priced as Megatron's MoE in every layer, the experts as grouped GEMMs of the FFN size "
+      "and the tokens exchanged by all-to-all" +
+      glu);
+  if (seen.count("--moe-weight-parallelism"))
+    warnings.push_back(
+        "--moe-weight-parallelism: MegaBlocks's sharding of the experts' weights over a weight-parallel "
+        "group is not modelled: the experts' memory here is high");
+  if (seen.count("--memory-optimized-mlp"))
+    warnings.push_back(
+        "--memory-optimized-mlp: MegaBlocks recomputes the experts' activation in backward; not modelled: "
+        "activation memory here is high");
+  for (const char* q :
+       {"--quantize-inputs-num-bits", "--quantize-rematerialize-num-bits", "--quantize-scatter-num-bits"})
+    if (seen.count(q))
+      warnings.push_back(std::string(q) + ": MegaBlocks's quantized saved tensors are not modelled");
+}
+
+void megablocks_expert_parallel(const Flags& f, MegatronConfig& cfg) {
+  if (!f.has("--moe-num-experts") || !cfg.model.moe.enabled()) return;
+  Strategy& st = cfg.strategy;
+  if (!f.has("--moe-expert-model-parallelism") && !f.has("--expert-model-parallelism")) {
+    cfg.warnings.push_back("MegaBlocks without --moe-expert-model-parallelism: every rank holds all " +
+                           std::to_string(cfg.model.moe.num_experts) + " experts");
+    return;
+  }
+  // megablocks' MegatronHelper: expert_parallel_group = the data-parallel group.
+  const int mp = st.tp * st.pp * st.cp;
+  if (mp <= 0 || st.world_size % mp != 0) return;  // validate() says what is wrong
+  const int dp = st.world_size / mp;
+  const int experts = cfg.model.moe.num_experts;
+  if (experts % dp == 0) {
+    st.ep = dp;
+  } else if (dp % experts == 0) {
+    st.ep = experts;
+    cfg.warnings.push_back("MegaBlocks shards each expert's FFN over the " + std::to_string(dp / experts) +
+                           " data-parallel ranks beyond the " + std::to_string(experts) +
+                           " experts; priced as Megatron's replicas of them (expert parallel " +
+                           std::to_string(experts) + "): the experts' memory here is high");
+  } else {
+    throw InputError("--moe-expert-model-parallelism",
+                     "the data-parallel size " + std::to_string(dp) + " and the " + std::to_string(experts) +
+                         " experts do not divide one another (MegaBlocks asserts it)");
+  }
 }
 
 void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Strategy& st,

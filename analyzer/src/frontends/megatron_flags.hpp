@@ -59,6 +59,16 @@ void read_architecture(const Flags& f, const ModelSpec* base, ModelSpec& m, Stra
 void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m, std::vector<std::string>& warnings);
 /// Experts (--num-experts, top-k, FFN sizes, --moe-layer-freq, capacity) and multi-latent attention.
 void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m);
+/// MegaBlocks's Megatron fork (databricks/megablocks: --moe-num-experts, --moe-top-k, --moe-capacity-factor,
+/// --mlp-type mlp|glu, …) rewritten into Megatron's flags in `seen` before the readers run: its dMoE
+/// (dropless) or MoE (padded to capacity) in every layer, top 1 by default, grouped GEMMs, all-to-all; the
+/// notes in `warnings`.  @throws InputError for a flag of one dialect mixed with the other's, or a value
+/// MegaBlocks does not take.
+void translate_megablocks_moe(std::map<std::string, std::string>& seen, std::vector<std::string>& warnings);
+/// After the world is known: MegaBlocks's --moe-expert-model-parallelism shards the experts over the
+/// data-parallel group (ep = dp; ep = the experts when dp is a multiple of them, each expert's FFN then
+/// sharded further, priced as replicas).  @throws InputError when neither divides the other.
+void megablocks_expert_parallel(const Flags& f, MegatronConfig& cfg);
 
 // --- megatron_args_run.cpp -------------------------------------------------------------------------
 /// torchrun's --nproc_per_node/--nnodes (or PET_*), --world-size, and the tp/pp/cp/ep/etp sizes.
