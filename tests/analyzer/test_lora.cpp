@@ -83,10 +83,10 @@ TEST(Lora, FlagsAndRefusals) {
   EXPECT_TRUE(two.model.lora.linear_qkv && two.model.lora.linear_fc2);
   EXPECT_FALSE(two.model.lora.linear_proj || two.model.lora.linear_fc1);
 
-  EXPECT_EQ(input_error([] {
-              parse_megatron_args(small({"--lora-target-modules", "linear_qkv"}));
-            }).where(),
-            "--lora-target-modules");  // without --lora-rank
+  // Target modules alone turn LoRA on at MindSpeed-LLM's --lora-r default (16), as that framework does; the
+  // adapter's other flags alone are still refused.
+  EXPECT_EQ(parse_megatron_args(small({"--lora-target-modules", "linear_qkv"})).model.lora.rank, 16);
+  EXPECT_EQ(input_error([] { parse_megatron_args(small({"--lora-alpha", "32"})); }).where(), "--lora-alpha");
   const auto bad = input_error([] {
     parse_megatron_args(small({"--lora-rank", "8", "--lora-target-modules", "in_proj"}));
   });

@@ -648,6 +648,144 @@ TEST(MegatronArgs, TpPpDpMappingKeepsContextAndExpertParallel) {
 // (default 1), capacity-padded unless --disable-moe-token-dropping; --checkpoint-activations is full, uniform
 // recompute; DeepSpeed-Ulysses (--ds-sequence-parallel-size) is all-to-all context parallelism; the ZeRO
 // stage comes from the DeepSpeed config when it can be read, else --zero-stage.
+// MindSpeed-LLM (Ascend/MindSpeed-LLM examples/mcore: Megatron-LM patched for Ascend NPUs) spells several
+// features its own way; each is read as Megatron's own spelling of the same model and layout.  Before, its
+// DeepSeek-V3 script was priced with 64 MoE layers (its 3 dense ones and 3 no-op ones as MoE: 750 B
+// parameters), Gemma 2 without its gated MLP (19 B for 27 B) and the Qwen3-MoE scripts refused.
+TEST(MegatronArgs, MindSpeedLlmDialectAsMegatronSpellsIt) {
+  const Words base = {"--nproc_per_node",
+                      "8",
+                      "--nnodes",
+                      "64",
+                      "--hidden-size",
+                      "1024",
+                      "--num-attention-heads",
+                      "8",
+                      "--seq-length",
+                      "1024",
+                      "--vocab-size",
+                      "32000",
+                      "--swiglu",
+                      "--ffn-hidden-size",
+                      "4096",
+                      "--num-experts",
+                      "16",
+                      "--moe-ffn-hidden-size",
+                      "512",
+                      "--tensor-model-parallel-size",
+                      "2",
+                      "--pipeline-model-parallel-size",
+                      "8",
+                      "--expert-model-parallel-size",
+                      "4",
+                      "--mtp-num-layers",
+                      "1",
+                      "--bf16",
+                      "--use-distributed-optimizer",
+                      "--sequence-parallel"};
+  // DeepSeek-V3's: 64 layers of which 61..63 are no-ops, the first 3 dense, one shared expert.
+  const MegatronConfig ms = parse_megatron_args(with(
+      base,
+      {"--num-layers", "64", "--noop-layers", "61,62,63", "--first-k-dense-replace", "3", "--moe-layer-freq",
+       "1", "--n-shared-experts", "1", "--moe-permutation-async-comm", "--seq-aux"}));
+  const MegatronConfig mg =
+      parse_megatron_args(with(base, {"--num-layers", "61", "--moe-layer-freq", "[0]*3+[1]*58",
+                                      "--moe-shared-expert-intermediate-size", "512",
+                                      "--pipeline-model-parallel-layout", "Et*8|(t*8|)*6,t*5mL"}));
+  EXPECT_EQ(ms.model.num_layers, 61);
+  EXPECT_EQ(count_parameters(ms.model), count_parameters(mg.model));
+  EXPECT_FALSE(ms.model.is_moe_layer(2));
+  EXPECT_TRUE(ms.model.is_moe_layer(3));
+  EXPECT_EQ(ms.model.moe.shared_expert_ffn_hidden_size, 512);
+  EXPECT_EQ(ms.strategy.chunk_layout, mg.strategy.chunk_layout);
+  EXPECT_EQ(ms.strategy.chunk_layout.at(0).at(7), 5);
+  // With a virtual pipeline: chunks of 2 of the 64 layers, the last chunk of the last rank one layer short.
+  const MegatronConfig vp = parse_megatron_args(with(
+      base, {"--num-layers", "64", "--noop-layers", "63", "--num-layers-per-virtual-pipeline-stage", "2"}));
+  ASSERT_EQ(vp.strategy.chunk_layout.size(), 4u);
+  EXPECT_EQ(vp.strategy.chunk_layout[3][7], 1);
+  EXPECT_EQ(vp.strategy.chunk_layout[0][0], 2);
+  // --moe-layer-freq -1 (Qwen3-MoE's scripts) and --first-k-dense-replace -1: every layer MoE, as Python's
+  // remainder by -1 makes it.
+  for (const Words& every :
+       {Words{"--moe-layer-freq", "-1"}, Words{"--moe-layer-freq", "-1", "--first-k-dense-replace", "-1"}}) {
+    const MegatronConfig c = parse_megatron_args(with(with(base, {"--num-layers", "16"}), every));
+    for (int layer = 0; layer < 16; ++layer) EXPECT_TRUE(c.model.is_moe_layer(layer));
+  }
+  // Per-stage layers (Gemma 2 27B: 20 + 26 on two stages).
+  const Words dense = {
+      "--num-layers",     "46",   "--hidden-size", "512",   "--num-attention-heads",          "8",
+      "--seq-length",     "1024", "--vocab-size",  "32000", "--pipeline-model-parallel-size", "2",
+      "--nproc_per_node", "2"};
+  const MegatronConfig split = parse_megatron_args(with(dense, {"--num-layer-list", "20,26"}));
+  EXPECT_EQ(split.strategy.chunk_layout, (std::vector<std::vector<int>>{{20, 26}}));
+  EXPECT_THROW(parse_megatron_args(with(dense, {"--num-layer-list", "20,20"})), preflight::InputError);
+  EXPECT_THROW(parse_megatron_args(with(
+                   dense, {"--num-layer-list", "20,26", "--num-layers-per-virtual-pipeline-stage", "1"})),
+               preflight::InputError);
+  // Gemma 2's GeLU-gated MLP and alternating local attention.
+  const MegatronConfig gemma = parse_megatron_args(
+      with(dense, {"--gelu-tanh", "--ffn-hidden-size", "2048", "--interleave-sliding-window", "4096"}));
+  EXPECT_EQ(gemma.model.activation, Activation::SwiGLU);
+  EXPECT_EQ(gemma.model.ffn_hidden_size, 2048);
+  EXPECT_EQ(gemma.model.sliding_window, 4096);
+  EXPECT_TRUE(gemma.model.is_window_layer(0));
+  EXPECT_FALSE(gemma.model.is_window_layer(1));
+  EXPECT_EQ(parse_megatron_args(with(dense, {"--geglu"})).model.ffn_hidden_size, 2048);  // 4h, not 2/3 of it
+  // Context parallelism's algorithms; experts over tp × ep; the optimizer swapped to the host.
+  EXPECT_EQ(parse_megatron_args(with(dense, {"--context-parallel-size", "2", "--nproc_per_node", "4",
+                                             "--context-parallel-algo", "ulysses_cp_algo"}))
+                .strategy.cp_comm_type,
+            CpCommType::AllToAll);
+  const MegatronConfig hybrid = parse_megatron_args(
+      with(dense, {"--context-parallel-size", "4", "--nproc_per_node", "8", "--context-parallel-algo",
+                   "hybrid_cp_algo", "--ulysses-degree-in-cp", "2"}));
+  EXPECT_EQ(hybrid.strategy.cp_comm_type, CpCommType::P2P);
+  EXPECT_EQ(hybrid.strategy.cp_a2a_size, 2);
+  EXPECT_THROW(parse_megatron_args(with(dense, {"--context-parallel-algo", "zigzag"})),
+               preflight::InputError);
+  const MegatronConfig extend =
+      parse_megatron_args(with(with(base, {"--num-layers", "16"}), {"--moe-tp-extend-ep"}));
+  EXPECT_EQ(extend.strategy.ep, 8);
+  EXPECT_EQ(extend.strategy.etp, 1);
+  EXPECT_DOUBLE_EQ(parse_megatron_args(with(dense, {"--swap-optimizer", "--use-distributed-optimizer"}))
+                       .strategy.optimizer_cpu_offload_fraction,
+                   1.0);
+  // Qwen3-Next's gated delta nets: 1-based layers 4, 8, … full attention, the others linear.
+  const MegatronConfig next =
+      parse_megatron_args(with(dense, {"--full-attention-interval", "4", "--mamba-d-conv", "4",
+                                       "--linear-num-key-heads", "4", "--linear-num-value-heads", "8",
+                                       "--linear-key-head-dim", "64", "--linear-value-head-dim", "64"}));
+  EXPECT_TRUE(next.model.is_gdn_layer(0));
+  EXPECT_FALSE(next.model.is_gdn_layer(3));
+  EXPECT_TRUE(next.model.attention_output_gate);
+  EXPECT_EQ(next.model.gdn.conv_kernel, 4);
+  // LoRA by its target modules, rank --lora-r (16 by default).
+  EXPECT_EQ(parse_megatron_args(with(dense, {"--lora-target-modules", "linear_qkv", "linear_proj"}))
+                .model.lora.rank,
+            16);
+  EXPECT_EQ(parse_megatron_args(with(dense, {"--lora-r", "8", "--lora-target-modules", "linear_qkv"}))
+                .model.lora.rank,
+            8);
+  // Refused by name: preference optimisation, DeepSeek sparse attention, hyper-connections.
+  EXPECT_THROW(parse_megatron_args(with(dense, {"--stage", "dpo"})), preflight::InputError);
+  EXPECT_NO_THROW(parse_megatron_args(with(dense, {"--stage", "sft"})));
+  EXPECT_THROW(parse_megatron_args(with(dense, {"--enable-dsa-indexer", "--index-n-heads", "32"})),
+               preflight::InputError);
+  EXPECT_THROW(parse_megatron_args(with(dense, {"--enable-mhc", "--hc-mult", "4"})), preflight::InputError);
+  EXPECT_THROW(parse_megatron_args(with(dense, {"--noop-layers", "46"})), preflight::InputError);
+}
+
+// Megatron limits the routing to groups only when --moe-router-group-topk is given too (moe_utils.py); groups
+// alone (MindSpeed-LLM's Kimi-K2 script: --moe-router-num-groups 1) route over every expert.
+TEST(MegatronArgs, RouterGroupsWithoutGroupTopkDoNotLimit) {
+  const MegatronConfig c = parse_megatron_args(
+      with(base_args(), {"--num-experts", "8", "--moe-router-num-groups", "1", "--moe-router-topk", "2"}));
+  EXPECT_EQ(c.model.moe.router_num_groups, 0);
+  EXPECT_THROW(parse_megatron_args(with(base_args(), {"--num-experts", "8", "--moe-router-group-topk", "1"})),
+               preflight::InputError);
+}
+
 // MegaBlocks's Megatron fork (databricks/megablocks exp/dmoe, exp/moe: --moe-num-experts, --moe-top-k,
 // --moe-capacity-factor, --moe-expert-model-parallelism; megablocks/layers/arguments.py's defaults: top 1,
 // experts over the data-parallel group).  Before, these flags were read past without a word and the run

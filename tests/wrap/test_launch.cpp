@@ -76,6 +76,8 @@ TEST(Launch, OtherCommandsAreNotLaunches) {
   EXPECT_FALSE(parse({"bash", "run.sh", "pretrain_gpt.py"}));
   EXPECT_FALSE(parse({"echo", "torchrun", "pretrain_gpt.py"}));
   EXPECT_FALSE(parse({}));
+  // MindSpeed-LLM's fine-tuning entry point is a training launch.
+  ASSERT_TRUE(parse({"torchrun", "--nproc_per_node", "8", "posttrain_gpt.py", "--stage", "sft"}));
   EntryPatterns with_train;
   with_train.globs.push_back("train*.py");
   auto l = parse({"torchrun", "--nproc_per_node", "2", "train.py"}, with_train);

@@ -564,6 +564,31 @@ TEST(WrapStyles, SbatchTemplateWithPlaceholderSizes) {
   EXPECT_EQ(w.out.find("SLURM_NNODES:-your_own"), std::string::npos) << w.out;
 }
 
+// A launch in MindSpeed-LLM's style (Ascend; our script in that style): its fine-tuning entry point is
+// analysed (it had been left unrun as an unknown script) and its own flags are read as Megatron's spellings:
+// 2 of 24 layers no-ops, the first 2 dense, a shared expert of 2 × 704.
+TEST(WrapStyles, MindSpeedLlmLaunch) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "logs");
+  const RunResult r = run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " run -- bash " +
+                                             shell_quote(wrap_data("mindspeed_llm_style.sh").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string all = r.err + r.out;
+  EXPECT_NE(all.find("torchrun posttrain_gpt.py -> preflight analyze"), std::string::npos) << all;
+  EXPECT_NE(all.find("(22 layers, hidden 2048"), std::string::npos) << all;
+  EXPECT_NE(all.find("run: 32 GPUs (4 nodes × 8) = tp 2 × cp 2 × pp 4 × dp 2; experts: ep 4"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("split as Et*6|(t*6|)*2,t*4L"), std::string::npos) << all;
+  EXPECT_NE(all.find("--swap-optimizer: the optimizer states are priced on the host"), std::string::npos)
+      << all;
+  EXPECT_EQ(all.find("read past"), std::string::npos) << all;
+  // The dense layers and the shared expert: the MoE layers' share of the parameters, by the table's rows.
+  EXPECT_NE(all.find("decoder.layers × 2 (dense)"), std::string::npos) << all;
+  EXPECT_NE(all.find("mlp.shared_experts.linear_fc1       w[1408,2048]"), std::string::npos)
+      << all;  // 2·2·704 / tp
+}
+
 // A script counting the node's GPUs with nvidia-smi, wrapped and run where there is none (a login node): the
 // wrapped script's nvidia-smi answers its listings for $PREFLIGHT_GPUS_PER_NODE GPUs (8), as `preflight
 // run`'s shim does.  The count had been 0 (then 1 GPU a node).

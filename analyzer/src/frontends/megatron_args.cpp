@@ -126,8 +126,9 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   // interpreted by the groups' readers below.
   static const std::map<std::string, Arity> known = [] {
     std::map<std::string, Arity> all;
-    for (const auto* group : {&megatron::launcher_flags(), &megatron::model_flags(),
-                              &megatron::parallel_flags(), &megatron::training_flags()})
+    for (const auto* group :
+         {&megatron::launcher_flags(), &megatron::model_flags(), &megatron::parallel_flags(),
+          &megatron::training_flags(), &megatron::mindspeed_flags()})
       for (const auto& flag : *group) all.emplace(flag.name, flag.arity);
     return all;
   }();
@@ -323,7 +324,12 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                                                     "quant",
                                                     "moe",
                                                     "expert",
-                                                    "router"};
+                                                    "router",
+                                                    "swap",
+                                                    "coc",
+                                                    "mc2",
+                                                    "mem-efficient",
+                                                    "o2-"};
   // (ckpt: checkpoint formats and their saving, e.g. --dist-ckpt-optim-fully-reshardable's "shard".)
   static constexpr std::string_view kNotCost[] = {"log",   "logging",    "tensorboard", "wandb", "save",
                                                   "load",  "eval",       "tokenizer",   "seed",  "profile",
@@ -460,6 +466,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
     }
   }
   megatron::translate_megablocks_moe(cfg.seen, cfg.warnings);
+  megatron::translate_mindspeed(cfg.seen, cfg.warnings);
   megatron::Flags f(cfg.seen);
   if (base)
     cfg.model = *base;
@@ -492,6 +499,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   megatron::read_precision_config(f, cfg);
   megatron::fit_world_size(f, env, cfg);
   megatron::megablocks_expert_parallel(f, cfg);
+  megatron::mindspeed_after(f, cfg);
   if (f.has("--moe-load-imbalance")) {
     if (!cfg.model.moe.enabled())
       throw InputError("--moe-load-imbalance", "is given for a model without experts (--num-experts)");

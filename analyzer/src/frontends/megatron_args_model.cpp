@@ -28,9 +28,15 @@ std::vector<bool> parse_layer_pattern(const char* flag, const std::string& v, in
   std::string s;
   for (char ch : v)
     if (!std::isspace(static_cast<unsigned char>(ch))) s += ch;
-  if (!s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return std::isdigit(ch); })) {
+  const std::size_t digits_from = !s.empty() && s[0] == '-' ? 1 : 0;
+  if (s.size() > digits_from &&
+      std::all_of(s.begin() + static_cast<std::ptrdiff_t>(digits_from), s.end(),
+                  [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); })) {
+    // Megatron tests `i % k == 0` in Python, whose remainder by a negative k is 0 where |k|'s is: -1 marks
+    // every layer (MindSpeed-LLM's Qwen3-MoE scripts give --moe-layer-freq -1).
     I64 k = parse_int(flag, s);
-    if (k <= 0) throw InputError(flag, "must be positive");
+    if (k == 0) throw InputError(flag, "must not be 0 (Megatron divides by it)");
+    k = k < 0 ? -k : k;
     std::vector<bool> out(num_layers);
     for (int i = 0; i < num_layers; ++i) out[i] = window ? (i + 1) % k != 0 : i % k == 0;
     return out;
@@ -1254,6 +1260,9 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m) {
     m.moe.router_group_topk = static_cast<int>(f.int_or("--moe-router-group-topk", m.moe.router_group_topk));
     if (m.moe.router_group_topk > 0 && m.moe.router_num_groups <= 0)
       throw InputError("--moe-router-group-topk", "needs --moe-router-num-groups (the groups it chooses among)");
+    // Megatron limits the routing only when both are set (moe_utils.py topk_routing_with_score_function:
+    // `if num_groups and group_topk`); groups alone route over every expert (Kimi-K2's scripts give 1 group).
+    if (m.moe.router_num_groups > 0 && m.moe.router_group_topk <= 0) m.moe.router_num_groups = 0;
     if (m.moe.router_num_groups > 0) {
       if (m.moe.num_experts % m.moe.router_num_groups != 0)
         throw InputError("--moe-router-num-groups", std::to_string(m.moe.router_num_groups) +

@@ -26,6 +26,7 @@ const std::vector<FlagSpec>& launcher_flags();
 const std::vector<FlagSpec>& model_flags();
 const std::vector<FlagSpec>& parallel_flags();
 const std::vector<FlagSpec>& training_flags();  ///< numerics, optimizer, recompute, kernels
+const std::vector<FlagSpec>& mindspeed_flags();  ///< MindSpeed-LLM's own (megatron_args_mindspeed.cpp)
 
 I64 parse_int(const std::string& flag, const std::string& v);
 double parse_float(const std::string& flag, const std::string& v);
@@ -69,6 +70,19 @@ void translate_megablocks_moe(std::map<std::string, std::string>& seen, std::vec
 /// data-parallel group (ep = dp; ep = the experts when dp is a multiple of them, each expert's FFN then
 /// sharded further, priced as replicas).  @throws InputError when neither divides the other.
 void megablocks_expert_parallel(const Flags& f, MegatronConfig& cfg);
+
+// --- megatron_args_mindspeed.cpp --------------------------------------------------------------------
+/// MindSpeed-LLM's flags (Ascend/MindSpeed-LLM mindspeed_llm/features_manager) rewritten into Megatron's in
+/// `seen` before the readers run: --first-k-dense-replace with --moe-layer-freq (its transformer_block.py
+/// rule), --n-shared-experts, --shared-expert-gate, --noop-layers and --num-layer-list (as Megatron's
+/// pipeline layout of the real layers), --context-parallel-algo (cp_comm_type), --moe-tp-extend-ep,
+/// alltoall_seq, --geglu / --gelu-tanh (gated), --interleave-sliding-window, --full-attention-interval
+/// (Qwen3-Next's gated delta nets), LoRA by --lora-target-modules with --lora-r; notes in `warnings`.
+/// @throws InputError for DeepSeek sparse attention, hyper-connections, a --stage other than sft, and
+/// inconsistent layer lists.
+void translate_mindspeed(std::map<std::string, std::string>& seen, std::vector<std::string>& warnings);
+/// After the readers: --swap-optimizer as the optimizer states on the host.
+void mindspeed_after(const Flags& f, MegatronConfig& cfg);
 
 // --- megatron_args_run.cpp -------------------------------------------------------------------------
 /// torchrun's --nproc_per_node/--nnodes (or PET_*), --world-size, and the tp/pp/cp/ep/etp sizes.

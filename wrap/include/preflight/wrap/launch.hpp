@@ -113,7 +113,8 @@ struct EntryPatterns {
                                  "megatron_*_pretraining.py",
                                  "megatron_*_finetuning.py",  // (these two: NeMo 1's)
                                  "run_recipe.py",             // (Megatron-Bridge's recipe runner)
-                                 "setup_experiment.py"};      // (Megatron-Bridge's experiment launchers)
+                                 "setup_experiment.py",       // (Megatron-Bridge's experiment launchers)
+                                 "posttrain_gpt.py"};         // (MindSpeed-LLM's fine-tuning: --stage sft)
   /// True when the last path component of `path` matches one of the globs.
   bool matches(std::string_view path) const;
   /// "pretrain_*.py, finetune*.py, run_mindformer.py, …" for messages.
