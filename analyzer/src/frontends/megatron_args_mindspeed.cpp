@@ -231,6 +231,8 @@ void translate_mindspeed(std::map<std::string, std::string>& seen, std::vector<s
     // qwen3_next_feature: 1-based layer n is full attention when n % interval == 0, a gated delta net
     // otherwise.
     const I64 every = int_of(seen, "--full-attention-interval");
+    if (every < 0)
+      throw InputError("--full-attention-interval", "must not be negative (0: every layer attention)");
     if (every > 0) {
       gdn.resize(static_cast<std::size_t>(num_layers));
       for (I64 i = 0; i < num_layers; ++i) gdn[static_cast<std::size_t>(i)] = (i + 1) % every != 0;
