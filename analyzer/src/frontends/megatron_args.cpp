@@ -282,6 +282,14 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--spec",
        "a custom layer spec (a module and function of the launch's own): its layers are priced as Megatron's "
        "standard ones for these flags"},
+      {"--step-batch-size-schedule",
+       "the batch-size schedule is not priced: the iteration is priced at --global-batch-size (the "
+       "schedule's "
+       "steps below it run fewer micro batches)"},
+      {"--rampup-batch-size",
+       "the batch-size ramp is not priced: the iteration is priced at --global-batch-size (the ramp's steps "
+       "run "
+       "fewer micro batches)"},
       {"--mlp-chunks-for-training",
        "the MLP is priced over the whole sequence at once, not in chunks: its activation peak here is high"},
   };
