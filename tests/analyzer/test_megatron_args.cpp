@@ -558,6 +558,17 @@ TEST(MegatronArgs, VocabularyFromTheLoadedCheckpoint) {
     EXPECT_NE(e.detail().find("/config.json has no integer vocab_size)"), std::string::npos) << e.detail();
   }
   std::filesystem::remove(dir / "config.json");
+  // Pai's Llama tokenizers are one family's vocabulary plus --extra-vocab-size (its Llama 3.1 scripts: 256):
+  // the checkpoint's config.json is not needed for them.
+  auto llama = [&](const char* tokenizer, const char* extra) {
+    Words w = a;
+    *std::find(w.begin(), w.end(), "DeepSeekV2Tokenizer") = tokenizer;
+    return parse_megatron_args(with(w, {"--extra-vocab-size", extra})).model;
+  };
+  EXPECT_EQ(llama("LLama3Tokenizer", "256").vocab_size, 128256);
+  EXPECT_EQ(llama("LLama3Tokenizer", "256").padded_vocab_size(2), 128256);
+  EXPECT_EQ(llama("LLama2Tokenizer", "0").vocab_size, 32000);
+  EXPECT_THROW(llama("LLama3Tokenizer", "-1"), preflight::InputError);
   Words empty_load = {"--num-layers",          "2",    "--hidden-size", "64",
                       "--num-attention-heads", "4",    "--seq-length",  "16",
                       "--vocab-size",          "1000", "--load"};

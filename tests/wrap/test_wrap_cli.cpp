@@ -564,6 +564,21 @@ TEST(WrapStyles, SbatchTemplateWithPlaceholderSizes) {
   EXPECT_EQ(w.out.find("SLURM_NNODES:-your_own"), std::string::npos) << w.out;
 }
 
+// The node's GPUs asked of PyTorch in a wrapped script run where there is no GPU (Pai-Megatron-Patch's
+// GPUS_PER_NODE): answered for $PREFLIGHT_GPUS_PER_NODE, else 8, as `preflight run`'s python shim answers it;
+// the script's other python commands run as written.  The count had been an error (no torch) or 0.
+TEST(WrapStyles, TorchDeviceCountWithoutGpus) {
+  const char* path = std::getenv("PATH");
+  if (preflight::wrap::find_program("nvidia-smi", path ? path : "").has_value())
+    GTEST_SKIP() << "this machine has GPUs: PyTorch's count is used";
+  expect_layout(analyzed("torch_device_count.sh"), {2, 1, 4, 512, 8}, "torch.cuda.device_count()");
+  expect_layout(analyzed("torch_device_count.sh", "PREFLIGHT_GPUS_PER_NODE=4"), {2, 1, 4, 512, 4},
+                "4 GPUs said");
+  TempDir dir;
+  const RunResult r = wrap_and_run(dir, wrap_data("torch_device_count.sh"));
+  EXPECT_NE((r.out + r.err).find("found 8 GPUs, python 3.x"), std::string::npos) << r.out << r.err;
+}
+
 // A launch in MindSpeed-LLM's style (Ascend; our script in that style): its fine-tuning entry point is
 // analysed (it had been left unrun as an unknown script) and its own flags are read as Megatron's spellings:
 // 2 of 24 layers no-ops, the first 2 dense, a shared expert of 2 × 704.

@@ -1342,6 +1342,34 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
           ": where nvidia-smi is missing its GPU listings answer for $PREFLIGHT_GPUS_PER_NODE "
           "(8) GPUs");
     }
+    // PyTorch asked for the node's GPU count (`GPUS_PER_NODE=$(python -c "import torch;
+    // print(torch.cuda.device_count())")`, Pai-Megatron-Patch's way): answered for $PREFLIGHT_GPUS_PER_NODE,
+    // else what PyTorch counts here when it counts any, else 8 — as `preflight run`'s python shim does. Other
+    // python commands run as written.  bash only (functions exported to the script's children).
+    if (work.find("device_count()") != std::string::npos) {
+      header +=
+          "if [ -n \"${BASH_VERSION:-}\" ]; then eval '\n"
+          "_preflight_python() {  # preflight wrap: the GPU count of the node asked of PyTorch\n"
+          "  _pf_py=$1; shift\n"
+          "  if [ $# -eq 2 ] && [ \"$1\" = -c ]; then\n"
+          "    case \"$2\" in *device_count\\(\\)*) case \"$2\" in *print*)\n"
+          "      if [ -n \"${PREFLIGHT_GPUS_PER_NODE:-}\" ]; then echo \"$PREFLIGHT_GPUS_PER_NODE\"; return "
+          "0; fi\n"
+          "      _pf_c=$(command \"$_pf_py\" -c \"$2\" 2>/dev/null)\n"
+          "      if [ \"${_pf_c:-0}\" -gt 0 ] 2>/dev/null; then echo \"$_pf_c\"; else echo 8; fi\n"
+          "      return 0 ;; esac ;;\n"
+          "    esac\n"
+          "  fi\n"
+          "  command \"$_pf_py\" \"$@\"\n"
+          "}\n"
+          "python() { _preflight_python python \"$@\"; }\n"
+          "python3() { _preflight_python python3 \"$@\"; }\n"
+          "export -f _preflight_python python python3'; fi\n";
+      result.notes.push_back(
+          o.script_name +
+          ": `python -c \"…torch.cuda.device_count()…\"` answers $PREFLIGHT_GPUS_PER_NODE, "
+          "else the GPUs PyTorch counts here, else 8");
+    }
     // Slurm's scontrol where Slurm is not installed (the wrapped job script run on a login node of another
     // cluster, a laptop): `MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)` would end
     // a script under `set -euo pipefail`.  It goes to `preflight run`'s shim, which answers the host list of

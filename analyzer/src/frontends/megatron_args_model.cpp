@@ -1127,6 +1127,27 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
     vocab = padded;
     m.make_vocab_size_divisible_by = 1;
   }
+  if (vocab == 0 && f.has("--patch-tokenizer-type")) {
+    // Pai-Megatron-Patch's Llama tokenizers (megatron_patch/tokenizer/__init__.py _LLama2Tokenizer /
+    // _LLama3Tokenizer: the tokenizer's vocab_size, its base vocabulary without the added special tokens,
+    // plus
+    // --extra-vocab-size) are one family's fixed vocabulary: Llama 2's and Mixtral's 32000, Llama 3's 128000
+    // (its 256 special tokens are the scripts' --extra-vocab-size 256).
+    const std::string& pt = f.get("--patch-tokenizer-type");
+    const I64 family = pt == "LLama3Tokenizer"                                 ? 128000
+                       : (pt == "LLama2Tokenizer" || pt == "MixtralTokenizer") ? 32000
+                                                                               : 0;
+    if (family > 0) {
+      const I64 extra = f.int_or("--extra-vocab-size", 0);
+      if (extra < 0) throw InputError("--extra-vocab-size", "must not be negative");
+      vocab = family + extra;
+      m.make_vocab_size_divisible_by = 1;
+      warnings.push_back("vocabulary " + std::to_string(vocab) + ": --patch-tokenizer-type " + pt +
+                         " is Pai-Megatron-Patch's tokenizer of that family (" + std::to_string(family) +
+                         " + --extra-vocab-size " + std::to_string(extra) +
+                         "); the --load checkpoint's config.json is not read here");
+    }
+  }
   if (vocab == 0 && f.has("--patch-tokenizer-type"))
     // Pai-Megatron-Patch (megatron_patch/tokenizer): the Hugging Face tokenizer of the --load checkpoint,
     // plus --extra-vocab-size; the checkpoint's config.json vocab_size is that sum.
