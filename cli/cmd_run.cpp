@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <regex>
 #include <sstream>
 
 #include "commands.hpp"
@@ -285,6 +286,33 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
         std::cerr << "preflight run: outside an allocation the analysis takes the job size of "
                   << script->string() << "'s " << job.directive << " lines (" << job.summary << ")\n";
       }
+    }
+  }
+  // A script run for the analysis away from its cluster stops, under `set -e`, at the first line of its
+  // environment that fails here (Pai-Megatron-Patch's scripts copy the checkpoint's config.json with `find
+  // $CKPT … | xargs cp`; a conda activate, a module load) and, under `set -u`, at an unset variable of its
+  // cluster — before its launch.  As `preflight wrap` does, both are switched off in analyze / search mode:
+  // bash reads $BASH_ENV before the script, and its DEBUG trap clears them before each of the script's
+  // commands (a BASH_ENV of the user's is read first; functions that set them themselves keep them).
+  if (analysis_mode(c)) {
+    const fs::path bash_env = dir / "bash_env.sh";
+    std::ofstream out(bash_env);
+    if (const std::string user = wrap::env_get(env, "BASH_ENV"); !user.empty())
+      out << ". " << wrap::shell_quote(user) << "\n";
+    out << "trap 'set +e +u' DEBUG  # preflight run: set -e / -u switched off for the analysis\n";
+    if (!out) throw InputError(bash_env.string(), "cannot write the analysis' BASH_ENV");
+    shimmed["BASH_ENV"] = bash_env.string();
+    if (const auto script = job_script_of(argv)) {
+      std::ifstream in(*script);
+      std::stringstream text;
+      text << in.rdbuf();
+      static const std::regex errexit(
+          R"((^|[;&|\s])set\s+(-[A-Za-z]*[eu]|-o\s+(errexit|nounset))|^#!\S*\s+-[A-Za-z]*e)",
+          std::regex::multiline);
+      if (std::regex_search(text.str(), errexit))
+        std::cerr << "preflight run: " << script->string()
+                  << ": `set -e` / `-u` is switched off for the analysis (the script's environment — "
+                     "checkpoints, sourced files, conda, paths of its cluster — may be missing here)\n";
     }
   }
   shimmed[kShimDirVar] = dir.string();

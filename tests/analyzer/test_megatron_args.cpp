@@ -568,6 +568,19 @@ TEST(MegatronArgs, VocabularyFromTheLoadedCheckpoint) {
   EXPECT_EQ(llama("LLama3Tokenizer", "256").vocab_size, 128256);
   EXPECT_EQ(llama("LLama3Tokenizer", "256").padded_vocab_size(2), 128256);
   EXPECT_EQ(llama("LLama2Tokenizer", "0").vocab_size, 32000);
+  EXPECT_EQ(llama("Qwen2Tokenizer", "421").vocab_size, 152064);  // Qwen2.5-72B's config.json
+  EXPECT_EQ(llama("Qwen3Tokenizer", "293").vocab_size, 151936);
+  // Its vision-language models' tokenizer: the language model alone is analysed, and said so.
+  const MegatronConfig vl = parse_megatron_args(with(
+      [&] {
+        Words w = a;
+        *std::find(w.begin(), w.end(), "DeepSeekV2Tokenizer") = "Qwen2VLTokenizer";
+        return w;
+      }(),
+      {"--extra-vocab-size", "421"}));
+  EXPECT_TRUE(std::any_of(vl.warnings.begin(), vl.warnings.end(), [](const std::string& w) {
+    return w.find("vision encoder") != std::string::npos;
+  }));
   EXPECT_THROW(llama("LLama3Tokenizer", "-1"), preflight::InputError);
   Words empty_load = {"--num-layers",          "2",    "--hidden-size", "64",
                       "--num-attention-heads", "4",    "--seq-length",  "16",

@@ -326,6 +326,27 @@ TEST(RunCli, TorchDeviceCountIsTheNodeSizeAnalysed) {
   EXPECT_EQ(json_in(r.out)["strategy"]["world_size"].get<int>(), 4);
 }
 
+// A script under `set -euo pipefail` whose environment lines fail here (Pai-Megatron-Patch's scripts copy the
+// checkpoint's config.json with `find $CKPT … | xargs cp`; an unset variable of its cluster) still reaches
+// its launch in analyze mode: set -e / -u are switched off, as wrap does, and said.  It had ended before the
+// launch.
+TEST(RunCli, SetErrexitIsSwitchedOffForTheAnalysis) {
+  TempDir dir;
+  write_file(dir / "s.sh",
+             "#!/bin/bash\nset -euo pipefail\n"
+             "find /nonexistent/ckpt -maxdepth 1 -name '*.json' -print0 | xargs -0 cp -t /nonexistent/out\n"
+             "echo \"cluster: ${CLUSTER_NAME_UNSET}\"\n"
+             "set -- 2 16\n"
+             "torchrun --nproc_per_node $2 pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+             "--num-attention-heads 2 --seq-length $2 --vocab-size 100 --tensor-model-parallel-size $1\n");
+  RunResult r = run_in(dir.path(), preflight_bin() + " run --analyze-arg=--json -- bash s.sh");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("`set -e` / `-u` is switched off for the analysis"), std::string::npos) << r.err;
+  const nlohmann::json j = json_in(r.out);
+  EXPECT_EQ(j["strategy"]["world_size"].get<int>(), 16);  // the script's own `set -- …` still sets $1 $2
+  EXPECT_EQ(j["strategy"]["tp"].get<int>(), 2);
+}
+
 // The same for nvidia-smi's GPU listings (Megatron-DeepSpeed's examples count `--query-gpu=name` lines): the
 // node size given; other nvidia-smi queries are not answered (the real program, absent here: 127).
 TEST(RunCli, NvidiaSmiGpuListingIsTheNodeSizeAnalysed) {

@@ -473,6 +473,17 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                              "encoder, retrieval or biencoder parts are not modelled)");
     }
   }
+  // Pai-Megatron-Patch's vision-language models (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3-Omni: its
+  // examples/qwen*_vl and qwen3_omni scripts, all with this tokenizer) train a vision encoder on the first
+  // pipeline stage beside the language model.
+  if (const auto t = cfg.seen.find("--patch-tokenizer-type");
+      t != cfg.seen.end() && t->second == "Qwen2VLTokenizer")
+    cfg.warnings.push_back(
+        "--patch-tokenizer-type Qwen2VLTokenizer: Pai-Megatron-Patch's vision-language model; only its "
+        "language "
+        "model is analysed — the vision encoder (on the first pipeline stage), its activations and time are "
+        "not "
+        "modelled: memory and time here are low");
   megatron::translate_megablocks_moe(cfg.seen, cfg.warnings);
   megatron::translate_mindspeed(cfg.seen, cfg.warnings);
   megatron::Flags f(cfg.seen);

@@ -1128,14 +1128,17 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
     m.make_vocab_size_divisible_by = 1;
   }
   if (vocab == 0 && f.has("--patch-tokenizer-type")) {
-    // Pai-Megatron-Patch's Llama tokenizers (megatron_patch/tokenizer/__init__.py _LLama2Tokenizer /
-    // _LLama3Tokenizer: the tokenizer's vocab_size, its base vocabulary without the added special tokens,
-    // plus
-    // --extra-vocab-size) are one family's fixed vocabulary: Llama 2's and Mixtral's 32000, Llama 3's 128000
-    // (its 256 special tokens are the scripts' --extra-vocab-size 256).
+    // Pai-Megatron-Patch's Llama and Qwen tokenizers (megatron_patch/tokenizer/__init__.py: _LLama2Tokenizer
+    // / _LLama3Tokenizer the tokenizer's vocab_size, _Qwen2Tokenizer / _Qwen2VLTokenizer / _Qwen3Tokenizer
+    // len(encoder) — the base vocabulary without the added special tokens — plus --extra-vocab-size) are one
+    // family's fixed vocabulary: Llama 2's and Mixtral's 32000, Llama 3's 128000 (its 256 special tokens are
+    // the scripts' --extra-vocab-size 256), Qwen's BPE of 151643 (+ 293 = 151936, + 421 = 152064 for the
+    // 72B, as its scripts give them).  DeepSeek's differ by version and are read from the checkpoint.
     const std::string& pt = f.get("--patch-tokenizer-type");
+    const bool qwen = pt == "Qwen2Tokenizer" || pt == "Qwen2VLTokenizer" || pt == "Qwen3Tokenizer";
     const I64 family = pt == "LLama3Tokenizer"                                 ? 128000
                        : (pt == "LLama2Tokenizer" || pt == "MixtralTokenizer") ? 32000
+                       : qwen                                                  ? 151643
                                                                                : 0;
     if (family > 0) {
       const I64 extra = f.int_or("--extra-vocab-size", 0);
