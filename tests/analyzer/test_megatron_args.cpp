@@ -864,6 +864,9 @@ TEST(MegatronArgs, MegaBlocksExpertsAsItsForkRunsThem) {
   EXPECT_THROW(parse_megatron_args(with(run, {"--moe-router-topk", "2"})), preflight::InputError);
   EXPECT_THROW(parse_megatron_args(with(base_args(), {"--moe-top-k", "2"})), preflight::InputError);
   EXPECT_THROW(parse_megatron_args(with(run, {"--mlp-type", "residual"})), preflight::InputError);
+  // FastMoE's patch counts experts per GPU: refused by name, not read as the layer's count.
+  EXPECT_THROW(parse_megatron_args(with(base_args(), {"--fmoefy", "--num-experts", "4"})),
+               preflight::InputError);
 }
 
 // A MoE flag the analysis does not read is named among the flags read past; Megatron's loss and routing

@@ -416,6 +416,14 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       throw InputError(name,
                        "a heterogeneous stack (per-layer attention and FFN shapes, Llama-Nemotron's NAS "
                        "models) is not modelled: preflight prices every layer of a kind the same");
+  // FastMoE's Megatron patch (laekov/fastmoe fmoe/megatron: `--fmoefy`): its --num-experts counts the experts
+  // of each GPU, not of the layer — read as Megatron's it would price a model a world size smaller.
+  if (std::find(cfg.ignored.begin(), cfg.ignored.end(), "--fmoefy") != cfg.ignored.end())
+    throw InputError(
+        "--fmoefy",
+        "FastMoE's experts (its --num-experts counts the experts of each GPU, spread over the "
+        "data-parallel ranks) are not modelled; Megatron's own MoE flags are (--num-experts of the "
+        "layer, --expert-model-parallel-size, --moe-router-topk)");
   for (const char* name : {"--perform-rl-step", "--langrl-env-config"})
     if (std::find(cfg.ignored.begin(), cfg.ignored.end(), name) != cfg.ignored.end())
       throw InputError(name,
