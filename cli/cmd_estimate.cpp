@@ -73,6 +73,14 @@ int run(EstimateOptions o) {
       for (const auto& w : bridge->warnings) warnings.push_back(w);
       if (!o.system_given) system_of_recipe(*bridge, o.system, warnings);
     }
+    if (!o.system_given && !bridge && is_mindspeed_launch(o.megatron)) {
+      // MindSpeed-LLM runs on Ascend NPUs only: its launch is priced on the one Ascend preset, not on
+      // SimuMax's A100 default.
+      o.system = "ascend-910b";
+      warnings.push_back(
+          "MindSpeed-LLM's flags: an Ascend NPU run, priced on ascend-910b (Atlas 800T A2); --system for "
+          "another (the Atlas A3's 910C has no preset)");
+    }
     ModelSpec base;
     if (!o.model.empty()) base = cost::load_cost_model(o.model, &warnings);
     const MegatronConfig mc =

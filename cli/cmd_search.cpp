@@ -801,6 +801,13 @@ Command search_command() {
               std::cerr << "preflight: warning: searched on " << o->system
                         << ", the GPU the recipe is named for (--system for another)\n";
           }
+          if (o->bridge_config.empty() && o->config.empty() && system->count() == 0 &&
+              analyzer::is_mindspeed_launch(o->megatron)) {
+            o->system = "ascend-910b";
+            std::cerr
+                << "preflight: warning: MindSpeed-LLM's flags: an Ascend NPU run, searched on ascend-910b "
+                   "(Atlas 800T A2); --system for another (the Atlas A3's 910C has no preset)\n";
+          }
           return run(*o);
         };
       }};

@@ -458,3 +458,25 @@ TEST(EstimateCli, Bloom176BOnJeanZayWithItsNetwork) {
   EXPECT_LT(preset, 0.97 * jean_zay);
   EXPECT_EQ(run_preflight("estimate --system a100-sxm-80gb --nic-gbps=-1 -- " + args).exit_code, 2);
 }
+
+// A MindSpeed-LLM launch (its own flags: Ascend NPUs only) is priced on the Ascend preset when --system is
+// not given, and said so; --system still chooses.  It had been priced on SimuMax's A100 default.
+TEST(EstimateCli, MindSpeedLaunchIsPricedOnTheAscendPreset) {
+  const std::string launch =
+      " -- --nproc_per_node 8 --num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 2048 "
+      "--max-position-embeddings 2048 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 16 --bf16 "
+      "--swiglu --use-fused-rmsnorm --use-fused-swiglu";
+  RunResult r = run_preflight("estimate" + launch);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("megatron-args on ascend-910b"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("MindSpeed-LLM's flags: an Ascend NPU run"), std::string::npos) << r.err;
+  RunResult h100 = run_preflight("estimate --system h100-sxm" + launch);
+  ASSERT_EQ(h100.exit_code, 0) << h100.err;
+  EXPECT_NE(h100.out.find("megatron-args on h100-sxm"), std::string::npos) << h100.out;
+  // Megatron-LM's own flags alone keep the documented default.
+  RunResult plain = run_preflight(
+      "estimate -- --nproc_per_node 8 --num-layers 4 --hidden-size 1024 "
+      "--num-attention-heads 8 --seq-length 2048 --vocab-size 32000 --bf16");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("megatron-args on a100_pcie"), std::string::npos) << plain.out;
+}

@@ -371,3 +371,17 @@ void mindspeed_after(const Flags& f, MegatronConfig& cfg) {
 }
 
 }  // namespace preflight::analyzer::megatron
+
+namespace preflight::analyzer {
+
+bool is_mindspeed_launch(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string name = args[i].substr(0, args[i].find('='));
+    if (name == "--spec" && i + 1 < args.size() && args[i + 1].rfind("mindspeed_llm", 0) == 0) return true;
+    for (const auto& flag : megatron::mindspeed_flags())
+      if (name == flag.name) return true;
+  }
+  return false;
+}
+
+}  // namespace preflight::analyzer

@@ -31,6 +31,10 @@ struct MegatronConfig {
   std::map<std::string, std::string> seen;  ///< canonical flag → raw value ("" for switches) of known flags
 };
 
+/// True when the launch's words use MindSpeed-LLM's own flags (megatron_args_mindspeed.cpp's table) or its
+/// layer specs (`--spec mindspeed_llm.…`): a run on Ascend NPUs.
+bool is_mindspeed_launch(const std::vector<std::string>& args);
+
 /// Parses torchrun + Megatron arguments.
 /// @param args  the words after the subcommand, as a shell passes them
 /// @param env   environment lookup for torchrun's PET_* variables (PET_NPROC_PER_NODE, PET_NNODES) and,
