@@ -794,6 +794,16 @@ TEST(MegatronArgs, MindSpeedLlmDialectAsMegatronSpellsIt) {
   EXPECT_EQ(parse_megatron_args(with(dense, {"--lora-r", "8", "--lora-target-modules", "linear_qkv"}))
                 .model.lora.rank,
             8);
+  // MindSpeed's DeepSpeed-style MoE: padded to its training capacity.
+  const MegatronConfig dsmoe =
+      parse_megatron_args(with(with(base, {"--num-layers", "16"}),
+                               {"--moe-model-type", "deepspeed_moe", "--moe-train-capacity-factor", "1.1"}));
+  EXPECT_TRUE(dsmoe.model.moe.pad_expert_input_to_capacity);
+  EXPECT_DOUBLE_EQ(dsmoe.model.moe.capacity_factor, 1.1);
+  EXPECT_FALSE(
+      parse_megatron_args(with(with(base, {"--num-layers", "16"}), {"--moe-model-type", "megatron_moe"}))
+          .model.moe.pad_expert_input_to_capacity);
+  EXPECT_THROW(parse_megatron_args(with(dense, {"--moe-model-type", "tutel"})), preflight::InputError);
   // Refused by name: preference optimisation, DeepSeek sparse attention, hyper-connections.
   EXPECT_THROW(parse_megatron_args(with(dense, {"--stage", "dpo"})), preflight::InputError);
   EXPECT_NO_THROW(parse_megatron_args(with(dense, {"--stage", "sft"})));

@@ -39,6 +39,8 @@ const std::vector<FlagSpec>& mindspeed_flags() {
       {"--lora-modules-to-save", Arity::Many},
       {"--lora-register-forward-hook", Arity::Many},
       {"--stage", Arity::One},
+      {"--moe-model-type", Arity::One},
+      {"--noisy-gate-policy", Arity::One},
       // Refused by name (models preflight does not price).
       {"--enable-dsa-indexer", Arity::Switch},
       {"--index-n-heads", Arity::One},
@@ -168,6 +170,24 @@ void translate_mindspeed(std::map<std::string, std::string>& seen, std::vector<s
       seen["--moe-shared-expert-intermediate-size"] = std::to_string(n * int_of(seen, ffn));
   }
   if (has(seen, "--shared-expert-gate")) seen["--moe-shared-expert-gate"] = "";
+  // --moe-model-type deepspeed_moe (MindSpeed's and ModelLink's Mixtral scripts): DeepSpeed's gate, each
+  // expert's tokens padded or cut to capacity (--moe-train-capacity-factor, 1 by default); megatron_moe is
+  // Megatron's own (dropless unless a capacity is given).
+  if (has(seen, "--moe-model-type")) {
+    const std::string type = seen.at("--moe-model-type");
+    if (type == "deepspeed_moe") {
+      if (!has(seen, "--moe-expert-capacity-factor"))
+        seen["--moe-expert-capacity-factor"] =
+            has(seen, "--moe-train-capacity-factor") ? seen.at("--moe-train-capacity-factor") : "1.0";
+      seen["--moe-pad-expert-input-to-capacity"] = "";
+      warnings.push_back(
+          "--moe-model-type deepspeed_moe: DeepSpeed's gate, each expert's tokens padded to capacity "
+          "factor " +
+          seen.at("--moe-expert-capacity-factor") + " (priced as Megatron's MoE padded to that capacity)");
+    } else if (type != "megatron_moe") {
+      throw InputError("--moe-model-type", "unknown type '" + type + "' (deepspeed_moe or megatron_moe)");
+    }
+  }
   if (has(seen, "--moe-token-dispatcher-type") && seen.at("--moe-token-dispatcher-type") == "alltoall_seq")
     seen["--moe-token-dispatcher-type"] = "alltoall";  // Megatron's former sequence-sharded all-to-all
   // Experts over tp × ep ranks, whole (no expert tensor parallelism).
