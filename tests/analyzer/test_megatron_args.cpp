@@ -794,6 +794,19 @@ TEST(MegatronArgs, MindSpeedLlmDialectAsMegatronSpellsIt) {
   EXPECT_EQ(parse_megatron_args(with(dense, {"--lora-r", "8", "--lora-target-modules", "linear_qkv"}))
                 .model.lora.rank,
             8);
+  // --reuse-fp32-param: the main copy is the bf16 parameter plus a 16-bit residual — 2 bytes a parameter
+  // less, sharded over dp with the distributed optimizer (MindSpeed's docs: sizeof(bf16) × parameters / DP).
+  {
+    const Words run = with(dense, {"--bf16", "--use-distributed-optimizer", "--nproc_per_node", "8"});
+    const MegatronConfig plain = parse_megatron_args(run);
+    const MegatronConfig reuse = parse_megatron_args(with(run, {"--reuse-fp32-param"}));
+    const StageMemory a0 = stage_memory(build_layer_graph(plain.model, plain.strategy)).stages.at(0);
+    const StageMemory b0 = stage_memory(build_layer_graph(reuse.model, reuse.strategy)).stages.at(0);
+    const int dp = plain.strategy.world_size / plain.strategy.pp;
+    EXPECT_NEAR(a0.optimizer_bytes - b0.optimizer_bytes, 2.0 * static_cast<double>(a0.params) / dp,
+                0.001 * a0.optimizer_bytes);
+    EXPECT_THROW(parse_megatron_args(with(dense, {"--reuse-fp32-param", "--fp16"})), preflight::InputError);
+  }
   // MindSpeed's DeepSpeed-style MoE: padded to its training capacity.
   const MegatronConfig dsmoe =
       parse_megatron_args(with(with(base, {"--num-layers", "16"}),

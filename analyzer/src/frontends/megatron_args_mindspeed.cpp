@@ -237,10 +237,6 @@ void translate_mindspeed(std::map<std::string, std::string>& seen, std::vector<s
         "--schedules-method " + seen.at("--schedules-method") +
         ": MindSpeed's DualPipeV (two chunks per rank in a V, forward and backward of two micro "
         "batches overlapped) is not modelled; priced as Megatron's 1F1B");
-  if (has(seen, "--reuse-fp32-param"))
-    warnings.push_back(
-        "--reuse-fp32-param: MindSpeed keeps the fp32 main parameters in the 16-bit parameters' memory; not "
-        "modelled: memory here is high (by about 2 bytes a parameter)");
 
   // Layers: Qwen3-Next's linear attention, DeepSeek's first dense layers, no-op layers and per-stage counts.
   if (!has(seen, "--num-layers")) return;
@@ -379,6 +375,15 @@ void translate_mindspeed(std::map<std::string, std::string>& seen, std::vector<s
 }
 
 void mindspeed_after(const Flags& f, MegatronConfig& cfg) {
+  if (f.has("--reuse-fp32-param")) {
+    // MindSpeed's parameter-copy reuse (mindspeed/optimizer reuse_fp32_param; Ascend/MindSpeed docs
+    // reuse_fp32_param.md): fp32 = bf16 + a 16-bit residual, the bf16 half being the model's own parameter —
+    // the main copy costs 2 bytes a parameter (sharded over dp with the distributed optimizer), not 4.  bf16
+    // only.
+    if (cfg.strategy.precision != Precision::BF16)
+      throw InputError("--reuse-fp32-param", "needs --bf16 (MindSpeed checks it: the residual is bf16's)");
+    cfg.strategy.master_param_bytes = std::min(cfg.strategy.master_param_bytes, 2);
+  }
   if (f.has("--swap-optimizer")) {
     // MindSpeed keeps the optimizer states on the host and swaps them in, --swap-optimizer-times parts, for
     // the step: off the device at the activation peak, as Megatron's optimizer offload.

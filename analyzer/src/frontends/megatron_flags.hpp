@@ -81,7 +81,8 @@ void megablocks_expert_parallel(const Flags& f, MegatronConfig& cfg);
 /// @throws InputError for DeepSeek sparse attention, hyper-connections, a --stage other than sft, and
 /// inconsistent layer lists.
 void translate_mindspeed(std::map<std::string, std::string>& seen, std::vector<std::string>& warnings);
-/// After the readers: --swap-optimizer as the optimizer states on the host.
+/// After the readers: --swap-optimizer as the optimizer states on the host; --reuse-fp32-param as a main
+/// parameter copy of 2 bytes (the bf16 parameter plus a 16-bit residual).
 void mindspeed_after(const Flags& f, MegatronConfig& cfg);
 
 // --- megatron_args_run.cpp -------------------------------------------------------------------------
