@@ -807,6 +807,18 @@ TEST(MegatronArgs, MindSpeedLlmDialectAsMegatronSpellsIt) {
                 0.001 * a0.optimizer_bytes);
     EXPECT_THROW(parse_megatron_args(with(dense, {"--reuse-fp32-param", "--fp16"})), preflight::InputError);
   }
+  // --recompute-activation-function: each dense MLP's activation output (fc2's input: tokens × ffn, bf16) is
+  // dropped and recomputed.
+  {
+    const Words run =
+        with(dense, {"--bf16", "--swiglu", "--ffn-hidden-size", "2048", "--micro-batch-size", "1"});
+    const MegatronConfig plain = parse_megatron_args(run);
+    const MegatronConfig act = parse_megatron_args(with(run, {"--recompute-activation-function"}));
+    const StageMemory a0 = stage_memory(build_layer_graph(plain.model, plain.strategy)).stages.at(0);
+    const StageMemory b0 = stage_memory(build_layer_graph(act.model, act.strategy)).stages.at(0);
+    EXPECT_DOUBLE_EQ(a0.activation_bytes_per_microbatch - b0.activation_bytes_per_microbatch,
+                     a0.num_layers * 1024.0 * 2048 * 2);  // seq 1024, ffn 2048, 2 bytes
+  }
   // MindSpeed's DeepSpeed-style MoE: padded to its training capacity.
   const MegatronConfig dsmoe =
       parse_megatron_args(with(with(base, {"--num-layers", "16"}),

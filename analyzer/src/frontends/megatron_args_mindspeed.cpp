@@ -26,6 +26,8 @@ const std::vector<FlagSpec>& mindspeed_flags() {
       {"--swap-optimizer", Arity::Switch},
       {"--swap-optimizer-times", Arity::One},
       {"--reuse-fp32-param", Arity::Switch},
+      {"--recompute-activation-function", Arity::Switch},
+      {"--recompute-activation-function-num-layers", Arity::One},
       {"--schedules-method", Arity::One},
       {"--geglu", Arity::Switch},
       {"--gelu-tanh", Arity::Switch},
@@ -383,6 +385,37 @@ void mindspeed_after(const Flags& f, MegatronConfig& cfg) {
     if (cfg.strategy.precision != Precision::BF16)
       throw InputError("--reuse-fp32-param", "needs --bf16 (MindSpeed checks it: the residual is bf16's)");
     cfg.strategy.master_param_bytes = std::min(cfg.strategy.master_param_bytes, 2);
+  }
+  if (f.has("--recompute-activation-function")) {
+    // MindSpeed's activation recompute (mindspeed/core/memory/recompute/activation: CheckpointWithoutOutput
+    // around the MLP's activation): its output, fc2's input, is dropped and made again in backward — the
+    // dense MLP's (preflight's "mlp_act") and the grouped experts' (Megatron's moe_act).  Layers under full
+    // recompute keep only their input anyway.
+    Strategy& st = cfg.strategy;
+    const ModelSpec& m = cfg.model;
+    if (st.recompute_granularity == RecomputeGranularity::Full) {
+      if (st.recompute_method == RecomputeMethod::Block)
+        cfg.warnings.push_back(
+            "--recompute-activation-function: the layers outside the full-recompute block keep their MLP "
+            "activation here (not modelled with --recompute-method block): memory here is high");
+    } else {
+      const std::vector<std::string> base = st.recompute_granularity == RecomputeGranularity::Selective
+                                                ? st.recompute_modules
+                                                : std::vector<std::string>{};
+      st.per_layer_recompute.assign(static_cast<std::size_t>(m.num_layers), {});
+      for (int layer = 0; layer < m.num_layers; ++layer) {
+        auto& choice = st.per_layer_recompute[static_cast<std::size_t>(layer)];
+        choice.modules = base;
+        if (!m.is_moe_layer(layer))
+          choice.modules.push_back("mlp_act");
+        else if (st.moe_grouped_gemm)
+          choice.modules.push_back("moe_act");
+      }
+      if (f.has("--recompute-activation-function-num-layers"))
+        cfg.warnings.push_back(
+            "--recompute-activation-function-num-layers: the activation recompute is priced on every layer, "
+            "not on that many: memory here is low");
+    }
   }
   if (f.has("--swap-optimizer")) {
     // MindSpeed keeps the optimizer states on the host and swaps them in, --swap-optimizer-times parts, for
