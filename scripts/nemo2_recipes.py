@@ -170,6 +170,26 @@ class Interp:
             return UNKNOWN
         if isinstance(node, ast.Call):
             return self.call(node, mod, env)
+        if isinstance(node, ast.ListComp) and len(node.generators) == 1 and \
+                isinstance(node.generators[0].target, ast.Name) and not node.generators[0].is_async:
+            # [elt for x in iterable if cond]
+            gen = node.generators[0]
+            items = self.ev(gen.iter, mod, env)
+            if not isinstance(items, (list, tuple)):
+                return UNKNOWN
+            out = []
+            for item in items:
+                scope = dict(env)
+                scope[gen.target.id] = item
+                keep = [self.ev(c, mod, scope) for c in gen.ifs]
+                if any(k is UNKNOWN for k in keep):
+                    return UNKNOWN
+                if all(keep):
+                    v = self.ev(node.elt, mod, scope)
+                    if v is UNKNOWN:
+                        return UNKNOWN
+                    out.append(v)
+            return out
         if isinstance(node, ast.JoinedStr):  # f"nemo://{model_id}"
             parts = []
             for v in node.values:
@@ -197,6 +217,10 @@ class Interp:
         if isinstance(func, ast.Name) and func.id == "hasattr" and len(node.args) == 2:
             obj, name = self.ev(node.args[0], mod, env), self.ev(node.args[1], mod, env)
             return isinstance(obj, dict) and name in obj if obj is not UNKNOWN else UNKNOWN
+        if isinstance(func, ast.Name) and func.id in ("list", "tuple") and len(node.args) == 1 and \
+                func.id not in env and func.id not in mod.names:
+            v = self.ev(node.args[0], mod, env)
+            return list(v) if isinstance(v, (list, tuple)) else UNKNOWN
         if isinstance(func, ast.Name) and func.id in ("int", "bool", "str", "float") and len(node.args) == 1:
             v = self.ev(node.args[0], mod, env)
             return UNKNOWN if v is UNKNOWN else {"int": int, "bool": bool, "str": str, "float": float}[func.id](v)

@@ -69,16 +69,34 @@ struct Published {
 
 TEST(Presets, EveryPresetMatchesItsPublishedTotal) {
   const Published table[] = {
-      {"llama2-7b", 6'738'415'616, true},   {"llama2-13b", 13'015'864'320, true},
-      {"llama2-70b", 68'976'648'192, true}, {"llama3-8b", 8'030'261'248, true},
-      {"llama3-70b", 70'553'706'496, true}, {"llama3-405b", 405'853'388'800, true},
-      {"mistral-7b", 7'241'732'096, true},  {"gpt3-175b", 175e9, false},
-      {"mixtral-8x7b", 46.7e9, false},      {"mixtral-8x22b", 141e9, false},
-      {"qwen2.5-7b", 7.61e9, false},        {"qwen2.5-72b", 72.7e9, false},
-      {"qwen3-8b", 8.2e9, false},           {"qwen3-32b", 32.8e9, false},
-      {"qwen3-30b-a3b", 30.5e9, false},     {"qwen3-235b-a22b", 235e9, false},
-      {"deepseek-v2-lite", 15.7e9, false},  {"deepseek-v2", 236e9, false},
+      {"llama2-7b", 6'738'415'616, true},
+      {"llama2-13b", 13'015'864'320, true},
+      {"llama2-70b", 68'976'648'192, true},
+      {"llama3-8b", 8'030'261'248, true},
+      {"llama3-70b", 70'553'706'496, true},
+      {"llama3-405b", 405'853'388'800, true},
+      {"mistral-7b", 7'241'732'096, true},
+      {"gpt3-175b", 175e9, false},
+      {"mixtral-8x7b", 46.7e9, false},
+      {"mixtral-8x22b", 141e9, false},
+      {"qwen2.5-7b", 7.61e9, false},
+      {"qwen2.5-72b", 72.7e9, false},
+      {"qwen3-8b", 8.2e9, false},
+      {"qwen3-32b", 32.8e9, false},
+      {"qwen3-30b-a3b", 30.5e9, false},
+      {"qwen3-235b-a22b", 235e9, false},
+      {"deepseek-v2-lite", 15.7e9, false},
+      {"deepseek-v2", 236e9, false},
       {"deepseek-v3", 671e9, false},
+      // OpenAI's gpt-oss model card (116.8 B / 20.9 B), Qwen3-Next's model card (80 B).
+      {"gpt-oss-120b", 116.8e9, false},
+      {"gpt-oss-20b", 20.9e9, false},
+      {"qwen3-next-80b-a3b", 80e9, false},
+      // Kimi-K2 (its report's "1.04 T" is rounded up): by hand from its config.json — 60 MoE layers of 384
+      // experts and a shared one (3·7168·2048 each) with a 384×7168 router, one dense layer (3·7168·18432),
+      // 61 MLA blocks (7168·1536 + 1536·64·192 + 7168·576 + 512·64·256 + 64·128·7168) with their four norms
+      // (2·7168 + 1536 + 512), the final norm and two 163840×7168 embeddings.
+      {"kimi-k2", 1'026'408'209'408, true},
   };
   ASSERT_EQ(std::size(table), preset_names().size()) << "a preset without a published total to test against";
   for (const auto& p : table) {
