@@ -45,6 +45,10 @@ KEEP = {
 }
 
 
+# Modules whose functions a recipe passes as a model's activation (HybridModelProvider(activation_func=squared_relu)).
+ACTIVATION_MODULES = ("megatron.core.activations.", "torch.nn.functional.", "megatron.core.fusions.")
+
+
 class BridgeInterp(base.Interp):
     follow_prefixes = ("megatron.bridge.recipes", "megatron.bridge.perf_recipes", "megatron.bridge.utils.cuda_graph",
                        "megatron.bridge.training.mixed_precision")
@@ -64,6 +68,9 @@ class BridgeInterp(base.Interp):
             return out
         if isinstance(node, ast.Name) and node.id not in env:
             kind = mod.names.get(node.id)
+            if kind and kind[0] == "import" and kind[1].startswith(ACTIVATION_MODULES):
+                # an activation function passed by name (activation_func=squared_relu): the function itself
+                return {"_target_": kind[1], "_call_": False}
             if kind and kind[0] == "import" and self.follows(kind[1]):
                 m, _, name = kind[1].rpartition(".")
                 k2 = self.module(m).names.get(name)
@@ -84,7 +91,31 @@ class BridgeInterp(base.Interp):
                 if isinstance(b, dict) and "_autobridge_" in b:
                     return {"_hf_": b["_autobridge_"]}
                 return base.UNKNOWN
-        if (self.dotted_target(func, mod, env) or "").endswith("apply_flex_dispatcher_backend"):
+        helper = self.dotted_target(func, mod, env) or ""
+        if helper.startswith("megatron.bridge.utils.cuda_graph."):
+            # megatron/bridge/utils/cuda_graph.py: the per-layer CUDA graph modules (cuda_graph_modules on
+            # current Megatron Core, cuda_graph_scope before — one meaning, read as the scope), cleared, or the
+            # whole iteration captured.
+            name = helper.rsplit(".", 1)[-1]
+            config = self.ev(node.args[0], mod, env) if node.args else base.UNKNOWN
+            if not isinstance(config, dict):
+                return base.UNKNOWN
+            if name == "set_cuda_graph_modules" and len(node.args) == 2:
+                mods = self.ev(node.args[1], mod, env)
+                if isinstance(mods, str):
+                    mods = [] if mods in ("", "full") else mods.split(",")
+                if not isinstance(mods, (list, tuple)) or not all(isinstance(x, str) for x in mods):
+                    return base.UNKNOWN
+                config["cuda_graph_scope"] = [x.rsplit(".", 1)[-1] for x in mods]
+                return None
+            if name == "clear_cuda_graph_modules":
+                config["cuda_graph_scope"] = []
+                return None
+            if name == "set_full_iteration_cuda_graph":
+                config["cuda_graph_impl"] = "full_iteration"
+                config["cuda_graph_scope"] = []
+                return None
+        if helper.endswith("apply_flex_dispatcher_backend"):
             # megatron/bridge/training/flex_dispatcher_backend.py on a GPU that has the backend (the recipe's):
             # DeepEP / HybridEP make the dispatcher flex and turn the shared-expert overlap off.
             model = self.ev(node.args[0], mod, env) if node.args else base.UNKNOWN
@@ -238,7 +269,7 @@ def read_package(interp, root, package, out, aliases):
                 model = cfg["model"]
                 if "_hf_" not in model and "_target_" not in model:
                     continue
-                if "_hf_" not in model and "num_layers" not in model and \
+                if "_hf_" not in model and \
                         str(model.get("_target_", "")).startswith("megatron.bridge.models."):
                     # a model provider class given by name (OlMoEModelProvider): its dataclass defaults under the
                     # recipe's fields

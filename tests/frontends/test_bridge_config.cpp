@@ -631,3 +631,41 @@ TEST(BridgeConfig, CalibrateReadsABridgeLogWithTheWorldGiven) {
 
 }  // namespace
 }  // namespace preflight::analyzer
+
+namespace preflight::analyzer {
+namespace {
+
+// Helpers of Megatron-Bridge's recipes the table's generator evaluates (scripts/bridge_recipes.py): the
+// per-layer CUDA graph modules set through megatron/bridge/utils/cuda_graph.py (set_cuda_graph_modules), a
+// model provider class's own defaults under the recipe's fields (HybridModelProvider: RMSNorm, no position
+// embedding, no biases; its activation function passed by name), a pipeline layout a helper computes with
+// list comprehensions (_get_kimi_k2_pipeline_layout).  Before, Nemotron-3 Nano's performance recipes lost
+// their CUDA graph scope (priced as whole-layer graphs) and read as a GELU LayerNorm model with learned
+// positions, and Kimi-K2's lost their layouts (61 layers over 16 stages refused).
+bool has_words(const std::vector<std::string>& args, const std::vector<std::string>& run) {
+  return std::search(args.begin(), args.end(), run.begin(), run.end()) != args.end();
+}
+
+TEST(BridgeConfig, RecipeHelpersReachTheAnalysis) {
+  const std::vector<std::string> nano =
+      bridge_config_to_megatron_args("nemotron_3_nano_pretrain_8gpu_b300_fp8mx_config", {}).args;
+  EXPECT_TRUE(has_words(nano, {"--cuda-graph-scope", "attn", "mamba", "moe_router", "moe_preprocess"}));
+  EXPECT_TRUE(has_words(nano, {"--squared-relu"}));
+  EXPECT_TRUE(has_words(nano, {"--normalization", "RMSNorm"}));
+  EXPECT_TRUE(has_words(nano, {"--position-embedding-type", "none"}));
+  EXPECT_TRUE(has_words(nano, {"--disable-bias-linear"}));
+  const MegatronConfig c = parse_bridge_args(
+      bridge_config_to_megatron_args("nemotron_3_nano_pretrain_8gpu_b300_fp8mx_config", {}), {});
+  EXPECT_FALSE(c.strategy.moe_experts_cuda_graph);  // the experts are not in the captured modules
+  EXPECT_EQ(c.model.activation, Activation::SquaredReLU);
+  const BridgeConfigArgs kimi =
+      bridge_config_to_megatron_args("kimi_k2_pretrain_256gpu_b200_bf16_config", {});
+  EXPECT_TRUE(has_words(kimi.args, {"--pipeline-model-parallel-layout"}));
+  const MegatronConfig k = parse_bridge_args(kimi, {});
+  ASSERT_EQ(k.strategy.chunk_layout.size(), 1u);
+  EXPECT_EQ(k.strategy.chunk_layout[0].front(), 4);
+  EXPECT_EQ(k.strategy.chunk_layout[0].back(), 1);  // 4 · 15 + 1 = 61 layers
+}
+
+}  // namespace
+}  // namespace preflight::analyzer

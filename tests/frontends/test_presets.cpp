@@ -92,6 +92,7 @@ TEST(Presets, EveryPresetMatchesItsPublishedTotal) {
       {"gpt-oss-120b", 116.8e9, false},
       {"gpt-oss-20b", 20.9e9, false},
       {"qwen3-next-80b-a3b", 80e9, false},
+      {"nemotron-3-nano", 31.6e9, false},  // NVIDIA's model card
       // Kimi-K2 (its report's "1.04 T" is rounded up): by hand from its config.json — 60 MoE layers of 384
       // experts and a shared one (3·7168·2048 each) with a 384×7168 router, one dense layer (3·7168·18432),
       // 61 MLA blocks (7168·1536 + 1536·64·192 + 7168·576 + 512·64·256 + 64·128·7168) with their four norms

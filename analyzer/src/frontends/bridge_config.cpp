@@ -740,7 +740,9 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
   // The vocabulary: the tokenizer's when the recipe asks for it (pre-training from scratch), else the
   // model's as it stands (Bridge's _validate_and_set_vocab_size: a preset vocabulary is not padded).
   const Section tok(root["tokenizer"], source, "tokenizer");
-  const bool from_tokenizer = tok.flag("use_tokenizer_vocab_size") || (repo.empty() && !model["vocab_size"]);
+  // (vocab_size None — a provider class's default — is unset, as Bridge reads it.)
+  const bool model_vocab = model["vocab_size"] && !model["vocab_size"].IsNull();
+  const bool from_tokenizer = tok.flag("use_tokenizer_vocab_size") || (repo.empty() && !model_vocab);
   if (from_tokenizer) {
     const std::string type = tok.text("tokenizer_type").value_or("");
     if (type == "NullTokenizer") {
@@ -752,7 +754,7 @@ BridgeConfigArgs bridge_recipe_to_megatron_args(const std::string& name,
     } else if (!repo.empty()) {
       tail.insert(tail.end(), {"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", repo});
     }
-  } else if (!repo.empty() && !model["vocab_size"]) {
+  } else if (!repo.empty() && !model_vocab) {
     tail.insert(tail.end(), {"--make-vocab-size-divisible-by", "1"});
   }
   // The GPUs the recipe is named for (`…_8gpu_gb200_…`): its system, and the world when torchrun gives none
