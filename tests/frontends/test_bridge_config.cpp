@@ -665,6 +665,13 @@ TEST(BridgeConfig, RecipeHelpersReachTheAnalysis) {
   ASSERT_EQ(k.strategy.chunk_layout.size(), 1u);
   EXPECT_EQ(k.strategy.chunk_layout[0].front(), 4);
   EXPECT_EQ(k.strategy.chunk_layout[0].back(), 1);  // 4 · 15 + 1 = 61 layers
+  // A recipe on a Hugging Face MoE model that does not set moe_grouped_gemm has the grouped GEMMs Bridge's
+  // model bridges set (NemotronH's provider_bridge): Super's B200 recipe recomputes moe_act, which needs
+  // them.
+  const MegatronConfig super_b200 = parse_bridge_args(
+      bridge_config_to_megatron_args("nemotron_3_super_pretrain_64gpu_b200_bf16_config", {}), {});
+  EXPECT_TRUE(super_b200.strategy.moe_grouped_gemm);
+  EXPECT_EQ(super_b200.model.moe.latent_size, 1024);
 }
 
 }  // namespace

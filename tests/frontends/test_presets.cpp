@@ -93,6 +93,10 @@ TEST(Presets, EveryPresetMatchesItsPublishedTotal) {
       {"gpt-oss-20b", 20.9e9, false},
       {"qwen3-next-80b-a3b", 80e9, false},
       {"nemotron-3-nano", 31.6e9, false},  // NVIDIA's model card
+      // Nemotron-3 Super: its card's 120.6 B and the MTP block the preset keeps, by hand 2.94 B (eh_proj
+      // 8192·4096, attention 4096·4608 + 4096·4096, a latent MoE layer: 512 experts of 2·1024·2688, the two
+      // 4096↔1024 projections, a 512×4096 router, a shared expert of 2·4096·5376).
+      {"nemotron-3-super", 123.6e9, false},
       // Kimi-K2 (its report's "1.04 T" is rounded up): by hand from its config.json — 60 MoE layers of 384
       // experts and a shared one (3·7168·2048 each) with a 384×7168 router, one dense layer (3·7168·18432),
       // 61 MLA blocks (7168·1536 + 1536·64·192 + 7168·576 + 512·64·256 + 64·128·7168) with their four norms

@@ -346,6 +346,10 @@ BridgeConfigArgs bridge_root_to_megatron_args(const YAML::Node& root, const std:
     if (dispatcher == "flex")
       if (auto b = model.text("moe_flex_dispatcher_backend")) put_value("--moe-flex-dispatcher-backend", *b);
     num_flag(out, model, "moe_expert_capacity_factor", "--moe-expert-capacity-factor");
+    // Bridge's model bridges (megatron/bridge/models/*/…_bridge.py provider_bridge) build their MoE providers
+    // with grouped GEMMs (moe_grouped_gemm=True in 25 of them): a recipe on a Hugging Face model that does
+    // not say otherwise has them.
+    if (hf_model && !model.set("moe_grouped_gemm")) put("--moe-grouped-gemm");
     bool_flags(model, {{"moe_grouped_gemm", "--moe-grouped-gemm"},
                        {"moe_router_force_load_balancing", "--moe-router-force-load-balancing"},
                        {"moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity"},
