@@ -837,6 +837,9 @@ TEST(MegatronArgs, MindSpeedLlmDialectAsMegatronSpellsIt) {
   EXPECT_THROW(parse_megatron_args(with(dense, {"--enable-mhc", "--hc-mult", "4"})), preflight::InputError);
   EXPECT_THROW(parse_megatron_args(with(dense, {"--noop-layers", "46"})), preflight::InputError);
   EXPECT_THROW(parse_megatron_args(with(dense, {"--full-attention-interval", "-3"})), preflight::InputError);
+  EXPECT_THROW(parse_megatron_args({"--hidden-size", "512", "--num-attention-heads", "8", "--seq-length",
+                                    "1024", "--vocab-size", "32000", "--noop-layers", "3"}),
+               preflight::InputError);
 }
 
 // Megatron limits the routing to groups only when --moe-router-group-topk is given too (moe_utils.py); groups

@@ -241,7 +241,15 @@ void translate_mindspeed(std::map<std::string, std::string>& seen, std::vector<s
         "batches overlapped) is not modelled; priced as Megatron's 1F1B");
 
   // Layers: Qwen3-Next's linear attention, DeepSeek's first dense layers, no-op layers and per-stage counts.
-  if (!has(seen, "--num-layers")) return;
+  if (!has(seen, "--num-layers")) {
+    // Their layer numbers are the launch's --num-layers' (a preset's count is not assumed to be the
+    // script's).
+    for (const char* layered :
+         {"--noop-layers", "--num-layer-list", "--first-k-dense-replace", "--full-attention-interval"})
+      if (has(seen, layered))
+        throw InputError(layered, "needs --num-layers (its layer numbers count the launch's layers)");
+    return;
+  }
   const I64 num_layers = int_of(seen, "--num-layers");
   if (num_layers <= 0) return;  // read_architecture says so
   std::vector<bool> gdn, moe;
