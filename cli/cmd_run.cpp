@@ -10,7 +10,6 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <regex>
 #include <sstream>
 
 #include "commands.hpp"
@@ -250,15 +249,21 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
   wrap::write_shims(dir, wrap::self_executable(), wrap::shim_names(path), forward_words(c));
   wrap::Environment shimmed = env;
   shimmed["PATH"] = wrap::prepend_path(dir.string(), path);
+  // The script the command runs (`bash job.sh …`), read once for what follows.
+  const std::optional<fs::path> script = job_script_of(argv);
+  std::string script_text;
+  if (script) {
+    std::ifstream in(*script);
+    std::stringstream text;
+    text << in.rdbuf();
+    script_text = text.str();
+  }
   // A job script run outside its allocation for the analysis: the SLURM sizes its #SBATCH lines ask for
   // (as `preflight wrap` writes them), unless the environment has an allocation's.
   if (analysis_mode(c) && wrap::env_get(env, "SLURM_NNODES").empty() &&
       wrap::env_get(env, "SLURM_JOB_NUM_NODES").empty()) {
-    if (const auto script = job_script_of(argv)) {
-      std::ifstream in(*script);
-      std::stringstream text;
-      text << in.rdbuf();
-      const wrap::SbatchJobSize sbatch = wrap::sbatch_job_size(text.str(), {}, size_hints(c));
+    if (script) {
+      const wrap::SbatchJobSize sbatch = wrap::sbatch_job_size(script_text, {}, size_hints(c));
       for (const std::string& n : sbatch.notes)
         std::cerr << "preflight run: " << script->string() << ": " << n << "\n";
       if (!sbatch.variables.empty()) {
@@ -269,7 +274,7 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
         }
         std::cerr << "preflight run: outside an allocation the analysis takes the job size of "
                   << script->string() << "'s #SBATCH lines (" << said << ")\n";
-      } else if (const wrap::BatchJob job = wrap::batch_job_header(text.str()); !job.empty()) {
+      } else if (const wrap::BatchJob job = wrap::batch_job_header(script_text); !job.empty()) {
         // PBS, Grid Engine, PJM: each variable the environment lacks; host files in the shim directory.
         for (const auto& [name, value] : job.variables)
           if (wrap::env_get(env, name).empty()) shimmed[name] = value;
@@ -302,14 +307,13 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
     out << "trap 'set +e +u' DEBUG  # preflight run: set -e / -u switched off for the analysis\n";
     if (!out) throw InputError(bash_env.string(), "cannot write the analysis' BASH_ENV");
     shimmed["BASH_ENV"] = bash_env.string();
-    if (const auto script = job_script_of(argv)) {
-      std::ifstream in(*script);
-      std::stringstream text;
-      text << in.rdbuf();
-      static const std::regex errexit(
-          R"((^|[;&|\s])set\s+(-[A-Za-z]*[eu]|-o\s+(errexit|nounset))|^#!\S*\s+-[A-Za-z]*e)",
-          std::regex::multiline);
-      if (std::regex_search(text.str(), errexit))
+    if (script) {
+      // A `set -e` / `-u` command of the script (wrap's reading of it), or bash's `-e` on its #! line.
+      const std::string shebang =
+          script_text.rfind("#!", 0) == 0 ? script_text.substr(0, script_text.find('\n')) : std::string();
+      const wrap::ShellScript sh = wrap::parse_shell(script_text);
+      if (std::any_of(sh.commands.begin(), sh.commands.end(), wrap::turns_on_errexit_or_nounset) ||
+          shebang.find(" -e") != std::string::npos)
         std::cerr << "preflight run: " << script->string()
                   << ": `set -e` / `-u` is switched off for the analysis (the script's environment — "
                      "checkpoints, sourced files, conda, paths of its cluster — may be missing here)\n";

@@ -746,6 +746,8 @@ TEST(MegatronArgs, MindSpeedLlmDialectAsMegatronSpellsIt) {
       "--nproc_per_node", "2"};
   const MegatronConfig split = parse_megatron_args(with(dense, {"--num-layer-list", "20,26"}));
   EXPECT_EQ(split.strategy.chunk_layout, (std::vector<std::vector<int>>{{20, 26}}));
+  EXPECT_EQ(parse_megatron_args(with(dense, {"--num-layer-list", "20 26"})).strategy.chunk_layout,
+            split.strategy.chunk_layout);  // blanks separate as commas do (they had been glued into 2026)
   EXPECT_THROW(parse_megatron_args(with(dense, {"--num-layer-list", "20,20"})), preflight::InputError);
   EXPECT_THROW(parse_megatron_args(with(
                    dense, {"--num-layer-list", "20,26", "--num-layers-per-virtual-pipeline-stage", "1"})),
@@ -802,7 +804,7 @@ TEST(MegatronArgs, MindSpeedLlmDialectAsMegatronSpellsIt) {
     const MegatronConfig reuse = parse_megatron_args(with(run, {"--reuse-fp32-param"}));
     const StageMemory a0 = stage_memory(build_layer_graph(plain.model, plain.strategy)).stages.at(0);
     const StageMemory b0 = stage_memory(build_layer_graph(reuse.model, reuse.strategy)).stages.at(0);
-    const int dp = plain.strategy.world_size / plain.strategy.pp;
+    const int dp = plain.strategy.dp();
     EXPECT_NEAR(a0.optimizer_bytes - b0.optimizer_bytes, 2.0 * static_cast<double>(a0.params) / dp,
                 0.001 * a0.optimizer_bytes);
     EXPECT_THROW(parse_megatron_args(with(dense, {"--reuse-fp32-param", "--fp16"})), preflight::InputError);

@@ -189,3 +189,22 @@ TEST(ShellWords, QuoteReadsBackExactly) {
   }
   EXPECT_EQ(shell_quote("pretrain_gpt.py"), "pretrain_gpt.py");
 }
+
+// The `set` commands wrap and run switch off for an analysis: errexit / nounset in any spelling — a cluster
+// with an `o` taking the next word (`set -euo pipefail`, which had been missed: its 'o' was not among the
+// letters read) — and not a `set` that only sets other options or positional parameters.
+TEST(ShellLexer, SetCommandsThatTurnOnErrexitOrNounset) {
+  auto turns_on = [](const std::string& text) {
+    const ShellScript sh = parse_shell(text);
+    return !sh.commands.empty() && turns_on_errexit_or_nounset(sh.commands.front());
+  };
+  EXPECT_TRUE(turns_on("set -e"));
+  EXPECT_TRUE(turns_on("set -euo pipefail"));
+  EXPECT_TRUE(turns_on("set -x -e"));
+  EXPECT_TRUE(turns_on("set -o nounset"));
+  EXPECT_FALSE(turns_on("set -o pipefail"));
+  EXPECT_FALSE(turns_on("set -x"));
+  EXPECT_FALSE(turns_on("set -- -e 2"));
+  EXPECT_FALSE(turns_on("set +e"));
+  EXPECT_FALSE(turns_on("echo -e x"));
+}

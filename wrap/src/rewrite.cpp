@@ -1409,19 +1409,7 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     // refused by the analysis naming its flag.
     bool relaxed = false;
     for (const SimpleCommand& c : sh.commands) {
-      if (c.words.size() < 2 || c.words[0].raw != "set") continue;
-      bool strict = false;
-      for (std::size_t k = 1; k < c.words.size(); ++k) {
-        const std::string& w = c.words[k].raw;
-        if (w == "--") break;
-        if (w.size() > 1 && w[0] == '-' && w[1] != '-' && w.find_first_of("eu") != std::string::npos &&
-            w.find_first_not_of("-abefhkmnptuvxBCEHPT") == std::string::npos)
-          strict = true;
-        if ((w == "-o") && k + 1 < c.words.size() &&
-            (c.words[k + 1].raw == "errexit" || c.words[k + 1].raw == "nounset"))
-          strict = true;
-      }
-      if (!strict) continue;
+      if (!turns_on_errexit_or_nounset(c)) continue;
       nested_edits.push_back(
           {c.words.back().end, c.words.back().end,
            "; set +eu  # preflight wrap: the analysis goes on past the cluster's environment"});

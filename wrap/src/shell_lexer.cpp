@@ -642,4 +642,20 @@ std::size_t line_of(std::string_view text, std::size_t offset) {
                  std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
 }
 
+bool turns_on_errexit_or_nounset(const SimpleCommand& c) {
+  if (c.words.size() < 2 || c.words[0].raw != "set") return false;
+  for (std::size_t k = 1; k < c.words.size(); ++k) {
+    const std::string& w = c.words[k].raw;
+    if (w == "--") break;
+    // A cluster of single-letter options; its 'o' takes the next word (`-euo pipefail`).
+    if (w.size() > 1 && w[0] == '-' && w[1] != '-' && w.find_first_of("eu") != std::string::npos &&
+        w.find_first_not_of("-abefhkmnoptuvxBCEHPT") == std::string::npos)
+      return true;
+    if (w == "-o" && k + 1 < c.words.size() &&
+        (c.words[k + 1].raw == "errexit" || c.words[k + 1].raw == "nounset"))
+      return true;
+  }
+  return false;
+}
+
 }  // namespace preflight::wrap

@@ -87,35 +87,29 @@ I64 int_of(const std::map<std::string, std::string>& seen, const char* flag) {
   return parse_int(flag, seen.at(flag));
 }
 
-/// "61,62,63" (or space separated) → the set of 0-based global layer numbers.
-std::set<I64> layer_set(const std::string& flag, const std::string& v, I64 num_layers) {
-  std::set<I64> out;
-  std::string item;
-  std::stringstream in(v);
-  while (std::getline(in, item, ',')) {
-    std::stringstream words(item);
-    std::string w;
-    while (words >> w) {
-      const I64 n = parse_int(flag, w);
-      if (n < 0 || n >= num_layers)
-        throw InputError(flag, "layer " + w + " is outside 0 … " + std::to_string(num_layers - 1));
-      out.insert(n);
-    }
+/// Whole numbers separated by commas and / or blanks ("61,62,63", "10,12,8", `"20 26"`); negative refused.
+std::vector<I64> whole_numbers(const std::string& flag, const std::string& v) {
+  std::string text = v;
+  std::replace_if(
+      text.begin(), text.end(), [](char c) { return c == ',' || c == '"'; }, ' ');
+  std::vector<I64> out;
+  std::stringstream in(text);
+  for (std::string w; in >> w;) {
+    const I64 n = parse_int(flag, w);
+    if (n < 0) throw InputError(flag, "expected whole numbers, got " + w);
+    out.push_back(n);
   }
   return out;
 }
 
-std::vector<I64> int_list(const std::string& flag, const std::string& v) {
-  std::vector<I64> out;
-  std::string item;
-  std::stringstream in(v);
-  while (std::getline(in, item, ',')) {
-    item.erase(std::remove_if(item.begin(), item.end(), [](char c) { return c == ' ' || c == '"'; }),
-               item.end());
-    if (item.empty()) continue;
-    const I64 n = parse_int(flag, item);
-    if (n < 0) throw InputError(flag, "layer counts must not be negative, got " + item);
-    out.push_back(n);
+/// --noop-layers: the set of 0-based global layer numbers.
+std::set<I64> layer_set(const std::string& flag, const std::string& v, I64 num_layers) {
+  std::set<I64> out;
+  for (const I64 n : whole_numbers(flag, v)) {
+    if (n >= num_layers)
+      throw InputError(flag,
+                       "layer " + std::to_string(n) + " is outside 0 … " + std::to_string(num_layers - 1));
+    out.insert(n);
   }
   return out;
 }
@@ -323,7 +317,7 @@ void translate_mindspeed(std::map<std::string, std::string>& seen, std::vector<s
       has(seen, "--pipeline-model-parallel-size") ? int_of(seen, "--pipeline-model-parallel-size") : 1;
   std::vector<I64> per_stage;
   if (has(seen, "--num-layer-list") && noop.empty()) {
-    per_stage = int_list("--num-layer-list", seen.at("--num-layer-list"));
+    per_stage = whole_numbers("--num-layer-list", seen.at("--num-layer-list"));
     if (static_cast<I64>(per_stage.size()) != pp)
       throw InputError("--num-layer-list", "gives " + std::to_string(per_stage.size()) +
                                                " stages for --pipeline-model-parallel-size " +

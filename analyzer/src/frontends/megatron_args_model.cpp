@@ -812,9 +812,9 @@ void megablocks_expert_parallel(const Flags& f, MegatronConfig& cfg) {
     return;
   }
   // megablocks' MegatronHelper: expert_parallel_group = the data-parallel group.
-  const int mp = st.tp * st.pp * st.cp;
-  if (mp <= 0 || st.world_size % mp != 0) return;  // validate() says what is wrong
-  const int dp = st.world_size / mp;
+  if (st.tp <= 0 || st.pp <= 0 || st.cp <= 0 || st.world_size % (st.tp * st.pp * st.cp) != 0)
+    return;  // validate() says what is wrong
+  const int dp = st.dp();
   const int experts = cfg.model.moe.num_experts;
   if (experts % dp == 0) {
     st.ep = dp;

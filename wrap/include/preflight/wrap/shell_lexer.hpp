@@ -52,6 +52,10 @@ struct ShellScript {
 /// Reads a script.  Never throws for any input.
 ShellScript parse_shell(std::string_view text);
 
+/// True for a `set` command that turns errexit or nounset on: `set -e`, `set -x -e`, `set -euo pipefail`,
+/// `set -o errexit` / `-o nounset` (options after `--` are positional parameters, not options).
+bool turns_on_errexit_or_nounset(const SimpleCommand& c);
+
 /// The value of a word that contains no expansion: quotes removed, escapes and continuations resolved.
 /// `"pretrain_gpt.py"` → pretrain_gpt.py; `$X`, `$(cmd)`, `` `cmd` ``, `~` or globs → nullopt.
 std::optional<std::string> literal_value(std::string_view raw);
