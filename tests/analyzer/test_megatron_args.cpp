@@ -509,6 +509,32 @@ TEST(MegatronArgs, HuggingFaceTokenizerVocabulary) {
       128815);
 }
 
+// A mirror of a gated repository under another organisation (ROCm/Megatron-LM's
+// examples/llama/train_llama3.sh names NousResearch/Meta-Llama-3-8B; its Llama-2 recipe
+// NousResearch/Llama-2-7b-chat-hf) is read as the preset of that repository name, said; a repository name no
+// preset has still asks for --vocab-size.
+TEST(MegatronArgs, HuggingFaceTokenizerMirrorOfAPresetsRepository) {
+  const Words a = preflight::test::words(
+      "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --tokenizer-type "
+      "HuggingFaceTokenizer --tokenizer-model");
+  const MegatronConfig llama3 = parse_megatron_args(with(a, {"NousResearch/Meta-Llama-3-8B"}));
+  EXPECT_EQ(llama3.model.vocab_size, 128256);
+  bool said = false;
+  for (const auto& w : llama3.warnings)
+    said |= w.find("the llama3-8b preset (NousResearch/Meta-Llama-3-8B taken as a re-upload") !=
+            std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_EQ(parse_megatron_args(with(a, {"NousResearch/Llama-2-7b-chat-hf"})).model.vocab_size, 32000);
+  EXPECT_EQ(parse_megatron_args(with(a, {"unsloth/Meta-Llama-3.1-70B-Instruct"})).model.vocab_size, 128256);
+  EXPECT_EQ(parse_megatron_args(with(a, {"Qwen/Qwen2.5-72B-Instruct"})).model.vocab_size, 152064);
+  try {
+    parse_megatron_args(with(a, {"NousResearch/Hermes-3-Llama-3.1-8B"}));
+    ADD_FAILURE() << "a repository no preset names was read";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a folder on this machine"), std::string::npos) << e.what();
+  }
+}
+
 TEST(MegatronArgs, VocabularyFromTheLoadedCheckpoint) {
   auto dir = std::filesystem::temp_directory_path() / "preflight_load_vocab_test";
   std::filesystem::create_directories(dir);

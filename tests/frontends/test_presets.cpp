@@ -171,6 +171,18 @@ TEST(Presets, VariantRepositoryIdsAreTheirBaseModelsPreset) {
   EXPECT_TRUE(is_preset("meta-llama/Llama-3.1-8B"));
 }
 
+// A re-upload of a preset's repository under another organisation, by its repository name (variants too); the
+// preset's own repository and its variants are preset_of_repository()'s, not this.
+TEST(Presets, ReuploadsOfAPresetsRepository) {
+  EXPECT_EQ(preset_of_reupload("NousResearch/Meta-Llama-3-8B"), "llama3-8b");
+  EXPECT_EQ(preset_of_reupload("unsloth/Llama-3.1-8B-Instruct"), "llama3-8b");
+  EXPECT_EQ(preset_of_reupload("NousResearch/Llama-2-7b-chat-hf"), "llama2-7b");
+  EXPECT_EQ(preset_of_reupload("someone/Mixtral-8x7B-v0.1"), "mixtral-8x7b");
+  EXPECT_EQ(preset_of_reupload("meta-llama/Meta-Llama-3-8B"), "");  // the preset's own
+  EXPECT_EQ(preset_of_reupload("NousResearch/Hermes-3-Llama-3.1-8B"), "");
+  EXPECT_EQ(preset_of_reupload("Meta-Llama-3-8B"), "");  // not ORG/REPO
+}
+
 TEST(Presets, UnknownNameListsTheKnownOnes) {
   try {
     preset_model("llama4-8b");

@@ -1095,6 +1095,11 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
       v = preset_model(preset).vocab_size;
       from = "the " + preset + " preset (" + t + "'s config.json)";
     }
+    if (const std::string preset = v == 0 ? preset_of_reupload(t) : std::string(); !preset.empty()) {
+      // a mirror of a gated repository (NousResearch/Meta-Llama-3-8B): the original's tokenizer
+      v = preset_model(preset).vocab_size;
+      from = "the " + preset + " preset (" + t + " taken as a re-upload of its repository, by name)";
+    }
     if (v > 0) {
       vocab = v;
       m.make_vocab_size_divisible_by = 1;

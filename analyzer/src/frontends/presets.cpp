@@ -130,28 +130,31 @@ bool is_hf_repo_id(const std::string& s) {
   return ok_part(v.substr(0, slash)) && ok_part(v.substr(slash + 1));
 }
 
+/// A repository name without its chat / instruct / base / thinking / FP8 / dated variant suffixes
+/// (normalized: lower case, `_` as `-`).
+std::string strip_variant(std::string n) {
+  for (bool stripped = true; stripped;) {
+    stripped = false;
+    for (const char* suffix : {"-instruct", "-chat", "-base", "-hf", "-thinking", "-fp8"})
+      if (n.size() > std::strlen(suffix) && n.ends_with(suffix)) {
+        n.resize(n.size() - std::strlen(suffix));
+        stripped = true;
+      }
+    // a release date (Qwen3-235B-A22B-Instruct-2507)
+    if (n.size() > 5 && n[n.size() - 5] == '-' &&
+        std::all_of(n.end() - 4, n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      n.resize(n.size() - 5);
+      stripped = true;
+    }
+  }
+  return n;
+}
+
 /// The preset whose repository `repo` (ORG/REPO) is, or is a chat / instruct / base / thinking / FP8 / dated
 /// variant of; nullptr when none is.
 const Preset* family_preset(const std::string& repo) {
   if (const Preset* p = find_preset(repo)) return p;
   if (!is_hf_repo_id(repo)) return nullptr;
-  auto strip_variant = [](std::string n) {
-    for (bool stripped = true; stripped;) {
-      stripped = false;
-      for (const char* suffix : {"-instruct", "-chat", "-base", "-hf", "-thinking", "-fp8"})
-        if (n.size() > std::strlen(suffix) && n.ends_with(suffix)) {
-          n.resize(n.size() - std::strlen(suffix));
-          stripped = true;
-        }
-      // a release date (Qwen3-235B-A22B-Instruct-2507)
-      if (n.size() > 5 && n[n.size() - 5] == '-' &&
-          std::all_of(n.end() - 4, n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        n.resize(n.size() - 5);
-        stripped = true;
-      }
-    }
-    return n;
-  };
   const std::string family = strip_variant(normalize(repo));
   for (const Preset& preset : presets()) {
     if (!preset.hf_repo.empty() && strip_variant(normalize(preset.hf_repo)) == family) return &preset;
@@ -167,6 +170,18 @@ const Preset* family_preset(const std::string& repo) {
 std::string preset_of_repository(const std::string& repo) {
   const Preset* p = family_preset(repo);
   return p ? p->name : "";
+}
+
+std::string preset_of_reupload(const std::string& repo) {
+  if (!is_hf_repo_id(repo) || family_preset(repo)) return "";
+  auto name_of = [](const std::string& r) { return strip_variant(normalize(r.substr(r.find('/') + 1))); };
+  const std::string name = name_of(repo);
+  for (const Preset& preset : presets()) {
+    if (!preset.hf_repo.empty() && name_of(preset.hf_repo) == name) return preset.name;
+    for (const std::string& a : preset.aliases)
+      if (a.find('/') != std::string::npos && name_of(a) == name) return preset.name;
+  }
+  return "";
 }
 
 std::string hf_cached_snapshot(const std::string& repo) {

@@ -41,6 +41,13 @@ std::string preset_source(const std::string& name);
 /// Qwen/Qwen2.5-7B-Instruct), which share its architecture and tokenizer; "" when none is.
 std::string preset_of_repository(const std::string& repo);
 
+/// The canonical name of the preset whose repository `repo` (ORG/REPO) re-uploads under another organisation:
+/// the same repository name, or a variant of it (NousResearch/Meta-Llama-3-8B, unsloth/Llama-3.1-8B-Instruct
+/// — mirrors of gated repositories that launch scripts name as their tokenizer); "" when none does or when
+/// preset_of_repository() already names one.  A mirror keeps the tokenizer; its config.json is not read here,
+/// so callers say that they took the preset's.
+std::string preset_of_reupload(const std::string& repo);
+
 /// The folder of the Hugging Face cache holding repository `repo`'s (ORG/REPO) config.json, as
 /// `from_pretrained` finds it offline: `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else
 /// `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`; in it
