@@ -571,3 +571,66 @@ TEST(MegatronLog, MegatronDeepSpeedTeePrefixAndSeeMemoryUsage) {
       std::string::npos);
   EXPECT_EQ(megatron_json(logs, s)["files"][0]["deepspeed_memory"][1]["max_allocated_gib"], 6.63);
 }
+
+// Memory printed inside the iteration line, written from the forks' f-strings: ROCm/Megatron-LM's (and AMD
+// Primus's) " mem usages: {:.4f} |" — 1 − free / total of the device, cudaMemGetInfo —, and MindSpeed-LLM's
+// FSDP2 trainer's " max_memory_allocated(GB): {:.2f} | max_memory_reserved(GB): {:.2f} |" — torch's peaks,
+// the largest over the ranks, in GiB — behind its "INFO [stamp] >> " prefix.  The numbers are those of
+// published runs (an MI300X Llama-2 7B FP8 step of ROCm/Megatron-LM rocm_dev, MindSpeed-LLM's FSDP2 quick
+// start).  The steady state keeps the largest of each over every line, the warm-up included (a peak can come
+// early).
+TEST(MegatronLog, MemoryInsideTheIterationLine) {
+  const std::string rocm =
+      " [2025-08-13 03:42:17] iteration       49/      50 | consumed samples:        12544 | elapsed time "
+      "per "
+      "iteration (ms): 10240.1 | mem usages: 0.7496 | throughput per GPU (TFLOP/s/GPU): 590.0 | learning "
+      "rate: "
+      "9.999999E-05 | global batch size:   256 | lm loss: 7.301000E+00 | loss scale: 1.0 | grad norm: 1.600 "
+      "| "
+      "number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+      " [2025-08-13 03:42:28] iteration       50/      50 | consumed samples:        12800 | elapsed time "
+      "per "
+      "iteration (ms): 10235.8 | mem usages: 0.7494 | throughput per GPU (TFLOP/s/GPU): 590.2 | learning "
+      "rate: "
+      "9.999999E-05 | global batch size:   256 | lm loss: 7.272264E+00 | loss scale: 1.0 | grad norm: 1.571 "
+      "| "
+      "number of skipped iterations:   0 | number of nan iterations:   0 |\n";
+  const std::string fsdp2 =
+      "INFO [2026-06-22 19:25:37] >>  iteration        1/    2000 | consumed samples:          8 | consumed "
+      "tokens:        564 | elapsed time per iteration (ms): 7827.39 | learning rate: 1.666667E-07 | global "
+      "batch size:     8 | lm loss: 3.316887E+00 | grad norm: 70.959 | max_memory_allocated(GB): 19.07 | "
+      "max_memory_reserved(GB): 20.90 |\n"
+      "INFO [2026-06-22 19:25:38] >>  iteration        2/    2000 | consumed samples:         16 | consumed "
+      "tokens:       1357 | elapsed time per iteration (ms): 1331.74 | learning rate: 3.333333E-07 | global "
+      "batch size:     8 | lm loss: 2.443476E+00 | grad norm: 41.986 | max_memory_allocated(GB): 19.07 | "
+      "max_memory_reserved(GB): 22.43 |\n"
+      "INFO [2026-06-22 19:25:38] >>  iteration        3/    2000 | consumed samples:         24 | consumed "
+      "tokens:       2113 | elapsed time per iteration (ms): 981.08 | learning rate: 5.000000E-07 | global "
+      "batch size:     8 | lm loss: 2.669216E+00 | grad norm: 45.335 | max_memory_allocated(GB): 19.07 | "
+      "max_memory_reserved(GB): 22.43 |\n";
+  std::vector<MegatronLog> logs{read_megatron_text(rocm, "rocm.log"), read_megatron_text(fsdp2, "fsdp2.log")};
+  ASSERT_EQ(logs[0].iterations.size(), 2u);
+  EXPECT_DOUBLE_EQ(*logs[0].iterations[1].device_used_fraction, 0.7494);
+  EXPECT_FALSE(logs[0].iterations[1].max_allocated_gib);
+  ASSERT_EQ(logs[1].iterations.size(), 3u);
+  EXPECT_EQ(logs[1].iterations[2].iteration, 3);
+  EXPECT_DOUBLE_EQ(*logs[1].iterations[2].elapsed_ms, 981.08);
+  EXPECT_DOUBLE_EQ(*logs[1].iterations[0].max_reserved_gib, 20.90);
+  EXPECT_TRUE(logs[1].notes.empty());  // the INFO prefix is not a glued record
+  MegatronSummary s = summarize_megatron(logs);
+  ASSERT_EQ(s.steady.size(), 2u);
+  EXPECT_DOUBLE_EQ(*s.steady[0].max_device_used_fraction, 0.7496);  // the warm-up line's, the larger
+  EXPECT_DOUBLE_EQ(*s.steady[1].max_allocated_gib, 19.07);
+  EXPECT_DOUBLE_EQ(*s.steady[1].max_reserved_gib, 22.43);
+  EXPECT_FALSE(s.steady[1].max_device_used_fraction);
+  const std::string text = megatron_text(logs, s);
+  EXPECT_NE(text.find("rocm.log: device memory in use up to 74.96 %"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("fsdp2.log: iteration lines' peak memory (largest over the ranks): max allocated 19.07 GiB, "
+                "max reserved 22.43 GiB"),
+      std::string::npos)
+      << text;
+  const auto j = megatron_json(logs, s);
+  EXPECT_EQ(j["steady_state"][1]["max_reserved_gib"], 22.43);
+  EXPECT_EQ(j["files"][0]["iterations"][0]["device_used_fraction"], 0.7496);
+}

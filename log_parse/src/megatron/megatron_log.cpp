@@ -432,6 +432,12 @@ class Reader {
         it.tflops_per_gpu = d;
       } else if (k == "tokens per gpu per second(tgs)") {
         it.tokens_per_gpu_per_s = d;
+      } else if (k == "mem usages") {  // ROCm/Megatron-LM: 1 - free / total of the device
+        it.device_used_fraction = d;
+      } else if (k == "max_memory_allocated(GB)") {  // MindSpeed-LLM FSDP2: GiB, max over ranks
+        it.max_allocated_gib = d;
+      } else if (k == "max_memory_reserved(GB)") {
+        it.max_reserved_gib = d;
       } else if (k == "learning rate") {
         it.learning_rate = d;
       } else if (k == "global batch size") {
@@ -710,6 +716,14 @@ MegatronSummary summarize_megatron(std::vector<MegatronLog>& logs, int warmup_li
       skip = 0;
     }
     st.warmup_lines = static_cast<std::int64_t>(skip);
+    auto keep_max = [](std::optional<double>& to, const std::optional<double>& v) {
+      if (v && (!to || *v > *to)) to = v;
+    };
+    for (const MegatronIteration* it : its) {
+      keep_max(st.max_device_used_fraction, it->device_used_fraction);
+      keep_max(st.max_allocated_gib, it->max_allocated_gib);
+      keep_max(st.max_reserved_gib, it->max_reserved_gib);
+    }
     std::vector<double> elapsed, tflops, tgs;
     std::vector<double> gbs;
     for (std::size_t i = skip; i < its.size(); ++i) {
@@ -779,6 +793,9 @@ nlohmann::json megatron_json(const std::vector<MegatronLog>& logs, const Megatro
                                  {"grad_norm", opt(it.grad_norm)},
                                  {"skipped_iterations", opt(it.skipped_iterations)},
                                  {"nan_iterations", opt(it.nan_iterations)},
+                                 {"device_used_fraction", opt(it.device_used_fraction)},
+                                 {"max_allocated_gib", opt(it.max_allocated_gib)},
+                                 {"max_reserved_gib", opt(it.max_reserved_gib)},
                                  {"fields", it.fields},
                                  {"line", it.line},
                                  {"unterminated", it.unterminated}});
@@ -818,7 +835,10 @@ nlohmann::json megatron_json(const std::vector<MegatronLog>& logs, const Megatro
                       {"median_tflops_per_gpu", opt(st.median_tflops_per_gpu)},
                       {"median_tokens_per_gpu_per_s", opt(st.median_tokens_per_gpu_per_s)},
                       {"tokens_per_s", opt(st.tokens_per_s)},
-                      {"tokens_per_s_from", st.tokens_per_s_from}});
+                      {"tokens_per_s_from", st.tokens_per_s_from},
+                      {"max_device_used_fraction", opt(st.max_device_used_fraction)},
+                      {"max_allocated_gib", opt(st.max_allocated_gib)},
+                      {"max_reserved_gib", opt(st.max_reserved_gib)}});
   return {{"files", files}, {"ranks", ranks}, {"steady_state", steady}};
 }
 
@@ -884,6 +904,16 @@ std::string megatron_text(const std::vector<MegatronLog>& logs, const MegatronSu
              st.median_tflops_per_gpu ? num(*st.median_tflops_per_gpu, 1) : "-",
              st.tokens_per_s ? num(*st.tokens_per_s, 0) : "-"});
     out << t.render();
+    for (const auto& st : summary.steady) {
+      if (st.max_allocated_gib || st.max_reserved_gib)
+        out << st.file << ": iteration lines' peak memory (largest over the ranks): max allocated "
+            << (st.max_allocated_gib ? num(*st.max_allocated_gib, 2) : "-") << " GiB, max reserved "
+            << (st.max_reserved_gib ? num(*st.max_reserved_gib, 2) : "-") << " GiB\n";
+      if (st.max_device_used_fraction)
+        out << st.file << ": device memory in use up to " << num(100 * *st.max_device_used_fraction, 2)
+            << " % of the printing rank's device (\"mem usages\": 1 - free / total, every process and the "
+               "allocator's cache)\n";
+    }
   }
   return out.str();
 }

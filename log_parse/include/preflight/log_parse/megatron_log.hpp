@@ -5,7 +5,8 @@
 /// Formats (shared/notes/ecosystem.md §3, NVIDIA/Megatron-LM):
 ///  - iteration line (`training.py::training_log`, printed by the last rank): optional `[YYYY-MM-DD
 ///    HH:MM:SS(.ffffff)]` prefix, `iteration N/ M |` then `key: value |` fields in any order — read as a
-///    key/value list, so forks' extra fields are kept too;
+///    key/value list, so forks' extra fields are kept too (ROCm/Megatron-LM's `mem usages`,
+///    MindSpeed-LLM FSDP2's `max_memory_allocated(GB)` / `max_memory_reserved(GB)` are read as memory);
 ///  - memory line (`report_memory`, DP-rank 0 of each group): `[Rank R] (after K iterations) memory (MB) |
 ///    allocated: X | max allocated: X | reserved: X | max reserved: X[ | total device memory used: X]` —
 ///    raw Python floats before 2026-01 (PR #2839), 2 decimals after; "MB" is MiB (value / 2^20);
@@ -69,6 +70,12 @@ struct MegatronIteration {
   std::optional<double> grad_norm;
   std::optional<double> num_zeros;
   std::optional<double> params_norm;
+  /// "mem usages" (ROCm/Megatron-LM, AMD Primus): 1 − free / total of the printing (last) rank's device
+  /// (cudaMemGetInfo: every process and the allocator's cache on it, not only PyTorch's tensors), 0 … 1.
+  std::optional<double> device_used_fraction;
+  /// MindSpeed-LLM's FSDP2 trainer: "max_memory_allocated(GB)" / "max_memory_reserved(GB)", torch's peaks
+  /// all-reduced to the largest over the ranks, GB = 2^30 bytes.  Values in GiB.
+  std::optional<double> max_allocated_gib, max_reserved_gib;
   std::optional<std::int64_t> skipped_iterations;  ///< "number of skipped iterations"
   std::optional<std::int64_t> nan_iterations;      ///< "number of nan iterations"
   std::map<std::string, std::string> fields;       ///< every `key: value` of the line, as printed
@@ -151,6 +158,11 @@ struct MegatronSteadyState {
                                        ///< argument dump), or the median of the line's own tgs field × GPUs
   std::string tokens_per_s_from;
   std::int64_t first_iteration = 0, last_iteration = 0;
+  /// Memory printed in the iteration lines, the largest over every line of the file (warm-up included: a
+  /// peak can be reached early): the device fraction in use ("mem usages", 0 … 1) and the peaks over the
+  /// ranks (GiB); unset when the lines do not print them.
+  std::optional<double> max_device_used_fraction;
+  std::optional<double> max_allocated_gib, max_reserved_gib;
 };
 
 struct MegatronSummary {
