@@ -62,6 +62,8 @@ STEPS = [
     ("hopper_grouped", ["h100_nemo_moe.json"], r"gpt-oss"),
     # Hopper's FP8 grouped GEMMs: NeMo's FP8 MoE rows on H100.
     ("hopper_grouped_fp8", ["h100_nemo_moe.json"], r"\bfp8\b"),
+    # MI300X's compute: its one published row (exact by construction).
+    ("mi300x_compute", ["mi300x_rocm_megatron.json"], None),
 ]
 
 

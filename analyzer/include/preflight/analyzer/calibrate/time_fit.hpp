@@ -96,13 +96,14 @@ struct TimeFit {
 };
 
 /// Fits a and b (rules in the file comment).
-/// @throws InputError for fewer than 2 runs, a non-positive measured time, or runs that cannot separate
-///         the two parts (then a single scale is fitted: a = b).
+/// Fewer than 3 runs, or runs that cannot separate the two parts, get a single scale (a = b); one run is
+/// fitted exactly, and its held-out prediction (fitted on no run) is the system as given.
+/// @throws InputError for no run or a non-positive measured time.
 TimeFit fit_time(const std::vector<TimedRun>& runs, const SystemSpec& system, bool fit_overlap = false);
 
 /// The per-group fit (rules in the file comment); TimedRunResult::compute_ms / network_ms hold the
 /// accelerator / network parts of the split.
-/// @throws InputError for fewer than 2 runs or a non-positive measured time.
+/// @throws InputError for no run or a non-positive measured time (one run: the ridge fit of it; held out, 1).
 TimeFit fit_time_groups(const std::vector<TimedRun>& runs, const SystemSpec& system);
 
 /// `system` with each group's efficiencies divided by its scale (groups as kTimeFitGroups, a collective
