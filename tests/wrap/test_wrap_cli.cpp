@@ -604,6 +604,34 @@ TEST(WrapStyles, MindSpeedLlmLaunch) {
       << all;  // 2·2·704 / tp
 }
 
+// A launch in ROCm/Megatron-LM's style (AMD GPUs; our script in that style): KEY=VALUE arguments exported by
+// a loop, the GPUs asked of PyTorch, `rdma link` piped into an inline python3, the launch eval'ed behind `|&
+// tee` under pipefail, the log post-processed, the training's status returned — analysed end to end, its
+// tokenizer a mirror of Meta's gated repository (NousResearch/Meta-Llama-3-8B) read as the llama3-8b preset's
+// vocabulary.
+TEST(WrapStyles, RocmMegatronLaunch) {
+  TempDir dir;
+  const RunResult r = run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " run -- bash " +
+                                             shell_quote(wrap_data("rocm_megatron_style.sh").string()) +
+                                             " MBS=2 BS=128 TP=1 TE_FP8=1 SEQ_LENGTH=8192");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const std::string all = r.err + r.out;
+  EXPECT_NE(all.find("torchrun pretrain_gpt.py -> preflight analyze"), std::string::npos) << all;
+  EXPECT_NE(
+      all.find("8.03 B parameters (32 layers, hidden 4096, 32 heads / 8 kv, ffn 14336 swiglu, vocab 128256"),
+      std::string::npos)
+      << all;
+  EXPECT_NE(all.find("run: 8 GPUs (1 node × 8) = tp 1 × cp 1 × pp 1 × dp 8"), std::string::npos) << all;
+  EXPECT_NE(
+      all.find("micro batch 2 × 8192 tokens, global batch 128 → 8 micro batches per iteration; bf16+fp8"),
+      std::string::npos)
+      << all;
+  EXPECT_NE(all.find("NousResearch/Meta-Llama-3-8B taken as a re-upload"), std::string::npos) << all;
+  // the analysis went through the script's tee into its log
+  const std::string log = read_file(dir.path() / "experiment" / "tp1_mbs2_bs128" / "output.log");
+  EXPECT_NE(log.find("preflight analyze — megatron-args: 8.03 B parameters"), std::string::npos) << log;
+}
+
 // A script counting the node's GPUs with nvidia-smi, wrapped and run where there is none (a login node): the
 // wrapped script's nvidia-smi answers its listings for $PREFLIGHT_GPUS_PER_NODE GPUs (8), as `preflight
 // run`'s shim does.  The count had been 0 (then 1 GPU a node).
