@@ -1945,3 +1945,43 @@ TEST(MegatronArgs, UnknownHeadFlagsAreNamed) {
     return w.rfind("read past, not modelled", 0) == 0 && w.find("--head-dim") != std::string::npos;
   }));
 }
+
+// Pai-Megatron-Patch's shared expert, as ROCm/Megatron-LM's DeepSeek scripts pass it (--enable-shared-expert
+// --num-shared-experts 2 --moe-shared-expert-intermediate-size 2816): Megatron's size taken, the fork's
+// switch and count read (they had been named among the flags read past); the size from the count, or Pai's
+// own
+// --shared-moe-ffn-hidden-size, when Megatron's is absent; the switch without any size refused by name.
+TEST(MegatronArgs, PaiSharedExpertFlags) {
+  const Words moe = with(base_args(), {"--nproc_per_node", "8", "--num-experts", "8", "--moe-ffn-hidden-size",
+                                       "1408", "--expert-model-parallel-size", "8"});
+  auto parsed = [&](std::vector<std::string> extra) { return parse_megatron_args(with(moe, extra)); };
+  auto read_past = [](const MegatronConfig& c) {
+    for (const auto& w : c.warnings)
+      if (w.find("read past") != std::string::npos) return w;
+    return std::string();
+  };
+  const MegatronConfig both = parsed({"--enable-shared-expert", "--num-shared-experts", "2",
+                                      "--moe-shared-expert-intermediate-size", "2816"});
+  EXPECT_EQ(both.model.moe.shared_expert_ffn_hidden_size, 2816);
+  EXPECT_EQ(read_past(both), "");
+  for (const auto& w : both.warnings) EXPECT_EQ(w.find("--num-shared-experts"), std::string::npos) << w;
+  EXPECT_EQ(
+      parsed({"--enable-shared-expert", "--num-shared-experts", "2"}).model.moe.shared_expert_ffn_hidden_size,
+      2816);
+  EXPECT_EQ(parsed({"--enable-shared-expert", "--shared-moe-ffn-hidden-size", "5632"})
+                .model.moe.shared_expert_ffn_hidden_size,
+            5632);
+  const MegatronConfig odd = parsed({"--enable-shared-expert", "--num-shared-experts", "1",
+                                     "--moe-shared-expert-intermediate-size", "2816"});
+  EXPECT_EQ(odd.model.moe.shared_expert_ffn_hidden_size, 2816);
+  bool said = false;
+  for (const auto& w : odd.warnings)
+    said |= w.find("is 1408, not --moe-shared-expert-intermediate-size 2816") != std::string::npos;
+  EXPECT_TRUE(said);
+  try {
+    parsed({"--enable-shared-expert"});
+    ADD_FAILURE() << "a shared expert without a size";
+  } catch (const preflight::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--enable-shared-expert"), std::string::npos) << e.what();
+  }
+}

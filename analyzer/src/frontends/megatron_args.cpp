@@ -493,6 +493,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
         "not "
         "modelled: memory and time here are low");
   megatron::translate_megablocks_moe(cfg.seen, cfg.warnings);
+  megatron::translate_pai_shared_expert(cfg.seen, cfg.warnings);
   megatron::translate_mindspeed(cfg.seen, cfg.warnings);
   megatron::Flags f(cfg.seen);
   if (base)

@@ -732,8 +732,51 @@ const std::vector<FlagSpec>& model_flags() {
       {"--moe-expert-model-parallelism", Arity::Switch},
       {"--expert-model-parallelism", Arity::Switch},
       {"--uniform-expert-assignment", Arity::Switch},
+      // Pai-Megatron-Patch's (and ROCm/Megatron-LM's DeepSeek scripts') shared expert
+      // (translate_pai_shared_expert).
+      {"--enable-shared-expert", Arity::Switch},
+      {"--num-shared-experts", Arity::One},
+      {"--shared-moe-ffn-hidden-size", Arity::One},
   };
   return flags;
+}
+
+void translate_pai_shared_expert(std::map<std::string, std::string>& seen,
+                                 std::vector<std::string>& warnings) {
+  const bool on = seen.count("--enable-shared-expert") > 0;
+  const bool n_given = seen.count("--num-shared-experts") > 0;
+  if (!on && !n_given && !seen.count("--shared-moe-ffn-hidden-size")) return;
+  std::optional<I64> from_count;
+  if (n_given) {
+    const I64 n = parse_int("--num-shared-experts", seen.at("--num-shared-experts"));
+    if (n < 0) throw InputError("--num-shared-experts", "must not be negative");
+    if (!seen.count("--moe-ffn-hidden-size"))
+      throw InputError("--num-shared-experts",
+                       "counts shared experts of --moe-ffn-hidden-size, which is not given");
+    from_count = n * parse_int("--moe-ffn-hidden-size", seen.at("--moe-ffn-hidden-size"));
+  }
+  if (seen.count("--moe-shared-expert-intermediate-size")) {
+    // What Pai's and ROCm's scripts pass with the switch: Megatron's own size, taken as is.
+    const I64 size =
+        parse_int("--moe-shared-expert-intermediate-size", seen.at("--moe-shared-expert-intermediate-size"));
+    if (from_count && *from_count != size)
+      warnings.push_back("--num-shared-experts " + seen.at("--num-shared-experts") +
+                         " × --moe-ffn-hidden-size is " + std::to_string(*from_count) +
+                         ", not --moe-shared-expert-intermediate-size " + std::to_string(size) +
+                         ": the latter is the shared expert's FFN, as Megatron builds it");
+    return;
+  }
+  if (seen.count("--shared-moe-ffn-hidden-size")) {  // Pai's own spelling of the size
+    seen["--moe-shared-expert-intermediate-size"] = seen.at("--shared-moe-ffn-hidden-size");
+    return;
+  }
+  if (from_count) {
+    if (*from_count > 0) seen["--moe-shared-expert-intermediate-size"] = std::to_string(*from_count);
+    return;
+  }
+  throw InputError("--enable-shared-expert",
+                   "gives no size of the shared expert: pass --moe-shared-expert-intermediate-size (or "
+                   "--num-shared-experts with --moe-ffn-hidden-size)");
 }
 
 void translate_megablocks_moe(std::map<std::string, std::string>& seen, std::vector<std::string>& warnings) {

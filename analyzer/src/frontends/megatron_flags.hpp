@@ -66,6 +66,13 @@ void read_moe_and_mla(const Flags& f, const ModelSpec* base, ModelSpec& m);
 /// notes in `warnings`.  @throws InputError for a flag of one dialect mixed with the other's, or a value
 /// MegaBlocks does not take.
 void translate_megablocks_moe(std::map<std::string, std::string>& seen, std::vector<std::string>& warnings);
+/// Pai-Megatron-Patch's shared expert (also in ROCm/Megatron-LM's DeepSeek scripts), rewritten in `seen`:
+/// --enable-shared-expert takes its FFN from --moe-shared-expert-intermediate-size (what their scripts pass;
+/// a different --num-shared-experts × --moe-ffn-hidden-size is said), else --shared-moe-ffn-hidden-size, else
+/// --num-shared-experts × --moe-ffn-hidden-size.  @throws InputError for the switch without any size, a
+/// negative count, or a count without --moe-ffn-hidden-size.
+void translate_pai_shared_expert(std::map<std::string, std::string>& seen,
+                                 std::vector<std::string>& warnings);
 /// After the world is known: MegaBlocks's --moe-expert-model-parallelism shards the experts over the
 /// data-parallel group (ep = dp; ep = the experts when dp is a multiple of them, each expert's FFN then
 /// sharded further, priced as replicas).  @throws InputError when neither divides the other.
