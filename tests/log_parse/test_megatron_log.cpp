@@ -634,3 +634,54 @@ TEST(MegatronLog, MemoryInsideTheIterationLine) {
   EXPECT_EQ(j["steady_state"][1]["max_reserved_gib"], 22.43);
   EXPECT_EQ(j["files"][0]["iterations"][0]["device_used_fraction"], 0.7496);
 }
+
+// AMD Primus's iteration line (primus/backends/megatron/patches/training_log: its extensions rewrite
+// Megatron's segments), written from its f-strings: "elapsed time per iteration (ms): X/AVG", "compute per
+// GPU (TFLOP/s/GPU): X (avg AVG)", " | tokens/s/GPU inst/harmonic mean: X/H", "hip mem
+// usage/free/total/usage_ratio: U GB/F GB/T GB/R%" and rocm-smi's " | rank-N rocm max mem usage/usage_ratio:
+// U GB/R%".  The instantaneous values are the line's (its elapsed time had been lost: "X/AVG" is not a
+// number); the device's used share is the printing rank's, and the largest over the ranks when rocm-smi
+// reports it.
+TEST(MegatronLog, AmdPrimusIterationLine) {
+  const std::string text =
+      "[20250910 10:00:01][rank-7/8][INFO ] [--------trainer.py:100] :  [2025-09-10 10:00:01] iteration      "
+      " "
+      "10/      50 | consumed samples:         1280 | elapsed time per iteration (ms): 6510.3/6498.7 | "
+      "compute per "
+      "GPU (TFLOP/s/GPU): 420.4 (avg 421.1)  | tokens/s/GPU inst/harmonic mean: 5033.2/5042.1 | learning "
+      "rate: "
+      "1.000000E-05 | global batch size:   128 | lm loss: 6.312000E+00 | loss scale: 1.0 | grad norm: 1.234 "
+      "| "
+      "number of skipped iterations:   0 | number of nan iterations:   0 | hip mem "
+      "usage/free/total/usage_ratio: "
+      "150.23GB/41.75GB/191.98GB/78.25% | rocm mem usage/free/total/usage_ratio: "
+      "151.00GB/40.98GB/191.98GB/78.65% "
+      "| rank-3 rocm max mem usage/usage_ratio: 160.00GB/83.34%\n"
+      "[20250910 10:00:08][rank-7/8][INFO ] [--------trainer.py:100] :  [2025-09-10 10:00:08] iteration      "
+      " "
+      "11/      50 | consumed samples:         1408 | elapsed time per iteration (ms): 6490.0/6497.5 | "
+      "compute per "
+      "GPU (TFLOP/s/GPU): 421.7 (avg 421.2)  | tokens/s/GPU inst/harmonic mean: 5048.9/5042.8 | learning "
+      "rate: "
+      "1.000000E-05 | global batch size:   128 | lm loss: 6.301000E+00 | loss scale: 1.0 | grad norm: 1.200 "
+      "| "
+      "number of skipped iterations:   0 | number of nan iterations:   0 | hip mem "
+      "usage/free/total/usage_ratio: "
+      "150.23GB/41.75GB/191.98GB/78.25%\n";
+  std::vector<MegatronLog> logs{read_megatron_text(text, "primus.log")};
+  ASSERT_EQ(logs[0].iterations.size(), 2u);
+  const MegatronIteration& it = logs[0].iterations[0];
+  EXPECT_EQ(it.iteration, 10);
+  EXPECT_EQ(it.timestamp, "2025-09-10 10:00:01");
+  EXPECT_DOUBLE_EQ(*it.elapsed_ms, 6510.3);
+  EXPECT_DOUBLE_EQ(*it.tflops_per_gpu, 420.4);
+  EXPECT_DOUBLE_EQ(*it.tokens_per_gpu_per_s, 5033.2);
+  EXPECT_DOUBLE_EQ(*it.device_used_fraction, 0.7825);
+  EXPECT_DOUBLE_EQ(*it.ranks_max_device_used_fraction, 0.8334);
+  EXPECT_FALSE(logs[0].iterations[1].ranks_max_device_used_fraction);
+  MegatronSummary s = summarize_megatron(logs, 0);
+  ASSERT_EQ(s.steady.size(), 1u);
+  EXPECT_DOUBLE_EQ(*s.steady[0].median_elapsed_ms, (6510.3 + 6490.0) / 2);
+  EXPECT_DOUBLE_EQ(*s.steady[0].median_tokens_per_gpu_per_s, (5033.2 + 5048.9) / 2);
+  EXPECT_DOUBLE_EQ(*s.steady[0].max_device_used_fraction, 0.8334);
+}

@@ -31,6 +31,28 @@ std::optional<double> to_double(std::string_view s) {
   return v;
 }
 
+// The number a value starts with ("1234.5/1240.2", "456.7 (avg 450.1)", "150.23GB"): AMD Primus's iteration
+// lines put a running average or a unit after it.
+std::optional<double> leading_double(std::string_view s) {
+  s = trim(s);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p == s.data()) return std::nullopt;
+  return v;
+}
+
+// Primus's "USED GB/FREE GB/TOTAL GB/RATIO%" (or "USED GB/RATIO%"): the used share of the device, 0 … 1, from
+// the last field's percentage.
+std::optional<double> used_ratio(std::string_view s) {
+  s = trim(s);
+  const std::size_t slash = s.rfind('/');
+  if (slash == std::string_view::npos || !s.ends_with('%')) return std::nullopt;
+  const auto pct = leading_double(s.substr(slash + 1));
+  if (!pct || *pct < 0 || *pct > 100) return std::nullopt;
+  return *pct / 100.0;
+}
+
 std::optional<std::int64_t> to_int(std::string_view s) {
   s = trim(s);
   std::int64_t v = 0;
@@ -423,7 +445,8 @@ class Reader {
       it.fields[k] = std::string(value);
       auto d = to_double(value);
       if (k == "elapsed time per iteration (ms)") {
-        it.elapsed_ms = d;
+        // AMD Primus: "instantaneous/running average"
+        it.elapsed_ms = d ? d : leading_double(value);
       } else if (k == "elapsed time per iteration (s)") {  // Megatron-DeepSpeed (BigScience's fork): seconds
         if (d) it.elapsed_ms = *d * 1000.0;
       } else if (k == "throughput per GPU (TFLOP/s/GPU)") {
@@ -432,9 +455,18 @@ class Reader {
         it.tflops_per_gpu = d;
       } else if (k == "tokens per gpu per second(tgs)") {
         it.tokens_per_gpu_per_s = d;
+      } else if (k == "compute per GPU (TFLOP/s/GPU)") {  // AMD Primus: "X (avg Y)"
+        it.tflops_per_gpu = leading_double(value);
+      } else if (k == "tokens/s/GPU inst/harmonic mean" ||  // AMD Primus: "X/Y"
+                 k == "Tokens per second per GPU (Tok/s/GPU)") {
+        it.tokens_per_gpu_per_s = leading_double(value);
       } else if (k == "mem usages") {  // ROCm/Megatron-LM: 1 - free / total of the device
         it.device_used_fraction = d;
-      } else if (k == "max_memory_allocated(GB)") {  // MindSpeed-LLM FSDP2: GiB, max over ranks
+      } else if (k == "hip mem usage/free/total/usage_ratio") {  // AMD Primus: mem_get_info of this rank
+        it.device_used_fraction = used_ratio(value);
+      } else if (k.starts_with("rank-") && k.ends_with(" rocm max mem usage/usage_ratio")) {
+        it.ranks_max_device_used_fraction = used_ratio(value);  // AMD Primus: rocm-smi, max over ranks
+      } else if (k == "max_memory_allocated(GB)") {             // MindSpeed-LLM FSDP2: GiB, max over ranks
         it.max_allocated_gib = d;
       } else if (k == "max_memory_reserved(GB)") {
         it.max_reserved_gib = d;
@@ -721,6 +753,7 @@ MegatronSummary summarize_megatron(std::vector<MegatronLog>& logs, int warmup_li
     };
     for (const MegatronIteration* it : its) {
       keep_max(st.max_device_used_fraction, it->device_used_fraction);
+      keep_max(st.max_device_used_fraction, it->ranks_max_device_used_fraction);
       keep_max(st.max_allocated_gib, it->max_allocated_gib);
       keep_max(st.max_reserved_gib, it->max_reserved_gib);
     }
@@ -794,6 +827,7 @@ nlohmann::json megatron_json(const std::vector<MegatronLog>& logs, const Megatro
                                  {"skipped_iterations", opt(it.skipped_iterations)},
                                  {"nan_iterations", opt(it.nan_iterations)},
                                  {"device_used_fraction", opt(it.device_used_fraction)},
+                                 {"ranks_max_device_used_fraction", opt(it.ranks_max_device_used_fraction)},
                                  {"max_allocated_gib", opt(it.max_allocated_gib)},
                                  {"max_reserved_gib", opt(it.max_reserved_gib)},
                                  {"fields", it.fields},
@@ -911,8 +945,8 @@ std::string megatron_text(const std::vector<MegatronLog>& logs, const MegatronSu
             << (st.max_reserved_gib ? num(*st.max_reserved_gib, 2) : "-") << " GiB\n";
       if (st.max_device_used_fraction)
         out << st.file << ": device memory in use up to " << num(100 * *st.max_device_used_fraction, 2)
-            << " % of the printing rank's device (\"mem usages\": 1 - free / total, every process and the "
-               "allocator's cache)\n";
+            << " % of a device (ROCm/Megatron-LM's \"mem usages\", Primus's hip / rocm-smi usage ratios: "
+               "every process and the allocator's cache)\n";
     }
   }
   return out.str();

@@ -58,7 +58,10 @@ struct MegatronIteration {
   std::int64_t train_iters = 0;
   std::string timestamp;             ///< "" when the line has no prefix (before 2024-01)
   std::optional<double> elapsed_ms;  ///< "elapsed time per iteration (ms)" (an average over the log interval)
-  std::optional<double> tflops_per_gpu;        ///< "throughput per GPU (TFLOP/s/GPU)" (or a fork's "TFLOPs")
+  /// "throughput per GPU (TFLOP/s/GPU)" (or a fork's "TFLOPs", AMD Primus's "compute per GPU (TFLOP/s/GPU):
+  /// X (avg Y)": X); Primus's "elapsed time per iteration (ms): X/Y" gives elapsed_ms X, its "tokens/s/GPU
+  /// inst/harmonic mean: X/Y" tokens_per_gpu_per_s X.
+  std::optional<double> tflops_per_gpu;
   std::optional<double> tokens_per_gpu_per_s;  ///< "tokens per gpu per second(tgs)" (Megatron-DeepSpeed)
   std::optional<double> learning_rate;
   std::optional<std::int64_t> global_batch_size;
@@ -72,7 +75,10 @@ struct MegatronIteration {
   std::optional<double> params_norm;
   /// "mem usages" (ROCm/Megatron-LM, AMD Primus): 1 − free / total of the printing (last) rank's device
   /// (cudaMemGetInfo: every process and the allocator's cache on it, not only PyTorch's tensors), 0 … 1.
-  std::optional<double> device_used_fraction;
+  /// AMD Primus: its "hip mem usage/free/total/usage_ratio" (the printing rank's mem_get_info) is read into
+  /// device_used_fraction; its "rank-N rocm max mem usage/usage_ratio" (rocm-smi, the largest over the ranks)
+  /// here, 0 … 1.
+  std::optional<double> device_used_fraction, ranks_max_device_used_fraction;
   /// MindSpeed-LLM's FSDP2 trainer: "max_memory_allocated(GB)" / "max_memory_reserved(GB)", torch's peaks
   /// all-reduced to the largest over the ranks, GB = 2^30 bytes.  Values in GiB.
   std::optional<double> max_allocated_gib, max_reserved_gib;
