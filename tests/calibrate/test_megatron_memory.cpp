@@ -267,6 +267,25 @@ TEST(MegatronArgsDump, BackToTheCommandLine) {
   const Words kw = megatron_words_from_args_dump(with_key, "x.log");
   EXPECT_EQ(std::find(kw.begin(), kw.end(), "--no-overlap-p2p-communication"), kw.end());
   EXPECT_TRUE(parse_megatron_args(kw).strategy.pp_comm_overlap);
+  // Destinations named otherwise than their flags: `fp8 hybrid` is --fp8-format (it had been passed as --fp8
+  // and the run priced in bf16); TransformerEngine's overlaps are store-false (--disable-tp-comm-overlap-ag);
+  // a 0 of T5's extra ids or of an encoder's sizes is Megatron's default, dropped.
+  auto fp8 = args;
+  fp8["fp8"] = "hybrid";
+  fp8["tp_comm_overlap_ag"] = "False";
+  fp8["tp_comm_overlap_rs"] = "True";
+  fp8["vocab_extra_ids"] = "0";
+  fp8["encoder_pipeline_model_parallel_size"] = "0";
+  const Words fw = megatron_words_from_args_dump(fp8, "x.log");
+  auto in = [&](const Words& seq) {
+    return std::search(fw.begin(), fw.end(), seq.begin(), seq.end()) != fw.end();
+  };
+  EXPECT_TRUE(in({"--fp8-format", "hybrid"}));
+  EXPECT_TRUE(in({"--disable-tp-comm-overlap-ag"}));
+  EXPECT_FALSE(in({"--tp-comm-overlap-rs"}));
+  EXPECT_FALSE(in({"--vocab-extra-ids"}));
+  EXPECT_FALSE(in({"--encoder-pipeline-model-parallel-size"}));
+  EXPECT_NE(parse_megatron_args(fw).strategy.fp8, preflight::analyzer::Fp8Format::None);
   // No dump: the run is unknown.
   try {
     megatron_words_from_args_dump({}, "bare.log");

@@ -6,6 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "megatron_flags.hpp"
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/common/error.hpp"
 
@@ -52,14 +53,29 @@ const std::map<std::string, std::string>& store_false_flags() {
       {"apply_rope_fusion", "--no-rope-fusion"},
       {"persist_layer_norm", "--no-persist-layer-norm"},
       {"async_tensor_model_parallel_allreduce", "--no-async-tensor-model-parallel-allreduce"},
+      // TransformerEngine's userbuffers overlaps, on by default with --tp-comm-overlap
+      {"tp_comm_overlap_ag", "--disable-tp-comm-overlap-ag"},
+      {"tp_comm_overlap_rs", "--disable-tp-comm-overlap-rs"},
+      {"tp_comm_bulk_dgrad", "--disable-tp-comm-bulk-dgrad"},
+      {"tp_comm_bulk_wgrad", "--disable-tp-comm-bulk-wgrad"},
+      {"tp_comm_split_ag", "--disable-tp-comm-split-ag"},
+      {"tp_comm_split_rs", "--disable-tp-comm-split-rs"},
   };
   return flags;
 }
 
-/// Each destination → value as Megatron's flags: a store-false destination's False as its own flag, True as
-/// the switch, other values (list items one by one; an enum member without its class, `AttnBackend.auto` →
-/// auto) after the flag; None, empty and skipped destinations dropped; `renamed` gives the command line's
-/// name of a destination spelled otherwise.
+/// Destinations whose 0 is Megatron's default and means the feature is off (T5's sentinel tokens, the
+/// encoder's own parallel sizes of an encoder-decoder model): dropped when 0, as they change nothing.
+const std::set<std::string>& off_when_zero() {
+  static const std::set<std::string> dests = {"vocab_extra_ids", "encoder_pipeline_model_parallel_size",
+                                              "encoder_tensor_model_parallel_size"};
+  return dests;
+}
+
+}  // namespace
+
+namespace megatron {
+
 void append_destinations_as_flags(const std::map<std::string, std::string>& dests,
                                   const std::set<std::string>& skip,
                                   const std::map<std::string, std::string>& renamed,
@@ -67,8 +83,18 @@ void append_destinations_as_flags(const std::map<std::string, std::string>& dest
   const auto& store_false = store_false_flags();
   for (const auto& [raw_name, value] : dests) {
     if (skip.count(raw_name) || value == "None" || value.empty()) continue;
+    if (off_when_zero().count(raw_name) && (value == "0" || value == "0.0")) continue;
+    // argparse destinations named otherwise than their flags (training/arguments.py `dest=`): --fp8-format
+    // is `fp8`, --fp4-format `fp4`, --output-logit-dtype `logit_dtype`, --use-nccl-ub `nccl_ub`.
+    static const std::map<std::string, std::string> dest_of_flag = {{"fp8", "fp8_format"},
+                                                                    {"fp4", "fp4_format"},
+                                                                    {"logit_dtype", "output_logit_dtype"},
+                                                                    {"nccl_ub", "use_nccl_ub"}};
     const auto rn = renamed.find(raw_name);
-    const std::string name = rn == renamed.end() ? raw_name : rn->second;
+    const auto df = dest_of_flag.find(raw_name);
+    const std::string name = rn != renamed.end()        ? rn->second
+                             : df != dest_of_flag.end() ? df->second
+                                                        : raw_name;
     if (auto sf = store_false.find(name); sf != store_false.end()) {
       if (value == "False") words.push_back(sf->second);
       continue;
@@ -91,7 +117,9 @@ void append_destinations_as_flags(const std::map<std::string, std::string>& dest
   }
 }
 
-}  // namespace
+}  // namespace megatron
+
+using megatron::append_destinations_as_flags;
 
 std::vector<std::string> megatron_words_from_args_dump(const std::map<std::string, std::string>& args,
                                                       const std::string& source) {

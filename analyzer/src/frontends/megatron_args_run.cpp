@@ -669,8 +669,9 @@ void read_numerics(const Flags& f, Strategy& st) {
         throw InputError("--fp4-recipe", "unknown recipe '" + recipe + "' (nvfp4 or custom)");
     }
   } else {
-    for (const char* flag : {"--fp4-recipe", "--fp4-param-gather"})
-      if (f.has(flag)) throw InputError(flag, "needs --fp4-format (Megatron refuses it without)");
+    // (--fp4-recipe alone is a no-op: Megatron's default nvfp4 sits in every argument dump and Primus config)
+    if (f.has("--fp4-param-gather"))
+      throw InputError("--fp4-param-gather", "needs --fp4-format (Megatron refuses it without)");
   }
   if (f.has("--first-last-layers-bf16") && st.fp8 != Fp8Format::None) {
     // megatron/core/fp8_utils.py: entering and leaving fp8 per layer breaks delayed scaling's amax reduction.

@@ -6,6 +6,7 @@
 // flag goes into its group's table and reader.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,16 @@ struct FlagSpec {
   const char* name;  ///< canonical spelling (dashes)
   Arity arity;
 };
+
+/// Each destination → value as Megatron's flags (megatron_args_dump.cpp): a store-false destination's False
+/// as its own flag (`add_bias_linear False` → --disable-bias-linear), True as the switch, other values (list
+/// items one by one; an enum member without its class, `AttnBackend.auto` → auto) after the flag; None, empty
+/// and skipped destinations dropped; `renamed` gives the command line's name of a destination spelled
+/// otherwise.  Values as an argument dump prints them: True / False / None, lists as `[a, b]`.
+void append_destinations_as_flags(const std::map<std::string, std::string>& dests,
+                                  const std::set<std::string>& skip,
+                                  const std::map<std::string, std::string>& renamed,
+                                  std::vector<std::string>& words);
 
 /// Flags of each group (their readers below).
 const std::vector<FlagSpec>& launcher_flags();
