@@ -37,7 +37,11 @@ const char* kAnalyzeHelp =
     "Unknown Megatron flags are accepted and ignored.\n"
     "With a MindFormers training yaml (--config, as run_mindformer.py takes it) the model, layout, batch,\n"
     "offsets and recompute lists come from the yaml; run_mindformer.py's --use_parallel, --batch_size,\n"
-    "--gradient_accumulation_steps and --options KEY=VALUE… apply on top.\n"
+    "--gradient_accumulation_steps and --options KEY=VALUE… apply on top.  An AMD Primus experiment given "
+    "as\n"
+    "--config (its launch: primus/cli/main.py train pretrain --config EXP.yaml) is read as Primus builds "
+    "its\n"
+    "Megatron module (presets above the experiment or in $PRIMUS_PATH; --key value overrides on top).\n"
     "\n"
     "options (taken out before the Megatron arguments are read):\n"
     "  --model NAME|FILE|URL|ORG/REPO\n"
@@ -105,6 +109,10 @@ AnalyzeCli take_options(const Words& words) {
       cli.model = value("--model");
     } else if ((w == "--config" || w.rfind("--config=", 0) == 0) && !cli.config) {
       cli.config = value("--config");
+      if (analyzer::is_primus_experiment(*cli.config)) {  // an AMD Primus experiment: Megatron's arguments
+        cli.rest.insert(cli.rest.end(), {"--config", *cli.config});
+        cli.config.reset();
+      }
     } else if (w == "--device-memory" || w.rfind("--device-memory=", 0) == 0) {
       std::string v = value("--device-memory");
       try {

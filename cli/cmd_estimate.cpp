@@ -38,6 +38,11 @@ void write_file(const std::filesystem::path& p, const std::string& text, const c
 int run(EstimateOptions o) {
   using namespace preflight::analyzer;
   restore_bracket_words(o.megatron);
+  if (!o.config.empty() &&
+      is_primus_experiment(o.config)) {  // an AMD Primus experiment: Megatron's arguments
+    o.megatron.insert(o.megatron.end(), {"--config", o.config});
+    o.config.clear();
+  }
   std::vector<std::string> warnings;
   std::optional<double> yaml_device_gib;  // --config: context.max_device_memory
   ModelSpec model;

@@ -218,6 +218,10 @@ int run(const SearchOptions& o) {
   std::string yaml = o.config;
   std::vector<std::string> words = o.megatron;
   restore_bracket_words(words);
+  if (!yaml.empty() && is_primus_experiment(yaml)) {  // an AMD Primus experiment: Megatron's arguments
+    words.insert(words.end(), {"--config", yaml});
+    yaml.clear();
+  }
   if (!words.empty()) {
     const std::string inner = read_run_mindformer_args(words, mf);
     if (!inner.empty() && !yaml.empty() && inner != yaml)

@@ -206,6 +206,79 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
     }
     return out;
   }
+  // An AMD Primus launch (`torchrun … primus/cli/main.py train pretrain --config EXP.yaml [overrides]`): the
+  // experiment's Megatron module is the run, the launcher gives the world, the other options are Primus's
+  // overrides of the module's keys.
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string path;
+    std::size_t value_at = i;
+    if ((args[i] == "--config" || args[i] == "--exp") && i + 1 < args.size()) {
+      path = args[i + 1];
+      value_at = i + 1;
+    } else if (args[i].rfind("--config=", 0) == 0 || args[i].rfind("--exp=", 0) == 0) {
+      path = args[i].substr(args[i].find('=') + 1);
+    }
+    if (path.empty() || !is_primus_experiment(path)) continue;
+    std::vector<std::string> launcher, overrides, notes;
+    for (std::size_t j = 0; j < args.size(); ++j) {
+      if (j == i || j == value_at) continue;
+      const std::string& w = args[j];
+      if (w.rfind("--", 0) != 0) {
+        if (w.find('=') != std::string::npos) overrides.push_back(w);  // key=value
+        continue;  // the entry point and the CLI's words (train pretrain)
+      }
+      std::string name = canonical(w.substr(0, w.find('=')));
+      if (auto a = aliases.find(name); a != aliases.end()) name = a->second;
+      const auto& lf = megatron::launcher_flags();
+      const auto spec = std::find_if(lf.begin(), lf.end(), [&](const auto& f) { return name == f.name; });
+      const bool takes_value =
+          w.find('=') == std::string::npos && j + 1 < args.size() && looks_like_value(args[j + 1]);
+      if (spec != lf.end()) {
+        launcher.push_back(w);
+        if (spec->arity == Arity::One && takes_value) launcher.push_back(args[++j]);
+      } else if (name == "--data-path" || name == "--backend-path" || name == "--export-config") {
+        if (takes_value) ++j;  // the train CLI's own options
+      } else {
+        overrides.push_back(w);
+        if (takes_value) overrides.push_back(args[++j]);
+      }
+    }
+    std::set<std::string> defaults;
+    std::vector<std::string> run =
+        megatron_words_from_primus_experiment(path, overrides, env, notes, &defaults);
+    launcher.insert(launcher.end(), run.begin(), run.end());
+    MegatronConfig out;
+    try {
+      out = parse_megatron_args(launcher, env, base);
+    } catch (const InputError& e) {
+      if (e.where().rfind("--", 0) == 0) {  // a flag named in the message is a key of the experiment here
+        std::string k = e.where().substr(2);
+        std::replace(k.begin(), k.end(), '-', '_');
+        throw InputError(path, "(Primus) " + k + ": " + e.detail());
+      }
+      throw;
+    }
+    // The flags read past that only carry Primus's defaults of Megatron's arguments (its trainer_base.yaml
+    // lists them all) are not the experiment's: left out of that note.
+    static constexpr std::string_view kReadPast =
+        "read past, not modelled (they may change memory or time): ";
+    for (auto w = out.warnings.begin(); w != out.warnings.end(); ++w) {
+      if (w->rfind(kReadPast, 0) != 0) continue;
+      std::string kept, item;
+      std::istringstream list(w->substr(kReadPast.size()));
+      while (std::getline(list, item, ',')) {
+        item.erase(0, item.find_first_not_of(' '));
+        if (!defaults.count(item)) kept += (kept.empty() ? "" : ", ") + item;
+      }
+      if (kept.empty())
+        out.warnings.erase(w);
+      else
+        *w = std::string(kReadPast) + kept;
+      break;
+    }
+    out.warnings.insert(out.warnings.begin(), notes.begin(), notes.end());
+    return out;
+  }
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& w = args[i];
     if (w.rfind("--", 0) != 0) {

@@ -115,7 +115,8 @@ struct EntryPatterns {
                                  "run_recipe.py",             // (Megatron-Bridge's recipe runner)
                                  "setup_experiment.py",       // (Megatron-Bridge's experiment launchers)
                                  "posttrain_gpt.py"};         // (MindSpeed-LLM's fine-tuning: --stage sft)
-  /// True when the last path component of `path` matches one of the globs.
+  /// True when the last path component of `path` matches one of the globs, or `path` is AMD Primus's train
+  /// CLI (…/primus/cli/main.py, …/primus/train.py: its `--config EXP.yaml` is read by analyze).
   bool matches(std::string_view path) const;
   /// "pretrain_*.py, finetune*.py, run_mindformer.py, …" for messages.
   std::string describe() const;

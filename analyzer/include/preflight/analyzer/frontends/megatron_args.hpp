@@ -12,6 +12,7 @@
 /// `"--flag value"` in one word.
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,29 @@ std::vector<std::string> megatron_words_from_args_dump(const std::map<std::strin
 ///         `language_model:` section, or names an activation Megatron's YAML path refuses.
 std::vector<std::string> megatron_words_from_yaml_cfg(const std::string& path,
                                                       std::vector<std::string>& notes);
+
+/// True when `path` is an AMD Primus experiment YAML (AMD-AGI/Primus `examples/megatron/configs/…`: a
+/// top-level `modules:` mapping).
+bool is_primus_experiment(const std::string& path);
+
+/// The command line behind an AMD Primus experiment's Megatron trainer module (`modules.pre_trainer`, else
+/// `post_trainer`): its module preset (`primus/configs/modules/megatron/<config>`) with the model preset's
+/// keys where the module has none (`primus/configs/models/megatron/<model>`), the experiment's `overrides:`
+/// and then `overrides` (Primus's command-line overrides: `--key value`, `--key=value`, `key=value`) on top —
+/// each file with its `${VAR:default}` from `env` and its `extends:` presets merged under it, as Primus's
+/// parser builds it — each key as an argument-dump destination back to its flag.  The presets are found in
+/// `$PRIMUS_PATH/primus/configs`, else above the experiment.  Primus's own schedules (zero bubble, its
+/// pipeline algorithms), per-layer recompute ids and manual pipeline splits are said in `notes` as not
+/// priced.  The world size is the launch's.
+/// @param preset_default_flags when non-null, receives the flags (`--loss-scale-window`) whose value is the
+///        module preset's own (Primus's defaults of every Megatron argument, which the experiment did not
+///        set)
+/// @throws InputError naming the file (and line) for an unreadable or malformed YAML, a missing preset, an
+///         unset `${VAR}` without a default, no trainer module, or a framework other than megatron.
+std::vector<std::string> megatron_words_from_primus_experiment(
+    const std::string& path, const std::vector<std::string>& overrides,
+    const std::map<std::string, std::string>& env, std::vector<std::string>& notes,
+    std::set<std::string>* preset_default_flags = nullptr);
 
 /// The process environment as a map (for the `env` parameter above).
 std::map<std::string, std::string> process_environment();
