@@ -70,7 +70,7 @@ bool EntryPatterns::matches(std::string_view path) const {
 std::string EntryPatterns::describe() const {
   std::string s;
   for (const std::string& g : globs) s += (s.empty() ? "" : ", ") + g;
-  return s;
+  return s + ", primus/cli/main.py";
 }
 
 namespace {
