@@ -179,7 +179,12 @@ bool truthy(const YAML::Node& n) {
 bool is_primus_experiment(const std::string& path) {
   std::error_code ec;
   if (!(path.ends_with(".yaml") || path.ends_with(".yml")) || !fs::is_regular_file(path, ec)) return false;
-  try {  // (an experiment may extend another one: Primus's LoRA recipes)
+  try {
+    const YAML::Node raw = YAML::LoadFile(path);
+    if (!raw.IsMap()) return false;
+    if (raw["modules"]) return raw["modules"].IsMap();
+    if (!raw["extends"]) return false;
+    // an experiment extending another one (Primus's LoRA recipes)
     const YAML::Node root = parse_primus_yaml(path, process_environment());
     return root.IsMap() && root["modules"] && root["modules"].IsMap();
   } catch (const std::exception&) {
