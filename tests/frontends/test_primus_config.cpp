@@ -195,3 +195,14 @@ TEST(PrimusConfig, TrainCliIsAnEntryPointAndAnalyzeReadsIt) {
             std::string::npos)
       << e.out;
 }
+
+// Primus's own tokenizer names (DeepSeekV3Tokenizer, MixtralTokenizer, …) are Megatron's HuggingFaceTokenizer
+// of tokenizer_model (its tokenizer.py builds them so): the repository's vocabulary, here a preset's.
+TEST(PrimusConfig, PrimusTokenizerNamesAreHuggingFaceTokenizers) {
+  preflight::test::TempDir dir;
+  const fs::path exp = primus_tree(dir.path());
+  write(dir.path() / "primus/configs/models/megatron/tiny_1B.yaml",
+        "extends: tiny_base.yaml\nnum_layers: 16\nhidden_size: 2048\nnum_attention_heads: 16\n"
+        "tokenizer_type: DeepSeekV3Tokenizer\ntokenizer_model: deepseek-ai/DeepSeek-V3\n");
+  EXPECT_EQ(parse(exp).model.vocab_size, 129280);
+}

@@ -277,6 +277,17 @@ std::vector<std::string> megatron_words_from_primus_experiment(const std::string
     cfg[key] = value;
   }
 
+  // Primus's own tokenizer names are Megatron's HuggingFaceTokenizer of tokenizer_model
+  // (primus/backends/megatron/training/tokenizer/tokenizer.py CUSTOM_TOKENIZER_TYPES,
+  // _build_custom_hf_tokenizer).
+  static const std::set<std::string> hf_tokenizers = {
+      "DeepSeekV2Tokenizer", "DeepSeekV3Tokenizer", "DeepSeekV4Tokenizer",
+      "Llama2Tokenizer",     "Llama3Tokenizer",     "MixtralTokenizer",
+      "Llama4Tokenizer",     "Lfm2Tokenizer",       "KimiK2Tokenizer"};
+  if (cfg["tokenizer_type"] && cfg["tokenizer_type"].IsScalar() &&
+      hf_tokenizers.count(cfg["tokenizer_type"].Scalar()) && cfg["tokenizer_model"] &&
+      cfg["tokenizer_model"].IsScalar())
+    cfg["tokenizer_type"] = "HuggingFaceTokenizer";
   // What Primus changes that preflight does not price, said.
   if (truthy(cfg["patch_zero_bubble"]))
     notes.push_back("Primus zero-bubble pipeline (patch_zero_bubble): priced as Megatron's 1F1B schedules");
