@@ -284,8 +284,11 @@ std::vector<std::string> megatron_words_from_primus_experiment(const std::string
       "DeepSeekV2Tokenizer", "DeepSeekV3Tokenizer", "DeepSeekV4Tokenizer",
       "Llama2Tokenizer",     "Llama3Tokenizer",     "MixtralTokenizer",
       "Llama4Tokenizer",     "Lfm2Tokenizer",       "KimiK2Tokenizer"};
+  // (Llama2Tokenizer / Llama3Tokenizer keep Megatron's fixed sizes, which their repositories have: a Llama 3.2
+  // repository is no preset, its 128256 tokens are Llama 3's.)
   if (cfg["tokenizer_type"] && cfg["tokenizer_type"].IsScalar() &&
-      hf_tokenizers.count(cfg["tokenizer_type"].Scalar()) && cfg["tokenizer_model"] &&
+      hf_tokenizers.count(cfg["tokenizer_type"].Scalar()) &&
+      known_tokenizer_vocab_size(cfg["tokenizer_type"].Scalar()) == 0 && cfg["tokenizer_model"] &&
       cfg["tokenizer_model"].IsScalar())
     cfg["tokenizer_type"] = "HuggingFaceTokenizer";
   // What Primus changes that preflight does not price, said.
