@@ -93,6 +93,11 @@ SYSTEMS = {
     "mi325x": (1307, 2615, 256, 6000, 448, 8, 50, "b200",
                "AMD Instinct MI325X datasheet (MI300X's 1,307 TFLOPS BF16 dense and 2,615 FP8, 256 GB HBM3E, 6 TB/s, "
                "the same Infinity Fabric: 7x 128 GB/s peer links); 8x 400 Gb/s per node"),
+    # MI355X (CDNA 4, MI350 series): 256 compute units at 2.4 GHz, 2.5 PF BF16 and 5 PF FP8 dense, 288 GB of
+    # HBM3E at 8 TB/s, the Infinity Fabric of 7 peer links at 153.6 GB/s both ways (76.8 a direction).
+    "mi355x": (2516, 5033, 288, 8000, 537.6, 8, 50, "b200",
+               "AMD Instinct MI355X datasheet (2,516 TFLOPS BF16 dense, 5,033 FP8, 288 GB HBM3E, 8 TB/s, "
+               "Infinity Fabric 7x 153.6 GB/s peer links both ways); 8x 400 Gb/s per node"),
     "ascend-910b": (313, 0, 64, 1600, 196, 8, 25, "b200",
                     "Huawei Atlas 800T A2 / Ascend 910B (313 TFLOPS FP16, 64 GB HBM2e, 1.6 TB/s, HCCS full mesh "
                     "7x 56 GB/s = 392 GB/s); 8x 200 Gb/s RoCE"),
@@ -163,12 +168,12 @@ for _n in ("gb200", "gb300", "gh200"):
 # them drives k - 1 of each device's 7 links, so its intra-node bandwidth is (k - 1) / 7 of the figure above
 # (primitives.cpp).  Atlas 800T A2: HCCS between every pair of the 8 910Bs; MI300X: Infinity Fabric, 7 peer
 # links per GPU.  NVLink nodes have NVSwitches (any subset at the full rate).
-FULL_MESH = ("ascend-910b", "mi300x", "mi325x", "gh200")
+FULL_MESH = ("ascend-910b", "mi300x", "mi325x", "mi355x", "gh200")
 RING_STEP_LATENCY_US = 8
 # Streaming multiprocessors per device (spec sheets / whitepapers; MI300X: compute units); Ascend unknown (0).
 # B300: 148 as a B300 SXM6 AC reports (multiProcessorCount; the Blackwell Ultra die has 160).
 SM_COUNT = {"a100-sxm-40gb": 108, "a100-sxm-80gb": 108, "a800-sxm-80gb": 108, "h100-sxm": 132, "h800": 132,
-            "h200": 132, "h20": 78, "gh200": 132, "mi325x": 304,
+            "h200": 132, "h20": 78, "gh200": 132, "mi325x": 304, "mi355x": 256,
             "b200": 148, "gb200": 148, "b300": 148, "gb300": 160, "mi300x": 304}
 FITTED = {
     "a100-sxm-40gb": A100_FIT,
@@ -202,6 +207,10 @@ MI300X_FIT = (fit("mi300x_compute", 1.73), 1.0,
 FITTED["mi300x"] = MI300X_FIT
 FITTED["mi325x"] = MI300X_FIT[:2] + ("the mi300x preset's fit, transferred (same CDNA 3 compute die); "
                                      + MI300X_FIT[2],)
+# MI355X: no published run; the mi300x preset's efficiencies and fit, transferred (the same ROCm stack: hipBLASLt,
+# CK attention) at CDNA 4's peaks — unchecked.
+FITTED["mi355x"] = MI300X_FIT[:2] + ("the mi300x preset's fit, transferred (CDNA 4 at its own peaks; no MI355X "
+                                     "run in the corpus): " + MI300X_FIT[2],)
 
 FP8_FITTED = {
     "b200": (fit("b200_fp8", 0.9074),

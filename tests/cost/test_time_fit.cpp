@@ -1037,6 +1037,8 @@ TEST(TimeFit, SystemPresetsByProductName) {
   EXPECT_EQ(cost::system_preset_for("A800"), "a800-sxm-80gb");
   EXPECT_EQ(cost::system_preset_for("NVIDIA_H20"), "h20");
   EXPECT_EQ(cost::system_preset_for("MI325X"), "mi325x");
+  EXPECT_EQ(cost::system_preset_for("MI355X"), "mi355x");
+  EXPECT_EQ(cost::system_preset_for("AMD-Instinct-MI355"), "mi355x");
   EXPECT_EQ(cost::system_preset_for("h100-pcie"), "");  // no preset for the PCIe card
   EXPECT_EQ(cost::system_preset_for("a100"), "");
   EXPECT_EQ(cost::system_preset_choices("A100").size(), 2u);
@@ -1049,9 +1051,9 @@ TEST(TimeFit, SystemPresetsByProductName) {
   }
 }
 
-// The spec-sheet presets without a published run of their own (A800, H20, MI325X): their peak rates, memory
-// and links from the spec sheet, every efficiency their sibling's (A100-80GB, H100, MI300X), so a run's time
-// differs from the sibling's only through the rates — the H800 / H100 pair's rule.
+// The spec-sheet presets without a published run of their own (A800, H20, MI325X, MI355X): their peak rates,
+// memory and links from the spec sheet, every efficiency their sibling's (A100-80GB, H100, MI300X), so a
+// run's time differs from the sibling's only through the rates — the H800 / H100 pair's rule.
 TEST(SystemPresets, SiblingsWithoutTheirOwnRuns) {
   struct Case {
     const char* name;
@@ -1059,9 +1061,10 @@ TEST(SystemPresets, SiblingsWithoutTheirOwnRuns) {
     double bf16_tflops, mem_gib, hbm_gbps, link_gbps;
     int sm;
   };
-  for (const Case& c : {Case{"a800-sxm-80gb", "a100-sxm-80gb", 312, 80, 2039, 200, 108},
-                        Case{"h20", "h100-sxm", 148, 96, 4000, 450, 78},
-                        Case{"mi325x", "mi300x", 1307, 256, 6000, 448, 304}}) {
+  for (const Case& c :
+       {Case{"a800-sxm-80gb", "a100-sxm-80gb", 312, 80, 2039, 200, 108},
+        Case{"h20", "h100-sxm", 148, 96, 4000, 450, 78}, Case{"mi325x", "mi300x", 1307, 256, 6000, 448, 304},
+        Case{"mi355x", "mi300x", 2516, 288, 8000, 537.6, 256}}) {
     const SystemSpec s = cost::load_simumax_system(c.name), sib = cost::load_simumax_system(c.sibling);
     EXPECT_DOUBLE_EQ(s.op.at("matmul").tflops, c.bf16_tflops) << c.name;
     EXPECT_DOUBLE_EQ(s.mem_gib, c.mem_gib) << c.name;
@@ -1487,7 +1490,7 @@ TEST(SystemPresets, GeneratorReproducesTheEmbeddedPresetsAndSetsOneConstant) {
               nlohmann::json::parse(read_file(out / e.path().filename())))
         << e.path().filename() << " differs from scripts/gen_system_presets.py's output: regenerate it";
   }
-  EXPECT_EQ(files, 15);
+  EXPECT_EQ(files, 16);
 
   r = run_shell(gen + " --out " + shell_quote((out / "set").string()) + " --set hopper_fp8=1.1");
   ASSERT_EQ(r.exit_code, 0) << r.err;

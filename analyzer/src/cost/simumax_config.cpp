@@ -680,6 +680,7 @@ const std::map<std::string, std::vector<std::string>>& product_presets() {
       {"a800", {"a800-sxm-80gb"}},
       {"h20-96gb", {"h20"}},
       {"mi325", {"mi325x"}},
+      {"mi355", {"mi355x"}},
       {"h100-80gb", {"h100-sxm"}},
       {"h200-141gb", {"h200"}},
       {"gh200-96gb", {"gh200"}},
