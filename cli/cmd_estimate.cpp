@@ -78,6 +78,13 @@ int run(EstimateOptions o) {
       for (const auto& w : bridge->warnings) warnings.push_back(w);
       if (!o.system_given) system_of_recipe(*bridge, o.system, warnings);
     }
+    if (const std::string gpu = primus_experiment_gpu(o.megatron);
+        !o.system_given && !bridge && !gpu.empty() && !cost::system_preset_for(gpu).empty()) {
+      // An AMD Primus experiment sits in its GPU's folder (examples/megatron/configs/MI300X/…).
+      o.system = cost::system_preset_for(gpu);
+      warnings.push_back("Primus experiment of the " + gpu + " folder: priced on " + o.system +
+                         " (--system for another)");
+    }
     if (!o.system_given && !bridge && is_mindspeed_launch(o.megatron)) {
       // MindSpeed-LLM runs on Ascend NPUs only: its launch is priced on the one Ascend preset, not on
       // SimuMax's A100 default.

@@ -805,6 +805,17 @@ Command search_command() {
               std::cerr << "preflight: warning: searched on " << o->system
                         << ", the GPU the recipe is named for (--system for another)\n";
           }
+          {
+            std::vector<std::string> words = o->megatron;
+            if (!o->config.empty()) words.insert(words.end(), {"--config", o->config});
+            if (const std::string gpu = analyzer::primus_experiment_gpu(words);
+                o->bridge_config.empty() && system->count() == 0 && !gpu.empty() &&
+                !analyzer::cost::system_preset_for(gpu).empty()) {
+              o->system = analyzer::cost::system_preset_for(gpu);
+              std::cerr << "preflight: warning: Primus experiment of the " << gpu << " folder: searched on "
+                        << o->system << " (--system for another)\n";
+            }
+          }
           if (o->bridge_config.empty() && o->config.empty() && system->count() == 0 &&
               analyzer::is_mindspeed_launch(o->megatron)) {
             o->system = "ascend-910b";

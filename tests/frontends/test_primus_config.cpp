@@ -194,6 +194,15 @@ TEST(PrimusConfig, TrainCliIsAnEntryPointAndAnalyzeReadsIt) {
   EXPECT_NE(e.out.find("megatron-args on mi300x: seq1024.mbs4.mbc16.gbs256 tp2.sp2.cp1.ep1.pp1.dp4"),
             std::string::npos)
       << e.out;
+  // without --system: the GPU folder the experiment sits in (examples/megatron/configs/MI300X/)
+  EXPECT_EQ(preflight::analyzer::primus_experiment_gpu({"--config", exp.string()}), "MI300X");
+  EXPECT_EQ(preflight::analyzer::primus_experiment_gpu({"--config", "elsewhere.yaml"}), "");
+  const auto d = preflight::test::run_preflight(
+      "estimate --config " + preflight::test::shell_quote(exp.string()) + " -- --nproc_per_node 8");
+  ASSERT_EQ(d.exit_code, 0) << d.err << d.out;
+  EXPECT_NE(d.err.find("Primus experiment of the MI300X folder: priced on mi300x"), std::string::npos)
+      << d.err;
+  EXPECT_NE(d.out.find("megatron-args on mi300x:"), std::string::npos) << d.out;
 }
 
 // Primus's own tokenizer names (DeepSeekV3Tokenizer, MixtralTokenizer, …) are Megatron's HuggingFaceTokenizer

@@ -192,6 +192,20 @@ bool is_primus_experiment(const std::string& path) {
   }
 }
 
+std::string primus_experiment_gpu(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    const std::string v = (w == "--config" || w == "--exp") && i + 1 < args.size() ? args[i + 1]
+                          : w.rfind("--config=", 0) == 0 || w.rfind("--exp=", 0) == 0
+                              ? w.substr(w.find('=') + 1)
+                              : std::string();
+    if (v.empty() || !is_primus_experiment(v)) continue;
+    const fs::path dir = fs::path(v).parent_path();
+    if (dir.parent_path().filename() == "configs") return dir.filename().string();
+  }
+  return "";
+}
+
 std::vector<std::string> megatron_words_from_primus_experiment(const std::string& path,
                                                                const std::vector<std::string>& overrides,
                                                                const std::map<std::string, std::string>& env,

@@ -98,6 +98,11 @@ std::vector<std::string> megatron_words_from_primus_experiment(
     const std::map<std::string, std::string>& env, std::vector<std::string>& notes,
     std::set<std::string>* preset_default_flags = nullptr);
 
+/// The GPU folder an AMD Primus experiment of `args` (`--config` / `--exp`) sits in —
+/// `examples/megatron/configs/MI300X/llama3.1_8B-BF16-pretrain.yaml` → "MI300X" — for the commands that price
+/// time to default their system to it; "" when `args` name no Primus experiment or it is elsewhere.
+std::string primus_experiment_gpu(const std::vector<std::string>& args);
+
 /// The process environment as a map (for the `env` parameter above).
 std::map<std::string, std::string> process_environment();
 
