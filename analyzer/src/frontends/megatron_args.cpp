@@ -209,16 +209,9 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   // An AMD Primus launch (`torchrun … primus/cli/main.py train pretrain --config EXP.yaml [overrides]`): the
   // experiment's Megatron module is the run, the launcher gives the world, the other options are Primus's
   // overrides of the module's keys.
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string path;
-    std::size_t value_at = i;
-    if ((args[i] == "--config" || args[i] == "--exp") && i + 1 < args.size()) {
-      path = args[i + 1];
-      value_at = i + 1;
-    } else if (args[i].rfind("--config=", 0) == 0 || args[i].rfind("--exp=", 0) == 0) {
-      path = args[i].substr(args[i].find('=') + 1);
-    }
-    if (path.empty() || !is_primus_experiment(path)) continue;
+  if (const auto primus = find_primus_config_arg(args)) {
+    const std::string& path = primus->path;
+    const std::size_t i = primus->flag_at, value_at = primus->value_at;
     std::vector<std::string> launcher, overrides, notes;
     for (std::size_t j = 0; j < args.size(); ++j) {
       if (j == i || j == value_at) continue;

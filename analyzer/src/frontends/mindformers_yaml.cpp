@@ -857,13 +857,7 @@ std::vector<int> MindFormersConfig::full_recompute_per_stage() const {
 std::string read_run_mindformer_args(const std::vector<std::string>& args, MindFormersOptions& options) {
   // An AMD Primus launch's --config / --exp (an experiment: parse_megatron_args reads it) is not a
   // MindFormers yaml.
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& w = args[i];
-    std::string v = (w == "--config" || w == "--exp") && i + 1 < args.size()    ? args[i + 1]
-                    : w.rfind("--config=", 0) == 0 || w.rfind("--exp=", 0) == 0 ? w.substr(w.find('=') + 1)
-                                                                                : std::string();
-    if (!v.empty() && is_primus_experiment(v)) return "";
-  }
+  if (find_primus_config_arg(args)) return "";
   // run_mindformer.py's argparse options (r1.5.0 … master): those that change the run are read, the others
   // consumed; what argparse's parse_known_args leaves are `--KEY VALUE` config settings (its rest_args_), and
   // a repeated option keeps its last value, as argparse does.

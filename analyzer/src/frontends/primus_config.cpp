@@ -192,18 +192,26 @@ bool is_primus_experiment(const std::string& path) {
   }
 }
 
-std::string primus_experiment_gpu(const std::vector<std::string>& args) {
+std::optional<PrimusConfigArg> find_primus_config_arg(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& w = args[i];
-    const std::string v = (w == "--config" || w == "--exp") && i + 1 < args.size() ? args[i + 1]
-                          : w.rfind("--config=", 0) == 0 || w.rfind("--exp=", 0) == 0
-                              ? w.substr(w.find('=') + 1)
-                              : std::string();
-    if (v.empty() || !is_primus_experiment(v)) continue;
-    const fs::path dir = fs::path(v).parent_path();
-    if (dir.parent_path().filename() == "configs") return dir.filename().string();
+    PrimusConfigArg a{i, i, ""};
+    if ((w == "--config" || w == "--exp") && i + 1 < args.size()) {
+      a.value_at = i + 1;
+      a.path = args[i + 1];
+    } else if (w.rfind("--config=", 0) == 0 || w.rfind("--exp=", 0) == 0) {
+      a.path = w.substr(w.find('=') + 1);
+    }
+    if (!a.path.empty() && is_primus_experiment(a.path)) return a;
   }
-  return "";
+  return std::nullopt;
+}
+
+std::string primus_experiment_gpu(const std::vector<std::string>& args) {
+  const auto a = find_primus_config_arg(args);
+  if (!a) return "";
+  const fs::path dir = fs::path(a->path).parent_path();
+  return dir.parent_path().filename() == "configs" ? dir.filename().string() : std::string();
 }
 
 std::vector<std::string> megatron_words_from_primus_experiment(const std::string& path,

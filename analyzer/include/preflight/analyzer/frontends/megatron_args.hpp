@@ -12,6 +12,7 @@
 /// `"--flag value"` in one word.
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -97,6 +98,15 @@ std::vector<std::string> megatron_words_from_primus_experiment(
     const std::string& path, const std::vector<std::string>& overrides,
     const std::map<std::string, std::string>& env, std::vector<std::string>& notes,
     std::set<std::string>* preset_default_flags = nullptr);
+
+/// Where `args` name an AMD Primus experiment: the word of `--config` / `--exp` (flag_at), the word holding
+/// the path (value_at: the next word, or flag_at itself for `--config=PATH`) and the path; nullopt when no
+/// `--config` / `--exp` of `args` is a Primus experiment.
+struct PrimusConfigArg {
+  std::size_t flag_at = 0, value_at = 0;
+  std::string path;
+};
+std::optional<PrimusConfigArg> find_primus_config_arg(const std::vector<std::string>& args);
 
 /// The GPU folder an AMD Primus experiment of `args` (`--config` / `--exp`) sits in —
 /// `examples/megatron/configs/MI300X/llama3.1_8B-BF16-pretrain.yaml` → "MI300X" — for the commands that price
