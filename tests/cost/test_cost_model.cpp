@@ -2212,3 +2212,41 @@ TEST(CostModel, SmallEagerLayersAreSaidToBeHostBound) {
   for (const auto& w : estimate(graph.model, graph.strategy, h100).warnings)
     EXPECT_EQ(w.find("likely host-bound"), std::string::npos) << w;
 }
+
+namespace preflight::analyzer {
+namespace {
+
+// --no-async-tensor-model-parallel-allreduce (Megatron before 2024; ROCm/Megatron-LM's scripts pass it):
+// without sequence parallelism a column linear's dgrad all-reduce no longer runs under its wgrad GEMM.  On a
+// system that hides the overlapped part (tp_overlap_exposed 0) the iteration is slower with the flag; with
+// sequence parallelism (its gathers and reduce-scatters are overlapped either way) and on the presets'
+// exposed default (tp_overlap_exposed 1) it changes nothing.  The flag is read, not named among the flags
+// read past.
+TEST(CostModel, NoAsyncTensorParallelAllReduce) {
+  const std::string base =
+      "--num-layers 4 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
+      "--max-position-embeddings "
+      "4096 --swiglu --ffn-hidden-size 11008 --normalization RMSNorm --disable-bias-linear "
+      "--position-embedding-type rope --vocab-size 32000 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+      "--use-flash-attn --transformer-impl transformer_engine --use-mcore-models "
+      "--tensor-model-parallel-size 8 "
+      "--nproc_per_node 8 ";
+  SystemSpec hiding = load_simumax_system("h100-sxm");
+  hiding.tp_overlap_exposed = 0;
+  const auto run = megatron_runner(base, hiding);
+  const double async = run("").iteration_ms,
+               blocking = run("--no-async-tensor-model-parallel-allreduce").iteration_ms;
+  EXPECT_GT(blocking, async * 1.001);
+  EXPECT_DOUBLE_EQ(run("--sequence-parallel").iteration_ms,
+                   run("--sequence-parallel --no-async-tensor-model-parallel-allreduce").iteration_ms);
+  const auto exposed = megatron_runner(base, load_simumax_system("h100-sxm"));
+  EXPECT_DOUBLE_EQ(exposed("").iteration_ms,
+                   exposed("--no-async-tensor-model-parallel-allreduce").iteration_ms);
+  const MegatronConfig c =
+      parse_megatron_args(preflight::test::words(base + "--no-async-tensor-model-parallel-allreduce"));
+  EXPECT_FALSE(c.strategy.tp_async_allreduce);
+  for (const auto& w : c.warnings) EXPECT_EQ(w.find("read past"), std::string::npos) << w;
+}
+
+}  // namespace
+}  // namespace preflight::analyzer

@@ -277,8 +277,9 @@ std::string gemm_key(double b, double m, double k, double n, const char* layout,
 /// (megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication.backward; TE's
 /// _Linear / _LayerNormLinear backward do the same): with sequence parallelism the all-gather of the saved
 /// input shard runs under the dgrad GEMM and the reduce-scatter of dgrad under the wgrad GEMM; without it
-/// the all-reduce of dgrad runs under the wgrad GEMM.  What a GEMM cannot cover stays exposed, and of the
-/// covered part the fraction SystemSpec::tp_overlap_exposed (SM and memory contention; 1 by default).
+/// the all-reduce of dgrad runs under the wgrad GEMM (unless --no-async-tensor-model-parallel-allreduce).
+/// What a GEMM cannot cover stays exposed, and of the covered part the fraction
+/// SystemSpec::tp_overlap_exposed (SM and memory contention; 1 by default).
 void hide_column_backward_comm(const Ctx& c, Leaf& l) {
   Pass& p = l.pass;
   const double hide = 1 - c.sys->tp_overlap_exposed;
@@ -286,7 +287,7 @@ void hide_column_backward_comm(const Ctx& c, Leaf& l) {
   if (c.sp) {
     p.bwd_w_net_ms -= hide * std::min(p.bwd_w_net_ms, p.bwd_act_ms);
     p.bwd_act_net_ms -= hide * std::min(p.bwd_act_net_ms, p.bwd_w_ms);
-  } else {
+  } else if (c.st->tp_async_allreduce) {
     p.bwd_act_net_ms -= hide * std::min(p.bwd_act_net_ms, p.bwd_w_ms);
   }
 }

@@ -166,6 +166,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--fp16-lm-cross-entropy", Arity::Switch},
       {"--attention-backend", Arity::One},
       {"--cross-entropy-loss-fusion", Arity::Switch},
+      {"--no-async-tensor-model-parallel-allreduce", Arity::Switch},
   };
   return flags;
 }
@@ -827,6 +828,7 @@ void read_numerics(const Flags& f, Strategy& st) {
     }
   }
   st.grad_reduce_in_bf16 = f.has("--grad-reduce-in-bf16");
+  st.tp_async_allreduce = !f.has("--no-async-tensor-model-parallel-allreduce");
   // Megatron-FSDP's buffers: since 2026-07-01 (adfe9e11d9) the main gradients are
   // --megatron-fsdp-main-grads-dtype's (auto: the parameters' dtype) and the main weights
   // --megatron-fsdp-main-params-dtype's (fp32 by default); before, a 16-bit run's gradients were fp32 unless

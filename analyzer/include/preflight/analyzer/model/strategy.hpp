@@ -292,6 +292,10 @@ struct Strategy {
   /// the parameters live and are updated on the host; the device holds the rest.  0 = none.
   double optimizer_cpu_offload_fraction = 0;
   bool grad_reduce_in_bf16 = false;                 ///< `--grad-reduce-in-bf16`: bf16 main grads
+  /// Without sequence parallelism, a column linear's backward all-reduce of dgrad runs under its wgrad GEMM
+  /// (Megatron's async tensor-parallel all-reduce, on by default); false: `--no-async-tensor-model-parallel-
+  /// allreduce` (Megatron before 2024; ROCm/Megatron-LM's scripts pass it), the all-reduce after the GEMM.
+  bool tp_async_allreduce = true;
   bool accumulate_allreduce_grads_in_fp32 = false;  ///< fp16 only; forced on for bf16 by Megatron
   /// Optimizer state bytes per parameter: the master copy (16-bit training) and Adam's two moments (SGD:
   /// the first only).  fp32 by default; `--use-precision-aware-optimizer` with `--main-params-dtype`,
