@@ -107,6 +107,21 @@ TEST(PrimusConfig, ExperimentAsMegatronsCommandLine) {
   EXPECT_TRUE(said(c, "nested settings not read (mock_dataset)"));
   EXPECT_FALSE(said(c, "--loss-scale-window"));
   for (const auto& w : c.warnings) EXPECT_EQ(w.find("read past"), std::string::npos) << w;
+  // Primus sets Megatron's virtual_pipeline_model_parallel_size (the destination Megatron derives from
+  // --num-layers-per-virtual-pipeline-stage): the interleaved schedule, not a flag read past
+  const MegatronConfig vpp =
+      parse(exp, {"--pipeline_model_parallel_size", "2", "--virtual_pipeline_model_parallel_size", "2"});
+  EXPECT_EQ(vpp.strategy.pp, 2);
+  EXPECT_EQ(vpp.strategy.vpp, 2);
+  for (const auto& w : vpp.warnings) EXPECT_EQ(w.find("read past"), std::string::npos) << w;
+  // a value Megatron refuses is named as the experiment's key
+  try {
+    parse(exp, {"--num_layers", "abc"});
+    ADD_FAILURE() << "num_layers abc was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(Primus) num_layers: expected an integer"), std::string::npos)
+        << e.what();
+  }
   // the environment's value, as Primus substitutes it
   EXPECT_EQ(parse(exp, {}, {{"PRIMUS_TEST_MBS", "2"}}).strategy.micro_batch_size, 2);
 }

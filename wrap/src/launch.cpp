@@ -55,9 +55,7 @@ int count_local_gpus_nvidia_smi() {
 bool EntryPatterns::matches(std::string_view path) const {
   std::string name(basename_of(path));
   if (name.empty()) return false;
-  // AMD Primus's train CLI (`primus/cli/main.py train pretrain --config EXP.yaml`; `primus/train.py` before
-  // it): matched by its last two folders, main.py alone being anyone's.
-  for (std::string_view tail : {"primus/cli/main.py", "primus/train.py"})
+  for (const std::string& tail : tails)
     if (path == tail || (path.ends_with(tail) && path[path.size() - tail.size() - 1] == '/')) return true;
   for (const std::string& g : globs) {
     std::string_view pattern = g;
@@ -70,7 +68,8 @@ bool EntryPatterns::matches(std::string_view path) const {
 std::string EntryPatterns::describe() const {
   std::string s;
   for (const std::string& g : globs) s += (s.empty() ? "" : ", ") + g;
-  return s + ", primus/cli/main.py";
+  for (const std::string& t : tails) s += (s.empty() ? "" : ", ") + t;
+  return s;
 }
 
 namespace {

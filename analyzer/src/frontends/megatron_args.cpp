@@ -120,8 +120,40 @@ std::map<std::string, std::string> process_environment() {
   return env;
 }
 
+namespace {
+
+/// An InputError naming a flag (`--num-layers`), as the key of the configuration file the flags came from
+/// (num_layers); any other error as it is.
+[[noreturn]] void rethrow_as_file_key(const InputError& e, const std::string& path, const std::string& label,
+                                      const std::string& tail = "") {
+  if (e.where().rfind("--", 0) != 0) throw e;
+  std::string key = e.where().substr(2);
+  std::replace(key.begin(), key.end(), '-', '_');
+  throw InputError(path, label + " " + key + ": " + e.detail() + tail);
+}
+
+/// The launcher's words of `args` (torchrun's sizes, with their values) apart from the others, in order; the
+/// words at `skip_a` / `skip_b` (a configuration file's flag and path) left out.
+struct LauncherSplit {
+  std::vector<std::string> launcher, others;
+};
+
+}  // namespace
+
+/// parse_megatron_args(), with the flags of `not_named` left out of the note on the flags read past (a
+/// configuration file's defaults of every Megatron argument, which the run did not set).
+MegatronConfig parse_megatron_args_quiet(const std::vector<std::string>& raw_args,
+                                         const std::map<std::string, std::string>& env, const ModelSpec* base,
+                                         const std::set<std::string>& not_named);
+
 MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                                    const std::map<std::string, std::string>& env, const ModelSpec* base) {
+  return parse_megatron_args_quiet(raw_args, env, base, {});
+}
+
+MegatronConfig parse_megatron_args_quiet(const std::vector<std::string>& raw_args,
+                                         const std::map<std::string, std::string>& env, const ModelSpec* base,
+                                         const std::set<std::string>& not_named) {
   // Known flags with their arity, by group (megatron_flags.hpp).  Values are stored raw in `seen` and
   // interpreted by the groups' readers below.
   static const std::map<std::string, Arity> known = [] {
@@ -138,9 +170,29 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
       {"--model-parallel-size", "--tensor-model-parallel-size"},
       {"--deepspeed_config", "--deepspeed-config"},
       {"--num-virtual-stages-per-pipeline-rank", "--num-virtual-stages-per-pipeline-rank"},
+      // the destination Megatron sets from them (argument dumps print it; AMD Primus's configs set it)
+      {"--virtual-pipeline-model-parallel-size", "--num-virtual-stages-per-pipeline-rank"},
       // Pai-Megatron-Patch's names of the MLA head dimensions (its DeepSeek-V2/V3 scripts).
       {"--qk-nope-head-dim", "--qk-head-dim"},
       {"--qk-rope-head-dim", "--qk-pos-emb-head-dim"},
+  };
+
+  auto split_launcher = [](const std::vector<std::string>& args, std::size_t skip_a, std::size_t skip_b) {
+    LauncherSplit out;
+    const auto& lf = megatron::launcher_flags();
+    for (std::size_t j = 0; j < args.size(); ++j) {
+      if (j == skip_a || j == skip_b) continue;
+      const std::string& w = args[j];
+      const bool takes_value = w.rfind("--", 0) == 0 && w.find('=') == std::string::npos &&
+                               j + 1 < args.size() && looks_like_value(args[j + 1]);
+      std::string name = canonical(w.substr(0, w.find('=')));
+      if (auto a = aliases.find(name); a != aliases.end()) name = a->second;
+      const auto spec = std::find_if(lf.begin(), lf.end(), [&](const auto& f) { return name == f.name; });
+      auto& to = w.rfind("--", 0) == 0 && spec != lf.end() ? out.launcher : out.others;
+      to.push_back(w);
+      if (takes_value && (&to == &out.others || spec->arity == Arity::One)) to.push_back(args[++j]);
+    }
+    return out;
   };
 
   MegatronConfig cfg;
@@ -160,40 +212,24 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
     }
     std::vector<std::string> notes;
     std::vector<std::string> run = megatron_words_from_yaml_cfg(path, notes);
-    std::vector<std::string> launcher, dropped;
-    for (std::size_t j = 0; j < args.size(); ++j) {
-      if (j == i || (j == i + 1 && args[i].find('=') == std::string::npos)) continue;
-      const std::string& w = args[j];
-      if (w.rfind("--", 0) != 0) continue;
-      std::string name = canonical(w.substr(0, w.find('=')));
-      if (auto a = aliases.find(name); a != aliases.end()) name = a->second;
-      const auto& lf = megatron::launcher_flags();
-      const auto spec = std::find_if(lf.begin(), lf.end(), [&](const auto& f) { return name == f.name; });
-      if (spec == lf.end()) {
+    LauncherSplit split = split_launcher(args, i, args[i].find('=') == std::string::npos ? i + 1 : i);
+    std::vector<std::string>& launcher = split.launcher;
+    std::vector<std::string> dropped;
+    for (const std::string& w : split.others)
+      if (w.rfind("--", 0) == 0) {
+        std::string name = canonical(w.substr(0, w.find('=')));
+        if (auto a = aliases.find(name); a != aliases.end()) name = a->second;
         dropped.push_back(name);
-        continue;
       }
-      launcher.push_back(w);
-      if (spec->arity == Arity::One && w.find('=') == std::string::npos && j + 1 < args.size())
-        launcher.push_back(args[++j]);
-    }
     launcher.insert(launcher.end(), run.begin(), run.end());
     MegatronConfig out;
     try {
       out = parse_megatron_args(launcher, env, base);
     } catch (const InputError& e) {
       // A flag named in the message is a key of the file here (Megatron ignores the command line's).
-      if (e.where().rfind("--", 0) == 0)
-        throw InputError(
-            path, "(--yaml-cfg) " + e.where().substr(2) + ": " + e.detail() +
-                      " — with --yaml-cfg these are the file's keys (" +
-                      [&] {
-                        std::string k = e.where().substr(2);
-                        std::replace(k.begin(), k.end(), '-', '_');
-                        return k;
-                      }() +
-                      ", …); the command line's are ignored");
-      throw;
+      rethrow_as_file_key(e, path, "(--yaml-cfg)",
+                          " — with --yaml-cfg these are the file's keys; the command "
+                          "line's are ignored");
     }
     out.warnings.insert(out.warnings.begin(), notes.begin(), notes.end());
     if (!dropped.empty()) {
@@ -212,62 +248,36 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
   if (const auto primus = find_primus_config_arg(args)) {
     const std::string& path = primus->path;
     const std::size_t i = primus->flag_at, value_at = primus->value_at;
-    std::vector<std::string> launcher, overrides, notes;
-    for (std::size_t j = 0; j < args.size(); ++j) {
-      if (j == i || j == value_at) continue;
-      const std::string& w = args[j];
+    LauncherSplit split = split_launcher(args, i, value_at);
+    std::vector<std::string> overrides, notes;
+    for (std::size_t j = 0; j < split.others.size(); ++j) {
+      const std::string& w = split.others[j];
       if (w.rfind("--", 0) != 0) {
         if (w.find('=') != std::string::npos) overrides.push_back(w);  // key=value
         continue;  // the entry point and the CLI's words (train pretrain)
       }
-      std::string name = canonical(w.substr(0, w.find('=')));
-      if (auto a = aliases.find(name); a != aliases.end()) name = a->second;
-      const auto& lf = megatron::launcher_flags();
-      const auto spec = std::find_if(lf.begin(), lf.end(), [&](const auto& f) { return name == f.name; });
-      const bool takes_value =
-          w.find('=') == std::string::npos && j + 1 < args.size() && looks_like_value(args[j + 1]);
-      if (spec != lf.end()) {
-        launcher.push_back(w);
-        if (spec->arity == Arity::One && takes_value) launcher.push_back(args[++j]);
-      } else if (name == "--data-path" || name == "--backend-path" || name == "--export-config") {
-        if (takes_value) ++j;  // the train CLI's own options
-      } else {
-        overrides.push_back(w);
-        if (takes_value) overrides.push_back(args[++j]);
+      const std::string name = canonical(w.substr(0, w.find('=')));
+      const bool valued = j + 1 < split.others.size() && split.others[j + 1].rfind("--", 0) != 0 &&
+                          w.find('=') == std::string::npos;
+      if (name == "--data-path" || name == "--backend-path" || name == "--export-config") {
+        if (valued) ++j;  // the train CLI's own options
+        continue;
       }
+      overrides.push_back(w);
+      if (valued) overrides.push_back(split.others[++j]);
     }
+    // The flags that only carry Primus's defaults of Megatron's arguments (its trainer_base.yaml lists them
+    // all) are not the experiment's: not named among the flags read past.
     std::set<std::string> defaults;
-    std::vector<std::string> run =
+    std::vector<std::string> launcher = split.launcher;
+    const std::vector<std::string> run =
         megatron_words_from_primus_experiment(path, overrides, env, notes, &defaults);
     launcher.insert(launcher.end(), run.begin(), run.end());
     MegatronConfig out;
     try {
-      out = parse_megatron_args(launcher, env, base);
+      out = parse_megatron_args_quiet(launcher, env, base, defaults);
     } catch (const InputError& e) {
-      if (e.where().rfind("--", 0) == 0) {  // a flag named in the message is a key of the experiment here
-        std::string k = e.where().substr(2);
-        std::replace(k.begin(), k.end(), '-', '_');
-        throw InputError(path, "(Primus) " + k + ": " + e.detail());
-      }
-      throw;
-    }
-    // The flags read past that only carry Primus's defaults of Megatron's arguments (its trainer_base.yaml
-    // lists them all) are not the experiment's: left out of that note.
-    static constexpr std::string_view kReadPast =
-        "read past, not modelled (they may change memory or time): ";
-    for (auto w = out.warnings.begin(); w != out.warnings.end(); ++w) {
-      if (w->rfind(kReadPast, 0) != 0) continue;
-      std::string kept, item;
-      std::istringstream list(w->substr(kReadPast.size()));
-      while (std::getline(list, item, ',')) {
-        item.erase(0, item.find_first_not_of(' '));
-        if (!defaults.count(item)) kept += (kept.empty() ? "" : ", ") + item;
-      }
-      if (kept.empty())
-        out.warnings.erase(w);
-      else
-        *w = std::string(kReadPast) + kept;
-      break;
+      rethrow_as_file_key(e, path, "(Primus)");  // a flag named in the message is a key of the experiment
     }
     out.warnings.insert(out.warnings.begin(), notes.begin(), notes.end());
     return out;
@@ -421,7 +431,7 @@ MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
             "upper bound of its memory and time");
       continue;
     }
-    if (unmodelled.count(name) || name.rfind("--", 0) != 0) continue;
+    if (unmodelled.count(name) || not_named.count(name) || name.rfind("--", 0) != 0) continue;
     auto has = [&](std::string_view w) { return name.find(w) != std::string::npos; };
     // A word of logging / data / checkpoints is one of the name's dash-separated words: "load" is
     // --no-load-optim's, not --offload-modules' (a part of "offload").

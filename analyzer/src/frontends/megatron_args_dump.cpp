@@ -117,6 +117,25 @@ void append_destinations_as_flags(const std::map<std::string, std::string>& dest
   }
 }
 
+std::string yaml_dest_value(const YAML::Node& n, const std::string& key, const std::string& file) {
+  if (n.IsNull()) return "None";
+  if (n.IsSequence()) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      if (!n[i].IsScalar())
+        throw InputError(file + ":" + std::to_string(n.Mark().line + 1), key + ": a list of lists");
+      out += (i ? ", " : "") + n[i].Scalar();
+    }
+    return out + "]";
+  }
+  if (!n.IsScalar()) return "";
+  const std::string v = n.Scalar();
+  if (n.Tag() != "!" && (v == "true" || v == "True" || v == "TRUE")) return "True";
+  if (n.Tag() != "!" && (v == "false" || v == "False" || v == "FALSE")) return "False";
+  if (v == "null" || v == "~" || v == "None") return "None";
+  return v;
+}
+
 }  // namespace megatron
 
 using megatron::append_destinations_as_flags;
@@ -187,24 +206,6 @@ std::vector<std::string> megatron_words_from_yaml_cfg(const std::string& path,
   // then language_model's (the TransformerConfig fields), each a destination as in an argument dump.
   std::map<std::string, std::string> dests;
   std::vector<std::string> skipped_sections;
-  auto scalar = [&](const YAML::Node& n, const std::string& key) -> std::string {
-    if (n.IsNull()) return "None";
-    if (n.IsSequence()) {
-      std::string out = "[";
-      for (std::size_t i = 0; i < n.size(); ++i) {
-        if (!n[i].IsScalar())
-          throw InputError(path + ":" + std::to_string(n.Mark().line + 1), key + ": a list of lists");
-        out += (i ? ", " : "") + n[i].Scalar();
-      }
-      return out + "]";
-    }
-    if (!n.IsScalar()) return "";
-    const std::string v = n.Scalar();
-    if (n.Tag() != "!" && (v == "true" || v == "True" || v == "TRUE")) return "True";
-    if (n.Tag() != "!" && (v == "false" || v == "False" || v == "FALSE")) return "False";
-    if (v == "null" || v == "~" || v == "None") return "None";
-    return v;
-  };
   auto take = [&](const YAML::Node& map) {
     for (const auto& kv : map) {
       const std::string key = kv.first.as<std::string>();
@@ -212,7 +213,7 @@ std::vector<std::string> megatron_words_from_yaml_cfg(const std::string& path,
         if (key != "language_model" && key != "model_parallel") skipped_sections.push_back(key);
         continue;
       }
-      const std::string v = scalar(kv.second, key);
+      const std::string v = megatron::yaml_dest_value(kv.second, key, path);
       if (!v.empty()) dests[key] = v;
     }
   };

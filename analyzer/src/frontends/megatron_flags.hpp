@@ -12,6 +12,10 @@
 
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 
+namespace YAML {
+class Node;
+}
+
 namespace preflight::analyzer::megatron {
 
 using I64 = std::int64_t;
@@ -31,6 +35,11 @@ void append_destinations_as_flags(const std::map<std::string, std::string>& dest
                                   const std::set<std::string>& skip,
                                   const std::map<std::string, std::string>& renamed,
                                   std::vector<std::string>& words);
+
+/// A YAML value as an argument dump prints a destination's (the input of append_destinations_as_flags): null
+/// → None, a boolean → True / False, a list of scalars → `[a, b]`, a scalar as written; "" for a mapping.
+/// @throws InputError naming `file` and the line for a list of lists.
+std::string yaml_dest_value(const YAML::Node& n, const std::string& key, const std::string& file);
 
 /// Flags of each group (their readers below).
 const std::vector<FlagSpec>& launcher_flags();

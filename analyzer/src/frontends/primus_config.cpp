@@ -146,27 +146,6 @@ fs::path primus_configs_root(const fs::path& experiment, const std::map<std::str
       "a Primus checkout holding the experiment, or set PRIMUS_PATH to the checkout");
 }
 
-/// A scalar as an argument dump prints it: True / False / None, a list as `[a, b]`; "" for a mapping.
-std::string dump_value(const YAML::Node& n, const std::string& key, const fs::path& file) {
-  if (!n || n.IsNull()) return "None";
-  if (n.IsSequence()) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < n.size(); ++i) {
-      if (!n[i].IsScalar()) throw InputError(at_line(file, n.Mark()), key + ": a list of lists");
-      out += (i ? ", " : "") + n[i].Scalar();
-    }
-    return out + "]";
-  }
-  if (!n.IsScalar()) return "";
-  const std::string v = n.Scalar();
-  std::string lower = v;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (n.Tag() != "!" && lower == "true") return "True";
-  if (n.Tag() != "!" && lower == "false") return "False";
-  if (v == "null" || v == "~" || v == "None") return "None";
-  return v;
-}
-
 bool truthy(const YAML::Node& n) {
   if (!n || !n.IsScalar()) return false;
   std::string v = n.Scalar();
@@ -264,7 +243,7 @@ std::vector<std::string> megatron_words_from_primus_experiment(const std::string
     cfg = preset("modules", module["config"].Scalar());
     for (const auto& kv : cfg)
       module_defaults[kv.first.as<std::string>()] =
-          dump_value(kv.second, kv.first.as<std::string>(), exp_file);
+          megatron::yaml_dest_value(kv.second, kv.first.as<std::string>(), path);
     // The model's keys where the module has none (parser.py: merge_namespace(allow_override=False)).
     for (const auto& kv : preset("models", module["model"].Scalar())) {
       const std::string key = kv.first.as<std::string>();
@@ -317,13 +296,15 @@ std::vector<std::string> megatron_words_from_primus_experiment(const std::string
   if (truthy(cfg["patch_zero_bubble"]))
     notes.push_back("Primus zero-bubble pipeline (patch_zero_bubble): priced as Megatron's 1F1B schedules");
   if (truthy(cfg["patch_primus_pipeline"]))
-    notes.push_back(
-        "Primus pipeline schedule (pp_algorithm " +
-        (cfg["pp_algorithm"] ? dump_value(cfg["pp_algorithm"], "pp_algorithm", exp_file) : std::string("?")) +
-        "): priced as Megatron's 1F1B schedules");
+    notes.push_back("Primus pipeline schedule (pp_algorithm " +
+                    (cfg["pp_algorithm"]
+                         ? megatron::yaml_dest_value(cfg["pp_algorithm"], "pp_algorithm", path)
+                         : std::string("?")) +
+                    "): priced as Megatron's 1F1B schedules");
   for (const char* k : {"recompute_layer_ids", "decoder_pipeline_manual_split_list"})
     if (cfg[k] && !cfg[k].IsNull())
-      notes.push_back(std::string("Primus ") + k + " " + dump_value(cfg[k], k, exp_file) + ": not read");
+      notes.push_back(std::string("Primus ") + k + " " + megatron::yaml_dest_value(cfg[k], k, path) +
+                      ": not read");
   if (truthy(cfg["use_sink_attention"]))
     notes.push_back("Primus sink attention (use_sink_attention): priced as softmax attention");
 
@@ -370,25 +351,21 @@ std::vector<std::string> megatron_words_from_primus_experiment(const std::string
                                              "zero_bubble_v_schedule_mem_setup",
                                              "pp_algorithm",
                                              "offload_ops"};
-  std::map<std::string, std::string> dests;
+  std::map<std::string, std::string> dests, defaults;
   std::vector<std::string> nested;
   for (const auto& kv : cfg) {
     const std::string key = kv.first.as<std::string>();
     if (skip.count(key) || key.starts_with("use_turbo_") || key.starts_with("odc_") ||
         key.starts_with("mlflow_"))
       continue;
-    const std::string v = dump_value(kv.second, key, exp_file);
+    const std::string v = megatron::yaml_dest_value(kv.second, key, path);
     if (v.empty()) {
       nested.push_back(key);
       continue;
     }
     dests[key] = v;
-    if (preset_default_flags)
-      if (const auto d = module_defaults.find(key); d != module_defaults.end() && d->second == v) {
-        std::string flag = "--" + key;
-        std::replace(flag.begin(), flag.end(), '_', '-');
-        preset_default_flags->insert(flag);
-      }
+    if (const auto d = module_defaults.find(key); d != module_defaults.end() && d->second == v)
+      defaults[key] = v;
   }
   if (!nested.empty()) {
     std::string list;
@@ -397,6 +374,12 @@ std::vector<std::string> megatron_words_from_primus_experiment(const std::string
   }
   std::vector<std::string> words;
   megatron::append_destinations_as_flags(dests, {}, {}, words);
+  if (preset_default_flags) {  // the flags those of the module preset's own values become
+    std::vector<std::string> default_words;
+    megatron::append_destinations_as_flags(defaults, {}, {}, default_words);
+    for (const auto& w : default_words)
+      if (w.rfind("--", 0) == 0) preset_default_flags->insert(w);
+  }
   return words;
 }
 

@@ -115,8 +115,11 @@ struct EntryPatterns {
                                  "run_recipe.py",             // (Megatron-Bridge's recipe runner)
                                  "setup_experiment.py",       // (Megatron-Bridge's experiment launchers)
                                  "posttrain_gpt.py"};         // (MindSpeed-LLM's fine-tuning: --stage sft)
-  /// True when the last path component of `path` matches one of the globs, or `path` is AMD Primus's train
-  /// CLI (…/primus/cli/main.py, …/primus/train.py: its `--config EXP.yaml` is read by analyze).
+  /// Entry points matched by their last folders too, the file name alone being anyone's: AMD Primus's train
+  /// CLI (`primus/cli/main.py train pretrain --config EXP.yaml`; `primus/train.py` before it).
+  std::vector<std::string> tails{"primus/cli/main.py", "primus/train.py"};
+  /// True when the last path component of `path` matches one of the globs, or `path` ends with one of the
+  /// tails (…/primus/cli/main.py: its `--config EXP.yaml` is read by analyze).
   bool matches(std::string_view path) const;
   /// "pretrain_*.py, finetune*.py, run_mindformer.py, …" for messages.
   std::string describe() const;
