@@ -142,18 +142,20 @@ struct LauncherSplit {
 
 /// parse_megatron_args(), with the flags of `not_named` left out of the note on the flags read past (a
 /// configuration file's defaults of every Megatron argument, which the run did not set).
-MegatronConfig parse_megatron_args_quiet(const std::vector<std::string>& raw_args,
-                                         const std::map<std::string, std::string>& env, const ModelSpec* base,
-                                         const std::set<std::string>& not_named);
+static MegatronConfig parse_megatron_args_quiet(const std::vector<std::string>& raw_args,
+                                                const std::map<std::string, std::string>& env,
+                                                const ModelSpec* base,
+                                                const std::set<std::string>& not_named);
 
 MegatronConfig parse_megatron_args(const std::vector<std::string>& raw_args,
                                    const std::map<std::string, std::string>& env, const ModelSpec* base) {
   return parse_megatron_args_quiet(raw_args, env, base, {});
 }
 
-MegatronConfig parse_megatron_args_quiet(const std::vector<std::string>& raw_args,
-                                         const std::map<std::string, std::string>& env, const ModelSpec* base,
-                                         const std::set<std::string>& not_named) {
+static MegatronConfig parse_megatron_args_quiet(const std::vector<std::string>& raw_args,
+                                                const std::map<std::string, std::string>& env,
+                                                const ModelSpec* base,
+                                                const std::set<std::string>& not_named) {
   // Known flags with their arity, by group (megatron_flags.hpp).  Values are stored raw in `seen` and
   // interpreted by the groups' readers below.
   static const std::map<std::string, Arity> known = [] {
