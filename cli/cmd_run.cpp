@@ -461,6 +461,16 @@ int run_run(const RunCli& c) {
     if (c.mode == "search") return search_launch(c, *launch, env);
     return trace_launch(c, *launch, env, skip);
   }
+  // A package install or removal before the launch (Megatron-LM's ModelOpt scripts run `pip install -r
+  // requirements.txt` under set -e): an analysis needs none of the packages and changes nothing on the
+  // machine it runs on — not run, said.  A traced run is the real run: its installs run.
+  if (!c.shim.empty() && analysis_mode(c)) {
+    if (auto install = wrap::package_install_command(argv)) {
+      std::cerr << "preflight run: `" << join(argv) << "` is not run for the analysis (a " << *install
+                << ": the analysis needs no package and changes nothing here)\n";
+      return kExitOk;
+    }
+  }
   // Analysis runs where the training runs not (a login node, a laptop): a script asking PyTorch how many GPUs
   // the node has (`python -c "import torch; print(torch.cuda.device_count())"`, Pai-Megatron-Patch's and
   // others' way of setting GPUS_PER_NODE) gets the node size it is analysed for — --gpus-per-node, else this

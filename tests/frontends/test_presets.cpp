@@ -183,6 +183,15 @@ TEST(Presets, ReuploadsOfAPresetsRepository) {
   EXPECT_EQ(preset_of_reupload("Meta-Llama-3-8B"), "");  // not ORG/REPO
 }
 
+// DeepSeek-R1 and DeepSeek-V3.1 are DeepSeek-V3's architecture: `--model deepseek-ai/DeepSeek-R1` is the
+// preset.
+TEST(Presets, DeepSeekR1IsDeepSeekV3sArchitecture) {
+  EXPECT_EQ(preset_of_repository("deepseek-ai/DeepSeek-R1"), "deepseek-v3");
+  EXPECT_EQ(preset_of_repository("deepseek-ai/DeepSeek-V3.1-Base"), "deepseek-v3");
+  EXPECT_EQ(preset_model("deepseek-ai/DeepSeek-R1").vocab_size, 129280);
+  EXPECT_EQ(preset_of_repository("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"), "");  // a Qwen2.5, not V3
+}
+
 TEST(Presets, UnknownNameListsTheKnownOnes) {
   try {
     preset_model("llama4-8b");

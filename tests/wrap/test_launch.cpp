@@ -525,6 +525,28 @@ TEST(Launch, MpirunCommandStartsAfterItsOptions) {
   EXPECT_EQ(mpirun_command_index({"mpirun", "-np", "4"}), std::nullopt);
 }
 
+// Package installs a launch script runs before the launch: pip's, python -m pip's and uv pip's; other pip
+// commands, other programs and `python -m` of something else are not.
+TEST(Launch, PackageInstallCommand) {
+  using S = std::optional<std::string>;
+  EXPECT_EQ(package_install_command({"pip", "install", "-r", "requirements.txt"}), S("pip install"));
+  EXPECT_EQ(package_install_command({"/usr/bin/pip3", "-q", "uninstall", "-y", "x"}), S("pip3 uninstall"));
+  EXPECT_EQ(package_install_command({"pip3.11", "--index-url", "http://h/simple", "install", "x"}),
+            S("pip3.11 install"));
+  EXPECT_EQ(package_install_command({"pip", "--log=install", "install", "x"}), S("pip install"));
+  EXPECT_EQ(package_install_command({"python3", "-u", "-m", "pip", "install", "x"}),
+            S("python3 -m pip install"));
+  EXPECT_EQ(package_install_command({"python", "-W", "ignore", "-m", "pip", "install", "x"}),
+            S("python -m pip install"));
+  EXPECT_EQ(package_install_command({"uv", "pip", "install", "-e", "."}), S("uv pip install"));
+  EXPECT_EQ(package_install_command({"pip", "show", "torch"}), std::nullopt);
+  EXPECT_EQ(package_install_command({"pip", "--version"}), std::nullopt);
+  EXPECT_EQ(package_install_command({"pip", "--log", "f", "list"}), std::nullopt);
+  EXPECT_EQ(package_install_command({"python3", "-m", "torch.distributed.run", "install"}), std::nullopt);
+  EXPECT_EQ(package_install_command({"python3", "-c", "import pip", "-m", "pip", "install"}), std::nullopt);
+  EXPECT_EQ(package_install_command({"pipx", "install", "x"}), std::nullopt);
+}
+
 // numactl / taskset: the command after the binding options (numactl's policy options take a value, attached
 // or not; taskset's mask or CPU list comes before the command); none for queries and for taskset -p.
 TEST(Launch, BindingCommandStartsAfterItsOptions) {

@@ -579,6 +579,39 @@ TEST(WrapStyles, TorchDeviceCountWithoutGpus) {
   EXPECT_NE((r.out + r.err).find("found 8 GPUs, python 3.x"), std::string::npos) << r.out << r.err;
 }
 
+// Megatron-LM's ModelOpt style (our scripts in that style): a sourced file installs requirements under
+// set -e and sets the launcher, `${LAUNCH_SCRIPT} ${SCRIPT_DIR}/finetune.py …` runs it.  The analysis runs no
+// install — it needs no package and changes nothing on the machine it runs on — and reads the launch when
+// the script runs.  Before, wrap found no launch (a launcher variable in command position), and `preflight
+// run` ran the install, which ended the script (ModelOpt's finetune.sh without its package index).
+TEST(WrapStyles, PackageInstallsAreNotRunAndALauncherVariableIsReadWhenTheScriptRuns) {
+  const std::string conf = "CONF_DIR=" + shell_quote(wrap_data("").string()) + " TP=2 PP=2";
+  expect_layout(analyzed("pip_install_style.sh", conf), {2, 1, 4, 512, 4}, "ModelOpt style, wrap");
+  RunResult w = run_preflight("wrap " + shell_quote(wrap_data("pip_install_style.sh").string()));
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(w.out.find(": python3 -m pip install"), std::string::npos) << w.out;
+  EXPECT_NE(w.out.find("run --mode analyze -- ${LAUNCH_SCRIPT} ${SCRIPT_DIR}/finetune.py"), std::string::npos)
+      << w.out;
+  EXPECT_NE(w.err.find("pip_install_style.sh:8: `python3 -m pip install` is left out"), std::string::npos)
+      << w.err;
+  EXPECT_NE(w.err.find("the launcher is $LAUNCH_SCRIPT, known when the script runs"), std::string::npos)
+      << w.err;
+  // trace mode: the launch traced as it runs, the installs run
+  RunResult t = run_preflight("wrap --mode trace " + shell_quote(wrap_data("pip_install_style.sh").string()));
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("run --mode trace -- ${LAUNCH_SCRIPT}"), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find(": python3 -m pip"), std::string::npos) << t.out;
+  TempDir dir;
+  const RunResult r =
+      run_in(dir.path(), "TP=4 PP=2 " + shell_quote(PREFLIGHT_BINARY) + " run --analyze-arg=--json -- bash " +
+                             shell_quote(wrap_data("pip_install_style.sh").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_layout(json_in(r.out), {2, 1, 4, 512, 8}, "preflight run, 8 processes");
+  EXPECT_NE(r.err.find("(a pip install: the analysis needs no package"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(a python3 -m pip install: the analysis"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("requirements installed"), std::string::npos) << r.err;
+}
+
 // A launch in MindSpeed-LLM's style (Ascend; our script in that style): its fine-tuning entry point is
 // analysed (it had been left unrun as an unknown script) and its own flags are read as Megatron's spellings:
 // 2 of 24 layers no-ops, the first 2 dense, a shared expert of 2 × 704.

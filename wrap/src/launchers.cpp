@@ -460,6 +460,58 @@ RemoteKind remote_command_kind(std::string_view text) {
   return kind;
 }
 
+std::optional<std::string> package_install_command(const std::vector<std::string>& argv) {
+  if (argv.empty()) return std::nullopt;
+  const std::string tool(basename_of(argv[0]));
+  std::size_t i = 1;
+  std::string said;
+  auto is_pip = [](std::string_view name) {
+    return name == "pip" || name == "pip3" || (name.rfind("pip3.", 0) == 0 && name.size() > 5);
+  };
+  if (is_pip(tool)) {
+    said = tool;
+  } else if (tool.rfind("python", 0) == 0) {
+    // python [-u -q …] -m pip …: the interpreter's own switches take no value except -W / -X / -c
+    while (i < argv.size() && argv[i] != "-m") {
+      const std::string& a = argv[i];
+      if (a.size() < 2 || a[0] != '-' || a == "-c") return std::nullopt;
+      i += (a == "-W" || a == "-X") ? 2 : 1;
+    }
+    if (i + 1 >= argv.size() || !is_pip(argv[i + 1])) return std::nullopt;
+    said = tool + " -m " + argv[i + 1];
+    i += 2;
+  } else if (tool == "uv") {
+    if (argv.size() < 3 || argv[1] != "pip") return std::nullopt;
+    return argv[2] == "install" || argv[2] == "uninstall" || argv[2] == "sync"
+               ? std::optional<std::string>("uv pip " + argv[2])
+               : std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  // pip's general options before the command (pip/_internal/cli/cmdoptions.py general_group)
+  static const std::set<std::string> with_value = {"--log",
+                                                   "--log-file",
+                                                   "--python",
+                                                   "--proxy",
+                                                   "--retries",
+                                                   "--timeout",
+                                                   "--exists-action",
+                                                   "--trusted-host",
+                                                   "--cert",
+                                                   "--client-cert",
+                                                   "--cache-dir",
+                                                   "--use-feature",
+                                                   "--use-deprecated",
+                                                   "--keyring-provider",
+                                                   "--index-url",
+                                                   "--extra-index-url",
+                                                   "-i"};
+  while (i < argv.size() && argv[i].size() > 1 && argv[i][0] == '-')
+    i += argv[i].find('=') == std::string::npos && with_value.count(argv[i]) ? 2 : 1;
+  if (i < argv.size() && (argv[i] == "install" || argv[i] == "uninstall")) return said + " " + argv[i];
+  return std::nullopt;
+}
+
 std::optional<std::size_t> binding_command_index(const std::vector<std::string>& argv) {
   if (argv.empty()) return std::nullopt;
   const std::string_view tool = basename_of(argv[0]);

@@ -815,6 +815,15 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
   };
 
   std::vector<const SimpleCommand*> remote_launches;
+  // Launches whose launcher is a variable run as the command word, the entry point written after it
+  // (`${LAUNCH_SCRIPT} ${SCRIPT_DIR}/finetune.py …` with LAUNCH_SCRIPT="torchrun --nproc_per_node=…" set in a
+  // sourced file or on a branch: Megatron-LM's ModelOpt scripts; `$LAUNCHER pretrain_gpt.py …`): the launch
+  // is known only when the script runs, so `preflight run` goes in front and reads it then.
+  struct RuntimeLaunch {
+    const SimpleCommand* cmd;
+    std::string variable, entry;
+  };
+  std::vector<RuntimeLaunch> runtime_launches;
   for (const SimpleCommand& cmd : sh.commands) {
     if (cmd.words.empty()) {
       for (const ShellWord& a : cmd.assignments) record(a.raw);
@@ -885,9 +894,14 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     } else if (!is_file_command(first)) {
       // A command that names the entry point but is no launch recognised here (mpirun, a launcher held in a
       // variable, srun bash -c "…"): the rewritten script would still start the real run from it.
+      const auto launcher_ref = parameter_ref(cmd.words[0].raw);
       for (const WordView& v : views) {
         const std::optional<std::string>& name = v.value ? v.value : v.tail;
         if (!name || !o.entries.matches(*name)) continue;
+        if (launcher_ref && !launcher_ref->quoted && o.mode != WrapMode::Dryrun && &v != &views[0]) {
+          runtime_launches.push_back({&cmd, launcher_ref->name, *name});
+          break;
+        }
         std::string text = trim(std::string_view(work).substr(
             cmd.words.front().begin, cmd.words.back().end - cmd.words.front().begin));
         if (auto nl = text.find('\n'); nl != std::string::npos) text = text.substr(0, nl) + " …";
@@ -1215,6 +1229,38 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
         (job.empty() ? " (no node count in the sbatch options or #SBATCH lines)" : ", with " + job));
   }
 
+  for (const RuntimeLaunch& rl : runtime_launches) {
+    const std::size_t line = line_of(work, rl.cmd->words.front().begin) + nest.line_offset;
+    // the launcher as far as its value is known here (else torchrun, the usual one)
+    Launcher launcher = Launcher::Torchrun;
+    if (const auto it = assigned_raw.find(rl.variable); it != assigned_raw.end())
+      if (const auto value = literal_value(it->second)) {
+        const std::string head = value->substr(0, value->find_first_of(" \t\n"));
+        const std::string_view base = detail::basename_of(head);
+        if (base == "deepspeed")
+          launcher = Launcher::Deepspeed;
+        else if (base == "msrun")
+          launcher = Launcher::Msrun;
+        else if (base == "srun")
+          launcher = Launcher::Srun;
+        else if (base == "mpirun" || base == "mpiexec")
+          launcher = Launcher::Mpirun;
+        else if (detail::is_python(base))
+          launcher =
+              value->find("torch.distributed.launch") != std::string::npos ? Launcher::TorchDistributedLaunch
+              : value->find("torch.distributed.run") != std::string::npos  ? Launcher::TorchDistributedRun
+                                                                           : Launcher::Python;
+      }
+    nested_edits.push_back({rl.cmd->words.front().begin, rl.cmd->words.front().begin,
+                            escape_for(nest, preflight_invocation(o.preflight) + " run --mode " +
+                                                 mode_name(o.mode) + join_quoted(o.run_args) + " -- ")});
+    result.launches.push_back({line, launcher, rl.entry, "preflight run --mode " + mode_name(o.mode)});
+    result.notes.push_back(o.script_name + ":" + std::to_string(line) + ": the launcher is $" + rl.variable +
+                           ", known when the script runs: `preflight run --mode " + mode_name(o.mode) +
+                           " -- $" + rl.variable + " " + rl.entry + " …` reads the launch then");
+    ++nested_launches;
+  }
+
   // Launches on other nodes (remote shells, above) beside the script's own: in analyze mode left out, so that
   // the analysis starts nothing there (`: ` before them); the script's own launch is the run analysed.  In
   // trace mode they start the job's other nodes, as the job does.
@@ -1251,6 +1297,24 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
           what +
           "` is left out of the analysis (`: nemo …`; NeMo's import, generation and export "
           "need its checkpoints and GPUs)");
+    }
+  }
+
+  // Package installs before the launch (Megatron-LM's ModelOpt scripts: `pip install -r requirements.txt`
+  // under set -e): left out in analyze mode — the analysis needs no package and changes nothing on the
+  // machine it runs on (`preflight run`'s pip shims do the same).
+  if (o.mode == WrapMode::Analyze && (!found.empty() || nested_launches > 0)) {
+    for (const SimpleCommand& c : sh.commands) {
+      std::size_t k = 0;
+      while (k < c.words.size() && detail::is_assignment(c.words[k].raw)) ++k;
+      std::vector<std::string> words;
+      for (std::size_t w = k; w < c.words.size(); ++w) words.push_back(c.words[w].raw);
+      const auto install = wrap::package_install_command(words);
+      if (!install) continue;
+      nested_edits.push_back({c.words[k].begin, c.words[k].begin, ": "});
+      result.notes.push_back(o.script_name + ":" + std::to_string(line_of(work, c.begin) + nest.line_offset) +
+                             ": `" + *install + "` is left out of the analysis (`: " + words.front() +
+                             " …`; the analysis needs no package and changes nothing here)");
     }
   }
 
@@ -1305,6 +1369,17 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
           "if [ -n \"${BASH_VERSION:-}\" ]; then export -f _preflight_bind_skip numactl taskset; fi\n";
       result.notes.push_back(o.script_name +
                              ": numactl / taskset run the command without binding for the analysis");
+    }
+    // pip in the script or in a file it sources (Megatron-LM's ModelOpt scripts source conf/arguments.sh,
+    // which runs `pip install -r requirements.txt` under set -e): its installs are not run for the analysis —
+    // `preflight run`'s pip shim decides, and runs the other pip commands.
+    if (!command_word_positions(work, "pip").empty() || !command_word_positions(work, "pip3").empty() ||
+        !command_word_positions(work, "source").empty() || !command_word_positions(work, ".").empty()) {
+      for (const char* tool : {"pip", "pip3"})
+        header += std::string(tool) + "() {  # preflight wrap: installs are not run for the analysis\n  " +
+                  preflight_invocation(o.preflight) + " run --mode analyze" + join_quoted(o.run_args) +
+                  " --shim " + tool + " -- \"$@\"\n}\n";
+      header += "if [ -n \"${BASH_VERSION:-}\" ]; then export -f pip pip3; fi\n";
     }
     // nvidia-smi counting the node's GPUs (`GPUS_PER_NODE=$(nvidia-smi -L | wc -l)`): where it is missing (a
     // login node) its listings answer for $PREFLIGHT_GPUS_PER_NODE GPUs (8), as `preflight run`'s shim does;

@@ -120,6 +120,9 @@ std::vector<std::string> shim_names(const std::string& path_var) {
   // after it is read as one; anything else goes to the real uv
   names.push_back("uv");
   names.push_back("taskset");
+  // Package installs before the launch (`pip install -r requirements.txt`): not run in analysis modes
+  names.push_back("pip");
+  names.push_back("pip3");
   // Job submissions: in analysis modes the job runs here instead of being submitted (cmd_run.cpp)
   for (const char* submit : {"sbatch", "qsub", "bsub", "pjsub"}) names.push_back(submit);
   for (int minor = 6; minor <= 20; ++minor) {

@@ -1143,6 +1143,12 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
       v = preset_model(preset).vocab_size;
       from = "the " + preset + " preset (" + t + " taken as a re-upload of its repository, by name)";
     }
+    if (const auto known = v == 0 ? tokenizer_vocab_of_repository(t) : std::nullopt; known) {
+      // a repository that is no preset but whose embedding size is published (Qwen3-0.6B, Nemotron-H)
+      v = known->vocab_size;
+      from = known->repo + (known->by_name ? ", of which " + t + " is taken as a re-upload by name" : "") +
+             " (" + known->source + ")";
+    }
     if (v > 0) {
       vocab = v;
       m.make_vocab_size_divisible_by = 1;

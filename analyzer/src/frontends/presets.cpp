@@ -184,6 +184,33 @@ std::string preset_of_reupload(const std::string& repo) {
   return "";
 }
 
+std::optional<RepositoryVocab> tokenizer_vocab_of_repository(const std::string& repo) {
+  struct Entry {
+    std::vector<std::string> repos;
+    long long vocab_size;
+    std::string source;
+  };
+  static const std::vector<Entry> table = [] {
+    const char* path = "models/tokenizers.json";
+    const embedded::File* file = embedded::find(path);
+    if (!file) throw std::logic_error(std::string("analyzer/data/") + path + " is not embedded");
+    std::vector<Entry> out;
+    for (const auto& e : nlohmann::json::parse(file->text))
+      out.push_back({e.at("repos").get<std::vector<std::string>>(), e.at("vocab_size").get<long long>(),
+                     e.at("source").get<std::string>()});
+    return out;
+  }();
+  if (!is_hf_repo_id(repo)) return std::nullopt;
+  const std::string family = strip_variant(normalize(repo));
+  auto name_of = [](const std::string& r) { return strip_variant(normalize(r.substr(r.find('/') + 1))); };
+  for (const bool by_name : {false, true})
+    for (const Entry& e : table)
+      for (const std::string& r : e.repos)
+        if (by_name ? name_of(r) == name_of(repo) : strip_variant(normalize(r)) == family)
+          return RepositoryVocab{e.vocab_size, r, e.source, by_name};
+  return std::nullopt;
+}
+
 std::string hf_cached_snapshot(const std::string& repo) {
   namespace fs = std::filesystem;
   if (!is_hf_repo_id(repo)) return "";

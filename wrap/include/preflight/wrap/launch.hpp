@@ -294,6 +294,15 @@ std::vector<std::string> megatron_words_from_swift(const std::vector<std::string
 /// NUMA nodes a job script binds to (or numactl itself).
 std::optional<std::size_t> binding_command_index(const std::vector<std::string>& argv);
 
+/// A package install or removal: `pip|pip3|pip3.N [general options] install|uninstall …`, `python* -m pip …
+/// install|uninstall …`, `uv pip install|uninstall|sync …`.  Returns the words that say it ("pip install",
+/// "python3 -m pip install", "uv pip install"), nullopt for anything else (`pip show`, `pip list`, `pip
+/// --version`, other programs).  Launch scripts install their requirements before the launch (Megatron-LM's
+/// ModelOpt scripts, `pip install -r requirements.txt` under set -e): an analysis needs none of them and must
+/// not change the machine it runs on.  pip's general options that take a value (--index-url X, --log F, …)
+/// are stepped over.
+std::optional<std::string> package_install_command(const std::vector<std::string>& argv);
+
 /// A command run on other nodes by a remote shell: `ssh [options] HOST CMD…`, `pdsh [options] CMD…`,
 /// `clush [options] CMD…`, Grid Engine's `qrsh -inherit [options] HOST CMD…` (ABCI's way of starting a
 /// node's launcher).  Launch scripts start one launcher per node so, in a loop over the hosts.

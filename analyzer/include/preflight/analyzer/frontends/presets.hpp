@@ -15,6 +15,7 @@
 /// with `_` read as `-`; the Hugging Face repository id (`meta-llama/Meta-Llama-3-8B`) and a few aliases
 /// (`llama3.1-405b`, `gpt3`) also work.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,19 @@ std::string preset_of_repository(const std::string& repo);
 /// preset_of_repository() already names one.  A mirror keeps the tokenizer; its config.json is not read here,
 /// so callers say that they took the preset's.
 std::string preset_of_reupload(const std::string& repo);
+
+/// The embedding size (config.json `vocab_size`, tokens) of a Hugging Face repository that is no preset but
+/// whose tokenizer launch scripts name (`--tokenizer-model Qwen/Qwen3-0.6B`, `nvidia/Nemotron-H-8B-Base-8K`):
+/// analyzer/data/models/tokenizers.json, each family with its source.  Matched as preset_of_repository()
+/// matches (the repository or a chat / instruct / base / dated variant), else by the repository's name under
+/// another organisation (a re-upload, `by_name`).  nullopt when the table has none.
+struct RepositoryVocab {
+  long long vocab_size = 0;
+  std::string repo;    ///< the table's repository matched
+  std::string source;  ///< where the number comes from
+  bool by_name = false;
+};
+std::optional<RepositoryVocab> tokenizer_vocab_of_repository(const std::string& repo);
 
 /// The folder of the Hugging Face cache holding repository `repo`'s (ORG/REPO) config.json, as
 /// `from_pretrained` finds it offline: `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else
