@@ -87,6 +87,20 @@ TEST(AnalyzeModel, TextReportNamesTheModel) {
   EXPECT_TRUE(contains(r.out, "gpt3-175b")) << r.out.substr(0, 400);
 }
 
+// Megatron's partial distributed optimizer through the CLI: the states sharded over dp / instances.  The
+// report's table of the model without parallelism had kept the instances on its one rank and failed
+// validation ("2 instances do not divide dp·cp = 1"): every `analyze --num-distributed-optimizer-instances`
+// exited 2.
+TEST(AnalyzeModel, DistributedOptimizerInstances) {
+  const std::string base =
+      "--nproc_per_node 8 --model qwen3-0.6b --seq-length 1024 --use-distributed-optimizer";
+  const nlohmann::json whole = analyze_json(base);
+  const nlohmann::json two = analyze_json(base + " --num-distributed-optimizer-instances 2");
+  const double w = whole["memory"]["stages"][0]["optimizer_bytes"].get<double>(),
+               t = two["memory"]["stages"][0]["optimizer_bytes"].get<double>();
+  EXPECT_NEAR(t / w, 2.0, 1e-9);
+}
+
 TEST(AnalyzeModel, HelpListsThePresets) {
   RunResult r = run_preflight("analyze --help");
   EXPECT_EQ(r.exit_code, 0);

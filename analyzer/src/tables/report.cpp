@@ -181,6 +181,8 @@ LayerGraph unparallel(const LayerGraph& g) {
   st.chunk_layout.clear();
   st.account_for_embedding_in_pipeline_split = st.account_for_loss_in_pipeline_split = false;
   st.global_batch_size = st.micro_batch_size;
+  st.dist_opt_instances = 1;  // (one rank: no partial distributed optimizer; it had failed validation)
+  st.shard_group_size = 0;
   return build_layer_graph(g.model, st);
 }
 
