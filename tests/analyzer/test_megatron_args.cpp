@@ -536,27 +536,29 @@ TEST(MegatronArgs, HuggingFaceTokenizerMirrorOfAPresetsRepository) {
 }
 
 // Repositories that are no preset but whose embedding size is published
-// (analyzer/data/models/tokenizers.json: Megatron-LM's ModelOpt configurations name Qwen/Qwen3-0.6B,
-// nvidia/Nemotron-H-*, nvidia/Nemotron-Mini-4B; DeepSeek-R1 is DeepSeek-V3's architecture): read, said with
-// the source; a re-upload by name too; a name the table lacks still asks for --vocab-size.
+// (analyzer/data/models/tokenizers.json: Megatron-LM's ModelOpt configurations name nvidia/Nemotron-H-*,
+// nvidia/Nemotron-Mini-4B): read, said with the source; a re-upload by name too.  Qwen3's small sizes are
+// presets now; DeepSeek-R1 is DeepSeek-V3's architecture.  A name neither has still asks for --vocab-size.
 TEST(MegatronArgs, HuggingFaceTokenizerOfAPublishedFamily) {
   const Words a = preflight::test::words(
       "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --tokenizer-type "
       "HuggingFaceTokenizer --tokenizer-model");
-  const MegatronConfig qwen = parse_megatron_args(with(a, {"Qwen/Qwen3-0.6B"}));
-  EXPECT_EQ(qwen.model.vocab_size, 151936);
+  const MegatronConfig nemotron = parse_megatron_args(with(a, {"nvidia/Nemotron-H-8B-Base-8K"}));
+  EXPECT_EQ(nemotron.model.vocab_size, 131072);
   bool said = false;
-  for (const auto& w : qwen.warnings)
-    said |= w.find("from Qwen/Qwen3-0.6B (their config.json") != std::string::npos;
+  for (const auto& w : nemotron.warnings)
+    said |= w.find("from nvidia/Nemotron-H-8B-Base-8K (their config.json") != std::string::npos;
   EXPECT_TRUE(said);
-  const MegatronConfig mirror = parse_megatron_args(with(a, {"unsloth/Qwen3-4B-Instruct-2507"}));
-  EXPECT_EQ(mirror.model.vocab_size, 151936);
+  const MegatronConfig mirror = parse_megatron_args(with(a, {"someone/Nemotron-H-47B-Reasoning-128K"}));
+  EXPECT_EQ(mirror.model.vocab_size, 131072);
   said = false;
   for (const auto& w : mirror.warnings)
-    said |= w.find("of which unsloth/Qwen3-4B-Instruct-2507 is taken as a re-upload") != std::string::npos;
+    said |=
+        w.find("of which someone/Nemotron-H-47B-Reasoning-128K is taken as a re-upload") != std::string::npos;
   EXPECT_TRUE(said);
-  EXPECT_EQ(parse_megatron_args(with(a, {"nvidia/Nemotron-H-47B-Reasoning-128K"})).model.vocab_size, 131072);
   EXPECT_EQ(parse_megatron_args(with(a, {"nvidia/Nemotron-Mini-4B-Instruct"})).model.vocab_size, 256000);
+  EXPECT_EQ(parse_megatron_args(with(a, {"Qwen/Qwen3-0.6B"})).model.vocab_size, 151936);
+  EXPECT_EQ(parse_megatron_args(with(a, {"unsloth/Qwen3-4B-Instruct-2507"})).model.vocab_size, 151936);
   EXPECT_EQ(parse_megatron_args(with(a, {"deepseek-ai/DeepSeek-R1"})).model.vocab_size, 129280);
   EXPECT_EQ(parse_megatron_args(with(a, {"deepseek-ai/DeepSeek-R1-0528"})).model.vocab_size, 129280);
   try {

@@ -81,6 +81,15 @@ TEST(Presets, EveryPresetMatchesItsPublishedTotal) {
       {"mixtral-8x22b", 141e9, false},
       {"qwen2.5-7b", 7.61e9, false},
       {"qwen2.5-72b", 72.7e9, false},
+      // Qwen3-0.6B by hand: 28 layers of (1024·2048 + 2·1024·1024 + 2048·1024 q, k, v, o; 2·128 q / k norms;
+      // 3·1024·3072 MLP; 2·1024 norms), one tied 151936×1024 embedding, the final norm.  The others: their
+      // model cards' 4.0 B, 14.8 B.
+      {"qwen3-0.6b", 596'049'920, true},
+      // Qwen3-1.7B likewise: 28 · (2048·2048 + 2·2048·1024 + 2048·2048 + 256 + 3·2048·6144 + 2·2048) and a
+      // tied 151936×2048 embedding (its card: 1.7 B, 1.4 B without the embedding).
+      {"qwen3-1.7b", 1'720'574'976, true},
+      {"qwen3-4b", 4.0e9, false},
+      {"qwen3-14b", 14.8e9, false},
       {"qwen3-8b", 8.2e9, false},
       {"qwen3-32b", 32.8e9, false},
       {"qwen3-30b-a3b", 30.5e9, false},
@@ -190,6 +199,31 @@ TEST(Presets, DeepSeekR1IsDeepSeekV3sArchitecture) {
   EXPECT_EQ(preset_of_repository("deepseek-ai/DeepSeek-V3.1-Base"), "deepseek-v3");
   EXPECT_EQ(preset_model("deepseek-ai/DeepSeek-R1").vocab_size, 129280);
   EXPECT_EQ(preset_of_repository("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"), "");  // a Qwen2.5, not V3
+}
+
+// A checkpoint folder of the training cluster that is not on this machine (MindSpeed FSDP2's
+// `--model.model_name_or_path /home/data/Qwen3-8B/`): a folder named as a preset's repository, or a variant
+// of it, is that preset, said; another name is refused naming the path and the presets.
+TEST(Presets, AbsentFolderNamedAsAPresetsRepository) {
+  std::vector<std::string> warnings;
+  EXPECT_EQ(load_model("/home/data/Qwen3-8B/", &warnings).name, "qwen3-8b");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("/home/data/Qwen3-8B/ is not on this machine: the qwen3-8b preset"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_EQ(load_model("./model_weights/Qwen3-30B-A3B-Instruct-2507", nullptr).name, "qwen3-30b-a3b");
+  EXPECT_EQ(load_model("/data/ci/models/Qwen3-8B/hf/Qwen3-8B", nullptr).name, "qwen3-8b");
+  for (const char* absent :
+       {"/data/ci/models/Qwen3-30B-A3B/hf/Qwen3-30B-A3B-layer2/", "/home/data/deepseek4-hf/"})
+    try {
+      load_model(absent, nullptr);
+      ADD_FAILURE() << absent << " was read";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), absent);
+      EXPECT_NE(e.detail().find("no such file or folder on this machine, and its name is no preset's"),
+                std::string::npos)
+          << e.detail();
+    }
 }
 
 TEST(Presets, UnknownNameListsTheKnownOnes) {

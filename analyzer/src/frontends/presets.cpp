@@ -298,7 +298,27 @@ ModelSpec load_model(const std::string& spec, std::vector<std::string>* warnings
     }
   }
   bool looks_like_path = spec.find('/') != std::string::npos || (spec.size() > 5 && spec.ends_with(".json"));
-  if (looks_like_path) return load_hf_config(spec, warnings);  // reports the missing file or folder
+  if (looks_like_path && !fs::exists(p, ec)) {
+    // A checkpoint folder of the training cluster, absent here (`--model.model_name_or_path
+    // /home/data/Qwen3-8B/` of a launch script analysed elsewhere): a folder named as a preset's repository
+    // (or a variant of it) is that preset, said; any other name is refused below.
+    std::string folder = spec;
+    while (!folder.empty() && folder.back() == '/') folder.pop_back();
+    folder = folder.substr(folder.rfind('/') == std::string::npos ? 0 : folder.rfind('/') + 1);
+    if (const std::string preset = folder.empty() ? std::string() : preset_of_reupload("folder/" + folder);
+        !preset.empty()) {
+      if (warnings)
+        warnings->push_back("--model " + spec + " is not on this machine: the " + preset +
+                            " preset, by the folder's name (give the folder, or a copy of its config.json, "
+                            "for the model itself)");
+      return build_preset(require_preset(preset), warnings);
+    }
+  }
+  if (looks_like_path && !fs::exists(p, ec))
+    throw InputError(spec, "no such file or folder on this machine, and its name is no preset's (" +
+                               known_list() +
+                               "): give the model's config.json (a copy of the folder's) or a preset's name");
+  if (looks_like_path) return load_hf_config(spec, warnings);  // reports an unreadable file or folder
   return build_preset(require_preset(spec), warnings);         // reports the unknown name
 }
 
