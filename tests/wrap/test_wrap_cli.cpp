@@ -612,6 +612,38 @@ TEST(WrapStyles, PackageInstallsAreNotRunAndALauncherVariableIsReadWhenTheScript
   EXPECT_NE(r.err.find("requirements installed"), std::string::npos) << r.err;
 }
 
+// MindSpeed-LLM's FSDP2 trainer (our script and YAML in its examples/fsdp2 style): `train_fsdp2.py
+// CONFIG.yaml
+// --parallel.fsdp_size 16 …` analysed as Megatron's torch-FSDP2 run of the model its folder names
+// (Qwen3-0.6B, absent here: the preset), 16 processes of tp 1 × cp 2; the command line's micro batch 1 over
+// the YAML's 2. Before, the launch was left unrun as an unknown script.
+TEST(WrapStyles, MindSpeedFsdp2Launch) {
+  TempDir dir;
+  const std::string script = shell_quote(wrap_data("mindspeed_fsdp2_style.sh").string());
+  const RunResult r =
+      run_in(dir.path(), shell_quote(PREFLIGHT_BINARY) + " run --analyze-arg=--json -- bash " + script);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = json_in(r.out);
+  expect_layout(j, {1, 1, 28, 1024, 16}, "train_fsdp2.py");
+  EXPECT_EQ(j["strategy"]["cp"].get<int>(), 2);
+  EXPECT_EQ(j["strategy"]["micro_batch_size"].get<int>(), 1);
+  EXPECT_EQ(j["strategy"]["global_batch_size"].get<int>(), 1 * 4 * 8);  // mbs × accumulation × dp
+  EXPECT_EQ(j["strategy"]["zero_stage"].get<int>(), 3);
+  EXPECT_NE(j["warnings"].dump().find("the qwen3-0.6b preset, by the folder's name"), std::string::npos)
+      << j["warnings"].dump();
+  // fsdp_size 4 of the 16 data- and context-parallel ranks: HSDP, four replicas
+  const RunResult h = run_in(dir.path(), "FSDP_SIZE=4 " + shell_quote(PREFLIGHT_BINARY) +
+                                             " run --analyze-arg=--json -- bash " + script);
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_NE(h.err.find("sharded over 4 and replicated 4 times (HSDP)"), std::string::npos) << h.err;
+  // a size that does not divide the launch: refused, naming the flag
+  const RunResult bad =
+      run_in(dir.path(), "FSDP_SIZE=3 " + shell_quote(PREFLIGHT_BINARY) + " run -- bash " + script);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--parallel.fsdp_size: fsdp 3 does not divide the launch's 16"), std::string::npos)
+      << bad.err;
+}
+
 // A launch in MindSpeed-LLM's style (Ascend; our script in that style): its fine-tuning entry point is
 // analysed (it had been left unrun as an unknown script) and its own flags are read as Megatron's spellings:
 // 2 of 24 layers no-ops, the first 2 dense, a shared expert of 2 × 704.

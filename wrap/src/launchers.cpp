@@ -1707,6 +1707,29 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
     return out;
   }
   if (const std::string entry = megatron_entry_point_word(launch.entry); !entry.empty()) out.push_back(entry);
+  if (is_mindspeed_fsdp2_entry(launch.entry)) {
+    // the launch's processes, where its flags (or the world found above) say them
+    auto flag = [&](std::initializer_list<const char*> names) -> int {
+      for (std::size_t k = 0; k + 1 < out.size(); ++k)
+        for (const char* n : names)
+          if (out[k] == n) {
+            try {
+              std::size_t used = 0;
+              const int v = std::stoi(out[k + 1], &used);
+              return used == out[k + 1].size() ? v : 0;
+            } catch (const std::exception&) {
+              return 0;
+            }
+          }
+      return -1;
+    };
+    const int per_node = flag({"--nproc_per_node", "--nproc-per-node"}), nodes = flag({"--nnodes"});
+    const int world = per_node > 0 ? per_node * (nodes < 0 ? 1 : std::max(nodes, 0)) : 0;
+    const std::vector<std::string> megatron =
+        megatron_words_from_mindspeed_fsdp2(launch.entry_args, world, notes);
+    out.insert(out.end(), megatron.begin(), megatron.end());
+    return out;
+  }
   if (launch.launcher == Launcher::MegatronSwift) {
     const std::vector<std::string> megatron = megatron_words_from_swift(launch.entry_args, notes);
     out.insert(out.end(), megatron.begin(), megatron.end());
