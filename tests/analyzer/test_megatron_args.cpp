@@ -561,6 +561,13 @@ TEST(MegatronArgs, HuggingFaceTokenizerOfAPublishedFamily) {
   EXPECT_EQ(parse_megatron_args(with(a, {"unsloth/Qwen3-4B-Instruct-2507"})).model.vocab_size, 151936);
   EXPECT_EQ(parse_megatron_args(with(a, {"deepseek-ai/DeepSeek-R1"})).model.vocab_size, 129280);
   EXPECT_EQ(parse_megatron_args(with(a, {"deepseek-ai/DeepSeek-R1-0528"})).model.vocab_size, 129280);
+  // Megatron's SFTTokenizer (Megatron-LM's ModelOpt training scripts) is len() of the same Hugging Face
+  // tokenizer; it had been refused for want of --vocab-size
+  const Words sft = preflight::test::words(
+      "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --tokenizer-type SFTTokenizer "
+      "--tokenizer-model");
+  EXPECT_EQ(parse_megatron_args(with(sft, {"nvidia/Nemotron-H-8B-Base-8K"})).model.vocab_size, 131072);
+  EXPECT_EQ(parse_megatron_args(with(sft, {"nvidia/Llama-3.1-70B-Instruct-FP8"})).model.vocab_size, 128256);
   try {
     parse_megatron_args(with(a, {"Qwen/Qwen3-2B"}));  // no such repository
     ADD_FAILURE() << "a repository the table lacks was read";

@@ -1048,11 +1048,13 @@ void read_vocabulary(const Flags& f, const ModelSpec* base, ModelSpec& m,
   if (f.has("--vocab-file") && std::filesystem::is_regular_file(f.get("--vocab-file"))) {
     vocab = count_vocab_file(f.get("--vocab-file"));
   }
-  // A Hugging Face tokenizer: Megatron's HuggingFaceTokenizer (--tokenizer-model) or Megatron-DeepSpeed's
-  // PretrainedFromHF (--tokenizer-name-or-path), a local folder or a Hub name.
-  const char* hf_flag = tok_type == "HuggingFaceTokenizer" ? "--tokenizer-model"
-                        : tok_type == "PretrainedFromHF"   ? "--tokenizer-name-or-path"
-                                                           : nullptr;
+  // A Hugging Face tokenizer: Megatron's HuggingFaceTokenizer or SFTTokenizer (--tokenizer-model; the latter
+  // len() of AutoTokenizer.from_pretrained, core/tokenizers/text/libraries/sft_tokenizer.py, Megatron-LM's
+  // ModelOpt training scripts) or Megatron-DeepSpeed's PretrainedFromHF (--tokenizer-name-or-path), a local
+  // folder or a Hub name.
+  const char* hf_flag = tok_type == "HuggingFaceTokenizer" || tok_type == "SFTTokenizer" ? "--tokenizer-model"
+                        : tok_type == "PretrainedFromHF" ? "--tokenizer-name-or-path"
+                                                         : nullptr;
   const bool hf = hf_flag && f.has(hf_flag);
   const bool sentencepiece = tok_type == "SentencePieceTokenizer" ||
                              tok_type == "GPTSentencePieceTokenizer" || tok_type == "Llama2Tokenizer";
