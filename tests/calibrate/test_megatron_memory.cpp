@@ -221,6 +221,26 @@ TEST(MegatronMemory, DistributedOptimizerInstancesShardOverTheirPart) {
                InputError);
 }
 
+// torch FSDP2 without resharding after forward (Megatron's "FSDP ZeRO-2"): the parameters gathered in the
+// forward pass stay until the backward — the stage's whole 16-bit weights, not its dp-th; gradients and
+// optimizer states stay sharded.  The flag had been read past.
+TEST(MegatronMemory, TorchFsdp2WithoutReshardAfterForward) {
+  auto stage = [](Words extra) {
+    Words w = small({"--nproc_per_node", "8", "--global-batch-size", "16", "--use-torch-fsdp2"});
+    w.insert(w.end(), extra.begin(), extra.end());
+    const MegatronConfig c = parse_megatron_args(w);
+    return std::pair{c.strategy.effective_zero_stage(),
+                     stage_memory(build_layer_graph(c.model, c.strategy)).stages.front()};
+  };
+  const auto [z3, resharded] = stage({});
+  const auto [z2, kept] = stage({"--torch-fsdp2-no-reshard-after-forward"});
+  EXPECT_EQ(z3, 3);
+  EXPECT_EQ(z2, 2);
+  EXPECT_DOUBLE_EQ(kept.weight_bytes, 8 * resharded.weight_bytes);
+  EXPECT_DOUBLE_EQ(kept.grad_bytes, resharded.grad_bytes);
+  EXPECT_DOUBLE_EQ(kept.optimizer_bytes, resharded.optimizer_bytes);
+}
+
 TEST(MegatronArgsDump, BackToTheCommandLine) {
   std::map<std::string, std::string> args = {
       {"world_size", "16"},          {"num_layers", "4"},          {"hidden_size", "512"},

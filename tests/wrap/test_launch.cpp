@@ -533,12 +533,12 @@ TEST(Launch, MindSpeedFsdp2Words) {
   const auto dir = std::filesystem::temp_directory_path() / "preflight_fsdp2_words_test";
   std::filesystem::create_directories(dir);
   const std::string yaml = (dir / "run.yaml").string();
-  std::ofstream(yaml)
-      << "model:\n  model_name_or_path: /m/Qwen3-8B\n"
-         "data:\n  cutoff_len: 8192\n  packing: True\n"
-         "parallel:\n  tp_size: 2\n  fsdp_size: 8\n  cp_size: 2\n  cp_type: ring\n"
-         "  reduce_dtype: bf16\n  recompute: True\n  recompute_modules:\n    - model.layers.{*}.mlp\n"
-         "training:\n  per_device_train_batch_size: 2\n  gradient_accumulation_steps: 3\n";
+  std::ofstream(yaml) << "model:\n  model_name_or_path: /m/Qwen3-8B\n"
+                         "data:\n  cutoff_len: 8192\n  packing: True\n"
+                         "parallel:\n  tp_size: 2\n  fsdp_size: 8\n  cp_size: 2\n  cp_type: ring\n"
+                         "  reduce_dtype: bf16\n  reshard_after_forward: False\n  recompute: True\n  "
+                         "recompute_modules:\n    - model.layers.{*}.mlp\n"
+                         "training:\n  per_device_train_batch_size: 2\n  gradient_accumulation_steps: 3\n";
   auto has = [](const Words& w, const Words& seq) {
     return std::search(w.begin(), w.end(), seq.begin(), seq.end()) != w.end();
   };
@@ -551,6 +551,7 @@ TEST(Launch, MindSpeedFsdp2Words) {
   EXPECT_TRUE(has(w, {"--global-batch-size", "96"}));                   // 2 × 3 × 64 / (tp 2 · cp 2)
   EXPECT_TRUE(has(w, {"--num-distributed-optimizer-instances", "4"}));  // 32 ranks / fsdp 8
   EXPECT_TRUE(has(w, {"--grad-reduce-in-bf16"}));
+  EXPECT_TRUE(has(w, {"--torch-fsdp2-no-reshard-after-forward"}));
   EXPECT_TRUE(has(w, {"--recompute-granularity", "full"}));
   std::string all;
   for (const auto& n : notes) all += n + "\n";

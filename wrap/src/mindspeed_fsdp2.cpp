@@ -133,6 +133,9 @@ std::vector<std::string> megatron_words_from_mindspeed_fsdp2(const std::vector<s
   // examples set fsdp_size to the world with cp 2 or 32), replicated over the rest (HSDP); the batch is split
   // over the world / (tp · cp) data-parallel ranks.
   words.push_back("--use-torch-fsdp2");
+  // reshard_after_forward False (its 1.7B examples): the gathered parameters kept from forward to backward
+  if (!truth(get("parallel.reshard_after_forward").value_or("True")))
+    words.push_back("--torch-fsdp2-no-reshard-after-forward");
   if (world > 0) {
     const std::string fsdp_at =
         origin.count("parallel.fsdp_size") ? origin["parallel.fsdp_size"] : "parallel.fsdp_size";

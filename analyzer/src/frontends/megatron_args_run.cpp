@@ -94,6 +94,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--wgrad-deferral-limit", Arity::One},
       {"--use-custom-fsdp", Arity::Switch},
       {"--use-torch-fsdp2", Arity::Switch},
+      {"--torch-fsdp2-no-reshard-after-forward", Arity::Switch},
       {"--data-parallel-sharding-strategy", Arity::One},
       {"--optimizer", Arity::One},
       {"--muon-num-ns-steps", Arity::One},
@@ -774,6 +775,9 @@ void read_numerics(const Flags& f, Strategy& st) {
                          "unknown strategy '" + v + "' (no_shard, optim, optim_grads, optim_grads_params)");
       st.zero_stage = it->second;
     }
+    // torch FSDP2 without resharding after the forward pass (training/arguments.py: "Set to enable FSDP
+    // ZeRO-2"): each unit's gathered parameters stay until its backward — the whole stage's at the peak.
+    if (f.has("--use-torch-fsdp2") && f.has("--torch-fsdp2-no-reshard-after-forward")) st.zero_stage = 2;
     st.distributed_optimizer = st.zero_stage >= 1;
   }
   if (f.has("--optimizer")) {
