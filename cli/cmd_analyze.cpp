@@ -109,7 +109,8 @@ AnalyzeCli take_options(const Words& words) {
       cli.model = value("--model");
     } else if ((w == "--config" || w.rfind("--config=", 0) == 0) && !cli.config) {
       cli.config = value("--config");
-      if (analyzer::is_primus_experiment(*cli.config)) {  // an AMD Primus experiment: Megatron's arguments
+      if (analyzer::is_primus_experiment(*cli.config) ||
+          analyzer::is_megatron_test_case(*cli.config)) {  // an AMD Primus experiment: Megatron's arguments
         cli.rest.insert(cli.rest.end(), {"--config", *cli.config});
         cli.config.reset();
       }

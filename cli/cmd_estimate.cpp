@@ -39,7 +39,8 @@ int run(EstimateOptions o) {
   using namespace preflight::analyzer;
   restore_bracket_words(o.megatron);
   if (!o.config.empty() &&
-      is_primus_experiment(o.config)) {  // an AMD Primus experiment: Megatron's arguments
+      (is_primus_experiment(o.config) ||
+       is_megatron_test_case(o.config))) {  // an AMD Primus experiment: Megatron's arguments
     o.megatron.insert(o.megatron.end(), {"--config", o.config});
     o.config.clear();
   }

@@ -218,9 +218,12 @@ int run(const SearchOptions& o) {
   std::string yaml = o.config;
   std::vector<std::string> words = o.megatron;
   restore_bracket_words(words);
-  if (!yaml.empty() && is_primus_experiment(yaml)) {  // an AMD Primus experiment: Megatron's arguments
+  // an AMD Primus experiment or a Megatron-LM test case: Megatron's arguments
+  if (!yaml.empty() && (is_primus_experiment(yaml) || is_megatron_test_case(yaml))) {
     words.insert(words.end(), {"--config", yaml});
     yaml.clear();
+    oo.megatron = words;  // a launch from here on (its own recompute is a choice of each layout)
+    oo.config.clear();
   }
   if (!words.empty()) {
     const std::string inner = read_run_mindformer_args(words, mf);
@@ -266,7 +269,7 @@ int run(const SearchOptions& o) {
     if (oo.mbs_default) oo.mbs = mc.strategy.micro_batch_size;
     if (oo.seq_default) oo.seq = static_cast<int>(mc.strategy.seq_length);
     base.seq_length = oo.seq;
-  } else if (!o.megatron.empty()) {
+  } else if (!words.empty()) {  // (an AMD Primus experiment or a Megatron test case given as --config too)
     // A Megatron launch: its model (or --model's, the flags on top), numerics, kernels, dispatcher, batch,
     // sequence and world size; tp, pp, ep, cp, vpp, micro batch and recompute are searched (a size not
     // listed: the defaults with the launch's own added).

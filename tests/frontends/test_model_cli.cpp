@@ -101,6 +101,46 @@ TEST(AnalyzeModel, DistributedOptimizerInstances) {
   EXPECT_NEAR(t / w, 2.0, 1e-9);
 }
 
+// A Megatron-LM functional test case (tests/functional_tests/test_cases/…/model_config.yaml; ours in its
+// format) given as --config: MODEL_ARGS are the command line as _run_training.sh builds it — `true` the flag
+// alone, "[core_attn mlp]" two words, "" left out, ${SEQ_LEN} from the environment; a `false` left out and
+// said; the world the launch's, else one node of 8 (said).  estimate reads it alike.
+TEST(AnalyzeModel, MegatronFunctionalTestCase) {
+  const std::string yaml = (frontends_data() / "megatron_test_case" / "model_config.yaml").string();
+  auto with_env = [](const std::string& env, const std::string& args) {
+    return run_shell(env + " " + shell_quote(PREFLIGHT_BINARY) + " " + args);
+  };
+  RunResult r = with_env("SEQ_LEN=2048", "analyze --config " + yaml + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"]["num_layers"].get<int>(), 12);
+  EXPECT_EQ(j["strategy"]["tp"].get<int>(), 2);
+  EXPECT_EQ(j["strategy"]["pp"].get<int>(), 2);
+  EXPECT_EQ(j["strategy"]["world_size"].get<int>(), 8);
+  EXPECT_EQ(j["strategy"]["seq_length"].get<int>(), 2048);
+  const std::string warnings = j["warnings"].dump();
+  EXPECT_TRUE(contains(warnings, "priced on one node of 8 GPUs")) << warnings;
+  EXPECT_TRUE(contains(warnings, "MODEL_ARGS set to false, left out: --overlap-grad-reduce")) << warnings;
+  RunResult two =
+      with_env("SEQ_LEN=4096", "analyze --config " + yaml + " --nproc_per_node 4 --nnodes 4 --json");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  j = nlohmann::json::parse(two.out);
+  EXPECT_EQ(j["strategy"]["world_size"].get<int>(), 16);
+  EXPECT_EQ(j["strategy"]["seq_length"].get<int>(), 4096);
+  RunResult est = with_env("SEQ_LEN=2048", "estimate --system h100-sxm --config " + yaml);
+  EXPECT_EQ(est.exit_code, 0) << est.err;
+  EXPECT_TRUE(contains(est.out, "iteration")) << est.out;
+  // search: the test case is the launch (its layout ranked); with --config alone it had asked for --model,
+  // as it did for an AMD Primus experiment
+  RunResult search = with_env("SEQ_LEN=2048", "search --system h100-sxm --config " + yaml);
+  EXPECT_EQ(search.exit_code, 0) << search.err;
+  EXPECT_TRUE(contains(search.out, "the launch's own layout (tp 2 pp 2")) << search.out;
+  // unset ${SEQ_LEN}: refused naming the file and the flag
+  RunResult unset = with_env("env -u SEQ_LEN", "analyze --config " + yaml);
+  EXPECT_EQ(unset.exit_code, 2);
+  EXPECT_TRUE(contains(unset.err, yaml + ": MODEL_ARGS --seq-length")) << unset.err;
+}
+
 TEST(AnalyzeModel, HelpListsThePresets) {
   RunResult r = run_preflight("analyze --help");
   EXPECT_EQ(r.exit_code, 0);

@@ -244,6 +244,44 @@ static MegatronConfig parse_megatron_args_quiet(const std::vector<std::string>& 
     }
     return out;
   }
+  // A Megatron-LM functional test case (`--config tests/functional_tests/test_cases/…/model_config.yaml`):
+  // its MODEL_ARGS are the command line, the launcher's sizes the world (else one node of 8 GPUs, its H100
+  // recipes' size, said), the command line's other flags after them (a repeated flag's last value wins).
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string path;
+    std::size_t value_at = i;
+    if (args[i] == "--config" && i + 1 < args.size()) {
+      path = args[i + 1];
+      value_at = i + 1;
+    } else if (args[i].rfind("--config=", 0) == 0) {
+      path = args[i].substr(9);
+    }
+    if (path.empty() || !is_megatron_test_case(path)) continue;
+    LauncherSplit split = split_launcher(args, i, value_at);
+    std::vector<std::string> notes, run = split.launcher;
+    const bool sized = std::any_of(run.begin(), run.end(), [](const std::string& w) {
+      const std::string n = canonical(w.substr(0, w.find('=')));
+      return n == "--nproc-per-node" || n == "--nproc_per_node" || n == "--world-size" || n == "--nnodes";
+    });
+    if (!sized) {
+      run.insert(run.end(), {"--nproc_per_node", "8"});
+      notes.push_back(path +
+                      ": a test case's GPU count is its recipe's (tests/test_utils/recipes): priced on "
+                      "one node of 8 GPUs; --nproc_per_node / --nnodes say otherwise");
+    }
+    const std::vector<std::string> words = megatron_words_from_test_case(path, env, notes);
+    run.insert(run.end(), words.begin(), words.end());
+    run.insert(run.end(), split.others.begin(), split.others.end());
+    MegatronConfig out;
+    try {
+      out = parse_megatron_args_quiet(run, env, base, {});
+    } catch (const InputError& e) {
+      if (e.where().rfind("--", 0) != 0) throw;
+      throw InputError(path, "MODEL_ARGS " + e.where() + ": " + e.detail());
+    }
+    out.warnings.insert(out.warnings.begin(), notes.begin(), notes.end());
+    return out;
+  }
   // An AMD Primus launch (`torchrun … primus/cli/main.py train pretrain --config EXP.yaml [overrides]`): the
   // experiment's Megatron module is the run, the launcher gives the world, the other options are Primus's
   // overrides of the module's keys.

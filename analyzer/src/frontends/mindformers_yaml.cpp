@@ -858,6 +858,10 @@ std::string read_run_mindformer_args(const std::vector<std::string>& args, MindF
   // An AMD Primus launch's --config / --exp (an experiment: parse_megatron_args reads it) is not a
   // MindFormers yaml.
   if (find_primus_config_arg(args)) return "";
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)  // nor is a Megatron-LM test case's model_config.yaml
+    if (args[i] == "--config" && is_megatron_test_case(args[i + 1])) return "";
+  for (const std::string& a : args)
+    if (a.rfind("--config=", 0) == 0 && is_megatron_test_case(a.substr(9))) return "";
   // run_mindformer.py's argparse options (r1.5.0 … master): those that change the run are read, the others
   // consumed; what argparse's parse_known_args leaves are `--KEY VALUE` config settings (its rest_args_), and
   // a repeated option keeps its last value, as argparse does.

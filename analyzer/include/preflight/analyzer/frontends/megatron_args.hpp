@@ -76,6 +76,21 @@ std::vector<std::string> megatron_words_from_args_dump(const std::map<std::strin
 std::vector<std::string> megatron_words_from_yaml_cfg(const std::string& path,
                                                       std::vector<std::string>& notes);
 
+/// True when `path` is a Megatron-LM functional test case
+/// (tests/functional_tests/test_cases/…/model_config.yaml: a top-level `MODEL_ARGS:` mapping of flags).
+bool is_megatron_test_case(const std::string& path);
+
+/// The command line of a Megatron-LM functional test case, as tests/functional_tests/shell_test_utils/
+/// _run_training.sh builds it from MODEL_ARGS: `true` → the flag alone, `"[a b]"` → the words inside, `""` →
+/// left out, other values as they are; `${VAR}` from `env` where it has VAR (envsubst), else as written.  A
+/// `false` is left out, said in `notes`.  The world size is not in the file (its recipe's, under
+/// tests/test_utils/recipes): the launch's.
+/// @throws InputError naming the file (and line) for an unreadable or malformed YAML, no MODEL_ARGS mapping,
+///         a key that is not a flag.
+std::vector<std::string> megatron_words_from_test_case(const std::string& path,
+                                                       const std::map<std::string, std::string>& env,
+                                                       std::vector<std::string>& notes);
+
 /// True when `path` is an AMD Primus experiment YAML (AMD-AGI/Primus `examples/megatron/configs/…`: a
 /// top-level `modules:` mapping).
 bool is_primus_experiment(const std::string& path);
