@@ -213,8 +213,14 @@ TEST(Presets, AbsentFolderNamedAsAPresetsRepository) {
       << warnings[0];
   EXPECT_EQ(load_model("./model_weights/Qwen3-30B-A3B-Instruct-2507", nullptr).name, "qwen3-30b-a3b");
   EXPECT_EQ(load_model("/data/ci/models/Qwen3-8B/hf/Qwen3-8B", nullptr).name, "qwen3-8b");
-  for (const char* absent :
-       {"/data/ci/models/Qwen3-30B-A3B/hf/Qwen3-30B-A3B-layer2/", "/home/data/deepseek4-hf/"})
+  // a preset's name, or the start of exactly one preset's name (MindSpeed's ./model_weights/qwen3-235b/)
+  EXPECT_EQ(load_model("/x/deepseek-v2/", nullptr).name, "deepseek-v2");
+  EXPECT_EQ(load_model("/x/deepseek-v2-lite", nullptr).name, "deepseek-v2-lite");
+  EXPECT_EQ(load_model("./model_weights/qwen3-235b/", nullptr).name, "qwen3-235b-a22b");
+  EXPECT_EQ(load_model("./qwen3-next/", nullptr).name, "qwen3-next-80b-a3b");
+  // (qwen3 and gpt-oss begin several presets' names: ambiguous)
+  for (const char* absent : {"/data/ci/models/Qwen3-30B-A3B/hf/Qwen3-30B-A3B-layer2/",
+                             "/home/data/deepseek4-hf/", "/x/qwen3/", "/x/gpt-oss"})
     try {
       load_model(absent, nullptr);
       ADD_FAILURE() << absent << " was read";

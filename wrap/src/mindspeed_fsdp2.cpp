@@ -160,6 +160,13 @@ std::vector<std::string> megatron_words_from_mindspeed_fsdp2(const std::vector<s
       throw InputError(origin.count("parallel.ep_size") ? origin["parallel.ep_size"] : "parallel.ep_size",
                        "ep " + std::to_string(ep) + " × ep_fsdp " + std::to_string(ep_fsdp) +
                            " does not divide the launch's " + std::to_string(world) + " processes");
+    // experts with ep > 1: sharded over ep_fsdp_size, replicated over the rest (edp); priced as Megatron
+    // shards them, over world / (ep · replicas) — said where the two differ
+    if (ep > 1 && ep_fsdp != world / (ep * replicas))
+      notes.push_back("MindSpeed FSDP2: the expert states are sharded over ep_fsdp_size " +
+                      std::to_string(ep_fsdp) + " ranks; priced sharded over " +
+                      std::to_string(world / (ep * replicas)) + " (Megatron's expert data-parallel group" +
+                      (replicas > 1 ? " over the HSDP replicas" : std::string()) + ")");
     const int dp = world / (tp * cp);
     words.insert(words.end(), {"--global-batch-size", std::to_string(mbs * accumulation * dp)});
   } else if (accumulation > 1) {

@@ -305,8 +305,27 @@ ModelSpec load_model(const std::string& spec, std::vector<std::string>* warnings
     std::string folder = spec;
     while (!folder.empty() && folder.back() == '/') folder.pop_back();
     folder = folder.substr(folder.rfind('/') == std::string::npos ? 0 : folder.rfind('/') + 1);
-    if (const std::string preset = folder.empty() ? std::string() : preset_of_reupload("folder/" + folder);
-        !preset.empty()) {
+    std::string preset = folder.empty() ? std::string() : preset_of_reupload("folder/" + folder);
+    if (preset.empty() && !folder.empty()) {
+      // a preset's name, or the one preset whose name or repository name it begins at a '-'
+      // (./model_weights/qwen3-235b/ → qwen3-235b-a22b; ./qwen3-next/ → qwen3-next-80b-a3b)
+      const std::string key = strip_variant(normalize(folder));
+      std::vector<std::string> matches;
+      for (const Preset& candidate : presets()) {
+        const std::string repo_name =
+            candidate.hf_repo.empty()
+                ? std::string()
+                : strip_variant(normalize(candidate.hf_repo.substr(candidate.hf_repo.find('/') + 1)));
+        if (key == candidate.name || candidate.name.rfind(key + "-", 0) == 0 ||
+            (!repo_name.empty() && repo_name.rfind(key + "-", 0) == 0))
+          matches.push_back(candidate.name);
+      }
+      if (std::find(matches.begin(), matches.end(), key) != matches.end())
+        preset = key;  // the preset's own name (deepseek-v2, not deepseek-v2-lite)
+      else if (matches.size() == 1)
+        preset = matches.front();
+    }
+    if (!preset.empty()) {
       if (warnings)
         warnings->push_back("--model " + spec + " is not on this machine: the " + preset +
                             " preset, by the folder's name (give the folder, or a copy of its config.json, "
