@@ -635,6 +635,28 @@ TEST(MegatronLog, MemoryInsideTheIterationLine) {
   EXPECT_EQ(j["files"][0]["iterations"][0]["device_used_fraction"], 0.7496);
 }
 
+// MindSpeed-LLM's FSDP2 trainer with training.log_throughput: " tokens/s: {:.2f} | mfu: {:.2f} |" after the
+// elapsed time (train_monitor.py; the numbers made up) — all ranks' tokens a second: the steady state's
+// tokens/s when the log has no argument dump to compute it from.
+TEST(MegatronLog, MindSpeedFsdp2Throughput) {
+  std::string text;
+  for (int i = 1; i <= 5; ++i)
+    text += "INFO [2026-06-22 19:25:3" + std::to_string(i) + "] >>  iteration        " + std::to_string(i) +
+            "/    2000 | consumed samples:         " + std::to_string(16 * i) +
+            " | consumed tokens:      " + std::to_string(65536 * i) +
+            " | elapsed time per iteration (ms): 5000.00 | tokens/s: " + (i == 5 ? "13200.00" : "13107.20") +
+            " | mfu: 41.20 | learning rate: 1.000000E-05 | global batch size:    16 | lm loss: 2.3E+00 | "
+            "mtp loss: 0.000000E+00 | max_memory_allocated(GB): 45.67 | max_memory_reserved(GB): 50.12 |\n";
+  std::vector<MegatronLog> logs{read_megatron_text(text, "fsdp2.log")};
+  ASSERT_EQ(logs[0].iterations.size(), 5u);
+  EXPECT_DOUBLE_EQ(*logs[0].iterations[4].tokens_per_s, 13200.0);
+  MegatronSummary s = summarize_megatron(logs);
+  ASSERT_EQ(s.steady.size(), 1u);
+  ASSERT_TRUE(s.steady[0].tokens_per_s);
+  EXPECT_DOUBLE_EQ(*s.steady[0].tokens_per_s, 13107.2);  // the median after the warm-up
+  EXPECT_NE(s.steady[0].tokens_per_s_from.find("MindSpeed FSDP2"), std::string::npos);
+}
+
 // AMD Primus's iteration line (primus/backends/megatron/patches/training_log: its extensions rewrite
 // Megatron's segments), written from its f-strings: "elapsed time per iteration (ms): X/AVG", "compute per
 // GPU (TFLOP/s/GPU): X (avg AVG)", " | tokens/s/GPU inst/harmonic mean: X/H", "hip mem

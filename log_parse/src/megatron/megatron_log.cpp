@@ -455,6 +455,8 @@ class Reader {
         it.tflops_per_gpu = d;
       } else if (k == "tokens per gpu per second(tgs)") {
         it.tokens_per_gpu_per_s = d;
+      } else if (k == "tokens/s") {  // MindSpeed-LLM FSDP2: all ranks' tokens a second
+        it.tokens_per_s = d;
       } else if (k == "compute per GPU (TFLOP/s/GPU)") {  // AMD Primus: "X (avg Y)"
         it.tflops_per_gpu = leading_double(value);
       } else if (k == "tokens/s/GPU inst/harmonic mean" ||  // AMD Primus: "X/Y"
@@ -757,12 +759,13 @@ MegatronSummary summarize_megatron(std::vector<MegatronLog>& logs, int warmup_li
       keep_max(st.max_allocated_gib, it->max_allocated_gib);
       keep_max(st.max_reserved_gib, it->max_reserved_gib);
     }
-    std::vector<double> elapsed, tflops, tgs;
+    std::vector<double> elapsed, tflops, tgs, logged_tokens;
     std::vector<double> gbs;
     for (std::size_t i = skip; i < its.size(); ++i) {
       elapsed.push_back(*its[i]->elapsed_ms);
       if (its[i]->tflops_per_gpu) tflops.push_back(*its[i]->tflops_per_gpu);
       if (its[i]->tokens_per_gpu_per_s) tgs.push_back(*its[i]->tokens_per_gpu_per_s);
+      if (its[i]->tokens_per_s) logged_tokens.push_back(*its[i]->tokens_per_s);
       if (its[i]->global_batch_size) gbs.push_back(static_cast<double>(*its[i]->global_batch_size));
     }
     st.median_elapsed_ms = median(elapsed);
@@ -777,6 +780,9 @@ MegatronSummary summarize_megatron(std::vector<MegatronLog>& logs, int warmup_li
     } else if (!tgs.empty() && log.sizes.count("world")) {
       st.tokens_per_s = median(tgs) * static_cast<double>(log.sizes.at("world"));
       st.tokens_per_s_from = "median tokens per gpu per second × world size";
+    } else if (!logged_tokens.empty()) {
+      st.tokens_per_s = median(logged_tokens);
+      st.tokens_per_s_from = "the lines' median tokens/s (MindSpeed FSDP2: all ranks' tokens)";
     }
     s.steady.push_back(st);
   }

@@ -63,6 +63,9 @@ struct MegatronIteration {
   /// inst/harmonic mean: X/Y" tokens_per_gpu_per_s X.
   std::optional<double> tflops_per_gpu;
   std::optional<double> tokens_per_gpu_per_s;  ///< "tokens per gpu per second(tgs)" (Megatron-DeepSpeed)
+  /// "tokens/s" of MindSpeed-LLM's FSDP2 trainer: the step's tokens of all ranks (all-reduced) per second
+  /// (mindspeed_llm/fsdp2/utils/train_monitor.py).
+  std::optional<double> tokens_per_s;
   std::optional<double> learning_rate;
   std::optional<std::int64_t> global_batch_size;
   std::optional<std::int64_t> consumed_samples;
