@@ -312,6 +312,16 @@ TEST(ShortRun, MegatronIterationsOrExitInterval) {
   EXPECT_TRUE(short_run_args(*iters, o, notes).empty());
 }
 
+// MindSpeed-LLM's FSDP2 trainer: its step count is training.max_steps (the command line's dotted key wins
+// over its YAML, as argparse keeps the last).
+TEST(ShortRun, MindSpeedFsdp2MaxSteps) {
+  TraceOptions o;
+  std::vector<std::string> notes;
+  auto l = parse({"torchrun", "train_fsdp2.py", "run.yaml", "--training.max_steps", "2000"});
+  ASSERT_TRUE(l);
+  EXPECT_EQ(short_run_args(*l, o, notes), (Words{"--training.max_steps", "10"}));
+}
+
 TEST(ShortRun, OtherEntryPointsGetStepsOnlyWhenAsked) {
   EntryPatterns e;
   e.globs.push_back("train_cpu_gpt.py");

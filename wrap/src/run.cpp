@@ -96,6 +96,7 @@ std::vector<std::string> short_run_args(const LaunchCommand& launch, const Trace
   }
   std::string base =
       launch.entry.substr(launch.entry.rfind('/') == std::string::npos ? 0 : launch.entry.rfind('/') + 1);
+  if (is_mindspeed_fsdp2_entry(launch.entry)) return {"--training.max_steps", n};  // (its command line wins)
   if (base == "run_mindformer.py") {
     notes.push_back(
         "run_mindformer.py has no step-count flag: the run is not shortened (limit it in the YAML, e.g. "
