@@ -576,6 +576,76 @@ TEST(MegatronArgs, HuggingFaceTokenizerOfAPublishedFamily) {
   }
 }
 
+// MindSpeed-LLM's FSDP2 trainer: its YAML's sections and the command line's dotted keys (winning) as
+// Megatron's words; sizes checked against the launch's world, errors naming the file and line or the flag.
+TEST(MindSpeedFsdp2, Words) {
+  const auto dir = std::filesystem::temp_directory_path() / "preflight_fsdp2_words_test";
+  std::filesystem::create_directories(dir);
+  const std::string yaml = (dir / "run.yaml").string();
+  std::ofstream(yaml) << "model:\n  model_name_or_path: /m/Qwen3-8B\n"
+                         "data:\n  cutoff_len: 8192\n  packing: True\n"
+                         "parallel:\n  tp_size: 2\n  fsdp_size: 8\n  cp_size: 2\n  cp_type: ring\n"
+                         "  reduce_dtype: bf16\n  reshard_after_forward: False\n  recompute: True\n  "
+                         "recompute_modules:\n    - model.layers.{*}.mlp\n"
+                         "training:\n  per_device_train_batch_size: 2\n  gradient_accumulation_steps: 3\n";
+  auto has = [](const Words& w, const Words& seq) {
+    return std::search(w.begin(), w.end(), seq.begin(), seq.end()) != w.end();
+  };
+  std::vector<std::string> notes;
+  const Words w = megatron_words_from_mindspeed_fsdp2({yaml, "--data.cutoff_len=4096"}, 64, notes);
+  EXPECT_TRUE(has(w, {"--model", "/m/Qwen3-8B"}));
+  EXPECT_TRUE(has(w, {"--seq-length", "4096"}));  // the command line over the YAML
+  EXPECT_TRUE(has(w, {"--tensor-model-parallel-size", "2", "--context-parallel-size", "2"}));
+  EXPECT_TRUE(has(w, {"--cp-comm-type", "p2p"}));
+  EXPECT_TRUE(has(w, {"--global-batch-size", "96"}));                   // 2 × 3 × 64 / (tp 2 · cp 2)
+  EXPECT_TRUE(has(w, {"--num-distributed-optimizer-instances", "4"}));  // 32 ranks / fsdp 8
+  EXPECT_TRUE(has(w, {"--grad-reduce-in-bf16"}));
+  EXPECT_TRUE(has(w, {"--torch-fsdp2-no-reshard-after-forward"}));
+  EXPECT_TRUE(has(w, {"--recompute-granularity", "full"}));
+  std::string all;
+  for (const auto& n : notes) all += n + "\n";
+  EXPECT_NE(all.find("recompute of model.layers.{*}.mlp is priced as the recompute of whole layers"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("packed samples"), std::string::npos) << all;
+  // world unknown: no global batch, the accumulation said
+  notes.clear();
+  EXPECT_FALSE(has(megatron_words_from_mindspeed_fsdp2({yaml}, 0, notes), {"--global-batch-size"}));
+  // errors: a size that is no number (file and line), one that does not divide the world (the flag), bad YAML
+  std::ofstream(dir / "bad.yaml") << "model:\n  model_name_or_path: x\nparallel:\n  cp_size: two\n";
+  try {
+    megatron_words_from_mindspeed_fsdp2({(dir / "bad.yaml").string()}, 8, notes);
+    ADD_FAILURE() << "cp_size: two was read";
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), (dir / "bad.yaml").string() + ":4 (parallel.cp_size)");
+  }
+  try {
+    megatron_words_from_mindspeed_fsdp2({yaml, "--parallel.fsdp_size", "5"}, 64, notes);
+    ADD_FAILURE() << "fsdp 5 of 32 was read";
+  } catch (const preflight::InputError& e) {
+    EXPECT_EQ(e.where(), "--parallel.fsdp_size");
+  }
+  std::ofstream(dir / "broken.yaml") << "model: [unclosed\n";
+  EXPECT_THROW(megatron_words_from_mindspeed_fsdp2({(dir / "broken.yaml").string()}, 8, notes),
+               preflight::InputError);
+  std::filesystem::remove_all(dir);
+}
+
+// The launch as analyze, estimate and search read it (`… train_fsdp2.py CONFIG.yaml --parallel.fsdp_size
+// 16`): the launcher's sizes before the entry point give the world, the model its folder's preset.
+TEST(MindSpeedFsdp2, LaunchRead) {
+  const std::string yaml =
+      (std::filesystem::path(PREFLIGHT_SOURCE_DIR) / "tests" / "data" / "wrap" / "mindspeed_fsdp2_style.yaml")
+          .string();
+  const MegatronConfig c = parse_megatron_args(
+      {"--nproc_per_node", "8", "--nnodes", "2", "/x/train_fsdp2.py", yaml, "--parallel.fsdp_size", "16"});
+  EXPECT_EQ(c.model.num_layers, 28);  // qwen3-0.6b, by /home/data/Qwen3-0.6B/
+  EXPECT_EQ(c.strategy.world_size, 16);
+  EXPECT_EQ(c.strategy.cp, 2);
+  EXPECT_EQ(c.strategy.global_batch(), 2 * 4 * 8);
+  EXPECT_TRUE(c.strategy.fsdp);
+}
+
 TEST(MegatronArgs, VocabularyFromTheLoadedCheckpoint) {
   auto dir = std::filesystem::temp_directory_path() / "preflight_load_vocab_test";
   std::filesystem::create_directories(dir);

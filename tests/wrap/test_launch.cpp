@@ -2,8 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "preflight/common/error.hpp"
@@ -535,61 +533,6 @@ TEST(Launch, MpirunCommandStartsAfterItsOptions) {
   EXPECT_EQ(mpirun_command_index({"mpiexec", "-n", "8", "-ppn", "4", "-genv", "A", "1", "./train.sh"}), I(8));
   EXPECT_EQ(mpirun_command_index({"mpirun", "--np=4", "--oversubscribe", "--", "sh", "run.sh"}), I(4));
   EXPECT_EQ(mpirun_command_index({"mpirun", "-np", "4"}), std::nullopt);
-}
-
-// MindSpeed-LLM's FSDP2 trainer: its YAML's sections and the command line's dotted keys (winning) as
-// Megatron's words; sizes checked against the launch's world, errors naming the file and line or the flag.
-TEST(Launch, MindSpeedFsdp2Words) {
-  const auto dir = std::filesystem::temp_directory_path() / "preflight_fsdp2_words_test";
-  std::filesystem::create_directories(dir);
-  const std::string yaml = (dir / "run.yaml").string();
-  std::ofstream(yaml) << "model:\n  model_name_or_path: /m/Qwen3-8B\n"
-                         "data:\n  cutoff_len: 8192\n  packing: True\n"
-                         "parallel:\n  tp_size: 2\n  fsdp_size: 8\n  cp_size: 2\n  cp_type: ring\n"
-                         "  reduce_dtype: bf16\n  reshard_after_forward: False\n  recompute: True\n  "
-                         "recompute_modules:\n    - model.layers.{*}.mlp\n"
-                         "training:\n  per_device_train_batch_size: 2\n  gradient_accumulation_steps: 3\n";
-  auto has = [](const Words& w, const Words& seq) {
-    return std::search(w.begin(), w.end(), seq.begin(), seq.end()) != w.end();
-  };
-  std::vector<std::string> notes;
-  const Words w = megatron_words_from_mindspeed_fsdp2({yaml, "--data.cutoff_len=4096"}, 64, notes);
-  EXPECT_TRUE(has(w, {"--model", "/m/Qwen3-8B"}));
-  EXPECT_TRUE(has(w, {"--seq-length", "4096"}));  // the command line over the YAML
-  EXPECT_TRUE(has(w, {"--tensor-model-parallel-size", "2", "--context-parallel-size", "2"}));
-  EXPECT_TRUE(has(w, {"--cp-comm-type", "p2p"}));
-  EXPECT_TRUE(has(w, {"--global-batch-size", "96"}));                   // 2 × 3 × 64 / (tp 2 · cp 2)
-  EXPECT_TRUE(has(w, {"--num-distributed-optimizer-instances", "4"}));  // 32 ranks / fsdp 8
-  EXPECT_TRUE(has(w, {"--grad-reduce-in-bf16"}));
-  EXPECT_TRUE(has(w, {"--torch-fsdp2-no-reshard-after-forward"}));
-  EXPECT_TRUE(has(w, {"--recompute-granularity", "full"}));
-  std::string all;
-  for (const auto& n : notes) all += n + "\n";
-  EXPECT_NE(all.find("recompute of model.layers.{*}.mlp is priced as the recompute of whole layers"),
-            std::string::npos)
-      << all;
-  EXPECT_NE(all.find("packed samples"), std::string::npos) << all;
-  // world unknown: no global batch, the accumulation said
-  notes.clear();
-  EXPECT_FALSE(has(megatron_words_from_mindspeed_fsdp2({yaml}, 0, notes), {"--global-batch-size"}));
-  // errors: a size that is no number (file and line), one that does not divide the world (the flag), bad YAML
-  std::ofstream(dir / "bad.yaml") << "model:\n  model_name_or_path: x\nparallel:\n  cp_size: two\n";
-  try {
-    megatron_words_from_mindspeed_fsdp2({(dir / "bad.yaml").string()}, 8, notes);
-    ADD_FAILURE() << "cp_size: two was read";
-  } catch (const preflight::InputError& e) {
-    EXPECT_EQ(e.where(), (dir / "bad.yaml").string() + ":4 (parallel.cp_size)");
-  }
-  try {
-    megatron_words_from_mindspeed_fsdp2({yaml, "--parallel.fsdp_size", "5"}, 64, notes);
-    ADD_FAILURE() << "fsdp 5 of 32 was read";
-  } catch (const preflight::InputError& e) {
-    EXPECT_EQ(e.where(), "--parallel.fsdp_size");
-  }
-  std::ofstream(dir / "broken.yaml") << "model: [unclosed\n";
-  EXPECT_THROW(megatron_words_from_mindspeed_fsdp2({(dir / "broken.yaml").string()}, 8, notes),
-               preflight::InputError);
-  std::filesystem::remove_all(dir);
 }
 
 // Package installs a launch script runs before the launch: pip's, python -m pip's and uv pip's; other pip

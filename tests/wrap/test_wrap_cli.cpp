@@ -635,7 +635,8 @@ TEST(WrapStyles, MindSpeedFsdp2Launch) {
   const RunResult h = run_in(dir.path(), "FSDP_SIZE=4 " + shell_quote(PREFLIGHT_BINARY) +
                                              " run --analyze-arg=--json -- bash " + script);
   ASSERT_EQ(h.exit_code, 0) << h.err;
-  EXPECT_NE(h.err.find("sharded over 4 and replicated 4 times (HSDP)"), std::string::npos) << h.err;
+  const std::string hsdp = json_in(h.out)["warnings"].dump();
+  EXPECT_NE(hsdp.find("sharded over 4 and replicated 4 times (HSDP)"), std::string::npos) << hsdp;
   // a size that does not divide the launch: refused, naming the flag
   const RunResult bad =
       run_in(dir.path(), "FSDP_SIZE=3 " + shell_quote(PREFLIGHT_BINARY) + " run -- bash " + script);

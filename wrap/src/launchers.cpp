@@ -1269,6 +1269,10 @@ bool is_nemo1_script(std::string_view entry) {
          (name.ends_with("_pretraining.py") || name.ends_with("_finetuning.py"));
 }
 
+bool is_mindspeed_fsdp2_entry(std::string_view entry) {
+  return basename_of(entry) == "train_fsdp2.py";
+}
+
 std::string megatron_entry_point_word(std::string_view entry) {
   const std::string_view name = basename_of(entry);
   // NeMo 1's Hydra scripts (megatron_gpt_pretraining.py): analyze reads the configuration beside the script,
@@ -1708,26 +1712,9 @@ std::vector<std::string> analyze_arguments(const LaunchCommand& launch, const Wo
   }
   if (const std::string entry = megatron_entry_point_word(launch.entry); !entry.empty()) out.push_back(entry);
   if (is_mindspeed_fsdp2_entry(launch.entry)) {
-    // the launch's processes, where its flags (or the world found above) say them
-    auto flag = [&](std::initializer_list<const char*> names) -> int {
-      for (std::size_t k = 0; k + 1 < out.size(); ++k)
-        for (const char* n : names)
-          if (out[k] == n) {
-            try {
-              std::size_t used = 0;
-              const int v = std::stoi(out[k + 1], &used);
-              return used == out[k + 1].size() ? v : 0;
-            } catch (const std::exception&) {
-              return 0;
-            }
-          }
-      return -1;
-    };
-    const int per_node = flag({"--nproc_per_node", "--nproc-per-node"}), nodes = flag({"--nnodes"});
-    const int world = per_node > 0 ? per_node * (nodes < 0 ? 1 : std::max(nodes, 0)) : 0;
-    const std::vector<std::string> megatron =
-        megatron_words_from_mindspeed_fsdp2(launch.entry_args, world, notes);
-    out.insert(out.end(), megatron.begin(), megatron.end());
+    // MindSpeed-LLM's FSDP2 trainer: analyze reads the entry point, its YAML and dotted overrides
+    out.push_back(launch.entry);
+    out.insert(out.end(), launch.entry_args.begin(), launch.entry_args.end());
     return out;
   }
   if (launch.launcher == Launcher::MegatronSwift) {

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "preflight/analyzer/frontends/presets.hpp"
 #include "preflight/common/error.hpp"
 
 extern char** environ;
@@ -242,6 +243,61 @@ static MegatronConfig parse_megatron_args_quiet(const std::vector<std::string>& 
                                                     "and ignores the command line's other flags (" +
                                                     list + ")");
     }
+    return out;
+  }
+  // MindSpeed-LLM's FSDP2 trainer (`torchrun … train_fsdp2.py CONFIG.yaml [--section.key value …]`): the
+  // words after the entry point are its own, read as its fsdp2_parse_args reads them; the launcher's before
+  // it give the world.
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    const std::string entry = w.substr(w.rfind('/') == std::string::npos ? 0 : w.rfind('/') + 1);
+    if (entry != "train_fsdp2.py" || w.rfind("--", 0) == 0) continue;
+    const std::vector<std::string> before(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(i));
+    LauncherSplit split = split_launcher(before, before.size(), before.size());
+    auto flag = [&](std::initializer_list<const char*> names) -> long long {
+      for (std::size_t k = 0; k < split.launcher.size(); ++k) {
+        const std::string& f = split.launcher[k];
+        for (const char* n : names) {
+          std::string v;
+          if (f == n && k + 1 < split.launcher.size())
+            v = split.launcher[k + 1];
+          else if (f.rfind(std::string(n) + "=", 0) == 0)
+            v = f.substr(std::string(n).size() + 1);
+          else
+            continue;
+          try {
+            std::size_t used = 0;
+            const long long x = std::stoll(v, &used);
+            return used == v.size() && x > 0 ? x : 0;
+          } catch (const std::exception&) {
+            return 0;
+          }
+        }
+      }
+      return -1;
+    };
+    const long long per_node = flag({"--nproc_per_node", "--nproc-per-node"}), nodes = flag({"--nnodes"}),
+                    world_flag = flag({"--world-size"});
+    const int world = world_flag > 0 ? static_cast<int>(world_flag)
+                      : per_node > 0 ? static_cast<int>(per_node * std::max(1LL, nodes))
+                                     : 0;
+    std::vector<std::string> notes, run = split.launcher;
+    const std::vector<std::string> own(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+    std::vector<std::string> words = megatron_words_from_mindspeed_fsdp2(own, world, notes);
+    // the model (--model PATH, its first words): its config.json, or the preset its folder names; a model
+    // given to the command (base) wins
+    ModelSpec model;
+    const ModelSpec* model_base = base;
+    if (words.size() >= 2 && words[0] == "--model") {
+      if (!base) {
+        model = load_model(words[1], &notes);
+        model_base = &model;
+      }
+      words.erase(words.begin(), words.begin() + 2);
+    }
+    run.insert(run.end(), words.begin(), words.end());
+    MegatronConfig out = parse_megatron_args_quiet(run, env, model_base, {});
+    out.warnings.insert(out.warnings.begin(), notes.begin(), notes.end());
     return out;
   }
   // A Megatron-LM functional test case (`--config tests/functional_tests/test_cases/…/model_config.yaml`):

@@ -285,24 +285,9 @@ WorldSize mpirun_tasks(const std::vector<std::string>& mpirun_options, const Wor
 /// the sequence, `--tuner_type lora` with `--lora_rank` / `--lora_alpha` / `--target_modules` as preflight's
 /// LoRA flags, `--name true|false` as switches, underscores as dashes; ms-swift's own options (dataset,
 /// output_dir, …) left out and named in `notes`.
-/// MindSpeed-LLM's FSDP2 trainer: `train_fsdp2.py` (mindspeed_llm/fsdp2).
+/// MindSpeed-LLM's FSDP2 trainer: `train_fsdp2.py` (mindspeed_llm/fsdp2); analyze reads its launch
+/// (analyzer::megatron_words_from_mindspeed_fsdp2).
 bool is_mindspeed_fsdp2_entry(std::string_view entry);
-
-/// `torchrun … train_fsdp2.py CONFIG.yaml [--section.key value …]` as Megatron's words for `preflight
-/// analyze` (mindspeed_llm/fsdp2/utils/arguments.py fsdp2_parse_args: the YAML's sections model / data /
-/// parallel / training / optimization, the command line's dotted keys winning).  model.model_name_or_path →
-/// --model; data.cutoff_len → --seq-length; per_device_train_batch_size → --micro-batch-size;
-/// parallel.tp_size / cp_size (cp_type ulysses → a2a, ring → p2p, kvallgather → all_gather) / ep_size;
-/// --use-torch-fsdp2, and when fsdp_size shards fewer ranks than the data-parallel group
-/// (models/model_factory.py: replicas = world / (tp · fsdp · cp)) --num-distributed-optimizer-instances
-/// replicas; the global batch per_device_train_batch_size × gradient_accumulation_steps × world / (tp · cp);
-/// param_dtype / reduce_dtype; recompute of whole layers (recompute_modules model.layers.{*}) → full
-/// recompute; use_flash_attn off → unfused attention.
-/// @param world the launch's processes (0 when not known: gradient accumulation is then left out, said)
-/// @throws InputError naming the file and line (or the command-line key) for an unreadable YAML, a size that
-///   is no positive number, sizes that do not divide `world`, or no model.model_name_or_path
-std::vector<std::string> megatron_words_from_mindspeed_fsdp2(const std::vector<std::string>& args, int world,
-                                                             std::vector<std::string>& notes);
 
 std::vector<std::string> megatron_words_from_swift(const std::vector<std::string>& args,
                                                    std::vector<std::string>& notes);

@@ -76,6 +76,22 @@ std::vector<std::string> megatron_words_from_args_dump(const std::map<std::strin
 std::vector<std::string> megatron_words_from_yaml_cfg(const std::string& path,
                                                       std::vector<std::string>& notes);
 
+/// `torchrun … train_fsdp2.py CONFIG.yaml [--section.key value …]` as Megatron's words for `preflight
+/// analyze` (mindspeed_llm/fsdp2/utils/arguments.py fsdp2_parse_args: the YAML's sections model / data /
+/// parallel / training / optimization, the command line's dotted keys winning).  model.model_name_or_path →
+/// --model; data.cutoff_len → --seq-length; per_device_train_batch_size → --micro-batch-size;
+/// parallel.tp_size / cp_size (cp_type ulysses → a2a, ring → p2p, kvallgather → all_gather) / ep_size;
+/// --use-torch-fsdp2, and when fsdp_size shards fewer ranks than the data-parallel group
+/// (models/model_factory.py: replicas = world / (tp · fsdp · cp)) --num-distributed-optimizer-instances
+/// replicas; the global batch per_device_train_batch_size × gradient_accumulation_steps × world / (tp · cp);
+/// param_dtype / reduce_dtype; recompute of whole layers (recompute_modules model.layers.{*}) → full
+/// recompute; use_flash_attn off → unfused attention.
+/// @param world the launch's processes (0 when not known: gradient accumulation is then left out, said)
+/// @throws InputError naming the file and line (or the command-line key) for an unreadable YAML, a size that
+///   is no positive number, sizes that do not divide `world`, or no model.model_name_or_path
+std::vector<std::string> megatron_words_from_mindspeed_fsdp2(const std::vector<std::string>& args, int world,
+                                                             std::vector<std::string>& notes);
+
 /// True when `path` is a Megatron-LM functional test case
 /// (tests/functional_tests/test_cases/…/model_config.yaml: a top-level `MODEL_ARGS:` mapping of flags).
 bool is_megatron_test_case(const std::string& path);

@@ -9,10 +9,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/common/error.hpp"
-#include "preflight/wrap/launch.hpp"
 
-namespace preflight::wrap {
+namespace preflight::analyzer {
 
 namespace {
 
@@ -22,11 +22,6 @@ bool truth(std::string v) {
 }
 
 }  // namespace
-
-bool is_mindspeed_fsdp2_entry(std::string_view entry) {
-  const std::size_t slash = entry.rfind('/');
-  return entry.substr(slash == std::string_view::npos ? 0 : slash + 1) == "train_fsdp2.py";
-}
 
 std::vector<std::string> megatron_words_from_mindspeed_fsdp2(const std::vector<std::string>& args, int world,
                                                              std::vector<std::string>& notes) {
@@ -222,4 +217,4 @@ std::vector<std::string> megatron_words_from_mindspeed_fsdp2(const std::vector<s
   return words;
 }
 
-}  // namespace preflight::wrap
+}  // namespace preflight::analyzer
