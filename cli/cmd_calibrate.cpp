@@ -3,6 +3,7 @@
 // analyzer/calibrate.hpp and log_parse/memory_measurement.hpp.
 #include <CLI/CLI.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -18,6 +19,7 @@
 #include "preflight/analyzer/frontends/megatron_args.hpp"
 #include "preflight/analyzer/frontends/nemo_config.hpp"
 #include "preflight/common/error.hpp"
+#include "preflight/common/trace_format.hpp"
 #include "preflight/log_parse/megatron_log.hpp"
 #include "preflight/log_parse/memory_measurement.hpp"
 #include "preflight/log_parse/trace_reader.hpp"
@@ -103,6 +105,17 @@ nlohmann::json read_json_file(const std::string& path) {
 /// Measurements of one --measured value: a directory of rank*.pftrace traces and/or *.json measurements, a
 /// trace file, or a JSON file holding one measurement or an array of them.  Traces of processes without a
 /// rank (the torchrun agent) are skipped.
+bool is_megatron_log(const std::string& path);
+
+/// The file begins as libpreflight_hook.so's traces do (common/trace_format.hpp kMagic).
+bool starts_with_trace_magic(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[sizeof trace::kMagic] = {};
+  in.read(head, sizeof head);
+  return in.gcount() == static_cast<std::streamsize>(sizeof head) &&
+         std::memcmp(head, trace::kMagic, sizeof head) == 0;
+}
+
 std::vector<analyzer::MeasuredRank> load_measured(const std::string& what, std::vector<std::string>& notes) {
   std::vector<std::string> files;
   std::error_code ec;
@@ -129,6 +142,13 @@ std::vector<analyzer::MeasuredRank> load_measured(const std::string& what, std::
       }
       continue;
     }
+    if (is_megatron_log(f) && !starts_with_trace_magic(f))
+      throw InputError(
+          f,
+          "a training log, not a trace or a measurement JSON: with --predicted, --measured takes "
+          "traces (rank*.pftrace) or measurement JSON; a Megatron log with its argument dump is "
+          "compared alone (`preflight calibrate --measured LOG`), and `preflight logs megatron LOG` "
+          "prints the peaks its lines give");
     if (log_parse::TraceReader(f).info().rank < 0) {
       ++rankless;
       continue;

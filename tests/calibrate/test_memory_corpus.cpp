@@ -295,6 +295,17 @@ TEST(MemoryCorpus, CalibrateAndLogsCommandsReadALog) {
   r = preflight::test::run_preflight("calibrate --measured " + (dir.path() / "bare.log").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("bare.log: no argument dump"), std::string::npos) << r.err;
+  // A log given with --predicted (which pairs predictions with traces): said as a log, with what to do; it
+  // had been read as a trace ("too short for a trace header").
+  r = preflight::test::run_preflight(
+      "analyze --json --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --vocab-size "
+      "128");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  preflight::test::write_file(dir.path() / "pred.json", r.out);
+  r = preflight::test::run_preflight("calibrate --predicted " + (dir.path() / "pred.json").string() +
+                                     " --measured " + (dir.path() / "bare.log").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bare.log: a training log, not a trace"), std::string::npos) << r.err;
 }
 
 // `preflight estimate` prints the same memory model by default: every stage kind's peak is the layer graph's
