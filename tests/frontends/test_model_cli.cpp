@@ -139,6 +139,8 @@ TEST(AnalyzeModel, MegatronFunctionalTestCase) {
   RunResult unset = with_env("env -u SEQ_LEN", "analyze --config " + yaml);
   EXPECT_EQ(unset.exit_code, 2);
   EXPECT_TRUE(contains(unset.err, yaml + ": MODEL_ARGS --seq-length")) << unset.err;
+  EXPECT_TRUE(contains(unset.err, "MODEL_ARGS use variables the environment does not set (SEQ_LEN)"))
+      << unset.err;
 }
 
 TEST(AnalyzeModel, HelpListsThePresets) {

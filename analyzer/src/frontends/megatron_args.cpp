@@ -333,7 +333,11 @@ static MegatronConfig parse_megatron_args_quiet(const std::vector<std::string>& 
       out = parse_megatron_args_quiet(run, env, base, {});
     } catch (const InputError& e) {
       if (e.where().rfind("--", 0) != 0) throw;
-      throw InputError(path, "MODEL_ARGS " + e.where() + ": " + e.detail());
+      std::string unset;  // (a value that is an unset variable of the CI explains most such errors)
+      for (const std::string& n : notes)
+        if (n.find("variables the environment does not set") != std::string::npos)
+          unset = " (" + n.substr(path.size() + 2) + ")";
+      throw InputError(path, "MODEL_ARGS " + e.where() + ": " + e.detail() + unset);
     }
     out.warnings.insert(out.warnings.begin(), notes.begin(), notes.end());
     return out;
