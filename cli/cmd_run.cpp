@@ -298,13 +298,16 @@ int run_with_shims(const RunCli& c, const wrap::Environment& env, const std::vec
   // $CKPT … | xargs cp`; a conda activate, a module load) and, under `set -u`, at an unset variable of its
   // cluster — before its launch.  As `preflight wrap` does, both are switched off in analyze / search mode:
   // bash reads $BASH_ENV before the script, and its DEBUG trap clears them before each of the script's
-  // commands (a BASH_ENV of the user's is read first; functions that set them themselves keep them).
+  // commands, those of the files it sources and of its functions included (a BASH_ENV of the user's is read
+  // first).
   if (analysis_mode(c)) {
     const fs::path bash_env = dir / "bash_env.sh";
     std::ofstream out(bash_env);
     if (const std::string user = wrap::env_get(env, "BASH_ENV"); !user.empty())
       out << ". " << wrap::shell_quote(user) << "\n";
-    out << "trap 'set +e +u' DEBUG  # preflight run: set -e / -u switched off for the analysis\n";
+    // (set -T: files the script sources, and its functions, keep the trap — bash unsets it inside `.` /
+    // source otherwise, and a sourced file's own `set -e` ended the analysis: Megatron-LM's ModelOpt scripts)
+    out << "set -T; trap 'set +e +u' DEBUG  # preflight run: set -e / -u switched off for the analysis\n";
     if (!out) throw InputError(bash_env.string(), "cannot write the analysis' BASH_ENV");
     shimmed["BASH_ENV"] = bash_env.string();
     if (script) {

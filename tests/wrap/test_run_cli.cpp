@@ -345,6 +345,18 @@ TEST(RunCli, SetErrexitIsSwitchedOffForTheAnalysis) {
   const nlohmann::json j = json_in(r.out);
   EXPECT_EQ(j["strategy"]["world_size"].get<int>(), 16);  // the script's own `set -- …` still sets $1 $2
   EXPECT_EQ(j["strategy"]["tp"].get<int>(), 2);
+  // … in a file the script sources too (bash unsets the DEBUG trap inside `source` unless set -T): a sourced
+  // file's own `set -e` before a failing line had ended the analysis (Megatron-LM's ModelOpt
+  // conf/arguments.sh)
+  write_file(dir / "conf.sh", "set -e\nfalse\nLAUNCH=torchrun\n");
+  write_file(
+      dir / "t.sh",
+      "source ./conf.sh\n"
+      "$LAUNCH --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 2 "
+      "--seq-length 16 --vocab-size 100\n");
+  RunResult t = run_in(dir.path(), preflight_bin() + " run --analyze-arg=--json -- bash t.sh");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(json_in(t.out)["strategy"]["world_size"].get<int>(), 8);
 }
 
 // The same for nvidia-smi's GPU listings (Megatron-DeepSpeed's examples count `--query-gpu=name` lines): the
