@@ -580,10 +580,11 @@ TEST(WrapStyles, TorchDeviceCountWithoutGpus) {
 }
 
 // Megatron-LM's ModelOpt style (our scripts in that style): a sourced file installs requirements under
-// set -e and sets the launcher, `${LAUNCH_SCRIPT} ${SCRIPT_DIR}/finetune.py …` runs it.  The analysis runs no
-// install — it needs no package and changes nothing on the machine it runs on — and reads the launch when
-// the script runs.  Before, wrap found no launch (a launcher variable in command position), and `preflight
-// run` ran the install, which ended the script (ModelOpt's finetune.sh without its package index).
+// set -e (after a line of its cluster that fails here) and sets the launcher, `${LAUNCH_SCRIPT}
+// ${SCRIPT_DIR}/finetune.py …` runs it.  The analysis runs no install — it needs no package and changes
+// nothing on the machine it runs on — and reads the launch when the script runs.  Before, wrap found no
+// launch (a launcher variable in command position), and `preflight run` ran the install, which ended the
+// script (ModelOpt's finetune.sh without its package index).
 TEST(WrapStyles, PackageInstallsAreNotRunAndALauncherVariableIsReadWhenTheScriptRuns) {
   const std::string conf = "CONF_DIR=" + shell_quote(wrap_data("").string()) + " TP=2 PP=2";
   expect_layout(analyzed("pip_install_style.sh", conf), {2, 1, 4, 512, 4}, "ModelOpt style, wrap");

@@ -1381,6 +1381,14 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
                   " --shim " + tool + " -- \"$@\"\n}\n";
       header += "if [ -n \"${BASH_VERSION:-}\" ]; then export -f pip pip3; fi\n";
     }
+    // A file the script sources may turn `set -e` / `-u` on itself (ModelOpt's conf/arguments.sh): under bash
+    // a DEBUG trap, kept inside sourced files by set -T, switches them off before each command, as `preflight
+    // run`'s BASH_ENV does (the script's own set lines get `; set +eu` below).
+    if (!command_word_positions(work, "source").empty() || !command_word_positions(work, ".").empty())
+      header +=
+          "if [ -n \"${BASH_VERSION:-}\" ]; then set -T; trap 'set +e +u' DEBUG; fi  # preflight wrap: set "
+          "-e / "
+          "-u of sourced files switched off for the analysis\n";
     // nvidia-smi counting the node's GPUs (`GPUS_PER_NODE=$(nvidia-smi -L | wc -l)`): where it is missing (a
     // login node) its listings answer for $PREFLIGHT_GPUS_PER_NODE GPUs (8), as `preflight run`'s shim does;
     // bash only (a function name with '-'), defined through eval so that sh never parses it.
