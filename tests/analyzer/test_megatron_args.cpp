@@ -608,6 +608,17 @@ TEST(MindSpeedFsdp2, Words) {
             std::string::npos)
       << all;
   EXPECT_NE(all.find("packed samples"), std::string::npos) << all;
+  // HSDP with an expert-parallel size whose expert dp the replicas do not divide: not Megatron's instances
+  // (they must divide it), said
+  notes.clear();
+  const Words hsdp_ep =
+      megatron_words_from_mindspeed_fsdp2({yaml, "--parallel.tp_size", "1", "--parallel.cp_size", "1",
+                                           "--parallel.fsdp_size", "16", "--parallel.ep_size", "32"},
+                                          64, notes);
+  EXPECT_FALSE(has(hsdp_ep, {"--num-distributed-optimizer-instances"}));
+  all.clear();
+  for (const auto& n : notes) all += n + "\n";
+  EXPECT_NE(all.find("priced sharded over all data- and context-parallel ranks"), std::string::npos) << all;
   // world unknown: no global batch, the accumulation said
   notes.clear();
   EXPECT_FALSE(has(megatron_words_from_mindspeed_fsdp2({yaml}, 0, notes), {"--global-batch-size"}));

@@ -142,7 +142,17 @@ std::vector<std::string> megatron_words_from_mindspeed_fsdp2(const std::vector<s
       throw InputError(fsdp_at, "fsdp " + std::to_string(fsdp) + " does not divide the launch's " +
                                     std::to_string(world / tp) + " data- and context-parallel ranks (" +
                                     std::to_string(world) + " processes / tp " + std::to_string(tp) + ")");
-    const int replicas = world / tp / fsdp;
+    int replicas = world / tp / fsdp;
+    if (replicas > 1 && ep > 1 && world % ep == 0 && (world / ep) % replicas != 0) {
+      // Megatron's instances divide the expert data-parallel group too: not expressible, the states are
+      // priced sharded over the whole data-parallel group (memory on the low side), said
+      notes.push_back(
+          "MindSpeed FSDP2: fsdp_size " + std::to_string(fsdp) + " (HSDP, " + std::to_string(replicas) +
+          " replicas) with ep " + std::to_string(ep) +
+          ": the states are priced sharded over all data- and context-parallel ranks, fewer bytes a "
+          "rank than the run holds");
+      replicas = 1;
+    }
     if (replicas > 1) {
       // HSDP: states sharded over fsdp_size ranks, replicated over the rest — Megatron's instances
       words.insert(words.end(), {"--num-distributed-optimizer-instances", std::to_string(replicas)});
