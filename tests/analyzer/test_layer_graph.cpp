@@ -738,6 +738,47 @@ TEST(LayerGraph, EveryOpHasTheRoleOfItsModulePath) {
   EXPECT_EQ(seen.size(), suffix.size());  // every role is built by one of the variants
 }
 
+// tp a multiple of the kv heads (Megatron-LM since 2025-12-06, SelfAttention.get_query_key_value_tensors): 8
+// heads in 2 groups on tp 4 — each rank keeps 2 query heads and 1 kv head; the QKV projection stays
+// column-parallel over tp and its output (T · (8 + 2·2) · 32 · 2 bytes) is all-gathered forward and
+// reduce-scattered backward.  Megatron-LM's Nemotron-3 Super examples run tp 8 on its 2 kv heads; it had been
+// refused.  An older checkout (--megatron-version) still refuses it, as tp 3 is refused everywhere.
+TEST(LayerGraph, TensorParallelBeyondTheKvHeads) {
+  const std::int64_t T = 128;
+  const std::string base =
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 8 --group-query-attention --num-query-groups 2 "
+      "--swiglu --normalization RMSNorm --disable-bias-linear --position-embedding-type rope --seq-length "
+      "128 "
+      "--max-position-embeddings 128 --vocab-size 1024 --micro-batch-size 1 --bf16 --world-size 4 "
+      "--tensor-model-parallel-size 4";
+  LayerGraph g = graph_of(preflight::test::words(base));
+  const Op *qkv = nullptr, *attn = nullptr;
+  for (const auto& c : g.chunks)
+    for (const auto& op : c.ops)
+      if (op.layer == 0 && op.role == OpRole::Qkv)
+        qkv = &op;
+      else if (op.layer == 0 && op.role == OpRole::CoreAttention)
+        attn = &op;
+  ASSERT_TRUE(qkv && attn);
+  EXPECT_EQ(attn->heads, 2);
+  EXPECT_EQ(attn->kv_heads, 1);
+  EXPECT_EQ(qkv->out_features, (8 + 2 * 2) * 32 / 4);
+  std::int64_t gathered = 0, scattered = 0;
+  for (const auto& cm : qkv->comms) {
+    if (cm.kind == Collective::AllGather && cm.pass == Pass::Forward) gathered += cm.bytes;
+    if (cm.kind == Collective::ReduceScatter && cm.pass == Pass::Backward) scattered += cm.bytes;
+  }
+  EXPECT_EQ(gathered, T * (8 + 2 * 2) * 32 * 2);
+  EXPECT_EQ(scattered, gathered);
+  EXPECT_THROW(graph_of(preflight::test::words(base + " --megatron-version 2025-11-01")),
+               preflight::InputError);
+  EXPECT_THROW(graph_of(preflight::test::words(
+                   "--num-layers 2 --hidden-size 384 --num-attention-heads 12 --group-query-attention "
+                   "--num-query-groups 2 --seq-length 128 --vocab-size 1024 --world-size 3 "
+                   "--tensor-model-parallel-size 3")),
+               preflight::InputError);
+}
+
 // Megatron's MLASelfAttention with tp 2 and sequence parallelism: the down projections (TELinear
 // "duplicated") run on the rank's T/2 tokens with the full weight and no collective, keep their T/2 input;
 // the latent norms are on T/2 rows; the up projections are column-parallel (all-gather of the latent in

@@ -52,13 +52,24 @@ void add_attention(const Ctx& c, std::vector<Op>& ops, int layer, const std::str
     ops.back().saved = {{"input", c.lin_bytes(c.tok_sp * m.mla.kv_lora_rank)}};
   } else {
     qk_dim = v_dim = m.kv_channels;
-    kv_heads = m.num_query_groups / c.t;
+    // (tp a multiple of the kv heads: each rank keeps one, Megatron's SelfAttention since 2025-12-06)
+    kv_heads = std::max(1, m.num_query_groups / c.t);
     // With --attention-output-gate the projection also yields the gate, one more query's width
     // (Megatron's SelfAttention.linear_qkv_out_dim).
     I64 qkv_out = (static_cast<I64>(m.num_attention_heads) * (m.attention_output_gate ? 2 : 1) +
                    2 * static_cast<I64>(m.num_query_groups)) *
                   m.kv_channels;
     ops.push_back(make_column(c, pre + "linear_qkv", OpRole::Qkv, layer, c.h, qkv_out, m.qkv_bias()));
+    if (m.num_query_groups < c.t) {
+      // tp > kv heads (SelfAttention.get_query_key_value_tensors): the column-parallel projection's output is
+      // all-gathered over tp, each rank then slices its kv group's heads; the gradient goes back by a
+      // reduce-scatter.
+      const I64 bytes = c.tok * qkv_out * c.a;
+      ops.back().comms.push_back({Collective::AllGather, ParallelDim::TP, Pass::Forward, bytes, 1,
+                                  "all-gather of the QKV projection (tp > kv heads)"});
+      ops.back().comms.push_back({Collective::ReduceScatter, ParallelDim::TP, Pass::Backward, bytes, 1,
+                                  "reduce-scatter of the QKV projection's gradient (tp > kv heads)"});
+    }
     if (m.qk_layernorm) {
       // Megatron `SelfAttention.q_layernorm` / `k_layernorm`: one norm of width d applied to every head;
       // rows = tokens · local heads.  Each keeps its input (the un-normalized q / k) for backward.
