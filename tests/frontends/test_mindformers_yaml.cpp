@@ -411,6 +411,22 @@ TEST(MindFormersYaml, OffsetErrorsNameTheKeyAndLine) {
 // projection in (its two separate adapters priced as one, said), '.*w1|.*w2|.*w3' the MLP; the frozen rest
 // keeps no gradient or optimizer state.  A pattern naming no modelled linear is an error on its line;
 // ptuning2 / prefixtuning are said to be priced as a full fine-tuning (an upper bound).
+// MindFormers' attention refuses kv heads that model_parallel does not divide (llama_transformer.py), where
+// Megatron-LM now runs tp a multiple of them: the yaml's 4 kv heads on model_parallel 8 are refused, naming
+// the yaml's key.
+TEST(MindFormersYaml, KvHeadsModelParallelDividesThem) {
+  std::string text = small("[0, 1, 1, 0]");
+  text.replace(text.find("model_parallel: 2"), 17, "model_parallel: 8");
+  text.replace(text.find("    num_heads: 16\n"), 18, "    num_heads: 16\n    n_kv_heads: 2\n");
+  try {
+    parse_mindformers_yaml(text, "x.yaml");
+    ADD_FAILURE() << "2 kv heads on model_parallel 8 were read";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.detail().find("kv heads"), std::string::npos) << e.detail();
+    EXPECT_NE(std::string(e.what()).find("model_parallel"), std::string::npos) << e.what();
+  }
+}
+
 TEST(MindFormersYaml, ParameterEfficientFineTuning) {
   auto with_pet = [](const std::string& pet) {
     std::string t = small("[0, 1, 1, 0]");
