@@ -233,8 +233,7 @@ std::string layout_problem(const ModelSpec& m, const Strategy& base, const Searc
   if (base.seq_length % lay.cp != 0) return "sequence not divisible by cp";
   if (m.num_attention_heads % lay.tp != 0) return "heads not divisible by tp";
   if (!m.mla.enabled && m.num_query_groups % lay.tp != 0 &&
-      (lay.tp % m.num_query_groups != 0 ||
-       (!base.megatron_version.empty() && base.megatron_version < "2025-12-06")))
+      !base.allows_tp_beyond(m.num_query_groups, lay.tp))
     return "kv heads neither divisible by tp nor a divisor of it";
   int experts = m.moe.enabled() ? m.moe.num_experts : 1;
   if (experts % lay.ep != 0) return "experts not divisible by ep";

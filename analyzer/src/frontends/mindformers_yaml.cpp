@@ -1459,10 +1459,7 @@ MindFormersConfig parse_mindformers_yaml(const std::string& text, const std::str
   try {
     // MindFormers' attention refuses kv heads that model_parallel does not divide (llama_transformer.py, its
     // research models: "n_kv_head % model_parallel"), where Megatron-LM now accepts tp a multiple of them.
-    if (!m.mla.enabled && m.num_query_groups % st.tp != 0)
-      throw InputError("--tensor-model-parallel-size",
-                       "the " + std::to_string(m.num_query_groups) +
-                           " query groups (kv heads) are not divisible by tp = " + std::to_string(st.tp));
+    st.tp_beyond_kv_heads = false;
     st.validate(m);
   } catch (const InputError& e) {
     rethrow_in_yaml_terms(e, source);

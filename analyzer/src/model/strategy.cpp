@@ -403,15 +403,17 @@ void Strategy::validate(const ModelSpec& model) const {
         "the " + num(model.num_attention_heads) + " attention heads are not divisible by tp = " + num(tp));
   // Megatron-LM since 2025-12-06 (f7dfb99795, "Support TP greater than num_kv_heads"): tp a multiple of the
   // kv heads too — each rank all-gathers the QKV projection and keeps its group's one kv head.
-  if (!model.mla.enabled && model.num_query_groups % tp != 0) {
-    const bool subsharded = tp % model.num_query_groups == 0;
-    if (!subsharded || (!megatron_version.empty() && megatron_version < "2025-12-06"))
-      throw InputError("--tensor-model-parallel-size",
-                       "the " + num(model.num_query_groups) +
-                           " query groups (kv heads) are not divisible by tp = " + num(tp) +
-                           (subsharded ? " (Megatron-LM accepts tp a multiple of them since 2025-12-06; "
-                                         "--megatron-version says this checkout is older)"
-                                       : std::string(" nor a divisor of it")));
+  if (!model.mla.enabled && model.num_query_groups % tp != 0 &&
+      !allows_tp_beyond(model.num_query_groups, tp)) {
+    const bool multiple = tp % model.num_query_groups == 0;
+    throw InputError("--tensor-model-parallel-size",
+                     "the " + num(model.num_query_groups) +
+                         " query groups (kv heads) are not divisible by tp = " + num(tp) +
+                         (!multiple ? std::string(" nor a divisor of it")
+                          : !tp_beyond_kv_heads
+                              ? std::string(" (MindFormers' attention needs them divisible)")
+                              : std::string(" (Megatron-LM accepts tp a multiple of them since 2025-12-06; "
+                                            "--megatron-version says this checkout is older)")));
   }
   // megatron/training/arguments.py: "--fp8-param-gather only supported with distributed optimizer, torch
   // fsdp2, megatron fsdp, or inference mode".

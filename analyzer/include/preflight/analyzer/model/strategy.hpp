@@ -401,6 +401,15 @@ struct Strategy {
   /// (`--megatron-version`).  Memory: before 2024-06-13 the vocab-parallel cross entropy made a second fp32
   /// copy of the logits (`cross_entropy.py`, commit 9634c0e).
   std::string megatron_version;
+  /// tp may be a multiple of the kv heads (each rank keeping one): Megatron-LM since 2025-12-06
+  /// (SelfAttention's QKV all-gather, f7dfb99795; refused for an older megatron_version).  MindFormers clears
+  /// it: its attention needs the kv heads divisible by model_parallel.
+  bool tp_beyond_kv_heads = true;
+  /// tp may exceed the kv heads here (tp_beyond_kv_heads, the checkout's date, tp a multiple of `kv_heads`).
+  bool allows_tp_beyond(int kv_heads, int tp_size) const {
+    return tp_beyond_kv_heads && kv_heads > 0 && tp_size % kv_heads == 0 &&
+           (megatron_version.empty() || megatron_version >= "2025-12-06");
+  }
   bool fp16_lm_cross_entropy = false;  ///< `--fp16-lm-cross-entropy`: the loss on 16-bit logits
   /// Megatron's pre-core model code (`megatron/model`, `--use-legacy-models`; the only one before 2024 and
   /// the default until 2024-05).  Activations it keeps beyond Megatron-core's: the SwiGLU's SiLU output
