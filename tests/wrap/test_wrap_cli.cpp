@@ -646,6 +646,25 @@ TEST(WrapStyles, MindSpeedFsdp2Launch) {
       << bad.err;
 }
 
+// The launcher in an array run as the command word (`"${LAUNCHER[@]}" pretrain_gpt.py …`): read when the
+// script runs, as a launcher variable is.  wrap had found no launch.
+TEST(WrapStyles, LauncherArrayInCommandPosition) {
+  TempDir dir;
+  write_file(
+      dir / "s.sh",
+      "LAUNCHER=(torchrun --nproc_per_node 4 --nnodes 2)\n"
+      "\"${LAUNCHER[@]}\" pretrain_gpt.py --tensor-model-parallel-size 2 --num-layers 4 --hidden-size 512 "
+      "--num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size 1 "
+      "--global-batch-size 16 --vocab-size 32000 --bf16\n");
+  RunResult w = run_preflight("wrap " + shell_quote((dir / "s.sh").string()) + " --analyze-arg=--json -o " +
+                              shell_quote((dir / "w.sh").string()));
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(w.err.find("the launcher is $LAUNCHER, known when the script runs"), std::string::npos) << w.err;
+  const RunResult r = run_in(dir.path(), "bash w.sh");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_layout(json_in(r.out), {2, 1, 4, 512, 8}, "\"${LAUNCHER[@]}\"");
+}
+
 // A launch in MindSpeed-LLM's style (Ascend; our script in that style): its fine-tuning entry point is
 // analysed (it had been left unrun as an unknown script) and its own flags are read as Megatron's spellings:
 // 2 of 24 layers no-ops, the first 2 dense, a shared expert of 2 × 704.

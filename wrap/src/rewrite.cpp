@@ -378,6 +378,19 @@ std::pair<std::size_t, std::size_t> erase_span(std::string_view text, std::size_
 }
 
 /// Commands that only handle files or print text: naming an entry point there is not a launch.
+/// `"${NAME[@]}"`, `${NAME[@]}` or `"${NAME[*]}"` … : NAME (an array's items as words).
+std::optional<std::string> array_items_ref(std::string_view raw) {
+  if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"') raw = raw.substr(1, raw.size() - 2);
+  if (raw.size() < 7 || raw.substr(0, 2) != "${" || raw.back() != '}') return std::nullopt;
+  const std::string_view inner = raw.substr(2, raw.size() - 3);
+  const std::size_t br = inner.find('[');
+  if (br == std::string_view::npos || br == 0 || (inner.substr(br) != "[@]" && inner.substr(br) != "[*]"))
+    return std::nullopt;
+  for (char ch : inner.substr(0, br))
+    if (!is_name_char(ch)) return std::nullopt;
+  return std::string(inner.substr(0, br));
+}
+
 bool is_file_command(std::string_view w) {
   auto slash = w.rfind('/');
   if (slash != std::string_view::npos) w = w.substr(slash + 1);
@@ -894,12 +907,15 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     } else if (!is_file_command(first)) {
       // A command that names the entry point but is no launch recognised here (mpirun, a launcher held in a
       // variable, srun bash -c "…"): the rewritten script would still start the real run from it.
-      const auto launcher_ref = parameter_ref(cmd.words[0].raw);
+      // the launcher: `$LAUNCHER` / `${LAUNCHER}` split into words, or an array's items (`"${LAUNCHER[@]}"`)
+      std::string launcher_var;
+      if (const auto ref = parameter_ref(cmd.words[0].raw); ref && !ref->quoted) launcher_var = ref->name;
+      if (const auto array = array_items_ref(cmd.words[0].raw)) launcher_var = *array;
       for (const WordView& v : views) {
         const std::optional<std::string>& name = v.value ? v.value : v.tail;
         if (!name || !o.entries.matches(*name)) continue;
-        if (launcher_ref && !launcher_ref->quoted && o.mode != WrapMode::Dryrun && &v != &views[0]) {
-          runtime_launches.push_back({&cmd, launcher_ref->name, *name});
+        if (!launcher_var.empty() && o.mode != WrapMode::Dryrun && &v != &views[0]) {
+          runtime_launches.push_back({&cmd, launcher_var, *name});
           break;
         }
         std::string text = trim(std::string_view(work).substr(
