@@ -665,6 +665,26 @@ TEST(WrapStyles, LauncherArrayInCommandPosition) {
   expect_layout(json_in(r.out), {2, 1, 4, 512, 8}, "\"${LAUNCHER[@]}\"");
 }
 
+// A launcher inside a function that takes its entry point with the call's arguments (`run_train() { torchrun
+// --nproc_per_node 4 "$@"; }; run_train pretrain_gpt.py …`): read when the function runs; the call is no
+// longer said to start the real run.  wrap had found no launch.
+TEST(WrapStyles, LauncherInAFunctionOfTheCallsArguments) {
+  TempDir dir;
+  write_file(dir / "s.sh",
+             "run_train() {\n  torchrun --nproc_per_node 4 --nnodes 2 \"$@\"\n}\n"
+             "run_train pretrain_gpt.py --tensor-model-parallel-size 2 --num-layers 4 --hidden-size 512 "
+             "--num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size 1 "
+             "--global-batch-size 16 --vocab-size 32000 --bf16\n");
+  RunResult w = run_preflight("wrap " + shell_quote((dir / "s.sh").string()) + " --analyze-arg=--json -o " +
+                              shell_quote((dir / "w.sh").string()));
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(w.err.find("comes with the function's arguments"), std::string::npos) << w.err;
+  EXPECT_EQ(w.err.find("it will start the real run"), std::string::npos) << w.err;
+  const RunResult r = run_in(dir.path(), "bash w.sh");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_layout(json_in(r.out), {2, 1, 4, 512, 8}, "run_train() { torchrun … \"$@\"; }");
+}
+
 // A launch in MindSpeed-LLM's style (Ascend; our script in that style): its fine-tuning entry point is
 // analysed (it had been left unrun as an unknown script) and its own flags are read as Megatron's spellings:
 // 2 of 24 layers no-ops, the first 2 dense, a shared expert of 2 × 704.

@@ -378,6 +378,24 @@ std::pair<std::size_t, std::size_t> erase_span(std::string_view text, std::size_
 }
 
 /// Commands that only handle files or print text: naming an entry point there is not a launch.
+/// The script defines a shell function `name` (`name() {`, `name () {`, `function name`).
+bool defines_function(const std::string& text, const std::string& name) {
+  if (name.empty() ||
+      !std::all_of(name.begin(), name.end(), [](char ch) { return is_name_char(ch) || ch == '-'; }))
+    return false;
+  for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+    const std::size_t line = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
+    std::string_view before = std::string_view(text).substr(line, at - line);
+    while (!before.empty() && (before.front() == ' ' || before.front() == '\t')) before.remove_prefix(1);
+    if (!(before.empty() || before == "function " || before == "function\t")) continue;
+    std::size_t k = at + name.size();
+    while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
+    if ((k + 1 < text.size() && text[k] == '(' && text[k + 1] == ')') || before.rfind("function", 0) == 0)
+      return true;
+  }
+  return false;
+}
+
 /// `"${NAME[@]}"`, `${NAME[@]}` or `"${NAME[*]}"` … : NAME (an array's items as words).
 std::optional<std::string> array_items_ref(std::string_view raw) {
   if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"') raw = raw.substr(1, raw.size() - 2);
@@ -907,6 +925,26 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
     } else if (!is_file_command(first)) {
       // A command that names the entry point but is no launch recognised here (mpirun, a launcher held in a
       // variable, srun bash -c "…"): the rewritten script would still start the real run from it.
+      // A launcher whose entry point comes with a function's arguments (`run_train() { torchrun
+      // --nproc_per_node 8
+      // "$@"; }`, called with pretrain_gpt.py …): known when the function runs.
+      if (o.mode != WrapMode::Dryrun && !views.empty() && views[0].value) {
+        const std::string_view tool = detail::basename_of(*views[0].value);
+        const bool launcher =
+            tool == "torchrun" || tool == "deepspeed" ||
+            (detail::is_python(tool) &&
+             std::any_of(cmd.words.begin(), cmd.words.end(), [](const ShellWord& w) {
+               return w.raw == "torch.distributed.run" || w.raw == "torch.distributed.launch";
+             }));
+        const bool forwards = std::any_of(cmd.words.begin(), cmd.words.end(), [](const ShellWord& w) {
+          return w.raw == "\"$@\"" || w.raw == "$@" || w.raw == "\"${@}\"" || w.raw == "$*" ||
+                 w.raw == "\"$*\"";
+        });
+        if (launcher && forwards) {
+          runtime_launches.push_back({&cmd, "@", "\"$@\""});
+          continue;
+        }
+      }
       // the launcher: `$LAUNCHER` / `${LAUNCHER}` split into words, or an array's items (`"${LAUNCHER[@]}"`)
       std::string launcher_var;
       if (const auto ref = parameter_ref(cmd.words[0].raw); ref && !ref->quoted) launcher_var = ref->name;
@@ -918,6 +956,11 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
           runtime_launches.push_back({&cmd, launcher_var, *name});
           break;
         }
+        // a call of a function of the script whose launch takes the call's arguments ("$@", rewritten above)
+        if (views[0].value && defines_function(work, *views[0].value) &&
+            std::any_of(runtime_launches.begin(), runtime_launches.end(),
+                        [](const RuntimeLaunch& rl) { return rl.variable == "@"; }))
+          break;
         std::string text = trim(std::string_view(work).substr(
             cmd.words.front().begin, cmd.words.back().end - cmd.words.front().begin));
         if (auto nl = text.find('\n'); nl != std::string::npos) text = text.substr(0, nl) + " …";
@@ -1271,9 +1314,23 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
                             escape_for(nest, preflight_invocation(o.preflight) + " run --mode " +
                                                  mode_name(o.mode) + join_quoted(o.run_args) + " -- ")});
     result.launches.push_back({line, launcher, rl.entry, "preflight run --mode " + mode_name(o.mode)});
-    result.notes.push_back(o.script_name + ":" + std::to_string(line) + ": the launcher is $" + rl.variable +
-                           ", known when the script runs: `preflight run --mode " + mode_name(o.mode) +
-                           " -- $" + rl.variable + " " + rl.entry + " …` reads the launch then");
+    if (rl.variable == "@") {
+      launcher = detail::basename_of(rl.cmd->words.front().raw) == "deepspeed" ? Launcher::Deepspeed
+                 : detail::basename_of(rl.cmd->words.front().raw) == "torchrun"
+                     ? Launcher::Torchrun
+                     : Launcher::TorchDistributedRun;
+      result.launches.back().launcher = launcher;
+      result.notes.push_back(
+          o.script_name + ":" + std::to_string(line) +
+          ": the launch's entry point comes with the function's arguments (\"$@\"), known when "
+          "it runs: `preflight run --mode " +
+          mode_name(o.mode) + " -- …` reads the launch then");
+    } else {
+      result.notes.push_back(o.script_name + ":" + std::to_string(line) + ": the launcher is $" +
+                             rl.variable + ", known when the script runs: `preflight run --mode " +
+                             mode_name(o.mode) + " -- $" + rl.variable + " " + rl.entry +
+                             " …` reads the launch then");
+    }
     ++nested_launches;
   }
 
