@@ -241,6 +241,33 @@ TEST(MegatronMemory, TorchFsdp2WithoutReshardAfterForward) {
   EXPECT_DOUBLE_EQ(kept.optimizer_bytes, resharded.optimizer_bytes);
 }
 
+// Megatron-FSDP's hybrid sharding: --num-distributed-optimizer-instances 2 on dp 8 shards within 4 ranks;
+// with
+// --outer-dp-sharding-strategy optim the optimizer states are sharded across both instances (over 8) while
+// the parameters and gradients stay within 4.  Megatron's rule (optim needs optim_grads_params) is ours.  The
+// flag had been read past.
+TEST(MegatronMemory, HybridFsdpOuterOptimizerSharding) {
+  auto stage = [](Words extra) {
+    Words w = small({"--nproc_per_node", "8", "--global-batch-size", "16", "--use-megatron-fsdp",
+                     "--data-parallel-sharding-strategy", "optim_grads_params",
+                     "--num-distributed-optimizer-instances", "2"});
+    w.insert(w.end(), extra.begin(), extra.end());
+    return stage_memory(graph(w)).stages.front();
+  };
+  const StageMemory replicated = stage({"--outer-dp-sharding-strategy", "no_shard"});
+  const StageMemory sharded = stage({"--outer-dp-sharding-strategy", "optim"});
+  EXPECT_DOUBLE_EQ(sharded.optimizer_bytes, replicated.optimizer_bytes / 2);
+  EXPECT_DOUBLE_EQ(sharded.weight_bytes, replicated.weight_bytes);
+  EXPECT_DOUBLE_EQ(sharded.grad_bytes, replicated.grad_bytes);
+  EXPECT_THROW(
+      graph(small({"--nproc_per_node", "8", "--use-distributed-optimizer",
+                   "--num-distributed-optimizer-instances", "2", "--outer-dp-sharding-strategy", "optim"})),
+      InputError);
+  EXPECT_THROW(
+      graph(small({"--nproc_per_node", "8", "--use-megatron-fsdp", "--outer-dp-sharding-strategy", "all"})),
+      InputError);
+}
+
 TEST(MegatronArgsDump, BackToTheCommandLine) {
   std::map<std::string, std::string> args = {
       {"world_size", "16"},          {"num_layers", "4"},          {"hidden_size", "512"},

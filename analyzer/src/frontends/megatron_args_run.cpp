@@ -96,6 +96,7 @@ const std::vector<FlagSpec>& training_flags() {
       {"--use-torch-fsdp2", Arity::Switch},
       {"--torch-fsdp2-no-reshard-after-forward", Arity::Switch},
       {"--data-parallel-sharding-strategy", Arity::One},
+      {"--outer-dp-sharding-strategy", Arity::One},
       {"--optimizer", Arity::One},
       {"--muon-num-ns-steps", Arity::One},
       {"--muon-tp-mode", Arity::One},
@@ -779,6 +780,21 @@ void read_numerics(const Flags& f, Strategy& st) {
     // ZeRO-2"): each unit's gathered parameters stay until its backward — the whole stage's at the peak.
     if (f.has("--use-torch-fsdp2") && f.has("--torch-fsdp2-no-reshard-after-forward")) st.zero_stage = 2;
     st.distributed_optimizer = st.zero_stage >= 1;
+  }
+  // Megatron-FSDP's hybrid sharding (training/arguments.py): "optim" shards the optimizer states across the
+  // outer data-parallel group (the --num-distributed-optimizer-instances) too; only with optim_grads_params.
+  if (f.has("--outer-dp-sharding-strategy")) {
+    const std::string& v = f.get("--outer-dp-sharding-strategy");
+    if (v != "no_shard" && v != "optim")
+      throw InputError("--outer-dp-sharding-strategy", "unknown strategy '" + v + "' (no_shard or optim)");
+    if (v == "optim") {
+      if (!(f.has("--use-megatron-fsdp") || f.has("--use-custom-fsdp")) || st.zero_stage < 3)
+        throw InputError(
+            "--outer-dp-sharding-strategy",
+            "optim needs Megatron-FSDP with --data-parallel-sharding-strategy optim_grads_params "
+            "(Megatron refuses it otherwise)");
+      st.outer_dp_optim_shard = true;
+    }
   }
   if (f.has("--optimizer")) {
     const auto& o = f.get("--optimizer");

@@ -182,6 +182,10 @@ MemoryReport stage_memory(const LayerGraph& graph) {
   const bool shard_grads = st.fsdp && zero >= 2;
   double dense_shard = sharded ? static_cast<double>(st.dense_shard_group()) : 1.0;
   double expert_shard = sharded ? static_cast<double>(st.expert_shard_group()) : 1.0;
+  // (hybrid FSDP with the outer group's optimizer sharding: the states over every instance as well)
+  const double outer =
+      st.outer_dp_optim_shard ? static_cast<double>(std::max(1, st.dist_opt_instances)) : 1.0;
+  const double opt_dense_shard = dense_shard * outer, opt_expert_shard = expert_shard * outer;
   int m = st.num_microbatches();
 
   MemoryReport report;
@@ -232,10 +236,10 @@ MemoryReport stage_memory(const LayerGraph& graph) {
     const double dense_muon = static_cast<double>(s.muon_params),
                  expert_muon = static_cast<double>(s.muon_expert_params);
     s.optimizer_bytes =
-        ((train_dense - dense_muon) * bpp.optimizer / dense_shard +
-         dense_muon * bpp.muon_optimizer / dense_shard +
-         (train_expert - expert_muon) * bpp.optimizer / expert_shard +
-         expert_muon * bpp.muon_optimizer / expert_shard) *
+        ((train_dense - dense_muon) * bpp.optimizer / opt_dense_shard +
+         dense_muon * bpp.muon_optimizer / opt_dense_shard +
+         (train_expert - expert_muon) * bpp.optimizer / opt_expert_shard +
+         expert_muon * bpp.muon_optimizer / opt_expert_shard) *
         (1.0 - st.optimizer_cpu_offload_fraction);  // the host's share (HybridDeviceOptimizer)
     if (st.optimizer == Optimizer::Muon) {
       if (st.muon.layer_wise && !st.muon.param_layout) {

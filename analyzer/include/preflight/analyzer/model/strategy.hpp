@@ -336,6 +336,10 @@ struct Strategy {
   /// gradients are reduce-scattered inside an instance and all-reduced across them.  1 = over the whole dp
   /// group.
   int dist_opt_instances = 1;
+  /// Megatron-FSDP's `--outer-dp-sharding-strategy optim` (hybrid FSDP, with dist_opt_instances > 1): the
+  /// optimizer states are sharded across the instances too — over the whole dp·cp group — while parameters
+  /// and gradients stay sharded inside an instance.
+  bool outer_dp_optim_shard = false;
   /// Megatron's gradient bucket, in parameters (elements): `--ddp-bucket-size N`, 0 = Megatron's default
   /// max(4e7, 1e6 · dp · cp) (core/distributed/distributed_data_parallel.py).  `--ddp-num-buckets N` (0 =
   /// not given) divides the rank's parameters into N buckets instead, whatever --ddp-bucket-size says
