@@ -655,6 +655,11 @@ TEST(MindSpeedFsdp2, LaunchRead) {
   EXPECT_EQ(c.strategy.cp, 2);
   EXPECT_EQ(c.strategy.global_batch(), 2 * 4 * 8);
   EXPECT_TRUE(c.strategy.fsdp);
+  // the world read as any launch's: an elastic --nnodes 1:2 is its largest size (the global batch with it)
+  const MegatronConfig elastic = parse_megatron_args(
+      {"--nproc_per_node=8", "--nnodes=1:2", "train_fsdp2.py", yaml, "--parallel.fsdp_size", "16"});
+  EXPECT_EQ(elastic.strategy.world_size, 16);
+  EXPECT_EQ(elastic.strategy.global_batch(), 2 * 4 * 8);
 }
 
 TEST(MegatronArgs, VocabularyFromTheLoadedCheckpoint) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "launch_words.hpp"
 #include "preflight/common/error.hpp"
@@ -378,6 +379,23 @@ std::pair<std::size_t, std::size_t> erase_span(std::string_view text, std::size_
 }
 
 /// Commands that only handle files or print text: naming an entry point there is not a launch.
+/// The launcher (launchers()) its first word starts — a command of one (torchrun, deepspeed, …) or
+/// python with `-m MODULE` among the words after it; nullopt for anything else.
+std::optional<Launcher> launcher_of_words(const std::vector<std::string>& words) {
+  if (words.empty()) return std::nullopt;
+  const auto head = literal_value(words.front());
+  if (!head) return std::nullopt;
+  const std::string base(detail::basename_of(*head));
+  for (const LauncherInfo& l : launchers()) {
+    if (std::any_of(l.commands.begin(), l.commands.end(), [&](const char* c) { return base == c; }))
+      return l.id;
+    if (l.python_module && detail::is_python(base))
+      for (std::size_t k = 1; k + 1 < words.size(); ++k)
+        if (words[k] == "-m" && words[k + 1] == l.python_module) return l.id;
+  }
+  return std::nullopt;
+}
+
 /// The script defines a shell function `name` (`name() {`, `name () {`, `function name`).
 bool defines_function(const std::string& text, const std::string& name) {
   if (name.empty() ||
@@ -929,13 +947,12 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
       // --nproc_per_node 8
       // "$@"; }`, called with pretrain_gpt.py …): known when the function runs.
       if (o.mode != WrapMode::Dryrun && !views.empty() && views[0].value) {
-        const std::string_view tool = detail::basename_of(*views[0].value);
+        std::vector<std::string> words;
+        for (const ShellWord& w : cmd.words) words.push_back(w.raw);
+        const auto known = launcher_of_words(words);
         const bool launcher =
-            tool == "torchrun" || tool == "deepspeed" ||
-            (detail::is_python(tool) &&
-             std::any_of(cmd.words.begin(), cmd.words.end(), [](const ShellWord& w) {
-               return w.raw == "torch.distributed.run" || w.raw == "torch.distributed.launch";
-             }));
+            known && (*known == Launcher::Torchrun || *known == Launcher::TorchDistributedRun ||
+                      *known == Launcher::TorchDistributedLaunch || *known == Launcher::Deepspeed);
         const bool forwards = std::any_of(cmd.words.begin(), cmd.words.end(), [](const ShellWord& w) {
           return w.raw == "\"$@\"" || w.raw == "$@" || w.raw == "\"${@}\"" || w.raw == "$*" ||
                  w.raw == "\"$*\"";
@@ -1290,36 +1307,26 @@ WrapResult wrap_impl(std::string_view input, const WrapOptions& o, const Nesting
 
   for (const RuntimeLaunch& rl : runtime_launches) {
     const std::size_t line = line_of(work, rl.cmd->words.front().begin) + nest.line_offset;
-    // the launcher as far as its value is known here (else torchrun, the usual one)
-    Launcher launcher = Launcher::Torchrun;
-    if (const auto it = assigned_raw.find(rl.variable); it != assigned_raw.end())
+    // the launcher as far as its words are known here (else torchrun, the usual one)
+    std::optional<Launcher> launcher;
+    if (rl.variable == "@") {
+      std::vector<std::string> words;
+      for (const ShellWord& w : rl.cmd->words) words.push_back(w.raw);
+      launcher = launcher_of_words(words);
+    } else if (const auto it = assigned_raw.find(rl.variable); it != assigned_raw.end()) {
       if (const auto value = literal_value(it->second)) {
-        const std::string head = value->substr(0, value->find_first_of(" \t\n"));
-        const std::string_view base = detail::basename_of(head);
-        if (base == "deepspeed")
-          launcher = Launcher::Deepspeed;
-        else if (base == "msrun")
-          launcher = Launcher::Msrun;
-        else if (base == "srun")
-          launcher = Launcher::Srun;
-        else if (base == "mpirun" || base == "mpiexec")
-          launcher = Launcher::Mpirun;
-        else if (detail::is_python(base))
-          launcher =
-              value->find("torch.distributed.launch") != std::string::npos ? Launcher::TorchDistributedLaunch
-              : value->find("torch.distributed.run") != std::string::npos  ? Launcher::TorchDistributedRun
-                                                                           : Launcher::Python;
+        std::istringstream in(*value);
+        std::vector<std::string> words;
+        for (std::string w; in >> w;) words.push_back(w);
+        launcher = launcher_of_words(words);
       }
+    }
     nested_edits.push_back({rl.cmd->words.front().begin, rl.cmd->words.front().begin,
                             escape_for(nest, preflight_invocation(o.preflight) + " run --mode " +
                                                  mode_name(o.mode) + join_quoted(o.run_args) + " -- ")});
-    result.launches.push_back({line, launcher, rl.entry, "preflight run --mode " + mode_name(o.mode)});
+    result.launches.push_back(
+        {line, launcher.value_or(Launcher::Torchrun), rl.entry, "preflight run --mode " + mode_name(o.mode)});
     if (rl.variable == "@") {
-      launcher = detail::basename_of(rl.cmd->words.front().raw) == "deepspeed" ? Launcher::Deepspeed
-                 : detail::basename_of(rl.cmd->words.front().raw) == "torchrun"
-                     ? Launcher::Torchrun
-                     : Launcher::TorchDistributedRun;
-      result.launches.back().launcher = launcher;
       result.notes.push_back(
           o.script_name + ":" + std::to_string(line) +
           ": the launch's entry point comes with the function's arguments (\"$@\"), known when "

@@ -254,33 +254,22 @@ static MegatronConfig parse_megatron_args_quiet(const std::vector<std::string>& 
     if (entry != "train_fsdp2.py" || w.rfind("--", 0) == 0) continue;
     const std::vector<std::string> before(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(i));
     LauncherSplit split = split_launcher(before, before.size(), before.size());
-    auto flag = [&](std::initializer_list<const char*> names) -> long long {
-      for (std::size_t k = 0; k < split.launcher.size(); ++k) {
-        const std::string& f = split.launcher[k];
-        for (const char* n : names) {
-          std::string v;
-          if (f == n && k + 1 < split.launcher.size())
-            v = split.launcher[k + 1];
-          else if (f.rfind(std::string(n) + "=", 0) == 0)
-            v = f.substr(std::string(n).size() + 1);
-          else
-            continue;
-          try {
-            std::size_t used = 0;
-            const long long x = std::stoll(v, &used);
-            return used == v.size() && x > 0 ? x : 0;
-          } catch (const std::exception&) {
-            return 0;
-          }
-        }
-      }
-      return -1;
-    };
-    const long long per_node = flag({"--nproc_per_node", "--nproc-per-node"}), nodes = flag({"--nnodes"}),
-                    world_flag = flag({"--world-size"});
-    const int world = world_flag > 0 ? static_cast<int>(world_flag)
-                      : per_node > 0 ? static_cast<int>(per_node * std::max(1LL, nodes))
-                                     : 0;
+    // the launch's world as any launch's is read (torchrun's sizes, `gpu` / elastic forms, PET_* and the
+    // launcher's environment); 0 when nothing says it
+    std::map<std::string, std::string> seen;
+    for (std::size_t k = 0; k < split.launcher.size(); ++k) {
+      const std::string& fw = split.launcher[k];
+      std::string name = canonical(fw.substr(0, fw.find('='))), value;
+      if (auto a = aliases.find(name); a != aliases.end()) name = a->second;
+      if (fw.find('=') != std::string::npos)
+        value = fw.substr(fw.find('=') + 1);
+      else if (k + 1 < split.launcher.size() && looks_like_value(split.launcher[k + 1]))
+        value = split.launcher[++k];
+      seen[name] = value;
+    }
+    MegatronConfig sizes;
+    megatron::read_launcher_and_sizes(megatron::Flags(seen), env, sizes);
+    const int world = sizes.strategy.world_size;
     std::vector<std::string> notes, run = split.launcher;
     const std::vector<std::string> own(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
     std::vector<std::string> words = megatron_words_from_mindspeed_fsdp2(own, world, notes);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -108,14 +109,8 @@ std::vector<std::string> megatron_words_from_test_case(const std::string& path,
       continue;
     } else if (text.size() > 2 && text.front() == '[' && text.back() == ']') {
       words.push_back(key);
-      const std::string inner = text.substr(1, text.size() - 2);
-      for (std::size_t i = 0; i < inner.size();) {
-        while (i < inner.size() && std::isspace(static_cast<unsigned char>(inner[i]))) ++i;
-        std::size_t j = i;
-        while (j < inner.size() && !std::isspace(static_cast<unsigned char>(inner[j]))) ++j;
-        if (j > i) words.push_back(inner.substr(i, j - i));
-        i = j;
-      }
+      std::istringstream inner(text.substr(1, text.size() - 2));
+      for (std::string w; inner >> w;) words.push_back(w);
     } else {
       words.insert(words.end(), {key, text});
     }
